@@ -1,0 +1,122 @@
+/* analysis.h — results: the summary numbers, the HDF5 results file, and the
+ * views of it people read (report).
+ *
+ * The results file (one per run) is written under a temporary name and
+ * renamed when complete, so a crash never leaves a half file.  Layout:
+ *   /                 attributes simtrain_version, command_line, created_utc
+ *   /config           attributes workload, cluster, options (JSON strings)
+ *   /summary          attributes: the an_summary fields (NaN where n/a)
+ *   /ranks            compound rows (sim_rank_stats)
+ *   /collectives      compound rows (op, communicator, ranks, bytes, start_s,
+ *                     end_s, algbw_GBps, busbw_GBps, ...)
+ *   /links            compound rows (name, bandwidth, bytes, busy_s, ...)
+ *   /timeline         compound rows, only with --timeline
+ * docs/results-format.md documents every field.
+ */
+#ifndef AN_ANALYSIS_H
+#define AN_ANALYSIS_H
+
+#include <stdio.h>
+
+#include "platform.h"
+#include "sim.h"
+#include "st_common.h"
+#include "workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What `run --json` and `report --json` print.  Per-rank times are means
+ * over ranks, per step.  NaN means "does not apply" and prints as null. */
+typedef struct an_summary {
+  int num_gpus;
+  int iterations;
+  double step_time_s;
+  double tokens_per_step;
+  double tokens_per_s;
+  double tokens_per_s_per_gpu;
+  double model_flops_per_step;
+  double model_tflops_per_gpu; /* model FLOPs per step / step time / GPUs / 1e12 */
+  double mfu;                  /* model_tflops_per_gpu / device peak for the workload dtype */
+  double compute_s;
+  double exposed_comm_s;
+  double overlapped_comm_s;
+  double bubble_s;
+  double idle_s;
+  double peak_memory_bytes;
+  double device_memory_bytes;
+  double sim_wall_s;
+  double events;
+} an_summary;
+
+void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim_result *r,
+                        an_summary *s);
+/* One JSON object, keys as in an_summary, on one line. */
+void an_summary_print_json(const an_summary *s, FILE *out);
+/* The human summary table (what `run` prints without --json). */
+void an_summary_print_text(const an_summary *s, const char *workload_name,
+                           const char *cluster_name, FILE *out);
+
+/* Everything a results file holds. */
+typedef struct an_run_info {
+  const char *command_line;
+  const char *workload_json; /* description of the inputs, JSON text */
+  const char *cluster_json;
+  const char *options_json;
+  const char *workload_name;
+  const char *cluster_name;
+  const wl_workload *wl;     /* for names in /collectives and /timeline */
+  const sim_result *result;
+  const an_summary *summary;
+} an_run_info;
+
+int an_results_write(const char *path, const an_run_info *info, st_err *err);
+
+/* A results file read back (for report, compare, export, plot). */
+typedef struct an_coll_row {
+  char op[16];
+  char comm[64];
+  char comm_kind[8];
+  int32_t nranks;
+  double bytes, start_s, end_s, algbw_GBps, busbw_GBps;
+} an_coll_row;
+
+typedef struct an_timeline_row {
+  int32_t rank;
+  int32_t stream;
+  char stream_name[24];
+  char kind[12];
+  char name[64];
+  double start_s, end_s, bytes, flops;
+} an_timeline_row;
+
+typedef struct an_results {
+  char *path;
+  char *command_line;
+  char *created_utc;
+  char *version;
+  char *workload_name;
+  char *cluster_name;
+  char *workload_json, *cluster_json, *options_json;
+  an_summary summary;
+  sim_rank_stats *ranks;
+  size_t num_ranks;
+  an_coll_row *colls;
+  size_t num_colls;
+  sim_link_stats *links; /* names owned by the results */
+  size_t num_links;
+  an_timeline_row *timeline;
+  size_t num_timeline;
+} an_results;
+
+int an_results_read(const char *path, an_results **out, st_err *err);
+void an_results_destroy(an_results *r);
+
+/* `simtrain report`: readable in 100 columns. */
+void an_report_print(const an_results *r, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AN_ANALYSIS_H */

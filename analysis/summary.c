@@ -1,0 +1,124 @@
+/* summary.c — the headline numbers of a run, from the workload's metadata,
+ * the cluster's device and the simulation result.
+ *
+ * Definitions (docs/results-format.md repeats them):
+ *   step_time_s          largest rank finish time / iterations
+ *   tokens_per_s         tokens_per_step / step_time_s
+ *   model_tflops_per_gpu model FLOPs per step / step_time_s / num_gpus / 1e12
+ *   mfu                  model_tflops_per_gpu / device dense peak of the
+ *                        workload's dtype
+ *   compute_s, exposed_comm_s, overlapped_comm_s, bubble_s, idle_s
+ *                        means over ranks, per step
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis.h"
+
+void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim_result *r,
+                        an_summary *s)
+{
+  memset(s, 0, sizeof *s);
+  int it = r->iterations > 0 ? r->iterations : 1;
+  s->num_gpus = wl->num_ranks;
+  s->iterations = it;
+  s->step_time_s = r->step_time_s;
+  s->tokens_per_step = wl->meta.tokens_per_step;
+  s->tokens_per_s = s->tokens_per_step / s->step_time_s;
+  s->tokens_per_s_per_gpu = s->tokens_per_s / s->num_gpus;
+  s->model_flops_per_step = wl->meta.model_flops_per_step;
+  s->model_tflops_per_gpu = s->model_flops_per_step / s->step_time_s / s->num_gpus / 1e12;
+  double peak = NAN;
+  if (cl && wl->meta.dtype >= 0 && wl->meta.dtype < WL_DTYPE_COUNT &&
+      cl->device.peak_flops[wl->meta.dtype] > 0)
+    peak = cl->device.peak_flops[wl->meta.dtype];
+  s->mfu = s->model_tflops_per_gpu * 1e12 / peak;
+  double c = 0, e = 0, o = 0, b = 0, i = 0;
+  for (int k = 0; k < r->num_ranks; k++) {
+    c += r->ranks[k].compute_s;
+    e += r->ranks[k].exposed_comm_s;
+    o += r->ranks[k].overlapped_comm_s;
+    b += r->ranks[k].bubble_s;
+    i += r->ranks[k].idle_s;
+  }
+  double n = r->num_ranks > 0 ? (double)r->num_ranks * it : 1;
+  s->compute_s = c / n;
+  s->exposed_comm_s = e / n;
+  s->overlapped_comm_s = o / n;
+  s->bubble_s = b / n;
+  s->idle_s = i / n;
+  s->peak_memory_bytes = wl->meta.peak_memory_bytes;
+  s->device_memory_bytes = cl ? cl->device.hbm_bytes : NAN;
+  s->sim_wall_s = r->wall_s;
+  s->events = (double)r->events;
+}
+
+/* %.17g round-trips a double exactly, so report --json reprints the same numbers. */
+static void num(FILE *out, const char *key, double v, int first)
+{
+  if (isfinite(v))
+    fprintf(out, "%s\"%s\":%.17g", first ? "" : ",", key, v);
+  else
+    fprintf(out, "%s\"%s\":null", first ? "" : ",", key);
+}
+
+void an_summary_print_json(const an_summary *s, FILE *out)
+{
+  fprintf(out, "{\"num_gpus\":%d", s->num_gpus);
+  num(out, "step_time_s", s->step_time_s, 0);
+  num(out, "tokens_per_step", s->tokens_per_step, 0);
+  num(out, "tokens_per_s", s->tokens_per_s, 0);
+  num(out, "tokens_per_s_per_gpu", s->tokens_per_s_per_gpu, 0);
+  num(out, "model_flops_per_step", s->model_flops_per_step, 0);
+  num(out, "model_tflops_per_gpu", s->model_tflops_per_gpu, 0);
+  num(out, "mfu", s->mfu, 0);
+  num(out, "compute_s", s->compute_s, 0);
+  num(out, "exposed_comm_s", s->exposed_comm_s, 0);
+  num(out, "overlapped_comm_s", s->overlapped_comm_s, 0);
+  num(out, "bubble_s", s->bubble_s, 0);
+  num(out, "idle_s", s->idle_s, 0);
+  num(out, "peak_memory_bytes", s->peak_memory_bytes, 0);
+  num(out, "device_memory_bytes", s->device_memory_bytes, 0);
+  fprintf(out, ",\"iterations\":%d", s->iterations);
+  num(out, "sim_wall_s", s->sim_wall_s, 0);
+  num(out, "events", s->events, 0);
+  fprintf(out, "}\n");
+}
+
+static void row(FILE *out, const char *label, int decimals, double v, const char *unit)
+{
+  if (!isfinite(v)) {
+    fprintf(out, "  %-24s %14s\n", label, "n/a");
+    return;
+  }
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  fprintf(out, "  %-24s %14s %s\n", label, buf, unit);
+}
+
+void an_summary_print_text(const an_summary *s, const char *workload_name,
+                           const char *cluster_name, FILE *out)
+{
+  fprintf(out, "simtrain prediction: %s on %s (%d GPUs)\n", workload_name ? workload_name : "?",
+          cluster_name ? cluster_name : "?", s->num_gpus);
+  row(out, "step time", 6, s->step_time_s, "s");
+  row(out, "tokens per step", 0, s->tokens_per_step, "");
+  row(out, "throughput", 1, s->tokens_per_s, "tokens/s");
+  row(out, "per GPU", 1, s->tokens_per_s_per_gpu, "tokens/s/GPU");
+  row(out, "model TFLOP/s per GPU", 1, s->model_tflops_per_gpu, "TFLOP/s");
+  row(out, "MFU", 1, s->mfu * 100, "%");
+  fprintf(out, "  per rank, mean per step:\n");
+  row(out, "  compute", 6, s->compute_s, "s");
+  row(out, "  exposed communication", 6, s->exposed_comm_s, "s");
+  row(out, "  overlapped comm.", 6, s->overlapped_comm_s, "s");
+  row(out, "  pipeline bubble", 6, s->bubble_s, "s");
+  row(out, "  idle", 6, s->idle_s, "s");
+  if (isfinite(s->peak_memory_bytes)) {
+    char a[32], b[32];
+    fprintf(out, "  %-24s %14s of %s\n", "peak memory per GPU",
+            st_format_bytes(s->peak_memory_bytes, a, sizeof a),
+            st_format_bytes(s->device_memory_bytes, b, sizeof b));
+  }
+  fprintf(out, "  (simulated in %.2f s wall, %.0f activities)\n", s->sim_wall_s, s->events);
+}

@@ -1,0 +1,103 @@
+/* platform.h — hardware: devices, nodes and fabrics, and how a cluster spec
+ * becomes a SimGrid platform.
+ *
+ * A cluster is num_nodes nodes of gpus_per_node accelerators.  GPU g (global
+ * index, 0-based) is on node g / gpus_per_node, local index g % gpus_per_node,
+ * and is the SimGrid host named "gpu-<g>".  Rank r of a workload runs on GPU r.
+ *
+ * Life cycle:
+ *   plat_cluster_load("dgx-h100:4" | "spec.json" | "platform.xml", &c, &err);
+ *   ... simgrid_init(...) ...
+ *   plat_cluster_build(c, hosts, &err);   creates the SimGrid platform, fills hosts[g]
+ *   ... simulate ...
+ *   plat_cluster_destroy(c);
+ * plat_cluster_build() may be called once per process (SimGrid allows one platform).
+ *
+ * Units: bandwidths in bytes/s per direction, latencies in seconds, FLOP/s.
+ */
+#ifndef PLAT_PLATFORM_H
+#define PLAT_PLATFORM_H
+
+#include <stdio.h>
+
+#include "st_common.h"
+#include "workload.h" /* wl_dtype for peak FLOP/s per dtype */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct plat_device {
+  char name[48];
+  double peak_flops[WL_DTYPE_COUNT]; /* dense peak FLOP/s per dtype; 0 = not supported */
+  double hbm_bytes;                  /* HBM capacity */
+  double hbm_Bps;                    /* HBM bandwidth */
+  double link_Bps;                   /* NVLink/ICI/HCCS bandwidth per direction, whole device */
+} plat_device;
+
+typedef enum plat_intra_kind {
+  PLAT_INTRA_NVSWITCH = 0, /* non-blocking switch: route i->j = up_i, down_j */
+  PLAT_INTRA_CUBEMESH,     /* DGX-1 hybrid cube-mesh */
+  PLAT_INTRA_FULLMESH,     /* HCCS full mesh (Ascend) */
+  PLAT_INTRA_NVL_RACK,     /* NVL72-style rack-scale NVLink domain */
+  PLAT_INTRA_NONE,
+  PLAT_INTRA_COUNT
+} plat_intra_kind;
+
+typedef enum plat_fabric_kind {
+  PLAT_FABRIC_SWITCH = 0, /* one non-blocking switch */
+  PLAT_FABRIC_RAIL_FATTREE,
+  PLAT_FABRIC_FATTREE,
+  PLAT_FABRIC_DRAGONFLY,
+  PLAT_FABRIC_TORUS,
+  PLAT_FABRIC_XML, /* user-supplied SimGrid XML */
+  PLAT_FABRIC_COUNT
+} plat_fabric_kind;
+
+typedef struct plat_cluster {
+  char name[64];      /* preset or file name */
+  char *spec_json;    /* the resolved spec as JSON (stored in results' /config), owned */
+  int num_nodes;
+  int gpus_per_node;
+  int num_gpus;
+  plat_device device;
+  /* intra-node */
+  int intra_kind;        /* plat_intra_kind */
+  double intra_Bps;      /* per GPU, per direction, to the intra-node fabric */
+  double intra_lat_s;    /* per link */
+  int nvls;              /* NVSwitch with in-switch reduction (NVLink SHARP) */
+  /* inter-node */
+  int nics_per_node;
+  double nic_Bps;        /* per NIC, per direction */
+  double nic_lat_s;
+  int fabric_kind;       /* plat_fabric_kind */
+  int fabric_levels;     /* switch levels (fat-trees) */
+  int fabric_radix;      /* switch radix */
+  double oversub[4];     /* oversubscription per level (1 = non-blocking) */
+  double switch_lat_s;
+  int torus_dims[3];     /* torus shape in chips; unused dims are 1 */
+  int in_network_reduction; /* SHARP/CollNet available */
+  char *xml_path;        /* PLAT_FABRIC_XML: the file, owned */
+} plat_cluster;
+
+/* NAME[:NODES] (a preset), FILE.json (a cluster spec) or FILE.xml (SimGrid
+ * platform whose hosts are named gpu-0 ... gpu-(N-1)). */
+int plat_cluster_load(const char *arg, plat_cluster **out, st_err *err);
+void plat_cluster_destroy(plat_cluster *c);
+/* Names of the presets, NULL-terminated. */
+const char *const *plat_preset_names(void);
+
+/* After simgrid_init(): create the platform in the engine and fill hosts[g]
+ * (an array of num_gpus sg_host_t, given as void* so this header does not
+ * pull in SimGrid). */
+int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
+
+/* Write an equivalent SimGrid XML platform. */
+int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err);
+
+static inline int plat_gpu_node(const plat_cluster *c, int gpu) { return gpu / c->gpus_per_node; }
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PLAT_PLATFORM_H */

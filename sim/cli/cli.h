@@ -1,0 +1,20 @@
+/* cli.h — helpers shared by the subcommands: error printing with the one
+ * message format, and the exit statuses. */
+#ifndef ST_CLI_H
+#define ST_CLI_H
+
+#include <stdio.h>
+
+#include "st_common.h"
+
+/* The full command line, for results files. */
+extern const char *cli_command_line;
+
+/* Print "simtrain: error: <msg>" and return the exit status for err->code. */
+int cli_fail(const st_err *err);
+/* Usage error: print the message and a hint to --help; returns 1. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Warning on stderr: "simtrain: warning: ...". */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

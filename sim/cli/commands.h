@@ -1,0 +1,17 @@
+/* commands.h — the subcommand table of the simtrain front end.
+ * Each command lives in cmd_<name>.c with its own option table and --help;
+ * add one line here to add a command.  The front end holds no modelling
+ * logic: commands parse options and call the stage libraries. */
+#ifndef ST_CLI_COMMANDS_H
+#define ST_CLI_COMMANDS_H
+
+#define ST_COMMANDS(X)                                                                    \
+  X(run, "predict a training step: replay a workload on a cluster")                       \
+  X(report, "print a results file for people (or --json)")                                \
+  X(coll, "one collective over N GPUs, printed like nccl-tests")
+
+#define ST_DECLARE_CMD(name, help) int cmd_##name(int argc, char **argv);
+ST_COMMANDS(ST_DECLARE_CMD)
+#undef ST_DECLARE_CMD
+
+#endif

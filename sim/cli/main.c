@@ -1,0 +1,104 @@
+/* main.c — the simtrain executable: git-style dispatch to subcommands.
+ * Exit statuses: 0 success, 1 usage error, 2 bad input, 3 simulation failure. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+
+const char *cli_command_line = "";
+
+struct command {
+  const char *name;
+  int (*fn)(int, char **);
+  const char *help;
+};
+
+#define ST_TABLE_ROW(name, help) {#name, cmd_##name, help},
+static const struct command commands[] = {ST_COMMANDS(ST_TABLE_ROW)};
+#undef ST_TABLE_ROW
+
+int cli_fail(const st_err *err)
+{
+  fprintf(stderr, "simtrain: error: %s\n", err->msg[0] ? err->msg : st_strerror(err->code));
+  return st_err_exit_status(err->code);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+  va_list ap;
+  fprintf(stderr, "simtrain: error: ");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (see 'simtrain %s --help')\n", cmd);
+  return 1;
+}
+
+void cli_warn(const char *fmt, ...)
+{
+  va_list ap;
+  fprintf(stderr, "simtrain: warning: ");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+static void usage(FILE *out)
+{
+  fprintf(out, "usage: simtrain <command> [options]   (simtrain <command> --help)\n\n"
+               "simtrain %s predicts distributed training time by replaying workloads on\n"
+               "SimGrid platforms.\n\ncommands:\n",
+          SIMTRAIN_VERSION);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+static char *join_args(int argc, char **argv)
+{
+  size_t n = 1;
+  for (int i = 0; i < argc; i++)
+    n += strlen(argv[i]) + 3;
+  char *s = malloc(n);
+  if (!s)
+    return NULL;
+  s[0] = '\0';
+  for (int i = 0; i < argc; i++) {
+    if (i)
+      strcat(s, " ");
+    strcat(s, argv[i]);
+  }
+  return s;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) {
+    usage(stderr);
+    return 1;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("simtrain %s\n", SIMTRAIN_VERSION);
+    return 0;
+  }
+  char *line = join_args(argc, argv);
+  if (line)
+    cli_command_line = line;
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(argv[1], commands[i].name)) {
+      int rc = commands[i].fn(argc - 1, argv + 1);
+      free(line);
+      return rc;
+    }
+  free(line);
+  fprintf(stderr, "simtrain: error: '%s' is not a simtrain command (see 'simtrain --help')\n",
+          argv[1]);
+  return 1;
+}

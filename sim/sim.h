@@ -1,0 +1,141 @@
+/* sim.h — the replay engine: a workload on a platform, in SimGrid, and what
+ * happened.
+ *
+ * sim_run() replays every rank's program on its GPU.  Each (rank, stream)
+ * with ops is a SimGrid actor; compute ops are timed waits; collectives and
+ * send/recv are rendezvous between the members of a communicator followed by
+ * the flows of the collective's algorithm on the platform's links (SimGrid
+ * shares links max-min fairly between concurrent flows, so contention is
+ * real).  A collective that some member never reaches ends the run with
+ * ST_ESIM and names the communicator, the op and the ranks still waiting.
+ *
+ * One SimGrid engine per process: sim_run() may be called once.  Callers that
+ * need several runs (tests) fork.
+ *
+ * Ownership: sim_run() returns a sim_result the caller frees with
+ * sim_result_destroy().  Strings in it point into the workload (op names,
+ * communicator names), which must outlive the result.
+ */
+#ifndef SIM_SIM_H
+#define SIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "platform.h"
+#include "st_common.h"
+#include "workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum sim_net_model {
+  SIM_NET_IDEAL = 0, /* CM02, no cross-traffic, no TCP window: exact alpha-beta */
+  SIM_NET_LV08,      /* SimGrid's default, with its latency/bandwidth factors */
+  SIM_NET_CM02,      /* CM02 with SimGrid's defaults otherwise */
+  SIM_NET_COUNT
+} sim_net_model;
+
+typedef enum sim_fidelity {
+  SIM_FID_FLOW = 0, /* each algorithm edge one flow carrying its total bytes + latency terms */
+  SIM_FID_STEP,     /* every algorithm step (ring step, tree level) simulated */
+} sim_fidelity;
+
+typedef struct sim_options {
+  int net_model;      /* sim_net_model */
+  int fidelity;       /* sim_fidelity */
+  int timeline;       /* record one row per op (memory: rows x 48 bytes) */
+  int quiet;          /* no progress line */
+  int coll_algo;      /* sim_coll_algo, -1 = automatic */
+  int coll_proto;     /* -1 = automatic */
+  int coll_channels;  /* 0 = automatic */
+  const char *simgrid_cfg; /* extra "--cfg=..." settings, space-separated, or NULL */
+} sim_options;
+
+void sim_options_init(sim_options *o);
+const char *sim_net_model_name(int m);
+int sim_net_model_from_name(const char *s);
+
+/* Per rank, in seconds.  compute + exposed_comm + bubble + idle == finish_s
+ * (the rank's last op end) and the step time is the largest finish_s; time
+ * between a rank's finish and the step end is not counted here. */
+typedef struct sim_rank_stats {
+  int32_t rank;
+  int32_t host;           /* GPU index */
+  double compute_s;       /* some compute op running */
+  double comm_s;          /* some transfer of this rank running (hidden or not) */
+  double exposed_comm_s;  /* transfer running, no compute */
+  double overlapped_comm_s; /* transfer running under compute */
+  double bubble_s;        /* nothing running, waiting for a pipeline peer (send/recv) */
+  double idle_s;          /* nothing running otherwise (waiting in a collective, stream waits) */
+  double finish_s;
+  double phase_s[WL_PHASE_COUNT];          /* busy time per phase */
+  double comm_kind_s[WL_COMM_KIND_COUNT];  /* transfer time per communicator kind */
+} sim_rank_stats;
+
+/* One collective (or send/recv pair) instance. */
+typedef struct sim_coll_record {
+  int32_t comm;     /* communicator index in the workload */
+  uint8_t kind;     /* WL_OP_COLL or WL_OP_SEND (a matched send/recv pair) */
+  uint8_t op;       /* wl_coll_op for COLL */
+  uint8_t algo;     /* algorithm used */
+  uint8_t proto;
+  int32_t nranks;
+  int32_t src, dst; /* send/recv: global ranks; else -1 */
+  double bytes;
+  double start_s;   /* all members arrived; transfer starts */
+  double end_s;
+  double first_arrival_s; /* first member arrived */
+  double algbw_GBps;
+  double busbw_GBps;
+} sim_coll_record;
+
+typedef struct sim_timeline_row {
+  int32_t rank;
+  uint16_t stream;
+  uint8_t kind;    /* wl_op_kind */
+  uint8_t sub;
+  int32_t program;
+  uint32_t op;     /* op index in the program (name: wl_op_name) */
+  double start_s, end_s;
+  double bytes, flops;
+} sim_timeline_row;
+
+typedef struct sim_link_stats {
+  const char *name; /* owned by the result */
+  double bandwidth_Bps;
+  double bytes;     /* bytes carried over the run */
+  double busy_s;    /* time with at least one flow */
+  double peak_util; /* largest fraction of bandwidth used at any time */
+} sim_link_stats;
+
+typedef struct sim_result {
+  int num_ranks;
+  double step_time_s;   /* whole run: largest rank finish time / iterations */
+  double sim_time_s;    /* simulated time at the end */
+  int iterations;
+  sim_rank_stats *ranks;
+  sim_coll_record *colls;
+  size_t num_colls;
+  sim_timeline_row *timeline;
+  size_t num_timeline;
+  sim_link_stats *links;
+  size_t num_links;
+  double wall_s;        /* wall-clock seconds of the simulation */
+  uint64_t events;      /* activities simulated */
+  st_arena arena;       /* strings owned by the result */
+} sim_result;
+
+int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,
+            sim_result **out, st_err *err);
+void sim_result_destroy(sim_result *r);
+
+/* nccl-tests' bus-bandwidth factor for op over n ranks (allreduce 2(n-1)/n,
+ * allgather/reducescatter/alltoall (n-1)/n, broadcast/reduce/sendrecv 1). */
+double sim_busbw_factor(int coll_op, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SIM_SIM_H */

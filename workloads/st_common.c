@@ -1,0 +1,352 @@
+/* st_common.c — error values, arena, string buffer, gzip-aware file I/O.
+ * See st_common.h for the contracts. */
+#include "st_common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+int st_err_set(st_err *err, int code, const char *fmt, ...)
+{
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->code = code;
+  }
+  return code;
+}
+
+int st_err_prefix(st_err *err, const char *fmt, ...)
+{
+  if (!err)
+    return ST_OK;
+  char pre[ST_ERR_MSG_MAX], old[ST_ERR_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(pre, sizeof pre, fmt, ap);
+  va_end(ap);
+  memcpy(old, err->msg, sizeof old);
+  size_t n = strlen(pre);
+  if (n >= sizeof err->msg)
+    n = sizeof err->msg - 1;
+  memcpy(err->msg, pre, n);
+  size_t m = strlen(old);
+  if (m > sizeof err->msg - 1 - n)
+    m = sizeof err->msg - 1 - n;
+  memcpy(err->msg + n, old, m);
+  err->msg[n + m] = '\0';
+  return err->code;
+}
+
+void st_err_clear(st_err *err)
+{
+  if (err) {
+    err->code = ST_OK;
+    err->msg[0] = '\0';
+  }
+}
+
+const char *st_strerror(int code)
+{
+  switch (code) {
+  case ST_OK: return "success";
+  case ST_EUSAGE: return "usage error";
+  case ST_EINPUT: return "bad input";
+  case ST_EIO: return "input/output error";
+  case ST_ENOMEM: return "out of memory";
+  case ST_ESIM: return "simulation failure";
+  default: return "unknown error";
+  }
+}
+
+int st_err_exit_status(int code)
+{
+  switch (code) {
+  case ST_OK: return 0;
+  case ST_EUSAGE: return 1;
+  case ST_ESIM: return 3;
+  default: return 2;
+  }
+}
+
+/* ---- arena ---------------------------------------------------------------- */
+struct st_arena_block {
+  st_arena_block *next;
+  size_t size, used;
+  _Alignas(16) unsigned char data[];
+};
+
+void st_arena_init(st_arena *a, size_t block_bytes)
+{
+  a->head = NULL;
+  a->block_bytes = block_bytes ? block_bytes : 64 * 1024;
+  a->used_bytes = 0;
+}
+
+void st_arena_release(st_arena *a)
+{
+  st_arena_block *b = a->head;
+  while (b) {
+    st_arena_block *n = b->next;
+    free(b);
+    b = n;
+  }
+  a->head = NULL;
+  a->used_bytes = 0;
+}
+
+void *st_arena_alloc(st_arena *a, size_t bytes)
+{
+  size_t need = (bytes + 15) & ~(size_t)15;
+  st_arena_block *b = a->head;
+  if (!b || b->size - b->used < need) {
+    size_t size = need > a->block_bytes ? need : a->block_bytes;
+    b = malloc(sizeof *b + size);
+    if (!b)
+      return NULL;
+    b->size = size;
+    b->used = 0;
+    b->next = a->head;
+    a->head = b;
+  }
+  void *p = b->data + b->used;
+  b->used += need;
+  a->used_bytes += need;
+  memset(p, 0, need);
+  return p;
+}
+
+char *st_arena_strdup(st_arena *a, const char *s)
+{
+  size_t n = strlen(s) + 1;
+  char *p = st_arena_alloc(a, n);
+  if (p)
+    memcpy(p, s, n);
+  return p;
+}
+
+/* ---- buffer --------------------------------------------------------------- */
+void st_buf_init(st_buf *b)
+{
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+void st_buf_release(st_buf *b)
+{
+  free(b->data);
+  st_buf_init(b);
+}
+
+static int buf_reserve(st_buf *b, size_t extra)
+{
+  if (b->len + extra + 1 <= b->cap)
+    return ST_OK;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + extra + 1)
+    cap *= 2;
+  char *d = realloc(b->data, cap);
+  if (!d)
+    return ST_ENOMEM;
+  b->data = d;
+  b->cap = cap;
+  return ST_OK;
+}
+
+int st_buf_append(st_buf *b, const void *data, size_t len)
+{
+  if (buf_reserve(b, len))
+    return ST_ENOMEM;
+  memcpy(b->data + b->len, data, len);
+  b->len += len;
+  b->data[b->len] = '\0';
+  return ST_OK;
+}
+
+int st_buf_printf(st_buf *b, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return ST_EINPUT;
+  if (buf_reserve(b, (size_t)n))
+    return ST_ENOMEM;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+  return ST_OK;
+}
+
+char *st_buf_detach(st_buf *b, size_t *len)
+{
+  if (!b->data && buf_reserve(b, 0))
+    return NULL;
+  char *d = b->data;
+  if (len)
+    *len = b->len;
+  st_buf_init(b);
+  return d;
+}
+
+/* ---- files ---------------------------------------------------------------- */
+int st_file_read_all(const char *path, char **data, size_t *len, st_err *err)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return st_err_set(err, ST_EIO, "cannot open '%s': %s", path, strerror(errno));
+  unsigned char magic[2] = {0, 0};
+  size_t nm = fread(magic, 1, 2, f);
+  fclose(f);
+  int is_gz = nm == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+
+  gzFile gz = gzopen(path, "rb");
+  if (!gz)
+    return st_err_set(err, ST_EIO, "cannot open '%s': %s", path, strerror(errno));
+  gzbuffer(gz, 1 << 17);
+  st_buf b;
+  st_buf_init(&b);
+  char chunk[1 << 16];
+  for (;;) {
+    int n = gzread(gz, chunk, sizeof chunk);
+    if (n < 0) {
+      int zerr;
+      const char *zmsg = gzerror(gz, &zerr);
+      st_err_set(err, ST_EINPUT, "'%s': %s data is corrupt after %zu bytes: %s", path,
+                 is_gz ? "gzip" : "file", b.len, zmsg);
+      gzclose(gz);
+      st_buf_release(&b);
+      return ST_EINPUT;
+    }
+    if (n == 0)
+      break;
+    if (st_buf_append(&b, chunk, (size_t)n)) {
+      gzclose(gz);
+      st_buf_release(&b);
+      return st_err_set(err, ST_ENOMEM, "'%s': out of memory reading file", path);
+    }
+  }
+  /* A truncated gzip stream reads as EOF without error in some zlib versions:
+   * gzclose_r reports Z_BUF_ERROR in that case. */
+  int rc = gzclose_r(gz);
+  if (is_gz && rc == Z_BUF_ERROR) {
+    st_buf_release(&b);
+    return st_err_set(err, ST_EINPUT, "'%s': gzip data is truncated after %zu bytes", path,
+                      b.len);
+  }
+  *data = st_buf_detach(&b, len);
+  if (!*data)
+    return st_err_set(err, ST_ENOMEM, "'%s': out of memory reading file", path);
+  return ST_OK;
+}
+
+int st_file_write_atomic(const char *path, const void *data, size_t len, int gzip, st_err *err)
+{
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  int ok = 1;
+  if (gzip) {
+    gzFile gz = gzopen(tmp, "wb6");
+    if (!gz)
+      return st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
+    const char *p = data;
+    size_t left = len;
+    while (left > 0 && ok) {
+      unsigned n = left > (1u << 30) ? (1u << 30) : (unsigned)left;
+      if (gzwrite(gz, p, n) != (int)n)
+        ok = 0;
+      p += n;
+      left -= n;
+    }
+    if (gzclose(gz) != Z_OK)
+      ok = 0;
+  } else {
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+      return st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
+    if (len && fwrite(data, 1, len, f) != len)
+      ok = 0;
+    if (fclose(f) != 0)
+      ok = 0;
+  }
+  if (!ok || rename(tmp, path) != 0) {
+    int e = errno;
+    remove(tmp);
+    return st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(e));
+  }
+  return ST_OK;
+}
+
+int st_str_ends_with(const char *s, const char *suffix)
+{
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int st_parse_bytes(const char *s, double *bytes)
+{
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno || !(v >= 0) || !isfinite(v))
+    return ST_EINPUT;
+  double mult = 1;
+  switch (*end) {
+  case '\0': break;
+  case 'k': case 'K': mult = 1024.0; end++; break;
+  case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
+  case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+  case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+  default: return ST_EINPUT;
+  }
+  if (mult > 1 && (*end == 'i' || *end == 'I'))
+    end++;
+  if (*end == 'B' || *end == 'b')
+    end++;
+  if (*end != '\0')
+    return ST_EINPUT;
+  *bytes = v * mult;
+  return ST_OK;
+}
+
+const char *st_format_bytes(double bytes, char *buf, size_t n)
+{
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 5) {
+    bytes /= 1024.0;
+    u++;
+  }
+  if (u == 0)
+    snprintf(buf, n, "%.0f B", bytes);
+  else
+    snprintf(buf, n, "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+uint64_t st_hash64(const void *data, size_t len)
+{
+  const unsigned char *p = data;
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+uint64_t st_splitmix64(uint64_t *state)
+{
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}

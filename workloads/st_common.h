@@ -1,0 +1,105 @@
+/* st_common.h — project-wide basics every stage shares: error values with
+ * context, a bump arena, a growable string buffer and whole-file reading that
+ * understands gzip.
+ *
+ * Why here: the workload library is the bottom of the dependency graph (every
+ * other stage reads or writes workloads), so the few helpers all stages need
+ * live beside it rather than in a folder of their own.
+ *
+ * Errors are values.  A function that can fail returns 0 or a negative ST_E*
+ * code and fills the caller's st_err with one line that says what failed
+ * first, quotes the subject and points at the place:
+ *     trace 'rank3.json.gz': event 4031: 'dur' is negative
+ * On error the function leaves its outputs untouched (or freed).  Only main()
+ * prints ("simtrain: error: " + message) and exits.
+ */
+#ifndef ST_COMMON_H
+#define ST_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes; main() maps them to exit statuses (see st_err_exit_status). */
+enum {
+  ST_OK = 0,
+  ST_EUSAGE = -1, /* bad command line                  -> exit 1 */
+  ST_EINPUT = -2, /* bad input file or spec             -> exit 2 */
+  ST_EIO = -3,    /* a file could not be read/written   -> exit 2 */
+  ST_ENOMEM = -4, /* out of memory                      -> exit 2 */
+  ST_ESIM = -5,   /* simulation failure (deadlock ...)  -> exit 3 */
+};
+
+#define ST_ERR_MSG_MAX 1024
+
+typedef struct st_err {
+  int code;                  /* one of ST_E*, ST_OK when no error */
+  char msg[ST_ERR_MSG_MAX];  /* one line, no trailing newline, no "simtrain: error:" */
+} st_err;
+
+/* Fill err (may be NULL) and return code, so callers write
+ *   return st_err_set(err, ST_EINPUT, "spec '%s': key '%s' is unknown", f, k); */
+int st_err_set(st_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prefix an existing message with more context: "file 'x': " + old message. */
+int st_err_prefix(st_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void st_err_clear(st_err *err);
+const char *st_strerror(int code);
+/* Exit status for a code: 0 ok, 1 usage, 2 input/io/memory, 3 simulation. */
+int st_err_exit_status(int code);
+
+/* ---- arena: many small same-lifetime allocations freed at once ---------- */
+typedef struct st_arena_block st_arena_block;
+typedef struct st_arena {
+  st_arena_block *head;
+  size_t block_bytes; /* default size of a new block */
+  size_t used_bytes;  /* total handed out, for accounting */
+} st_arena;
+
+void st_arena_init(st_arena *a, size_t block_bytes);
+void st_arena_release(st_arena *a);
+/* 16-byte aligned, zeroed; NULL only when out of memory. */
+void *st_arena_alloc(st_arena *a, size_t bytes);
+char *st_arena_strdup(st_arena *a, const char *s);
+
+/* ---- growable string buffer -------------------------------------------- */
+typedef struct st_buf {
+  char *data; /* always NUL-terminated when non-NULL */
+  size_t len, cap;
+} st_buf;
+
+void st_buf_init(st_buf *b);
+void st_buf_release(st_buf *b);
+int st_buf_append(st_buf *b, const void *data, size_t len);
+int st_buf_printf(st_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hand the buffer to the caller (who frees it with free()); b is reset. */
+char *st_buf_detach(st_buf *b, size_t *len);
+
+/* ---- files -------------------------------------------------------------- */
+/* Read a whole file, inflating it if it is gzip-compressed (detected by the
+ * magic bytes, not the name).  *data is NUL-terminated; caller frees. */
+int st_file_read_all(const char *path, char **data, size_t *len, st_err *err);
+/* Write data to path atomically: to "path.tmp.<pid>" first, renamed when
+ * complete.  gzip != 0 compresses. */
+int st_file_write_atomic(const char *path, const void *data, size_t len, int gzip, st_err *err);
+/* 1 if the path ends with suffix. */
+int st_str_ends_with(const char *s, const char *suffix);
+
+/* Parse a size like "4G", "64MiB", "1M", "512", "1.5K" into bytes (K=1024).
+ * Returns 0 on success. */
+int st_parse_bytes(const char *s, double *bytes);
+/* Format bytes with binary units into buf ("64 MiB"). */
+const char *st_format_bytes(double bytes, char *buf, size_t n);
+
+/* Deterministic 64-bit hash (FNV-1a) and a splitmix64 stream for seeded randomness. */
+uint64_t st_hash64(const void *data, size_t len);
+uint64_t st_splitmix64(uint64_t *state);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ST_COMMON_H */

@@ -1,0 +1,270 @@
+/* workload.h — the workload: the one data structure every stage agrees on.
+ *
+ * A workload is
+ *   - communicators: named groups of global ranks, in communicator order
+ *     (ring order for ring algorithms; index i in a communicator is "member i");
+ *   - roles: workload-wide names ("tp", "dp", "pp_next", ...) through which a
+ *     program names a communicator without knowing which ranks it holds;
+ *   - programs: ordered op lists on named streams;
+ *   - a rank map: the program each rank runs, and for each role the
+ *     communicator that plays it for that rank (or -1).
+ *
+ * Ranks of a 3D-parallel job mostly run the same program with different
+ * communicators, so memory is O(programs x ops + ranks x roles), not
+ * O(ranks x ops).  An imported trace is one program per rank.
+ *
+ * Ops on one stream run in program order.  An op may also wait on other ops
+ * of the same program (usually on other streams, like CUDA events): it starts
+ * only when they have finished.  A wait on an op of the same stream that
+ * comes earlier is implied and need not be listed.
+ *
+ * Sizes follow nccl-tests: a collective's bytes is the buffer size S that
+ * nccl-tests reports (all-reduce: the buffer; all-gather: the whole output,
+ * N x per-rank; reduce-scatter: the whole input; all-to-all: one rank's whole
+ * send buffer; broadcast/reduce: the buffer).  Send/recv bytes is the message.
+ *
+ * Ownership: wl_workload_create() returns a handle that owns everything
+ * reachable from it (strings included); wl_workload_destroy() frees it all.
+ * Pointers returned by accessors stay valid until the workload is destroyed
+ * (or, for ops, until more ops are added to that program).
+ */
+#ifndef WL_WORKLOAD_H
+#define WL_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "st_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum wl_op_kind {
+  WL_OP_COMPUTE = 0,
+  WL_OP_COLL = 1,
+  WL_OP_SEND = 2,
+  WL_OP_RECV = 3,
+  WL_OP_MARKER = 4,
+  WL_OP_KIND_COUNT
+} wl_op_kind;
+
+typedef enum wl_coll_op {
+  WL_COLL_ALLREDUCE = 0,
+  WL_COLL_ALLGATHER,
+  WL_COLL_REDUCESCATTER,
+  WL_COLL_BROADCAST,
+  WL_COLL_REDUCE,
+  WL_COLL_ALLTOALL, /* uniform, or per-peer sizes when the op has splits (all-to-all-v) */
+  WL_COLL_BARRIER,
+  WL_COLL_COUNT
+} wl_coll_op;
+
+/* Op class of a compute op, for the compute model. */
+typedef enum wl_op_class {
+  WL_CLASS_OTHER = 0,   /* only a duration is known */
+  WL_CLASS_GEMM,        /* m, n, k set; flops = 2mnk x batch */
+  WL_CLASS_ATTENTION,   /* fused attention core: flops, bytes */
+  WL_CLASS_ELEMENTWISE, /* memory-bound: norms, activations, dropout, residuals */
+  WL_CLASS_OPTIMIZER,   /* optimizer step: memory-bound over the shard's state */
+  WL_CLASS_COMM_KERNEL, /* SM cost of a communication kernel */
+  WL_CLASS_COUNT
+} wl_op_class;
+
+typedef enum wl_marker_kind {
+  WL_MARK_ITERATION = 0, /* value = iteration number */
+  WL_MARK_PHASE,         /* value = wl_phase */
+  WL_MARK_LAYER,         /* value = layer number */
+  WL_MARK_MICROBATCH,    /* value = micro-batch number */
+  WL_MARK_COUNT
+} wl_marker_kind;
+
+typedef enum wl_phase {
+  WL_PHASE_NONE = 0,
+  WL_PHASE_FORWARD,
+  WL_PHASE_BACKWARD,
+  WL_PHASE_OPTIMIZER,
+  WL_PHASE_COUNT
+} wl_phase;
+
+/* What a communicator is for; breakdowns are reported per kind. */
+typedef enum wl_comm_kind {
+  WL_COMM_OTHER = 0,
+  WL_COMM_TP,
+  WL_COMM_PP,
+  WL_COMM_DP,
+  WL_COMM_CP,
+  WL_COMM_EP,
+  WL_COMM_WORLD,
+  WL_COMM_KIND_COUNT
+} wl_comm_kind;
+
+typedef enum wl_dtype {
+  WL_DTYPE_FP32 = 0,
+  WL_DTYPE_TF32,
+  WL_DTYPE_BF16,
+  WL_DTYPE_FP16,
+  WL_DTYPE_FP8,
+  WL_DTYPE_COUNT
+} wl_dtype;
+
+typedef struct wl_op {
+  uint8_t kind;      /* wl_op_kind */
+  uint8_t sub;       /* COLL: wl_coll_op; COMPUTE: wl_op_class; MARKER: wl_marker_kind */
+  uint8_t phase;     /* wl_phase the op belongs to (for breakdowns) */
+  uint8_t dtype;     /* COMPUTE: wl_dtype of the math */
+  uint16_t stream;   /* stream index in the program */
+  uint16_t flags;    /* WL_OPF_* */
+  int32_t role;      /* COLL/SEND/RECV: role index; the rank map gives the communicator */
+  int32_t peer;      /* SEND/RECV: peer's member index in the communicator;
+                        BROADCAST/REDUCE: root's member index; else -1 */
+  int32_t tag;       /* SEND/RECV: tag matched between sender and receiver;
+                        MARKER: value */
+  uint32_t name;     /* offset in the program's string pool; 0 = no name */
+  uint32_t wait_first, wait_count; /* ops (indices in this program) to wait on */
+  uint32_t split_first;            /* ALLTOALL with WL_OPF_SPLITS: index in
+                                      program splits of comm-size byte counts */
+  double duration_s; /* COMPUTE: given duration in seconds, or < 0 for the compute model */
+  double flops;      /* COMPUTE: floating-point operations */
+  double bytes;      /* COMPUTE: HBM bytes moved; COLL/SEND/RECV: message bytes (see top) */
+  int32_t m, n, k;   /* GEMM: shape (per batch element); 0 otherwise */
+  int32_t batch;     /* GEMM: batch count (>= 1) */
+} wl_op;
+
+enum {
+  WL_OPF_SPLITS = 1u << 0,    /* ALLTOALL: per-peer send bytes in program splits */
+  WL_OPF_RECOMPUTE = 1u << 1, /* COMPUTE: re-run of forward for activation recomputation */
+};
+
+typedef struct wl_program {
+  char *name;
+  int num_streams;
+  char **stream_names; /* e.g. "compute", "comm", "dp" */
+  wl_op *ops;
+  size_t num_ops, cap_ops;
+  uint32_t *waits; /* op indices referenced by wl_op.wait_first/wait_count */
+  size_t num_waits, cap_waits;
+  double *splits; /* all-to-all-v per-peer byte counts */
+  size_t num_splits, cap_splits;
+  char *strings; /* pool of NUL-terminated names; offset 0 is "" */
+  size_t strings_len, strings_cap;
+} wl_program;
+
+typedef struct wl_comm {
+  char *name;
+  int kind; /* wl_comm_kind */
+  int size;
+  int32_t *ranks; /* global ranks, member order */
+} wl_comm;
+
+/* What the workload says about the job; NAN where it does not apply
+ * (a raw trace has no tokens). */
+typedef struct wl_meta {
+  char *model;             /* model name, or NULL */
+  char *layout;            /* layout spec, or NULL */
+  char *source;            /* "gen", "kineto:...", ... */
+  double tokens_per_step;  /* NAN when unknown */
+  double model_flops_per_step; /* whole job, NAN when unknown */
+  double hw_flops_per_step;    /* including recomputation, NAN when unknown */
+  double peak_memory_bytes;    /* largest per-rank peak, NAN when unknown */
+  int dtype;               /* wl_dtype of the main math */
+  int iterations;          /* iterations (steps) in the programs, >= 1 */
+} wl_meta;
+
+typedef struct wl_workload {
+  int num_ranks;
+  int num_roles;
+  char **roles;
+  int num_comms, cap_comms;
+  wl_comm *comms;
+  int num_programs, cap_programs;
+  wl_program *programs;
+  int32_t *rank_program; /* [num_ranks] */
+  int32_t *rank_comm;    /* [num_ranks * num_roles], -1 = role not played */
+  wl_meta meta;
+} wl_workload;
+
+/* ---- names <-> enums (tables shared by reader, writer, importers, CLI) --- */
+const char *wl_op_kind_name(int kind);
+const char *wl_coll_name(int op);        /* "allreduce", "allgather", ... */
+int wl_coll_from_name(const char *name); /* also accepts "all_reduce", "all-reduce"; -1 if unknown */
+const char *wl_class_name(int cls);
+int wl_class_from_name(const char *name);
+const char *wl_marker_name(int kind);
+int wl_marker_from_name(const char *name);
+const char *wl_phase_name(int phase);
+int wl_phase_from_name(const char *name);
+const char *wl_comm_kind_name(int kind);
+int wl_comm_kind_from_name(const char *name);
+const char *wl_dtype_name(int dtype);
+int wl_dtype_from_name(const char *name);
+double wl_dtype_bytes(int dtype);
+
+/* ---- building ----------------------------------------------------------- */
+/* A workload of num_ranks ranks with the given roles (may be 0). */
+wl_workload *wl_workload_create(int num_ranks, int num_roles, const char *const *role_names);
+void wl_workload_destroy(wl_workload *wl);
+
+/* Add a communicator; ranks are copied.  Returns its index, or < 0. */
+int wl_comm_add(wl_workload *wl, const char *name, int kind, int size, const int32_t *ranks);
+/* Add a program with the given streams.  Returns its index, or < 0. */
+int wl_program_add(wl_workload *wl, const char *name, int num_streams,
+                   const char *const *stream_names);
+/* Append an op (copied) to a program; waits (count n) are op indices of the
+ * same program, all smaller than the new op's index.  Returns the new op's
+ * index, or < 0 on out-of-memory. */
+long wl_program_append(wl_program *p, const wl_op *op, const uint32_t *waits, uint32_t n);
+/* Intern a name in the program's string pool; returns its offset (0 for "" or NULL). */
+uint32_t wl_program_string(wl_program *p, const char *s);
+/* Store per-peer sizes for an all-to-all-v; returns split_first. */
+uint32_t wl_program_splits(wl_program *p, const double *bytes, int n);
+static inline const char *wl_op_name(const wl_program *p, const wl_op *op)
+{
+  return p->strings ? p->strings + op->name : "";
+}
+
+/* Convenience constructors (fill a wl_op; the caller appends it). */
+wl_op wl_op_compute(int stream, double duration_s);
+wl_op wl_op_coll(int stream, int coll, int role, double bytes);
+wl_op wl_op_p2p(int stream, int kind, int role, int peer, int tag, double bytes);
+wl_op wl_op_marker(int stream, int marker_kind, int value);
+
+/* Rank map. */
+void wl_rank_set(wl_workload *wl, int rank, int program);
+void wl_rank_set_comm(wl_workload *wl, int rank, int role, int comm);
+static inline int wl_rank_comm(const wl_workload *wl, int rank, int role)
+{
+  return role >= 0 && role < wl->num_roles ? wl->rank_comm[(size_t)rank * wl->num_roles + role] : -1;
+}
+/* Member index of rank in communicator c, or -1 (linear scan; for checks). */
+int wl_comm_member_index(const wl_comm *c, int rank);
+
+/* Set a string field of meta (copied). */
+int wl_meta_set_str(char **field, const char *value);
+
+/* ---- checking ----------------------------------------------------------- */
+/* Check everything a replay relies on: every rank has a program; every op's
+ * role is played by a communicator containing the rank; peers and roots are
+ * inside the communicator; waits point backwards; streams exist; sizes are
+ * finite and >= 0.  The message names the program, op index and field. */
+int wl_workload_check(const wl_workload *wl, st_err *err);
+
+/* Number of ops in all programs, bytes held (for reports and benchmarks). */
+size_t wl_workload_num_ops(const wl_workload *wl);
+size_t wl_workload_memory_bytes(const wl_workload *wl);
+
+/* ---- on-disk form (gzip JSON, docs/workload-format.md) ------------------ */
+/* Read a workload file (gzip or plain JSON).  Errors name the file and the
+ * JSON path of the bad value: "workload 'w.json.gz': programs[0].ops[12]: 'bytes' is negative". */
+int wl_workload_read(const char *path, wl_workload **out, st_err *err);
+int wl_workload_parse(const char *json, size_t len, const char *what, wl_workload **out,
+                      st_err *err);
+/* Write atomically; gzip when the name ends in ".gz". */
+int wl_workload_write(const wl_workload *wl, const char *path, st_err *err);
+/* Serialise to a JSON string (caller frees). */
+char *wl_workload_to_json(const wl_workload *wl, int pretty);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WL_WORKLOAD_H */
