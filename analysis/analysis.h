@@ -129,6 +129,16 @@ void an_report_print(const an_results *r, FILE *out);
 void an_report_print_ranks(const an_results *r, const int32_t *ranks, size_t num_ranks,
                            FILE *out);
 
+/* ---- compare: runs side by side (analysis/compare.c) --------------------- */
+/* The value of a summary field by its JSON key ("step_time_s"), NaN if unknown. */
+double an_summary_value(const an_summary *s, const char *key);
+/* runs[0] is the baseline A; every other run X gets X - A and X / A per
+ * summary number (n/a / null where A is 0 or a value is NaN). */
+void an_compare_print(const an_results *const *runs, size_t n, FILE *out);
+/* One JSON object: {"baseline":0,"runs":[{"path","workload","cluster",
+ * "values":{...},"delta":{...},"ratio":{...}}, ...]}. */
+void an_compare_print_json(const an_results *const *runs, size_t n, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 #include <hdf5.h>
 
@@ -710,6 +711,93 @@ static void test_report__many_ranks_shows_distribution(void **state)
   free(t);
 }
 
+/* ---- compare --------------------------------------------------------------------- */
+/* Write the fixture's run to <dir>/<name> and read it back. */
+static an_results *written(fixture *f, const char *name)
+{
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", f->dir, name);
+  st_err err = {0};
+  assert_int_equal(an_results_write(p, &f->info, &err), ST_OK);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(p, &r, &err), ST_OK);
+  return r;
+}
+
+static char *capture_compare(an_results **runs, size_t n, int json)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (json)
+    an_compare_print_json((const an_results *const *)runs, n, m);
+  else
+    an_compare_print((const an_results *const *)runs, n, m);
+  fclose(m);
+  return buf;
+}
+
+static void test_compare__run_with_itself_has_zero_deltas(void **state)
+{
+  fixture *f = *state;
+  an_results *runs[2] = {written(f, "a.h5"), NULL};
+  runs[1] = runs[0];
+  char *j = capture_compare(runs, 2, 1);
+  cJSON *doc = cJSON_Parse(j);
+  assert_non_null(doc);
+  cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "runs"), 1);
+  cJSON *delta = cJSON_GetObjectItem(b, "delta"), *ratio = cJSON_GetObjectItem(b, "ratio");
+  int count = 0;
+  for (cJSON *d = delta->child; d; d = d->next, count++) {
+    assert_true(cJSON_IsNumber(d));
+    assert_true(d->valuedouble == 0.0);
+  }
+  assert_int_equal(count, 13);
+  for (cJSON *d = ratio->child; d; d = d->next)
+    assert_true(d->valuedouble == 1.0);
+  cJSON_Delete(doc);
+  free(j);
+  char *t = capture_compare(runs, 2, 0);
+  assert_non_null(strstr(t, "  step time (s)              +0.000000   1.0000\n"));
+  free(t);
+  an_results_destroy(runs[0]);
+}
+
+static void test_compare__step_time_ratio_is_the_runs_ratio(void **state)
+{
+  fixture *f = *state;
+  an_results *runs[3];
+  runs[0] = written(f, "a.h5");
+  f->r.step_time_s = 1.0; /* B: slower */
+  an_summary_compute(f->wl, &f->cl, &f->r, &f->s);
+  runs[1] = written(f, "b.h5");
+  f->wl->meta.tokens_per_step = NAN; /* C: no token count */
+  an_summary_compute(f->wl, &f->cl, &f->r, &f->s);
+  runs[2] = written(f, "c.h5");
+  char *j = capture_compare(runs, 3, 1);
+  cJSON *doc = cJSON_Parse(j);
+  assert_non_null(doc);
+  cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "runs"), 1);
+  cJSON *rb = cJSON_GetObjectItem(b, "ratio"), *db = cJSON_GetObjectItem(b, "delta");
+  assert_true(cJSON_GetObjectItem(rb, "step_time_s")->valuedouble == 1.0 / 0.8);
+  assert_true(cJSON_GetObjectItem(rb, "tokens_per_s")->valuedouble ==
+              (8192 / 1.0) / (8192 / 0.8));
+  assert_true(cJSON_GetObjectItem(db, "step_time_s")->valuedouble == 1.0 - 0.8);
+  cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "runs"), 2);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "ratio"), "tokens_per_s")));
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "delta"), "tokens_per_s")));
+  cJSON_Delete(doc);
+  free(j);
+  char *t = capture_compare(runs, 3, 0);
+  /* B: +0.2 s, 1.25x; C likewise */
+  assert_non_null(strstr(t, "  step time (s)              +0.200000   1.2500     +0.200000   1.2500\n"));
+  /* tokens/s: B 8192 - 10240 = -2048, ratio 0.8; C n/a */
+  assert_non_null(strstr(t, "  tokens/s                     -2048.0   0.8000           n/a      n/a\n"));
+  for (int i = 0; i < 3; i++)
+    an_results_destroy(runs[i]);
+  free(t);
+}
+
 int main(void)
 {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* tests tamper with files on purpose */
@@ -738,6 +826,10 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_report__few_ranks_lists_every_rank, setup, teardown),
       cmocka_unit_test_setup_teardown(test_report__rank_selection, setup, teardown),
       cmocka_unit_test_setup_teardown(test_report__many_ranks_shows_distribution, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_compare__run_with_itself_has_zero_deltas, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_compare__step_time_ratio_is_the_runs_ratio, setup,
                                       teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
