@@ -71,6 +71,7 @@ typedef struct comm_state {
   uint64_t done_gen;    /* instances completed */
   int arrived, pending;
   int op;               /* op of the instance being assembled */
+  int algo;             /* algorithm chosen for it */
   double bytes;
   int first_rank;       /* rank that arrived first (for mismatch messages) */
   double first_arrival, start;
@@ -98,6 +99,7 @@ typedef struct actor_ctx {
   int rank, stream;
   const uint32_t *ops; /* op indices of this stream in program order */
   uint32_t num_ops;
+  sim_sched sched;     /* scratch for collective schedules */
 } actor_ctx;
 
 typedef struct prog_info {
@@ -123,6 +125,7 @@ static struct engine {
   int failed;
   st_err *err;
   int actors_total, actors_done;
+  actor_ctx **actors;     /* to release their scratch */
   uint64_t events;
   char dummy_payload;
 } E;
@@ -288,32 +291,6 @@ static void stream_progress(int rank, int stream, uint32_t n)
 
 /* ---- collectives --------------------------------------------------------- */
 
-static int coll_steps(int op, int n)
-{
-  switch (op) {
-  case WL_COLL_ALLREDUCE:
-  case WL_COLL_BARRIER: return 2 * (n - 1);
-  case WL_COLL_ALLGATHER:
-  case WL_COLL_REDUCESCATTER:
-  case WL_COLL_BROADCAST:
-  case WL_COLL_REDUCE: return n - 1;
-  default: return 1;
-  }
-}
-
-/* Bytes each ring edge carries in total, for a buffer of S bytes. */
-static double ring_edge_bytes(int op, int n, double S)
-{
-  switch (op) {
-  case WL_COLL_ALLREDUCE: return 2.0 * (n - 1) / n * S;
-  case WL_COLL_ALLGATHER:
-  case WL_COLL_REDUCESCATTER: return (double)(n - 1) / n * S;
-  case WL_COLL_BROADCAST:
-  case WL_COLL_REDUCE: return S;
-  default: return 0;
-  }
-}
-
 static void comm_edge_latencies(int c, comm_state *cs)
 {
   const wl_comm *cm = &E.wl->comms[c];
@@ -332,109 +309,63 @@ static void comm_edge_latencies(int c, comm_state *cs)
   }
 }
 
-/* The flows member m takes part in, for one collective instance. */
-static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, const wl_op *op)
+/* Member m's part of one collective instance: the algorithm's rounds, each
+ * a wait for latency terms then flows to and from other members. */
+static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, const wl_op *op,
+                          sim_sched *sched)
 {
   const wl_comm *cm = &E.wl->comms[c];
-  int n = cm->size, opk = op->sub;
-  double S = cs->bytes;
-  sg_comm_t local[4];
-  sg_comm_t *comms = local;
-  size_t nc = 0;
-  void *data;
-
   if (!cs->edge_lat)
     comm_edge_latencies(c, cs);
   if (E.failed)
     return;
-
-  if (opk == WL_COLL_ALLTOALL) {
-    /* Direct pairwise exchange: member m sends its j-th block to j. */
-    comms = malloc(2 * (size_t)n * sizeof *comms);
+  sim_coll_ctx ctx = {
+      .op = cs->op,
+      .n = cm->size,
+      .bytes = cs->bytes,
+      .root = op->peer >= 0 ? op->peer : 0,
+      .splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL,
+      .ranks = cm->ranks,
+      .cl = E.cl,
+      .fidelity = E.opt->fidelity,
+      .algo = cs->algo,
+      .edge_lat = cs->edge_lat,
+      .ring_lat_max = cs->ring_lat_max,
+  };
+  if (sim_coll_plan(&ctx, m, sched)) {
+    fail(ST_ENOMEM, "out of memory planning a collective");
+    return;
+  }
+  sg_comm_t local[8];
+  void *data;
+  for (size_t r = 0; r < sched->nrounds; r++) {
+    const sim_round *rd = &sched->rounds[r];
+    size_t nc = rd->nsend + rd->nrecv;
+    sg_comm_t *comms = nc <= 8 ? local : malloc(nc * sizeof *comms);
     if (!comms) {
       fail(ST_ENOMEM, "out of memory");
       return;
     }
-    for (int k = 1; k < n; k++) {
-      int from = (m - k + n) % n;
-      comms[nc++] = sg_mailbox_get_async(mailbox_for(c, from, m), &data);
+    size_t k = 0;
+    /* receives first, so a peer with less latency to charge is not held up */
+    for (uint32_t i = 0; i < rd->nrecv; i++)
+      comms[k++] = sg_mailbox_get_async(mailbox_for(c, sched->xfers[rd->recv_first + i].peer, m),
+                                        &data);
+    if (rd->pre_s > 0)
+      sg_actor_sleep_for(rd->pre_s);
+    for (uint32_t i = 0; i < rd->nsend; i++) {
+      const sim_xfer *x = &sched->xfers[rd->send_first + i];
+      comms[k++] = sg_mailbox_put_async(mailbox_for(c, m, x->peer), &E.dummy_payload,
+                                        (long)llround(x->bytes));
     }
-    for (int k = 1; k < n; k++) {
-      int to = (m + k) % n;
-      double b = (op->flags & WL_OPF_SPLITS) ? p->splits[op->split_first + to] : S / n;
-      comms[nc++] = sg_mailbox_put_async(mailbox_for(c, m, to), &E.dummy_payload, (long)llround(b));
-    }
-    sg_comm_wait_all(comms, nc);
-    E.events += nc;
-    free(comms);
-    return;
+    sg_comm_wait_all(comms, k);
+    E.events += k;
+    if (comms != local)
+      free(comms);
   }
-
-  /* Ring family.  For broadcast/reduce the chain starts (ends) at the root and
-   * has no closing edge. */
-  int chain = opk == WL_COLL_BROADCAST || opk == WL_COLL_REDUCE;
-  int root = op->peer >= 0 ? op->peer : 0;
-  int next = (m + 1) % n, prev = (m - 1 + n) % n;
-  int sends = 1, recvs = 1;
-  int from = prev, to = next;
-  if (opk == WL_COLL_REDUCE) { /* chain root+1 -> root+2 -> ... -> root */
-    from = next;
-    to = prev;
-  }
-  if (chain) {
-    if (opk == WL_COLL_BROADCAST) {
-      sends = next != root;
-      recvs = m != root;
-    } else {
-      sends = m != root;
-      recvs = next != root;
-    }
-  }
-  int steps = coll_steps(opk, n);
-  double edge = ring_edge_bytes(opk, n, S);
-  double own_lat = sends ? sg_host_get_route_latency(E.hosts[cm->ranks[m]], E.hosts[cm->ranks[to]])
-                         : 0;
-
-  if (E.opt->fidelity == SIM_FID_STEP && opk != WL_COLL_BARRIER) {
-    /* Every step its own flow.  Ring collectives: `steps` steps of S/n (each
-     * step waits for the previous one's data).  Chains: the buffer in C
-     * pipelined chunks. */
-    int chunks = 1;
-    double chunk = S / n;
-    if (chain) {
-      chunks = (int)fmin(64, fmax(1, floor(S / (1 << 20))));
-      chunk = S / chunks;
-      steps = chunks;
-    }
-    for (int s = 0; s < steps; s++) {
-      nc = 0;
-      if (recvs)
-        local[nc++] = sg_mailbox_get_async(mailbox_for(c, from, m), &data);
-      if (sends)
-        local[nc++] = sg_mailbox_put_async(mailbox_for(c, m, to), &E.dummy_payload,
-                                           (long)llround(chunk));
-      sg_comm_wait_all(local, nc);
-      E.events += nc;
-    }
-    return;
-  }
-
-  /* Flow fidelity: one flow per edge with the edge's total bytes; the other
-   * steps' latencies are charged before it so the edge ends at
-   * steps x max-edge-latency + bytes / bandwidth. */
-  if (recvs)
-    local[nc++] = sg_mailbox_get_async(mailbox_for(c, from, m), &data);
-  if (sends) {
-    double pre = steps * cs->ring_lat_max - own_lat;
-    if (pre > 0)
-      sg_actor_sleep_for(pre);
-    local[nc++] = sg_mailbox_put_async(mailbox_for(c, m, to), &E.dummy_payload, (long)llround(edge));
-  }
-  sg_comm_wait_all(local, nc);
-  E.events += nc;
 }
 
-static void run_coll(int rank, const wl_program *p, const wl_op *op)
+static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *sched)
 {
   const wl_workload *wl = E.wl;
   int c = wl_rank_comm(wl, rank, op->role);
@@ -470,6 +401,9 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op)
     cs->arrived = 0;
     cs->start = t;
     cs->pending = n;
+    sim_coll_ctx cx = {.op = cs->op, .n = n, .bytes = cs->bytes, .cl = E.cl,
+                       .fidelity = E.opt->fidelity, .ranks = cm->ranks};
+    cs->algo = sim_coll_choose(&cx);
     wq_wake(&cs->wq);
   } else {
     while (cs->gen == my_gen)
@@ -480,7 +414,7 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op)
   double bytes = cs->bytes;
 
   acct(rank, 0, 1, 0);
-  coll_transfer(c, cs, m, p, op);
+  coll_transfer(c, cs, m, p, op, sched);
 
   uint64_t my_done = cs->done_gen;
   if (--cs->pending == 0) {
@@ -491,6 +425,7 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op)
       rec->comm = c;
       rec->kind = WL_OP_COLL;
       rec->op = (uint8_t)opk;
+      rec->algo = (uint8_t)cs->algo;
       rec->nranks = n;
       rec->src = rec->dst = -1;
       rec->bytes = bytes;
@@ -644,7 +579,7 @@ static void stream_actor(int argc, char **argv)
       continue;
     }
     case WL_OP_COLL:
-      run_coll(rank, p, op);
+      run_coll(rank, p, op, &a->sched);
       break;
     case WL_OP_SEND:
     case WL_OP_RECV:
@@ -913,6 +848,14 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   track_links();
 
   /* actors */
+  size_t max_actors = 0;
+  for (int rank = 0; rank < wl->num_ranks; rank++)
+    max_actors += (size_t)wl->programs[wl->rank_program[rank]].num_streams;
+  E.actors = calloc(max_actors + 1, sizeof *E.actors);
+  if (!E.actors) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    goto out;
+  }
   for (int rank = 0; rank < wl->num_ranks; rank++) {
     int pidx = wl->rank_program[rank];
     const wl_program *p = &wl->programs[pidx];
@@ -936,6 +879,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       a->num_ops = pi->stream_len[s];
       char name[48];
       snprintf(name, sizeof name, "r%d.s%d", rank, s);
+      E.actors[E.actors_total] = a;
       sg_actor_t act = sg_actor_init(name, E.hosts[rank]);
       sg_actor_set_data(act, a);
       sg_actor_start(act, stream_actor, 0, NULL);
@@ -976,6 +920,9 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   rc = ST_OK;
 
 out:
+  for (int i = 0; E.actors && i < E.actors_total; i++)
+    sim_sched_release(&E.actors[i]->sched);
+  free(E.actors);
   sim_result_destroy(r);
   free(E.ranks);
   free(E.comms);

@@ -99,6 +99,29 @@ static void test_ring__matches_alpha_beta_step(void **state)
   ring_closed_form(SIM_FID_STEP);
 }
 
+/* All-to-all on one NVSwitch node: each GPU sends 7 blocks of S/8 through its
+ * one port, so lat + 7S/(8B).  Broadcast and reduce as a pipelined chain:
+ * (n-1) lat + S/B in flow fidelity. */
+static void test_direct_and_chain__match_closed_forms(void **state)
+{
+  (void)state;
+  static const int ops[] = {WL_COLL_ALLTOALL, WL_COLL_BROADCAST, WL_COLL_REDUCE};
+  double S = 512.0 * (1 << 20);
+  double bytes[] = {S, S, S};
+  wl_workload *wl = coll_workload(8, 3, ops, bytes);
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  assert_int_equal(f->rc, 0);
+  assert_int_equal(f->num_colls, 3);
+  check_rel(f->colls[0].end_s - f->colls[0].start_s, LAT + 7 * S / (8 * B), 1e-6, "alltoall");
+  check_rel(f->colls[1].end_s - f->colls[1].start_s, 7 * LAT + S / B, 1e-6, "broadcast");
+  check_rel(f->colls[2].end_s - f->colls[2].start_s, 7 * LAT + S / B, 1e-6, "reduce");
+  /* busbw as nccl-tests: alltoall algbw x 7/8, broadcast x 1 */
+  check_rel(f->colls[0].busbw_GBps, S / (LAT + 7 * S / (8 * B)) / 1e9 * 7 / 8, 1e-6, "busbw");
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
 /* Two 4-GPU all-reduces on disjoint GPUs of one node at once take as long as one. */
 static void test_contention__disjoint_allreduces_do_not_interfere(void **state)
 {
@@ -369,6 +392,7 @@ int main(void)
       cmocka_unit_test(test_ring__matches_alpha_beta_flow),
       cmocka_unit_test(test_ring__matches_alpha_beta_step),
       cmocka_unit_test(test_ring__across_nodes_uses_nics),
+      cmocka_unit_test(test_direct_and_chain__match_closed_forms),
       cmocka_unit_test(test_contention__disjoint_allreduces_do_not_interfere),
       cmocka_unit_test(test_contention__shared_link_halves_bandwidth),
       cmocka_unit_test(test_pipeline__two_stages_match_hand_critical_path),
