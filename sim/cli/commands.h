@@ -6,7 +6,6 @@
 #define ST_CLI_COMMANDS_H
 
 #define ST_COMMANDS(X)                                                                    \
-  X(run, "predict a training step: replay a workload on a cluster")                       \
   X(report, "print a results file for people (or --json)")                                \
   X(coll, "one collective over N GPUs, printed like nccl-tests")                          \
   X(compare, "results files side by side, with differences and ratios")
