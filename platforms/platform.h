@@ -95,12 +95,68 @@ int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
 /* Write an equivalent SimGrid XML platform. */
 int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err);
 
-/* ---- compute model ------------------------------------------------------ */
+/* ---- compute model (platforms/compute.c, docs/calibration.md) ----------- */
+/* Per-device parameters of the compute model.  Few, each documented in
+ * compute.c with how it was obtained.  A device without its own set gets the
+ * generic one (plat_compute_params_for says which). */
+typedef struct plat_compute_params {
+  char device[48];         /* device name the set is for; "generic" for the fallback */
+  int sms;                 /* streaming multiprocessors; 0 = no tile/wave model */
+  int tile_m, tile_n;      /* largest GEMM output tile of the BLAS library */
+  double gemm_eff;         /* fraction of dense peak one SM reaches inside a full tile */
+  double gemm_k_overhead;  /* per-tile prologue + epilogue, in equivalent K elements */
+  double fp8_gemm_eff;     /* as gemm_eff for fp8 GEMMs, fraction of the fp8 peak */
+  double attn_eff;         /* fused attention forward, long sequence, head dim 128 */
+  double attn_bwd_ratio;   /* backward efficiency / forward efficiency */
+  double mem_eff;          /* fraction of HBM bandwidth reached by streaming kernels */
+  double launch_s;         /* per-kernel overhead (launch gap, prologue) */
+  double overlap_slowdown; /* compute runs (1 + this) slower while a transfer of the same
+                              GPU is running (communication kernels take SMs and HBM) */
+} plat_compute_params;
+
+/* The parameter set for a device (by name), or the generic set.  Never NULL;
+ * points at static storage. */
+const plat_compute_params *plat_compute_params_for(const plat_device *d);
+/* Calibration only: in this process, use *p for the device named p->device
+ * (p == NULL drops every override).  The set is copied. */
+void plat_compute_params_override(const plat_compute_params *p);
+/* Every built-in set, NULL-terminated (for docs and tests). */
+const plat_compute_params *const *plat_compute_params_list(void);
+
+/* How an op's time was obtained (plat_compute_explain). */
+typedef enum plat_bound {
+  PLAT_BOUND_GIVEN = 0, /* the op had a duration */
+  PLAT_BOUND_MATH,      /* tensor/vector math */
+  PLAT_BOUND_MEMORY,    /* HBM traffic */
+  PLAT_BOUND_COUNT
+} plat_bound;
+
+typedef struct plat_compute_detail {
+  double time_s;     /* total: launch_s + max(math_s, memory_s), or the given duration */
+  double math_s;     /* math time including tile and wave quantisation */
+  double memory_s;   /* bytes / (HBM x mem_eff) */
+  double launch_s;
+  double peak_flops; /* the peak the math ran against */
+  double eff;        /* achieved fraction of that peak (flops / math_s / peak) */
+  int bound;         /* plat_bound */
+  long tiles, waves; /* GEMM: output tiles (x splits) and waves over the SMs; else 0 */
+  int tile_m, tile_n, split_k; /* GEMM: the tile chosen and its K split */
+} plat_compute_detail;
+
 /* Time in seconds of a compute op on the device: its given duration when it
- * has one (duration_s >= 0), else a roofline
- *   launch + max(flops / (peak[dtype] x eff[class]), bytes / (hbm x eff_mem))
- * with per-class efficiencies (platforms/compute.c documents them). */
+ * has one (duration_s >= 0), else the model of compute.c:
+ *   GEMM        waves x tile time, tile time = 2 tm tn (k + k_overhead) / (SM peak x gemm_eff)
+ *   attention   flops / (peak x attn_eff x f(seq) x g(head dim) [x bwd ratio]), causal waste
+ *   elementwise, optimizer, comm kernel: bytes / (HBM x mem_eff), flops at the fp32 peak
+ *   each with max(math, memory) + launch_s. */
 double plat_compute_time(const plat_device *d, const wl_op *op);
+double plat_compute_time_with(const plat_compute_params *p, const plat_device *d,
+                              const wl_op *op);
+/* The same, with the parts (detail may not be NULL). */
+double plat_compute_explain(const plat_compute_params *p, const plat_device *d, const wl_op *op,
+                            plat_compute_detail *detail);
+/* Stretch factor (>= 1) of compute while a transfer of the same GPU runs. */
+double plat_compute_overlap_factor(const plat_device *d);
 
 static inline int plat_gpu_node(const plat_cluster *c, int gpu) { return gpu / c->gpus_per_node; }
 

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -286,6 +287,68 @@ static void test_overlap__comm_hidden_under_compute_is_not_exposed(void **state)
   wl_workload_destroy(wl);
 }
 
+/* A modelled compute op that runs beside the rank's all-reduce is lengthened
+ * by the device's overlap slowdown x the overlapped time; the same op with
+ * nothing in flight is not.  node8's device is H100-SXM. */
+static void overlap_case(int with_comm, double *step)
+{
+  const char *roles[] = {"dp"};
+  const char *streams[] = {"compute", "dp"};
+  double S = 900e6;
+  wl_workload *wl = wl_workload_create(2, 1, roles);
+  int p = wl_program_add(wl, "p", 2, streams);
+  wl_op c1 = wl_op_compute(0, 1e-3);
+  wl_op c2 = wl_op_compute(0, -1);
+  c2.sub = WL_CLASS_ELEMENTWISE;
+  c2.bytes = 8e9;
+  long i1 = wl_program_append(&wl->programs[p], &c1, NULL, 0);
+  wl_program_append(&wl->programs[p], &c2, NULL, 0);
+  if (with_comm) {
+    wl_op ar = wl_op_coll(1, WL_COLL_ALLREDUCE, 0, S);
+    uint32_t w = (uint32_t)i1;
+    wl_program_append(&wl->programs[p], &ar, &w, 1);
+  } else {
+    /* keep c1 a wait target so the two ops are separate runs in both cases */
+    wl_op mk = wl_op_marker(1, WL_MARK_ITERATION, 0);
+    uint32_t w = (uint32_t)i1;
+    wl_program_append(&wl->programs[p], &mk, &w, 1);
+  }
+  int32_t both[] = {0, 1};
+  int c = wl_comm_add(wl, "dp", WL_COMM_DP, 2, both);
+  for (int r = 0; r < 2; r++) {
+    wl_rank_set(wl, r, p);
+    wl_rank_set_comm(wl, r, 0, c);
+  }
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  if (f->rc)
+    print_error("%s\n", f->msg);
+  assert_int_equal(f->rc, 0);
+  *step = f->step_time_s;
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+static void test_overlap__modelled_compute_under_transfer_is_stretched(void **state)
+{
+  (void)state;
+  plat_device d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "H100-SXM");
+  const plat_compute_params *cp = plat_compute_params_for(&d);
+  assert_string_equal(cp->device, "H100-SXM");
+  double t2 = cp->launch_s + 8e9 / (3.35e12 * cp->mem_eff); /* about 2.7 ms */
+  double with, without;
+  overlap_case(1, &with);
+  overlap_case(0, &without);
+  check_rel(without, 1e-3 + t2, 1e-9, "no transfer: not stretched");
+  /* the all-reduce (2 ranks, 2 (lat + S / 2B) = 2.002 ms) starts with c2 and
+   * ends before it: c2 is lengthened by slowdown x 2.002 ms */
+  double tc = 2 * (LAT + 900e6 / (2 * B));
+  check_rel(with, 1e-3 + t2 + cp->overlap_slowdown * tc, 1e-9, "under the all-reduce");
+  assert_true(cp->overlap_slowdown > 0);
+}
+
 static void test_failure__unmatched_collective_names_comm_and_ranks(void **state)
 {
   (void)state;
@@ -397,6 +460,7 @@ int main(void)
       cmocka_unit_test(test_contention__shared_link_halves_bandwidth),
       cmocka_unit_test(test_pipeline__two_stages_match_hand_critical_path),
       cmocka_unit_test(test_overlap__comm_hidden_under_compute_is_not_exposed),
+      cmocka_unit_test(test_overlap__modelled_compute_under_transfer_is_stretched),
       cmocka_unit_test(test_failure__unmatched_collective_names_comm_and_ranks),
       cmocka_unit_test(test_failure__mismatched_sizes_are_reported),
       cmocka_unit_test(test_setup__too_few_gpus_is_an_input_error),

@@ -64,7 +64,9 @@ typedef enum wl_coll_op {
 typedef enum wl_op_class {
   WL_CLASS_OTHER = 0,   /* only a duration is known */
   WL_CLASS_GEMM,        /* m, n, k set; flops = 2mnk x batch */
-  WL_CLASS_ATTENTION,   /* fused attention core: flops, bytes */
+  WL_CLASS_ATTENTION,   /* fused attention core: flops, bytes; m = query length,
+                           n = key length, k = head dim, batch = micro-batch x heads
+                           (0 when unknown); WL_OPF_CAUSAL for a causal mask */
   WL_CLASS_ELEMENTWISE, /* memory-bound: norms, activations, dropout, residuals */
   WL_CLASS_OPTIMIZER,   /* optimizer step: memory-bound over the shard's state */
   WL_CLASS_COMM_KERNEL, /* SM cost of a communication kernel */
@@ -134,6 +136,8 @@ typedef struct wl_op {
 enum {
   WL_OPF_SPLITS = 1u << 0,    /* ALLTOALL: per-peer send bytes in program splits */
   WL_OPF_RECOMPUTE = 1u << 1, /* COMPUTE: re-run of forward for activation recomputation */
+  WL_OPF_CAUSAL = 1u << 2,    /* COMPUTE (attention): causal mask; flops count only the
+                                 unmasked half */
 };
 
 typedef struct wl_program {

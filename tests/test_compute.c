@@ -1,0 +1,428 @@
+/* test_compute.c — the compute model (platforms/compute.c) against hand
+ * calculations.
+ *
+ * Most cases use a small made-up device and parameter set (4 SMs, 128 x 128
+ * tiles, gemm_eff 0.5, no launch cost) so that every expected time below is
+ * a few multiplications worked out in the comment beside it.  The last cases
+ * check the built-in sets against published kernel figures. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "platform.h"
+
+static void check_rel(double got, double want, double tol, const char *what)
+{
+  double rel = fabs(got - want) / fabs(want);
+  if (!(rel <= tol)) {
+    print_error("%s: got %.9g, want %.9g (rel. error %.3g > %.3g)\n", what, got, want, rel, tol);
+    fail();
+  }
+}
+
+/* peak bf16 100 TFLOP/s, fp8 200, fp32 10; HBM 1e12 B/s */
+static plat_device toy_device(void)
+{
+  plat_device d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "toy");
+  d.peak_flops[WL_DTYPE_BF16] = 100e12;
+  d.peak_flops[WL_DTYPE_FP16] = 100e12;
+  d.peak_flops[WL_DTYPE_FP8] = 200e12;
+  d.peak_flops[WL_DTYPE_FP32] = 10e12;
+  d.hbm_Bps = 1e12;
+  return d;
+}
+
+static plat_compute_params toy_params(void)
+{
+  plat_compute_params p;
+  memset(&p, 0, sizeof p);
+  snprintf(p.device, sizeof p.device, "toy");
+  p.sms = 4;
+  p.tile_m = 128;
+  p.tile_n = 128;
+  p.gemm_eff = 0.5;
+  p.gemm_k_overhead = 0;
+  p.fp8_gemm_eff = 0.4;
+  p.attn_eff = 0.5;
+  p.attn_bwd_ratio = 0.8;
+  p.mem_eff = 1.0;
+  p.launch_s = 0;
+  p.overlap_slowdown = 0.25;
+  return p;
+}
+
+static wl_op gemm(int m, int n, int k, int batch, int dtype)
+{
+  wl_op op = wl_op_compute(0, -1);
+  op.sub = WL_CLASS_GEMM;
+  op.dtype = (uint8_t)dtype;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.batch = batch;
+  op.flops = 2.0 * m * n * k * batch;
+  op.bytes = 0;
+  return op;
+}
+
+/* One SM inside a full tile: 100e12 / 4 x 0.5 = 12.5e12 FLOP/s. */
+static const double SM_RATE = 12.5e12;
+
+static void test_gemm__whole_waves_match_hand_count(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  /* 512 x 384 output = 4 x 3 = 12 tiles of 128 x 128 -> 3 waves on 4 SMs.
+   * tile time = 2 x 128 x 128 x 1024 / 12.5e12 = 2.68435456e-6 s.
+   * (half tiles: 24 tiles, 6 waves of half the work at 0.9 -> 3.33 units: slower) */
+  wl_op op = gemm(512, 384, 1024, 1, WL_DTYPE_BF16);
+  plat_compute_detail det;
+  double t = plat_compute_explain(&p, &d, &op, &det);
+  check_rel(t, 3 * 2.0 * 128 * 128 * 1024 / SM_RATE, 1e-12, "3 waves");
+  assert_int_equal(det.waves, 3);
+  assert_int_equal(det.tiles, 12);
+  assert_int_equal(det.tile_m, 128);
+  assert_int_equal(det.split_k, 1);
+  assert_int_equal(det.bound, PLAT_BOUND_MATH);
+  check_rel(det.eff, 0.5, 1e-12, "exact tiling reaches gemm_eff");
+}
+
+static void test_gemm__partial_wave_costs_a_whole_wave(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  /* 640 x 128: 5 full tiles -> 2 waves (2.0 tile units, 62.5% of SMs busy);
+   * half tiles 64 x 128: 10 tiles -> 3 waves x 0.5 / 0.9 = 1.667 units  <- best;
+   * quarter tiles 64 x 64: 20 tiles -> 5 waves x 0.25 / 0.7 = 1.786 units. */
+  wl_op op = gemm(640, 128, 1024, 1, WL_DTYPE_BF16);
+  plat_compute_detail det;
+  double t = plat_compute_explain(&p, &d, &op, &det);
+  check_rel(t, 3 * 2.0 * 64 * 128 * 1024 / (SM_RATE * 0.9), 1e-12, "half tiles, 3 waves");
+  assert_int_equal(det.tile_m, 64);
+  assert_int_equal(det.tile_n, 128);
+  assert_int_equal(det.waves, 3);
+  /* one more row of output (641) adds a whole half-tile row: 11 tiles, still 3 waves */
+  wl_op op2 = gemm(641, 128, 1024, 1, WL_DTYPE_BF16);
+  check_rel(plat_compute_time_with(&p, &d, &op2), t, 1e-12, "641 rows cost as 704");
+}
+
+static void test_gemm__tile_quantisation_of_ragged_shape(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  /* 129 x 129 x 512 on 4 SMs: full tiles 2 x 2 = 4 -> 1 wave of 4 full
+   * tiles: 2 x 128 x 128 x 512 / 12.5e12 = 1.34217728e-6 s, for 2 x 129^2 x 512
+   * useful flops: efficiency 0.5 x 129^2 / 256^2 = 0.1270. */
+  wl_op op = gemm(129, 129, 512, 1, WL_DTYPE_BF16);
+  plat_compute_detail det;
+  double t = plat_compute_explain(&p, &d, &op, &det);
+  check_rel(t, 2.0 * 128 * 128 * 512 / SM_RATE, 1e-12, "one wave");
+  check_rel(det.eff, 0.5 * 129.0 * 129.0 / (256.0 * 256.0), 1e-12, "ragged efficiency");
+}
+
+static void test_gemm__small_k_pays_tile_overhead(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  p.gemm_k_overhead = 128;
+  /* 1024 x 1024 = 64 tiles = 16 whole waves; each tile costs k + 128. */
+  static const int ks[] = {128, 1024, 8192};
+  for (size_t i = 0; i < 3; i++) {
+    wl_op op = gemm(1024, 1024, ks[i], 1, WL_DTYPE_BF16);
+    plat_compute_detail det;
+    plat_compute_explain(&p, &d, &op, &det);
+    check_rel(det.eff, 0.5 * ks[i] / (ks[i] + 128.0), 1e-12, "k / (k + overhead)");
+  }
+}
+
+static void test_gemm__split_k_fills_idle_sms(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  /* 128 x 128 x 8192: one tile, 3 SMs idle.  Split in 4: 4 tiles of K 2048,
+   * one wave: 2 x 128 x 128 x 2048 / 12.5e12 = 5.36870912e-6 s, plus partial
+   * sums 128 x 128 x 4 B x 2 (write + read) x 4 / 1e12 = 0.524288e-6 s. */
+  wl_op op = gemm(128, 128, 8192, 1, WL_DTYPE_BF16);
+  plat_compute_detail det;
+  double t = plat_compute_explain(&p, &d, &op, &det);
+  check_rel(t, 2.0 * 128 * 128 * 2048 / SM_RATE + 128.0 * 128 * 4 * 2 * 4 / 1e12, 1e-12,
+            "split-K 4");
+  assert_int_equal(det.split_k, 4);
+  assert_int_equal(det.tiles, 4);
+}
+
+static void test_gemm__batch_multiplies_tiles(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  /* 8 x (128 x 128 x 1024): 8 tiles, 2 waves. */
+  wl_op op = gemm(128, 128, 1024, 8, WL_DTYPE_BF16);
+  check_rel(plat_compute_time_with(&p, &d, &op), 2 * 2.0 * 128 * 128 * 1024 / SM_RATE, 1e-12,
+            "batched");
+}
+
+static void test_roofline__memory_bound_gemm_takes_bytes_time(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  p.launch_s = 5e-6;
+  /* a GEMV: 1 x 8192 x 8192, bf16 weights 134 MB: 134217728 B / 1e12 B/s */
+  wl_op op = gemm(1, 8192, 8192, 1, WL_DTYPE_BF16);
+  op.bytes = 8192.0 * 8192 * 2 + 8192 * 2 * 2;
+  plat_compute_detail det;
+  double t = plat_compute_explain(&p, &d, &op, &det);
+  assert_int_equal(det.bound, PLAT_BOUND_MEMORY);
+  check_rel(t, 5e-6 + op.bytes / 1e12, 1e-12, "bytes / HBM + launch");
+}
+
+static void test_roofline__shapeless_op_runs_at_efficiency_of_peak(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  /* no shape: flops / (peak x gemm_eff) = 1e12 / 50e12 */
+  wl_op op = wl_op_compute(0, -1);
+  op.sub = WL_CLASS_GEMM;
+  op.flops = 1e12;
+  check_rel(plat_compute_time_with(&p, &d, &op), 0.02, 1e-12, "shapeless GEMM");
+  op.sub = WL_CLASS_OTHER;
+  check_rel(plat_compute_time_with(&p, &d, &op), 0.02, 1e-12, "class other");
+}
+
+static void test_launch__empty_kernel_costs_launch(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  p.launch_s = 3e-6;
+  static const int classes[] = {WL_CLASS_GEMM, WL_CLASS_ATTENTION, WL_CLASS_ELEMENTWISE,
+                                WL_CLASS_OPTIMIZER, WL_CLASS_COMM_KERNEL, WL_CLASS_OTHER};
+  for (size_t i = 0; i < 6; i++) {
+    wl_op op = wl_op_compute(0, -1);
+    op.sub = (uint8_t)classes[i];
+    check_rel(plat_compute_time_with(&p, &d, &op), 3e-6, 1e-12, wl_class_name(classes[i]));
+  }
+  /* and 1000 tiny kernels cost 1000 launches: 1 KB each is 1 ns of HBM time */
+  wl_op tiny = wl_op_compute(0, -1);
+  tiny.sub = WL_CLASS_ELEMENTWISE;
+  tiny.bytes = 1000;
+  check_rel(1000 * plat_compute_time_with(&p, &d, &tiny), 1000 * (3e-6 + 1e-9), 1e-12,
+            "1000 small kernels");
+}
+
+static void test_given_duration__is_returned_unchanged(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  wl_op op = gemm(4096, 4096, 4096, 1, WL_DTYPE_BF16);
+  op.duration_s = 1.25e-3;
+  assert_true(plat_compute_time_with(&p, &d, &op) == 1.25e-3);
+  assert_true(plat_compute_time(&d, &op) == 1.25e-3);
+  op.duration_s = 0;
+  assert_true(plat_compute_time(&d, &op) == 0);
+}
+
+static void test_fp8__twice_the_peak_at_its_own_efficiency(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  /* 1024 x 1024 x 1024: 16 whole waves either way; fp8 rate per SM is
+   * 200e12 / 4 x 0.4 = 20e12 against 12.5e12 for bf16: time ratio 0.625. */
+  wl_op b = gemm(1024, 1024, 1024, 1, WL_DTYPE_BF16);
+  wl_op f = gemm(1024, 1024, 1024, 1, WL_DTYPE_FP8);
+  double tb = plat_compute_time_with(&p, &d, &b), tf = plat_compute_time_with(&p, &d, &f);
+  check_rel(tb, 16 * 2.0 * 128 * 128 * 1024 / 12.5e12, 1e-12, "bf16");
+  check_rel(tf / tb, 12.5 / 20.0, 1e-12, "fp8 / bf16");
+  /* a device without fp8 runs it at its bf16 rate */
+  d.peak_flops[WL_DTYPE_FP8] = 0;
+  check_rel(plat_compute_time_with(&p, &d, &f), tb, 1e-12, "no fp8 on the device");
+}
+
+static void test_memory_bound__elementwise_and_optimizer_at_hbm_fraction(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  p.mem_eff = 0.8;
+  p.launch_s = 2e-6;
+  /* LayerNorm over 8192 tokens x 4096 hidden in bf16: read + write 2 x 64 MiB,
+   * 8 flops per element: 0.27 GFLOP at 10e12 x 0.7 = 38 us < 168 us of HBM. */
+  wl_op ln = wl_op_compute(0, -1);
+  ln.sub = WL_CLASS_ELEMENTWISE;
+  ln.bytes = 2.0 * 8192 * 4096 * 2;
+  ln.flops = 8.0 * 8192 * 4096;
+  plat_compute_detail det;
+  double t = plat_compute_explain(&p, &d, &ln, &det);
+  assert_int_equal(det.bound, PLAT_BOUND_MEMORY);
+  check_rel(t, 2e-6 + ln.bytes / 0.8e12, 1e-12, "layernorm");
+  check_rel(det.math_s, ln.flops / (10e12 * 0.7), 1e-12, "vector math at fp32 peak");
+  /* Adam over 1e9 parameters: 16 bytes read and 16 written per parameter */
+  wl_op adam = wl_op_compute(0, -1);
+  adam.sub = WL_CLASS_OPTIMIZER;
+  adam.bytes = 32e9;
+  check_rel(plat_compute_time_with(&p, &d, &adam), 2e-6 + 32e9 / 0.8e12, 1e-12, "adam");
+  /* an elementwise op with much math becomes math-bound on the vector units */
+  ln.flops = 1e12;
+  check_rel(plat_compute_time_with(&p, &d, &ln), 2e-6 + 1e12 / 7e12, 1e-12, "vector-bound");
+}
+
+static wl_op attention(int s, int hd, int heads, int causal, int phase)
+{
+  wl_op op = wl_op_compute(0, -1);
+  op.sub = WL_CLASS_ATTENTION;
+  op.m = s;
+  op.n = s;
+  op.k = hd;
+  op.batch = heads;
+  op.phase = (uint8_t)phase;
+  /* QK^T and PV: 4 s^2 hd per head forward, halved under a causal mask */
+  op.flops = 4.0 * s * s * hd * heads * (causal ? 0.5 : 1.0) * (phase == WL_PHASE_BACKWARD ? 2.5 : 1.0);
+  op.flags = causal ? WL_OPF_CAUSAL : 0;
+  return op;
+}
+
+static void test_attention__sequence_head_dim_and_mask(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  /* s = 4096, head dim 128, not causal: eff = 0.5 x 4096 / (4096 + 192) */
+  wl_op a = attention(4096, 128, 32, 0, WL_PHASE_FORWARD);
+  double eff = 0.5 * 4096.0 / (4096.0 + 192.0);
+  check_rel(plat_compute_time_with(&p, &d, &a), a.flops / (100e12 * eff), 1e-12, "forward");
+  /* causal: half the flops, plus the diagonal blocks: x (1 + 128 / 4096) */
+  wl_op c = attention(4096, 128, 32, 1, WL_PHASE_FORWARD);
+  check_rel(plat_compute_time_with(&p, &d, &c), c.flops * (1 + 128.0 / 4096) / (100e12 * eff),
+            1e-12, "causal");
+  /* head dim 64: (64 / 96) / (128 / 160) = 0.8333 of the rate */
+  wl_op h = attention(4096, 64, 32, 0, WL_PHASE_FORWARD);
+  check_rel(plat_compute_time_with(&p, &d, &h), h.flops / (100e12 * eff * (64.0 / 96) / 0.8),
+            1e-12, "head dim 64");
+  /* head dim 256 is capped at the head-dim-128 rate */
+  wl_op h2 = attention(4096, 256, 32, 0, WL_PHASE_FORWARD);
+  check_rel(plat_compute_time_with(&p, &d, &h2), h2.flops / (100e12 * eff), 1e-12, "head dim 256");
+  /* backward: 2.5x the flops at 0.8 of the efficiency */
+  wl_op b = attention(4096, 128, 32, 0, WL_PHASE_BACKWARD);
+  check_rel(plat_compute_time_with(&p, &d, &b), b.flops / (100e12 * eff * 0.8), 1e-12, "bwd");
+  /* short sequences are less efficient: s = 512 vs 8192 per flop */
+  wl_op s1 = attention(512, 128, 32, 0, WL_PHASE_FORWARD), s2 = attention(8192, 128, 32, 0, WL_PHASE_FORWARD);
+  double r = (plat_compute_time_with(&p, &d, &s1) / s1.flops) /
+             (plat_compute_time_with(&p, &d, &s2) / s2.flops);
+  check_rel(r, (8192.0 / (8192 + 192)) / (512.0 / (512 + 192)), 1e-12, "seq 512 vs 8192");
+}
+
+static void test_overlap__factor_is_one_plus_slowdown(void **state)
+{
+  (void)state;
+  plat_compute_params p = toy_params();
+  plat_device d = toy_device();
+  plat_compute_params_override(&p);
+  check_rel(plat_compute_overlap_factor(&d), 1.25, 1e-12, "1 + 0.25");
+  p.overlap_slowdown = 0;
+  plat_compute_params_override(&p);
+  check_rel(plat_compute_overlap_factor(&d), 1.0, 1e-12, "no slowdown");
+  plat_compute_params_override(NULL);
+}
+
+static void test_params__lookup_by_name_generic_and_override(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  assert_string_equal(plat_compute_params_for(&d)->device, "generic");
+  snprintf(d.name, sizeof d.name, "A100-SXM4-80GB");
+  assert_string_equal(plat_compute_params_for(&d)->device, "A100-SXM4-80GB");
+  assert_int_equal(plat_compute_params_for(&d)->sms, 108);
+  snprintf(d.name, sizeof d.name, "H100-SXM");
+  assert_int_equal(plat_compute_params_for(&d)->sms, 132);
+  plat_compute_params o = *plat_compute_params_for(&d);
+  o.gemm_eff = 0.5;
+  plat_compute_params_override(&o);
+  assert_true(plat_compute_params_for(&d)->gemm_eff == 0.5);
+  plat_compute_params_override(NULL);
+  assert_true(plat_compute_params_for(&d)->gemm_eff != 0.5);
+  /* every built-in set is complete */
+  for (const plat_compute_params *const *l = plat_compute_params_list(); *l; l++) {
+    const plat_compute_params *s = *l;
+    assert_true(s->gemm_eff > 0.3 && s->gemm_eff <= 1);
+    assert_true(s->attn_eff > 0.2 && s->attn_eff <= 1);
+    assert_true(s->mem_eff > 0.5 && s->mem_eff <= 1);
+    assert_true(s->launch_s > 0 && s->launch_s < 20e-6);
+    assert_true(s->overlap_slowdown >= 0 && s->overlap_slowdown < 0.5);
+    assert_true(s->sms == 0 || (s->tile_m > 0 && s->tile_n > 0));
+  }
+}
+
+/* The built-in sets against published kernel figures (independent of the
+ * fitting): cuBLAS bf16 8192^3 reaches 250-290 TFLOP/s on A100-80GB and
+ * 650-800 on H100 SXM; a copy kernel streams 1.6-1.9 TB/s and 2.7-3.1 TB/s. */
+static void test_builtin__large_gemm_and_stream_match_published_figures(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *name;
+    double peak, hbm, lo, hi, bw_lo, bw_hi;
+  } devs[] = {
+      {"A100-SXM4-80GB", 312e12, 2.039e12, 250e12, 290e12, 1.6e12, 1.9e12},
+      {"H100-SXM", 989.4e12, 3.35e12, 650e12, 800e12, 2.7e12, 3.1e12},
+  };
+  for (size_t i = 0; i < 2; i++) {
+    plat_device d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "%s", devs[i].name);
+    d.peak_flops[WL_DTYPE_BF16] = devs[i].peak;
+    d.peak_flops[WL_DTYPE_FP32] = devs[i].peak / 16;
+    d.hbm_Bps = devs[i].hbm;
+    wl_op op = gemm(8192, 8192, 8192, 1, WL_DTYPE_BF16);
+    op.bytes = 3.0 * 8192 * 8192 * 2;
+    double tf = op.flops / plat_compute_time(&d, &op);
+    if (tf < devs[i].lo || tf > devs[i].hi) {
+      print_error("%s: 8192^3 bf16 GEMM at %.0f TFLOP/s, outside [%.0f, %.0f]\n", devs[i].name,
+                  tf / 1e12, devs[i].lo / 1e12, devs[i].hi / 1e12);
+      fail();
+    }
+    wl_op cp = wl_op_compute(0, -1);
+    cp.sub = WL_CLASS_ELEMENTWISE;
+    cp.bytes = 2.0 * 1024 * 1024 * 1024;
+    double bw = cp.bytes / plat_compute_time(&d, &cp);
+    assert_true(bw > devs[i].bw_lo && bw < devs[i].bw_hi);
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gemm__whole_waves_match_hand_count),
+      cmocka_unit_test(test_gemm__partial_wave_costs_a_whole_wave),
+      cmocka_unit_test(test_gemm__tile_quantisation_of_ragged_shape),
+      cmocka_unit_test(test_gemm__small_k_pays_tile_overhead),
+      cmocka_unit_test(test_gemm__split_k_fills_idle_sms),
+      cmocka_unit_test(test_gemm__batch_multiplies_tiles),
+      cmocka_unit_test(test_roofline__memory_bound_gemm_takes_bytes_time),
+      cmocka_unit_test(test_roofline__shapeless_op_runs_at_efficiency_of_peak),
+      cmocka_unit_test(test_launch__empty_kernel_costs_launch),
+      cmocka_unit_test(test_given_duration__is_returned_unchanged),
+      cmocka_unit_test(test_fp8__twice_the_peak_at_its_own_efficiency),
+      cmocka_unit_test(test_memory_bound__elementwise_and_optimizer_at_hbm_fraction),
+      cmocka_unit_test(test_attention__sequence_head_dim_and_mask),
+      cmocka_unit_test(test_overlap__factor_is_one_plus_slowdown),
+      cmocka_unit_test(test_params__lookup_by_name_generic_and_override),
+      cmocka_unit_test(test_builtin__large_gemm_and_stream_match_published_figures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
