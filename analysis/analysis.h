@@ -139,6 +139,74 @@ void an_compare_print(const an_results *const *runs, size_t n, FILE *out);
  * "values":{...},"delta":{...},"ratio":{...}}, ...]}. */
 void an_compare_print_json(const an_results *const *runs, size_t n, FILE *out);
 
+/* ---- validation against published runs (analysis/validate.c) ------------ */
+/* A case: one published training run (bench/validation/<name>.json, format
+ * in bench/validation/README.md): a model, a layout, a cluster and what was
+ * measured, as per-GPU throughput in tokens/s.  Strings are owned by the case
+ * list (an_cases_free). */
+typedef struct an_case {
+  char *path;          /* the file */
+  char *name;
+  char *model_json;    /* the "model" object, as JSON text (wl_model_parse) */
+  char *layout;        /* layout spec (wl_layout_parse) */
+  char *cluster;       /* NAME[:NODES], spec or XML (plat_cluster_load) */
+  int num_gpus;
+  double measured;     /* tokens/s per GPU */
+  double measured_step_s; /* derived step time, NaN when the file has none */
+} an_case;
+
+/* Every *.json file of dir, in name order.  Errors name the file and key:
+ * "case 'dir/x.json': 'measured.tokens_per_s_per_gpu' is missing".  An empty
+ * folder is an error too. */
+int an_cases_load(const char *dir, an_case **out, int *n, st_err *err);
+void an_cases_free(an_case *cases, int n);
+
+typedef struct an_prediction {
+  double step_time_s;
+  double tokens_per_s_per_gpu;
+} an_prediction;
+
+/* Predicts one case.  Runs in a forked child (it may call sim_run, which
+ * allows one engine per process); overrides (may be NULL) are compute
+ * parameter sets to install first (plat_compute_params_override). */
+typedef int (*an_predict_fn)(const an_case *c, const plat_compute_params *overrides,
+                             int num_overrides, an_prediction *out, st_err *err);
+/* The project's predictor: generators (model + layout -> workload), the
+ * cluster, sim_run.  Fails with ST_EINPUT when the build has no generators. */
+int an_predict_generated(const an_case *c, const plat_compute_params *overrides,
+                         int num_overrides, an_prediction *out, st_err *err);
+
+typedef struct an_case_result {
+  double measured, predicted; /* tokens/s per GPU */
+  double error;               /* predicted / measured - 1 */
+  double measured_step_s, predicted_step_s;
+} an_case_result;
+
+/* Run every case, each in its own child process, at most jobs at once.
+ * res has n entries.  The first failing case (in case order) is the error:
+ * "case 'x': ...". */
+int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
+                    const plat_compute_params *overrides, int num_overrides, int jobs,
+                    an_case_result *res, st_err *err);
+/* Median and largest |error| of n results (n >= 1). */
+void an_validate_stats(const an_case_result *res, int n, double *median_abs, double *max_abs);
+/* Text table (people) or one JSON object {"cases":[{"name","measured",
+ * "predicted","error"}...],"count","median_abs_error","max_abs_error"}. */
+void an_validate_print(const an_case *cases, const an_case_result *res, int n, FILE *out);
+void an_validate_print_json(const an_case *cases, const an_case_result *res, int n, FILE *out);
+
+/* Leave-one-out calibration of one compute parameter (gemm_eff) per device.
+ * pred[c * ngrid + j] is case c predicted with gemm_eff = grid[j] (ascending);
+ * between grid points the step time is interpolated linearly in 1 / gemm_eff.
+ * group[c] is the case's device group.  For each case, gemm_eff is fitted on
+ * the other cases of its group (least squares of log(predicted / measured),
+ * searched in steps of 0.001 within the grid) and the case predicted with it:
+ * loo[c] (its result) and loo_eff[c].  fit_eff[g] is the fit on the whole
+ * group g (groups numbered 0..ngroups-1). */
+void an_validate_loo(const an_case_result *pred, int ncases, const double *grid, int ngrid,
+                     const int *group, int ngroups, double *fit_eff, double *loo_eff,
+                     an_case_result *loo);
+
 #ifdef __cplusplus
 }
 #endif

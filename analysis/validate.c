@@ -1,0 +1,483 @@
+/* validate.c — predictions against published training runs.
+ *
+ * A validation case is one published run (one JSON file per run in
+ * bench/validation): a model, a layout, a cluster and the measured per-GPU
+ * throughput.  an_validate_run
+ * predicts every case in its own child process (SimGrid allows one engine
+ * per process), at most `jobs` at a time, and brings back the predicted step
+ * time and tokens/s per GPU over a pipe.  Results are collected in case order
+ * whatever order the children finish in, so the output is the same bytes on
+ * every run.
+ *
+ * an_validate_loo is the leave-one-out calibration of docs/calibration.md:
+ * each case is predicted with the GEMM efficiency fitted on the other cases
+ * of its device, so the reported errors are predictions, not fits.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "analysis.h"
+
+/* ---- case files ------------------------------------------------------------- */
+
+static char *dup_str(const char *s)
+{
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+static int json_line_of(const char *text, const char *at)
+{
+  int line = 1;
+  for (const char *p = text; p && at && p < at && *p; p++)
+    if (*p == '\n')
+      line++;
+  return line;
+}
+
+static int str_key(const cJSON *root, const char *key, const char *path, char **out, st_err *err)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+  if (!v)
+    return st_err_set(err, ST_EINPUT, "case '%s': '%s' is missing", path, key);
+  if (!cJSON_IsString(v) || !v->valuestring[0])
+    return st_err_set(err, ST_EINPUT, "case '%s': '%s' is not a non-empty string", path, key);
+  *out = dup_str(v->valuestring);
+  return *out ? ST_OK : st_err_set(err, ST_ENOMEM, "out of memory");
+}
+
+static int parse_case(const char *path, const char *text, an_case *c, st_err *err)
+{
+  cJSON *root = cJSON_Parse(text);
+  if (!root)
+    return st_err_set(err, ST_EINPUT, "case '%s': not valid JSON (line %d)", path,
+                      json_line_of(text, cJSON_GetErrorPtr()));
+  int rc = ST_OK;
+  if (!cJSON_IsObject(root)) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': the file is not a JSON object", path);
+    goto out;
+  }
+  if ((rc = str_key(root, "name", path, &c->name, err)) ||
+      (rc = str_key(root, "layout", path, &c->layout, err)) ||
+      (rc = str_key(root, "cluster", path, &c->cluster, err)))
+    goto out;
+  const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+  if (!model) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'model' is missing", path);
+    goto out;
+  }
+  if (!cJSON_IsObject(model)) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'model' is not an object", path);
+    goto out;
+  }
+  c->model_json = cJSON_PrintUnformatted(model);
+  const cJSON *ng = cJSON_GetObjectItemCaseSensitive(root, "num_gpus");
+  if (!ng) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'num_gpus' is missing", path);
+    goto out;
+  }
+  if (!cJSON_IsNumber(ng) || ng->valuedouble < 1 || ng->valuedouble != floor(ng->valuedouble) ||
+      ng->valuedouble > 1e7) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'num_gpus' is not a positive integer", path);
+    goto out;
+  }
+  c->num_gpus = (int)ng->valuedouble;
+  const cJSON *meas = cJSON_GetObjectItemCaseSensitive(root, "measured");
+  if (!cJSON_IsObject(meas)) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'measured' is %s", path,
+                    meas ? "not an object" : "missing");
+    goto out;
+  }
+  const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meas, "tokens_per_s_per_gpu");
+  if (!tok) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'measured.tokens_per_s_per_gpu' is missing", path);
+    goto out;
+  }
+  if (!cJSON_IsNumber(tok) || !(tok->valuedouble > 0) || !isfinite(tok->valuedouble)) {
+    rc = st_err_set(err, ST_EINPUT,
+                    "case '%s': 'measured.tokens_per_s_per_gpu' is not a positive number", path);
+    goto out;
+  }
+  c->measured = tok->valuedouble;
+  c->measured_step_s = NAN;
+  const cJSON *st = cJSON_GetObjectItemCaseSensitive(meas, "step_time_s");
+  if (st) {
+    if (!cJSON_IsNumber(st) || !(st->valuedouble > 0)) {
+      rc = st_err_set(err, ST_EINPUT, "case '%s': 'measured.step_time_s' is not a positive number",
+                      path);
+      goto out;
+    }
+    c->measured_step_s = st->valuedouble;
+  }
+  if (!c->model_json)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+out:
+  cJSON_Delete(root);
+  return rc;
+}
+
+static void case_release(an_case *c)
+{
+  free(c->path);
+  free(c->name);
+  free(c->model_json);
+  free(c->layout);
+  free(c->cluster);
+  memset(c, 0, sizeof *c);
+}
+
+void an_cases_free(an_case *cases, int n)
+{
+  for (int i = 0; cases && i < n; i++)
+    case_release(&cases[i]);
+  free(cases);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int an_cases_load(const char *dir, an_case **out, int *n, st_err *err)
+{
+  DIR *d = opendir(dir);
+  if (!d)
+    return st_err_set(err, ST_EIO, "validation folder '%s': cannot be opened", dir);
+  char **names = NULL;
+  size_t num = 0, cap = 0;
+  int rc = ST_OK;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.' || !st_str_ends_with(e->d_name, ".json"))
+      continue;
+    if (num == cap) {
+      cap = cap ? 2 * cap : 32;
+      char **nn = realloc(names, cap * sizeof *nn);
+      if (!nn) {
+        rc = st_err_set(err, ST_ENOMEM, "out of memory");
+        break;
+      }
+      names = nn;
+    }
+    if (!(names[num] = dup_str(e->d_name))) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      break;
+    }
+    num++;
+  }
+  closedir(d);
+  if (!rc && num == 0)
+    rc = st_err_set(err, ST_EINPUT, "validation folder '%s': no case files (*.json)", dir);
+  an_case *cases = NULL;
+  if (!rc) {
+    qsort(names, num, sizeof *names, cmp_str);
+    cases = calloc(num, sizeof *cases);
+    if (!cases)
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; !rc && i < num; i++) {
+    st_buf path;
+    st_buf_init(&path);
+    st_buf_printf(&path, "%s/%s", dir, names[i]);
+    char *text = NULL;
+    size_t len;
+    cases[i].path = path.data;
+    rc = st_file_read_all(path.data, &text, &len, err);
+    if (!rc)
+      rc = parse_case(path.data, text, &cases[i], err);
+    free(text);
+    for (size_t j = 0; !rc && j < i; j++)
+      if (strcmp(cases[j].name, cases[i].name) == 0)
+        rc = st_err_set(err, ST_EINPUT, "case '%s': name '%s' is already used by '%s'",
+                        path.data, cases[i].name, cases[j].path);
+  }
+  for (size_t i = 0; i < num; i++)
+    free(names[i]);
+  free(names);
+  if (rc) {
+    an_cases_free(cases, (int)num);
+    return rc;
+  }
+  *out = cases;
+  *n = (int)num;
+  return ST_OK;
+}
+
+/* ---- running the cases ---------------------------------------------------- */
+
+typedef struct child_msg {
+  int rc;
+  char msg[ST_ERR_MSG_MAX];
+  an_prediction pred;
+} child_msg;
+
+typedef struct child {
+  pid_t pid;
+  int fd;
+} child;
+
+static int start_child(const an_case *c, an_predict_fn fn, const plat_compute_params *ov,
+                       int nov, child *ch, st_err *err)
+{
+  int fds[2];
+  if (pipe(fds))
+    return st_err_set(err, ST_EIO, "case '%s': cannot create a pipe", c->name);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return st_err_set(err, ST_EIO, "case '%s': cannot fork", c->name);
+  }
+  if (pid == 0) {
+    /* a crash must end the child, whatever handlers the parent installed */
+    static const int sigs[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+      signal(sigs[i], SIG_DFL);
+    close(fds[0]);
+    child_msg m;
+    memset(&m, 0, sizeof m);
+    st_err e = {0};
+    m.rc = fn(c, ov, nov, &m.pred, &e);
+    if (m.rc)
+      snprintf(m.msg, sizeof m.msg, "%s", e.msg[0] ? e.msg : st_strerror(m.rc));
+    const char *p = (const char *)&m;
+    size_t left = sizeof m;
+    while (left) {
+      ssize_t w = write(fds[1], p, left);
+      if (w <= 0)
+        break;
+      p += w;
+      left -= (size_t)w;
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  ch->pid = pid;
+  ch->fd = fds[0];
+  return ST_OK;
+}
+
+/* Read a child's answer and reap it. */
+static int finish_child(const an_case *c, child *ch, an_case_result *r, st_err *err)
+{
+  child_msg m;
+  char *p = (char *)&m;
+  size_t got = 0;
+  while (got < sizeof m) {
+    ssize_t k = read(ch->fd, p + got, sizeof m - got);
+    if (k <= 0)
+      break;
+    got += (size_t)k;
+  }
+  close(ch->fd);
+  int status = 0;
+  waitpid(ch->pid, &status, 0);
+  if (got != sizeof m) {
+    if (WIFSIGNALED(status))
+      return st_err_set(err, ST_ESIM, "case '%s': the prediction crashed (signal %d)", c->name,
+                        WTERMSIG(status));
+    return st_err_set(err, ST_ESIM, "case '%s': the prediction ended without an answer",
+                      c->name);
+  }
+  if (m.rc)
+    return st_err_set(err, m.rc, "case '%s': %s", c->name, m.msg);
+  if (!(m.pred.tokens_per_s_per_gpu > 0) || !isfinite(m.pred.tokens_per_s_per_gpu))
+    return st_err_set(err, ST_ESIM, "case '%s': predicted throughput is %g tokens/s per GPU",
+                      c->name, m.pred.tokens_per_s_per_gpu);
+  r->measured = c->measured;
+  r->predicted = m.pred.tokens_per_s_per_gpu;
+  r->error = r->predicted / r->measured - 1.0;
+  r->measured_step_s = c->measured_step_s;
+  r->predicted_step_s = m.pred.step_time_s;
+  return ST_OK;
+}
+
+int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
+                    const plat_compute_params *overrides, int num_overrides, int jobs,
+                    an_case_result *res, st_err *err)
+{
+  if (jobs < 1)
+    jobs = 1;
+  child *kids = calloc((size_t)n + 1, sizeof *kids);
+  if (!kids)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  int started = 0, rc = ST_OK;
+  st_err first = {0};
+  for (int i = 0; i < n; i++) {
+    /* keep up to `jobs` children running ahead of the one read next */
+    while (started < n && started < i + jobs && !rc) {
+      rc = start_child(&cases[started], fn, overrides, num_overrides, &kids[started], err);
+      if (!rc)
+        started++;
+    }
+    if (i >= started) /* starting failed: every started child has been read */
+      break;
+    st_err e = {0};
+    int r = finish_child(&cases[i], &kids[i], &res[i], &e);
+    if (r && !first.code)
+      first = e;
+  }
+  free(kids);
+  if (rc)
+    return rc;
+  if (first.code) {
+    if (err)
+      *err = first;
+    return first.code;
+  }
+  return ST_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+void an_validate_stats(const an_case_result *res, int n, double *median_abs, double *max_abs)
+{
+  double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+  double mx = 0;
+  for (int i = 0; i < n; i++) {
+    double a = fabs(res[i].error);
+    if (v)
+      v[i] = a;
+    if (a > mx)
+      mx = a;
+  }
+  double med = NAN;
+  if (v && n > 0) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  }
+  free(v);
+  *median_abs = med;
+  *max_abs = n > 0 ? mx : NAN;
+}
+
+void an_validate_print(const an_case *cases, const an_case_result *res, int n, FILE *out)
+{
+  int w = 4;
+  for (int i = 0; i < n; i++)
+    if ((int)strlen(cases[i].name) > w)
+      w = (int)strlen(cases[i].name);
+  fprintf(out, "%-*s  %12s  %12s  %8s  %10s  %10s\n", w, "case", "measured", "predicted", "error",
+          "step meas.", "step pred.");
+  fprintf(out, "%-*s  %12s  %12s  %8s  %10s  %10s\n", w, "", "tokens/s/GPU", "tokens/s/GPU", "",
+          "s", "s");
+  int worst = 0;
+  for (int i = 0; i < n; i++) {
+    const an_case_result *r = &res[i];
+    char ms[32];
+    if (isnan(r->measured_step_s))
+      snprintf(ms, sizeof ms, "-");
+    else
+      snprintf(ms, sizeof ms, "%.4g", r->measured_step_s);
+    fprintf(out, "%-*s  %12.1f  %12.1f  %+7.2f%%  %10s  %10.4g\n", w, cases[i].name, r->measured,
+            r->predicted, 100 * r->error, ms, r->predicted_step_s);
+    if (fabs(r->error) > fabs(res[worst].error))
+      worst = i;
+  }
+  double med, mx;
+  an_validate_stats(res, n, &med, &mx);
+  fprintf(out, "\n%d case%s: median |error| %.2f%%, max |error| %.2f%% (%s)\n", n,
+          n == 1 ? "" : "s", 100 * med, 100 * mx, n ? cases[worst].name : "-");
+  fprintf(out, "error = predicted / measured - 1, in per-GPU throughput\n");
+}
+
+void an_validate_print_json(const an_case *cases, const an_case_result *res, int n, FILE *out)
+{
+  fprintf(out, "{\"cases\":[");
+  for (int i = 0; i < n; i++) {
+    fprintf(out, "%s{\"name\":", i ? "," : "");
+    /* names come from files: escape what JSON needs */
+    fputc('"', out);
+    for (const char *p = cases[i].name; *p; p++) {
+      unsigned char ch = (unsigned char)*p;
+      if (ch == '"' || ch == '\\')
+        fprintf(out, "\\%c", ch);
+      else if (ch < 0x20)
+        fprintf(out, "\\u%04x", ch);
+      else
+        fputc(ch, out);
+    }
+    fputc('"', out);
+    fprintf(out, ",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g}", res[i].measured,
+            res[i].predicted, res[i].error);
+  }
+  double med, mx;
+  an_validate_stats(res, n, &med, &mx);
+  fprintf(out, "],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", n, med, mx);
+}
+
+/* ---- leave-one-out calibration ------------------------------------------ */
+
+/* Case c's result with gemm_eff = g, interpolating the step time linearly in
+ * 1 / g between grid points (the GEMM share of a step scales as 1 / g). */
+static an_case_result at_eff(const an_case_result *pred, int c, const double *grid, int ngrid,
+                             double g)
+{
+  const an_case_result *row = &pred[(size_t)c * ngrid];
+  int j = 0;
+  while (j + 2 < ngrid && g > grid[j + 1])
+    j++;
+  double x0 = 1 / grid[j], x1 = 1 / grid[j + 1], x = 1 / g;
+  double t = (x - x0) / (x1 - x0);
+  double step = row[j].predicted_step_s + t * (row[j + 1].predicted_step_s - row[j].predicted_step_s);
+  /* tokens per step per GPU is the same at every grid point */
+  double k = row[j].predicted * row[j].predicted_step_s;
+  an_case_result r = row[j];
+  r.predicted_step_s = step;
+  r.predicted = k / step;
+  r.error = r.predicted / r.measured - 1.0;
+  return r;
+}
+
+/* gemm_eff minimising the squared log errors of the cases of group g, leaving out `skip`. */
+static double fit_group(const an_case_result *pred, int ncases, const double *grid, int ngrid,
+                        const int *group, int g, int skip)
+{
+  double best = grid[0], best_cost = INFINITY;
+  long steps = lround((grid[ngrid - 1] - grid[0]) / 0.001);
+  for (long s = 0; s <= steps; s++) {
+    double e = grid[0] + 0.001 * (double)s;
+    double cost = 0;
+    int used = 0;
+    for (int c = 0; c < ncases; c++) {
+      if (group[c] != g || c == skip)
+        continue;
+      an_case_result r = at_eff(pred, c, grid, ngrid, e);
+      double l = log(r.predicted / r.measured);
+      cost += l * l;
+      used++;
+    }
+    if (used && cost < best_cost) {
+      best_cost = cost;
+      best = e;
+    }
+  }
+  return best;
+}
+
+void an_validate_loo(const an_case_result *pred, int ncases, const double *grid, int ngrid,
+                     const int *group, int ngroups, double *fit_eff, double *loo_eff,
+                     an_case_result *loo)
+{
+  for (int g = 0; g < ngroups; g++)
+    fit_eff[g] = fit_group(pred, ncases, grid, ngrid, group, g, -1);
+  for (int c = 0; c < ncases; c++) {
+    loo_eff[c] = fit_group(pred, ncases, grid, ngrid, group, group[c], c);
+    loo[c] = at_eff(pred, c, grid, ngrid, loo_eff[c]);
+  }
+}

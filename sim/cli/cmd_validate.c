@@ -1,0 +1,168 @@
+/* cmd_validate.c — `simtrain validate [DIR]`: predict every published run of
+ * the validation set and print measured against predicted, case by case, with
+ * the median and largest error; `--fit` runs the leave-one-out calibration of
+ * docs/calibration.md instead. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cli.h"
+
+#define DEFAULT_DIR "bench/validation"
+
+static void usage(FILE *out)
+{
+  fprintf(out,
+          "usage: simtrain validate [DIR] [--json] [-j N] [--fit]\n\n"
+          "Predict every case of the validation set (DIR, default " DEFAULT_DIR "): one\n"
+          "published training run per file, bench/validation/README.md.  Prints measured and\n"
+          "predicted tokens/s per GPU and the signed error (predicted / measured - 1) per\n"
+          "case, then the count, the median |error| and the largest |error|.\n\n"
+          "options:\n"
+          "  --json      one JSON object: {\"cases\":[{\"name\",\"measured\",\"predicted\",\n"
+          "              \"error\"}...],\"count\",\"median_abs_error\",\"max_abs_error\"}\n"
+          "  -j N        predict N cases at once (each in its own process; default 1)\n"
+          "  --fit       leave-one-out calibration of the GEMM efficiency per device: each\n"
+          "              case predicted with the value fitted on the other cases of its\n"
+          "              device (docs/calibration.md)\n"
+          "  -h, --help  this help\n");
+}
+
+static const double fit_grid[] = {0.60, 0.70, 0.80, 0.90, 1.00};
+#define FIT_NGRID ((int)(sizeof fit_grid / sizeof fit_grid[0]))
+
+static int run_fit(const an_case *cases, int n, int jobs, int json, st_err *err)
+{
+  /* device of each case, groups in order of first appearance */
+  char (*devices)[48] = calloc((size_t)n, sizeof *devices);
+  int *group = calloc((size_t)n, sizeof *group);
+  an_case_result *pred = calloc((size_t)n * FIT_NGRID, sizeof *pred);
+  an_case_result *res = calloc((size_t)n, sizeof *res), *loo = calloc((size_t)n, sizeof *loo);
+  double *fit = calloc((size_t)n, sizeof *fit), *loo_eff = calloc((size_t)n, sizeof *loo_eff);
+  plat_compute_params *ov = calloc((size_t)n, sizeof *ov);
+  int ngroups = 0, rc = ST_OK;
+  if (!devices || !group || !pred || !res || !loo || !fit || !loo_eff || !ov) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (int c = 0; c < n && !rc; c++) {
+    plat_cluster *cl = NULL;
+    if ((rc = plat_cluster_load(cases[c].cluster, &cl, err))) {
+      st_err_prefix(err, "case '%s': ", cases[c].name);
+      break;
+    }
+    int g = 0;
+    while (g < ngroups && strcmp(devices[g], cl->device.name))
+      g++;
+    if (g == ngroups) {
+      snprintf(devices[g], sizeof devices[g], "%s", cl->device.name);
+      ov[g] = *plat_compute_params_for(&cl->device);
+      snprintf(ov[g].device, sizeof ov[g].device, "%s", cl->device.name);
+      ngroups++;
+    }
+    group[c] = g;
+    plat_cluster_destroy(cl);
+  }
+  for (int j = 0; j < FIT_NGRID && !rc; j++) {
+    for (int g = 0; g < ngroups; g++)
+      ov[g].gemm_eff = fit_grid[j];
+    rc = an_validate_run(cases, n, an_predict_generated, ov, ngroups, jobs, res, err);
+    for (int c = 0; c < n && !rc; c++)
+      pred[(size_t)c * FIT_NGRID + j] = res[c];
+  }
+  if (rc)
+    goto out;
+  an_validate_loo(pred, n, fit_grid, FIT_NGRID, group, ngroups, fit, loo_eff, loo);
+  double med, mx;
+  an_validate_stats(loo, n, &med, &mx);
+  if (json) {
+    printf("{\"fit\":[");
+    for (int g = 0; g < ngroups; g++)
+      printf("%s{\"device\":\"%s\",\"gemm_eff\":%.3f}", g ? "," : "", devices[g], fit[g]);
+    printf("],\"cases\":[");
+    for (int c = 0; c < n; c++)
+      printf("%s{\"name\":\"%s\",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g,"
+             "\"gemm_eff\":%.3f}",
+             c ? "," : "", cases[c].name, loo[c].measured, loo[c].predicted, loo[c].error,
+             loo_eff[c]);
+    printf("],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", n, med, mx);
+  } else {
+    printf("gemm_eff fitted per device (least squares of log(predicted / measured), grid %.2f "
+           "to %.2f):\n",
+           fit_grid[0], fit_grid[FIT_NGRID - 1]);
+    for (int g = 0; g < ngroups; g++)
+      printf("  %-20s %.3f\n", devices[g], fit[g]);
+    printf("\nleave-one-out: each case predicted with gemm_eff fitted without it\n\n");
+    an_validate_print(cases, loo, n, stdout);
+    printf("\ngemm_eff used per case:");
+    for (int c = 0; c < n; c++)
+      printf("%s %s=%.3f", c ? "," : "", cases[c].name, loo_eff[c]);
+    printf("\n");
+  }
+out:
+  free(devices);
+  free(group);
+  free(pred);
+  free(res);
+  free(loo);
+  free(fit);
+  free(loo_eff);
+  free(ov);
+  return rc;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+  const char *dir = NULL;
+  int json = 0, fit = 0, jobs = 1;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--json")) {
+      json = 1;
+    } else if (!strcmp(argv[i], "--fit")) {
+      fit = 1;
+    } else if (!strcmp(argv[i], "-j")) {
+      char *end;
+      if (i + 1 >= argc)
+        return cli_usage_error("validate", "-j needs a number");
+      long v = strtol(argv[++i], &end, 10);
+      if (*end || v < 1 || v > 256)
+        return cli_usage_error("validate", "-j '%s' is not a number from 1 to 256", argv[i]);
+      jobs = (int)v;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return cli_usage_error("validate", "unknown option '%s'", argv[i]);
+    } else if (dir) {
+      return cli_usage_error("validate", "one folder only (got '%s' and '%s')", dir, argv[i]);
+    } else {
+      dir = argv[i];
+    }
+  }
+  if (!dir)
+    dir = DEFAULT_DIR;
+  st_err err = {0};
+  an_case *cases = NULL;
+  int n = 0;
+  if (an_cases_load(dir, &cases, &n, &err))
+    return cli_fail(&err);
+  int rc;
+  if (fit) {
+    rc = run_fit(cases, n, jobs, json, &err);
+  } else {
+    an_case_result *res = calloc((size_t)n, sizeof *res);
+    rc = res ? an_validate_run(cases, n, an_predict_generated, NULL, 0, jobs, res, &err)
+             : st_err_set(&err, ST_ENOMEM, "out of memory");
+    if (!rc) {
+      if (json)
+        an_validate_print_json(cases, res, n, stdout);
+      else
+        an_validate_print(cases, res, n, stdout);
+    }
+    free(res);
+  }
+  an_cases_free(cases, n);
+  return rc ? cli_fail(&err) : 0;
+}

@@ -1,0 +1,318 @@
+/* test_validate.c — the validation runner (analysis/validate.c) with a fake
+ * predictor, so that loading, forking, statistics, output and the
+ * leave-one-out fit are checked against hand-computed numbers without the
+ * generators or SimGrid.
+ *
+ * The fake predictor reads its instructions from the case's layout string:
+ *   "err=E"        predict measured x (1 + E), step 10 s / (1 + E)
+ *   "A=a,B=b"      step = a / gemm_eff + b (gemm_eff from the override, else 0.5),
+ *                  tokens/s/GPU = 1000 / step
+ *   "fail"         return an input error
+ *   "crash"        die of SIGSEGV */
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "analysis.h"
+
+static int fake_predict(const an_case *c, const plat_compute_params *ov, int nov,
+                        an_prediction *out, st_err *err)
+{
+  double e, a, b;
+  if (sscanf(c->layout, "err=%lf", &e) == 1) {
+    out->tokens_per_s_per_gpu = c->measured * (1 + e);
+    out->step_time_s = 10.0 / (1 + e);
+    return 0;
+  }
+  if (sscanf(c->layout, "A=%lf,B=%lf", &a, &b) == 2) {
+    double g = nov > 0 ? ov[0].gemm_eff : 0.5;
+    out->step_time_s = a / g + b;
+    out->tokens_per_s_per_gpu = 1000.0 / out->step_time_s;
+    return 0;
+  }
+  if (!strcmp(c->layout, "fail"))
+    return st_err_set(err, ST_EINPUT, "layout 'fail': key 'x' is unknown");
+  if (!strcmp(c->layout, "crash"))
+    raise(SIGSEGV);
+  return st_err_set(err, ST_EINPUT, "fake predictor: layout '%s' not understood", c->layout);
+}
+
+static char tmpdir[64];
+
+static void write_file(const char *name, const char *text)
+{
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void clear_dir(void)
+{
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -f %s/*.json", tmpdir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void write_case(const char *file, const char *name, const char *layout, double measured)
+{
+  char text[1024];
+  snprintf(text, sizeof text,
+           "{\"name\": \"%s\", \"model\": {\"layers\": 2}, \"layout\": \"%s\", "
+           "\"cluster\": \"node8:1\", \"num_gpus\": 8, "
+           "\"measured\": {\"tokens_per_s_per_gpu\": %.17g, \"step_time_s\": 10}}\n",
+           name, layout, measured);
+  write_file(file, text);
+}
+
+static int setup(void **state)
+{
+  (void)state;
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/st-validate-XXXXXX");
+  return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  clear_dir();
+  rmdir(tmpdir);
+  return 0;
+}
+
+static char *capture(void (*print)(const an_case *, const an_case_result *, int, FILE *),
+                     const an_case *cases, const an_case_result *res, int n)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  print(cases, res, n, f);
+  fclose(f);
+  return buf;
+}
+
+static void test_run__errors_stats_and_json_match_hand_values(void **state)
+{
+  (void)state;
+  clear_dir();
+  /* files sort as a, b, c; errors +1%, -3%, +2% */
+  write_case("a.json", "alpha", "err=0.01", 1000);
+  write_case("b.json", "beta", "err=-0.03", 200);
+  write_case("c.json", "gamma", "err=0.02", 50);
+  an_case *cases;
+  int n;
+  st_err err = {0};
+  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
+  assert_int_equal(n, 3);
+  assert_string_equal(cases[1].name, "beta");
+  assert_string_equal(cases[0].model_json, "{\"layers\":2}");
+  an_case_result res[3];
+  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 2, res, &err), 0);
+  assert_true(fabs(res[0].error - 0.01) < 1e-12);
+  assert_true(fabs(res[1].error + 0.03) < 1e-12);
+  assert_true(fabs(res[2].predicted - 51) < 1e-9);
+  double med, mx;
+  an_validate_stats(res, n, &med, &mx);
+  assert_true(fabs(med - 0.02) < 1e-12);
+  assert_true(fabs(mx - 0.03) < 1e-12);
+  char *json = capture(an_validate_print_json, cases, res, n);
+  assert_string_equal(json, "{\"cases\":[{\"name\":\"alpha\",\"measured\":1000,\"predicted\":1010,"
+                            "\"error\":0.01},{\"name\":\"beta\",\"measured\":200,\"predicted\":194,"
+                            "\"error\":-0.03},{\"name\":\"gamma\",\"measured\":50,\"predicted\":51,"
+                            "\"error\":0.02}],\"count\":3,\"median_abs_error\":0.02,"
+                            "\"max_abs_error\":0.03}\n");
+  /* a second run gives the same bytes */
+  an_case_result res2[3];
+  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 1, res2, &err), 0);
+  char *json2 = capture(an_validate_print_json, cases, res2, n);
+  assert_string_equal(json, json2);
+  char *text = capture(an_validate_print, cases, res, n);
+  assert_non_null(strstr(text, "beta"));
+  assert_non_null(strstr(text, "-3.00%"));
+  assert_non_null(strstr(text, "3 cases: median |error| 2.00%, max |error| 3.00% (beta)"));
+  free(json);
+  free(json2);
+  free(text);
+  an_cases_free(cases, n);
+}
+
+static void test_stats__even_count_median_is_mean_of_middle(void **state)
+{
+  (void)state;
+  an_case_result r[4];
+  memset(r, 0, sizeof r);
+  r[0].error = -0.10;
+  r[1].error = 0.02;
+  r[2].error = 0.04;
+  r[3].error = -0.01;
+  double med, mx;
+  an_validate_stats(r, 4, &med, &mx);
+  assert_true(fabs(med - 0.03) < 1e-12); /* |e| sorted: .01 .02 .04 .10 */
+  assert_true(fabs(mx - 0.10) < 1e-12);
+}
+
+static void test_run__failing_and_crashing_cases_are_named(void **state)
+{
+  (void)state;
+  clear_dir();
+  write_case("a.json", "ok", "err=0", 100);
+  write_case("b.json", "bad", "fail", 100);
+  write_case("c.json", "boom", "crash", 100);
+  an_case *cases;
+  int n;
+  st_err err = {0};
+  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
+  an_case_result res[3];
+  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 3, res, &err), ST_EINPUT);
+  assert_string_equal(err.msg, "case 'bad': layout 'fail': key 'x' is unknown");
+  assert_int_equal(an_validate_run(cases + 2, 1, fake_predict, NULL, 0, 1, res, &err), ST_ESIM);
+  assert_string_equal(err.msg, "case 'boom': the prediction crashed (signal 11)");
+  an_cases_free(cases, n);
+}
+
+static void test_load__bad_files_are_named_with_the_key(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *text, *msg;
+  } bad[] = {
+      {"{\"name\": \"x\",\n \"model\": {}, \"layout\": ", "not valid JSON (line 2)"},
+      {"[1]", "the file is not a JSON object"},
+      {"{\"model\": {}, \"layout\": \"l\", \"cluster\": \"c\"}", "'name' is missing"},
+      {"{\"name\": \"x\", \"layout\": \"l\", \"cluster\": \"c\"}", "'model' is missing"},
+      {"{\"name\": \"x\", \"model\": 3, \"layout\": \"l\", \"cluster\": \"c\"}",
+       "'model' is not an object"},
+      {"{\"name\": \"x\", \"model\": {}, \"layout\": \"\", \"cluster\": \"c\"}",
+       "'layout' is not a non-empty string"},
+      {"{\"name\": \"x\", \"model\": {}, \"layout\": \"l\", \"cluster\": \"c\", \"num_gpus\": 1.5}",
+       "'num_gpus' is not a positive integer"},
+      {"{\"name\": \"x\", \"model\": {}, \"layout\": \"l\", \"cluster\": \"c\", \"num_gpus\": 8}",
+       "'measured' is missing"},
+      {"{\"name\": \"x\", \"model\": {}, \"layout\": \"l\", \"cluster\": \"c\", \"num_gpus\": 8, "
+       "\"measured\": {}}",
+       "'measured.tokens_per_s_per_gpu' is missing"},
+      {"{\"name\": \"x\", \"model\": {}, \"layout\": \"l\", \"cluster\": \"c\", \"num_gpus\": 8, "
+       "\"measured\": {\"tokens_per_s_per_gpu\": -4}}",
+       "'measured.tokens_per_s_per_gpu' is not a positive number"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    clear_dir();
+    write_file("x.json", bad[i].text);
+    an_case *cases = NULL;
+    int n = 0;
+    st_err err = {0};
+    assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), ST_EINPUT);
+    char want[512];
+    snprintf(want, sizeof want, "case '%s/x.json': %s", tmpdir, bad[i].msg);
+    assert_string_equal(err.msg, want);
+  }
+  clear_dir();
+  write_case("a.json", "same", "err=0", 1);
+  write_case("b.json", "same", "err=0", 1);
+  an_case *cases;
+  int n;
+  st_err err = {0};
+  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), ST_EINPUT);
+  char want[512];
+  snprintf(want, sizeof want, "case '%s/b.json': name 'same' is already used by '%s/a.json'",
+           tmpdir, tmpdir);
+  assert_string_equal(err.msg, want);
+  clear_dir();
+  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), ST_EINPUT);
+  snprintf(want, sizeof want, "validation folder '%s': no case files (*.json)", tmpdir);
+  assert_string_equal(err.msg, want);
+}
+
+/* Cases whose step is a / g + b: measured at a true g* per group, the
+ * leave-one-out fit recovers g* (to its 0.001 search step) and the errors
+ * vanish, because step is exactly linear in 1 / g like the interpolation. */
+static void test_loo__recovers_true_efficiency_per_group(void **state)
+{
+  (void)state;
+  clear_dir();
+  static const struct {
+    double a, b, gstar;
+    int group;
+  } cs[] = {{3, 1, 0.8, 0}, {5, 0.5, 0.8, 0}, {2, 2, 0.8, 0}, {4, 1, 0.7, 1}, {1, 3, 0.7, 1}};
+  const int n = 5;
+  for (int i = 0; i < n; i++) {
+    char file[16], name[16], layout[64];
+    snprintf(file, sizeof file, "%c.json", 'a' + i);
+    snprintf(name, sizeof name, "case%d", i);
+    snprintf(layout, sizeof layout, "A=%g,B=%g", cs[i].a, cs[i].b);
+    write_case(file, name, layout, 1000.0 / (cs[i].a / cs[i].gstar + cs[i].b));
+  }
+  an_case *cases;
+  int nc;
+  st_err err = {0};
+  assert_int_equal(an_cases_load(tmpdir, &cases, &nc, &err), 0);
+  assert_int_equal(nc, n);
+  static const double grid[] = {0.6, 0.75, 0.9, 1.0};
+  an_case_result pred[5 * 4], res[5];
+  plat_compute_params ov;
+  memset(&ov, 0, sizeof ov);
+  for (int j = 0; j < 4; j++) {
+    ov.gemm_eff = grid[j];
+    assert_int_equal(an_validate_run(cases, n, fake_predict, &ov, 1, 2, res, &err), 0);
+    for (int c = 0; c < n; c++)
+      pred[c * 4 + j] = res[c];
+  }
+  int group[5];
+  for (int c = 0; c < n; c++)
+    group[c] = cs[c].group;
+  double fit[2], loo_eff[5];
+  an_case_result loo[5];
+  an_validate_loo(pred, n, grid, 4, group, 2, fit, loo_eff, loo);
+  assert_true(fabs(fit[0] - 0.8) < 1e-9);
+  assert_true(fabs(fit[1] - 0.7) < 1e-9);
+  for (int c = 0; c < n; c++) {
+    assert_true(fabs(loo_eff[c] - cs[c].gstar) < 1e-9);
+    assert_true(fabs(loo[c].error) < 1e-9);
+  }
+  /* one case measured 10% faster than its group's g* predicts pulls only the
+   * other cases' fits, not its own: its leave-one-out error stays -9.1% */
+  an_cases_free(cases, nc);
+  clear_dir();
+  for (int i = 0; i < 3; i++) {
+    char file[16], name[16], layout[64];
+    snprintf(file, sizeof file, "%c.json", 'a' + i);
+    snprintf(name, sizeof name, "case%d", i);
+    snprintf(layout, sizeof layout, "A=%g,B=%g", cs[i].a, cs[i].b);
+    write_case(file, name, layout, (i == 0 ? 1.1 : 1.0) * 1000.0 / (cs[i].a / 0.8 + cs[i].b));
+  }
+  assert_int_equal(an_cases_load(tmpdir, &cases, &nc, &err), 0);
+  for (int j = 0; j < 4; j++) {
+    ov.gemm_eff = grid[j];
+    assert_int_equal(an_validate_run(cases, 3, fake_predict, &ov, 1, 1, res, &err), 0);
+    for (int c = 0; c < 3; c++)
+      pred[c * 4 + j] = res[c];
+  }
+  int g0[3] = {0, 0, 0};
+  an_validate_loo(pred, 3, grid, 4, g0, 1, fit, loo_eff, loo);
+  assert_true(fabs(loo_eff[0] - 0.8) < 1e-9);
+  assert_true(fabs(loo[0].error - (1 / 1.1 - 1)) < 1e-9);
+  an_cases_free(cases, nc);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_run__errors_stats_and_json_match_hand_values),
+      cmocka_unit_test(test_stats__even_count_median_is_mean_of_middle),
+      cmocka_unit_test(test_run__failing_and_crashing_cases_are_named),
+      cmocka_unit_test(test_load__bad_files_are_named_with_the_key),
+      cmocka_unit_test(test_loo__recovers_true_efficiency_per_group),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
