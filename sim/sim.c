@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
@@ -126,6 +127,10 @@ static struct engine {
   st_err *err;
   int actors_total, actors_done;
   actor_ctx **actors;     /* to release their scratch */
+  uint64_t ops_total, ops_done;
+  int progress_on, progress_shown;
+  struct timespec wall0;
+  double last_progress;
   uint64_t events;
   char dummy_payload;
 } E;
@@ -281,8 +286,31 @@ static void wait_deps(int rank, const wl_program *p, const prog_info *pi, const 
   }
 }
 
+/* A progress line on stderr for runs longer than about two seconds, when
+ * stderr is a terminal: simulated time, ops done, rate and ETA (from the
+ * fraction of all ranks' ops done). */
+static void progress(uint32_t n)
+{
+  E.ops_done += n;
+  if (!E.progress_on || (E.ops_done & 0x3ff) != 0)
+    return;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  double wall = (double)(t.tv_sec - E.wall0.tv_sec) + 1e-9 * (double)(t.tv_nsec - E.wall0.tv_nsec);
+  if (wall < 2.0 || wall - E.last_progress < 0.5)
+    return;
+  E.last_progress = wall;
+  double frac = (double)E.ops_done / (double)E.ops_total;
+  double eta = frac > 0 ? wall * (1 / frac - 1) : 0;
+  fprintf(stderr, "\rsimtrain: simulated %.6f s, %llu/%llu ops (%.0f%%), %.0f ops/s, ETA %.0f s   ",
+          now(), (unsigned long long)E.ops_done, (unsigned long long)E.ops_total, 100 * frac,
+          (double)E.ops_done / wall, eta);
+  E.progress_shown = 1;
+}
+
 static void stream_progress(int rank, int stream, uint32_t n)
 {
+  progress(n);
   rank_state *rs = &E.ranks[rank];
   rs->done[stream] += n;
   if (rs->waiters > 0)
@@ -887,10 +915,16 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     }
   }
 
+  for (int rank = 0; rank < wl->num_ranks; rank++)
+    E.ops_total += wl->programs[wl->rank_program[rank]].num_ops;
+  E.progress_on = !opt->quiet && isatty(STDERR_FILENO);
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
+  E.wall0 = w0;
   simgrid_run();
   clock_gettime(CLOCK_MONOTONIC, &w1);
+  if (E.progress_shown)
+    fputs("\r\033[K", stderr);
   r->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
   r->sim_time_s = now();
   r->events = E.events;
