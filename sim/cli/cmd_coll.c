@@ -136,6 +136,7 @@ int cmd_coll(int argc, char **argv)
   sim_options_init(&opt);
   opt.quiet = 1;
   optind = 1;
+  opterr = 0;
   int ch;
   while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (ch) {
@@ -164,7 +165,7 @@ int cmd_coll(int argc, char **argv)
       break;
     case 'j': json = 1; break;
     case 'h': fputs(usage_text, stdout); return 0;
-    default: return cli_usage_error("coll", "unknown option");
+    default: return cli_bad_option("coll", argv);
     }
   }
   if (optind + 1 != argc)
