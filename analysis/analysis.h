@@ -139,6 +139,22 @@ void an_compare_print(const an_results *const *runs, size_t n, FILE *out);
  * "values":{...},"delta":{...},"ratio":{...}}, ...]}. */
 void an_compare_print_json(const an_results *const *runs, size_t n, FILE *out);
 
+/* ---- export (analysis/export.c) ------------------------------------------ */
+/* What an export wrote, for tests and messages. */
+typedef struct an_export_counts {
+  size_t processes; /* ranks */
+  size_t threads;   /* (rank, stream) pairs */
+  size_t slices;    /* "X" events: one per /timeline row */
+  size_t flows;     /* matched send/recv pairs */
+  size_t counters;  /* link counter tracks */
+} an_export_counts;
+
+/* Write the timeline as Chrome/Perfetto trace JSON (gzip when path ends in
+ * ".gz"), atomically.  counts may be NULL.  Errors when the results have no
+ * timeline. */
+int an_export_perfetto(const an_results *r, const char *path, an_export_counts *counts,
+                       st_err *err);
+
 #ifdef __cplusplus
 }
 #endif

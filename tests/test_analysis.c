@@ -798,6 +798,138 @@ static void test_compare__step_time_ratio_is_the_runs_ratio(void **state)
   free(t);
 }
 
+/* ---- Perfetto export ----------------------------------------------------------- */
+static cJSON *export_parsed(fixture *f, const char *name, an_export_counts *c)
+{
+  an_results *r = written(f, "run.h5");
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", f->dir, name);
+  st_err err = {0};
+  assert_int_equal(an_export_perfetto(r, p, c, &err), ST_OK);
+  an_results_destroy(r);
+  unsigned char magic[2] = {0, 0};
+  FILE *raw = fopen(p, "rb");
+  assert_non_null(raw);
+  assert_int_equal(fread(magic, 1, 2, raw), 2);
+  fclose(raw);
+  int is_gz = magic[0] == 0x1f && magic[1] == 0x8b;
+  assert_int_equal(is_gz, st_str_ends_with(p, ".gz")); /* gzip exactly when named .gz */
+  char *text;
+  size_t len;
+  assert_int_equal(st_file_read_all(p, &text, &len, &err), ST_OK); /* inflates .gz */
+  cJSON *doc = cJSON_Parse(text);
+  free(text);
+  assert_non_null(doc);
+  return doc;
+}
+
+static size_t count_ph(const cJSON *events, const char *ph)
+{
+  size_t n = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, events) if (!strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, ph)) n++;
+  return n;
+}
+
+static void test_export__slices_match_timeline_one_to_one(void **state)
+{
+  fixture *f = *state;
+  an_export_counts c;
+  cJSON *doc = export_parsed(f, "trace.json", &c);
+  cJSON *ev = cJSON_GetObjectItem(doc, "traceEvents");
+  assert_int_equal(count_ph(ev, "X"), 6);
+  assert_int_equal(c.slices, 6);
+  size_t k = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, ev)
+  {
+    if (strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, "X"))
+      continue;
+    const sim_timeline_row *t = &f->tl[k++];
+    assert_int_equal(cJSON_GetObjectItem(e, "pid")->valueint, t->rank);
+    assert_int_equal(cJSON_GetObjectItem(e, "tid")->valueint, t->stream);
+    assert_true(fabs(cJSON_GetObjectItem(e, "ts")->valuedouble - t->start_s * 1e6) < 1e-3);
+    assert_true(fabs(cJSON_GetObjectItem(e, "dur")->valuedouble - (t->end_s - t->start_s) * 1e6) <
+                1e-3);
+    cJSON *args = cJSON_GetObjectItem(e, "args");
+    assert_true(cJSON_GetObjectItem(args, "bytes")->valuedouble == t->bytes);
+    assert_true(cJSON_GetObjectItem(args, "flops")->valuedouble == t->flops);
+  }
+  /* processes: 4 ranks + links; names as "rank N (gpu-H)" */
+  int named = 0;
+  cJSON_ArrayForEach(e, ev)
+  {
+    if (strcmp(cJSON_GetObjectItem(e, "name")->valuestring, "process_name"))
+      continue;
+    const char *nm = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "name")->valuestring;
+    int pid = cJSON_GetObjectItem(e, "pid")->valueint;
+    char want[32];
+    if (pid < 4)
+      snprintf(want, sizeof want, "rank %d (gpu-%d)", pid, 3 - pid);
+    else
+      snprintf(want, sizeof want, "links");
+    assert_string_equal(nm, want);
+    named++;
+  }
+  assert_int_equal(named, 5);
+  /* threads: rank 0 has compute and comm, ranks 1, 2, 3 one each */
+  assert_int_equal(c.threads, 5);
+  cJSON_Delete(doc);
+}
+
+static void test_export__flow_joins_matching_send_and_recv(void **state)
+{
+  fixture *f = *state;
+  an_export_counts c;
+  cJSON *doc = export_parsed(f, "trace.json.gz", &c);
+  cJSON *ev = cJSON_GetObjectItem(doc, "traceEvents");
+  assert_int_equal(count_ph(ev, "s"), 1);
+  assert_int_equal(count_ph(ev, "f"), 1);
+  assert_int_equal(c.flows, 1);
+  const cJSON *e, *s = NULL, *fin = NULL;
+  cJSON_ArrayForEach(e, ev)
+  {
+    const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+    if (!strcmp(ph, "s"))
+      s = e;
+    if (!strcmp(ph, "f"))
+      fin = e;
+  }
+  assert_int_equal(cJSON_GetObjectItem(s, "pid")->valueint, 0); /* sender rank 0 */
+  assert_int_equal(cJSON_GetObjectItem(fin, "pid")->valueint, 2); /* receiver rank 2 */
+  assert_int_equal(cJSON_GetObjectItem(s, "id")->valueint, cJSON_GetObjectItem(fin, "id")->valueint);
+  /* counters: two per link (value at 0, back to 0 at the end) */
+  assert_int_equal(count_ph(ev, "C"), 4);
+  assert_int_equal(c.counters, 2);
+  cJSON_Delete(doc);
+
+  /* a recv that ends at another time is not the same transfer: no flow */
+  f->tl[3].end_s = 0.31;
+  doc = export_parsed(f, "trace2.json", &c);
+  ev = cJSON_GetObjectItem(doc, "traceEvents");
+  assert_int_equal(count_ph(ev, "s"), 0);
+  assert_int_equal(count_ph(ev, "X"), 6);
+  cJSON_Delete(doc);
+}
+
+static void test_export__no_timeline_error_text(void **state)
+{
+  fixture *f = *state;
+  f->r.num_timeline = 0;
+  an_results *r = written(f, "run.h5");
+  char p[600], want[1400];
+  snprintf(p, sizeof p, "%s/trace.json", f->dir);
+  st_err err = {0};
+  assert_int_equal(an_export_perfetto(r, p, NULL, &err), ST_EINPUT);
+  snprintf(want, sizeof want, "results '%s/run.h5': no '/timeline' to export (run with --timeline)",
+           f->dir);
+  assert_string_equal(err.msg, want);
+  an_results_destroy(r);
+  char list[1024];
+  dir_listing(f->dir, list, sizeof list);
+  assert_string_equal(list, "run.h5");
+}
+
 int main(void)
 {
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* tests tamper with files on purpose */
@@ -831,6 +963,11 @@ int main(void)
                                       teardown),
       cmocka_unit_test_setup_teardown(test_compare__step_time_ratio_is_the_runs_ratio, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_export__slices_match_timeline_one_to_one, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_export__flow_joins_matching_send_and_recv, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_export__no_timeline_error_text, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

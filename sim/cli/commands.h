@@ -8,7 +8,8 @@
 #define ST_COMMANDS(X)                                                                    \
   X(report, "print a results file for people (or --json)")                                \
   X(coll, "one collective over N GPUs, printed like nccl-tests")                          \
-  X(compare, "results files side by side, with differences and ratios")
+  X(compare, "results files side by side, with differences and ratios")                  \
+  X(export, "a results file's timeline as a Perfetto/Chrome trace")
 
 #define ST_DECLARE_CMD(name, help) int cmd_##name(int argc, char **argv);
 ST_COMMANDS(ST_DECLARE_CMD)
