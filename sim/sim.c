@@ -821,9 +821,10 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   }
   if (wl->num_ranks > cl->num_gpus)
     return st_err_set(err, ST_EINPUT,
-                      "workload has %d ranks but cluster '%s' has %d GPUs (add nodes: '%s' "
-                      "takes NAME:NODES)",
-                      wl->num_ranks, cl->name, cl->num_gpus, cl->name);
+                      "workload has %d ranks but cluster '%s' has %d GPUs (%d per node: it "
+                      "needs %d nodes)",
+                      wl->num_ranks, cl->name, cl->num_gpus, cl->gpus_per_node,
+                      (wl->num_ranks + cl->gpus_per_node - 1) / cl->gpus_per_node);
   int rc = wl_workload_check(wl, err);
   if (rc)
     return rc;

@@ -348,8 +348,8 @@ static void test_setup__too_few_gpus_is_an_input_error(void **state)
   forked_result *f = sim_run_forked(wl, "node8", NULL);
   assert_non_null(f);
   assert_int_equal(f->rc, ST_EINPUT);
-  assert_string_equal(f->msg, "workload has 16 ranks but cluster 'node8:1' has 8 GPUs (add "
-                              "nodes: 'node8:1' takes NAME:NODES)");
+  assert_string_equal(f->msg, "workload has 16 ranks but cluster 'node8' has 8 GPUs (8 per "
+                              "node: it needs 2 nodes)");
   forked_result_free(f);
   wl_workload_destroy(wl);
 }

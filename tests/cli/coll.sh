@@ -39,7 +39,7 @@ check "sendrecv time ($t vs $want)" "close '$t' '$want' 1e-6"
 
 err=$("$simtrain" coll allreduce --gpus 16 --cluster node8 --bytes 1M 2>&1 >/dev/null); rc=$?
 check "too many GPUs exits 2" "[ $rc -eq 2 ]"
-check "too many GPUs message" "[ \"\$err\" = \"simtrain: error: --gpus 16: cluster 'node8:1' has only 8 GPUs\" ]"
+check "too many GPUs message" "[ \"\$err\" = \"simtrain: error: --gpus 16: cluster 'node8' has only 8 GPUs\" ]"
 err=$("$simtrain" coll allsum --gpus 2 --cluster node8 2>&1 >/dev/null); rc=$?
 check "unknown op exits 1" "[ $rc -eq 1 ]"
 err=$("$simtrain" coll allreduce --gpus 2 --cluster node8 --bytes 12Q 2>&1 >/dev/null); rc=$?
