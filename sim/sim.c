@@ -871,10 +871,12 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   int argc;
   build_cfg_argv(opt, &argc, argv, store, sizeof store);
   simgrid_init(&argc, argv);
-  sg_link_load_plugin_init();
+  if (opt->link_stats)
+    sg_link_load_plugin_init();
   if ((rc = plat_cluster_build(cl, (void **)E.hosts, err)))
     goto out;
-  track_links();
+  if (opt->link_stats)
+    track_links();
 
   /* actors */
   size_t max_actors = 0;
@@ -949,7 +951,8 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       last = st->finish_s;
   }
   r->step_time_s = last / r->iterations;
-  collect_links();
+  if (opt->link_stats)
+    collect_links();
   *out = r;
   r = NULL;
   rc = ST_OK;
