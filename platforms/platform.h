@@ -110,6 +110,13 @@ int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
 /* Write an equivalent SimGrid XML platform. */
 int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err);
 
+/* ---- compute model ------------------------------------------------------ */
+/* Time in seconds of a compute op on the device: its given duration when it
+ * has one (duration_s >= 0), else a roofline
+ *   launch + max(flops / (peak[dtype] x eff[class]), bytes / (hbm x eff_mem))
+ * with per-class efficiencies (platforms/compute.c documents them). */
+double plat_compute_time(const plat_device *d, const wl_op *op);
+
 /* ---- routes, without SimGrid -------------------------------------------- */
 /* Every link is directed (one SimGrid link per direction).  Kinds: */
 typedef enum plat_link_kind {
