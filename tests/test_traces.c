@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "sim.h"
+#include "sim_fork.h"
 #include "traces.h"
 
 static char tmpdir[64];
@@ -501,6 +503,83 @@ static void test_import__unknown_format_lists_known(void **state)
                       "trace format 'dumpi' is unknown (known: kineto, chakra, astra, smpi)");
 }
 
+/* ---- replays (one SimGrid engine per process: each run is forked) ---------- */
+
+/* Platform "node8": 8 GPUs on an NVSwitch, B = 450e9 B/s per GPU per
+ * direction, a GPU-to-GPU route of latency 1e-6 s. */
+static void test_replay__astra_microbenchmarks_match_closed_form(void **state)
+{
+  (void)state;
+  if (!shared_has("traces/astra-sim/microbench-et/microbenchmarks")) {
+    print_message("shared traces not found under %s: skipped\n", ST_SHARED_DIR);
+    skip();
+  }
+  const double B = 450e9, L = 1e-6, S = 1048576, n = 8;
+  static const char *const dirs[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+  /* ring all-reduce 2(n-1)/n S/B + 2(n-1)L; ring all-gather and
+   * reduce-scatter (n-1)/n S/B + (n-1)L; direct all-to-all (n-1)/n S/B + L */
+  const double expect[] = {2 * (n - 1) / n * S / B + 2 * (n - 1) * L,
+                           (n - 1) / n * S / B + (n - 1) * L, (n - 1) / n * S / B + (n - 1) * L,
+                           (n - 1) / n * S / B + L};
+  for (int k = 0; k < 4; k++) {
+    char spec[512];
+    snprintf(spec, sizeof spec,
+             "chakra:%s/traces/astra-sim/microbench-et/microbenchmarks/%s/8npus_1MB/%s",
+             ST_SHARED_DIR, dirs[k], dirs[k]);
+    wl_workload *wl;
+    tr_import_stats st;
+    st_err err;
+    assert_int_equal(do_import(spec, NULL, &wl, &st, &err), 0);
+    sim_options o;
+    sim_options_init(&o);
+    o.quiet = 1;
+    forked_result *r = sim_run_forked(wl, "node8", &o);
+    assert_non_null(r);
+    assert_int_equal(r->rc, 0);
+    print_message("%s: replayed %.3f us, closed form %.3f us\n", dirs[k], r->step_time_s * 1e6,
+                  expect[k] * 1e6);
+    assert_true(fabs(r->step_time_s - expect[k]) <= 0.01 * expect[k]);
+    forked_result_free(r);
+    tr_import_stats_release(&st);
+    wl_workload_destroy(wl);
+  }
+}
+
+/* The DLRM step replayed on an 8-GPU single-node platform reproduces the
+ * measured step: the whole step within 10 %, each rank within 15 %. */
+static void test_replay__dlrm_v100x8_reproduces_measured_step(void **state)
+{
+  (void)state;
+  if (!shared_has("traces/param-dlrm-v100x8/kineto")) {
+    print_message("shared traces not found under %s: skipped\n", ST_SHARED_DIR);
+    skip();
+  }
+  wl_workload *wl;
+  tr_import_stats st;
+  st_err err;
+  assert_int_equal(
+      do_import("kineto:" ST_SHARED_DIR "/traces/param-dlrm-v100x8/kineto", NULL, &wl, &st, &err),
+      0);
+  sim_options o;
+  sim_options_init(&o);
+  o.quiet = 1;
+  forked_result *r = sim_run_forked(wl, "node8", &o);
+  assert_non_null(r);
+  assert_int_equal(r->rc, 0);
+  print_message("whole step: replayed %.1f us, measured %.1f us\n", r->step_time_s * 1e6,
+                st.measured_step_s * 1e6);
+  assert_true(fabs(r->step_time_s - st.measured_step_s) <= 0.10 * st.measured_step_s);
+  for (int i = 0; i < r->num_ranks; i++) {
+    double rep = r->ranks[i].finish_s - st.rank_start_s[i];
+    print_message("  rank %d: replayed %.1f us, measured %.1f us\n", i, rep * 1e6,
+                  st.rank_measured_s[i] * 1e6);
+    assert_true(fabs(rep - st.rank_measured_s[i]) <= 0.15 * st.rank_measured_s[i]);
+  }
+  forked_result_free(r);
+  tr_import_stats_release(&st);
+  wl_workload_destroy(wl);
+}
+
 int main(void)
 {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/st_traces_XXXXXX");
@@ -519,6 +598,8 @@ int main(void)
       cmocka_unit_test(test_astra__errors_name_file_and_line),
       cmocka_unit_test(test_smpi__actions_map_to_ops),
       cmocka_unit_test(test_import__unknown_format_lists_known),
+      cmocka_unit_test(test_replay__astra_microbenchmarks_match_closed_form),
+      cmocka_unit_test(test_replay__dlrm_v100x8_reproduces_measured_step),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char p[128];
