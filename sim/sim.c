@@ -43,6 +43,7 @@
 #include <simgrid/link.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/plugins/load.h>
+#include <simgrid/semaphore.h>
 #include <xbt/dynar.h>
 
 #include "sim.h"
@@ -50,11 +51,15 @@
 
 /* ---- state ------------------------------------------------------------------ */
 
-/* Actors blocked until some state changes: they suspend themselves and the
- * actor that changes the state resumes them all (they re-check and may
- * block again).  Cheaper and simpler than SimGrid condition variables. */
+/* Actors blocked until some state changes: each waits on its own semaphore
+ * and the actor that changes the state releases every waiter's semaphore
+ * (they re-check and may block again).  A semaphore remembers a release
+ * that comes before the acquire is processed, so no wake-up is lost even
+ * when both happen in the same scheduling round (suspend/resume can lose
+ * one there). */
+struct actor_ctx;
 typedef struct waitq {
-  sg_actor_t *a;
+  struct actor_ctx **a;
   int n, cap;
 } waitq;
 
@@ -102,14 +107,16 @@ typedef struct route_entry {
   uint32_t *links; /* link indices */
 } route_entry;
 
-typedef struct actor_ctx {
+typedef struct actor_ctx actor_ctx;
+struct actor_ctx {
   int rank, stream;
   const uint32_t *ops; /* op indices of this stream in program order */
   uint32_t num_ops;
   sim_sched sched;     /* scratch for collective schedules */
+  sg_sem_t sem;        /* this actor's wake-up semaphore */
   uint32_t cur;        /* op index being run (for deadlock reports) */
   int64_t waiting_for; /* op index of another stream it waits for, or -1 */
-} actor_ctx;
+};
 
 typedef struct prog_info {
   uint32_t **stream_ops;  /* per stream: op indices */
@@ -187,27 +194,45 @@ static void wq_wait(waitq *q)
 {
   if (q->n == q->cap) {
     int cap = q->cap ? q->cap * 2 : 4;
-    sg_actor_t *a = st_arena_alloc(&E.arena, (size_t)cap * sizeof *a);
+    actor_ctx **a = realloc(q->a, (size_t)cap * sizeof *a);
     if (!a) {
       fail(ST_ENOMEM, "out of memory");
       return;
     }
-    if (q->n)
-      memcpy(a, q->a, (size_t)q->n * sizeof *a);
     q->a = a;
     q->cap = cap;
   }
-  sg_actor_t self = sg_actor_self();
+  actor_ctx *self = sg_actor_self_get_data();
   q->a[q->n++] = self;
-  sg_actor_suspend(self);
+  sg_sem_acquire(self->sem);
 }
 
+/* Every release is a simcall, during which other actors run and may queue
+ * themselves again: the waiters are taken out of the queue first, so those
+ * new entries neither overwrite nor join the ones being woken. */
 static void wq_wake(waitq *q)
 {
-  int n = q->n;
-  q->n = 0;
+  int n = q->n, cap = q->cap;
+  if (!n)
+    return;
+  actor_ctx **a = q->a;
+  q->a = NULL;
+  q->n = q->cap = 0;
   for (int i = 0; i < n; i++)
-    sg_actor_resume(q->a[i]);
+    sg_sem_release(a[i]->sem);
+  if (!q->a) {
+    q->a = a;
+    q->cap = cap;
+  } else {
+    free(a);
+  }
+}
+
+static void wq_release(waitq *q)
+{
+  free(q->a);
+  q->a = NULL;
+  q->n = q->cap = 0;
 }
 
 static void timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1)
@@ -818,17 +843,18 @@ static void describe_deadlock(void)
   if (!b.len) {
     st_buf_printf(&b, "the replay deadlocked at %.9g s: %d of %d streams never finished", now(),
                   E.actors_total - E.actors_done, E.actors_total);
-    for (int i = 0; i < E.actors_total; i++) {
+    int shown = 0;
+    for (int i = 0; i < E.actors_total && shown < 2; i++) {
       const actor_ctx *a = E.actors[i];
       if (a->waiting_for < 0)
         continue;
       const wl_program *p = &wl->programs[wl->rank_program[a->rank]];
       const wl_op *o = &p->ops[a->cur], *t = &p->ops[a->waiting_for];
-      st_buf_printf(&b, "; e.g. rank %d: op %u ('%s') on stream '%s' waits for op %lld ('%s') on "
-                    "stream '%s', which never ran",
-                    a->rank, a->cur, wl_op_name(p, o), p->stream_names[o->stream],
-                    (long long)a->waiting_for, wl_op_name(p, t), p->stream_names[t->stream]);
-      break;
+      st_buf_printf(&b, "%s rank %d: op %u ('%s') on stream '%s' waits for op %lld ('%s') on "
+                    "stream '%s'",
+                    shown++ ? ";" : "; e.g.", a->rank, a->cur, wl_op_name(p, o),
+                    p->stream_names[o->stream], (long long)a->waiting_for, wl_op_name(p, t),
+                    p->stream_names[t->stream]);
     }
   }
   fail(ST_ESIM, b.data);
@@ -979,6 +1005,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       a->ops = pi->stream_ops[s];
       a->num_ops = pi->stream_len[s];
       a->waiting_for = -1;
+      a->sem = sg_sem_init(0);
       char name[48];
       snprintf(name, sizeof name, "r%d.s%d", rank, s);
       E.actors[E.actors_total] = a;
@@ -1029,8 +1056,15 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   rc = ST_OK;
 
 out:
-  for (int i = 0; E.actors && i < E.actors_total; i++)
+  for (int i = 0; E.ranks && i < wl->num_ranks; i++)
+    wq_release(&E.ranks[i].wq);
+  for (int c = 0; E.comms && c < wl->num_comms; c++)
+    wq_release(&E.comms[c].wq);
+  for (int i = 0; E.actors && i < E.actors_total; i++) {
     sim_sched_release(&E.actors[i]->sched);
+    if (E.actors[i]->sem)
+      sg_sem_destroy(E.actors[i]->sem);
+  }
   free(E.actors);
   sim_result_destroy(r);
   free(E.ranks);
@@ -1038,6 +1072,9 @@ out:
   free(E.hosts);
   free(E.member);
   sim_map_release(&E.mailboxes);
+  for (size_t i = 0; i < E.p2ps.cap; i++)
+    if (E.p2ps.keys[i])
+      wq_release(&((p2p_state *)E.p2ps.vals[i])->wq);
   sim_map_release(&E.p2ps);
   sim_map_release(&E.link_index);
   sim_map_release(&E.routes);

@@ -10,11 +10,6 @@
 #include "traces.h"
 #include "workload.h"
 
-/* The workload writer (workloads/wl_io.c) is built in parallel with this
- * command; until it is linked in, import says so instead of failing to link. */
-extern int wl_workload_write(const wl_workload *wl, const char *path, st_err *err)
-    __attribute__((weak));
-
 static void import_usage(FILE *out)
 {
   fprintf(out,
@@ -130,11 +125,7 @@ int cmd_import(int argc, char **argv)
                st.rank_measured_s[r] * 1e6, st.rank_start_s ? st.rank_start_s[r] * 1e6 : 0.0);
   }
   fflush(stdout);
-  if (!wl_workload_write)
-    rc = st_err_set(&err, ST_EIO, "cannot write '%s': this build has no workload writer",
-                    output);
-  else
-    rc = wl_workload_write(wl, output, &err);
+  rc = wl_workload_write(wl, output, &err);
   if (rc) {
     tr_import_stats_release(&st);
     wl_workload_destroy(wl);
