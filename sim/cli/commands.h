@@ -10,7 +10,8 @@
   X(report, "print a results file for people (or --json)")                                \
   X(coll, "one collective over N GPUs, printed like nccl-tests")                          \
   X(compare, "results files side by side, with differences and ratios")                  \
-  X(export, "a results file's timeline as a Perfetto/Chrome trace")
+  X(export, "a results file's timeline as a Perfetto/Chrome trace")                     \
+  X(plot, "SVG pictures of a results file: timeline, per-rank breakdown, links")
 
 #define ST_DECLARE_CMD(name, help) int cmd_##name(int argc, char **argv);
 ST_COMMANDS(ST_DECLARE_CMD)
