@@ -6,11 +6,11 @@
 #define ST_CLI_COMMANDS_H
 
 #define ST_COMMANDS(X)                                                                    \
-  X(run, "predict a training step: replay a workload on a cluster")                       \
   X(report, "print a results file for people (or --json)")                                \
   X(coll, "one collective over N GPUs, printed like nccl-tests")                          \
   X(compare, "results files side by side, with differences and ratios")                  \
-  X(export, "a results file's timeline as a Perfetto/Chrome trace")                     \
+  X(export, "a results file's timeline as a Perfetto/Chrome trace")                      \
+  X(platform, "show a cluster: summary, routes between GPUs, SimGrid XML")                \
   X(plot, "SVG pictures of a results file: timeline, per-rank breakdown, links")
 
 #define ST_DECLARE_CMD(name, help) int cmd_##name(int argc, char **argv);

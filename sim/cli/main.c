@@ -1,5 +1,6 @@
 /* main.c — the simtrain executable: git-style dispatch to subcommands.
  * Exit statuses: 0 success, 1 usage error, 2 bad input, 3 simulation failure. */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
   va_end(ap);
   fprintf(stderr, " (see 'simtrain %s --help')\n", cmd);
   return 1;
+}
+
+int cli_bad_option(const char *cmd, char **argv)
+{
+  const char *arg = argv[optind - 1];
+  if (optopt && arg[0] == '-' && arg[1] != '-')
+    return cli_usage_error(cmd, "option '-%c' is unknown or needs a value", optopt);
+  /* getopt_long leaves optopt 0 for an unknown long option and sets it to the
+   * option's value for a known one missing its argument. */
+  if (optopt)
+    return cli_usage_error(cmd, "option '%s' needs a value", arg);
+  const char *eq = strchr(arg, '=');
+  if (eq)
+    return cli_usage_error(cmd, "unknown option '%.*s'", (int)(eq - arg), arg);
+  return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
 void cli_warn(const char *fmt, ...)
