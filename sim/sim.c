@@ -101,6 +101,8 @@ typedef struct actor_ctx {
   const uint32_t *ops; /* op indices of this stream in program order */
   uint32_t num_ops;
   sim_sched sched;     /* scratch for collective schedules */
+  uint32_t cur;        /* op index being run (for deadlock reports) */
+  int64_t waiting_for; /* op index of another stream it waits for, or -1 */
 } actor_ctx;
 
 typedef struct prog_info {
@@ -270,7 +272,8 @@ static sg_mailbox_t mailbox_for(int comm, int src, int dst)
 
 /* ---- cross-stream waits -------------------------------------------------- */
 
-static void wait_deps(int rank, const wl_program *p, const prog_info *pi, const wl_op *op)
+static void wait_deps(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
+                      const wl_op *op)
 {
   rank_state *rs = &E.ranks[rank];
   for (uint32_t w = 0; w < op->wait_count; w++) {
@@ -279,11 +282,13 @@ static void wait_deps(int rank, const wl_program *p, const prog_info *pi, const 
     if (t->stream == op->stream)
       continue; /* implied by stream order */
     while (rs->done[t->stream] <= pi->pos[target]) {
+      a->waiting_for = target;
       rs->waiters++;
       wq_wait(&rs->wq);
       rs->waiters--;
     }
   }
+  a->waiting_for = -1;
 }
 
 /* A progress line on stderr for runs longer than about two seconds, when
@@ -573,7 +578,8 @@ static void stream_actor(int argc, char **argv)
   for (uint32_t k = 0; k < a->num_ops && !E.failed;) {
     uint32_t opi = a->ops[k];
     const wl_op *op = &p->ops[opi];
-    wait_deps(rank, p, pi, op);
+    a->cur = opi;
+    wait_deps(a, rank, p, pi, op);
     double t0 = now();
     switch (op->kind) {
     case WL_OP_COMPUTE: {
@@ -764,9 +770,22 @@ static void describe_deadlock(void)
                     ps->here[0] ? "send" : "recv", cm->ranks[ps->src], cm->ranks[ps->dst], cm->name,
                     ps->tag, ps->here[0] ? "recv" : "send");
     }
-  if (!b.len)
-    st_buf_printf(&b, "the replay deadlocked: %d of %d streams never finished (a cross-stream wait that "
-                  "cannot be satisfied)", E.actors_total - E.actors_done, E.actors_total);
+  if (!b.len) {
+    st_buf_printf(&b, "the replay deadlocked at %.9g s: %d of %d streams never finished", now(),
+                  E.actors_total - E.actors_done, E.actors_total);
+    for (int i = 0; i < E.actors_total; i++) {
+      const actor_ctx *a = E.actors[i];
+      if (a->waiting_for < 0)
+        continue;
+      const wl_program *p = &wl->programs[wl->rank_program[a->rank]];
+      const wl_op *o = &p->ops[a->cur], *t = &p->ops[a->waiting_for];
+      st_buf_printf(&b, "; e.g. rank %d: op %u ('%s') on stream '%s' waits for op %lld ('%s') on "
+                    "stream '%s', which never ran",
+                    a->rank, a->cur, wl_op_name(p, o), p->stream_names[o->stream],
+                    (long long)a->waiting_for, wl_op_name(p, t), p->stream_names[t->stream]);
+      break;
+    }
+  }
   fail(ST_ESIM, b.data);
   st_buf_release(&b);
 }
@@ -871,10 +890,12 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   int argc;
   build_cfg_argv(opt, &argc, argv, store, sizeof store);
   simgrid_init(&argc, argv);
-  sg_link_load_plugin_init();
+  if (opt->link_stats)
+    sg_link_load_plugin_init();
   if ((rc = plat_cluster_build(cl, (void **)E.hosts, err)))
     goto out;
-  track_links();
+  if (opt->link_stats)
+    track_links();
 
   /* actors */
   size_t max_actors = 0;
@@ -906,6 +927,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       a->stream = s;
       a->ops = pi->stream_ops[s];
       a->num_ops = pi->stream_len[s];
+      a->waiting_for = -1;
       char name[48];
       snprintf(name, sizeof name, "r%d.s%d", rank, s);
       E.actors[E.actors_total] = a;
@@ -949,7 +971,8 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       last = st->finish_s;
   }
   r->step_time_s = last / r->iterations;
-  collect_links();
+  if (opt->link_stats)
+    collect_links();
   *out = r;
   r = NULL;
   rc = ST_OK;

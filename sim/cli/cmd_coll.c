@@ -122,6 +122,8 @@ oom:
   return NULL;
 }
 
+const char cmd_coll_help[] = "one collective over N GPUs, printed like nccl-tests";
+
 int cmd_coll(int argc, char **argv)
 {
   static const struct option longopts[] = {

@@ -19,6 +19,8 @@ static void usage(FILE *out)
           "  -h, --help   this help\n");
 }
 
+const char cmd_export_help[] = "a results file's timeline as a Perfetto/Chrome trace";
+
 int cmd_export(int argc, char **argv)
 {
   const char *path = NULL, *out = NULL;

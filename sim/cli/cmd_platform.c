@@ -163,6 +163,8 @@ static int print_route_simgrid(const plat_cluster *c, int a, int b)
   return 0;
 }
 
+const char cmd_platform_help[] = "show a cluster: summary, routes between GPUs, SimGrid XML";
+
 int cmd_platform(int argc, char **argv)
 {
   const char *cluster = NULL, *out = NULL;

@@ -22,6 +22,8 @@ static void usage(FILE *out)
           "  -h, --help    this help\n");
 }
 
+const char cmd_plot_help[] = "SVG pictures of a results file: timeline, per-rank breakdown, links";
+
 int cmd_plot(int argc, char **argv)
 {
   const char *path = NULL, *out = NULL, *ranks_spec = NULL, *kind = NULL;
