@@ -7,7 +7,9 @@
  *              (bytes / bandwidth / run time), busy share of the run and
  *              peak utilisation.
  * Millions of timeline rows stay a picture of bounded size: ops of one kind
- * on one lane closer than half a pixel are drawn as one rectangle.
+ * on one lane closer than half a pixel are drawn as one rectangle.  Markers
+ * (zero-length iteration/phase/layer marks) are not drawn: they would only
+ * break those runs into slivers.
  */
 #include <math.h>
 #include <stdio.h>
@@ -28,7 +30,7 @@ static const struct {
   const char *kind, *color;
 } kind_colors[] = {
     {"compute", "#4e79a7"}, {"coll", "#f28e2b"}, {"send", "#59a14f"},
-    {"recv", "#8cd17d"},    {"marker", "#bab0ac"},
+    {"recv", "#8cd17d"},
 };
 #define NUM_KINDS (sizeof kind_colors / sizeof kind_colors[0])
 
@@ -37,8 +39,10 @@ static int kind_index(const char *k)
   for (size_t i = 0; i < NUM_KINDS; i++)
     if (!strcmp(k, kind_colors[i].kind))
       return (int)i;
-  return (int)NUM_KINDS - 1;
+  return 0;
 }
+
+static int drawn(const an_timeline_row *t) { return strcmp(t->kind, "marker") != 0; }
 
 /* A unit for a time axis whose largest value is max_s. */
 static void time_unit(double max_s, const char **name, double *scale)
@@ -168,7 +172,7 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
   size_t nl = 0, nr = 0;
   for (size_t i = 0; i < r->num_timeline; i++) {
     const an_timeline_row *t = &r->timeline[i];
-    if (t->rank >= 0 && chosen[t->rank])
+    if (t->rank >= 0 && chosen[t->rank] && drawn(t))
       lanes[nl++] = (lane){t->rank, t->stream, i};
   }
   qsort(lanes, nl, sizeof *lanes, cmp_lane);
@@ -182,7 +186,7 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
   double tmax = 0;
   for (size_t i = 0; i < r->num_timeline; i++) {
     const an_timeline_row *t = &r->timeline[i];
-    if (t->rank < 0 || !chosen[t->rank])
+    if (t->rank < 0 || !chosen[t->rank] || !drawn(t))
       continue;
     lane key = {t->rank, t->stream, 0};
     const lane *l = bsearch(&key, lanes, nl, sizeof *lanes, cmp_lane);

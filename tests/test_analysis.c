@@ -1137,7 +1137,7 @@ static void test_plot__timeline_draws_every_op(void **state)
   assert_non_null(strstr(svg, ">time (ms)</text>"));
   assert_non_null(strstr(svg, ">rank 2 comm</text>"));
   assert_non_null(strstr(svg, "<title>send_act (send) 100 ms</title>"));
-  assert_int_equal(rects_in_group(svg, "legend"), 5); /* compute coll send recv marker */
+  assert_int_equal(rects_in_group(svg, "legend"), 4); /* compute coll send recv */
   free(svg);
   /* --ranks 2: only rank 2's lane */
   int32_t two = 2;
