@@ -75,11 +75,13 @@ int an_results_write(const char *path, const an_run_info *info, st_err *err);
 
 /* A results file read back (for report, compare, export, plot). */
 typedef struct an_coll_row {
-  char op[16];
+  char op[16];        /* wl_coll_name, or "sendrecv" for a matched send/recv pair */
   char comm[64];
   char comm_kind[8];
   int32_t nranks;
   double bytes, start_s, end_s, algbw_GBps, busbw_GBps;
+  double first_arrival_s;
+  int32_t src, dst;   /* sendrecv: global ranks; else -1 */
 } an_coll_row;
 
 typedef struct an_timeline_row {
@@ -89,6 +91,7 @@ typedef struct an_timeline_row {
   char kind[12];
   char name[64];
   double start_s, end_s, bytes, flops;
+  int32_t peer; /* send/recv: the peer's global rank; else -1 */
 } an_timeline_row;
 
 typedef struct an_results {
@@ -113,8 +116,44 @@ typedef struct an_results {
 int an_results_read(const char *path, an_results **out, st_err *err);
 void an_results_destroy(an_results *r);
 
+/* A rank list from the command line: "0-3,8,12" -> {0,1,2,3,8,12}, in the
+ * order given, duplicates dropped; every rank must be < num_ranks.  *out is
+ * a new array the caller frees.  Errors (ST_EUSAGE) quote the list and the
+ * bad item. */
+int an_rank_list_parse(const char *spec, int32_t num_ranks, int32_t **out, size_t *n,
+                       st_err *err);
+
 /* `simtrain report`: readable in 100 columns. */
 void an_report_print(const an_results *r, FILE *out);
+/* The same, with the per-rank table limited to the given ranks (in that order). */
+void an_report_print_ranks(const an_results *r, const int32_t *ranks, size_t num_ranks,
+                           FILE *out);
+
+/* ---- compare: runs side by side (analysis/compare.c) --------------------- */
+/* The value of a summary field by its JSON key ("step_time_s"), NaN if unknown. */
+double an_summary_value(const an_summary *s, const char *key);
+/* runs[0] is the baseline A; every other run X gets X - A and X / A per
+ * summary number (n/a / null where A is 0 or a value is NaN). */
+void an_compare_print(const an_results *const *runs, size_t n, FILE *out);
+/* One JSON object: {"baseline":0,"runs":[{"path","workload","cluster",
+ * "values":{...},"delta":{...},"ratio":{...}}, ...]}. */
+void an_compare_print_json(const an_results *const *runs, size_t n, FILE *out);
+
+/* ---- export (analysis/export.c) ------------------------------------------ */
+/* What an export wrote, for tests and messages. */
+typedef struct an_export_counts {
+  size_t processes; /* ranks */
+  size_t threads;   /* (rank, stream) pairs */
+  size_t slices;    /* "X" events: one per /timeline row */
+  size_t flows;     /* matched send/recv pairs */
+  size_t counters;  /* link counter tracks */
+} an_export_counts;
+
+/* Write the timeline as Chrome/Perfetto trace JSON (gzip when path ends in
+ * ".gz"), atomically.  counts may be NULL.  Errors when the results have no
+ * timeline. */
+int an_export_perfetto(const an_results *r, const char *path, an_export_counts *counts,
+                       st_err *err);
 
 #ifdef __cplusplus
 }

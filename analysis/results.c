@@ -1,0 +1,911 @@
+/* results.c — the HDF5 results file: one per run, written whole or not at all,
+ * and read back for report, compare, export and plot.
+ *
+ * Invariants:
+ *   - The file is written to "<path>.tmp.<pid>" and renamed onto <path> only
+ *     after H5Fclose succeeded; on any failure the temporary is removed, so
+ *     <path> is either the previous file (or absent) or a complete new one.
+ *   - Row datasets are 1-D compound datasets whose member names are the
+ *     column names of docs/results-format.md.  The reader matches columns by
+ *     name (HDF5 converts by name), so columns may be added later without
+ *     breaking old readers; a column the reader needs and the file lacks is
+ *     an error that names the dataset and the column.
+ *   - Strings are fixed-length, NUL-terminated; a row dataset's string
+ *     column is as wide as its longest value (links) or as the row struct's
+ *     field (collectives, timeline: longer names are cut there).
+ *   - Numbers are IEEE doubles written as they are, so NaN stays NaN and the
+ *     summary reads back bit for bit.
+ *   - HDF5's own error stack printing is off while we work; errors come back
+ *     as st_err messages naming the file and the dataset.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "analysis.h"
+
+#define ROWS_PER_WRITE 65536 /* rows converted and written at once */
+#define CHUNK_ROWS 16384     /* HDF5 chunk of a row dataset */
+
+/* ---- HDF5 error printing off, restored afterwards ------------------------ */
+typedef struct quiet_h5 {
+  H5E_auto2_t fn;
+  void *data;
+} quiet_h5;
+
+static void h5_quiet(quiet_h5 *q)
+{
+  H5Eget_auto2(H5E_DEFAULT, &q->fn, &q->data);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static void h5_restore(const quiet_h5 *q) { H5Eset_auto2(H5E_DEFAULT, q->fn, q->data); }
+
+static void close_id(hid_t *id, herr_t (*fn)(hid_t))
+{
+  if (*id >= 0)
+    fn(*id);
+  *id = -1;
+}
+
+/* ---- summary fields -------------------------------------------------------- */
+static const struct {
+  const char *name;
+  size_t off;
+} summary_doubles[] = {
+#define F(x) {#x, offsetof(an_summary, x)}
+    F(step_time_s),       F(tokens_per_step),   F(tokens_per_s),      F(tokens_per_s_per_gpu),
+    F(model_flops_per_step), F(model_tflops_per_gpu), F(mfu),        F(compute_s),
+    F(exposed_comm_s),    F(overlapped_comm_s), F(bubble_s),          F(idle_s),
+    F(peak_memory_bytes), F(device_memory_bytes), F(sim_wall_s),      F(events),
+#undef F
+};
+#define NUM_SUMMARY_DOUBLES (sizeof summary_doubles / sizeof summary_doubles[0])
+
+/* ---- compound types ---------------------------------------------------------- */
+static hid_t str_type(size_t size)
+{
+  hid_t t = H5Tcopy(H5T_C_S1);
+  if (t < 0)
+    return -1;
+  if (H5Tset_size(t, size ? size : 1) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
+      H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+static int insert_str(hid_t t, const char *name, size_t off, size_t size)
+{
+  hid_t s = str_type(size);
+  if (s < 0)
+    return -1;
+  herr_t rc = H5Tinsert(t, name, off, s);
+  H5Tclose(s);
+  return rc < 0 ? -1 : 0;
+}
+
+/* Column names of the per-phase and per-communicator-kind arrays. */
+static void phase_col(int i, char *buf, size_t n) { snprintf(buf, n, "busy_%s_s", wl_phase_name(i)); }
+static void kind_col(int i, char *buf, size_t n) { snprintf(buf, n, "comm_%s_s", wl_comm_kind_name(i)); }
+
+static hid_t rank_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(sim_rank_stats));
+  if (t < 0)
+    return -1;
+  int bad = 0;
+#define D(x) bad |= H5Tinsert(t, #x, offsetof(sim_rank_stats, x), H5T_NATIVE_DOUBLE) < 0
+  bad |= H5Tinsert(t, "rank", offsetof(sim_rank_stats, rank), H5T_NATIVE_INT32) < 0;
+  bad |= H5Tinsert(t, "host", offsetof(sim_rank_stats, host), H5T_NATIVE_INT32) < 0;
+  D(compute_s);
+  D(comm_s);
+  D(exposed_comm_s);
+  D(overlapped_comm_s);
+  D(bubble_s);
+  D(idle_s);
+  D(finish_s);
+#undef D
+  char name[64];
+  for (int i = 0; i < WL_PHASE_COUNT; i++) {
+    phase_col(i, name, sizeof name);
+    bad |= H5Tinsert(t, name, offsetof(sim_rank_stats, phase_s) + i * sizeof(double),
+                     H5T_NATIVE_DOUBLE) < 0;
+  }
+  for (int i = 0; i < WL_COMM_KIND_COUNT; i++) {
+    kind_col(i, name, sizeof name);
+    bad |= H5Tinsert(t, name, offsetof(sim_rank_stats, comm_kind_s) + i * sizeof(double),
+                     H5T_NATIVE_DOUBLE) < 0;
+  }
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+static hid_t coll_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_coll_row));
+  if (t < 0)
+    return -1;
+  int bad = 0;
+#define S(x) bad |= insert_str(t, #x, offsetof(an_coll_row, x), sizeof(((an_coll_row *)0)->x)) < 0
+#define D(x) bad |= H5Tinsert(t, #x, offsetof(an_coll_row, x), H5T_NATIVE_DOUBLE) < 0
+#define I(x) bad |= H5Tinsert(t, #x, offsetof(an_coll_row, x), H5T_NATIVE_INT32) < 0
+  S(op);
+  S(comm);
+  S(comm_kind);
+  I(nranks);
+  D(bytes);
+  D(first_arrival_s);
+  D(start_s);
+  D(end_s);
+  D(algbw_GBps);
+  D(busbw_GBps);
+  I(src);
+  I(dst);
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+static hid_t timeline_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_timeline_row));
+  if (t < 0)
+    return -1;
+  int bad = 0;
+#undef S
+#undef D
+#undef I
+#define S(x)                                                                                  \
+  bad |= insert_str(t, #x, offsetof(an_timeline_row, x), sizeof(((an_timeline_row *)0)->x)) < 0
+#define D(x) bad |= H5Tinsert(t, #x, offsetof(an_timeline_row, x), H5T_NATIVE_DOUBLE) < 0
+#define I(x) bad |= H5Tinsert(t, #x, offsetof(an_timeline_row, x), H5T_NATIVE_INT32) < 0
+  I(rank);
+  I(stream);
+  S(stream_name);
+  S(kind);
+  S(name);
+  D(start_s);
+  D(end_s);
+  D(bytes);
+  D(flops);
+  I(peer);
+#undef S
+#undef D
+#undef I
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+/* Links: the name column is as wide as the longest name, so the row layout
+ * is computed at run time: name at 0, four doubles after it. */
+typedef struct link_layout {
+  size_t name_size, row_size, off_bw, off_bytes, off_busy, off_peak;
+} link_layout;
+
+static void link_layout_init(link_layout *l, size_t name_size)
+{
+  l->name_size = name_size ? name_size : 1;
+  size_t o = (l->name_size + 7) & ~(size_t)7;
+  l->off_bw = o;
+  l->off_bytes = o + 8;
+  l->off_busy = o + 16;
+  l->off_peak = o + 24;
+  l->row_size = o + 32;
+}
+
+static hid_t link_type(const link_layout *l)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, l->row_size);
+  if (t < 0)
+    return -1;
+  int bad = insert_str(t, "name", 0, l->name_size) < 0;
+  bad |= H5Tinsert(t, "bandwidth_Bps", l->off_bw, H5T_NATIVE_DOUBLE) < 0;
+  bad |= H5Tinsert(t, "bytes", l->off_bytes, H5T_NATIVE_DOUBLE) < 0;
+  bad |= H5Tinsert(t, "busy_s", l->off_busy, H5T_NATIVE_DOUBLE) < 0;
+  bad |= H5Tinsert(t, "peak_util", l->off_peak, H5T_NATIVE_DOUBLE) < 0;
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+/* ---- writing ------------------------------------------------------------------- */
+typedef struct writer {
+  const char *path;
+  const an_run_info *info;
+  hid_t file;
+  st_err *err;
+} writer;
+
+static int wfail(writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int wfail(writer *w, const char *fmt, ...)
+{
+  char msg[ST_ERR_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return st_err_set(w->err, ST_EIO, "results '%s': %s", w->path, msg);
+}
+
+static int attr_write_str(hid_t obj, const char *name, const char *value)
+{
+  if (!value)
+    value = "";
+  hid_t t = str_type(strlen(value) + 1), sp = H5Screate(H5S_SCALAR), a = -1;
+  int rc = -1;
+  if (t >= 0 && sp >= 0 && (a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT)) >= 0 &&
+      H5Awrite(a, t, value) >= 0)
+    rc = 0;
+  close_id(&a, H5Aclose);
+  close_id(&sp, H5Sclose);
+  close_id(&t, H5Tclose);
+  return rc;
+}
+
+static int attr_write_num(hid_t obj, const char *name, hid_t file_type, hid_t mem_type,
+                          const void *v)
+{
+  hid_t sp = H5Screate(H5S_SCALAR), a = -1;
+  int rc = -1;
+  if (sp >= 0 && (a = H5Acreate2(obj, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT)) >= 0 &&
+      H5Awrite(a, mem_type, v) >= 0)
+    rc = 0;
+  close_id(&a, H5Aclose);
+  close_id(&sp, H5Sclose);
+  return rc;
+}
+
+/* Fill rows [first, first+n) of a dataset into buf; returns 0 or an st_err code. */
+typedef int (*fill_fn)(writer *w, size_t first, size_t n, void *buf);
+
+/* A 1-D dataset of n rows of mem_type, filled ROWS_PER_WRITE at a time;
+ * chunked and compressed when it has rows. */
+static int write_rows(writer *w, const char *name, hid_t mem_type, size_t n, const void *direct,
+                      fill_fn fill)
+{
+  hsize_t dims[1] = {n};
+  hid_t ftype = H5Tcopy(mem_type), space = -1, dcpl = -1, ds = -1, mspace = -1, fspace = -1;
+  void *buf = NULL;
+  int rc = ST_OK;
+  if (ftype < 0 || H5Tpack(ftype) < 0 || (space = H5Screate_simple(1, dims, NULL)) < 0 ||
+      (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0) {
+    rc = wfail(w, "dataset '/%s': cannot describe the rows", name);
+    goto out;
+  }
+  if (n > 0) {
+    hsize_t chunk[1] = {n < CHUNK_ROWS ? n : CHUNK_ROWS};
+    if (H5Pset_chunk(dcpl, 1, chunk) < 0 || H5Pset_shuffle(dcpl) < 0 ||
+        H5Pset_deflate(dcpl, 4) < 0) {
+      rc = wfail(w, "dataset '/%s': cannot set up compression", name);
+      goto out;
+    }
+  }
+  ds = H5Dcreate2(w->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  if (ds < 0) {
+    rc = wfail(w, "dataset '/%s': cannot create it", name);
+    goto out;
+  }
+  if (n == 0)
+    goto out;
+  if (direct) {
+    if (H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, direct) < 0)
+      rc = wfail(w, "dataset '/%s': writing %zu rows failed", name, n);
+    goto out;
+  }
+  size_t per = n < ROWS_PER_WRITE ? n : ROWS_PER_WRITE;
+  size_t row = H5Tget_size(mem_type);
+  buf = calloc(per, row);
+  if (!buf) {
+    rc = st_err_set(w->err, ST_ENOMEM, "results '%s': dataset '/%s': out of memory", w->path,
+                    name);
+    goto out;
+  }
+  for (size_t first = 0; first < n; first += per) {
+    size_t cnt = n - first < per ? n - first : per;
+    memset(buf, 0, per * row);
+    if ((rc = fill(w, first, cnt, buf)) != ST_OK)
+      goto out;
+    hsize_t start[1] = {first}, count[1] = {cnt};
+    close_id(&mspace, H5Sclose);
+    close_id(&fspace, H5Sclose);
+    if ((mspace = H5Screate_simple(1, count, NULL)) < 0 || (fspace = H5Dget_space(ds)) < 0 ||
+        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+        H5Dwrite(ds, mem_type, mspace, fspace, H5P_DEFAULT, buf) < 0) {
+      rc = wfail(w, "dataset '/%s': writing rows %zu..%zu failed", name, first,
+                 first + cnt - 1);
+      goto out;
+    }
+  }
+out:
+  free(buf);
+  close_id(&mspace, H5Sclose);
+  close_id(&fspace, H5Sclose);
+  close_id(&ds, H5Dclose);
+  close_id(&dcpl, H5Pclose);
+  close_id(&space, H5Sclose);
+  close_id(&ftype, H5Tclose);
+  return rc;
+}
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+  snprintf(dst, n, "%s", src ? src : "");
+}
+
+static int fill_colls(writer *w, size_t first, size_t n, void *buf)
+{
+  const wl_workload *wl = w->info->wl;
+  const sim_result *r = w->info->result;
+  an_coll_row *rows = buf;
+  for (size_t i = 0; i < n; i++) {
+    const sim_coll_record *c = &r->colls[first + i];
+    an_coll_row *o = &rows[i];
+    if (c->comm < 0 || c->comm >= wl->num_comms)
+      return wfail(w, "dataset '/collectives': record %zu: communicator %d is not in the workload",
+                   first + i, (int)c->comm);
+    const wl_comm *cm = &wl->comms[c->comm];
+    copy_str(o->op, sizeof o->op, c->kind == WL_OP_COLL ? wl_coll_name(c->op) : "sendrecv");
+    copy_str(o->comm, sizeof o->comm, cm->name);
+    copy_str(o->comm_kind, sizeof o->comm_kind, wl_comm_kind_name(cm->kind));
+    o->nranks = c->nranks;
+    o->bytes = c->bytes;
+    o->first_arrival_s = c->first_arrival_s;
+    o->start_s = c->start_s;
+    o->end_s = c->end_s;
+    o->algbw_GBps = c->algbw_GBps;
+    o->busbw_GBps = c->busbw_GBps;
+    o->src = c->kind == WL_OP_COLL ? -1 : c->src;
+    o->dst = c->kind == WL_OP_COLL ? -1 : c->dst;
+  }
+  return ST_OK;
+}
+
+/* The name a timeline row shows: the op's name in its program, else what it does. */
+static const char *op_label(const wl_op *op, const char *name)
+{
+  if (name && name[0])
+    return name;
+  switch (op->kind) {
+  case WL_OP_COLL: return wl_coll_name(op->sub);
+  case WL_OP_COMPUTE: return wl_class_name(op->sub);
+  case WL_OP_MARKER: return wl_marker_name(op->sub);
+  default: return wl_op_kind_name(op->kind);
+  }
+}
+
+static int fill_timeline(writer *w, size_t first, size_t n, void *buf)
+{
+  const wl_workload *wl = w->info->wl;
+  const sim_result *r = w->info->result;
+  an_timeline_row *rows = buf;
+  for (size_t i = 0; i < n; i++) {
+    const sim_timeline_row *t = &r->timeline[first + i];
+    an_timeline_row *o = &rows[i];
+    if (t->program < 0 || t->program >= wl->num_programs)
+      return wfail(w, "dataset '/timeline': row %zu: program %d is not in the workload",
+                   first + i, (int)t->program);
+    const wl_program *p = &wl->programs[t->program];
+    if (t->op >= p->num_ops)
+      return wfail(w, "dataset '/timeline': row %zu: op %u is not in program '%s'", first + i,
+                   (unsigned)t->op, p->name);
+    if (t->stream >= p->num_streams)
+      return wfail(w, "dataset '/timeline': row %zu: stream %u is not in program '%s'",
+                   first + i, (unsigned)t->stream, p->name);
+    const wl_op *op = &p->ops[t->op];
+    o->rank = t->rank;
+    o->stream = t->stream;
+    copy_str(o->stream_name, sizeof o->stream_name, p->stream_names[t->stream]);
+    copy_str(o->kind, sizeof o->kind, wl_op_kind_name(t->kind));
+    copy_str(o->name, sizeof o->name, op_label(op, wl_op_name(p, op)));
+    o->start_s = t->start_s;
+    o->end_s = t->end_s;
+    o->bytes = t->bytes;
+    o->flops = t->flops;
+    o->peer = -1;
+    if ((t->kind == WL_OP_SEND || t->kind == WL_OP_RECV) && t->rank >= 0 &&
+        t->rank < wl->num_ranks) {
+      int c = wl_rank_comm(wl, t->rank, op->role);
+      if (c >= 0 && c < wl->num_comms && op->peer >= 0 && op->peer < wl->comms[c].size)
+        o->peer = wl->comms[c].ranks[op->peer];
+    }
+  }
+  return ST_OK;
+}
+
+static int write_links(writer *w)
+{
+  const sim_result *r = w->info->result;
+  size_t longest = 0;
+  for (size_t i = 0; i < r->num_links; i++) {
+    size_t l = r->links[i].name ? strlen(r->links[i].name) : 0;
+    if (l > longest)
+      longest = l;
+  }
+  link_layout lay;
+  link_layout_init(&lay, longest + 1);
+  hid_t t = link_type(&lay);
+  if (t < 0)
+    return wfail(w, "dataset '/links': cannot describe the rows");
+  char *buf = calloc(r->num_links ? r->num_links : 1, lay.row_size);
+  if (!buf) {
+    H5Tclose(t);
+    return st_err_set(w->err, ST_ENOMEM, "results '%s': dataset '/links': out of memory",
+                      w->path);
+  }
+  for (size_t i = 0; i < r->num_links; i++) {
+    char *row = buf + i * lay.row_size;
+    const sim_link_stats *l = &r->links[i];
+    copy_str(row, lay.name_size, l->name);
+    memcpy(row + lay.off_bw, &l->bandwidth_Bps, 8);
+    memcpy(row + lay.off_bytes, &l->bytes, 8);
+    memcpy(row + lay.off_busy, &l->busy_s, 8);
+    memcpy(row + lay.off_peak, &l->peak_util, 8);
+  }
+  int rc = write_rows(w, "links", t, r->num_links, buf, NULL);
+  free(buf);
+  H5Tclose(t);
+  return rc;
+}
+
+static void utc_now(char *buf, size_t n)
+{
+  time_t now = time(NULL);
+  struct tm tm;
+  if (gmtime_r(&now, &tm))
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  else
+    snprintf(buf, n, "unknown");
+}
+
+static int write_body(writer *w)
+{
+  const an_run_info *in = w->info;
+  char now[32];
+  utc_now(now, sizeof now);
+  if (attr_write_str(w->file, "simtrain_version", SIMTRAIN_VERSION) < 0 ||
+      attr_write_str(w->file, "command_line", in->command_line) < 0 ||
+      attr_write_str(w->file, "created_utc", now) < 0)
+    return wfail(w, "cannot write the root attributes");
+
+  hid_t g = H5Gcreate2(w->file, "config", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  int bad = g < 0;
+  bad = bad || attr_write_str(g, "workload", in->workload_json) < 0;
+  bad = bad || attr_write_str(g, "cluster", in->cluster_json) < 0;
+  bad = bad || attr_write_str(g, "options", in->options_json) < 0;
+  bad = bad || attr_write_str(g, "workload_name", in->workload_name) < 0;
+  bad = bad || attr_write_str(g, "cluster_name", in->cluster_name) < 0;
+  close_id(&g, H5Gclose);
+  if (bad)
+    return wfail(w, "group '/config': cannot write its attributes");
+
+  g = H5Gcreate2(w->file, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  bad = g < 0;
+  const an_summary *s = in->summary;
+  bad = bad || attr_write_num(g, "num_gpus", H5T_STD_I32LE, H5T_NATIVE_INT, &s->num_gpus) < 0;
+  bad = bad || attr_write_num(g, "iterations", H5T_STD_I32LE, H5T_NATIVE_INT, &s->iterations) < 0;
+  for (size_t i = 0; !bad && i < NUM_SUMMARY_DOUBLES; i++)
+    bad = attr_write_num(g, summary_doubles[i].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                         (const char *)s + summary_doubles[i].off) < 0;
+  close_id(&g, H5Gclose);
+  if (bad)
+    return wfail(w, "group '/summary': cannot write its attributes");
+
+  const sim_result *r = in->result;
+  hid_t t = rank_type();
+  if (t < 0)
+    return wfail(w, "dataset '/ranks': cannot describe the rows");
+  int rc = write_rows(w, "ranks", t, r->num_ranks > 0 ? (size_t)r->num_ranks : 0, r->ranks, NULL);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+
+  if ((t = coll_type()) < 0)
+    return wfail(w, "dataset '/collectives': cannot describe the rows");
+  rc = write_rows(w, "collectives", t, r->num_colls, NULL, fill_colls);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+
+  if ((rc = write_links(w)) != ST_OK)
+    return rc;
+
+  if (r->num_timeline > 0) {
+    if ((t = timeline_type()) < 0)
+      return wfail(w, "dataset '/timeline': cannot describe the rows");
+    rc = write_rows(w, "timeline", t, r->num_timeline, NULL, fill_timeline);
+    H5Tclose(t);
+  }
+  return rc;
+}
+
+int an_results_write(const char *path, const an_run_info *info, st_err *err)
+{
+  if (!info || !info->wl || !info->result || !info->summary)
+    return st_err_set(err, ST_EUSAGE, "results '%s': nothing to write (no workload, result or "
+                                      "summary)", path);
+  char tmp[4096];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
+    return st_err_set(err, ST_EIO, "results '%s': the path is too long", path);
+  /* Create it with stdio first: HDF5 does not say why a create failed. */
+  FILE *probe = fopen(tmp, "wb");
+  if (!probe)
+    return st_err_set(err, ST_EIO, "results '%s': cannot create '%s': %s", path, tmp,
+                      strerror(errno));
+  fclose(probe);
+
+  quiet_h5 q;
+  h5_quiet(&q);
+  writer w = {path, info, -1, err};
+  int rc = ST_OK;
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  /* 1.8 format or later: attributes larger than 64 KiB (big JSON) go to dense storage. */
+  if (fapl < 0 || H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0 ||
+      H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
+    rc = wfail(&w, "cannot set up the HDF5 file access");
+  if (rc == ST_OK && (w.file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0)
+    rc = wfail(&w, "cannot create '%s' as an HDF5 file", tmp);
+  if (rc == ST_OK)
+    rc = write_body(&w);
+  if (w.file >= 0 && H5Fclose(w.file) < 0 && rc == ST_OK)
+    rc = wfail(&w, "closing '%s' failed (disk full?)", tmp);
+  close_id(&fapl, H5Pclose);
+  h5_restore(&q);
+  if (rc == ST_OK && rename(tmp, path) != 0)
+    rc = st_err_set(err, ST_EIO, "results '%s': cannot rename '%s' onto it: %s", path, tmp,
+                    strerror(errno));
+  if (rc != ST_OK)
+    remove(tmp);
+  return rc;
+}
+
+/* ---- reading ------------------------------------------------------------------- */
+typedef struct reader {
+  const char *path;
+  hid_t file;
+  st_err *err;
+} reader;
+
+static int rfail(reader *rd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int rfail(reader *rd, int code, const char *fmt, ...)
+{
+  char msg[ST_ERR_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return st_err_set(rd->err, code, "results '%s': %s", rd->path, msg);
+}
+
+/* Read string attribute `name` of obj (at `where`, for messages) into a new string. */
+static int attr_read_str(reader *rd, hid_t obj, const char *where, const char *name, char **out)
+{
+  if (H5Aexists(obj, name) <= 0)
+    return rfail(rd, ST_EINPUT, "%s: attribute '%s' is missing", where, name);
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT), ft = -1, mt = -1;
+  int rc = ST_OK;
+  char *s = NULL;
+  if (a < 0 || (ft = H5Aget_type(a)) < 0 || H5Tget_class(ft) != H5T_STRING) {
+    rc = rfail(rd, ST_EINPUT, "%s: attribute '%s' is not a string", where, name);
+    goto out;
+  }
+  if (H5Tis_variable_str(ft) > 0) {
+    char *v = NULL;
+    mt = H5Tcopy(H5T_C_S1);
+    if (mt < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 || H5Aread(a, mt, &v) < 0) {
+      rc = rfail(rd, ST_EINPUT, "%s: attribute '%s' cannot be read", where, name);
+      goto out;
+    }
+    s = strdup(v ? v : "");
+    H5free_memory(v);
+  } else {
+    size_t n = H5Tget_size(ft);
+    s = calloc(n + 1, 1);
+    if (s && ((mt = str_type(n)) < 0 || H5Aread(a, mt, s) < 0)) {
+      free(s);
+      s = NULL;
+      rc = rfail(rd, ST_EINPUT, "%s: attribute '%s' cannot be read", where, name);
+      goto out;
+    }
+  }
+  if (!s)
+    rc = rfail(rd, ST_ENOMEM, "%s: out of memory reading attribute '%s'", where, name);
+out:
+  close_id(&mt, H5Tclose);
+  close_id(&ft, H5Tclose);
+  close_id(&a, H5Aclose);
+  if (rc == ST_OK)
+    *out = s;
+  return rc;
+}
+
+static int attr_read_num(reader *rd, hid_t obj, const char *where, const char *name,
+                         hid_t mem_type, void *v)
+{
+  if (H5Aexists(obj, name) <= 0)
+    return rfail(rd, ST_EINPUT, "%s: attribute '%s' is missing", where, name);
+  hid_t a = H5Aopen(obj, name, H5P_DEFAULT), sp = -1, ft = -1;
+  int rc = ST_OK;
+  if (a < 0 || (sp = H5Aget_space(a)) < 0 || H5Sget_simple_extent_npoints(sp) != 1 ||
+      (ft = H5Aget_type(a)) < 0 ||
+      (H5Tget_class(ft) != H5T_INTEGER && H5Tget_class(ft) != H5T_FLOAT) ||
+      H5Aread(a, mem_type, v) < 0)
+    rc = rfail(rd, ST_EINPUT, "%s: attribute '%s' is not a number", where, name);
+  close_id(&ft, H5Tclose);
+  close_id(&sp, H5Sclose);
+  close_id(&a, H5Aclose);
+  return rc;
+}
+
+/* Open 1-D dataset `name`, check every column of mem_type is in it, and read
+ * all rows into a new array (*rows, *n).  Missing and optional: *n = 0. */
+static int read_rows(reader *rd, const char *name, hid_t mem_type, int optional, void **rows,
+                     size_t *n)
+{
+  *rows = NULL;
+  *n = 0;
+  if (H5Lexists(rd->file, name, H5P_DEFAULT) <= 0)
+    return optional ? ST_OK : rfail(rd, ST_EINPUT, "dataset '/%s' is missing", name);
+  hid_t ds = H5Dopen2(rd->file, name, H5P_DEFAULT), ft = -1, sp = -1;
+  int rc = ST_OK;
+  void *buf = NULL;
+  if (ds < 0 || (ft = H5Dget_type(ds)) < 0 || H5Tget_class(ft) != H5T_COMPOUND) {
+    rc = rfail(rd, ST_EINPUT, "'/%s' is not a table of rows (compound dataset)", name);
+    goto out;
+  }
+  int nm = H5Tget_nmembers(mem_type);
+  for (int i = 0; i < nm; i++) {
+    char *col = H5Tget_member_name(mem_type, (unsigned)i);
+    int have = col ? H5Tget_member_index(ft, col) >= 0 : 0;
+    if (!have) {
+      rc = rfail(rd, ST_EINPUT, "dataset '/%s': column '%s' is missing", name, col ? col : "?");
+      H5free_memory(col);
+      goto out;
+    }
+    H5free_memory(col);
+  }
+  hsize_t dims[1];
+  if ((sp = H5Dget_space(ds)) < 0 || H5Sget_simple_extent_ndims(sp) != 1 ||
+      H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
+    rc = rfail(rd, ST_EINPUT, "dataset '/%s' is not one-dimensional", name);
+    goto out;
+  }
+  size_t row = H5Tget_size(mem_type);
+  buf = calloc(dims[0] ? dims[0] : 1, row);
+  if (!buf) {
+    rc = rfail(rd, ST_ENOMEM, "dataset '/%s': out of memory for %llu rows", name,
+               (unsigned long long)dims[0]);
+    goto out;
+  }
+  if (dims[0] > 0 && H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    rc = rfail(rd, ST_EINPUT, "dataset '/%s': reading %llu rows failed (damaged file?)", name,
+               (unsigned long long)dims[0]);
+    goto out;
+  }
+  *rows = buf;
+  *n = dims[0];
+  buf = NULL;
+out:
+  free(buf);
+  close_id(&sp, H5Sclose);
+  close_id(&ft, H5Tclose);
+  close_id(&ds, H5Dclose);
+  return rc;
+}
+
+/* NUL-terminate fixed strings that were cut to their field's width. */
+#define TERMINATE(field) ((field)[sizeof(field) - 1] = '\0')
+
+static int read_links(reader *rd, an_results *res)
+{
+  if (H5Lexists(rd->file, "links", H5P_DEFAULT) <= 0)
+    return rfail(rd, ST_EINPUT, "dataset '/links' is missing");
+  /* The name column's width comes from the file. */
+  hid_t ds = H5Dopen2(rd->file, "links", H5P_DEFAULT), ft = -1, nt = -1;
+  size_t name_size = 0;
+  if (ds >= 0 && (ft = H5Dget_type(ds)) >= 0 && H5Tget_class(ft) == H5T_COMPOUND) {
+    int idx = H5Tget_member_index(ft, "name");
+    if (idx >= 0 && (nt = H5Tget_member_type(ft, (unsigned)idx)) >= 0 &&
+        H5Tget_class(nt) == H5T_STRING && H5Tis_variable_str(nt) <= 0)
+      name_size = H5Tget_size(nt);
+  }
+  close_id(&nt, H5Tclose);
+  close_id(&ft, H5Tclose);
+  close_id(&ds, H5Dclose);
+  link_layout lay;
+  link_layout_init(&lay, name_size ? name_size + 1 : 1);
+  hid_t t = link_type(&lay);
+  if (t < 0)
+    return rfail(rd, ST_ENOMEM, "dataset '/links': cannot describe the rows");
+  void *rows;
+  size_t n;
+  int rc = read_rows(rd, "links", t, 0, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  res->links = calloc(n ? n : 1, sizeof *res->links);
+  if (!res->links) {
+    free(rows);
+    return rfail(rd, ST_ENOMEM, "dataset '/links': out of memory");
+  }
+  res->num_links = n;
+  for (size_t i = 0; i < n; i++) {
+    const char *row = (const char *)rows + i * lay.row_size;
+    sim_link_stats *l = &res->links[i];
+    char *name = strndup(row, lay.name_size);
+    if (!name) {
+      free(rows);
+      return rfail(rd, ST_ENOMEM, "dataset '/links': out of memory");
+    }
+    l->name = name;
+    memcpy(&l->bandwidth_Bps, row + lay.off_bw, 8);
+    memcpy(&l->bytes, row + lay.off_bytes, 8);
+    memcpy(&l->busy_s, row + lay.off_busy, 8);
+    memcpy(&l->peak_util, row + lay.off_peak, 8);
+  }
+  free(rows);
+  return ST_OK;
+}
+
+static int read_body(reader *rd, an_results *res)
+{
+  int rc;
+  if ((rc = attr_read_str(rd, rd->file, "group '/'", "simtrain_version", &res->version)) ||
+      (rc = attr_read_str(rd, rd->file, "group '/'", "command_line", &res->command_line)) ||
+      (rc = attr_read_str(rd, rd->file, "group '/'", "created_utc", &res->created_utc)))
+    return rc;
+
+  if (H5Lexists(rd->file, "config", H5P_DEFAULT) <= 0)
+    return rfail(rd, ST_EINPUT, "group '/config' is missing");
+  hid_t g = H5Gopen2(rd->file, "config", H5P_DEFAULT);
+  if (g < 0)
+    return rfail(rd, ST_EINPUT, "'/config' is not a group");
+  (void)((rc = attr_read_str(rd, g, "group '/config'", "workload", &res->workload_json)) ||
+         (rc = attr_read_str(rd, g, "group '/config'", "cluster", &res->cluster_json)) ||
+         (rc = attr_read_str(rd, g, "group '/config'", "options", &res->options_json)) ||
+         (rc = attr_read_str(rd, g, "group '/config'", "workload_name", &res->workload_name)) ||
+         (rc = attr_read_str(rd, g, "group '/config'", "cluster_name", &res->cluster_name)));
+  H5Gclose(g);
+  if (rc)
+    return rc;
+
+  if (H5Lexists(rd->file, "summary", H5P_DEFAULT) <= 0)
+    return rfail(rd, ST_EINPUT, "group '/summary' is missing");
+  if ((g = H5Gopen2(rd->file, "summary", H5P_DEFAULT)) < 0)
+    return rfail(rd, ST_EINPUT, "'/summary' is not a group");
+  an_summary *s = &res->summary;
+  rc = attr_read_num(rd, g, "group '/summary'", "num_gpus", H5T_NATIVE_INT, &s->num_gpus);
+  if (!rc)
+    rc = attr_read_num(rd, g, "group '/summary'", "iterations", H5T_NATIVE_INT, &s->iterations);
+  for (size_t i = 0; !rc && i < NUM_SUMMARY_DOUBLES; i++)
+    rc = attr_read_num(rd, g, "group '/summary'", summary_doubles[i].name, H5T_NATIVE_DOUBLE,
+                       (char *)s + summary_doubles[i].off);
+  H5Gclose(g);
+  if (rc)
+    return rc;
+
+  void *rows;
+  size_t n;
+  hid_t t = rank_type();
+  if (t < 0)
+    return rfail(rd, ST_ENOMEM, "dataset '/ranks': cannot describe the rows");
+  rc = read_rows(rd, "ranks", t, 0, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  res->ranks = rows;
+  res->num_ranks = n;
+
+  if ((t = coll_type()) < 0)
+    return rfail(rd, ST_ENOMEM, "dataset '/collectives': cannot describe the rows");
+  rc = read_rows(rd, "collectives", t, 0, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  res->colls = rows;
+  res->num_colls = n;
+  for (size_t i = 0; i < n; i++) {
+    TERMINATE(res->colls[i].op);
+    TERMINATE(res->colls[i].comm);
+    TERMINATE(res->colls[i].comm_kind);
+  }
+
+  if ((rc = read_links(rd, res)) != ST_OK)
+    return rc;
+
+  if ((t = timeline_type()) < 0)
+    return rfail(rd, ST_ENOMEM, "dataset '/timeline': cannot describe the rows");
+  rc = read_rows(rd, "timeline", t, 1, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  res->timeline = rows;
+  res->num_timeline = n;
+  for (size_t i = 0; i < n; i++) {
+    TERMINATE(res->timeline[i].stream_name);
+    TERMINATE(res->timeline[i].kind);
+    TERMINATE(res->timeline[i].name);
+  }
+  return ST_OK;
+}
+
+int an_results_read(const char *path, an_results **out, st_err *err)
+{
+  FILE *probe = fopen(path, "rb");
+  if (!probe)
+    return st_err_set(err, ST_EIO, "results '%s': cannot open: %s", path, strerror(errno));
+  fclose(probe);
+  quiet_h5 q;
+  h5_quiet(&q);
+  reader rd = {path, -1, err};
+  int rc = ST_OK;
+  an_results *res = calloc(1, sizeof *res);
+  if (!res || !(res->path = strdup(path))) {
+    rc = st_err_set(err, ST_ENOMEM, "results '%s': out of memory", path);
+    goto out;
+  }
+  if (H5Fis_hdf5(path) <= 0) {
+    rc = st_err_set(err, ST_EINPUT, "results '%s': not an HDF5 file", path);
+    goto out;
+  }
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl >= 0)
+    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+  rd.file = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+  close_id(&fapl, H5Pclose);
+  if (rd.file < 0) {
+    rc = st_err_set(err, ST_EINPUT, "results '%s': cannot open it as an HDF5 file", path);
+    goto out;
+  }
+  rc = read_body(&rd, res);
+out:
+  close_id(&rd.file, H5Fclose);
+  h5_restore(&q);
+  if (rc != ST_OK) {
+    an_results_destroy(res);
+    return rc;
+  }
+  *out = res;
+  return ST_OK;
+}
+
+void an_results_destroy(an_results *r)
+{
+  if (!r)
+    return;
+  free(r->path);
+  free(r->command_line);
+  free(r->created_utc);
+  free(r->version);
+  free(r->workload_name);
+  free(r->cluster_name);
+  free(r->workload_json);
+  free(r->cluster_json);
+  free(r->options_json);
+  free(r->ranks);
+  free(r->colls);
+  for (size_t i = 0; i < r->num_links; i++)
+    free((char *)r->links[i].name);
+  free(r->links);
+  free(r->timeline);
+  free(r);
+}

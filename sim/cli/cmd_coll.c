@@ -1,0 +1,263 @@
+/* cmd_coll.c — `simtrain coll`: one collective over the first N GPUs of a
+ * cluster, at one size or a sweep of sizes, printed like nccl-tests so users
+ * can put it beside their own nccl-tests runs.
+ *
+ * Sizes follow nccl-tests (see workload.h); busbw uses nccl-tests' factors
+ * (sim_busbw_factor).  A sweep runs the sizes one after the other in one
+ * simulation; each size's time is from the moment all GPUs have arrived to
+ * the moment the last one finishes. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "sim.h"
+
+#define OP_SENDRECV WL_COLL_COUNT
+
+static const char usage_text[] =
+    "usage: simtrain coll OP --gpus N --cluster C [--bytes B | --sweep MIN:MAX] [options]\n"
+    "\n"
+    "Simulate one collective over the first N GPUs of cluster C and print, per size,\n"
+    "the time, algorithm bandwidth and bus bandwidth as nccl-tests does.\n"
+    "\n"
+    "  OP                  allreduce, allgather, reducescatter, alltoall, broadcast,\n"
+    "                      reduce, sendrecv\n"
+    "  --gpus N            GPUs taking part (the first N of the cluster)\n"
+    "  --cluster C         NAME[:NODES] preset, spec .json or SimGrid .xml\n"
+    "  --bytes B           one size (nccl-tests convention), e.g. 64M, 1G, 4096\n"
+    "  --sweep MIN:MAX     sizes MIN, 2 MIN, 4 MIN ... up to MAX (default 1K:1G)\n"
+    "  --fidelity F        flow (default: one flow per algorithm edge) or step\n"
+    "  --net-model M       ideal (default), cm02 or lv08 (SimGrid's models)\n"
+    "  --json              print a JSON list of {bytes, time_s, algbw_GBps, busbw_GBps}\n"
+    "  -h, --help          this text\n";
+
+static int add_sendrecv(wl_program *p, int nsizes, const double *sizes)
+{
+  /* Stream 0 sends to the next GPU, stream 1 receives from the previous one;
+   * size k+1 starts on each stream once both streams finished size k. */
+  long last_send = -1, last_recv = -1;
+  for (int k = 0; k < nsizes; k++) {
+    uint32_t w[2];
+    uint32_t nw = 0;
+    if (last_recv >= 0)
+      w[nw++] = (uint32_t)last_recv;
+    wl_op s = wl_op_p2p(0, WL_OP_SEND, 0, 1, k, sizes[k]);
+    long si = wl_program_append(p, &s, w, nw);
+    nw = 0;
+    if (last_send >= 0)
+      w[nw++] = (uint32_t)last_send;
+    wl_op r = wl_op_p2p(1, WL_OP_RECV, 1, 0, k, sizes[k]);
+    long ri = wl_program_append(p, &r, w, nw);
+    if (si < 0 || ri < 0)
+      return ST_ENOMEM;
+    last_send = si;
+    last_recv = ri;
+  }
+  return ST_OK;
+}
+
+/* The sendrecv workload: rank i sends to i+1 on the pair communicator
+ * {i, i+1} (role "next") and receives from i-1 on {i-1, i} (role "prev"). */
+static wl_workload *build_workload(int op, int n, int nsizes, const double *sizes, st_err *err)
+{
+  static const char *const roles_coll[] = {"world"};
+  static const char *const roles_p2p[] = {"next", "prev"};
+  int p2p = op == OP_SENDRECV;
+  wl_workload *wl = wl_workload_create(n, p2p ? 2 : 1, p2p ? roles_p2p : roles_coll);
+  if (!wl) {
+    st_err_set(err, ST_ENOMEM, "out of memory");
+    return NULL;
+  }
+  static const char *const streams_coll[] = {"comm"};
+  static const char *const streams_p2p[] = {"send", "recv"};
+  int prog = wl_program_add(wl, p2p ? "sendrecv" : wl_coll_name(op), p2p ? 2 : 1,
+                            p2p ? streams_p2p : streams_coll);
+  if (prog < 0)
+    goto oom;
+  wl_program *p = &wl->programs[prog];
+  if (p2p) {
+    if (add_sendrecv(p, nsizes, sizes))
+      goto oom;
+    for (int i = 0; i < n; i++) {
+      int32_t pair[2] = {i, (i + 1) % n};
+      char name[32];
+      snprintf(name, sizeof name, "pair-%d", i);
+      int c = wl_comm_add(wl, name, WL_COMM_OTHER, 2, pair);
+      if (c < 0)
+        goto oom;
+    }
+    for (int i = 0; i < n; i++) {
+      wl_rank_set(wl, i, prog);
+      wl_rank_set_comm(wl, i, 0, i);               /* {i, i+1}: I am member 0 */
+      wl_rank_set_comm(wl, i, 1, (i - 1 + n) % n); /* {i-1, i}: I am member 1 */
+    }
+  } else {
+    for (int k = 0; k < nsizes; k++) {
+      wl_op o = wl_op_coll(0, op, 0, sizes[k]);
+      if (wl_program_append(p, &o, NULL, 0) < 0)
+        goto oom;
+    }
+    int32_t *ranks = malloc((size_t)n * sizeof *ranks);
+    if (!ranks)
+      goto oom;
+    for (int i = 0; i < n; i++)
+      ranks[i] = i;
+    int c = wl_comm_add(wl, "world", WL_COMM_WORLD, n, ranks);
+    free(ranks);
+    if (c < 0)
+      goto oom;
+    for (int i = 0; i < n; i++) {
+      wl_rank_set(wl, i, prog);
+      wl_rank_set_comm(wl, i, 0, c);
+    }
+  }
+  wl_meta_set_str(&wl->meta.source, "coll");
+  return wl;
+oom:
+  wl_workload_destroy(wl);
+  st_err_set(err, ST_ENOMEM, "out of memory");
+  return NULL;
+}
+
+const char cmd_coll_help[] = "one collective over N GPUs, printed like nccl-tests";
+
+int cmd_coll(int argc, char **argv)
+{
+  static const struct option longopts[] = {
+      {"gpus", required_argument, NULL, 'g'},      {"cluster", required_argument, NULL, 'c'},
+      {"bytes", required_argument, NULL, 'b'},     {"sweep", required_argument, NULL, 's'},
+      {"fidelity", required_argument, NULL, 'f'},  {"net-model", required_argument, NULL, 'n'},
+      {"json", no_argument, NULL, 'j'},            {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  int gpus = 0, json = 0;
+  const char *cluster = NULL, *bytes_s = NULL, *sweep_s = NULL;
+  sim_options opt;
+  sim_options_init(&opt);
+  opt.quiet = 1;
+  optind = 1;
+  opterr = 0;
+  int ch;
+  while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'g': {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (*end || v < 1 || v > 1 << 24)
+        return cli_usage_error("coll", "--gpus '%s' is not a positive integer", optarg);
+      gpus = (int)v;
+      break;
+    }
+    case 'c': cluster = optarg; break;
+    case 'b': bytes_s = optarg; break;
+    case 's': sweep_s = optarg; break;
+    case 'f':
+      if (!strcmp(optarg, "flow"))
+        opt.fidelity = SIM_FID_FLOW;
+      else if (!strcmp(optarg, "step"))
+        opt.fidelity = SIM_FID_STEP;
+      else
+        return cli_usage_error("coll", "--fidelity '%s' is not flow or step", optarg);
+      break;
+    case 'n':
+      if ((opt.net_model = sim_net_model_from_name(optarg)) < 0)
+        return cli_usage_error("coll", "--net-model '%s' is not ideal, cm02 or lv08", optarg);
+      break;
+    case 'j': json = 1; break;
+    case 'h': fputs(usage_text, stdout); return 0;
+    default: return cli_bad_option("coll", argv);
+    }
+  }
+  if (optind + 1 != argc)
+    return cli_usage_error("coll", optind >= argc ? "the collective (OP) is missing"
+                                                  : "expected one OP, got more arguments");
+  const char *opname = argv[optind];
+  int op = !strcmp(opname, "sendrecv") ? OP_SENDRECV : wl_coll_from_name(opname);
+  if (op < 0 || op == WL_COLL_BARRIER)
+    return cli_usage_error("coll", "'%s' is not a collective (allreduce, allgather, "
+                                   "reducescatter, alltoall, broadcast, reduce, sendrecv)",
+                           opname);
+  if (!gpus)
+    return cli_usage_error("coll", "--gpus is required");
+  if (!cluster)
+    return cli_usage_error("coll", "--cluster is required");
+  if (bytes_s && sweep_s)
+    return cli_usage_error("coll", "give --bytes or --sweep, not both");
+  if (gpus < 2)
+    return cli_usage_error("coll", "--gpus must be at least 2");
+
+  double sizes[64];
+  int nsizes = 0;
+  if (bytes_s) {
+    if (st_parse_bytes(bytes_s, &sizes[0]) || sizes[0] < 1)
+      return cli_usage_error("coll", "--bytes '%s' is not a size like 4096, 64M or 1G", bytes_s);
+    nsizes = 1;
+  } else {
+    char lo_s[64], *colon;
+    snprintf(lo_s, sizeof lo_s, "%s", sweep_s ? sweep_s : "1K:1G");
+    colon = strchr(lo_s, ':');
+    double lo, hi;
+    if (!colon)
+      return cli_usage_error("coll", "--sweep '%s' is not MIN:MAX", sweep_s);
+    *colon = '\0';
+    if (st_parse_bytes(lo_s, &lo) || st_parse_bytes(colon + 1, &hi) || lo < 1 || hi < lo)
+      return cli_usage_error("coll", "--sweep '%s' is not MIN:MAX with 1 <= MIN <= MAX", sweep_s);
+    for (double s = lo; s <= hi * (1 + 1e-12) && nsizes < 64; s *= 2)
+      sizes[nsizes++] = s;
+  }
+
+  st_err err;
+  st_err_clear(&err);
+  plat_cluster *cl = NULL;
+  if (plat_cluster_load(cluster, &cl, &err))
+    return cli_fail(&err);
+  if (gpus > cl->num_gpus) {
+    st_err_set(&err, ST_EINPUT, "--gpus %d: cluster '%s' has only %d GPUs", gpus, cl->name,
+               cl->num_gpus);
+    plat_cluster_destroy(cl);
+    return cli_fail(&err);
+  }
+  wl_workload *wl = build_workload(op, gpus, nsizes, sizes, &err);
+  sim_result *res = NULL;
+  if (!wl || sim_run(wl, cl, &opt, &res, &err)) {
+    wl_workload_destroy(wl);
+    plat_cluster_destroy(cl);
+    return cli_fail(&err);
+  }
+
+  if (json)
+    fputc('[', stdout);
+  else {
+    printf("# simtrain coll %s: %d GPUs on %s, %s fidelity, network model %s\n", opname, gpus,
+           cl->name, opt.fidelity == SIM_FID_STEP ? "step" : "flow",
+           sim_net_model_name(opt.net_model));
+    printf("# %14s %14s %12s %12s %12s\n", "size(B)", "count(float)", "time(us)", "algbw(GB/s)",
+           "busbw(GB/s)");
+  }
+  int per = op == OP_SENDRECV ? gpus : 1;
+  for (int k = 0; k < nsizes; k++) {
+    double t0 = INFINITY, t1 = 0;
+    for (int i = 0; i < per && (size_t)(k * per + i) < res->num_colls; i++) {
+      const sim_coll_record *rc = &res->colls[(size_t)k * per + i];
+      t0 = fmin(t0, rc->start_s);
+      t1 = fmax(t1, rc->end_s);
+    }
+    double t = t1 - t0;
+    double algbw = sizes[k] / t / 1e9;
+    double busbw = algbw * (op == OP_SENDRECV ? 1.0 : sim_busbw_factor(op, gpus));
+    if (json)
+      printf("%s{\"bytes\":%.17g,\"time_s\":%.17g,\"algbw_GBps\":%.17g,\"busbw_GBps\":%.17g}",
+             k ? "," : "", sizes[k], t, algbw, busbw);
+    else
+      printf("  %14.0f %14.0f %12.2f %12.2f %12.2f\n", sizes[k], floor(sizes[k] / 4), t * 1e6,
+             algbw, busbw);
+  }
+  if (json)
+    fputs("]\n", stdout);
+  sim_result_destroy(res);
+  wl_workload_destroy(wl);
+  plat_cluster_destroy(cl);
+  return 0;
+}

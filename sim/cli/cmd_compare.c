@@ -1,0 +1,72 @@
+/* cmd_compare.c — `simtrain compare A.h5 B.h5 ...`: runs side by side, the
+ * first as the baseline. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+  fprintf(out, "usage: simtrain compare A.h5 B.h5 ... [--json]\n\n"
+               "Put the summaries of results files side by side.  The first file (A) is the\n"
+               "baseline: every other run X gets X-A and X/A for step time, throughput, MFU,\n"
+               "the per-step breakdown and memory.\n\n"
+               "options:\n"
+               "  --json      one JSON object: values, differences and ratios per run\n"
+               "  -h, --help  this help\n");
+}
+
+const char cmd_compare_help[] = "results files side by side, with differences and ratios";
+
+int cmd_compare(int argc, char **argv)
+{
+  int json = 0;
+  const char **paths = calloc((size_t)argc, sizeof *paths);
+  size_t n = 0;
+  if (!paths) {
+    st_err e;
+    st_err_set(&e, ST_ENOMEM, "compare: out of memory");
+    return cli_fail(&e);
+  }
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      free(paths);
+      return 0;
+    } else if (!strcmp(argv[i], "--json")) {
+      json = 1;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      free(paths);
+      return cli_usage_error("compare", "unknown option '%s'", argv[i]);
+    } else {
+      paths[n++] = argv[i];
+    }
+  }
+  if (n < 2) {
+    free(paths);
+    return cli_usage_error("compare", "give at least two results files (got %zu)", n);
+  }
+  an_results **runs = calloc(n, sizeof *runs);
+  st_err err = {0};
+  int rc = 0;
+  for (size_t i = 0; runs && i < n && !rc; i++)
+    if (an_results_read(paths[i], &runs[i], &err) != ST_OK)
+      rc = cli_fail(&err);
+  if (!runs) {
+    st_err_set(&err, ST_ENOMEM, "compare: out of memory");
+    rc = cli_fail(&err);
+  }
+  if (!rc) {
+    if (json)
+      an_compare_print_json((const an_results *const *)runs, n, stdout);
+    else
+      an_compare_print((const an_results *const *)runs, n, stdout);
+  }
+  for (size_t i = 0; runs && i < n; i++)
+    an_results_destroy(runs[i]);
+  free(runs);
+  free(paths);
+  return rc;
+}

@@ -1,0 +1,69 @@
+/* cmd_report.c — `simtrain report`: a results file for people, or its
+ * summary as JSON (the same bytes `run --json` printed for that run). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+  fprintf(out,
+          "usage: simtrain report OUT.h5 [--json] [--ranks LIST]\n\n"
+          "Print a results file written by 'simtrain run': the summary, per-rank times\n"
+          "(all ranks when there are few, a distribution and the slowest when many), the\n"
+          "collectives that took the most time and the busiest links.\n\n"
+          "options:\n"
+          "  --json        print only the summary, as the one-line JSON 'run --json' prints\n"
+          "  --ranks LIST  per-rank table for these ranks only (e.g. 0-3,8,12)\n"
+          "  -h, --help    this help\n");
+}
+
+const char cmd_report_help[] = "print a results file for people (or --json)";
+
+int cmd_report(int argc, char **argv)
+{
+  const char *path = NULL, *ranks_spec = NULL;
+  int json = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--json")) {
+      json = 1;
+    } else if (!strcmp(a, "--ranks")) {
+      if (i + 1 >= argc)
+        return cli_usage_error("report", "'--ranks' needs a list of ranks");
+      ranks_spec = argv[++i];
+    } else if (a[0] == '-' && a[1]) {
+      return cli_usage_error("report", "unknown option '%s'", a);
+    } else if (path) {
+      return cli_usage_error("report", "one results file at a time ('%s' and '%s')", path, a);
+    } else {
+      path = a;
+    }
+  }
+  if (!path)
+    return cli_usage_error("report", "no results file given");
+
+  st_err err = {0};
+  an_results *r = NULL;
+  if (an_results_read(path, &r, &err) != ST_OK)
+    return cli_fail(&err);
+  int32_t *sel = NULL;
+  size_t nsel = 0;
+  if (ranks_spec &&
+      an_rank_list_parse(ranks_spec, (int32_t)r->num_ranks, &sel, &nsel, &err) != ST_OK) {
+    an_results_destroy(r);
+    return cli_fail(&err);
+  }
+  if (json)
+    an_summary_print_json(&r->summary, stdout);
+  else
+    an_report_print_ranks(r, sel, nsel, stdout);
+  free(sel);
+  an_results_destroy(r);
+  return 0;
+}

@@ -1,0 +1,982 @@
+/* sim.c — the replay engine (see sim.h for the contract).
+ *
+ * Design notes
+ *  1. Actors.  Each (rank, stream) whose program has ops on that stream is a
+ *     SimGrid actor on the rank's GPU host.  Programs are shared between
+ *     ranks; per-rank state is only counters (ops done per stream) and the
+ *     time accounting, so memory is O(ranks x streams), not O(ranks x ops).
+ *  2. Compute.  A compute op is a timed wait (sg_actor_sleep_for, ten times
+ *     cheaper than an exec).  Consecutive compute ops of a stream are
+ *     coalesced into one wait up to the next op another stream waits on, or
+ *     the next op that itself waits; timeline rows are rebuilt from offsets.
+ *  3. Collectives.  Members rendezvous (generation counter + condition per
+ *     communicator): nobody starts until all have arrived, as in NCCL.  Then
+ *     each member posts the flows of the algorithm it sends and receives
+ *     (mailbox comms between GPU hosts, so SimGrid shares links max-min
+ *     fairly with every other flow), and a completion rendezvous releases
+ *     all members together when the last flow ends — a synchronous ring
+ *     runs at the pace of its slowest edge.  In flow fidelity each algorithm
+ *     edge is one flow carrying that edge's total bytes, and the algorithm's
+ *     remaining latency terms are charged as a wait before it; in step
+ *     fidelity every step is its own flow.
+ *  4. Send/recv.  The two sides rendezvous on (communicator, src, dst, tag);
+ *     the first to arrive waits (pipeline bubble), then one flow.
+ *  5. Accounting.  Per rank, counters of streams computing / transferring /
+ *     waiting for a pipeline peer; at each change the elapsed time goes to
+ *     one bucket by priority (compute > exposed comm > bubble > idle), so
+ *     the buckets add up to the rank's finish time exactly.
+ *  6. Failure.  A member that never arrives leaves the others blocked; when
+ *     SimGrid runs out of events the run ends and the rendezvous states say
+ *     which communicator, op and ranks were stuck (ST_ESIM).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+#include <simgrid/mailbox.h>
+#include <simgrid/plugins/load.h>
+#include <xbt/dynar.h>
+
+#include "sim.h"
+#include "sim_int.h"
+
+/* ---- state ------------------------------------------------------------------ */
+
+/* Actors blocked until some state changes: they suspend themselves and the
+ * actor that changes the state resumes them all (they re-check and may
+ * block again).  Cheaper and simpler than SimGrid condition variables. */
+typedef struct waitq {
+  sg_actor_t *a;
+  int n, cap;
+} waitq;
+
+typedef struct rank_state {
+  uint32_t *done;       /* ops completed per stream of the rank's program */
+  waitq wq;             /* streams waiting for another stream of this rank */
+  int waiters;
+  int n_compute, n_xfer, n_bubble;
+  double last_t;
+  int phase;
+} rank_state;
+
+typedef struct comm_state {
+  uint64_t gen;         /* instances started */
+  uint64_t done_gen;    /* instances completed */
+  int arrived, pending;
+  int op;               /* op of the instance being assembled */
+  int algo;             /* algorithm chosen for it */
+  double bytes;
+  int first_rank;       /* rank that arrived first (for mismatch messages) */
+  double first_arrival, start;
+  uint64_t *arrived_gen; /* per member: gen+1 when it arrived at instance gen */
+  waitq wq;
+  double *edge_lat;     /* per member: latency of member -> member+1 (ring) */
+  double ring_lat_max;
+} comm_state;
+
+typedef struct p2p_state {
+  int32_t comm, src, dst, tag; /* the tuple (members) */
+  int here[2];                 /* sender, receiver waiting */
+  uint64_t gen;
+  double first_arrival, start, bytes;
+  waitq wq;
+  sg_mailbox_t mb;
+} p2p_state;
+
+typedef struct mb_entry {
+  int32_t comm, src, dst;
+  sg_mailbox_t mb;
+} mb_entry;
+
+typedef struct actor_ctx {
+  int rank, stream;
+  const uint32_t *ops; /* op indices of this stream in program order */
+  uint32_t num_ops;
+  sim_sched sched;     /* scratch for collective schedules */
+} actor_ctx;
+
+typedef struct prog_info {
+  uint32_t **stream_ops;  /* per stream: op indices */
+  uint32_t *stream_len;
+  uint32_t *pos;          /* per op: position within its stream */
+  uint8_t *is_target;     /* per op: some op of another stream waits on it */
+} prog_info;
+
+static struct engine {
+  const wl_workload *wl;
+  const plat_cluster *cl;
+  const sim_options *opt;
+  sg_host_t *hosts;
+  rank_state *ranks;
+  comm_state *comms;
+  int32_t *member;        /* [rank * num_roles + role] member index */
+  prog_info *progs;
+  sim_map mailboxes, p2ps;
+  st_arena arena;
+  sim_result *res;
+  size_t cap_colls, cap_timeline;
+  int failed;
+  st_err *err;
+  int actors_total, actors_done;
+  actor_ctx **actors;     /* to release their scratch */
+  uint64_t ops_total, ops_done;
+  int progress_on, progress_shown;
+  struct timespec wall0;
+  double last_progress;
+  uint64_t events;
+  char dummy_payload;
+} E;
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static double now(void) { return simgrid_get_clock(); }
+
+static void fail(int code, const char *msg)
+{
+  if (!E.failed) {
+    E.failed = 1;
+    st_err_set(E.err, code, "%s", msg);
+  }
+}
+
+/* Account the time since the last change to one bucket, then apply deltas. */
+static void acct(int rank, int dc, int dx, int db)
+{
+  rank_state *rs = &E.ranks[rank];
+  sim_rank_stats *st = &E.res->ranks[rank];
+  double t = now(), dt = t - rs->last_t;
+  if (dt > 0) {
+    if (rs->n_compute > 0) {
+      st->compute_s += dt;
+      if (rs->n_xfer > 0)
+        st->overlapped_comm_s += dt;
+    } else if (rs->n_xfer > 0) {
+      st->exposed_comm_s += dt;
+    } else if (rs->n_bubble > 0) {
+      st->bubble_s += dt;
+    } else {
+      st->idle_s += dt;
+    }
+  }
+  rs->last_t = t;
+  rs->n_compute += dc;
+  rs->n_xfer += dx;
+  rs->n_bubble += db;
+}
+
+static void wq_wait(waitq *q)
+{
+  if (q->n == q->cap) {
+    int cap = q->cap ? q->cap * 2 : 4;
+    sg_actor_t *a = st_arena_alloc(&E.arena, (size_t)cap * sizeof *a);
+    if (!a) {
+      fail(ST_ENOMEM, "out of memory");
+      return;
+    }
+    if (q->n)
+      memcpy(a, q->a, (size_t)q->n * sizeof *a);
+    q->a = a;
+    q->cap = cap;
+  }
+  sg_actor_t self = sg_actor_self();
+  q->a[q->n++] = self;
+  sg_actor_suspend(self);
+}
+
+static void wq_wake(waitq *q)
+{
+  int n = q->n;
+  q->n = 0;
+  for (int i = 0; i < n; i++)
+    sg_actor_resume(q->a[i]);
+}
+
+static void timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1)
+{
+  if (!E.opt->timeline)
+    return;
+  sim_result *r = E.res;
+  if (r->num_timeline == E.cap_timeline) {
+    size_t cap = E.cap_timeline ? E.cap_timeline * 2 : 4096;
+    sim_timeline_row *n = realloc(r->timeline, cap * sizeof *n);
+    if (!n) {
+      fail(ST_ENOMEM, "out of memory recording the timeline");
+      return;
+    }
+    r->timeline = n;
+    E.cap_timeline = cap;
+  }
+  sim_timeline_row *row = &r->timeline[r->num_timeline++];
+  row->rank = rank;
+  row->stream = op->stream;
+  row->kind = op->kind;
+  row->sub = op->sub;
+  row->program = E.wl->rank_program[rank];
+  row->op = opi;
+  row->start_s = t0;
+  row->end_s = t1;
+  row->bytes = op->kind == WL_OP_COMPUTE ? op->bytes : op->bytes;
+  row->flops = op->flops;
+}
+
+static sim_coll_record *coll_record_new(void)
+{
+  sim_result *r = E.res;
+  if (r->num_colls == E.cap_colls) {
+    size_t cap = E.cap_colls ? E.cap_colls * 2 : 1024;
+    sim_coll_record *n = realloc(r->colls, cap * sizeof *n);
+    if (!n) {
+      fail(ST_ENOMEM, "out of memory recording collectives");
+      return NULL;
+    }
+    r->colls = n;
+    E.cap_colls = cap;
+  }
+  sim_coll_record *c = &r->colls[r->num_colls++];
+  memset(c, 0, sizeof *c);
+  return c;
+}
+
+static sg_mailbox_t mailbox_for(int comm, int src, int dst)
+{
+  uint64_t key = sim_key4((uint64_t)comm, (uint64_t)src, (uint64_t)dst, 0x636f6c6cULL);
+  mb_entry *e = sim_map_get(&E.mailboxes, key);
+  if (e && e->comm == comm && e->src == src && e->dst == dst)
+    return e->mb;
+  char name[96];
+  snprintf(name, sizeof name, "c%d:%d>%d", comm, src, dst);
+  sg_mailbox_t mb = sg_mailbox_by_name(name);
+  if (!e) {
+    e = st_arena_alloc(&E.arena, sizeof *e);
+    if (!e || sim_map_put(&E.mailboxes, key, e)) {
+      fail(ST_ENOMEM, "out of memory creating mailboxes");
+      return mb;
+    }
+    e->comm = comm;
+    e->src = src;
+    e->dst = dst;
+    e->mb = mb;
+  }
+  return mb;
+}
+
+/* ---- cross-stream waits -------------------------------------------------- */
+
+static void wait_deps(int rank, const wl_program *p, const prog_info *pi, const wl_op *op)
+{
+  rank_state *rs = &E.ranks[rank];
+  for (uint32_t w = 0; w < op->wait_count; w++) {
+    uint32_t target = p->waits[op->wait_first + w];
+    const wl_op *t = &p->ops[target];
+    if (t->stream == op->stream)
+      continue; /* implied by stream order */
+    while (rs->done[t->stream] <= pi->pos[target]) {
+      rs->waiters++;
+      wq_wait(&rs->wq);
+      rs->waiters--;
+    }
+  }
+}
+
+/* A progress line on stderr for runs longer than about two seconds, when
+ * stderr is a terminal: simulated time, ops done, rate and ETA (from the
+ * fraction of all ranks' ops done). */
+static void progress(uint32_t n)
+{
+  E.ops_done += n;
+  if (!E.progress_on || (E.ops_done & 0x3ff) != 0)
+    return;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  double wall = (double)(t.tv_sec - E.wall0.tv_sec) + 1e-9 * (double)(t.tv_nsec - E.wall0.tv_nsec);
+  if (wall < 2.0 || wall - E.last_progress < 0.5)
+    return;
+  E.last_progress = wall;
+  double frac = (double)E.ops_done / (double)E.ops_total;
+  double eta = frac > 0 ? wall * (1 / frac - 1) : 0;
+  fprintf(stderr, "\rsimtrain: simulated %.6f s, %llu/%llu ops (%.0f%%), %.0f ops/s, ETA %.0f s   ",
+          now(), (unsigned long long)E.ops_done, (unsigned long long)E.ops_total, 100 * frac,
+          (double)E.ops_done / wall, eta);
+  E.progress_shown = 1;
+}
+
+static void stream_progress(int rank, int stream, uint32_t n)
+{
+  progress(n);
+  rank_state *rs = &E.ranks[rank];
+  rs->done[stream] += n;
+  if (rs->waiters > 0)
+    wq_wake(&rs->wq);
+}
+
+/* ---- collectives --------------------------------------------------------- */
+
+static void comm_edge_latencies(int c, comm_state *cs)
+{
+  const wl_comm *cm = &E.wl->comms[c];
+  cs->edge_lat = st_arena_alloc(&E.arena, (size_t)cm->size * sizeof *cs->edge_lat);
+  if (!cs->edge_lat) {
+    fail(ST_ENOMEM, "out of memory");
+    return;
+  }
+  cs->ring_lat_max = 0;
+  for (int i = 0; i < cm->size; i++) {
+    int j = (i + 1) % cm->size;
+    double l = sg_host_get_route_latency(E.hosts[cm->ranks[i]], E.hosts[cm->ranks[j]]);
+    cs->edge_lat[i] = l;
+    if (l > cs->ring_lat_max)
+      cs->ring_lat_max = l;
+  }
+}
+
+/* Member m's part of one collective instance: the algorithm's rounds, each
+ * a wait for latency terms then flows to and from other members. */
+static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, const wl_op *op,
+                          sim_sched *sched)
+{
+  const wl_comm *cm = &E.wl->comms[c];
+  if (!cs->edge_lat)
+    comm_edge_latencies(c, cs);
+  if (E.failed)
+    return;
+  sim_coll_ctx ctx = {
+      .op = cs->op,
+      .n = cm->size,
+      .bytes = cs->bytes,
+      .root = op->peer >= 0 ? op->peer : 0,
+      .splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL,
+      .ranks = cm->ranks,
+      .cl = E.cl,
+      .fidelity = E.opt->fidelity,
+      .algo = cs->algo,
+      .edge_lat = cs->edge_lat,
+      .ring_lat_max = cs->ring_lat_max,
+  };
+  if (sim_coll_plan(&ctx, m, sched)) {
+    fail(ST_ENOMEM, "out of memory planning a collective");
+    return;
+  }
+  sg_comm_t local[8];
+  void *data;
+  for (size_t r = 0; r < sched->nrounds; r++) {
+    const sim_round *rd = &sched->rounds[r];
+    size_t nc = rd->nsend + rd->nrecv;
+    sg_comm_t *comms = nc <= 8 ? local : malloc(nc * sizeof *comms);
+    if (!comms) {
+      fail(ST_ENOMEM, "out of memory");
+      return;
+    }
+    size_t k = 0;
+    /* receives first, so a peer with less latency to charge is not held up */
+    for (uint32_t i = 0; i < rd->nrecv; i++)
+      comms[k++] = sg_mailbox_get_async(mailbox_for(c, sched->xfers[rd->recv_first + i].peer, m),
+                                        &data);
+    if (rd->pre_s > 0)
+      sg_actor_sleep_for(rd->pre_s);
+    for (uint32_t i = 0; i < rd->nsend; i++) {
+      const sim_xfer *x = &sched->xfers[rd->send_first + i];
+      comms[k++] = sg_mailbox_put_async(mailbox_for(c, m, x->peer), &E.dummy_payload,
+                                        (long)llround(x->bytes));
+    }
+    sg_comm_wait_all(comms, k);
+    E.events += k;
+    if (comms != local)
+      free(comms);
+  }
+}
+
+static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *sched)
+{
+  const wl_workload *wl = E.wl;
+  int c = wl_rank_comm(wl, rank, op->role);
+  int m = E.member[(size_t)rank * wl->num_roles + op->role];
+  const wl_comm *cm = &wl->comms[c];
+  comm_state *cs = &E.comms[c];
+  int n = cm->size;
+
+  if (n == 1) /* a communicator of one: nothing to move */
+    return;
+
+  double t = now();
+  if (cs->arrived == 0) {
+    cs->first_arrival = t;
+    cs->op = op->sub;
+    cs->bytes = op->bytes;
+    cs->first_rank = rank;
+  } else if (cs->op != op->sub || cs->bytes != op->bytes) {
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "collective mismatch on communicator '%s': rank %d called %s of %.17g bytes, "
+             "rank %d called %s of %.17g bytes",
+             cm->name, cs->first_rank, wl_coll_name(cs->op), cs->bytes, rank, wl_coll_name(op->sub),
+             op->bytes);
+    fail(ST_ESIM, msg);
+    sg_actor_kill_all();
+    return;
+  }
+  uint64_t my_gen = cs->gen;
+  cs->arrived_gen[m] = my_gen + 1;
+  if (++cs->arrived == n) {
+    cs->gen++;
+    cs->arrived = 0;
+    cs->start = t;
+    cs->pending = n;
+    sim_coll_ctx cx = {.op = cs->op, .n = n, .bytes = cs->bytes, .cl = E.cl,
+                       .fidelity = E.opt->fidelity, .ranks = cm->ranks};
+    cs->algo = sim_coll_choose(&cx);
+    wq_wake(&cs->wq);
+  } else {
+    while (cs->gen == my_gen)
+      wq_wait(&cs->wq);
+  }
+  double start = cs->start, first = cs->first_arrival;
+  int opk = cs->op;
+  double bytes = cs->bytes;
+
+  acct(rank, 0, 1, 0);
+  coll_transfer(c, cs, m, p, op, sched);
+
+  uint64_t my_done = cs->done_gen;
+  if (--cs->pending == 0) {
+    cs->done_gen++;
+    double end = now();
+    sim_coll_record *rec = coll_record_new();
+    if (rec) {
+      rec->comm = c;
+      rec->kind = WL_OP_COLL;
+      rec->op = (uint8_t)opk;
+      rec->algo = (uint8_t)cs->algo;
+      rec->nranks = n;
+      rec->src = rec->dst = -1;
+      rec->bytes = bytes;
+      rec->first_arrival_s = first;
+      rec->start_s = start;
+      rec->end_s = end;
+      double dt = end - start;
+      rec->algbw_GBps = dt > 0 ? bytes / dt / 1e9 : 0;
+      rec->busbw_GBps = rec->algbw_GBps * sim_busbw_factor(opk, n);
+    }
+    wq_wake(&cs->wq);
+  } else {
+    while (cs->done_gen == my_done)
+      wq_wait(&cs->wq);
+  }
+  acct(rank, 0, -1, 0);
+  E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += now() - start;
+}
+
+/* ---- send / recv --------------------------------------------------------- */
+
+static void run_p2p(int rank, const wl_op *op)
+{
+  const wl_workload *wl = E.wl;
+  int c = wl_rank_comm(wl, rank, op->role);
+  int me = E.member[(size_t)rank * wl->num_roles + op->role];
+  const wl_comm *cm = &wl->comms[c];
+  int is_send = op->kind == WL_OP_SEND;
+  int src = is_send ? me : op->peer, dst = is_send ? op->peer : me;
+  uint64_t key = sim_key4((uint64_t)c, (uint64_t)src, (uint64_t)dst, (uint64_t)(uint32_t)op->tag);
+  p2p_state *ps = sim_map_get(&E.p2ps, key);
+  if (!ps) {
+    ps = st_arena_alloc(&E.arena, sizeof *ps);
+    if (!ps || sim_map_put(&E.p2ps, key, ps)) {
+      fail(ST_ENOMEM, "out of memory");
+      return;
+    }
+    ps->comm = c;
+    ps->src = src;
+    ps->dst = dst;
+    ps->tag = op->tag;
+    char name[96];
+    snprintf(name, sizeof name, "p%d:%d>%d#%d", c, src, dst, op->tag);
+    ps->mb = sg_mailbox_by_name(name);
+  }
+  int side = is_send ? 0 : 1;
+  while (ps->here[side]) /* our previous message with this tag is not matched yet */
+    wq_wait(&ps->wq);
+  ps->here[side] = 1;
+  if (is_send)
+    ps->bytes = op->bytes;
+  if (!ps->here[1 - side]) {
+    ps->first_arrival = now();
+    uint64_t my_gen = ps->gen;
+    acct(rank, 0, 0, 1);
+    while (ps->gen == my_gen)
+      wq_wait(&ps->wq);
+    acct(rank, 0, 0, -1);
+  } else {
+    ps->gen++;
+    ps->here[0] = ps->here[1] = 0;
+    ps->start = now();
+    wq_wake(&ps->wq);
+  }
+  double first = ps->first_arrival, start = ps->start, bytes = ps->bytes;
+  if (!is_send && bytes != op->bytes) {
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "send/recv mismatch on communicator '%s': rank %d sends %.17g bytes to rank %d, "
+             "which receives %.17g bytes (tag %d)",
+             cm->name, cm->ranks[src], bytes, cm->ranks[dst], op->bytes, op->tag);
+    fail(ST_ESIM, msg);
+    sg_actor_kill_all();
+    return;
+  }
+  acct(rank, 0, 1, 0);
+  if (is_send) {
+    sg_mailbox_put(ps->mb, &E.dummy_payload, (long)llround(bytes));
+  } else {
+    sg_mailbox_get(ps->mb);
+    sim_coll_record *rec = coll_record_new();
+    if (rec) {
+      rec->comm = c;
+      rec->kind = WL_OP_SEND;
+      rec->op = 0;
+      rec->nranks = 2;
+      rec->src = cm->ranks[src];
+      rec->dst = cm->ranks[dst];
+      rec->bytes = bytes;
+      rec->first_arrival_s = first;
+      rec->start_s = start;
+      rec->end_s = now();
+      double dt = rec->end_s - start;
+      rec->algbw_GBps = dt > 0 ? bytes / dt / 1e9 : 0;
+      rec->busbw_GBps = rec->algbw_GBps;
+    }
+  }
+  E.events++;
+  acct(rank, 0, -1, 0);
+  E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += now() - start;
+}
+
+/* ---- the stream actor ---------------------------------------------------- */
+
+static void stream_actor(int argc, char **argv)
+{
+  (void)argc;
+  (void)argv;
+  actor_ctx *a = sg_actor_self_get_data();
+  int rank = a->rank;
+  int pidx = E.wl->rank_program[rank];
+  const wl_program *p = &E.wl->programs[pidx];
+  const prog_info *pi = &E.progs[pidx];
+  const plat_device *dev = &E.cl->device;
+  double offsets_local[64];
+
+  for (uint32_t k = 0; k < a->num_ops && !E.failed;) {
+    uint32_t opi = a->ops[k];
+    const wl_op *op = &p->ops[opi];
+    wait_deps(rank, p, pi, op);
+    double t0 = now();
+    switch (op->kind) {
+    case WL_OP_COMPUTE: {
+      /* Coalesce a run of compute ops into one timed wait. */
+      uint32_t k2 = k;
+      double total = 0;
+      for (;;) {
+        const wl_op *o = &p->ops[a->ops[k2]];
+        double d = plat_compute_time(dev, o);
+        if (E.opt->timeline) {
+          double off = total;
+          timeline_add(rank, o, a->ops[k2], t0 + off, t0 + off + d);
+        }
+        E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d;
+        total += d;
+        if (pi->is_target[a->ops[k2]] || k2 + 1 >= a->num_ops)
+          break;
+        const wl_op *nx = &p->ops[a->ops[k2 + 1]];
+        if (nx->kind != WL_OP_COMPUTE || nx->wait_count > 0)
+          break;
+        k2++;
+      }
+      (void)offsets_local;
+      acct(rank, 1, 0, 0);
+      if (total > 0)
+        sg_actor_sleep_for(total);
+      acct(rank, -1, 0, 0);
+      E.events++;
+      stream_progress(rank, a->stream, k2 - k + 1);
+      k = k2 + 1;
+      continue;
+    }
+    case WL_OP_COLL:
+      run_coll(rank, p, op, &a->sched);
+      break;
+    case WL_OP_SEND:
+    case WL_OP_RECV:
+      run_p2p(rank, op);
+      break;
+    case WL_OP_MARKER:
+      if (op->sub == WL_MARK_PHASE)
+        E.ranks[rank].phase = op->tag;
+      break;
+    }
+    if (op->kind != WL_OP_MARKER)
+      timeline_add(rank, op, opi, t0, now());
+    stream_progress(rank, a->stream, 1);
+    k++;
+  }
+  if (!E.failed) {
+    sim_rank_stats *st = &E.res->ranks[rank];
+    double t = now();
+    if (t > st->finish_s)
+      st->finish_s = t;
+  }
+  E.actors_done++;
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+static int build_prog_info(st_err *err)
+{
+  const wl_workload *wl = E.wl;
+  E.progs = st_arena_alloc(&E.arena, (size_t)wl->num_programs * sizeof *E.progs);
+  if (!E.progs)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  for (int pidx = 0; pidx < wl->num_programs; pidx++) {
+    const wl_program *p = &wl->programs[pidx];
+    prog_info *pi = &E.progs[pidx];
+    pi->stream_ops = st_arena_alloc(&E.arena, (size_t)p->num_streams * sizeof *pi->stream_ops);
+    pi->stream_len = st_arena_alloc(&E.arena, (size_t)p->num_streams * sizeof *pi->stream_len);
+    pi->pos = st_arena_alloc(&E.arena, (p->num_ops + 1) * sizeof *pi->pos);
+    pi->is_target = st_arena_alloc(&E.arena, p->num_ops + 1);
+    if (!pi->stream_ops || !pi->stream_len || !pi->pos || !pi->is_target)
+      return st_err_set(err, ST_ENOMEM, "out of memory");
+    for (size_t i = 0; i < p->num_ops; i++) {
+      const wl_op *o = &p->ops[i];
+      pi->pos[i] = pi->stream_len[o->stream]++;
+      for (uint32_t w = 0; w < o->wait_count; w++) {
+        uint32_t t = p->waits[o->wait_first + w];
+        if (p->ops[t].stream != o->stream)
+          pi->is_target[t] = 1;
+      }
+    }
+    for (int s = 0; s < p->num_streams; s++) {
+      pi->stream_ops[s] = st_arena_alloc(&E.arena, (pi->stream_len[s] + 1) * sizeof(uint32_t));
+      if (!pi->stream_ops[s])
+        return st_err_set(err, ST_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < p->num_ops; i++)
+      pi->stream_ops[p->ops[i].stream][pi->pos[i]] = (uint32_t)i;
+  }
+  return ST_OK;
+}
+
+static int build_members(st_err *err)
+{
+  const wl_workload *wl = E.wl;
+  size_t n = (size_t)wl->num_ranks * wl->num_roles;
+  E.member = malloc((n + 1) * sizeof *E.member);
+  if (!E.member)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++)
+    E.member[i] = -1;
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    for (int i = 0; i < cm->size; i++) {
+      int r = cm->ranks[i];
+      for (int role = 0; role < wl->num_roles; role++)
+        if (wl_rank_comm(wl, r, role) == c)
+          E.member[(size_t)r * wl->num_roles + role] = i;
+    }
+  }
+  for (int r = 0; r < wl->num_ranks; r++)
+    for (int role = 0; role < wl->num_roles; role++) {
+      int c = wl_rank_comm(wl, r, role);
+      if (c >= 0 && E.member[(size_t)r * wl->num_roles + role] < 0)
+        return st_err_set(err, ST_EINPUT,
+                          "rank %d: communicator '%s' plays role '%s' for it but does not contain "
+                          "it",
+                          r, wl->comms[c].name, wl->roles[role]);
+    }
+  return ST_OK;
+}
+
+static void build_cfg_argv(const sim_options *opt, int *argc, char **argv, char *store, size_t cap)
+{
+  static const char *ideal[] = {"--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+                                "--cfg=network/TCP-gamma:0"};
+  int n = 0;
+  argv[n++] = "simtrain";
+  if (opt->net_model == SIM_NET_IDEAL)
+    for (size_t i = 0; i < 3; i++)
+      argv[n++] = (char *)ideal[i];
+  else if (opt->net_model == SIM_NET_CM02)
+    argv[n++] = "--cfg=network/model:CM02";
+  else
+    argv[n++] = "--cfg=network/model:LV08";
+  argv[n++] = "--cfg=contexts/stack-size:64";
+  argv[n++] = "--cfg=contexts/guard-size:0";
+  argv[n++] = "--cfg=surf/precision:1e-9";
+  argv[n++] = "--log=root.thres:critical";
+  argv[n++] = "--log=xbt_cfg.thres:critical";
+  argv[n++] = "--log=root.app:file:/dev/null";
+  /* extra user settings, space-separated */
+  if (opt->simgrid_cfg && *opt->simgrid_cfg) {
+    snprintf(store, cap, "%s", opt->simgrid_cfg);
+    for (char *tok = strtok(store, " "); tok && n < 30; tok = strtok(NULL, " "))
+      argv[n++] = tok;
+  }
+  argv[n] = NULL;
+  *argc = n;
+}
+
+static void describe_deadlock(void)
+{
+  const wl_workload *wl = E.wl;
+  st_buf b;
+  st_buf_init(&b);
+  for (int c = 0; c < wl->num_comms && !b.len; c++) {
+    comm_state *cs = &E.comms[c];
+    const wl_comm *cm = &wl->comms[c];
+    if (cs->arrived == 0)
+      continue;
+    st_buf_printf(&b, "collective %s on communicator '%s' never completed: %d of %d ranks reached it (",
+                  wl_coll_name(cs->op), cm->name, cs->arrived, cm->size);
+    int shown = 0;
+    for (int i = 0; i < cm->size && shown < 16; i++)
+      if (cs->arrived_gen[i] == cs->gen + 1)
+        st_buf_printf(&b, "%s%d", shown++ ? "," : "", cm->ranks[i]);
+    st_buf_printf(&b, "); ranks still missing: ");
+    shown = 0;
+    for (int i = 0; i < cm->size && shown < 16; i++)
+      if (cs->arrived_gen[i] != cs->gen + 1)
+        st_buf_printf(&b, "%s%d", shown++ ? "," : "", cm->ranks[i]);
+    if (shown == 16)
+      st_buf_printf(&b, ",...");
+  }
+  if (!b.len)
+    for (size_t i = 0; i < E.p2ps.cap && !b.len; i++) {
+      if (!E.p2ps.keys[i])
+        continue;
+      p2p_state *ps = E.p2ps.vals[i];
+      if (!ps->here[0] && !ps->here[1])
+        continue;
+      const wl_comm *cm = &wl->comms[ps->comm];
+      st_buf_printf(&b, "%s from rank %d to rank %d on communicator '%s' (tag %d) was never matched by a %s",
+                    ps->here[0] ? "send" : "recv", cm->ranks[ps->src], cm->ranks[ps->dst], cm->name,
+                    ps->tag, ps->here[0] ? "recv" : "send");
+    }
+  if (!b.len)
+    st_buf_printf(&b, "the replay deadlocked: %d of %d streams never finished (a cross-stream wait that "
+                  "cannot be satisfied)", E.actors_total - E.actors_done, E.actors_total);
+  fail(ST_ESIM, b.data);
+  st_buf_release(&b);
+}
+
+static void collect_links(void)
+{
+  size_t n = sg_link_count();
+  sg_link_t *links = sg_link_list();
+  sim_result *r = E.res;
+  r->links = calloc(n + 1, sizeof *r->links);
+  if (!r->links) {
+    free(links);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    double bytes = sg_link_get_cum_load(links[i]);
+    if (!(bytes > 0))
+      continue;
+    sim_link_stats *l = &r->links[r->num_links++];
+    l->name = st_arena_strdup(&r->arena, sg_link_get_name(links[i]));
+    l->bandwidth_Bps = sg_link_get_bandwidth(links[i]);
+    l->bytes = bytes;
+    l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
+    l->peak_util = l->bandwidth_Bps > 0 ? sg_link_get_max_instantaneous_load(links[i]) / l->bandwidth_Bps : 0;
+  }
+  free(links);
+}
+
+/* The link-load plugin only measures links it is told to track; split-duplex
+ * links are listed once but carry traffic on their _UP and _DOWN halves. */
+static void track_links(void)
+{
+  size_t n = sg_link_count();
+  sg_link_t *links = sg_link_list();
+  for (size_t i = 0; i < n; i++)
+    sg_link_load_track(links[i]);
+  free(links);
+}
+
+static int engine_used;
+
+int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,
+            sim_result **out, st_err *err)
+{
+  if (engine_used)
+    return st_err_set(err, ST_ESIM, "sim_run: SimGrid allows one engine per process");
+  engine_used = 1;
+  sim_options defaults;
+  if (!opt) {
+    sim_options_init(&defaults);
+    opt = &defaults;
+  }
+  if (wl->num_ranks > cl->num_gpus)
+    return st_err_set(err, ST_EINPUT,
+                      "workload has %d ranks but cluster '%s' has %d GPUs (%d per node: it "
+                      "needs %d nodes)",
+                      wl->num_ranks, cl->name, cl->num_gpus, cl->gpus_per_node,
+                      (wl->num_ranks + cl->gpus_per_node - 1) / cl->gpus_per_node);
+  int rc = wl_workload_check(wl, err);
+  if (rc)
+    return rc;
+
+  memset(&E, 0, sizeof E);
+  E.wl = wl;
+  E.cl = cl;
+  E.opt = opt;
+  E.err = err;
+  st_arena_init(&E.arena, 1 << 20);
+  sim_map_init(&E.mailboxes);
+  sim_map_init(&E.p2ps);
+
+  sim_result *r = calloc(1, sizeof *r);
+  if (!r)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  st_arena_init(&r->arena, 1 << 16);
+  r->num_ranks = wl->num_ranks;
+  r->iterations = wl->meta.iterations > 0 ? wl->meta.iterations : 1;
+  r->ranks = calloc((size_t)wl->num_ranks, sizeof *r->ranks);
+  E.res = r;
+  E.ranks = calloc((size_t)wl->num_ranks, sizeof *E.ranks);
+  E.comms = calloc((size_t)wl->num_comms + 1, sizeof *E.comms);
+  E.hosts = calloc((size_t)cl->num_gpus, sizeof *E.hosts);
+  if (!r->ranks || !E.ranks || !E.comms || !E.hosts) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < wl->num_ranks; i++) {
+    r->ranks[i].rank = i;
+    r->ranks[i].host = i;
+  }
+  for (int c = 0; c < wl->num_comms; c++) {
+    E.comms[c].arrived_gen = st_arena_alloc(&E.arena, (size_t)wl->comms[c].size * sizeof(uint64_t));
+    if (!E.comms[c].arrived_gen) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      goto out;
+    }
+  }
+  if ((rc = build_members(err)) || (rc = build_prog_info(err)))
+    goto out;
+
+  char *argv[32], store[1024];
+  int argc;
+  build_cfg_argv(opt, &argc, argv, store, sizeof store);
+  simgrid_init(&argc, argv);
+  sg_link_load_plugin_init();
+  if ((rc = plat_cluster_build(cl, (void **)E.hosts, err)))
+    goto out;
+  track_links();
+
+  /* actors */
+  size_t max_actors = 0;
+  for (int rank = 0; rank < wl->num_ranks; rank++)
+    max_actors += (size_t)wl->programs[wl->rank_program[rank]].num_streams;
+  E.actors = calloc(max_actors + 1, sizeof *E.actors);
+  if (!E.actors) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (int rank = 0; rank < wl->num_ranks; rank++) {
+    int pidx = wl->rank_program[rank];
+    const wl_program *p = &wl->programs[pidx];
+    const prog_info *pi = &E.progs[pidx];
+    E.ranks[rank].done = st_arena_alloc(&E.arena, (size_t)p->num_streams * sizeof(uint32_t));
+    if (!E.ranks[rank].done) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      goto out;
+    }
+    for (int s = 0; s < p->num_streams; s++) {
+      if (!pi->stream_len[s])
+        continue;
+      actor_ctx *a = st_arena_alloc(&E.arena, sizeof *a);
+      if (!a) {
+        rc = st_err_set(err, ST_ENOMEM, "out of memory");
+        goto out;
+      }
+      a->rank = rank;
+      a->stream = s;
+      a->ops = pi->stream_ops[s];
+      a->num_ops = pi->stream_len[s];
+      char name[48];
+      snprintf(name, sizeof name, "r%d.s%d", rank, s);
+      E.actors[E.actors_total] = a;
+      sg_actor_t act = sg_actor_init(name, E.hosts[rank]);
+      sg_actor_set_data(act, a);
+      sg_actor_start(act, stream_actor, 0, NULL);
+      E.actors_total++;
+    }
+  }
+
+  for (int rank = 0; rank < wl->num_ranks; rank++)
+    E.ops_total += wl->programs[wl->rank_program[rank]].num_ops;
+  E.progress_on = !opt->quiet && isatty(STDERR_FILENO);
+  struct timespec w0, w1;
+  clock_gettime(CLOCK_MONOTONIC, &w0);
+  E.wall0 = w0;
+  simgrid_run();
+  clock_gettime(CLOCK_MONOTONIC, &w1);
+  if (E.progress_shown)
+    fputs("\r\033[K", stderr);
+  r->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
+  r->sim_time_s = now();
+  r->events = E.events;
+
+  if (!E.failed && E.actors_done != E.actors_total)
+    describe_deadlock();
+  if (E.failed) {
+    rc = err ? err->code : ST_ESIM;
+    goto out;
+  }
+  /* close every rank's accounting at its own finish time */
+  double last = 0;
+  for (int rank = 0; rank < wl->num_ranks; rank++) {
+    sim_rank_stats *st = &r->ranks[rank];
+    rank_state *rs = &E.ranks[rank];
+    double dt = st->finish_s - rs->last_t;
+    if (dt > 0)
+      st->idle_s += dt;
+    st->comm_s = st->exposed_comm_s + st->overlapped_comm_s;
+    if (st->finish_s > last)
+      last = st->finish_s;
+  }
+  r->step_time_s = last / r->iterations;
+  collect_links();
+  *out = r;
+  r = NULL;
+  rc = ST_OK;
+
+out:
+  for (int i = 0; E.actors && i < E.actors_total; i++)
+    sim_sched_release(&E.actors[i]->sched);
+  free(E.actors);
+  sim_result_destroy(r);
+  free(E.ranks);
+  free(E.comms);
+  free(E.hosts);
+  free(E.member);
+  sim_map_release(&E.mailboxes);
+  sim_map_release(&E.p2ps);
+  st_arena_release(&E.arena);
+  return rc;
+}
+
+void sim_result_destroy(sim_result *r)
+{
+  if (!r)
+    return;
+  free(r->ranks);
+  free(r->colls);
+  free(r->timeline);
+  free(r->links);
+  st_arena_release(&r->arena);
+  free(r);
+}

@@ -1,0 +1,973 @@
+/* test_analysis.c — the summary arithmetic, the HDF5 results file (round
+ * trip, NaN, atomic write, error text) and the report, on a small synthetic
+ * workload and result built by hand (no engine involved).
+ *
+ * The synthetic run: 4 ranks in two TP pairs and two PP pairs, 2 iterations,
+ * rank finish times 1.4, 1.4, 1.4, 1.6 s, so step time 0.8 s.  Expected
+ * summary numbers below are worked out by hand from those inputs.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+#include <hdf5.h>
+
+#include "analysis.h"
+
+/* ---- the synthetic run ------------------------------------------------------ */
+typedef struct fixture {
+  char dir[256];
+  char path[512];
+  wl_workload *wl;
+  plat_cluster cl;
+  sim_result r;
+  sim_rank_stats ranks[4];
+  sim_coll_record colls[3];
+  sim_link_stats links[2];
+  sim_timeline_row tl[6];
+  an_summary s;
+  an_run_info info;
+} fixture;
+
+static const char *const LONG_LINK = "a-rather-long-link-name/spine-3:leaf-17:port-42-uplink";
+
+static void build_workload(fixture *f)
+{
+  const char *roles[] = {"tp", "pp"};
+  f->wl = wl_workload_create(4, 2, roles);
+  assert_non_null(f->wl);
+  int32_t tp0[] = {0, 1}, tp1[] = {2, 3}, pp0[] = {0, 2}, pp1[] = {1, 3};
+  assert_int_equal(wl_comm_add(f->wl, "tp-0", WL_COMM_TP, 2, tp0), 0);
+  assert_int_equal(wl_comm_add(f->wl, "tp-1", WL_COMM_TP, 2, tp1), 1);
+  assert_int_equal(wl_comm_add(f->wl, "pp-0", WL_COMM_PP, 2, pp0), 2);
+  assert_int_equal(wl_comm_add(f->wl, "pp-1", WL_COMM_PP, 2, pp1), 3);
+  const char *streams[] = {"compute", "comm"};
+  assert_int_equal(wl_program_add(f->wl, "stage", 2, streams), 0);
+  wl_program *p = &f->wl->programs[0];
+  wl_op op = wl_op_compute(0, 0.1);
+  op.flops = 1e12;
+  op.name = wl_program_string(p, "fwd_gemm");
+  assert_int_equal(wl_program_append(p, &op, NULL, 0), 0);
+  op = wl_op_coll(1, WL_COLL_ALLREDUCE, 0, 1 << 20); /* unnamed: shows as "allreduce" */
+  assert_int_equal(wl_program_append(p, &op, NULL, 0), 1);
+  op = wl_op_p2p(1, WL_OP_SEND, 1, 1, 7, 4096);
+  op.name = wl_program_string(p, "send_act");
+  assert_int_equal(wl_program_append(p, &op, NULL, 0), 2);
+  op = wl_op_p2p(1, WL_OP_RECV, 1, 0, 7, 4096);
+  op.name = wl_program_string(p, "recv_act");
+  assert_int_equal(wl_program_append(p, &op, NULL, 0), 3);
+  for (int r = 0; r < 4; r++) {
+    wl_rank_set(f->wl, r, 0);
+    wl_rank_set_comm(f->wl, r, 0, r < 2 ? 0 : 1);
+    wl_rank_set_comm(f->wl, r, 1, r % 2 == 0 ? 2 : 3);
+  }
+  f->wl->meta.tokens_per_step = 8192;
+  f->wl->meta.model_flops_per_step = 1e15;
+  f->wl->meta.peak_memory_bytes = 40e9;
+  f->wl->meta.dtype = WL_DTYPE_BF16;
+}
+
+static void build_result(fixture *f)
+{
+  /* compute, exposed, overlapped, bubble, idle, finish (whole run, 2 iterations) */
+  static const double t[4][6] = {
+      {1.0, 0.2, 0.3, 0.1, 0.1, 1.4},
+      {1.1, 0.1, 0.2, 0.2, 0.0, 1.4},
+      {0.9, 0.3, 0.1, 0.0, 0.2, 1.4},
+      {1.2, 0.2, 0.4, 0.1, 0.1, 1.6},
+  };
+  for (int k = 0; k < 4; k++) {
+    sim_rank_stats *s = &f->ranks[k];
+    s->rank = k;
+    s->host = 3 - k;
+    s->compute_s = t[k][0];
+    s->exposed_comm_s = t[k][1];
+    s->overlapped_comm_s = t[k][2];
+    s->comm_s = t[k][1] + t[k][2];
+    s->bubble_s = t[k][3];
+    s->idle_s = t[k][4];
+    s->finish_s = t[k][5];
+    for (int p = 0; p < WL_PHASE_COUNT; p++)
+      s->phase_s[p] = 0.01 * (k + 1) * (p + 1);
+    for (int c = 0; c < WL_COMM_KIND_COUNT; c++)
+      s->comm_kind_s[c] = c == WL_COMM_TP ? 0.2 : c == WL_COMM_PP ? 0.1 * k : 0;
+  }
+  f->colls[0] = (sim_coll_record){.comm = 0, .kind = WL_OP_COLL, .op = WL_COLL_ALLREDUCE,
+                                  .nranks = 2, .src = -1, .dst = -1, .bytes = 1 << 20,
+                                  .first_arrival_s = 0.09, .start_s = 0.1, .end_s = 0.2,
+                                  .algbw_GBps = 0.0104858, .busbw_GBps = 0.0104858};
+  f->colls[1] = (sim_coll_record){.comm = 1, .kind = WL_OP_COLL, .op = WL_COLL_ALLREDUCE,
+                                  .nranks = 2, .src = -1, .dst = -1, .bytes = 1 << 20,
+                                  .first_arrival_s = 0.1, .start_s = 0.15, .end_s = 0.35,
+                                  .algbw_GBps = 0.0052429, .busbw_GBps = 0.0052429};
+  f->colls[2] = (sim_coll_record){.comm = 2, .kind = WL_OP_SEND, .nranks = 2, .src = 0,
+                                  .dst = 2, .bytes = 4096, .first_arrival_s = 0.2,
+                                  .start_s = 0.2, .end_s = 0.3, .algbw_GBps = 4.096e-5,
+                                  .busbw_GBps = 4.096e-5};
+  f->links[0] = (sim_link_stats){"gpu0-up", 300e9, 1e9, 0.5, 0.75};
+  f->links[1] = (sim_link_stats){LONG_LINK, 50e9, 2.5e8, 0.125, 1.0};
+  /* rank, stream, kind, sub, program, op, start, end, bytes, flops */
+  f->tl[0] = (sim_timeline_row){0, 0, WL_OP_COMPUTE, 0, 0, 0, 0.0, 0.1, 0, 1e12};
+  f->tl[1] = (sim_timeline_row){0, 1, WL_OP_COLL, WL_COLL_ALLREDUCE, 0, 1, 0.1, 0.2, 1 << 20, 0};
+  f->tl[2] = (sim_timeline_row){0, 1, WL_OP_SEND, 0, 0, 2, 0.2, 0.3, 4096, 0};
+  f->tl[3] = (sim_timeline_row){2, 1, WL_OP_RECV, 0, 0, 3, 0.2, 0.3, 4096, 0};
+  f->tl[4] = (sim_timeline_row){1, 0, WL_OP_COMPUTE, 0, 0, 0, 0.0, 0.12, 0, 1e12};
+  f->tl[5] = (sim_timeline_row){3, 1, WL_OP_COLL, WL_COLL_ALLREDUCE, 0, 1, 0.15, 0.35, 1 << 20, 0};
+  f->r.num_ranks = 4;
+  f->r.iterations = 2;
+  f->r.step_time_s = 0.8;
+  f->r.sim_time_s = 1.6;
+  f->r.ranks = f->ranks;
+  f->r.colls = f->colls;
+  f->r.num_colls = 3;
+  f->r.links = f->links;
+  f->r.num_links = 2;
+  f->r.timeline = f->tl;
+  f->r.num_timeline = 6;
+  f->r.wall_s = 0.25;
+  f->r.events = 1234;
+}
+
+static int setup(void **state)
+{
+  fixture *f = calloc(1, sizeof *f);
+  const char *tmp = getenv("TMPDIR");
+  snprintf(f->dir, sizeof f->dir, "%s/st_an_XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if (!mkdtemp(f->dir))
+    return -1;
+  snprintf(f->path, sizeof f->path, "%s/run.h5", f->dir);
+  build_workload(f);
+  snprintf(f->cl.name, sizeof f->cl.name, "test-cluster");
+  f->cl.device.peak_flops[WL_DTYPE_BF16] = 1e15;
+  f->cl.device.hbm_bytes = 80e9;
+  build_result(f);
+  an_summary_compute(f->wl, &f->cl, &f->r, &f->s);
+  f->info = (an_run_info){.command_line = "simtrain run --test",
+                          .workload_json = "{\"model\":\"tiny\"}",
+                          .cluster_json = "{\"preset\":\"test-cluster\"}",
+                          .options_json = "{\"net\":\"ideal\"}",
+                          .workload_name = "tiny",
+                          .cluster_name = "test-cluster",
+                          .wl = f->wl,
+                          .result = &f->r,
+                          .summary = &f->s};
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  fixture *f = *state;
+  DIR *d = opendir(f->dir);
+  if (d) {
+    struct dirent *e;
+    char p[1024];
+    while ((e = readdir(d)))
+      if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+        snprintf(p, sizeof p, "%s/%s", f->dir, e->d_name);
+        remove(p);
+      }
+    closedir(d);
+  }
+  rmdir(f->dir);
+  wl_workload_destroy(f->wl);
+  free(f);
+  return 0;
+}
+
+/* Names in the folder, sorted, joined with ' '. */
+static void dir_listing(const char *dir, char *buf, size_t n)
+{
+  struct dirent **list;
+  int k = scandir(dir, &list, NULL, alphasort);
+  buf[0] = '\0';
+  for (int i = 0; i < k; i++) {
+    if (strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..")) {
+      if (buf[0])
+        strncat(buf, " ", n - strlen(buf) - 1);
+      strncat(buf, list[i]->d_name, n - strlen(buf) - 1);
+    }
+    free(list[i]);
+  }
+  free(list);
+}
+
+static void assert_close(double got, double want)
+{
+  if (!(fabs(got - want) <= 1e-12 * fmax(1.0, fabs(want)))) {
+    print_error("got %.17g, want %.17g\n", got, want);
+    fail();
+  }
+}
+
+/* ---- summary arithmetic ------------------------------------------------------- */
+static void test_summary__matches_hand_computed(void **state)
+{
+  fixture *f = *state;
+  const an_summary *s = &f->s;
+  assert_int_equal(s->num_gpus, 4);
+  assert_int_equal(s->iterations, 2);
+  assert_close(s->step_time_s, 0.8);
+  assert_close(s->tokens_per_step, 8192);
+  assert_close(s->tokens_per_s, 10240);        /* 8192 / 0.8 */
+  assert_close(s->tokens_per_s_per_gpu, 2560); /* / 4 GPUs */
+  assert_close(s->model_flops_per_step, 1e15);
+  assert_close(s->model_tflops_per_gpu, 312.5); /* 1e15 / 0.8 / 4 / 1e12 */
+  assert_close(s->mfu, 0.3125);                 /* 312.5 TFLOP/s of a 1000 TFLOP/s peak */
+  assert_close(s->compute_s, 0.525);            /* (1.0+1.1+0.9+1.2) / 4 ranks / 2 steps */
+  assert_close(s->exposed_comm_s, 0.1);         /* 0.8 / 8 */
+  assert_close(s->overlapped_comm_s, 0.125);    /* 1.0 / 8 */
+  assert_close(s->bubble_s, 0.05);              /* 0.4 / 8 */
+  assert_close(s->idle_s, 0.05);                /* 0.4 / 8 */
+  assert_close(s->peak_memory_bytes, 40e9);
+  assert_close(s->device_memory_bytes, 80e9);
+  assert_close(s->sim_wall_s, 0.25);
+  assert_close(s->events, 1234);
+}
+
+static void test_summary__nan_where_unknown(void **state)
+{
+  fixture *f = *state;
+  f->wl->meta.tokens_per_step = NAN;
+  an_summary s;
+  an_summary_compute(f->wl, NULL, &f->r, &s);
+  assert_true(isnan(s.tokens_per_step));
+  assert_true(isnan(s.tokens_per_s));
+  assert_true(isnan(s.tokens_per_s_per_gpu));
+  assert_true(isnan(s.mfu));                 /* no cluster: no peak */
+  assert_true(isnan(s.device_memory_bytes)); /* no cluster */
+  assert_close(s.model_tflops_per_gpu, 312.5);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  an_summary_print_json(&s, m);
+  fclose(m);
+  assert_non_null(strstr(buf, "\"tokens_per_s\":null,"));
+  assert_non_null(strstr(buf, "\"mfu\":null,"));
+  assert_non_null(strstr(buf, "\"model_tflops_per_gpu\":312.5,"));
+  free(buf);
+}
+
+/* ---- results file ----------------------------------------------------------------- */
+static void check_read_back(const fixture *f, const an_results *r)
+{
+  assert_string_equal(r->path, f->path);
+  assert_string_equal(r->version, SIMTRAIN_VERSION);
+  assert_string_equal(r->command_line, "simtrain run --test");
+  assert_int_equal(strlen(r->created_utc), 20); /* 2026-01-02T03:04:05Z */
+  assert_int_equal(r->created_utc[10], 'T');
+  assert_int_equal(r->created_utc[19], 'Z');
+  assert_string_equal(r->workload_json, "{\"model\":\"tiny\"}");
+  assert_string_equal(r->cluster_json, "{\"preset\":\"test-cluster\"}");
+  assert_string_equal(r->options_json, "{\"net\":\"ideal\"}");
+  assert_string_equal(r->workload_name, "tiny");
+  assert_string_equal(r->cluster_name, "test-cluster");
+  assert_memory_equal(&r->summary, &f->s, sizeof f->s); /* bit for bit */
+
+  assert_int_equal(r->num_ranks, 4);
+  assert_memory_equal(r->ranks, f->ranks, sizeof f->ranks);
+
+  assert_int_equal(r->num_colls, 3);
+  static const struct {
+    const char *op, *comm, *kind;
+    int src, dst;
+  } cw[3] = {{"allreduce", "tp-0", "tp", -1, -1},
+             {"allreduce", "tp-1", "tp", -1, -1},
+             {"sendrecv", "pp-0", "pp", 0, 2}};
+  for (int i = 0; i < 3; i++) {
+    const an_coll_row *c = &r->colls[i];
+    const sim_coll_record *w = &f->colls[i];
+    assert_string_equal(c->op, cw[i].op);
+    assert_string_equal(c->comm, cw[i].comm);
+    assert_string_equal(c->comm_kind, cw[i].kind);
+    assert_int_equal(c->nranks, w->nranks);
+    assert_int_equal(c->src, cw[i].src);
+    assert_int_equal(c->dst, cw[i].dst);
+    assert_true(c->bytes == w->bytes);
+    assert_true(c->first_arrival_s == w->first_arrival_s);
+    assert_true(c->start_s == w->start_s);
+    assert_true(c->end_s == w->end_s);
+    assert_true(c->algbw_GBps == w->algbw_GBps);
+    assert_true(c->busbw_GBps == w->busbw_GBps);
+  }
+
+  assert_int_equal(r->num_links, 2);
+  for (int i = 0; i < 2; i++) {
+    assert_string_equal(r->links[i].name, f->links[i].name);
+    assert_true(r->links[i].bandwidth_Bps == f->links[i].bandwidth_Bps);
+    assert_true(r->links[i].bytes == f->links[i].bytes);
+    assert_true(r->links[i].busy_s == f->links[i].busy_s);
+    assert_true(r->links[i].peak_util == f->links[i].peak_util);
+  }
+
+  assert_int_equal(r->num_timeline, 6);
+  static const struct {
+    const char *stream, *kind, *name;
+    int peer;
+  } tw[6] = {{"compute", "compute", "fwd_gemm", -1}, {"comm", "coll", "allreduce", -1},
+             {"comm", "send", "send_act", 2},        {"comm", "recv", "recv_act", 0},
+             {"compute", "compute", "fwd_gemm", -1}, {"comm", "coll", "allreduce", -1}};
+  for (int i = 0; i < 6; i++) {
+    const an_timeline_row *t = &r->timeline[i];
+    const sim_timeline_row *w = &f->tl[i];
+    assert_int_equal(t->rank, w->rank);
+    assert_int_equal(t->stream, w->stream);
+    assert_string_equal(t->stream_name, tw[i].stream);
+    assert_string_equal(t->kind, tw[i].kind);
+    assert_string_equal(t->name, tw[i].name);
+    assert_int_equal(t->peer, tw[i].peer);
+    assert_true(t->start_s == w->start_s);
+    assert_true(t->end_s == w->end_s);
+    assert_true(t->bytes == w->bytes);
+    assert_true(t->flops == w->flops);
+  }
+}
+
+static void test_results__round_trip_every_field(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
+  check_read_back(f, r);
+  /* report --json prints the same bytes as run --json */
+  char *a = NULL, *b = NULL;
+  size_t la = 0, lb = 0;
+  FILE *m = open_memstream(&a, &la);
+  an_summary_print_json(&f->s, m);
+  fclose(m);
+  m = open_memstream(&b, &lb);
+  an_summary_print_json(&r->summary, m);
+  fclose(m);
+  assert_string_equal(a, b);
+  free(a);
+  free(b);
+  an_results_destroy(r);
+}
+
+static void test_results__nan_stays_nan(void **state)
+{
+  fixture *f = *state;
+  f->wl->meta.tokens_per_step = NAN;
+  f->wl->meta.peak_memory_bytes = NAN;
+  an_summary_compute(f->wl, NULL, &f->r, &f->s);
+  assert_true(isnan(f->s.tokens_per_s) && isnan(f->s.mfu) && isnan(f->s.peak_memory_bytes));
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
+  assert_memory_equal(&r->summary, &f->s, sizeof f->s);
+  assert_true(isnan(r->summary.tokens_per_s));
+  assert_true(isnan(r->summary.mfu));
+  assert_true(isnan(r->summary.device_memory_bytes));
+  an_results_destroy(r);
+}
+
+static void test_results__no_timeline_dataset_without_rows(void **state)
+{
+  fixture *f = *state;
+  f->r.num_timeline = 0;
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  hid_t h = H5Fopen(f->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  assert_true(h >= 0);
+  assert_int_equal(H5Lexists(h, "timeline", H5P_DEFAULT), 0);
+  assert_true(H5Lexists(h, "ranks", H5P_DEFAULT) > 0);
+  H5Fclose(h);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
+  assert_int_equal(r->num_timeline, 0);
+  assert_null(r->timeline);
+  an_results_destroy(r);
+}
+
+static void test_results__success_leaves_only_the_file(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK); /* overwrite */
+  char list[1024];
+  dir_listing(f->dir, list, sizeof list);
+  assert_string_equal(list, "run.h5");
+}
+
+static void test_results__failure_leaves_nothing(void **state)
+{
+  fixture *f = *state;
+  f->tl[4].program = 5; /* no such program: the write fails half way */
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_EIO);
+  char want[1024];
+  snprintf(want, sizeof want,
+           "results '%s': dataset '/timeline': row 4: program 5 is not in the workload",
+           f->path);
+  assert_string_equal(err.msg, want);
+  char list[1024];
+  dir_listing(f->dir, list, sizeof list);
+  assert_string_equal(list, "");
+}
+
+static void test_results__failure_keeps_the_previous_file(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  f->colls[1].comm = 9;
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_EIO);
+  char want[1024];
+  snprintf(want, sizeof want,
+           "results '%s': dataset '/collectives': record 1: communicator 9 is not in the "
+           "workload",
+           f->path);
+  assert_string_equal(err.msg, want);
+  char list[1024];
+  dir_listing(f->dir, list, sizeof list);
+  assert_string_equal(list, "run.h5");
+  f->colls[1].comm = 1;
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
+  check_read_back(f, r);
+  an_results_destroy(r);
+}
+
+static void test_results__bad_path_error_text(void **state)
+{
+  fixture *f = *state;
+  char path[600], want[2048];
+  snprintf(path, sizeof path, "%s/no-such-dir/run.h5", f->dir);
+  st_err err = {0};
+  assert_int_equal(an_results_write(path, &f->info, &err), ST_EIO);
+  snprintf(want, sizeof want,
+           "results '%s': cannot create '%s.tmp.%ld': No such file or directory", path, path,
+           (long)getpid());
+  assert_string_equal(err.msg, want);
+
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(path, &r, &err), ST_EIO);
+  snprintf(want, sizeof want, "results '%s': cannot open: No such file or directory", path);
+  assert_string_equal(err.msg, want);
+  assert_null(r);
+}
+
+static void test_results__not_hdf5_error_text(void **state)
+{
+  fixture *f = *state;
+  FILE *t = fopen(f->path, "w");
+  fputs("{\"this is\": \"json\"}\n", t);
+  fclose(t);
+  st_err err = {0};
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_EINPUT);
+  char want[1024];
+  snprintf(want, sizeof want, "results '%s': not an HDF5 file", f->path);
+  assert_string_equal(err.msg, want);
+}
+
+static void test_results__missing_dataset_is_named(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  hid_t h = H5Fopen(f->path, H5F_ACC_RDWR, H5P_DEFAULT);
+  assert_true(h >= 0);
+  assert_true(H5Ldelete(h, "links", H5P_DEFAULT) >= 0);
+  H5Fclose(h);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_EINPUT);
+  char want[1024];
+  snprintf(want, sizeof want, "results '%s': dataset '/links' is missing", f->path);
+  assert_string_equal(err.msg, want);
+  assert_null(r);
+}
+
+static void test_results__missing_column_is_named(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  /* Replace /ranks by a table with only a 'rank' column. */
+  hid_t h = H5Fopen(f->path, H5F_ACC_RDWR, H5P_DEFAULT);
+  assert_true(h >= 0);
+  assert_true(H5Ldelete(h, "ranks", H5P_DEFAULT) >= 0);
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(int32_t));
+  H5Tinsert(t, "rank", 0, H5T_NATIVE_INT32);
+  hsize_t dims[1] = {4};
+  hid_t sp = H5Screate_simple(1, dims, NULL);
+  hid_t ds = H5Dcreate2(h, "ranks", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  int32_t v[4] = {0, 1, 2, 3};
+  assert_true(H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+  H5Dclose(ds);
+  H5Sclose(sp);
+  H5Tclose(t);
+  H5Fclose(h);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_EINPUT);
+  char want[1024];
+  snprintf(want, sizeof want, "results '%s': dataset '/ranks': column 'host' is missing",
+           f->path);
+  assert_string_equal(err.msg, want);
+}
+
+static void test_results__missing_summary_attribute_is_named(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  hid_t h = H5Fopen(f->path, H5F_ACC_RDWR, H5P_DEFAULT);
+  assert_true(H5Adelete_by_name(h, "summary", "mfu", H5P_DEFAULT) >= 0);
+  H5Fclose(h);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_EINPUT);
+  char want[1024];
+  snprintf(want, sizeof want, "results '%s': group '/summary': attribute 'mfu' is missing",
+           f->path);
+  assert_string_equal(err.msg, want);
+}
+
+/* Many timeline rows: several write batches, chunked and compressed. */
+static void test_results__large_timeline_is_chunked_and_compressed(void **state)
+{
+  fixture *f = *state;
+  size_t n = 200000;
+  sim_timeline_row *tl = malloc(n * sizeof *tl);
+  for (size_t i = 0; i < n; i++) {
+    tl[i] = f->tl[i % 6];
+    tl[i].start_s = (double)i * 1e-6;
+    tl[i].end_s = (double)i * 1e-6 + 5e-7;
+  }
+  f->r.timeline = tl;
+  f->r.num_timeline = n;
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+
+  hid_t h = H5Fopen(f->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t ds = H5Dopen2(h, "timeline", H5P_DEFAULT);
+  hid_t dcpl = H5Dget_create_plist(ds);
+  assert_int_equal(H5Pget_layout(dcpl), H5D_CHUNKED);
+  int nf = H5Pget_nfilters(dcpl), deflate = 0;
+  for (int i = 0; i < nf; i++) {
+    unsigned flags;
+    size_t ne = 0;
+    if (H5Pget_filter2(dcpl, (unsigned)i, &flags, &ne, NULL, 0, NULL, NULL) == H5Z_FILTER_DEFLATE)
+      deflate = 1;
+  }
+  assert_true(deflate);
+  hsize_t stored = H5Dget_storage_size(ds);
+  assert_true(stored < n * sizeof(an_timeline_row) / 4); /* compresses at least 4x */
+  H5Pclose(dcpl);
+  H5Dclose(ds);
+  H5Fclose(h);
+
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
+  assert_int_equal(r->num_timeline, n);
+  for (size_t i = 0; i < n; i += 6007) {
+    assert_true(r->timeline[i].start_s == tl[i].start_s);
+    assert_true(r->timeline[i].end_s == tl[i].end_s);
+    assert_int_equal(r->timeline[i].rank, tl[i].rank);
+  }
+  assert_string_equal(r->timeline[n - 1].name, "allreduce"); /* row 199999 is tl[199999 % 6 = 1] */
+  an_results_destroy(r);
+  free(tl);
+}
+
+/* JSON descriptions over 64 KiB still fit in an attribute. */
+static void test_results__big_config_json_round_trips(void **state)
+{
+  fixture *f = *state;
+  size_t n = 200000;
+  char *big = malloc(n + 1);
+  for (size_t i = 0; i < n; i++)
+    big[i] = "{}[]\"abc,:0123"[i % 14];
+  big[n] = '\0';
+  f->info.workload_json = big;
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
+  assert_string_equal(r->workload_json, big);
+  an_results_destroy(r);
+  free(big);
+}
+
+/* The committed fixture (written by this version's writer from the synthetic
+ * run; regenerate with ST_REGENERATE_FIXTURES=1) still reads back the same:
+ * files written earlier stay readable. */
+static void test_results__committed_fixture_reads_back(void **state)
+{
+  fixture *f = *state;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/results-small.h5", ST_TEST_DATA_DIR);
+  st_err err = {0};
+  if (getenv("ST_REGENERATE_FIXTURES"))
+    assert_int_equal(an_results_write(path, &f->info, &err), ST_OK);
+  an_results *r = NULL;
+  if (an_results_read(path, &r, &err) != ST_OK) {
+    print_error("%s\n", err.msg);
+    fail();
+  }
+  snprintf(f->path, sizeof f->path, "%s", path); /* check_read_back compares the path */
+  check_read_back(f, r);
+  an_results_destroy(r);
+}
+
+/* ---- report ---------------------------------------------------------------------- */
+static char *report_text(const fixture *f, const int32_t *sel, size_t nsel)
+{
+  st_err err = {0};
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  an_report_print_ranks(r, sel, nsel, m);
+  fclose(m);
+  an_results_destroy(r);
+  /* every line fits in 100 columns */
+  for (const char *p = buf; *p;) {
+    const char *e = strchr(p, '\n');
+    size_t l = e ? (size_t)(e - p) : strlen(p);
+    if (l > 100) {
+      print_error("line longer than 100 columns: %.*s\n", (int)l, p);
+      fail();
+    }
+    p += l + (e ? 1 : 0);
+  }
+  return buf;
+}
+
+static void test_report__few_ranks_lists_every_rank(void **state)
+{
+  fixture *f = *state;
+  char *t = report_text(f, NULL, 0);
+  assert_non_null(strstr(t, "simtrain prediction: tiny on test-cluster (4 GPUs)"));
+  assert_non_null(strstr(t, "per rank, per step (ms), 4 ranks:"));
+  /* rank 3 (gpu 0): 1.2/0.2/0.4/0.1/0.1/1.6 s over 2 steps, in ms */
+  assert_non_null(strstr(t, "       3     0      600.000      100.000      200.000       50.000"
+                            "       50.000      800.000\n"));
+  assert_non_null(strstr(t, "transfer time by communicator kind, mean per rank, per step (ms):\n"
+                            "  tp 100.000 pp 75.000\n")); /* tp 0.2/2; pp (0+.1+.2+.3)/4/2 */
+  /* two allreduce groups (tp-0 100 ms, tp-1 200 ms) and the send/recv, longest first */
+  const char *a = strstr(t, "allreduce     tp-1");
+  const char *b = strstr(t, "allreduce     tp-0");
+  const char *c = strstr(t, "sendrecv      pp-0");
+  assert_true(a && b && c && a < b && b < c);
+  assert_non_null(strstr(t, " 1.00 MiB     1    200.000   200.000   50.000"));
+  assert_non_null(strstr(t, "busiest links (2 links; whole run):"));
+  assert_non_null(strstr(t, "gpu0-up"));
+  free(t);
+}
+
+static void test_report__rank_selection(void **state)
+{
+  fixture *f = *state;
+  int32_t sel[] = {2, 0};
+  char *t = report_text(f, sel, 2);
+  assert_non_null(strstr(t, "per rank, per step (ms), 2 of 4 ranks:"));
+  const char *r2 = strstr(t, "\n       2     1 ");
+  const char *r0 = strstr(t, "\n       0     3 ");
+  assert_true(r2 && r0 && r2 < r0);
+  assert_null(strstr(t, "\n       3     0 "));
+  free(t);
+}
+
+static void test_report__many_ranks_shows_distribution(void **state)
+{
+  fixture *f = *state;
+  enum { N = 41 };
+  sim_rank_stats many[N];
+  memset(many, 0, sizeof many);
+  for (int k = 0; k < N; k++) {
+    many[k].rank = k;
+    many[k].host = k;
+    many[k].compute_s = 2.0 * (k + 1) / 1000; /* 1..41 ms per step */
+    many[k].finish_s = many[k].compute_s;
+  }
+  f->r.ranks = many;
+  f->r.num_ranks = N;
+  char *t = report_text(f, NULL, 0);
+  assert_non_null(strstr(t, "per rank, per step (ms), 41 ranks:"));
+  /* compute: min 1, median 21, mean 21, max 41 ms */
+  assert_non_null(strstr(t, "  compute                   1.000       21.000       21.000       41.000\n"));
+  const char *s = strstr(t, "slowest ranks (by finish), per step (ms):");
+  assert_non_null(s);
+  const char *r40 = strstr(s, "\n      40    40       41.000");
+  const char *r39 = strstr(s, "\n      39    39       40.000");
+  assert_true(r40 && r39 && r40 < r39);
+  assert_null(strstr(s, "\n      35    35 ")); /* only the 5 slowest */
+  free(t);
+}
+
+/* ---- compare --------------------------------------------------------------------- */
+/* Write the fixture's run to <dir>/<name> and read it back. */
+static an_results *written(fixture *f, const char *name)
+{
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", f->dir, name);
+  st_err err = {0};
+  assert_int_equal(an_results_write(p, &f->info, &err), ST_OK);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(p, &r, &err), ST_OK);
+  return r;
+}
+
+static char *capture_compare(an_results **runs, size_t n, int json)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (json)
+    an_compare_print_json((const an_results *const *)runs, n, m);
+  else
+    an_compare_print((const an_results *const *)runs, n, m);
+  fclose(m);
+  return buf;
+}
+
+static void test_compare__run_with_itself_has_zero_deltas(void **state)
+{
+  fixture *f = *state;
+  an_results *runs[2] = {written(f, "a.h5"), NULL};
+  runs[1] = runs[0];
+  char *j = capture_compare(runs, 2, 1);
+  cJSON *doc = cJSON_Parse(j);
+  assert_non_null(doc);
+  cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "runs"), 1);
+  cJSON *delta = cJSON_GetObjectItem(b, "delta"), *ratio = cJSON_GetObjectItem(b, "ratio");
+  int count = 0;
+  for (cJSON *d = delta->child; d; d = d->next, count++) {
+    assert_true(cJSON_IsNumber(d));
+    assert_true(d->valuedouble == 0.0);
+  }
+  assert_int_equal(count, 13);
+  for (cJSON *d = ratio->child; d; d = d->next)
+    assert_true(d->valuedouble == 1.0);
+  cJSON_Delete(doc);
+  free(j);
+  char *t = capture_compare(runs, 2, 0);
+  assert_non_null(strstr(t, "  step time (s)              +0.000000   1.0000\n"));
+  free(t);
+  an_results_destroy(runs[0]);
+}
+
+static void test_compare__step_time_ratio_is_the_runs_ratio(void **state)
+{
+  fixture *f = *state;
+  an_results *runs[3];
+  runs[0] = written(f, "a.h5");
+  f->r.step_time_s = 1.0; /* B: slower */
+  an_summary_compute(f->wl, &f->cl, &f->r, &f->s);
+  runs[1] = written(f, "b.h5");
+  f->wl->meta.tokens_per_step = NAN; /* C: no token count */
+  an_summary_compute(f->wl, &f->cl, &f->r, &f->s);
+  runs[2] = written(f, "c.h5");
+  char *j = capture_compare(runs, 3, 1);
+  cJSON *doc = cJSON_Parse(j);
+  assert_non_null(doc);
+  cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "runs"), 1);
+  cJSON *rb = cJSON_GetObjectItem(b, "ratio"), *db = cJSON_GetObjectItem(b, "delta");
+  assert_true(cJSON_GetObjectItem(rb, "step_time_s")->valuedouble == 1.0 / 0.8);
+  assert_true(cJSON_GetObjectItem(rb, "tokens_per_s")->valuedouble ==
+              (8192 / 1.0) / (8192 / 0.8));
+  assert_true(cJSON_GetObjectItem(db, "step_time_s")->valuedouble == 1.0 - 0.8);
+  cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "runs"), 2);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "ratio"), "tokens_per_s")));
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "delta"), "tokens_per_s")));
+  cJSON_Delete(doc);
+  free(j);
+  char *t = capture_compare(runs, 3, 0);
+  /* B: +0.2 s, 1.25x; C likewise */
+  assert_non_null(strstr(t, "  step time (s)              +0.200000   1.2500     +0.200000   1.2500\n"));
+  /* tokens/s: B 8192 - 10240 = -2048, ratio 0.8; C n/a */
+  assert_non_null(strstr(t, "  tokens/s                     -2048.0   0.8000           n/a      n/a\n"));
+  for (int i = 0; i < 3; i++)
+    an_results_destroy(runs[i]);
+  free(t);
+}
+
+/* ---- Perfetto export ----------------------------------------------------------- */
+static cJSON *export_parsed(fixture *f, const char *name, an_export_counts *c)
+{
+  an_results *r = written(f, "run.h5");
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", f->dir, name);
+  st_err err = {0};
+  assert_int_equal(an_export_perfetto(r, p, c, &err), ST_OK);
+  an_results_destroy(r);
+  unsigned char magic[2] = {0, 0};
+  FILE *raw = fopen(p, "rb");
+  assert_non_null(raw);
+  assert_int_equal(fread(magic, 1, 2, raw), 2);
+  fclose(raw);
+  int is_gz = magic[0] == 0x1f && magic[1] == 0x8b;
+  assert_int_equal(is_gz, st_str_ends_with(p, ".gz")); /* gzip exactly when named .gz */
+  char *text;
+  size_t len;
+  assert_int_equal(st_file_read_all(p, &text, &len, &err), ST_OK); /* inflates .gz */
+  cJSON *doc = cJSON_Parse(text);
+  free(text);
+  assert_non_null(doc);
+  return doc;
+}
+
+static size_t count_ph(const cJSON *events, const char *ph)
+{
+  size_t n = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, events) if (!strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, ph)) n++;
+  return n;
+}
+
+static void test_export__slices_match_timeline_one_to_one(void **state)
+{
+  fixture *f = *state;
+  an_export_counts c;
+  cJSON *doc = export_parsed(f, "trace.json", &c);
+  cJSON *ev = cJSON_GetObjectItem(doc, "traceEvents");
+  assert_int_equal(count_ph(ev, "X"), 6);
+  assert_int_equal(c.slices, 6);
+  size_t k = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, ev)
+  {
+    if (strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, "X"))
+      continue;
+    const sim_timeline_row *t = &f->tl[k++];
+    assert_int_equal(cJSON_GetObjectItem(e, "pid")->valueint, t->rank);
+    assert_int_equal(cJSON_GetObjectItem(e, "tid")->valueint, t->stream);
+    assert_true(fabs(cJSON_GetObjectItem(e, "ts")->valuedouble - t->start_s * 1e6) < 1e-3);
+    assert_true(fabs(cJSON_GetObjectItem(e, "dur")->valuedouble - (t->end_s - t->start_s) * 1e6) <
+                1e-3);
+    cJSON *args = cJSON_GetObjectItem(e, "args");
+    assert_true(cJSON_GetObjectItem(args, "bytes")->valuedouble == t->bytes);
+    assert_true(cJSON_GetObjectItem(args, "flops")->valuedouble == t->flops);
+  }
+  /* processes: 4 ranks + links; names as "rank N (gpu-H)" */
+  int named = 0;
+  cJSON_ArrayForEach(e, ev)
+  {
+    if (strcmp(cJSON_GetObjectItem(e, "name")->valuestring, "process_name"))
+      continue;
+    const char *nm = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "name")->valuestring;
+    int pid = cJSON_GetObjectItem(e, "pid")->valueint;
+    char want[32];
+    if (pid < 4)
+      snprintf(want, sizeof want, "rank %d (gpu-%d)", pid, 3 - pid);
+    else
+      snprintf(want, sizeof want, "links");
+    assert_string_equal(nm, want);
+    named++;
+  }
+  assert_int_equal(named, 5);
+  /* threads: rank 0 has compute and comm, ranks 1, 2, 3 one each */
+  assert_int_equal(c.threads, 5);
+  cJSON_Delete(doc);
+}
+
+static void test_export__flow_joins_matching_send_and_recv(void **state)
+{
+  fixture *f = *state;
+  an_export_counts c;
+  cJSON *doc = export_parsed(f, "trace.json.gz", &c);
+  cJSON *ev = cJSON_GetObjectItem(doc, "traceEvents");
+  assert_int_equal(count_ph(ev, "s"), 1);
+  assert_int_equal(count_ph(ev, "f"), 1);
+  assert_int_equal(c.flows, 1);
+  const cJSON *e, *s = NULL, *fin = NULL;
+  cJSON_ArrayForEach(e, ev)
+  {
+    const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+    if (!strcmp(ph, "s"))
+      s = e;
+    if (!strcmp(ph, "f"))
+      fin = e;
+  }
+  assert_int_equal(cJSON_GetObjectItem(s, "pid")->valueint, 0); /* sender rank 0 */
+  assert_int_equal(cJSON_GetObjectItem(fin, "pid")->valueint, 2); /* receiver rank 2 */
+  assert_int_equal(cJSON_GetObjectItem(s, "id")->valueint, cJSON_GetObjectItem(fin, "id")->valueint);
+  /* counters: two per link (value at 0, back to 0 at the end) */
+  assert_int_equal(count_ph(ev, "C"), 4);
+  assert_int_equal(c.counters, 2);
+  cJSON_Delete(doc);
+
+  /* a recv that ends at another time is not the same transfer: no flow */
+  f->tl[3].end_s = 0.31;
+  doc = export_parsed(f, "trace2.json", &c);
+  ev = cJSON_GetObjectItem(doc, "traceEvents");
+  assert_int_equal(count_ph(ev, "s"), 0);
+  assert_int_equal(count_ph(ev, "X"), 6);
+  cJSON_Delete(doc);
+}
+
+static void test_export__no_timeline_error_text(void **state)
+{
+  fixture *f = *state;
+  f->r.num_timeline = 0;
+  an_results *r = written(f, "run.h5");
+  char p[600], want[1400];
+  snprintf(p, sizeof p, "%s/trace.json", f->dir);
+  st_err err = {0};
+  assert_int_equal(an_export_perfetto(r, p, NULL, &err), ST_EINPUT);
+  snprintf(want, sizeof want, "results '%s/run.h5': no '/timeline' to export (run with --timeline)",
+           f->dir);
+  assert_string_equal(err.msg, want);
+  an_results_destroy(r);
+  char list[1024];
+  dir_listing(f->dir, list, sizeof list);
+  assert_string_equal(list, "run.h5");
+}
+
+int main(void)
+{
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* tests tamper with files on purpose */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_summary__matches_hand_computed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_summary__nan_where_unknown, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__round_trip_every_field, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__nan_stays_nan, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__no_timeline_dataset_without_rows, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_results__success_leaves_only_the_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__failure_leaves_nothing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__failure_keeps_the_previous_file, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_results__bad_path_error_text, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__not_hdf5_error_text, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__missing_dataset_is_named, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__missing_column_is_named, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__missing_summary_attribute_is_named, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_results__large_timeline_is_chunked_and_compressed,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__big_config_json_round_trips, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__committed_fixture_reads_back, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_report__few_ranks_lists_every_rank, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_report__rank_selection, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_report__many_ranks_shows_distribution, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_compare__run_with_itself_has_zero_deltas, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_compare__step_time_ratio_is_the_runs_ratio, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_export__slices_match_timeline_one_to_one, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_export__flow_joins_matching_send_and_recv, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_export__no_timeline_error_text, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

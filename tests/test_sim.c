@@ -1,0 +1,405 @@
+/* test_sim.c — the replay engine against closed forms.
+ *
+ * Platform "node8": 8 GPUs on an NVSwitch, B = 450e9 B/s per direction per
+ * GPU, 0.5 us per link, so a GPU-to-GPU route has latency lat = 1e-6 s and
+ * bandwidth B.  Across nodes: one 50e9 B/s NIC per GPU, 1 us per NIC link.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "sim.h"
+#include "sim_fork.h"
+
+static const double B = 450e9, LAT = 1e-6;
+
+/* n ranks in one communicator "world", each doing the given collectives on one stream. */
+static wl_workload *coll_workload(int n, int nops, const int *ops, const double *bytes)
+{
+  const char *roles[] = {"world"};
+  const char *streams[] = {"comm"};
+  wl_workload *wl = wl_workload_create(n, 1, roles);
+  int p = wl_program_add(wl, "p", 1, streams);
+  for (int k = 0; k < nops; k++) {
+    wl_op o = wl_op_coll(0, ops[k], 0, bytes[k]);
+    wl_program_append(&wl->programs[p], &o, NULL, 0);
+  }
+  int32_t ranks[64];
+  for (int i = 0; i < n; i++)
+    ranks[i] = i;
+  int c = wl_comm_add(wl, "world", WL_COMM_WORLD, n, ranks);
+  for (int i = 0; i < n; i++) {
+    wl_rank_set(wl, i, p);
+    wl_rank_set_comm(wl, i, 0, c);
+  }
+  return wl;
+}
+
+static void check_rel(double got, double want, double tol, const char *what)
+{
+  double rel = fabs(got - want) / want;
+  if (rel > tol) {
+    print_error("%s: got %.9g, want %.9g (rel. error %.3g > %.3g)\n", what, got, want, rel, tol);
+    fail();
+  }
+}
+
+static void ring_closed_form(int fidelity)
+{
+  static const int ns[] = {2, 4, 8};
+  static const double sizes[] = {1024, 1 << 20, 64.0 * (1 << 20), 4096.0 * (1 << 20)};
+  static const int ops[] = {WL_COLL_ALLREDUCE, WL_COLL_ALLGATHER, WL_COLL_REDUCESCATTER};
+  for (size_t in = 0; in < 3; in++) {
+    int n = ns[in];
+    int opl[12];
+    double bl[12];
+    int k = 0;
+    for (size_t io = 0; io < 3; io++)
+      for (size_t is = 0; is < 4; is++) {
+        opl[k] = ops[io];
+        bl[k++] = sizes[is];
+      }
+    wl_workload *wl = coll_workload(n, k, opl, bl);
+    sim_options opt;
+    sim_options_init(&opt);
+    opt.fidelity = fidelity;
+    forked_result *f = sim_run_forked(wl, "node8", &opt);
+    assert_non_null(f);
+    if (f->rc)
+      print_error("%s\n", f->msg);
+    assert_int_equal(f->rc, 0);
+    assert_int_equal(f->num_colls, (size_t)k);
+    for (int i = 0; i < k; i++) {
+      double S = bl[i];
+      double steps = opl[i] == WL_COLL_ALLREDUCE ? 2.0 * (n - 1) : (double)(n - 1);
+      double want = steps * (LAT + S / (n * B));
+      char what[96];
+      snprintf(what, sizeof what, "%s n=%d S=%.0f %s", wl_coll_name(opl[i]), n, S,
+               fidelity == SIM_FID_STEP ? "step" : "flow");
+      check_rel(f->colls[i].end_s - f->colls[i].start_s, want, 1e-3, what);
+    }
+    forked_result_free(f);
+    wl_workload_destroy(wl);
+  }
+}
+
+static void test_ring__matches_alpha_beta_flow(void **state)
+{
+  (void)state;
+  ring_closed_form(SIM_FID_FLOW);
+}
+
+static void test_ring__matches_alpha_beta_step(void **state)
+{
+  (void)state;
+  ring_closed_form(SIM_FID_STEP);
+}
+
+/* All-to-all on one NVSwitch node: each GPU sends 7 blocks of S/8 through its
+ * one port, so lat + 7S/(8B).  Broadcast and reduce as a pipelined chain:
+ * (n-1) lat + S/B in flow fidelity. */
+static void test_direct_and_chain__match_closed_forms(void **state)
+{
+  (void)state;
+  static const int ops[] = {WL_COLL_ALLTOALL, WL_COLL_BROADCAST, WL_COLL_REDUCE};
+  double S = 512.0 * (1 << 20);
+  double bytes[] = {S, S, S};
+  wl_workload *wl = coll_workload(8, 3, ops, bytes);
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  assert_int_equal(f->rc, 0);
+  assert_int_equal(f->num_colls, 3);
+  check_rel(f->colls[0].end_s - f->colls[0].start_s, LAT + 7 * S / (8 * B), 1e-6, "alltoall");
+  check_rel(f->colls[1].end_s - f->colls[1].start_s, 7 * LAT + S / B, 1e-6, "broadcast");
+  check_rel(f->colls[2].end_s - f->colls[2].start_s, 7 * LAT + S / B, 1e-6, "reduce");
+  /* busbw as nccl-tests: alltoall algbw x 7/8, broadcast x 1 */
+  check_rel(f->colls[0].busbw_GBps, S / (LAT + 7 * S / (8 * B)) / 1e9 * 7 / 8, 1e-6, "busbw");
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+/* Two 4-GPU all-reduces on disjoint GPUs of one node at once take as long as one. */
+static void test_contention__disjoint_allreduces_do_not_interfere(void **state)
+{
+  (void)state;
+  const char *roles[] = {"half"};
+  const char *streams[] = {"comm"};
+  double S = 256.0 * (1 << 20);
+  wl_workload *wl = wl_workload_create(8, 1, roles);
+  int p = wl_program_add(wl, "p", 1, streams);
+  wl_op o = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, S);
+  wl_program_append(&wl->programs[p], &o, NULL, 0);
+  int32_t a[] = {0, 1, 2, 3}, b[] = {4, 5, 6, 7};
+  int ca = wl_comm_add(wl, "a", WL_COMM_DP, 4, a), cb = wl_comm_add(wl, "b", WL_COMM_DP, 4, b);
+  for (int i = 0; i < 8; i++) {
+    wl_rank_set(wl, i, p);
+    wl_rank_set_comm(wl, i, 0, i < 4 ? ca : cb);
+  }
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  assert_int_equal(f->rc, 0);
+  double want = 2.0 * 3 * (LAT + S / (4 * B));
+  check_rel(f->step_time_s, want, 1e-4, "two disjoint all-reduces");
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+/* GPU 0 in two 2-GPU all-reduces at once ({0,1} and {0,2}) on two streams:
+ * both flows leave through GPU 0's one NVLink port, so each gets B/2 and the
+ * pair takes 2 (lat + S/B) instead of 2 (lat + S/(2B)). */
+static void test_contention__shared_link_halves_bandwidth(void **state)
+{
+  (void)state;
+  const char *roles[] = {"x", "y"};
+  const char *streams[] = {"s0", "s1"};
+  double S = 1024.0 * (1 << 20);
+  wl_workload *wl = wl_workload_create(3, 2, roles);
+  int p0 = wl_program_add(wl, "gpu0", 2, streams);
+  int p1 = wl_program_add(wl, "gpu1", 2, streams);
+  int p2 = wl_program_add(wl, "gpu2", 2, streams);
+  wl_op ox = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, S), oy = wl_op_coll(1, WL_COLL_ALLREDUCE, 1, S);
+  wl_program_append(&wl->programs[p0], &ox, NULL, 0);
+  wl_program_append(&wl->programs[p0], &oy, NULL, 0);
+  wl_program_append(&wl->programs[p1], &ox, NULL, 0);
+  wl_program_append(&wl->programs[p2], &oy, NULL, 0);
+  int32_t x[] = {0, 1}, y[] = {0, 2};
+  int cx = wl_comm_add(wl, "x", WL_COMM_DP, 2, x), cy = wl_comm_add(wl, "y", WL_COMM_DP, 2, y);
+  wl_rank_set(wl, 0, p0);
+  wl_rank_set(wl, 1, p1);
+  wl_rank_set(wl, 2, p2);
+  wl_rank_set_comm(wl, 0, 0, cx);
+  wl_rank_set_comm(wl, 0, 1, cy);
+  wl_rank_set_comm(wl, 1, 0, cx);
+  wl_rank_set_comm(wl, 2, 1, cy);
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  assert_int_equal(f->rc, 0);
+  double alone = 2.0 * (LAT + S / (2 * B)), shared = 2.0 * (LAT + S / B);
+  check_rel(f->step_time_s, shared, 1e-4, "all-reduces sharing a link");
+  assert_true(f->step_time_s > 1.9 * alone);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+/* Two stages, two micro-batches (GPipe forward only):
+ *   stage 0: F(1 ms), send, F(1 ms), send
+ *   stage 1: recv, F(2 ms), recv, F(2 ms)
+ * With T = lat + S/B for one transfer, by hand:
+ *   send 1: 1 .. 1+T;  stage 0's F2: 1+T .. 2+T;  stage 1's F1: 1+T .. 3+T;
+ *   send 2 waits for stage 1 (bubble on stage 0 from 2+T to 3+T): 3+T .. 3+2T;
+ *   stage 1's F2: 3+2T .. 5+2T.   Step = 5 ms + 2T. */
+static wl_workload *pipeline2(double S)
+{
+  const char *roles[] = {"pp"};
+  const char *streams[] = {"compute"};
+  wl_workload *wl = wl_workload_create(2, 1, roles);
+  int p0 = wl_program_add(wl, "stage0", 1, streams);
+  int p1 = wl_program_add(wl, "stage1", 1, streams);
+  for (int mb = 0; mb < 2; mb++) {
+    wl_op f = wl_op_compute(0, 1e-3);
+    wl_op s = wl_op_p2p(0, WL_OP_SEND, 0, 1, mb, S);
+    wl_program_append(&wl->programs[p0], &f, NULL, 0);
+    wl_program_append(&wl->programs[p0], &s, NULL, 0);
+    wl_op r = wl_op_p2p(0, WL_OP_RECV, 0, 0, mb, S);
+    wl_op g = wl_op_compute(0, 2e-3);
+    wl_program_append(&wl->programs[p1], &r, NULL, 0);
+    wl_program_append(&wl->programs[p1], &g, NULL, 0);
+  }
+  int32_t pair[] = {0, 1};
+  int c = wl_comm_add(wl, "pp", WL_COMM_PP, 2, pair);
+  wl_rank_set(wl, 0, p0);
+  wl_rank_set(wl, 1, p1);
+  wl_rank_set_comm(wl, 0, 0, c);
+  wl_rank_set_comm(wl, 1, 0, c);
+  return wl;
+}
+
+static void test_pipeline__two_stages_match_hand_critical_path(void **state)
+{
+  (void)state;
+  double S = 64.0 * (1 << 20);
+  double T = LAT + S / B;
+  wl_workload *wl = pipeline2(S);
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  assert_int_equal(f->rc, 0);
+  check_rel(f->step_time_s, 5e-3 + 2 * T, 1e-6, "pipeline step");
+  /* stage 0: compute 2 ms, comm 2T, bubble 1 ms (waiting for stage 1's second recv) */
+  check_rel(f->ranks[0].compute_s, 2e-3, 1e-6, "stage 0 compute");
+  check_rel(f->ranks[0].exposed_comm_s, 2 * T, 1e-6, "stage 0 comm");
+  check_rel(f->ranks[0].bubble_s, 1e-3, 1e-6, "stage 0 bubble");
+  check_rel(f->ranks[0].finish_s, 3e-3 + 2 * T, 1e-6, "stage 0 finish");
+  /* stage 1: compute 4 ms, comm 2T, bubble 1 ms (waiting for the first activation) */
+  check_rel(f->ranks[1].compute_s, 4e-3, 1e-6, "stage 1 compute");
+  check_rel(f->ranks[1].bubble_s, 1e-3, 1e-6, "stage 1 bubble");
+  for (int r = 0; r < 2; r++) {
+    const sim_rank_stats *s = &f->ranks[r];
+    assert_true(fabs(s->compute_s + s->exposed_comm_s + s->bubble_s + s->idle_s - s->finish_s) <
+                1e-9);
+  }
+  /* the two transfers are recorded as send/recv pairs */
+  assert_int_equal(f->num_colls, 2);
+  assert_int_equal(f->colls[0].src, 0);
+  assert_int_equal(f->colls[0].dst, 1);
+  check_rel(f->colls[1].end_s - f->colls[1].start_s, T, 1e-6, "transfer time");
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+/* A compute stream and a communication stream: the all-reduce waits for the
+ * first compute op, then runs under the second one. */
+static void test_overlap__comm_hidden_under_compute_is_not_exposed(void **state)
+{
+  (void)state;
+  const char *roles[] = {"dp"};
+  const char *streams[] = {"compute", "dp"};
+  double S = 900e6; /* 2 ranks: 2 (lat + S/(2B)) = 2 us + 2 ms */
+  wl_workload *wl = wl_workload_create(2, 1, roles);
+  int p = wl_program_add(wl, "p", 2, streams);
+  wl_op c1 = wl_op_compute(0, 1e-3), c2 = wl_op_compute(0, 3e-3);
+  long i1 = wl_program_append(&wl->programs[p], &c1, NULL, 0);
+  wl_program_append(&wl->programs[p], &c2, NULL, 0);
+  wl_op ar = wl_op_coll(1, WL_COLL_ALLREDUCE, 0, S);
+  uint32_t w = (uint32_t)i1;
+  wl_program_append(&wl->programs[p], &ar, &w, 1);
+  int32_t both[] = {0, 1};
+  int c = wl_comm_add(wl, "dp", WL_COMM_DP, 2, both);
+  for (int r = 0; r < 2; r++) {
+    wl_rank_set(wl, r, p);
+    wl_rank_set_comm(wl, r, 0, c);
+  }
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  assert_int_equal(f->rc, 0);
+  double tc = 2 * (LAT + S / (2 * B));
+  check_rel(f->step_time_s, 4e-3, 1e-9, "step = compute");
+  for (int r = 0; r < 2; r++) {
+    check_rel(f->ranks[r].compute_s, 4e-3, 1e-9, "compute");
+    check_rel(f->ranks[r].overlapped_comm_s, tc, 1e-6, "overlapped");
+    assert_true(f->ranks[r].exposed_comm_s < 1e-12);
+  }
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+static void test_failure__unmatched_collective_names_comm_and_ranks(void **state)
+{
+  (void)state;
+  const char *roles[] = {"world"};
+  const char *streams[] = {"comm"};
+  wl_workload *wl = wl_workload_create(4, 1, roles);
+  int p = wl_program_add(wl, "p", 1, streams);
+  int q = wl_program_add(wl, "q", 1, streams);
+  wl_op o = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, 1024);
+  wl_program_append(&wl->programs[p], &o, NULL, 0);
+  wl_op c = wl_op_compute(0, 1e-3);
+  wl_program_append(&wl->programs[q], &c, NULL, 0);
+  int32_t all[] = {0, 1, 2, 3};
+  int cm = wl_comm_add(wl, "world", WL_COMM_WORLD, 4, all);
+  for (int r = 0; r < 4; r++) {
+    wl_rank_set(wl, r, r == 3 ? q : p);
+    wl_rank_set_comm(wl, r, 0, cm);
+  }
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  assert_int_equal(f->rc, ST_ESIM);
+  assert_string_equal(f->msg, "collective allreduce on communicator 'world' never completed: 3 "
+                              "of 4 ranks reached it (0,1,2); ranks still missing: 3");
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+static void test_failure__mismatched_sizes_are_reported(void **state)
+{
+  (void)state;
+  const char *roles[] = {"world"};
+  const char *streams[] = {"comm"};
+  wl_workload *wl = wl_workload_create(2, 1, roles);
+  int p = wl_program_add(wl, "p", 1, streams);
+  int q = wl_program_add(wl, "q", 1, streams);
+  wl_op a = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, 1024), b = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, 2048);
+  wl_program_append(&wl->programs[p], &a, NULL, 0);
+  wl_program_append(&wl->programs[q], &b, NULL, 0);
+  int32_t all[] = {0, 1};
+  int cm = wl_comm_add(wl, "world", WL_COMM_WORLD, 2, all);
+  for (int r = 0; r < 2; r++) {
+    wl_rank_set(wl, r, r ? q : p);
+    wl_rank_set_comm(wl, r, 0, cm);
+  }
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  assert_int_equal(f->rc, ST_ESIM);
+  assert_string_equal(f->msg, "collective mismatch on communicator 'world': rank 0 called "
+                              "allreduce of 1024 bytes, rank 1 called allreduce of 2048 bytes");
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+static void test_setup__too_few_gpus_is_an_input_error(void **state)
+{
+  (void)state;
+  int op = WL_COLL_ALLREDUCE;
+  double S = 1024;
+  wl_workload *wl = coll_workload(16, 1, &op, &S);
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  assert_int_equal(f->rc, ST_EINPUT);
+  assert_string_equal(f->msg, "workload has 16 ranks but cluster 'node8' has 8 GPUs (8 per "
+                              "node: it needs 2 nodes)");
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+/* Across two nodes the ring's node-crossing edges use the NICs: 2 GPUs on
+ * different nodes, all-reduce = 2 (lat_nic + S/(2 B_nic)) with lat_nic = 2 us. */
+static void test_ring__across_nodes_uses_nics(void **state)
+{
+  (void)state;
+  const char *roles[] = {"world"};
+  const char *streams[] = {"comm"};
+  double S = 256.0 * (1 << 20);
+  wl_workload *wl = wl_workload_create(9, 1, roles);
+  int p = wl_program_add(wl, "p", 1, streams);
+  int idle = wl_program_add(wl, "idle", 1, streams);
+  wl_op o = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, S);
+  wl_program_append(&wl->programs[p], &o, NULL, 0);
+  wl_op z = wl_op_compute(0, 0);
+  wl_program_append(&wl->programs[idle], &z, NULL, 0);
+  int32_t pair[] = {0, 8};
+  int c = wl_comm_add(wl, "x", WL_COMM_DP, 2, pair);
+  for (int r = 0; r < 9; r++)
+    wl_rank_set(wl, r, (r == 0 || r == 8) ? p : idle);
+  wl_rank_set_comm(wl, 0, 0, c);
+  wl_rank_set_comm(wl, 8, 0, c);
+  forked_result *f = sim_run_forked(wl, "node8:2", NULL);
+  assert_non_null(f);
+  if (f->rc)
+    print_error("%s\n", f->msg);
+  assert_int_equal(f->rc, 0);
+  check_rel(f->colls[0].end_s - f->colls[0].start_s, 2 * (2e-6 + S / (2 * 50e9)), 1e-4,
+            "cross-node all-reduce");
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ring__matches_alpha_beta_flow),
+      cmocka_unit_test(test_ring__matches_alpha_beta_step),
+      cmocka_unit_test(test_ring__across_nodes_uses_nics),
+      cmocka_unit_test(test_direct_and_chain__match_closed_forms),
+      cmocka_unit_test(test_contention__disjoint_allreduces_do_not_interfere),
+      cmocka_unit_test(test_contention__shared_link_halves_bandwidth),
+      cmocka_unit_test(test_pipeline__two_stages_match_hand_critical_path),
+      cmocka_unit_test(test_overlap__comm_hidden_under_compute_is_not_exposed),
+      cmocka_unit_test(test_failure__unmatched_collective_names_comm_and_ranks),
+      cmocka_unit_test(test_failure__mismatched_sizes_are_reported),
+      cmocka_unit_test(test_setup__too_few_gpus_is_an_input_error),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
