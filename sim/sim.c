@@ -259,7 +259,7 @@ static void timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, dou
   row->op = opi;
   row->start_s = t0;
   row->end_s = t1;
-  row->bytes = op->kind == WL_OP_COMPUTE ? op->bytes : op->bytes;
+  row->bytes = op->bytes;
   row->flops = op->flops;
 }
 
@@ -643,7 +643,6 @@ static void stream_actor(int argc, char **argv)
   const wl_program *p = &E.wl->programs[pidx];
   const prog_info *pi = &E.progs[pidx];
   const plat_device *dev = &E.cl->device;
-  double offsets_local[64];
 
   for (uint32_t k = 0; k < a->num_ops && !E.failed;) {
     uint32_t opi = a->ops[k];
@@ -672,7 +671,6 @@ static void stream_actor(int argc, char **argv)
           break;
         k2++;
       }
-      (void)offsets_local;
       acct(rank, 1, 0, 0);
       if (total > 0)
         sg_actor_sleep_for(total);
