@@ -206,6 +206,31 @@ void an_validate_print_json(const an_case *cases, const an_case_result *res, int
 void an_validate_loo(const an_case_result *pred, int ncases, const double *grid, int ngrid,
                      const int *group, int ngroups, double *fit_eff, double *loo_eff,
                      an_case_result *loo);
+/* ---- export (analysis/export.c) ------------------------------------------ */
+/* What an export wrote, for tests and messages. */
+typedef struct an_export_counts {
+  size_t processes; /* ranks */
+  size_t threads;   /* (rank, stream) pairs */
+  size_t slices;    /* "X" events: one per /timeline row */
+  size_t flows;     /* matched send/recv pairs */
+  size_t counters;  /* link counter tracks */
+} an_export_counts;
+
+/* Write the timeline as Chrome/Perfetto trace JSON (gzip when path ends in
+ * ".gz"), atomically.  counts may be NULL.  Errors when the results have no
+ * timeline. */
+int an_export_perfetto(const an_results *r, const char *path, an_export_counts *counts,
+                       st_err *err);
+
+/* ---- plots (analysis/plot.c): self-contained SVG, written atomically ------- */
+/* The chosen ranks' streams over the run (ranks NULL: the first 8 ranks). */
+int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks,
+                     const char *path, st_err *err);
+/* Stacked bars per rank: compute, exposed comm, bubble, idle per step (ranks NULL: all). */
+int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_ranks,
+                      const char *path, st_err *err);
+/* Heat map of link utilisation (mean, busy share, peak), busiest first. */
+int an_plot_links(const an_results *r, const char *path, st_err *err);
 
 #ifdef __cplusplus
 }

@@ -1,48 +1,133 @@
-/* build.cpp — a cluster spec as a SimGrid platform, built in code.
+/* build.cpp — a cluster as a SimGrid platform: one custom routed zone.
  *
- * C++ only because SimGrid 3.32's C API cannot create zones, hosts and links;
- * everything else stays in C.  Every GPU is a host "gpu-<g>" whose speed is
- * the device's bf16 peak (compute is modelled as timed waits, so the speed is
- * informative).  Each GPU has a split-duplex NVLink link to the node's switch
- * ("nvl-<g>") and a split-duplex NIC link ("nic-<g>").
+ * C++ only because SimGrid 3.32's C API cannot create zones, hosts and links
+ * nor route between them; the routing itself is C (topo.c).
+ *
+ * Why a custom zone: explicit routes (Full zone, XML) cost memory with the
+ * square of the GPUs, and SimGrid's fat-tree-of-zones construction grew
+ * quadratically in load time.  PlatZone holds only the hosts (one per GPU)
+ * and the directed links (a number linear in the GPUs, see topo.c), and
+ * answers get_local_route() by computing the route when SimGrid asks: the
+ * link ids come from plat__route_ids(), the same function plat_route_get()
+ * and the XML writer use, so all three agree.  A route's latency is the sum
+ * of its links' latencies plus switch_lat_s per switch crossed.
+ *
+ * All links are SHARED (max-min fair between the flows crossing them); each
+ * direction is its own link, so a link is full-duplex as a pair.
  */
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
 
-#include "platform.h"
+#include "plat_int.h"
 
 namespace sg4 = simgrid::s4u;
+namespace skr = simgrid::kernel::routing;
+
+namespace {
+
+class PlatZone : public skr::NetZoneImpl {
+public:
+  PlatZone(const std::string& name, const plat_cluster& c) : skr::NetZoneImpl(name), c_(c)
+  {
+    c_.spec_json = nullptr; /* a copy of the numbers only: no owned pointers */
+    c_.xml_path  = nullptr;
+    plat__layout(&c_, &lay_);
+  }
+
+  void build(void** hosts)
+  {
+    double speed = c_.device.peak_flops[WL_DTYPE_BF16];
+    if (speed <= 0)
+      speed = c_.device.peak_flops[WL_DTYPE_FP16];
+    if (speed <= 0)
+      speed = 1e12;
+    host_of_id_.assign(c_.num_gpus, -1);
+    for (int g = 0; g < c_.num_gpus; g++) {
+      sg4::Host* h = create_host("gpu-" + std::to_string(g), std::vector<double>{speed});
+      h->seal();
+      unsigned long id = h->get_netpoint()->id();
+      if (id >= host_of_id_.size())
+        host_of_id_.resize(id + 1, -1);
+      host_of_id_[id] = g;
+      hosts[g] = h;
+    }
+    links_.resize(lay_.total);
+    lat_.resize(lay_.total);
+    plat_link_info li;
+    for (long id = 0; id < lay_.total; id++) {
+      plat__link_info(&c_, &lay_, id, &li);
+      sg4::Link* l = create_link(li.name, std::vector<double>{li.bw_Bps});
+      l->set_latency(li.lat_s);
+      l->seal();
+      links_[id] = l->get_impl();
+      lat_[id]   = li.lat_s;
+    }
+  }
+
+protected:
+  void get_local_route(const skr::NetPoint* src, const skr::NetPoint* dst, skr::Route* into,
+                       double* latency) override
+  {
+    int s = gpu_of(src), d = gpu_of(dst);
+    int ids[PLAT_ROUTE_MAX];
+    int switches = 0;
+    int n = plat__route_ids(&c_, &lay_, s, d, ids, &switches);
+    xbt_assert(n >= 0, "route gpu-%d -> gpu-%d is longer than %d links", s, d, PLAT_ROUTE_MAX);
+    for (int i = 0; i < n; i++) {
+      into->link_list_.push_back(links_[ids[i]]);
+      if (latency)
+        *latency += lat_[ids[i]];
+    }
+    if (latency)
+      *latency += switches * c_.switch_lat_s;
+  }
+
+private:
+  int gpu_of(const skr::NetPoint* p) const
+  {
+    unsigned long id = p->id();
+    xbt_assert(id < host_of_id_.size() && host_of_id_[id] >= 0, "'%s' is not a GPU of this cluster",
+               p->get_cname());
+    return host_of_id_[id];
+  }
+
+  plat_cluster c_;
+  plat_lay lay_;
+  std::vector<int> host_of_id_;
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*> links_;
+  std::vector<double> lat_;
+};
+
+} // namespace
 
 extern "C" int plat_cluster_build(const plat_cluster* c, void** hosts, st_err* err)
 {
   try {
-    auto* zone = sg4::create_full_zone(c->name);
-    std::vector<sg4::Host*> h(c->num_gpus);
-    std::vector<sg4::Link*> nvl(c->num_gpus), nic(c->num_gpus);
-    double speed = c->device.peak_flops[WL_DTYPE_BF16];
-    for (int g = 0; g < c->num_gpus; g++) {
-      h[g] = zone->create_host("gpu-" + std::to_string(g), speed)->seal();
-      nvl[g] = zone->create_split_duplex_link("nvl-" + std::to_string(g), c->intra_Bps)
-                   ->set_latency(c->intra_lat_s)
-                   ->seal();
-      nic[g] = zone->create_split_duplex_link("nic-" + std::to_string(g), c->nic_Bps)
-                   ->set_latency(c->nic_lat_s)
-                   ->seal();
-      hosts[g] = h[g];
-    }
-    for (int i = 0; i < c->num_gpus; i++)
-      for (int j = i + 1; j < c->num_gpus; j++) {
-        bool same = plat_gpu_node(c, i) == plat_gpu_node(c, j);
-        auto& l = same ? nvl : nic;
-        std::vector<sg4::LinkInRoute> links{{l[i], sg4::LinkInRoute::Direction::UP},
-                                            {l[j], sg4::LinkInRoute::Direction::DOWN}};
-        zone->add_route(h[i]->get_netpoint(), h[j]->get_netpoint(), nullptr, nullptr, links, true);
+    auto* e = sg4::Engine::get_instance();
+    if (c->fabric_kind == PLAT_FABRIC_XML) {
+      e->load_platform(c->xml_path);
+      for (int g = 0; g < c->num_gpus; g++) {
+        sg4::Host* h = e->host_by_name_or_null("gpu-" + std::to_string(g));
+        if (!h)
+          return st_err_set(err, ST_EINPUT, "platform '%s': host 'gpu-%d' is missing", c->xml_path, g);
+        hosts[g] = h;
       }
+      return ST_OK;
+    }
+    if (e->get_netzone_root() != nullptr)
+      return st_err_set(err, ST_ESIM,
+                        "cluster '%s': a SimGrid platform is already loaded in this process "
+                        "(one platform per process)",
+                        c->name);
+    auto* zone = new PlatZone(c->name, *c); /* the first zone becomes the root; SimGrid frees it */
+    zone->build(hosts);
     zone->seal();
-  } catch (const std::exception& e) {
-    return st_err_set(err, ST_EINPUT, "cluster '%s': cannot build the SimGrid platform: %s",
-                      c->name, e.what());
+  } catch (const std::exception& ex) {
+    return st_err_set(err, ST_EINPUT, "cluster '%s': cannot build the SimGrid platform: %s", c->name,
+                      ex.what());
   }
   return ST_OK;
 }

@@ -1,36 +1,593 @@
-/* cluster.c — cluster specs and presets.
+/* cluster.c — cluster specs (JSON), presets and devices: text in, a checked
+ * plat_cluster out.
  *
- * This first version knows one node shape: eight H100-SXM GPUs on a
- * non-blocking NVSwitch, each GPU with its own 400 Gb/s NIC (rail), and any
- * number of such nodes behind one non-blocking switch ("node8[:NODES]").
- * Route inside a node: GPU i's NVLink up, GPU j's NVLink down; across nodes:
- * GPU i's NIC up, GPU j's NIC down.
+ * A preset NAME is the spec platforms/data/presets/NAME.json; NAME:NODES
+ * replaces its node count.  Data files are read from $SIMTRAIN_PLATFORMS_DATA
+ * when set, else from the copy embedded at build time (data_embed.c), so an
+ * installed binary needs no data folder.  Every key of a spec is checked:
+ * an unknown key, a wrong type or a value out of range is an error naming the
+ * file and the key (docs/platforms.md documents them all).
  */
+#include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "platform.h"
 #include "plat_int.h"
 
-static const char *const preset_names[] = {"node8", NULL};
+static const char *const preset_names[] = {
+    "node8",   "dgx-v100", "dgx-a100",    "selene",     "dgx-h100",    "h100-superpod", "hgx-h200",
+    "dgx-b200", "gb200-nvl72", "mi300x", "tpu-v4", "tpu-v5p", "ascend-910b", NULL};
 
 const char *const *plat_preset_names(void) { return preset_names; }
 
+/* ---- data files ---------------------------------------------------------- */
+extern const struct plat_embedded_file {
+  const char *path;
+  const char *text;
+} plat_embedded_files[];
+
+char *plat__data_read(const char *rel, st_err *err)
+{
+  const char *dir = getenv("SIMTRAIN_PLATFORMS_DATA");
+  if (dir && *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    char *data = NULL;
+    size_t len;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+      return NULL;
+    fclose(f);
+    if (st_file_read_all(path, &data, &len, err))
+      return NULL;
+    return data;
+  }
+  for (int i = 0; plat_embedded_files[i].path; i++)
+    if (!strcmp(plat_embedded_files[i].path, rel)) {
+      char *s = strdup(plat_embedded_files[i].text);
+      if (!s)
+        st_err_set(err, ST_ENOMEM, "out of memory");
+      return s;
+    }
+  return NULL;
+}
+
+/* ---- JSON helpers: typed getters that check keys ----------------------- */
+typedef struct jctx {
+  const char *what; /* "spec 'x.json'" */
+  st_err *err;
+} jctx;
+
+static int check_keys(jctx *j, const cJSON *obj, const char *path, const char *const *allowed)
+{
+  if (!cJSON_IsObject(obj))
+    return st_err_set(j->err, ST_EINPUT, "%s: '%s' must be an object", j->what, path);
+  for (const cJSON *it = obj->child; it; it = it->next) {
+    int ok = 0;
+    for (int i = 0; allowed[i]; i++)
+      ok |= !strcmp(it->string, allowed[i]);
+    if (!ok)
+      return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' is unknown (see docs/platforms.md)",
+                        j->what, path, *path ? "." : "", it->string);
+  }
+  return ST_OK;
+}
+
+/* number at obj.key; absent -> def (required when def is NAN); must be > lo (or >= lo if incl) */
+static int get_num(jctx *j, const cJSON *obj, const char *path, const char *key, double def,
+                   double lo, int incl, double *out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  const char *dot = *path ? "." : "";
+  if (!v) {
+    if (isnan(def))
+      return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' is missing", j->what, path, dot, key);
+    *out = def;
+    return ST_OK;
+  }
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+    return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' must be a number", j->what, path, dot,
+                      key);
+  double x = v->valuedouble;
+  if (incl ? x < lo : x <= lo)
+    return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' is %g; it must be %s %g", j->what, path,
+                      dot, key, x, incl ? "at least" : "greater than", lo);
+  *out = x;
+  return ST_OK;
+}
+
+static int get_int(jctx *j, const cJSON *obj, const char *path, const char *key, int def, int lo,
+                   int *out)
+{
+  double x;
+  int rc = get_num(j, obj, path, key, def == INT_MIN ? NAN : def, lo, 1, &x);
+  if (rc)
+    return rc;
+  if (x != floor(x) || x > INT_MAX / 2)
+    return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' is %g; it must be an integer", j->what,
+                      path, *path ? "." : "", key, x);
+  *out = (int)x;
+  return ST_OK;
+}
+
+static int get_bool(jctx *j, const cJSON *obj, const char *path, const char *key, int *out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!v)
+    return ST_OK;
+  if (!cJSON_IsBool(v))
+    return st_err_set(j->err, ST_EINPUT, "%s: key '%s.%s' must be true or false", j->what, path,
+                      key);
+  *out = cJSON_IsTrue(v);
+  return ST_OK;
+}
+
+static int get_enum(jctx *j, const cJSON *obj, const char *path, const char *key,
+                    const char *(*name)(int), int count, int *out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!v)
+    return st_err_set(j->err, ST_EINPUT, "%s: key '%s.%s' is missing", j->what, path, key);
+  if (cJSON_IsString(v))
+    for (int i = 0; i < count; i++)
+      if (!strcmp(v->valuestring, name(i))) {
+        *out = i;
+        return ST_OK;
+      }
+  char known[256] = "";
+  for (int i = 0; i < count; i++)
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", name(i));
+  return st_err_set(j->err, ST_EINPUT, "%s: key '%s.%s' must be one of %s", j->what, path, key,
+                    known);
+}
+
+static int get_int3(jctx *j, const cJSON *obj, const char *path, const char *key, int *out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!v)
+    return ST_OK;
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 || cJSON_GetArraySize(v) > 3)
+    return st_err_set(j->err, ST_EINPUT, "%s: key '%s.%s' must be an array of 1 to 3 integers",
+                      j->what, path, key);
+  out[0] = out[1] = out[2] = 1;
+  int i = 0;
+  for (const cJSON *it = v->child; it; it = it->next, i++) {
+    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < 1 ||
+        it->valuedouble > 1 << 16)
+      return st_err_set(j->err, ST_EINPUT, "%s: key '%s.%s' item %d must be a positive integer",
+                        j->what, path, key, i);
+    out[i] = (int)it->valuedouble;
+  }
+  return ST_OK;
+}
+
+/* ---- devices ------------------------------------------------------------- */
+int plat__device_find(const char *name, plat_device *d, st_err *err)
+{
+  char *text = plat__data_read("devices.json", err);
+  if (!text)
+    return err && err->code ? err->code
+                            : st_err_set(err, ST_EIO, "platform data: 'devices.json' is missing");
+  cJSON *root = cJSON_Parse(text);
+  free(text);
+  jctx j = {"devices 'devices.json'", err};
+  if (!root)
+    return st_err_set(err, ST_EINPUT, "devices 'devices.json': not valid JSON");
+  int rc = ST_OK, found = 0;
+  st_buf known;
+  st_buf_init(&known);
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "devices");
+  int idx = 0;
+  for (const cJSON *it = list ? list->child : NULL; it && !rc; it = it->next, idx++) {
+    char path[32];
+    snprintf(path, sizeof path, "devices[%d]", idx);
+    static const char *const keys[] = {"name", "peak_TFLOPS", "hbm_GB", "hbm_GBps", "link_GBps",
+                                       NULL};
+    static const char *const dt[] = {"fp32", "tf32", "bf16", "fp16", "fp8", NULL};
+    if ((rc = check_keys(&j, it, path, keys)))
+      break;
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
+    if (!cJSON_IsString(nm) || strlen(nm->valuestring) >= sizeof d->name) {
+      rc = st_err_set(err, ST_EINPUT, "devices 'devices.json': key '%s.name' must be a short string",
+                      path);
+      break;
+    }
+    st_buf_printf(&known, "%s%s", idx ? ", " : "", nm->valuestring);
+    if (strcmp(nm->valuestring, name))
+      continue;
+    plat_device dv;
+    memset(&dv, 0, sizeof dv);
+    snprintf(dv.name, sizeof dv.name, "%s", nm->valuestring);
+    const cJSON *pk = cJSON_GetObjectItemCaseSensitive(it, "peak_TFLOPS");
+    char pp[64];
+    snprintf(pp, sizeof pp, "%s.peak_TFLOPS", path);
+    if ((rc = check_keys(&j, pk, pp, dt)))
+      break;
+    for (int k = 0; k < WL_DTYPE_COUNT && !rc; k++) {
+      double x;
+      rc = get_num(&j, pk, pp, dt[k], 0, 0, 1, &x);
+      dv.peak_flops[k] = x * 1e12;
+    }
+    double gb = 0, gbps = 0, lk = 0;
+    if (!rc)
+      rc = get_num(&j, it, path, "hbm_GB", NAN, 0, 0, &gb);
+    if (!rc)
+      rc = get_num(&j, it, path, "hbm_GBps", NAN, 0, 0, &gbps);
+    if (!rc)
+      rc = get_num(&j, it, path, "link_GBps", 0, 0, 1, &lk);
+    if (rc)
+      break;
+    dv.hbm_bytes = gb * 1e9;
+    dv.hbm_Bps = gbps * 1e9;
+    dv.link_Bps = lk * 1e9;
+    *d = dv;
+    found = 1;
+  }
+  if (!rc && !found)
+    rc = st_err_set(err, ST_EINPUT, "device '%s' is unknown (known: %s)", name,
+                    known.data ? known.data : "none");
+  st_buf_release(&known);
+  cJSON_Delete(root);
+  return rc;
+}
+
+/* Legacy helper kept for callers of the first version. */
 void plat_device_h100_sxm(plat_device *d)
 {
-  memset(d, 0, sizeof *d);
-  snprintf(d->name, sizeof d->name, "H100-SXM");
-  /* NVIDIA H100 Tensor Core GPU datasheet, SXM column, dense (without sparsity). */
-  d->peak_flops[WL_DTYPE_FP32] = 67e12;
-  d->peak_flops[WL_DTYPE_TF32] = 494.7e12;
-  d->peak_flops[WL_DTYPE_BF16] = 989.4e12;
-  d->peak_flops[WL_DTYPE_FP16] = 989.4e12;
-  d->peak_flops[WL_DTYPE_FP8] = 1978.9e12;
-  d->hbm_bytes = 80e9;
-  d->hbm_Bps = 3.35e12;
-  d->link_Bps = 450e9; /* NVLink 4: 900 GB/s bidirectional */
+  if (plat__device_find("H100-SXM", d, NULL))
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- spec ---------------------------------------------------------------- */
+static const char *intra_name(int k) { return plat_intra_kind_name(k); }
+static const char *fabric_name(int k) { return plat_fabric_kind_name(k); }
+
+static int parse_node(jctx *j, const cJSON *node, plat_cluster *c)
+{
+  static const char *const keys[] = {"gpus", "intra", "nics", "pcie", NULL};
+  static const char *const ikeys[] = {"kind", "links_per_gpu", "link_GBps", "lat_us", "nvls", NULL};
+  static const char *const nkeys[] = {"count", "Gbps", "lat_us", NULL};
+  static const char *const pkeys[] = {"GBps", "lat_us", NULL};
+  int rc;
+  if ((rc = check_keys(j, node, "node", keys)) ||
+      (rc = get_int(j, node, "node", "gpus", INT_MIN, 1, &c->gpus_per_node)))
+    return rc;
+  const cJSON *in = cJSON_GetObjectItemCaseSensitive(node, "intra");
+  if (!in)
+    return st_err_set(j->err, ST_EINPUT, "%s: key 'node.intra' is missing", j->what);
+  if ((rc = check_keys(j, in, "node.intra", ikeys)) ||
+      (rc = get_enum(j, in, "node.intra", "kind", intra_name, PLAT_INTRA_COUNT, &c->intra_kind)))
+    return rc;
+  if (c->intra_kind != PLAT_INTRA_NONE) {
+    double bw, lat;
+    if ((rc = get_int(j, in, "node.intra", "links_per_gpu", INT_MIN, 1, &c->intra_links_per_gpu)) ||
+        (rc = get_num(j, in, "node.intra", "link_GBps", NAN, 0, 0, &bw)) ||
+        (rc = get_num(j, in, "node.intra", "lat_us", NAN, 0, 1, &lat)) ||
+        (rc = get_bool(j, in, "node.intra", "nvls", &c->nvls)))
+      return rc;
+    c->intra_link_Bps = bw * 1e9;
+    c->intra_lat_s = lat * 1e-6;
+    c->intra_Bps = c->intra_links_per_gpu * c->intra_link_Bps;
+  } else if (cJSON_GetArraySize(in) > 1) {
+    return st_err_set(j->err, ST_EINPUT, "%s: 'node.intra' of kind none takes no other key",
+                      j->what);
+  }
+  const cJSON *ni = cJSON_GetObjectItemCaseSensitive(node, "nics");
+  if (ni) {
+    double gbps, lat;
+    if ((rc = check_keys(j, ni, "node.nics", nkeys)) ||
+        (rc = get_int(j, ni, "node.nics", "count", INT_MIN, 1, &c->nics_per_node)) ||
+        (rc = get_num(j, ni, "node.nics", "Gbps", NAN, 0, 0, &gbps)) ||
+        (rc = get_num(j, ni, "node.nics", "lat_us", NAN, 0, 1, &lat)))
+      return rc;
+    c->nic_Bps = gbps * 1e9 / 8;
+    c->nic_lat_s = lat * 1e-6;
+  }
+  const cJSON *pc = cJSON_GetObjectItemCaseSensitive(node, "pcie");
+  if (pc) {
+    double bw, lat;
+    if ((rc = check_keys(j, pc, "node.pcie", pkeys)) ||
+        (rc = get_num(j, pc, "node.pcie", "GBps", NAN, 0, 0, &bw)) ||
+        (rc = get_num(j, pc, "node.pcie", "lat_us", NAN, 0, 1, &lat)))
+      return rc;
+    c->pcie_Bps = bw * 1e9;
+    c->pcie_lat_s = lat * 1e-6;
+  }
+  return ST_OK;
+}
+
+static int parse_fabric(jctx *j, const cJSON *f, plat_cluster *c)
+{
+  static const char *const keys[] = {
+      "kind",    "levels",       "radix",          "oversub",        "link_Gbps",
+      "link_lat_us", "switch_lat_us", "sharp",     "routers_per_group", "nics_per_router",
+      "global_links_per_router", "global_Gbps", "dims", "cube", "wrap", "link_GBps", "lat_us",
+      NULL};
+  int rc;
+  if ((rc = check_keys(j, f, "fabric", keys)) ||
+      (rc = get_enum(j, f, "fabric", "kind", fabric_name, PLAT_FABRIC_XML, &c->fabric_kind)))
+    return rc;
+  double x;
+  for (int i = 0; i < 4; i++)
+    c->oversub[i] = 1;
+  if ((rc = get_num(j, f, "fabric", "switch_lat_us", 0, 0, 1, &x)))
+    return rc;
+  c->switch_lat_s = x * 1e-6;
+  if ((rc = get_bool(j, f, "fabric", "sharp", &c->in_network_reduction)))
+    return rc;
+  int k = c->fabric_kind;
+  /* keys that belong to other kinds are errors, so a typo'd kind is seen */
+  static const char *const by_kind[PLAT_FABRIC_XML][12] = {
+      [PLAT_FABRIC_SWITCH] = {"kind", "switch_lat_us", "sharp", NULL},
+      [PLAT_FABRIC_RAIL_FATTREE] = {"kind", "levels", "radix", "oversub", "link_Gbps",
+                                    "link_lat_us", "switch_lat_us", "sharp", NULL},
+      [PLAT_FABRIC_FATTREE] = {"kind", "levels", "radix", "oversub", "link_Gbps", "link_lat_us",
+                               "switch_lat_us", "sharp", NULL},
+      [PLAT_FABRIC_DRAGONFLY] = {"kind", "routers_per_group", "nics_per_router",
+                                 "global_links_per_router", "link_Gbps", "global_Gbps",
+                                 "link_lat_us", "switch_lat_us", "sharp", NULL},
+      [PLAT_FABRIC_TORUS] = {"kind", "dims", "cube", "wrap", "link_GBps", "lat_us", NULL},
+  };
+  for (const cJSON *it = f->child; it; it = it->next) {
+    int ok = 0;
+    for (int i = 0; by_kind[k][i]; i++)
+      ok |= !strcmp(it->string, by_kind[k][i]);
+    if (!ok)
+      return st_err_set(j->err, ST_EINPUT, "%s: key 'fabric.%s' does not apply to a fabric of kind %s",
+                        j->what, it->string, fabric_name(k));
+  }
+  if (k == PLAT_FABRIC_FATTREE || k == PLAT_FABRIC_RAIL_FATTREE) {
+    if ((rc = get_int(j, f, "fabric", "radix", INT_MIN, 2, &c->fabric_radix)) ||
+        (rc = get_int(j, f, "fabric", "levels", 0, 0, &c->fabric_levels)))
+      return rc;
+    if (c->fabric_radix % 2)
+      return st_err_set(j->err, ST_EINPUT, "%s: key 'fabric.radix' is %d; it must be even", j->what,
+                        c->fabric_radix);
+    if (c->fabric_levels > PLAT_MAX_LEVELS)
+      return st_err_set(j->err, ST_EINPUT, "%s: key 'fabric.levels' is %d; at most %d are supported",
+                        j->what, c->fabric_levels, PLAT_MAX_LEVELS);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(f, "oversub");
+    if (o) {
+      if (!cJSON_IsArray(o) || cJSON_GetArraySize(o) > 4)
+        return st_err_set(j->err, ST_EINPUT, "%s: key 'fabric.oversub' must be an array of up to 4 numbers",
+                          j->what);
+      int i = 0;
+      for (const cJSON *it = o->child; it; it = it->next, i++) {
+        if (!cJSON_IsNumber(it) || !(it->valuedouble >= 1))
+          return st_err_set(j->err, ST_EINPUT,
+                            "%s: key 'fabric.oversub' item %d must be a number >= 1 (down:up ratio)",
+                            j->what, i);
+        c->oversub[i] = it->valuedouble;
+      }
+    }
+    if ((rc = get_num(j, f, "fabric", "link_Gbps", c->nic_Bps * 8 / 1e9, 0, 0, &x)))
+      return rc;
+    c->fabric_link_Bps = x * 1e9 / 8;
+    if ((rc = get_num(j, f, "fabric", "link_lat_us", 0, 0, 1, &x)))
+      return rc;
+    c->fabric_link_lat_s = x * 1e-6;
+  } else if (k == PLAT_FABRIC_DRAGONFLY) {
+    if ((rc = get_int(j, f, "fabric", "routers_per_group", INT_MIN, 2, &c->dragonfly[0])) ||
+        (rc = get_int(j, f, "fabric", "nics_per_router", INT_MIN, 1, &c->dragonfly[1])) ||
+        (rc = get_int(j, f, "fabric", "global_links_per_router", INT_MIN, 1, &c->dragonfly[2])))
+      return rc;
+    if ((rc = get_num(j, f, "fabric", "link_Gbps", c->nic_Bps * 8 / 1e9, 0, 0, &x)))
+      return rc;
+    c->fabric_link_Bps = x * 1e9 / 8;
+    if ((rc = get_num(j, f, "fabric", "global_Gbps", x, 0, 0, &x)))
+      return rc;
+    c->fabric_global_Bps = x * 1e9 / 8;
+    if ((rc = get_num(j, f, "fabric", "link_lat_us", 0, 0, 1, &x)))
+      return rc;
+    c->fabric_link_lat_s = x * 1e-6;
+  } else if (k == PLAT_FABRIC_TORUS) {
+    c->torus_wrap = 1;
+    if ((rc = get_int3(j, f, "fabric", "dims", c->torus_dims)) ||
+        (rc = get_int3(j, f, "fabric", "cube", c->torus_cube)) ||
+        (rc = get_bool(j, f, "fabric", "wrap", &c->torus_wrap)) ||
+        (rc = get_num(j, f, "fabric", "link_GBps", NAN, 0, 0, &x)))
+      return rc;
+    c->fabric_link_Bps = x * 1e9;
+    if ((rc = get_num(j, f, "fabric", "lat_us", NAN, 0, 1, &x)))
+      return rc;
+    c->fabric_link_lat_s = x * 1e-6;
+  }
+  return ST_OK;
+}
+
+/* Torus shape from whole cubes: as close to a cube as possible, shortest dim first. */
+static int torus_auto(plat_cluster *c, const char *what, st_err *err)
+{
+  long cube = (long)c->torus_cube[0] * c->torus_cube[1] * c->torus_cube[2];
+  if (c->num_gpus % cube)
+    return st_err_set(err, ST_EINPUT,
+                      "%s: %d chips do not make whole %dx%dx%d cubes (nodes x gpus must be a "
+                      "multiple of %ld)",
+                      what, c->num_gpus, c->torus_cube[0], c->torus_cube[1], c->torus_cube[2], cube);
+  long n = c->num_gpus / cube, best[3] = {1, 1, n};
+  for (long p = 1; p * p * p <= n; p++)
+    for (long q = p; p * q * q <= n; q++)
+      if (n % (p * q) == 0) {
+        long r = n / (p * q);
+        if (r >= q && r - p < best[2] - best[0]) {
+          best[0] = p;
+          best[1] = q;
+          best[2] = r;
+        }
+      }
+  for (int k = 0; k < 3; k++)
+    c->torus_dims[k] = (int)(best[k] * c->torus_cube[k]);
+  return ST_OK;
+}
+
+int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
+{
+  if ((long)c->num_nodes * c->gpus_per_node > (1L << 24))
+    return st_err_set(err, ST_EINPUT, "%s: %d nodes x %d GPUs is more than %ld GPUs", what,
+                      c->num_nodes, c->gpus_per_node, 1L << 24);
+  c->num_gpus = c->num_nodes * c->gpus_per_node;
+  int gpn = c->gpus_per_node;
+  if (c->intra_kind == PLAT_INTRA_CUBEMESH && (gpn != 8 || c->intra_links_per_gpu != 6))
+    return st_err_set(err, ST_EINPUT,
+                      "%s: a cube-mesh node has 8 GPUs with 6 NVLink links each (node.gpus is %d, "
+                      "node.intra.links_per_gpu is %d)",
+                      what, gpn, c->intra_links_per_gpu);
+  if (c->intra_kind == PLAT_INTRA_FULLMESH && c->intra_links_per_gpu != gpn - 1)
+    return st_err_set(err, ST_EINPUT,
+                      "%s: in a full mesh of %d GPUs each GPU has %d links (node.intra.links_per_gpu "
+                      "is %d)",
+                      what, gpn, gpn - 1, c->intra_links_per_gpu);
+  if (c->fabric_kind == PLAT_FABRIC_TORUS) {
+    if (c->intra_kind != PLAT_INTRA_NONE)
+      return st_err_set(err, ST_EINPUT,
+                        "%s: a torus carries all chip-to-chip traffic: node.intra.kind must be none",
+                        what);
+    if (c->nics_per_node)
+      return st_err_set(err, ST_EINPUT, "%s: a torus has no NICs: remove node.nics", what);
+    if (c->torus_cube[0] && c->torus_dims[0] == 0) {
+      int rc = torus_auto(c, what, err);
+      if (rc)
+        return rc;
+    } else if (c->torus_dims[0] == 0) {
+      return st_err_set(err, ST_EINPUT, "%s: a torus needs fabric.dims or fabric.cube", what);
+    }
+    long prod = (long)c->torus_dims[0] * c->torus_dims[1] * c->torus_dims[2];
+    if (prod != c->num_gpus)
+      return st_err_set(err, ST_EINPUT, "%s: fabric.dims %dx%dx%d make %ld chips, but the cluster has %d",
+                        what, c->torus_dims[0], c->torus_dims[1], c->torus_dims[2], prod,
+                        c->num_gpus);
+    if (c->torus_cube[0])
+      for (int k = 0; k < 3; k++)
+        if (c->torus_dims[k] % c->torus_cube[k])
+          return st_err_set(err, ST_EINPUT, "%s: fabric.dims %dx%dx%d is not made of %dx%dx%d cubes",
+                            what, c->torus_dims[0], c->torus_dims[1], c->torus_dims[2],
+                            c->torus_cube[0], c->torus_cube[1], c->torus_cube[2]);
+    /* per chip: all 6 ICI links, as its "NIC" (see platform.h / docs) */
+    c->nics_per_node = gpn;
+    c->nic_Bps = 6 * c->fabric_link_Bps;
+    c->nic_lat_s = c->fabric_link_lat_s;
+  } else {
+    if (c->intra_kind == PLAT_INTRA_NONE && gpn > 1)
+      return st_err_set(err, ST_EINPUT,
+                        "%s: node.intra.kind none with %d GPUs per node: GPUs of a node need an "
+                        "intra-node fabric (or a torus)",
+                        what, gpn);
+    if (c->nics_per_node == 0 && c->num_nodes > 1)
+      return st_err_set(err, ST_EINPUT, "%s: %d nodes but node.nics is missing", what, c->num_nodes);
+    if (c->nics_per_node == 0) {
+      c->nics_per_node = 1; /* never used: one node */
+    }
+    if (c->nics_per_node > gpn || gpn % c->nics_per_node)
+      return st_err_set(err, ST_EINPUT,
+                        "%s: node.nics.count is %d; it must divide node.gpus (%d) so that each NIC "
+                        "serves the same number of GPUs",
+                        what, c->nics_per_node, gpn);
+  }
+  if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
+    int R = c->fabric_radix, want = c->fabric_levels;
+    int lo = want ? want : 1, hi = want ? want : PLAT_MAX_LEVELS;
+    int found = 0;
+    for (int h = lo; h <= hi && !found; h++) {
+      c->fabric_levels = h;
+      c->fabric_radix_used[0] = h == 1 ? R : R / 2;
+      long M = 1;
+      for (int i = 1; i < h; i++) {
+        c->fabric_radix_used[i - 1] = R / 2;
+        M *= R / 2;
+      }
+      long emax = plat__endpoint_max(c);
+      long top = (emax + M - 1) / M;
+      if (top <= R) {
+        c->fabric_radix_used[h - 1] = (int)(h == 1 ? R : top);
+        if (h == 1)
+          c->fabric_radix_used[0] = R;
+        found = 1;
+      }
+    }
+    if (!found)
+      return st_err_set(err, ST_EINPUT,
+                        "%s: %d NICs do not fit a %d-level fat-tree of %d-port switches%s", what,
+                        c->num_nodes * c->nics_per_node, hi, R,
+                        want ? " (raise fabric.levels or fabric.radix)" : "");
+  }
+  if (c->fabric_kind == PLAT_FABRIC_DRAGONFLY) {
+    long E = (long)c->num_nodes * c->nics_per_node;
+    long routers = (E + c->dragonfly[1] - 1) / c->dragonfly[1];
+    long groups = (routers + c->dragonfly[0] - 1) / c->dragonfly[0];
+    if (groups - 1 > (long)c->dragonfly[0] * c->dragonfly[2])
+      return st_err_set(err, ST_EINPUT,
+                        "%s: %ld dragonfly groups need %ld global links per group, but a group has "
+                        "%d routers x %d global links",
+                        what, groups, groups - 1, c->dragonfly[0], c->dragonfly[2]);
+  }
+  plat_lay L;
+  plat__layout(c, &L);
+  if (L.total > INT_MAX)
+    return st_err_set(err, ST_EINPUT, "%s: %ld links is too many", what, L.total);
+  c->num_links = (int)L.total;
+  return ST_OK;
+}
+
+int plat__spec_parse(const char *what, const char *text, int nodes_override, plat_cluster **out,
+                     st_err *err)
+{
+  cJSON *root = cJSON_Parse(text);
+  if (!root) {
+    const char *at = cJSON_GetErrorPtr();
+    int line = 1;
+    for (const char *p = text; at && p < at && *p; p++)
+      line += *p == '\n';
+    return st_err_set(err, ST_EINPUT, "%s: line %d: not valid JSON", what, line);
+  }
+  jctx j = {what, err};
+  static const char *const keys[] = {"name", "description", "nodes", "device", "node", "fabric",
+                                     NULL};
+  plat_cluster *c = calloc(1, sizeof *c);
+  int rc = c ? ST_OK : st_err_set(err, ST_ENOMEM, "out of memory");
+  if (!rc)
+    rc = check_keys(&j, root, "", keys);
+  const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
+  if (!rc && !cJSON_IsString(nm))
+    rc = st_err_set(err, ST_EINPUT, "%s: key 'name' must be a string", what);
+  if (!rc)
+    rc = get_int(&j, root, "", "nodes", 1, 1, &c->default_nodes);
+  const cJSON *dv = cJSON_GetObjectItemCaseSensitive(root, "device");
+  if (!rc && !cJSON_IsString(dv))
+    rc = st_err_set(err, ST_EINPUT, "%s: key 'device' must be a device name (devices.json)", what);
+  if (!rc && (rc = plat__device_find(dv->valuestring, &c->device, err)))
+    st_err_prefix(err, "%s: key 'device': ", what);
+  if (!rc)
+    rc = parse_node(&j, cJSON_GetObjectItemCaseSensitive(root, "node"), c);
+  if (!rc) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "fabric");
+    rc = f ? parse_fabric(&j, f, c) : st_err_set(err, ST_EINPUT, "%s: key 'fabric' is missing", what);
+  }
+  if (!rc) {
+    c->num_nodes = nodes_override > 0 ? nodes_override : c->default_nodes;
+    rc = plat__cluster_finish(c, what, err);
+  }
+  if (!rc) {
+    if (nodes_override > 0)
+      snprintf(c->name, sizeof c->name, "%s:%d", nm->valuestring, c->num_nodes);
+    else
+      snprintf(c->name, sizeof c->name, "%s", nm->valuestring);
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "nodes");
+    cJSON_AddNumberToObject(root, "nodes", c->num_nodes);
+    c->spec_json = cJSON_PrintUnformatted(root);
+    if (!c->spec_json)
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  cJSON_Delete(root);
+  if (rc) {
+    plat_cluster_destroy(c);
+    return rc;
+  }
+  *out = c;
+  return ST_OK;
 }
 
 static int parse_nodes(const char *s, int *nodes)
@@ -38,7 +595,7 @@ static int parse_nodes(const char *s, int *nodes)
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (*s == '\0' || *end != '\0' || errno || v <= 0 || v > INT_MAX / 1024)
+  if (!isdigit((unsigned char)*s) || *end != '\0' || errno || v <= 0 || v > (1 << 24))
     return -1;
   *nodes = (int)v;
   return 0;
@@ -46,52 +603,54 @@ static int parse_nodes(const char *s, int *nodes)
 
 int plat_cluster_load(const char *arg, plat_cluster **out, st_err *err)
 {
-  char name[64];
-  const char *colon = strchr(arg, ':');
-  size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
-  if (n >= sizeof name)
-    return st_err_set(err, ST_EINPUT, "cluster '%s': name is too long", arg);
-  memcpy(name, arg, n);
-  name[n] = '\0';
-  int nodes = 1;
-  if (colon && parse_nodes(colon + 1, &nodes))
-    return st_err_set(err, ST_EINPUT, "cluster '%s': node count '%s' is not a positive integer",
-                      arg, colon + 1);
-  if (strcmp(name, "node8") != 0)
-    return st_err_set(err, ST_EINPUT, "cluster '%s': no such preset (known: node8)", arg);
-
-  plat_cluster *c = calloc(1, sizeof *c);
-  if (!c)
-    return st_err_set(err, ST_ENOMEM, "out of memory");
-  snprintf(c->name, sizeof c->name, "%s:%d", name, nodes);
-  c->num_nodes = nodes;
-  c->gpus_per_node = 8;
-  c->num_gpus = nodes * 8;
-  plat_device_h100_sxm(&c->device);
-  c->intra_kind = PLAT_INTRA_NVSWITCH;
-  c->intra_Bps = 450e9;
-  c->intra_lat_s = 0.5e-6;
-  c->nics_per_node = 8;
-  c->nic_Bps = 50e9; /* 400 Gb/s */
-  c->nic_lat_s = 1e-6;
-  c->fabric_kind = PLAT_FABRIC_SWITCH;
-  c->fabric_levels = 1;
-  for (int i = 0; i < 4; i++)
-    c->oversub[i] = 1.0;
-  c->switch_lat_s = 0;
-  c->torus_dims[0] = c->torus_dims[1] = c->torus_dims[2] = 1;
-  st_buf b;
-  st_buf_init(&b);
-  st_buf_printf(&b,
-                "{\"name\":\"%s\",\"nodes\":%d,\"gpus_per_node\":8,\"device\":\"%s\","
-                "\"intra\":{\"kind\":\"nvswitch\",\"bw_GBps\":%g,\"lat_us\":%g},"
-                "\"nic\":{\"per_node\":8,\"bw_GBps\":%g,\"lat_us\":%g},"
-                "\"fabric\":{\"kind\":\"switch\"}}",
-                c->name, nodes, c->device.name, c->intra_Bps / 1e9, c->intra_lat_s * 1e6,
-                c->nic_Bps / 1e9, c->nic_lat_s * 1e6);
-  c->spec_json = st_buf_detach(&b, NULL);
-  *out = c;
-  return ST_OK;
+  if (st_str_ends_with(arg, ".xml"))
+    return plat__xml_load(arg, out, err);
+  /* FILE.json or FILE.json:NODES or NAME or NAME:NODES */
+  char buf[4096];
+  if (strlen(arg) >= sizeof buf)
+    return st_err_set(err, ST_EINPUT, "cluster '%.40s...': name is too long", arg);
+  snprintf(buf, sizeof buf, "%s", arg);
+  int nodes = 0;
+  char *colon = strrchr(buf, ':');
+  if (colon && !strchr(colon, '/')) {
+    if (parse_nodes(colon + 1, &nodes))
+      return st_err_set(err, ST_EINPUT, "cluster '%s': node count '%s' is not a positive integer",
+                        arg, colon + 1);
+    *colon = '\0';
+  }
+  char what[4200];
+  char *text;
+  if (st_str_ends_with(buf, ".json")) {
+    size_t len;
+    int rc = st_file_read_all(buf, &text, &len, err);
+    if (rc)
+      return rc;
+    snprintf(what, sizeof what, "spec '%s'", buf);
+  } else {
+    int known = 0;
+    for (int i = 0; preset_names[i]; i++)
+      known |= !strcmp(preset_names[i], buf);
+    char rel[256];
+    snprintf(rel, sizeof rel, "presets/%.200s.json", buf);
+    text = known ? plat__data_read(rel, err) : NULL;
+    if (!text) {
+      if (err && err->code)
+        return err->code;
+      st_buf b;
+      st_buf_init(&b);
+      for (int i = 0; preset_names[i]; i++)
+        st_buf_printf(&b, "%s%s", i ? ", " : "", preset_names[i]);
+      int rc = st_err_set(err, ST_EINPUT,
+                          "cluster '%s': no such preset (known: %s; or give a FILE.json or FILE.xml)",
+                          arg, b.data);
+      st_buf_release(&b);
+      return rc;
+    }
+    snprintf(what, sizeof what, "preset '%s'", buf);
+  }
+  int rc = plat__spec_parse(what, text, nodes, out, err);
+  free(text);
+  return rc;
 }
 
 void plat_cluster_destroy(plat_cluster *c)
@@ -101,32 +660,4 @@ void plat_cluster_destroy(plat_cluster *c)
   free(c->spec_json);
   free(c->xml_path);
   free(c);
-}
-
-int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err)
-{
-  fprintf(out, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-               "<platform version=\"4.1\">\n<zone id=\"%s\" routing=\"Full\">\n",
-          c->name);
-  double speed = c->device.peak_flops[WL_DTYPE_BF16];
-  for (int g = 0; g < c->num_gpus; g++)
-    fprintf(out, "  <host id=\"gpu-%d\" speed=\"%.17g\"/>\n", g, speed);
-  for (int g = 0; g < c->num_gpus; g++) {
-    fprintf(out, "  <link id=\"nvl-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-            g, c->intra_Bps, c->intra_lat_s);
-    fprintf(out, "  <link id=\"nic-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-            g, c->nic_Bps, c->nic_lat_s);
-  }
-  for (int i = 0; i < c->num_gpus; i++)
-    for (int j = i + 1; j < c->num_gpus; j++) {
-      const char *l = plat_gpu_node(c, i) == plat_gpu_node(c, j) ? "nvl" : "nic";
-      fprintf(out,
-              "  <route src=\"gpu-%d\" dst=\"gpu-%d\"><link_ctn id=\"%s-%d\" direction=\"UP\"/>"
-              "<link_ctn id=\"%s-%d\" direction=\"DOWN\"/></route>\n",
-              i, j, l, i, l, j);
-    }
-  fprintf(out, "</zone>\n</platform>\n");
-  if (ferror(out))
-    return st_err_set(err, ST_EIO, "cannot write the platform XML");
-  return ST_OK;
 }

@@ -1,4 +1,5 @@
-/* plat_int.h — internals shared by the platform sources. */
+/* plat_int.h — internals shared by the platform sources: the link layout of
+ * a cluster (topo.c), device and spec data (spec.c), XML (xml.c). */
 #ifndef PLAT_INT_H
 #define PLAT_INT_H
 
@@ -8,7 +9,48 @@
 extern "C" {
 #endif
 
-void plat_device_h100_sxm(plat_device *d);
+#define PLAT_MAX_LEVELS 5
+
+/* Link id blocks and fat-tree/dragonfly shape, derived from a cluster by
+ * plat__layout() (a few dozen integer operations; nothing per GPU). */
+typedef struct plat_lay {
+  long intra_base, pcie_base, nic_base, fab_base, total;
+  /* fat-tree: m (children), w (up ports), M = prod m, W = prod w, N = nodes per level */
+  int h;
+  long m[PLAT_MAX_LEVELS + 1], w[PLAT_MAX_LEVELS + 1];
+  long M[PLAT_MAX_LEVELS + 1], W[PLAT_MAX_LEVELS + 1], N[PLAT_MAX_LEVELS + 1];
+  long ft_base[PLAT_MAX_LEVELS + 1];
+  /* dragonfly: routers per group, NICs per router, global links per router */
+  long a, p, hh, groups, dl_base, dg_base;
+} plat_lay;
+
+void plat__layout(const plat_cluster *c, plat_lay *L);
+/* 1 + the largest endpoint (NIC slot) index of a fat-tree or dragonfly. */
+long plat__endpoint_max(const plat_cluster *c);
+/* Link ids from GPU s to GPU d into ids[PLAT_ROUTE_MAX]; returns the count,
+ * or -1 when the route would be longer than PLAT_ROUTE_MAX. */
+int plat__route_ids(const plat_cluster *c, const plat_lay *L, int s, int d, int *ids,
+                    int *switches);
+void plat__link_info(const plat_cluster *c, const plat_lay *L, long id, plat_link_info *o);
+int plat__cube_lanes(int i, int j);
+
+/* Data folder: $SIMTRAIN_PLATFORMS_DATA, else the embedded copy of
+ * platforms/data (see embed.cmake).  Returns the text of "devices.json" or
+ * "presets/<name>.json" (caller frees), or NULL when there is no such file. */
+char *plat__data_read(const char *rel, st_err *err);
+
+/* Parse the devices table and fill d for device 'name'. */
+int plat__device_find(const char *name, plat_device *d, st_err *err);
+
+/* Spec text (JSON) -> cluster; 'what' names the source in messages;
+ * nodes_override > 0 replaces the spec's node count. */
+int plat__spec_parse(const char *what, const char *text, int nodes_override, plat_cluster **out,
+                     st_err *err);
+/* Validate and derive: levels, m_i, num_links (called by the parser). */
+int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err);
+
+/* SimGrid XML platform: count hosts gpu-<g>, read simtrain.* properties. */
+int plat__xml_load(const char *path, plat_cluster **out, st_err *err);
 
 #ifdef __cplusplus
 }

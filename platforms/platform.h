@@ -54,7 +54,8 @@ typedef enum plat_fabric_kind {
   PLAT_FABRIC_COUNT
 } plat_fabric_kind;
 
-typedef struct plat_cluster {
+typedef struct plat_cluster plat_cluster;
+struct plat_cluster {
   char name[64];      /* preset or file name */
   char *spec_json;    /* the resolved spec as JSON (stored in results' /config), owned */
   int num_nodes;
@@ -66,7 +67,8 @@ typedef struct plat_cluster {
   double intra_Bps;      /* per GPU, per direction, to the intra-node fabric */
   double intra_lat_s;    /* per link */
   int nvls;              /* NVSwitch with in-switch reduction (NVLink SHARP) */
-  /* inter-node */
+  /* inter-node (torus: each chip's 6 ICI links act as its NIC: nics_per_node =
+   * gpus_per_node, nic_Bps = 6 x ICI link, nic_lat_s = per hop; intra_Bps = 0) */
   int nics_per_node;
   double nic_Bps;        /* per NIC, per direction */
   double nic_lat_s;
@@ -78,7 +80,21 @@ typedef struct plat_cluster {
   int torus_dims[3];     /* torus shape in chips; unused dims are 1 */
   int in_network_reduction; /* SHARP/CollNet available */
   char *xml_path;        /* PLAT_FABRIC_XML: the file, owned */
-} plat_cluster;
+  /* ---- added with the platform library (spec keys in docs/platforms.md) ---- */
+  double intra_link_Bps;   /* one NVLink/HCCS link (lane), per direction */
+  int intra_links_per_gpu; /* links from a GPU into the intra-node fabric */
+  double pcie_Bps;         /* GPU<->NIC PCIe per direction; 0 = not modelled */
+  double pcie_lat_s;
+  double fabric_link_Bps;  /* switch-to-switch link (fat-tree, dragonfly local), or ICI link (torus) */
+  double fabric_link_lat_s;
+  double fabric_global_Bps; /* dragonfly global links */
+  int dragonfly[3];        /* routers per group, NICs per router, global links per router */
+  int torus_wrap;          /* 1: wrap-around links in every dimension */
+  int torus_cube[3];       /* building block (TPU v4: 4x4x4); 0 = none */
+  int fabric_radix_used[5]; /* fat-tree: children per switch per level (m_1..m_h), derived */
+  int num_links;           /* directed links of the built platform, derived */
+  int default_nodes;       /* node count of the spec when NAME has no :NODES */
+};
 
 /* NAME[:NODES] (a preset), FILE.json (a cluster spec) or FILE.xml (SimGrid
  * platform whose hosts are named gpu-0 ... gpu-(N-1)). */
@@ -157,6 +173,49 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
                             plat_compute_detail *detail);
 /* Stretch factor (>= 1) of compute while a transfer of the same GPU runs. */
 double plat_compute_overlap_factor(const plat_device *d);
+
+/* ---- routes, without SimGrid -------------------------------------------- */
+/* Every link is directed (one SimGrid link per direction).  Kinds: */
+typedef enum plat_link_kind {
+  PLAT_LINK_INTRA = 0, /* NVLink/HCCS: GPU<->NVSwitch or GPU<->GPU */
+  PLAT_LINK_PCIE,      /* GPU<->NIC */
+  PLAT_LINK_NIC,       /* NIC<->first switch (the rail) */
+  PLAT_LINK_FABRIC,    /* switch<->switch */
+  PLAT_LINK_GLOBAL,    /* dragonfly global link */
+  PLAT_LINK_ICI,       /* torus chip-to-chip link */
+  PLAT_LINK_KIND_COUNT
+} plat_link_kind;
+
+typedef struct plat_link_info {
+  char name[48];
+  int kind; /* plat_link_kind */
+  double bw_Bps;
+  double lat_s;
+} plat_link_info;
+
+#define PLAT_ROUTE_MAX 96
+typedef struct plat_route {
+  int n;              /* links, in order from src to dst */
+  int link_ids[PLAT_ROUTE_MAX];
+  plat_link_info links[PLAT_ROUTE_MAX];
+  int switches;       /* switches crossed (each adds switch_lat_s) */
+  double latency_s;   /* sum of link latencies + switches * switch_lat_s */
+  double bw_Bps;      /* smallest link bandwidth (0 when src == dst) */
+} plat_route;
+
+/* The route from GPU src to GPU dst, exactly as the SimGrid platform built by
+ * plat_cluster_build() has it (same links, same order, same latency).
+ * Works without SimGrid.  Not for PLAT_FABRIC_XML clusters (ask SimGrid:
+ * sg_host_get_route).  src == dst gives an empty route. */
+int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_err *err);
+/* Link id -> name, kind, bandwidth, latency (0 <= id < c->num_links). */
+void plat_link_get(const plat_cluster *c, int id, plat_link_info *out);
+/* Bisection bandwidth per direction, bytes/s (see docs/platforms.md for the cut). */
+double plat_cluster_bisection_Bps(const plat_cluster *c);
+/* Switches of the fabric (0 for torus and XML). */
+long plat_cluster_switch_count(const plat_cluster *c);
+const char *plat_intra_kind_name(int kind);
+const char *plat_fabric_kind_name(int kind);
 
 static inline int plat_gpu_node(const plat_cluster *c, int gpu) { return gpu / c->gpus_per_node; }
 

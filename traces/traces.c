@@ -1,12 +1,25 @@
 /* traces.c — the importer table and "FORMAT:PATH" dispatch. */
 #include "traces.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tr_int.h"
+
 /* Importers register here; each lives in tr_<format>.c. */
 static const tr_format formats[] = {
+    {"kineto", "PyTorch profiler Chrome-trace JSON (.json/.json.gz), one file per rank: DIR or FILE,FILE...",
+     tr_kineto_import},
+    {"chakra", "Chakra execution traces PREFIX.<rank>.et (or one .et file)", tr_chakra_import},
+    {"astra", "ASTRA-sim 1.0 / SimAI layer-wise text workload, expanded over --gpus N",
+     tr_astra_import},
+    {"smpi", "SimGrid time-independent trace (actions file, or a file listing per-rank files)",
+     tr_smpi_import},
     {NULL, NULL, NULL},
 };
 
@@ -79,4 +92,112 @@ void tr_import_stats_release(tr_import_stats *s)
 {
   free(s->rank_measured_s);
   s->rank_measured_s = NULL;
+  free(s->rank_start_s);
+  s->rank_start_s = NULL;
+}
+
+/* ---- helpers shared by the importers (tr_int.h) ------------------------- */
+
+int tr_read_file(const char *path, char **data, size_t *len, st_err *err)
+{
+  int rc = st_file_read_all(path, data, len, err);
+  if (rc && err) {
+    /* st_file_read_all says "'path': ..." or "cannot open 'path': ...". */
+    if (err->msg[0] == '\'')
+      st_err_prefix(err, "trace ");
+    else
+      st_err_prefix(err, "trace '%s': ", path);
+  }
+  return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int tr_list_dir(const char *dir, int (*keep)(const char *name), char ***names, size_t *count,
+                st_err *err)
+{
+  DIR *d = opendir(dir);
+  if (!d)
+    return st_err_set(err, ST_EIO, "trace '%s': cannot open folder: %s", dir, strerror(errno));
+  char **v = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.' || (keep && !keep(e->d_name)))
+      continue;
+    size_t len = strlen(dir) + strlen(e->d_name) + 2;
+    char *full = malloc(len);
+    if (!full)
+      break;
+    snprintf(full, len, "%s/%s", dir, e->d_name);
+    struct stat st;
+    if (stat(full, &st) || !S_ISREG(st.st_mode)) {
+      free(full);
+      continue;
+    }
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **nv = realloc(v, cap * sizeof *nv);
+      if (!nv) {
+        free(full);
+        break;
+      }
+      v = nv;
+    }
+    v[n++] = full;
+  }
+  closedir(d);
+  if (n)
+    qsort(v, n, sizeof *v, cmp_str);
+  *names = v;
+  *count = n;
+  return ST_OK;
+}
+
+void tr_free_list(char **names, size_t count)
+{
+  for (size_t i = 0; i < count; i++)
+    free(names[i]);
+  free(names);
+}
+
+const char *tr_basename(const char *path)
+{
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+char *tr_dirname(const char *path)
+{
+  const char *s = strrchr(path, '/');
+  if (!s)
+    return strdup(".");
+  if (s == path)
+    return strdup("/");
+  size_t n = (size_t)(s - path);
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, path, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
+{
+  free(stats->rank_measured_s);
+  free(stats->rank_start_s);
+  stats->rank_measured_s = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+  stats->rank_start_s = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+  if (!stats->rank_measured_s || !stats->rank_start_s) {
+    tr_import_stats_release(stats);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  for (int i = 0; i < n; i++)
+    stats->rank_measured_s[i] = stats->rank_start_s[i] = NAN;
+  stats->num_ranks = n;
+  return ST_OK;
 }

@@ -35,6 +35,13 @@ typedef struct tr_import_stats {
   double measured_step_s; /* what the trace measured for the whole step, NAN if unknown */
   double *rank_measured_s; /* per rank, num_ranks entries, or NULL; owned */
   int num_ranks;
+  /* Where each rank's measured step began, in seconds after the earliest
+   * rank's start (the replay starts every rank at 0 and delays each by this
+   * much), num_ranks entries or NULL; owned. */
+  double *rank_start_s;
+  long deps_dropped;    /* chakra: dependencies dropped (dangling, self, or cycle-forming) */
+  long gaps;            /* kineto: delay ops made from idle gaps on GPU streams */
+  double gap_s;         /* kineto: their total duration (all ranks) */
 } tr_import_stats;
 
 typedef struct tr_format {

@@ -238,9 +238,9 @@ int st_file_read_all(const char *path, char **data, size_t *len, st_err *err)
    * gzclose_r reports Z_BUF_ERROR in that case. */
   int rc = gzclose_r(gz);
   if (is_gz && rc == Z_BUF_ERROR) {
+    size_t got = b.len;
     st_buf_release(&b);
-    return st_err_set(err, ST_EINPUT, "'%s': gzip data is truncated after %zu bytes", path,
-                      b.len);
+    return st_err_set(err, ST_EINPUT, "'%s': gzip data is truncated after %zu bytes", path, got);
   }
   *data = st_buf_detach(&b, len);
   if (!*data)
@@ -293,6 +293,10 @@ int st_str_ends_with(const char *s, const char *suffix)
 
 int st_parse_bytes(const char *s, double *bytes)
 {
+  /* A plain decimal number: strtod alone would also take " 4", "0x10", "inf". */
+  if (!((*s >= '0' && *s <= '9') || *s == '.') || s[strspn(s, "0123456789.")] == 'x' ||
+      s[strspn(s, "0123456789.")] == 'X')
+    return ST_EINPUT;
   char *end;
   errno = 0;
   double v = strtod(s, &end);
@@ -300,7 +304,7 @@ int st_parse_bytes(const char *s, double *bytes)
     return ST_EINPUT;
   double mult = 1;
   switch (*end) {
-  case '\0': break;
+  case '\0': case 'B': case 'b': break;
   case 'k': case 'K': mult = 1024.0; end++; break;
   case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
   case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;

@@ -368,6 +368,10 @@ int wl_meta_set_str(char **field, const char *value)
 static int check_program(const wl_workload *wl, int pi, st_err *err)
 {
   const wl_program *p = &wl->programs[pi];
+  for (size_t s = 0; s < p->num_splits; s++)
+    if (!(p->splits[s] >= 0) || !isfinite(p->splits[s]))
+      return st_err_set(err, ST_EINPUT, "program '%s': split size %zu is %g (must be finite and >= 0)",
+                        p->name, s, p->splits[s]);
   for (size_t i = 0; i < p->num_ops; i++) {
     const wl_op *o = &p->ops[i];
 #define BAD(...)                                                                         \
@@ -389,122 +393,201 @@ static int check_program(const wl_workload *wl, int pi, st_err *err)
         BAD("waits on op %u, which does not come before it", p->waits[o->wait_first + w]);
     if (!(o->bytes >= 0) || !isfinite(o->bytes))
       BAD("'bytes' is %g (must be finite and >= 0)", o->bytes);
+    if (o->phase >= WL_PHASE_COUNT)
+      BAD("phase %d is unknown", o->phase);
     switch (o->kind) {
     case WL_OP_COMPUTE:
       if (o->sub >= WL_CLASS_COUNT)
         BAD("op class %d is unknown", o->sub);
+      if (o->dtype >= WL_DTYPE_COUNT)
+        BAD("dtype %d is unknown", o->dtype);
       if (!isfinite(o->duration_s) || !isfinite(o->flops) || o->flops < 0)
         BAD("'duration_s'/'flops' must be finite, flops >= 0");
       if (o->duration_s < 0 && o->flops == 0 && o->bytes == 0)
         BAD("has neither a duration nor flops/bytes for the compute model");
+      if (o->m < 0 || o->n < 0 || o->k < 0 || o->batch < 1)
+        BAD("GEMM shape m=%d n=%d k=%d batch=%d (need m, n, k >= 0 and batch >= 1)", o->m, o->n,
+            o->k, o->batch);
       break;
     case WL_OP_COLL:
       if (o->sub >= WL_COLL_COUNT)
         BAD("collective %d is unknown", o->sub);
+      if ((o->sub == WL_COLL_BROADCAST || o->sub == WL_COLL_REDUCE) && o->peer < 0)
+        BAD("root %d is negative", o->peer);
+      if (o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS)) {
+        if (o->split_first > p->num_splits)
+          BAD("splits start at %u, outside the program's %zu split sizes", o->split_first,
+              p->num_splits);
+      }
       /* fall through */
     case WL_OP_SEND:
     case WL_OP_RECV:
       if (o->role < 0 || o->role >= wl->num_roles)
         BAD("role %d does not exist (the workload has %d)", o->role, wl->num_roles);
+      if (o->kind != WL_OP_COLL && o->peer < 0)
+        BAD("peer %d is negative", o->peer);
       break;
     case WL_OP_MARKER:
       if (o->sub >= WL_MARK_COUNT)
         BAD("marker kind %d is unknown", o->sub);
       break;
     }
-    if ((o->flags & WL_OPF_SPLITS) && o->kind == WL_OP_COLL) {
-      /* split count is checked per rank against the communicator size below */
-    }
 #undef BAD
   }
   return ST_OK;
 }
 
+/* Per (program, role) facts gathered from the ops, so that the per-rank pass
+ * costs O(ranks x roles) whatever the number of ops. */
+typedef struct role_use {
+  int32_t max_peer;   /* largest peer/root named, -1 if none */
+  int64_t split_room; /* all-to-all-v: fewest split sizes any op has room for; -1 if none */
+  int32_t split_size; /* communicator size seen for the first rank, -1 before */
+  uint8_t used;
+} role_use;
+
 int wl_workload_check(const wl_workload *wl, st_err *err)
 {
+  int nr = wl->num_roles;
+  if (wl->meta.dtype < 0 || wl->meta.dtype >= WL_DTYPE_COUNT)
+    return st_err_set(err, ST_EINPUT, "meta: dtype %d is unknown", wl->meta.dtype);
+  if (wl->meta.iterations < 1)
+    return st_err_set(err, ST_EINPUT, "meta: iterations is %d (must be >= 1)",
+                      wl->meta.iterations);
+
+  /* Communicators: known kind, members are ranks, no rank twice. */
+  int32_t *seen = malloc(((size_t)wl->num_ranks + 1) * sizeof *seen);
+  if (!seen)
+    return st_err_set(err, ST_ENOMEM, "out of memory checking the workload");
+  for (int r = 0; r < wl->num_ranks; r++)
+    seen[r] = -1;
   for (int c = 0; c < wl->num_comms; c++) {
     const wl_comm *cm = &wl->comms[c];
-    for (int i = 0; i < cm->size; i++)
-      if (cm->ranks[i] < 0 || cm->ranks[i] >= wl->num_ranks)
+    if (cm->kind < 0 || cm->kind >= WL_COMM_KIND_COUNT) {
+      free(seen);
+      return st_err_set(err, ST_EINPUT, "communicator '%s': kind %d is unknown", cm->name,
+                        cm->kind);
+    }
+    for (int i = 0; i < cm->size; i++) {
+      int32_t r = cm->ranks[i];
+      if (r < 0 || r >= wl->num_ranks) {
+        free(seen);
         return st_err_set(err, ST_EINPUT, "communicator '%s': member %d is rank %d, outside 0..%d",
-                          cm->name, i, cm->ranks[i], wl->num_ranks - 1);
+                          cm->name, i, r, wl->num_ranks - 1);
+      }
+      if (seen[r] == c) {
+        free(seen);
+        return st_err_set(err, ST_EINPUT, "communicator '%s': rank %d is a member twice",
+                          cm->name, r);
+      }
+      seen[r] = c;
+    }
   }
+  free(seen);
+
   for (int p = 0; p < wl->num_programs; p++)
     if (check_program(wl, p, err))
       return err ? err->code : ST_EINPUT;
-
-  /* Per rank: the program exists, and every op's role maps to a communicator
-   * holding the rank, with peers in range.  Work once per distinct
-   * (program, role) pair actually used, so 16k ranks stay cheap. */
-  int nr = wl->num_roles;
-  unsigned char *used = NULL;
-  if (wl->num_programs > 0 && nr > 0) {
-    used = calloc((size_t)wl->num_programs * nr, 1);
-    int32_t *maxpeer = malloc((size_t)wl->num_programs * nr * sizeof *maxpeer);
-    if (!used || !maxpeer) {
-      free(used);
-      free(maxpeer);
-      return st_err_set(err, ST_ENOMEM, "out of memory checking the workload");
-    }
-    for (size_t i = 0; i < (size_t)wl->num_programs * nr; i++)
-      maxpeer[i] = -1;
-    for (int p = 0; p < wl->num_programs; p++) {
-      const wl_program *pg = &wl->programs[p];
-      for (size_t i = 0; i < pg->num_ops; i++) {
-        const wl_op *o = &pg->ops[i];
-        if (o->kind == WL_OP_COLL || o->kind == WL_OP_SEND || o->kind == WL_OP_RECV) {
-          used[(size_t)p * nr + o->role] = 1;
-          if (o->peer > maxpeer[(size_t)p * nr + o->role])
-            maxpeer[(size_t)p * nr + o->role] = o->peer;
-        }
-      }
-    }
-    for (int r = 0; r < wl->num_ranks; r++) {
-      int p = wl->rank_program[r];
-      if (p < 0 || p >= wl->num_programs)
-        break; /* reported below */
-      for (int role = 0; role < nr; role++) {
-        if (!used[(size_t)p * nr + role])
-          continue;
-        int c = wl_rank_comm(wl, r, role);
-        if (c < 0 || c >= wl->num_comms) {
-          free(used);
-          free(maxpeer);
-          return st_err_set(err, ST_EINPUT,
-                            "rank %d: program '%s' uses role '%s', but no communicator plays it "
-                            "for this rank",
-                            r, wl->programs[p].name, wl->roles[role]);
-        }
-        if (maxpeer[(size_t)p * nr + role] >= wl->comms[c].size) {
-          int mp = maxpeer[(size_t)p * nr + role];
-          free(used);
-          free(maxpeer);
-          return st_err_set(err, ST_EINPUT,
-                            "rank %d: program '%s' names member %d of communicator '%s' (role "
-                            "'%s'), which has %d members",
-                            r, wl->programs[p].name, mp, wl->comms[c].name, wl->roles[role],
-                            wl->comms[c].size);
-        }
-      }
-    }
-    free(maxpeer);
-  }
-  free(used);
   for (int r = 0; r < wl->num_ranks; r++) {
     int p = wl->rank_program[r];
     if (p < 0 || p >= wl->num_programs)
       return st_err_set(err, ST_EINPUT, "rank %d has no program (program index %d of %d)", r, p,
                         wl->num_programs);
-  }
-  /* Membership: each communicator a rank uses must contain it. */
-  for (int r = 0; r < wl->num_ranks; r++)
     for (int role = 0; role < nr; role++) {
       int c = wl_rank_comm(wl, r, role);
-      if (c >= wl->num_comms)
+      if (c < -1 || c >= wl->num_comms)
         return st_err_set(err, ST_EINPUT, "rank %d: role '%s' maps to communicator %d of %d", r,
                           wl->roles[role], c, wl->num_comms);
     }
-  return ST_OK;
+  }
+  if (nr == 0 || wl->num_programs == 0)
+    return ST_OK;
+
+  /* Membership: the communicator that plays a role for a rank contains it.
+   * Walk each communicator's members once instead of searching per rank. */
+  size_t slots = (size_t)wl->num_ranks * nr;
+  unsigned char *member = calloc(slots, 1);
+  role_use *use = malloc((size_t)wl->num_programs * nr * sizeof *use);
+  if (!member || !use) {
+    free(member);
+    free(use);
+    return st_err_set(err, ST_ENOMEM, "out of memory checking the workload");
+  }
+  int rc = ST_OK;
+  for (int c = 0; c < wl->num_comms; c++)
+    for (int i = 0; i < wl->comms[c].size; i++) {
+      size_t r = (size_t)wl->comms[c].ranks[i];
+      for (int role = 0; role < nr; role++)
+        if (wl->rank_comm[r * nr + role] == c)
+          member[r * nr + role] = 1;
+    }
+  for (size_t i = 0; i < slots && !rc; i++) {
+    int c = wl->rank_comm[i];
+    if (c >= 0 && !member[i])
+      rc = st_err_set(err, ST_EINPUT,
+                      "rank %zu: role '%s' maps to communicator '%s', which does not contain it",
+                      i / nr, wl->roles[i % nr], wl->comms[c].name);
+  }
+
+  /* Per rank: every role its program uses is played by a communicator, with
+   * peers and roots in range and all-to-all-v split counts matching. */
+  for (size_t i = 0; i < (size_t)wl->num_programs * nr; i++)
+    use[i] = (role_use){-1, -1, -1, 0};
+  for (int p = 0; p < wl->num_programs && !rc; p++) {
+    const wl_program *pg = &wl->programs[p];
+    for (size_t i = 0; i < pg->num_ops; i++) {
+      const wl_op *o = &pg->ops[i];
+      if (o->kind != WL_OP_COLL && o->kind != WL_OP_SEND && o->kind != WL_OP_RECV)
+        continue;
+      role_use *u = &use[(size_t)p * nr + o->role];
+      u->used = 1;
+      if (o->peer > u->max_peer)
+        u->max_peer = o->peer;
+      if (o->kind == WL_OP_COLL && o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS)) {
+        int64_t room = (int64_t)pg->num_splits - o->split_first;
+        if (u->split_room < 0 || room < u->split_room)
+          u->split_room = room;
+      }
+    }
+  }
+  for (int r = 0; r < wl->num_ranks && !rc; r++) {
+    int p = wl->rank_program[r];
+    const char *pname = wl->programs[p].name;
+    for (int role = 0; role < nr && !rc; role++) {
+      role_use *u = &use[(size_t)p * nr + role];
+      if (!u->used)
+        continue;
+      int c = wl_rank_comm(wl, r, role);
+      if (c < 0) {
+        rc = st_err_set(err, ST_EINPUT,
+                        "rank %d: program '%s' uses role '%s', but no communicator plays it "
+                        "for this rank",
+                        r, pname, wl->roles[role]);
+        break;
+      }
+      const wl_comm *cm = &wl->comms[c];
+      if (u->max_peer >= cm->size)
+        rc = st_err_set(err, ST_EINPUT,
+                        "rank %d: program '%s' names member %d of communicator '%s' (role "
+                        "'%s'), which has %d members",
+                        r, pname, u->max_peer, cm->name, wl->roles[role], cm->size);
+      else if (u->split_room >= 0 && cm->size > u->split_room)
+        rc = st_err_set(err, ST_EINPUT,
+                        "rank %d: program '%s' has an all-to-all-v on role '%s' with fewer "
+                        "split sizes than communicator '%s' has members (%d)",
+                        r, pname, wl->roles[role], cm->name, cm->size);
+      else if (u->split_room >= 0 && u->split_size >= 0 && cm->size != u->split_size)
+        rc = st_err_set(err, ST_EINPUT,
+                        "rank %d: program '%s' has an all-to-all-v on role '%s', whose "
+                        "communicator '%s' has %d members where another rank's has %d",
+                        r, pname, wl->roles[role], cm->name, cm->size, u->split_size);
+      else if (u->split_room >= 0)
+        u->split_size = cm->size;
+    }
+  }
+  free(member);
+  free(use);
+  return rc;
 }
 
 size_t wl_workload_num_ops(const wl_workload *wl)

@@ -268,6 +268,120 @@ int wl_workload_write(const wl_workload *wl, const char *path, st_err *err);
 /* Serialise to a JSON string (caller frees). */
 char *wl_workload_to_json(const wl_workload *wl, int pretty);
 
+
+/* ---- generators: model + layout -> workload (docs/workloads.md) ---------- */
+/* A transformer model, parsed from a JSON spec or a built-in name.  The keys
+ * are the ones of the spec: name, layers, hidden, heads, kv_heads, ffn_hidden,
+ * ffn_act, vocab, seq_len, tie_embeddings, moe{experts, top_k,
+ * expert_ffn_hidden, shared_experts, dense_layers, capacity_factor}; plus the
+ * documented extras head_dim and mla{q_lora_rank, kv_lora_rank,
+ * qk_nope_head_dim, qk_rope_head_dim, v_head_dim}.  Plain data, no heap. */
+typedef enum wl_ffn_act { WL_ACT_GELU = 0, WL_ACT_SWIGLU, WL_ACT_COUNT } wl_ffn_act;
+
+typedef struct wl_moe {
+  int experts;            /* routed experts */
+  int top_k;              /* experts per token */
+  int expert_ffn_hidden;  /* FFN width of one expert */
+  int shared_experts;     /* always-on experts of width expert_ffn_hidden (0 = none) */
+  int dense_layers;       /* leading layers with a dense FFN of width ffn_hidden */
+  double capacity_factor; /* 0 = dropless (balanced routing); > 0 pads each expert to capacity */
+} wl_moe;
+
+typedef struct wl_mla { /* multi-head latent attention (DeepSeek-V2/V3) */
+  int q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+} wl_mla;
+
+typedef struct wl_model {
+  char name[64];
+  int layers, hidden, heads, kv_heads;
+  int head_dim;       /* hidden / heads unless given */
+  int ffn_hidden, ffn_act; /* wl_ffn_act */
+  int vocab, seq_len, tie_embeddings;
+  int has_moe;
+  wl_moe moe;
+  int has_mla;
+  wl_mla mla;
+} wl_model;
+
+/* Load a built-in (wl_model_names()) or a JSON file.  Errors name the file and
+ * the key: "model 'm.json': key 'heads' (96) does not divide 'hidden' (1000)". */
+int wl_model_load(const char *name_or_json_path, wl_model *m, st_err *err);
+int wl_model_parse(const char *json, const char *what, wl_model *m, st_err *err);
+void wl_model_release(wl_model *m); /* nothing owned today; kept for symmetry */
+const char *const *wl_model_names(void); /* built-ins, NULL-terminated */
+/* Parameter count of the whole model (embedding once if tied). */
+double wl_model_params(const wl_model *m);
+
+typedef enum wl_recompute {
+  WL_RECOMPUTE_NONE = 0,
+  WL_RECOMPUTE_SELECTIVE, /* attention core only (Korthikanti et al. 2022) */
+  WL_RECOMPUTE_FULL,      /* whole layer, from its input */
+  WL_RECOMPUTE_COUNT
+} wl_recompute;
+
+typedef enum wl_schedule {
+  WL_SCHED_1F1B = 0,
+  WL_SCHED_GPIPE,
+  WL_SCHED_INTERLEAVED,
+  WL_SCHED_COUNT
+} wl_schedule;
+
+#define WL_MAX_STAGES 256
+
+/* A parallel layout, resolved against a model and a GPU count.  Plain data. */
+typedef struct wl_layout {
+  int num_gpus;          /* tp * pp * dp * cp */
+  int tp, pp, dp, cp, ep, vpp, sp;
+  int mbs, gbs, num_microbatches; /* num_microbatches = gbs / (mbs * dp) */
+  int zero;              /* 0 DDP, 1/2 distributed optimizer, 3 FSDP */
+  int recompute;         /* wl_recompute */
+  int schedule;          /* wl_schedule */
+  int dtype, grad_dtype; /* wl_dtype of the math and of gradient reduction */
+  int overlap_grad_reduce, overlap_param_gather;
+  double bucket_params;  /* DP bucket size in parameters (Megatron's default when 0) */
+  int flash;             /* fused attention: no s^2 activations stored (default 1) */
+  int first_stage_layers, last_stage_layers; /* 0 = even split */
+  char spec[320];        /* canonical spec: every key, resolved */
+} wl_layout;
+
+/* Parse "tp=8,pp=4,mbs=1,gbs=512,...".  num_gpus 0 means "what the layout
+ * says" (dp defaults to 1); otherwise dp defaults to what the GPU count
+ * leaves.  Every inconsistency is an error that names the numbers. */
+int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout *l, st_err *err);
+/* Transformer layers held by pipeline stage s (all its virtual chunks). */
+int wl_layout_stage_layers(const wl_layout *l, const wl_model *m, int stage);
+const char *wl_recompute_name(int r);
+const char *wl_schedule_name(int s);
+
+/* Build the per-rank workload: one program per pipeline stage, communicators
+ * for tp, dp (x cp), cp ring, pp neighbours, ep, expert dp and tied
+ * embeddings.  The caller destroys *out with wl_workload_destroy(). */
+int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err *err);
+
+/* Memory per rank, per pipeline stage (bytes). */
+typedef struct wl_memory_stage {
+  int layers;                /* transformer layers on the stage */
+  double params;             /* parameters held by one rank (before ZeRO sharding) */
+  double weights_bytes;      /* model weights (sharded under zero=3) */
+  double grads_bytes;        /* gradient buffers (sharded under zero>=2) */
+  double optimizer_bytes;    /* fp32 master weights + Adam moments (sharded under zero>=1) */
+  double act_layer_bytes;    /* activations of one layer for one micro-batch */
+  double inflight;           /* micro-batches (layer-chunks / chunk size) alive at the peak */
+  double activations_bytes;  /* all activations alive at the peak */
+  double other_bytes;        /* gathered FSDP parameters, communication buffers */
+  double peak_bytes;         /* sum of the above */
+} wl_memory_stage;
+
+typedef struct wl_memory {
+  int num_stages;
+  wl_memory_stage stages[WL_MAX_STAGES];
+  int peak_stage;      /* stage with the largest peak */
+  double peak_bytes;   /* largest per-rank peak */
+} wl_memory;
+
+int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st_err *err);
+
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,10 @@ extern const char *cli_command_line;
 int cli_fail(const st_err *err);
 /* Usage error: print the message and a hint to --help; returns 1. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For getopt_long users (call with opterr = 0): the usage error for the
+ * option getopt_long just rejected, e.g. "unknown option '--bogus'" or
+ * "option '--gpus' needs a value"; returns 1. */
+int cli_bad_option(const char *cmd, char **argv);
 /* Warning on stderr: "simtrain: warning: ...". */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

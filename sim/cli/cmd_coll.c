@@ -122,6 +122,8 @@ oom:
   return NULL;
 }
 
+const char cmd_coll_help[] = "one collective over N GPUs, printed like nccl-tests";
+
 int cmd_coll(int argc, char **argv)
 {
   static const struct option longopts[] = {
@@ -136,6 +138,7 @@ int cmd_coll(int argc, char **argv)
   sim_options_init(&opt);
   opt.quiet = 1;
   optind = 1;
+  opterr = 0;
   int ch;
   while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (ch) {
@@ -164,7 +167,7 @@ int cmd_coll(int argc, char **argv)
       break;
     case 'j': json = 1; break;
     case 'h': fputs(usage_text, stdout); return 0;
-    default: return cli_usage_error("coll", "unknown option");
+    default: return cli_bad_option("coll", argv);
     }
   }
   if (optind + 1 != argc)

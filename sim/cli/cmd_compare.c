@@ -18,6 +18,8 @@ static void usage(FILE *out)
                "  -h, --help  this help\n");
 }
 
+const char cmd_compare_help[] = "results files side by side, with differences and ratios";
+
 int cmd_compare(int argc, char **argv)
 {
   int json = 0;

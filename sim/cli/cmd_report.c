@@ -20,6 +20,8 @@ static void usage(FILE *out)
           "  -h, --help    this help\n");
 }
 
+const char cmd_report_help[] = "print a results file for people (or --json)";
+
 int cmd_report(int argc, char **argv)
 {
   const char *path = NULL, *ranks_spec = NULL;

@@ -113,6 +113,8 @@ out:
   return rc;
 }
 
+const char cmd_validate_help[] = "predict the published runs of the validation set, with the errors";
+
 int cmd_validate(int argc, char **argv)
 {
   const char *dir = NULL;

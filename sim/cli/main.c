@@ -1,5 +1,6 @@
 /* main.c — the simtrain executable: git-style dispatch to subcommands.
  * Exit statuses: 0 success, 1 usage error, 2 bad input, 3 simulation failure. */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ struct command {
   const char *help;
 };
 
-#define ST_TABLE_ROW(name, help) {#name, cmd_##name, help},
+#define ST_TABLE_ROW(name) {#name, cmd_##name, cmd_##name##_help},
 static const struct command commands[] = {ST_COMMANDS(ST_TABLE_ROW)};
 #undef ST_TABLE_ROW
 
@@ -37,6 +38,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
   return 1;
 }
 
+int cli_bad_option(const char *cmd, char **argv)
+{
+  const char *arg = argv[optind - 1];
+  if (optopt && arg[0] == '-' && arg[1] != '-')
+    return cli_usage_error(cmd, "option '-%c' is unknown or needs a value", optopt);
+  /* getopt_long leaves optopt 0 for an unknown long option and sets it to the
+   * option's value for a known one missing its argument. */
+  if (optopt)
+    return cli_usage_error(cmd, "option '%s' needs a value", arg);
+  const char *eq = strchr(arg, '=');
+  if (eq)
+    return cli_usage_error(cmd, "unknown option '%.*s'", (int)(eq - arg), arg);
+  return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
 void cli_warn(const char *fmt, ...)
 {
   va_list ap;
@@ -47,14 +63,28 @@ void cli_warn(const char *fmt, ...)
   fputc('\n', stderr);
 }
 
+/* The order 'simtrain --help' lists commands in; others follow alphabetically. */
+static const char *const display_order[] = {"run",    "gen",     "memory",  "import", "report",
+                                            "compare", "export", "plot",    "coll",
+                                            "platform", "validate", NULL};
+
 static void usage(FILE *out)
 {
   fprintf(out, "usage: simtrain <command> [options]   (simtrain <command> --help)\n\n"
                "simtrain %s predicts distributed training time by replaying workloads on\n"
                "SimGrid platforms.\n\ncommands:\n",
           SIMTRAIN_VERSION);
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+  size_t n = sizeof commands / sizeof commands[0];
+  char shown[sizeof commands / sizeof commands[0]] = {0};
+  for (size_t k = 0; display_order[k]; k++)
+    for (size_t i = 0; i < n; i++)
+      if (!shown[i] && !strcmp(commands[i].name, display_order[k])) {
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+        shown[i] = 1;
+      }
+  for (size_t i = 0; i < n; i++)
+    if (!shown[i])
+      fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
 static char *join_args(int argc, char **argv)

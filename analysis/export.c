@@ -1,0 +1,318 @@
+/* export.c — a results file's timeline as a Chrome / Perfetto trace (the
+ * JSON "Trace Event Format"), for ui.perfetto.dev or chrome://tracing.
+ *
+ * Mapping (docs/results-format.md, "Perfetto export"):
+ *   - one process per rank, pid = rank, named "rank N (gpu-H)"; one thread
+ *     per stream, tid = stream index, named after the stream;
+ *   - one complete event ("ph":"X") per /timeline row, in file order, so the
+ *     X events and the timeline rows match one to one; ts and dur in
+ *     microseconds; args hold bytes, flops and the peer rank;
+ *   - a flow (an "s" event on the sender's slice, an "f" event on the
+ *     receiver's) for every send row matched with a recv row of the peer
+ *     that ends at the same time: the transfer ends for both sides together,
+ *     while a recv posted early starts before its send (it waits), so the
+ *     ends match and the starts need not.  Equal ends between the same two
+ *     ranks are paired in start order.  The flow is drawn at the transfer's
+ *     start (the later of the two starts), which lies in both slices;
+ *   - when /links has rows, a process "links" (pid = number of ranks) with a
+ *     counter per link: its mean utilisation over the run (bytes carried /
+ *     bandwidth / run time) and its peak, from time 0 to the end of the run.
+ *     The results file holds no utilisation over time, only these.
+ * The trace is written to "<path>.tmp.<pid>" and renamed when complete;
+ * gzip-compressed when the path ends in ".gz".
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "analysis.h"
+
+typedef struct out_t {
+  gzFile gz;
+  int bad;
+} out_t;
+
+static void put(out_t *o, const char *s)
+{
+  if (!o->bad && gzputs(o->gz, s) < 0)
+    o->bad = 1;
+}
+
+static void putf(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(out_t *o, const char *fmt, ...)
+{
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof buf) { /* numbers only: never this long */
+    o->bad = 1;
+    return;
+  }
+  put(o, buf);
+}
+
+static void put_str(out_t *o, const char *s)
+{
+  char buf[256];
+  size_t k = 0;
+  buf[k++] = '"';
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (k + 8 >= sizeof buf) {
+      buf[k] = '\0';
+      put(o, buf);
+      k = 0;
+    }
+    if (*p == '"' || *p == '\\') {
+      buf[k++] = '\\';
+      buf[k++] = (char)*p;
+    } else if (*p < 0x20) {
+      k += (size_t)snprintf(buf + k, sizeof buf - k, "\\u%04x", *p);
+    } else {
+      buf[k++] = (char)*p;
+    }
+  }
+  buf[k++] = '"';
+  buf[k] = '\0';
+  put(o, buf);
+}
+
+/* Microseconds, to the nanosecond. */
+static double us(double s) { return s * 1e6; }
+
+/* A send or recv row, keyed by (src, dst, end, start). */
+typedef struct p2p_key {
+  int32_t src, dst;
+  double end_s, start_s;
+  size_t row;
+} p2p_key;
+
+/* Order of the match: ranks and end time only. */
+static int cmp_p2p_match(const p2p_key *x, const p2p_key *y)
+{
+  if (x->src != y->src)
+    return x->src < y->src ? -1 : 1;
+  if (x->dst != y->dst)
+    return x->dst < y->dst ? -1 : 1;
+  if (x->end_s != y->end_s)
+    return x->end_s < y->end_s ? -1 : 1;
+  return 0;
+}
+
+static int cmp_p2p(const void *a, const void *b)
+{
+  const p2p_key *x = a, *y = b;
+  int c = cmp_p2p_match(x, y);
+  if (c)
+    return c;
+  if (x->start_s != y->start_s)
+    return x->start_s < y->start_s ? -1 : 1;
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+/* Pairs (send row, recv row) matched by ranks and times; *pairs is new (caller frees). */
+static int match_p2p(const an_results *r, size_t (**pairs)[2], size_t *npairs)
+{
+  size_t ns = 0, nr = 0;
+  for (size_t i = 0; i < r->num_timeline; i++) {
+    ns += !strcmp(r->timeline[i].kind, "send");
+    nr += !strcmp(r->timeline[i].kind, "recv");
+  }
+  p2p_key *s = malloc((ns ? ns : 1) * sizeof *s), *v = malloc((nr ? nr : 1) * sizeof *v);
+  size_t(*p)[2] = malloc((ns ? ns : 1) * sizeof *p);
+  if (!s || !v || !p) {
+    free(s);
+    free(v);
+    free(p);
+    return -1;
+  }
+  ns = nr = 0;
+  for (size_t i = 0; i < r->num_timeline; i++) {
+    const an_timeline_row *t = &r->timeline[i];
+    if (!strcmp(t->kind, "send"))
+      s[ns++] = (p2p_key){t->rank, t->peer, t->end_s, t->start_s, i};
+    else if (!strcmp(t->kind, "recv"))
+      v[nr++] = (p2p_key){t->peer, t->rank, t->end_s, t->start_s, i};
+  }
+  qsort(s, ns, sizeof *s, cmp_p2p);
+  qsort(v, nr, sizeof *v, cmp_p2p);
+  size_t i = 0, j = 0, n = 0;
+  while (i < ns && j < nr) {
+    int c = cmp_p2p_match(&s[i], &v[j]);
+    if (c == 0) {
+      p[n][0] = s[i++].row;
+      p[n++][1] = v[j++].row;
+    } else if (c < 0) {
+      i++;
+    } else {
+      j++;
+    }
+  }
+  free(s);
+  free(v);
+  *pairs = p;
+  *npairs = n;
+  return 0;
+}
+
+typedef struct thread_key {
+  int32_t rank, stream;
+  size_t row;
+} thread_key;
+
+static int cmp_thread(const void *a, const void *b)
+{
+  const thread_key *x = a, *y = b;
+  if (x->rank != y->rank)
+    return x->rank < y->rank ? -1 : 1;
+  if (x->stream != y->stream)
+    return x->stream < y->stream ? -1 : 1;
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+/* threads: the timeline's (rank, stream, row) sorted, or NULL when out of memory */
+static void write_trace(out_t *o, const an_results *r, thread_key *threads, size_t (*pairs)[2],
+                        size_t npairs, an_export_counts *cnt)
+{
+  put(o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"simtrain\",\"workload\":");
+  put_str(o, r->workload_name ? r->workload_name : "");
+  put(o, ",\"cluster\":");
+  put_str(o, r->cluster_name ? r->cluster_name : "");
+  put(o, "},\"traceEvents\":[\n");
+  int first = 1;
+#define SEP() (first ? (first = 0, "") : ",\n")
+  /* processes: one per rank */
+  for (size_t i = 0; i < r->num_ranks; i++) {
+    const sim_rank_stats *k = &r->ranks[i];
+    char name[64];
+    snprintf(name, sizeof name, "rank %d (gpu-%d)", k->rank, k->host);
+    putf(o, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
+         SEP(), k->rank);
+    put_str(o, name);
+    put(o, "}}");
+    putf(o, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"tid\":0,"
+            "\"args\":{\"sort_index\":%d}}",
+         k->rank, k->rank);
+    cnt->processes++;
+  }
+  /* threads: one per (rank, stream) in the timeline, named from its first row */
+  size_t nt = 0;
+  for (size_t i = 0; threads && i < r->num_timeline; i++)
+    if (nt == 0 || threads[nt - 1].rank != threads[i].rank ||
+        threads[nt - 1].stream != threads[i].stream)
+      threads[nt++] = threads[i]; /* sorted: the first row of each (rank, stream) */
+  for (size_t i = 0; i < nt; i++) {
+    const an_timeline_row *t = &r->timeline[threads[i].row];
+    putf(o, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+         SEP(), t->rank, t->stream);
+    put_str(o, t->stream_name);
+    put(o, "}}");
+    cnt->threads++;
+  }
+  /* slices */
+  for (size_t i = 0; i < r->num_timeline && !o->bad; i++) {
+    const an_timeline_row *t = &r->timeline[i];
+    putf(o, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":", SEP(),
+         t->rank, t->stream, us(t->start_s), us(t->end_s - t->start_s));
+    put_str(o, t->name);
+    put(o, ",\"cat\":");
+    put_str(o, t->kind);
+    putf(o, ",\"args\":{\"bytes\":%.17g,\"flops\":%.17g", t->bytes, t->flops);
+    if (t->peer >= 0)
+      putf(o, ",\"peer\":%d", t->peer);
+    put(o, "}}");
+    cnt->slices++;
+  }
+  /* flows between matched send/recv slices */
+  for (size_t i = 0; i < npairs; i++) {
+    const an_timeline_row *s = &r->timeline[pairs[i][0]], *v = &r->timeline[pairs[i][1]];
+    double ts = us(fmax(s->start_s, v->start_s));
+    putf(o, "%s{\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":\"p2p\","
+            "\"cat\":\"p2p\"}",
+         SEP(), i + 1, s->rank, s->stream, ts);
+    putf(o, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+            "\"name\":\"p2p\",\"cat\":\"p2p\"}",
+         i + 1, v->rank, v->stream, ts);
+    cnt->flows++;
+  }
+  /* link counters */
+  double run_s = 0;
+  for (size_t i = 0; i < r->num_ranks; i++)
+    run_s = fmax(run_s, r->ranks[i].finish_s);
+  if (r->num_links > 0 && run_s > 0) {
+    int pid = (int)r->num_ranks;
+    putf(o, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,"
+            "\"args\":{\"name\":\"links\"}}",
+         SEP(), pid);
+    for (size_t i = 0; i < r->num_links; i++) {
+      const sim_link_stats *l = &r->links[i];
+      double mean = l->bandwidth_Bps > 0 ? l->bytes / l->bandwidth_Bps / run_s : 0;
+      for (int end = 0; end < 2; end++) {
+        putf(o, ",\n{\"ph\":\"C\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"name\":", pid,
+             end ? us(run_s) : 0.0);
+        put_str(o, l->name);
+        putf(o, ",\"args\":{\"mean_util\":%.6g,\"peak_util\":%.6g}}", end ? 0.0 : mean,
+             end ? 0.0 : l->peak_util);
+      }
+      cnt->counters++;
+    }
+  }
+#undef SEP
+  put(o, "\n]}\n");
+}
+
+int an_export_perfetto(const an_results *r, const char *path, an_export_counts *counts,
+                       st_err *err)
+{
+  if (r->num_timeline == 0)
+    return st_err_set(err, ST_EINPUT,
+                      "results '%s': no '/timeline' to export (run with --timeline)", r->path);
+  size_t(*pairs)[2] = NULL;
+  size_t npairs = 0;
+  if (match_p2p(r, &pairs, &npairs) < 0)
+    return st_err_set(err, ST_ENOMEM, "trace '%s': out of memory matching send/recv", path);
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  int gz = st_str_ends_with(path, ".gz");
+  out_t o = {gzopen(tmp, gz ? "wb6" : "wbT"), 0};
+  if (!o.gz) {
+    int e = errno;
+    free(pairs);
+    return st_err_set(err, ST_EIO, "trace '%s': cannot create '%s': %s", path, tmp,
+                      e ? strerror(e) : "out of memory");
+  }
+  gzbuffer(o.gz, 1 << 18);
+  thread_key *threads = malloc(r->num_timeline * sizeof *threads);
+  if (!threads) {
+    gzclose(o.gz);
+    remove(tmp);
+    free(pairs);
+    return st_err_set(err, ST_ENOMEM, "trace '%s': out of memory", path);
+  }
+  for (size_t i = 0; i < r->num_timeline; i++)
+    threads[i] = (thread_key){r->timeline[i].rank, r->timeline[i].stream, i};
+  qsort(threads, r->num_timeline, sizeof *threads, cmp_thread);
+  an_export_counts cnt = {0};
+  write_trace(&o, r, threads, pairs, npairs, &cnt);
+  free(threads);
+  free(pairs);
+  int e = errno;
+  if (gzclose(o.gz) != Z_OK)
+    o.bad = 1;
+  if (o.bad || rename(tmp, path) != 0) {
+    e = errno ? errno : e;
+    remove(tmp);
+    return st_err_set(err, ST_EIO, "trace '%s': writing failed: %s", path,
+                      e ? strerror(e) : "unknown error");
+  }
+  if (counts)
+    *counts = cnt;
+  return ST_OK;
+}

@@ -1,0 +1,467 @@
+/* topo.c — the links of a cluster and the route between any two GPUs, computed
+ * from the spec by arithmetic, without SimGrid.
+ *
+ * Why: the SimGrid zone (build.cpp), the XML writer and plat_route_get() all
+ * ask this one function for a route, so the three agree by construction; and
+ * nothing here is stored per GPU pair, so memory and load time grow linearly
+ * with the GPUs (a route is computed when SimGrid asks for it).
+ *
+ * Every link is directed (one SimGrid link per direction) and has an integer
+ * id.  Ids are laid out in blocks, in this order (see struct lay):
+ *   intra   NVSwitch/NVL rack: 2 per GPU (up to the switch, down from it);
+ *           cube-mesh: 4 per GPU (one per neighbour); full mesh: gpn-1 per GPU
+ *   pcie    2 per GPU when the spec models PCIe
+ *   nic     2 per NIC (up to the first switch, down from it); none for a torus
+ *   fabric  fat-tree: for each level i >= 2, 2 per (level i-1 node, up port);
+ *           dragonfly: local links (a-1 per router), then global links
+ *           (a*h per group); torus: 6 per chip (+x -x +y -y +z -z)
+ *
+ * Fat-trees are XGFT(h; m_1..m_h; w_1..w_h) with w_1 = 1 and w_i = radix/2:
+ * a leaf holds m_1 = radix/2 NICs (radix for a one-level tree) and has
+ * radix/2 up ports; the top level holds m_h <= radix children.  Endpoint
+ * (NIC) numbering decides which NICs share a leaf:
+ *   fat-tree       e = node * nics + k          (a node's NICs side by side)
+ *   rail-fat-tree  e = ((node / m_1) * nics + k) * m_1 + node % m_1
+ *                  (leaf = (group of m_1 nodes, rail k): one leaf per rail
+ *                  per scalable unit, the rails of a unit side by side)
+ * Up ports are chosen D-mod-k, as InfiniBand's ftree routing does: at level
+ * i the port is (e_dst / prod_{2<=j<i} w_j) mod w_i; the way down is then
+ * unique.  A route crosses 2l-1 switches, l the lowest common level.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "plat_int.h"
+
+/* DGX-1 (V100) hybrid cube-mesh: NVLink lanes between GPU pairs (nvidia-smi topo -m). */
+static const int cube_lanes[8][8] = {
+    {0, 1, 1, 2, 2, 0, 0, 0}, {1, 0, 2, 1, 0, 2, 0, 0}, {1, 2, 0, 2, 0, 0, 1, 0},
+    {2, 1, 2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 1, 1, 2}, {0, 2, 0, 0, 1, 0, 2, 1},
+    {0, 0, 1, 0, 1, 2, 0, 2}, {0, 0, 0, 1, 2, 1, 2, 0},
+};
+
+int plat__cube_lanes(int i, int j) { return cube_lanes[i][j]; }
+
+/* slot of neighbour j among i's neighbours in increasing order, -1 if not adjacent */
+static int cube_slot(int i, int j)
+{
+  if (!cube_lanes[i][j])
+    return -1;
+  int s = 0;
+  for (int k = 0; k < j; k++)
+    s += cube_lanes[i][k] != 0;
+  return s;
+}
+
+void plat__layout(const plat_cluster *c, plat_lay *L)
+{
+  memset(L, 0, sizeof *L);
+  int gpn = c->gpus_per_node;
+  long G = c->num_gpus;
+  long id = 0;
+  L->intra_base = id;
+  switch (c->intra_kind) {
+  case PLAT_INTRA_NVSWITCH:
+  case PLAT_INTRA_NVL_RACK: id += 2 * G; break;
+  case PLAT_INTRA_CUBEMESH: id += 4 * G; break;
+  case PLAT_INTRA_FULLMESH: id += G * (gpn - 1); break;
+  default: break;
+  }
+  L->pcie_base = id;
+  if (c->pcie_Bps > 0 && c->fabric_kind != PLAT_FABRIC_TORUS)
+    id += 2 * G;
+  L->nic_base = id;
+  if (c->fabric_kind != PLAT_FABRIC_TORUS)
+    id += 2L * c->num_nodes * c->nics_per_node;
+  L->fab_base = id;
+  if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
+    int h = c->fabric_levels;
+    L->h = h;
+    L->M[0] = 1;
+    L->W[0] = 1;
+    for (int i = 1; i <= h; i++) {
+      L->m[i] = c->fabric_radix_used[i - 1];
+      L->w[i] = i == 1 ? 1 : c->fabric_radix / 2;
+      L->M[i] = L->M[i - 1] * L->m[i];
+      L->W[i] = L->W[i - 1] * L->w[i];
+    }
+    long emax = plat__endpoint_max(c);
+    for (int i = 0; i <= h; i++)
+      L->N[i] = (emax + L->M[i] - 1) / L->M[i] * L->W[i];
+    for (int i = 2; i <= h; i++) {
+      L->ft_base[i] = id;
+      id += 2 * L->N[i - 1] * L->w[i];
+    }
+  } else if (c->fabric_kind == PLAT_FABRIC_DRAGONFLY) {
+    long E = (long)c->num_nodes * c->nics_per_node;
+    L->a = c->dragonfly[0];
+    L->p = c->dragonfly[1];
+    L->hh = c->dragonfly[2];
+    long routers = (E + L->p - 1) / L->p;
+    L->groups = (routers + L->a - 1) / L->a;
+    L->dl_base = id;
+    id += L->groups * L->a * (L->a - 1);
+    L->dg_base = id;
+    id += L->groups * L->a * L->hh;
+  } else if (c->fabric_kind == PLAT_FABRIC_TORUS) {
+    id += 6 * G;
+  }
+  L->total = id;
+}
+
+/* Endpoint (NIC slot) of NIC k of node n. */
+static long endpoint(const plat_cluster *c, long n, int k)
+{
+  if (c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
+    long m1 = c->fabric_radix_used[0];
+    return ((n / m1) * c->nics_per_node + k) * m1 + n % m1;
+  }
+  return n * c->nics_per_node + k;
+}
+
+long plat__endpoint_max(const plat_cluster *c)
+{
+  long last = c->num_nodes - 1, mx = 0;
+  for (int k = 0; k < c->nics_per_node; k++) {
+    long e = endpoint(c, last, k);
+    if (e > mx)
+      mx = e;
+  }
+  return mx + 1;
+}
+
+static int gpu_nic(const plat_cluster *c, int g)
+{
+  return (g % c->gpus_per_node) * c->nics_per_node / c->gpus_per_node;
+}
+
+#define PUSH(x)                                                                                    \
+  do {                                                                                             \
+    if (n >= PLAT_ROUTE_MAX)                                                                       \
+      return -1;                                                                                   \
+    ids[n++] = (x);                                                                                \
+  } while (0)
+
+int plat__route_ids(const plat_cluster *c, const plat_lay *L, int s, int d, int *ids, int *switches)
+{
+  int n = 0;
+  *switches = 0;
+  if (s == d)
+    return 0;
+  int gpn = c->gpus_per_node;
+  long ns = s / gpn, nd = d / gpn;
+  if (c->fabric_kind == PLAT_FABRIC_TORUS) {
+    int D[3] = {c->torus_dims[0], c->torus_dims[1], c->torus_dims[2]};
+    int cs[3] = {s % D[0], (s / D[0]) % D[1], s / (D[0] * D[1])};
+    int ct[3] = {d % D[0], (d / D[0]) % D[1], d / (D[0] * D[1])};
+    int stride[3] = {1, D[0], D[0] * D[1]};
+    long cur = s;
+    for (int k = 0; k < 3; k++) {
+      int delta = ((ct[k] - cs[k]) % D[k] + D[k]) % D[k];
+      int dir, steps;
+      if (c->torus_wrap) {
+        dir = delta <= D[k] / 2 ? 0 : 1;
+        steps = dir == 0 ? delta : D[k] - delta;
+      } else {
+        dir = ct[k] >= cs[k] ? 0 : 1;
+        steps = dir == 0 ? ct[k] - cs[k] : cs[k] - ct[k];
+      }
+      int x = cs[k];
+      for (int t = 0; t < steps; t++) {
+        PUSH(L->fab_base + 6 * cur + 2 * k + dir);
+        int nx = dir == 0 ? (x + 1) % D[k] : (x - 1 + D[k]) % D[k];
+        cur += (long)(nx - x) * stride[k];
+        x = nx;
+      }
+    }
+    return n;
+  }
+  if (ns == nd) {
+    int ls = s % gpn, ld = d % gpn;
+    switch (c->intra_kind) {
+    case PLAT_INTRA_NVSWITCH:
+    case PLAT_INTRA_NVL_RACK:
+      PUSH(L->intra_base + 2L * s);
+      PUSH(L->intra_base + 2L * d + 1);
+      *switches = 1;
+      return n;
+    case PLAT_INTRA_FULLMESH:
+      PUSH(L->intra_base + (long)s * (gpn - 1) + (ld < ls ? ld : ld - 1));
+      return n;
+    case PLAT_INTRA_CUBEMESH: {
+      long base = L->intra_base + ns * 32;
+      if (cube_lanes[ls][ld]) {
+        PUSH(base + ls * 4 + cube_slot(ls, ld));
+        return n;
+      }
+      for (int m = 0; m < 8; m++)
+        if (cube_lanes[ls][m] && cube_lanes[m][ld]) {
+          PUSH(base + ls * 4 + cube_slot(ls, m));
+          PUSH(base + m * 4 + cube_slot(m, ld));
+          return n;
+        }
+      return -1;
+    }
+    default: return -1; /* rejected at load: NONE with several GPUs needs a torus */
+    }
+  }
+  int ks = gpu_nic(c, s), kd = gpu_nic(c, d);
+  if (c->pcie_Bps > 0)
+    PUSH(L->pcie_base + 2L * s);
+  PUSH(L->nic_base + 2 * (ns * c->nics_per_node + ks));
+  if (c->fabric_kind == PLAT_FABRIC_SWITCH) {
+    *switches = 1;
+  } else if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
+    long es = endpoint(c, ns, ks), ed = endpoint(c, nd, kd);
+    int l = 1;
+    while (es / L->M[l] != ed / L->M[l])
+      l++;
+    long B = 0, wp = 1;
+    for (int i = 2; i <= l; i++) {
+      long port = (ed / wp) % L->w[i];
+      long child = (es / L->M[i - 1]) * L->W[i - 1] + B;
+      PUSH(L->ft_base[i] + 2 * (child * L->w[i] + port));
+      B = B * L->w[i] + port;
+      wp *= L->w[i];
+    }
+    for (int i = l; i >= 2; i--) {
+      long port = B % L->w[i];
+      B /= L->w[i];
+      long child = (ed / L->M[i - 1]) * L->W[i - 1] + B;
+      PUSH(L->ft_base[i] + 2 * (child * L->w[i] + port) + 1);
+    }
+    *switches = 2 * l - 1;
+  } else if (c->fabric_kind == PLAT_FABRIC_DRAGONFLY) {
+    long es = endpoint(c, ns, ks), ed = endpoint(c, nd, kd);
+    long rs = es / L->p, rd = ed / L->p;
+    long a = L->a, Gs = rs / a, Gd = rd / a;
+    long is = rs % a, id = rd % a;
+#define LOCAL(G, i, j) (L->dl_base + ((G) * a + (i)) * (a - 1) + ((j) < (i) ? (j) : (j) - 1))
+    if (rs == rd) {
+      *switches = 1;
+    } else if (Gs == Gd) {
+      PUSH(LOCAL(Gs, is, id));
+      *switches = 2;
+    } else {
+      long q1 = Gd < Gs ? Gd : Gd - 1, q2 = Gs < Gd ? Gs : Gs - 1;
+      long gw1 = q1 / L->hh, gw2 = q2 / L->hh;
+      int sw = 1;
+      if (is != gw1) {
+        PUSH(LOCAL(Gs, is, gw1));
+        sw++;
+      }
+      PUSH(L->dg_base + Gs * a * L->hh + q1);
+      sw++;
+      if (gw2 != id) {
+        PUSH(LOCAL(Gd, gw2, id));
+        sw++;
+      }
+      *switches = sw;
+    }
+#undef LOCAL
+  }
+  PUSH(L->nic_base + 2 * (nd * c->nics_per_node + kd) + 1);
+  if (c->pcie_Bps > 0)
+    PUSH(L->pcie_base + 2L * d + 1);
+  return n;
+}
+
+static const char *const dir_name[2] = {"up", "down"};
+
+void plat__link_info(const plat_cluster *c, const plat_lay *L, long id, plat_link_info *o)
+{
+  memset(o, 0, sizeof *o);
+  int gpn = c->gpus_per_node;
+  if (id < L->pcie_base) {
+    long r = id - L->intra_base;
+    o->kind = PLAT_LINK_INTRA;
+    o->lat_s = c->intra_lat_s;
+    if (c->intra_kind == PLAT_INTRA_CUBEMESH) {
+      long g = r / 4, node = g / 8;
+      int l = (int)(g % 8), slot = (int)(r % 4), j = 0;
+      for (int k = 0, s = 0; k < 8; k++)
+        if (cube_lanes[l][k] && s++ == slot)
+          j = k;
+      snprintf(o->name, sizeof o->name, "nvl-%ld-%ld", g, node * 8 + j);
+      o->bw_Bps = cube_lanes[l][j] * c->intra_link_Bps;
+    } else if (c->intra_kind == PLAT_INTRA_FULLMESH) {
+      long g = r / (gpn - 1);
+      int l = (int)(g % gpn), j = (int)(r % (gpn - 1));
+      if (j >= l)
+        j++;
+      snprintf(o->name, sizeof o->name, "mesh-%ld-%ld", g, g - l + j);
+      o->bw_Bps = c->intra_link_Bps;
+    } else {
+      snprintf(o->name, sizeof o->name, "nvl-%ld-%s", r / 2, dir_name[r % 2]);
+      o->bw_Bps = c->intra_Bps;
+    }
+  } else if (id < L->nic_base) {
+    long r = id - L->pcie_base;
+    snprintf(o->name, sizeof o->name, "pcie-%ld-%s", r / 2, dir_name[r % 2]);
+    o->kind = PLAT_LINK_PCIE;
+    o->bw_Bps = c->pcie_Bps;
+    o->lat_s = c->pcie_lat_s;
+  } else if (id < L->fab_base) {
+    long r = id - L->nic_base, q = r / 2;
+    snprintf(o->name, sizeof o->name, "nic-%ld-%ld-%s", q / c->nics_per_node,
+             q % c->nics_per_node, dir_name[r % 2]);
+    o->kind = PLAT_LINK_NIC;
+    o->bw_Bps = c->nic_Bps;
+    o->lat_s = c->nic_lat_s;
+  } else if (c->fabric_kind == PLAT_FABRIC_TORUS) {
+    long r = id - L->fab_base;
+    static const char axis[3] = {'x', 'y', 'z'};
+    snprintf(o->name, sizeof o->name, "ici-%ld-%c%c", r / 6, axis[(r % 6) / 2], r % 2 ? '-' : '+');
+    o->kind = PLAT_LINK_ICI;
+    o->bw_Bps = c->fabric_link_Bps;
+    o->lat_s = c->fabric_link_lat_s;
+  } else if (c->fabric_kind == PLAT_FABRIC_DRAGONFLY) {
+    if (id < L->dg_base) {
+      long r = id - L->dl_base, router = r / (L->a - 1);
+      long j = r % (L->a - 1), i = router % L->a;
+      if (j >= i)
+        j++;
+      snprintf(o->name, sizeof o->name, "df-g%ld-r%ld-r%ld", router / L->a, i, j);
+      o->kind = PLAT_LINK_FABRIC;
+      o->bw_Bps = c->fabric_link_Bps;
+    } else {
+      long r = id - L->dg_base, per = L->a * L->hh;
+      long G = r / per, q = r % per, G2 = q < G ? q : q + 1;
+      snprintf(o->name, sizeof o->name, "df-g%ld-g%ld", G, G2);
+      o->kind = PLAT_LINK_GLOBAL;
+      o->bw_Bps = c->fabric_global_Bps;
+    }
+    o->lat_s = c->fabric_link_lat_s;
+  } else {
+    int i = L->h;
+    while (i > 2 && id < L->ft_base[i])
+      i--;
+    long r = id - L->ft_base[i], q = r / 2;
+    long child = q / L->w[i], port = q % L->w[i];
+    /* level i-1 node "child" (s<level>-<index>), its up port "port" */
+    snprintf(o->name, sizeof o->name, "ft-s%d.%ld-p%ld-%s", i - 1, child, port, dir_name[r % 2]);
+    o->kind = PLAT_LINK_FABRIC;
+    o->bw_Bps = c->fabric_link_Bps / c->oversub[i - 2];
+    o->lat_s = c->fabric_link_lat_s;
+  }
+}
+
+int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_err *err)
+{
+  if (c->fabric_kind == PLAT_FABRIC_XML)
+    return st_err_set(err, ST_EINPUT,
+                      "cluster '%s': routes of a SimGrid XML platform are known only to SimGrid "
+                      "(use sg_host_get_route)",
+                      c->name);
+  if (src < 0 || src >= c->num_gpus || dst < 0 || dst >= c->num_gpus)
+    return st_err_set(err, ST_EINPUT, "cluster '%s': GPU %d is out of range (0..%d)", c->name,
+                      src < 0 || src >= c->num_gpus ? src : dst, c->num_gpus - 1);
+  plat_lay L;
+  plat__layout(c, &L);
+  memset(r, 0, sizeof *r);
+  int n = plat__route_ids(c, &L, src, dst, r->link_ids, &r->switches);
+  if (n < 0)
+    return st_err_set(err, ST_EINPUT, "cluster '%s': route gpu-%d -> gpu-%d has more than %d links",
+                      c->name, src, dst, PLAT_ROUTE_MAX);
+  r->n = n;
+  r->bw_Bps = 0;
+  for (int i = 0; i < n; i++) {
+    plat__link_info(c, &L, r->link_ids[i], &r->links[i]);
+    r->latency_s += r->links[i].lat_s;
+    if (i == 0 || r->links[i].bw_Bps < r->bw_Bps)
+      r->bw_Bps = r->links[i].bw_Bps;
+  }
+  r->latency_s += r->switches * c->switch_lat_s;
+  return ST_OK;
+}
+
+void plat_link_get(const plat_cluster *c, int id, plat_link_info *out)
+{
+  plat_lay L;
+  plat__layout(c, &L);
+  plat__link_info(c, &L, id, out);
+}
+
+long plat_cluster_switch_count(const plat_cluster *c)
+{
+  plat_lay L;
+  plat__layout(c, &L);
+  switch (c->fabric_kind) {
+  case PLAT_FABRIC_SWITCH: return 1;
+  case PLAT_FABRIC_FATTREE:
+  case PLAT_FABRIC_RAIL_FATTREE: {
+    long s = 0;
+    for (int i = 1; i <= L.h; i++)
+      s += L.N[i];
+    return s;
+  }
+  case PLAT_FABRIC_DRAGONFLY: return L.groups * L.a;
+  default: return 0;
+  }
+}
+
+double plat_cluster_bisection_Bps(const plat_cluster *c)
+{
+  plat_lay L;
+  plat__layout(c, &L);
+  if (c->fabric_kind == PLAT_FABRIC_TORUS) {
+    int dmax = 0;
+    for (int k = 0; k < 3; k++)
+      if (c->torus_dims[k] > dmax)
+        dmax = c->torus_dims[k];
+    if (dmax < 2)
+      return 0;
+    double cross = (double)c->num_gpus / dmax * c->fabric_link_Bps;
+    return c->torus_wrap && dmax > 2 ? 2 * cross : cross;
+  }
+  if (c->num_nodes == 1) {
+    /* GPUs [0, gpn/2) against the rest: the capacity of intra links from the
+     * first half to the second. */
+    int gpn = c->gpus_per_node, half = gpn / 2;
+    switch (c->intra_kind) {
+    case PLAT_INTRA_NVSWITCH:
+    case PLAT_INTRA_NVL_RACK: return half * c->intra_Bps;
+    case PLAT_INTRA_FULLMESH: return (double)half * (gpn - half) * c->intra_link_Bps;
+    case PLAT_INTRA_CUBEMESH: {
+      double s = 0;
+      for (int i = 0; i < 4; i++)
+        for (int j = 4; j < 8; j++)
+          s += cube_lanes[i][j] * c->intra_link_Bps;
+      return s;
+    }
+    default: return 0;
+    }
+  }
+  /* Whole nodes on each side: the NICs' capacity, then each fabric level's
+   * up-link capacity; the cut crosses half of the smallest. */
+  double nics = (double)c->num_nodes * c->nics_per_node * c->nic_Bps;
+  double best = nics;
+  if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
+    for (int i = 2; i <= L.h; i++) {
+      double cap = (double)L.N[i - 1] * L.w[i] * c->fabric_link_Bps / c->oversub[i - 2];
+      /* only levels whose switches have traffic to carry across the cut */
+      if (L.N[i - 1] / L.W[i - 1] > 1 && cap < best)
+        best = cap;
+    }
+  } else if (c->fabric_kind == PLAT_FABRIC_DRAGONFLY && L.groups > 1) {
+    double half = (double)(L.groups / 2);
+    double cap = 2 * half * (L.groups - half) * c->fabric_global_Bps;
+    if (cap < best)
+      best = cap;
+  }
+  return best / 2;
+}
+
+const char *plat_intra_kind_name(int kind)
+{
+  static const char *const names[PLAT_INTRA_COUNT] = {"nvswitch", "cube-mesh", "full-mesh",
+                                                      "nvl-rack", "none"};
+  return kind >= 0 && kind < PLAT_INTRA_COUNT ? names[kind] : "?";
+}
+
+const char *plat_fabric_kind_name(int kind)
+{
+  static const char *const names[PLAT_FABRIC_COUNT] = {"switch", "rail-fat-tree", "fat-tree",
+                                                       "dragonfly", "torus", "xml"};
+  return kind >= 0 && kind < PLAT_FABRIC_COUNT ? names[kind] : "?";
+}

@@ -1,0 +1,304 @@
+/* xml.c — SimGrid XML platforms: writing one equivalent to a cluster, and
+ * reading what simtrain needs from a user's platform file.
+ *
+ * Writing: one Full zone with every GPU as a host, every directed link of the
+ * cluster (same names, bandwidths and latencies as the built platform) and
+ * an explicit route for every ordered GPU pair (from plat_route_get(), so the
+ * routes are the built platform's).  Switch latency, which the built
+ * platform adds to a route's latency per switch crossed, becomes FATPIPE
+ * links "switch-hop-<k>" (latency switch_lat, bandwidth 1e18 B/s, never a
+ * bottleneck) appended to a route that crosses k or more switches.  The file
+ * grows with the square of the GPUs, hence the limit PLAT_XML_MAX_GPUS.
+ *
+ * Reading (the naming rule, docs/platforms.md): the platform's hosts must be
+ * named gpu-0 ... gpu-(N-1), each once, declared with <host id=...> or
+ * <cluster prefix=... radical=... suffix=...>; optional properties
+ * simtrain.gpus_per_node (default 1) and simtrain.device (default H100-SXM).
+ * This is a text scan, not an XML parser: SimGrid itself parses the file at
+ * plat_cluster_build() and reports its own errors.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plat_int.h"
+
+#define PLAT_XML_MAX_GPUS 256
+
+int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err)
+{
+  if (c->fabric_kind == PLAT_FABRIC_XML)
+    return st_err_set(err, ST_EINPUT, "cluster '%s' is already a SimGrid XML file ('%s')", c->name,
+                      c->xml_path);
+  if (c->num_gpus > PLAT_XML_MAX_GPUS)
+    return st_err_set(err, ST_EINPUT,
+                      "cluster '%s': %d GPUs; XML with explicit routes is written only up to %d "
+                      "GPUs (it grows with the square of the GPUs); simtrain builds larger "
+                      "clusters in memory",
+                      c->name, c->num_gpus, PLAT_XML_MAX_GPUS);
+  plat_lay L;
+  plat__layout(c, &L);
+  /* the most switches any route crosses */
+  int maxsw = 0;
+  plat_route *r = malloc(sizeof *r);
+  if (!r)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  for (int i = 0; i < c->num_gpus; i++)
+    for (int j = 0; j < c->num_gpus; j++) {
+      int rc = plat_route_get(c, i, j, r, err);
+      if (rc) {
+        free(r);
+        return rc;
+      }
+      if (r->switches > maxsw)
+        maxsw = r->switches;
+    }
+  if (c->switch_lat_s <= 0)
+    maxsw = 0;
+  fprintf(out,
+          "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+          "<!-- cluster %s: %d GPUs (%d nodes x %d), written by simtrain platform -->\n"
+          "<platform version=\"4.1\">\n<zone id=\"%s\" routing=\"Full\">\n"
+          "  <prop id=\"simtrain.gpus_per_node\" value=\"%d\"/>\n"
+          "  <prop id=\"simtrain.device\" value=\"%s\"/>\n",
+          c->name, c->num_gpus, c->num_nodes, c->gpus_per_node, c->name, c->gpus_per_node,
+          c->device.name);
+  double speed = c->device.peak_flops[WL_DTYPE_BF16];
+  if (speed <= 0)
+    speed = c->device.peak_flops[WL_DTYPE_FP16];
+  for (int g = 0; g < c->num_gpus; g++)
+    fprintf(out, "  <host id=\"gpu-%d\" speed=\"%.17gf\"/>\n", g, speed);
+  for (long id = 0; id < L.total; id++) {
+    plat_link_info li;
+    plat__link_info(c, &L, id, &li);
+    fprintf(out, "  <link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\"/>\n", li.name,
+            li.bw_Bps, li.lat_s);
+  }
+  for (int k = 1; k <= maxsw; k++)
+    fprintf(out,
+            "  <link id=\"switch-hop-%d\" bandwidth=\"1e18Bps\" latency=\"%.17gs\" "
+            "sharing_policy=\"FATPIPE\"/>\n",
+            k, c->switch_lat_s);
+  for (int i = 0; i < c->num_gpus; i++)
+    for (int j = 0; j < c->num_gpus; j++) {
+      if (i == j)
+        continue;
+      plat_route_get(c, i, j, r, NULL);
+      fprintf(out, "  <route src=\"gpu-%d\" dst=\"gpu-%d\" symmetrical=\"NO\">", i, j);
+      for (int k = 0; k < r->n; k++)
+        fprintf(out, "<link_ctn id=\"%s\"/>", r->links[k].name);
+      for (int k = 1; k <= r->switches && k <= maxsw; k++)
+        fprintf(out, "<link_ctn id=\"switch-hop-%d\"/>", k);
+      fprintf(out, "</route>\n");
+    }
+  free(r);
+  fprintf(out, "</zone>\n</platform>\n");
+  if (ferror(out))
+    return st_err_set(err, ST_EIO, "cluster '%s': cannot write the platform XML", c->name);
+  return ST_OK;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+/* value of attribute name in the tag starting at p (up to '>'), into buf */
+static int attr(const char *p, const char *name, char *buf, size_t n)
+{
+  const char *end = strchr(p, '>');
+  size_t nl = strlen(name);
+  for (const char *q = p; q && q < end; q++) {
+    if (strncmp(q, name, nl) || !isspace((unsigned char)q[-1]))
+      continue;
+    const char *v = q + nl;
+    while (isspace((unsigned char)*v))
+      v++;
+    if (*v != '=')
+      continue;
+    v++;
+    while (isspace((unsigned char)*v))
+      v++;
+    char quote = *v;
+    if (quote != '"' && quote != '\'')
+      return -1;
+    const char *e = strchr(v + 1, quote);
+    if (!e || (size_t)(e - v - 1) >= n)
+      return -1;
+    memcpy(buf, v + 1, (size_t)(e - v - 1));
+    buf[e - v - 1] = '\0';
+    return 0;
+  }
+  return -1;
+}
+
+static int line_of(const char *text, const char *p)
+{
+  int line = 1;
+  for (const char *q = text; q < p; q++)
+    line += *q == '\n';
+  return line;
+}
+
+typedef struct seen_set {
+  unsigned char *bits;
+  long cap, count, max;
+} seen_set;
+
+static int seen_add(seen_set *s, long g)
+{
+  if (g >= s->cap) {
+    long nc = s->cap ? s->cap : 1024;
+    while (nc <= g)
+      nc *= 2;
+    unsigned char *nb = realloc(s->bits, (size_t)nc);
+    if (!nb)
+      return -2;
+    memset(nb + s->cap, 0, (size_t)(nc - s->cap));
+    s->bits = nb;
+    s->cap = nc;
+  }
+  if (s->bits[g])
+    return -1;
+  s->bits[g] = 1;
+  s->count++;
+  if (g + 1 > s->max)
+    s->max = g + 1;
+  return 0;
+}
+
+/* "gpu-<digits>" -> index, else -1 */
+static long gpu_index(const char *name)
+{
+  if (strncmp(name, "gpu-", 4) || !isdigit((unsigned char)name[4]))
+    return -1;
+  char *end;
+  long v = strtol(name + 4, &end, 10);
+  if (*end || v < 0 || v >= (1L << 24) || (name[4] == '0' && name[5]))
+    return -1;
+  return v;
+}
+
+int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
+{
+  char *text;
+  size_t len;
+  int rc = st_file_read_all(path, &text, &len, err);
+  if (rc)
+    return rc;
+  seen_set s = {0};
+  int gpn = 1;
+  char device[48] = "H100-SXM";
+  char buf[4096];
+  for (const char *p = strchr(text, '<'); p && !rc; p = strchr(p + 1, '<')) {
+    if (!strncmp(p, "<!--", 4)) {
+      const char *e = strstr(p, "-->");
+      if (!e)
+        break;
+      p = e;
+      continue;
+    }
+    int is_host = !strncmp(p, "<host", 5) && isspace((unsigned char)p[5]);
+    int is_cluster = !strncmp(p, "<cluster", 8) && isspace((unsigned char)p[8]);
+    int is_prop = !strncmp(p, "<prop", 5) && isspace((unsigned char)p[5]);
+    if (is_prop) {
+      char v[64];
+      if (attr(p, "id", buf, sizeof buf) || attr(p, "value", v, sizeof v))
+        continue;
+      if (!strcmp(buf, "simtrain.gpus_per_node")) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*end || x < 1 || x > 1 << 20)
+          rc = st_err_set(err, ST_EINPUT,
+                          "platform '%s': line %d: simtrain.gpus_per_node '%s' is not a positive "
+                          "integer",
+                          path, line_of(text, p), v);
+        gpn = (int)x;
+      } else if (!strcmp(buf, "simtrain.device")) {
+        snprintf(device, sizeof device, "%s", v);
+      }
+    } else if (is_host) {
+      if (attr(p, "id", buf, sizeof buf))
+        continue;
+      long g = gpu_index(buf);
+      if (g < 0)
+        rc = st_err_set(err, ST_EINPUT,
+                        "platform '%s': line %d: host '%s' does not follow the naming rule "
+                        "gpu-<index>",
+                        path, line_of(text, p), buf);
+      else if ((rc = seen_add(&s, g)))
+        rc = st_err_set(err, rc == -2 ? ST_ENOMEM : ST_EINPUT,
+                        "platform '%s': line %d: host '%s' is declared twice", path,
+                        line_of(text, p), buf);
+    } else if (is_cluster) {
+      char prefix[64] = "", suffix[64] = "";
+      attr(p, "prefix", prefix, sizeof prefix);
+      attr(p, "suffix", suffix, sizeof suffix);
+      if (attr(p, "radical", buf, sizeof buf) || strcmp(prefix, "gpu-") || suffix[0]) {
+        rc = st_err_set(err, ST_EINPUT,
+                        "platform '%s': line %d: cluster hosts must be named gpu-<index> "
+                        "(prefix=\"gpu-\", no suffix, a radical)",
+                        path, line_of(text, p));
+        break;
+      }
+      for (char *tok = strtok(buf, ","); tok && !rc; tok = strtok(NULL, ",")) {
+        char *dash = strchr(tok, '-');
+        long a = strtol(tok, NULL, 10), b = dash ? strtol(dash + 1, NULL, 10) : a;
+        if (a < 0 || b < a || b >= (1L << 24)) {
+          rc = st_err_set(err, ST_EINPUT, "platform '%s': line %d: radical '%s' is not valid", path,
+                          line_of(text, p), tok);
+          break;
+        }
+        for (long g = a; g <= b && !rc; g++)
+          if ((rc = seen_add(&s, g)))
+            rc = st_err_set(err, rc == -2 ? ST_ENOMEM : ST_EINPUT,
+                            "platform '%s': line %d: host 'gpu-%ld' is declared twice", path,
+                            line_of(text, p), g);
+      }
+    }
+  }
+  free(text);
+  if (!rc && s.count == 0)
+    rc = st_err_set(err, ST_EINPUT, "platform '%s': no host named gpu-<index> (see the naming rule in "
+                    "docs/platforms.md)", path);
+  if (!rc && s.count != s.max) {
+    long missing = 0;
+    while (s.bits[missing])
+      missing++;
+    rc = st_err_set(err, ST_EINPUT, "platform '%s': hosts gpu-0 ... gpu-%ld are expected, gpu-%ld is missing",
+                    path, s.max - 1, missing);
+  }
+  if (!rc && s.count % gpn)
+    rc = st_err_set(err, ST_EINPUT, "platform '%s': %ld hosts are not whole nodes of %d (simtrain.gpus_per_node)",
+                    path, s.count, gpn);
+  free(s.bits);
+  if (rc)
+    return rc;
+  plat_cluster *c = calloc(1, sizeof *c);
+  if (!c)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  if ((rc = plat__device_find(device, &c->device, err))) {
+    free(c);
+    return st_err_prefix(err, "platform '%s': simtrain.device: ", path);
+  }
+  const char *base = strrchr(path, '/');
+  snprintf(c->name, sizeof c->name, "%s", base ? base + 1 : path);
+  c->num_gpus = (int)s.count;
+  c->gpus_per_node = gpn;
+  c->num_nodes = c->num_gpus / gpn;
+  c->default_nodes = c->num_nodes;
+  c->fabric_kind = PLAT_FABRIC_XML;
+  c->intra_kind = PLAT_INTRA_NONE;
+  for (int i = 0; i < 4; i++)
+    c->oversub[i] = 1;
+  c->torus_dims[0] = c->torus_dims[1] = c->torus_dims[2] = 1;
+  c->xml_path = strdup(path);
+  st_buf b;
+  st_buf_init(&b);
+  st_buf_printf(&b, "{\"xml\":\"%s\",\"gpus\":%d,\"gpus_per_node\":%d,\"device\":\"%s\"}", c->name,
+                c->num_gpus, gpn, c->device.name);
+  c->spec_json = st_buf_detach(&b, NULL);
+  if (!c->xml_path || !c->spec_json) {
+    plat_cluster_destroy(c);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  *out = c;
+  return ST_OK;
+}

@@ -1,0 +1,246 @@
+/* cmd_platform.c — `simtrain platform`: look at a cluster before simulating on it.
+ *
+ *   simtrain platform NAME[:NODES]|FILE.json|FILE.xml [-o platform.xml]
+ *                     [--route GPU_A GPU_B] [--summary] [--list]
+ *
+ * --summary (the default) prints the cluster: device, GPUs, intra-node fabric,
+ * NICs, fabric, switches, links and bisection bandwidth.  --route prints the
+ * links between two GPUs with their bandwidth and latency: for a spec or a
+ * preset from the same route function the SimGrid platform uses; for an XML
+ * file from SimGrid itself.  -o writes an equivalent SimGrid XML platform.
+ */
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xbt/dynar.h>
+
+#include "cli.h"
+#include "platform.h"
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: simtrain platform NAME[:NODES]|FILE.json|FILE.xml [-o platform.xml]\n"
+          "                         [--route GPU_A GPU_B] [--summary]\n"
+          "       simtrain platform --list\n\n"
+          "  -o FILE        write an equivalent SimGrid XML platform (up to 256 GPUs)\n"
+          "  --route A B    the links from GPU A to GPU B (an index or gpu-<index>),\n"
+          "                 their bandwidth and latency\n"
+          "  --summary      GPUs, fabric, links, bisection bandwidth (default without -o/--route)\n"
+          "  --list         the presets\n");
+}
+
+static int parse_gpu(const char *s, int *g)
+{
+  if (!strncmp(s, "gpu-", 4))
+    s += 4;
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (!*s || *end || v < 0 || v > (1 << 24))
+    return -1;
+  *g = (int)v;
+  return 0;
+}
+
+static const char *kind_name(int k)
+{
+  static const char *const n[PLAT_LINK_KIND_COUNT] = {"intra", "pcie", "nic", "fabric", "global",
+                                                      "ici"};
+  return k >= 0 && k < PLAT_LINK_KIND_COUNT ? n[k] : "?";
+}
+
+static void print_summary(const plat_cluster *c)
+{
+  const plat_device *d = &c->device;
+  printf("cluster        %s\n", c->name);
+  printf("device         %s: fp32 %g, tf32 %g, bf16 %g, fp16 %g, fp8 %g TFLOP/s; HBM %g GB at %g GB/s\n",
+         d->name, d->peak_flops[WL_DTYPE_FP32] / 1e12, d->peak_flops[WL_DTYPE_TF32] / 1e12,
+         d->peak_flops[WL_DTYPE_BF16] / 1e12, d->peak_flops[WL_DTYPE_FP16] / 1e12,
+         d->peak_flops[WL_DTYPE_FP8] / 1e12, d->hbm_bytes / 1e9, d->hbm_Bps / 1e9);
+  printf("gpus           %d (%d nodes x %d)\n", c->num_gpus, c->num_nodes, c->gpus_per_node);
+  if (c->fabric_kind == PLAT_FABRIC_XML) {
+    printf("fabric         SimGrid XML '%s' (links and routes as the file declares them)\n",
+           c->xml_path);
+    return;
+  }
+  if (c->intra_kind == PLAT_INTRA_NONE)
+    printf("intra-node     none\n");
+  else
+    printf("intra-node     %s, %d links x %g GB/s = %g GB/s per GPU per direction, %g us per link%s\n",
+           plat_intra_kind_name(c->intra_kind), c->intra_links_per_gpu, c->intra_link_Bps / 1e9,
+           c->intra_Bps / 1e9, c->intra_lat_s * 1e6, c->nvls ? ", NVLink SHARP" : "");
+  if (c->pcie_Bps > 0)
+    printf("pcie           %g GB/s per GPU per direction, %g us\n", c->pcie_Bps / 1e9,
+           c->pcie_lat_s * 1e6);
+  if (c->fabric_kind == PLAT_FABRIC_TORUS) {
+    printf("fabric         torus %dx%dx%d%s%s, 6 ICI links per chip x %g GB/s = %g GB/s per chip "
+           "per direction, %g us per hop\n",
+           c->torus_dims[0], c->torus_dims[1], c->torus_dims[2],
+           c->torus_wrap ? " with wrap-around" : " (mesh, no wrap-around)",
+           c->torus_cube[0] ? " of 4x4x4 cubes" : "", c->fabric_link_Bps / 1e9, c->nic_Bps / 1e9,
+           c->fabric_link_lat_s * 1e6);
+  } else {
+    printf("nics           %d per node x %g GB/s (%g Gb/s) per direction, %g us; %g GB/s per GPU\n",
+           c->nics_per_node, c->nic_Bps / 1e9, c->nic_Bps * 8 / 1e9, c->nic_lat_s * 1e6,
+           c->nic_Bps * c->nics_per_node / c->gpus_per_node / 1e9);
+    printf("fabric         %s", plat_fabric_kind_name(c->fabric_kind));
+    if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
+      printf(", %d levels of %d-port switches, children per switch by level", c->fabric_levels,
+             c->fabric_radix);
+      for (int i = 0; i < c->fabric_levels; i++)
+        printf("%s%d", i ? "/" : " ", c->fabric_radix_used[i]);
+      printf(", %g GB/s links, oversubscription", c->fabric_link_Bps / 1e9);
+      for (int i = 0; i + 1 < c->fabric_levels; i++)
+        printf("%s%g:1", i ? "/" : " ", c->oversub[i]);
+      if (c->fabric_levels == 1)
+        printf(" none (one level)");
+    } else if (c->fabric_kind == PLAT_FABRIC_DRAGONFLY) {
+      printf(", %d routers per group, %d NICs per router, %d global links per router, %g GB/s "
+             "local, %g GB/s global",
+             c->dragonfly[0], c->dragonfly[1], c->dragonfly[2], c->fabric_link_Bps / 1e9,
+             c->fabric_global_Bps / 1e9);
+    }
+    printf(", %g us per switch%s\n", c->switch_lat_s * 1e6,
+           c->in_network_reduction ? ", SHARP" : "");
+    printf("switches       %ld\n", plat_cluster_switch_count(c));
+  }
+  printf("links          %d directed\n", c->num_links);
+  printf("bisection      %g GB/s per direction\n", plat_cluster_bisection_Bps(c) / 1e9);
+}
+
+static int print_route_spec(const plat_cluster *c, int a, int b)
+{
+  plat_route r;
+  st_err err = {0};
+  if (plat_route_get(c, a, b, &r, &err))
+    return cli_fail(&err);
+  printf("route gpu-%d -> gpu-%d (node %d -> node %d): %d links, %d switches\n", a, b,
+         plat_gpu_node(c, a), plat_gpu_node(c, b), r.n, r.switches);
+  double lat_links = 0;
+  for (int i = 0; i < r.n; i++) {
+    printf("  %-28s %-7s %10g GB/s %8g us\n", r.links[i].name, kind_name(r.links[i].kind),
+           r.links[i].bw_Bps / 1e9, r.links[i].lat_s * 1e6);
+    lat_links += r.links[i].lat_s;
+  }
+  printf("bandwidth      %g GB/s (smallest link)\n", r.bw_Bps / 1e9);
+  printf("latency        %g us (links %g us + %d switches x %g us)\n", r.latency_s * 1e6,
+         lat_links * 1e6, r.switches, c->switch_lat_s * 1e6);
+  return 0;
+}
+
+static int print_route_simgrid(const plat_cluster *c, int a, int b)
+{
+  int argc = 2;
+  char arg0[] = "simtrain", arg1[] = "--log=root.thres:critical";
+  char *argv[] = {arg0, arg1, NULL};
+  simgrid_init(&argc, argv);
+  void **hosts = calloc((size_t)c->num_gpus, sizeof *hosts);
+  st_err err = {0};
+  if (!hosts) {
+    st_err_set(&err, ST_ENOMEM, "out of memory");
+    return cli_fail(&err);
+  }
+  if (plat_cluster_build(c, hosts, &err)) {
+    free(hosts);
+    return cli_fail(&err);
+  }
+  xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+  sg_host_get_route(hosts[a], hosts[b], links);
+  unsigned long n = xbt_dynar_length(links);
+  printf("route gpu-%d -> gpu-%d: %lu links (from SimGrid)\n", a, b, n);
+  for (unsigned long i = 0; i < n; i++) {
+    sg_link_t l = xbt_dynar_get_as(links, i, sg_link_t);
+    printf("  %-28s %10g GB/s %8g us\n", sg_link_get_name(l), sg_link_get_bandwidth(l) / 1e9,
+           sg_link_get_latency(l) * 1e6);
+  }
+  printf("bandwidth      %g GB/s (smallest link)\n",
+         sg_host_get_route_bandwidth(hosts[a], hosts[b]) / 1e9);
+  printf("latency        %g us\n", sg_host_get_route_latency(hosts[a], hosts[b]) * 1e6);
+  xbt_dynar_free(&links);
+  free(hosts);
+  return 0;
+}
+
+const char cmd_platform_help[] = "show a cluster: summary, routes between GPUs, SimGrid XML";
+
+int cmd_platform(int argc, char **argv)
+{
+  const char *cluster = NULL, *out = NULL;
+  const char *ra = NULL, *rb = NULL;
+  int summary = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--list")) {
+      for (const char *const *p = plat_preset_names(); *p; p++)
+        printf("%s\n", *p);
+      return 0;
+    } else if (!strcmp(argv[i], "-o")) {
+      if (++i >= argc)
+        return cli_usage_error("platform", "-o needs a file name");
+      out = argv[i];
+    } else if (!strcmp(argv[i], "--route")) {
+      if (i + 2 >= argc)
+        return cli_usage_error("platform", "--route needs two GPUs");
+      ra = argv[++i];
+      rb = argv[++i];
+    } else if (!strcmp(argv[i], "--summary")) {
+      summary = 1;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return cli_usage_error("platform", "unknown option '%s'", argv[i]);
+    } else if (cluster) {
+      return cli_usage_error("platform", "one cluster only ('%s' and '%s')", cluster, argv[i]);
+    } else {
+      cluster = argv[i];
+    }
+  }
+  if (!cluster)
+    return cli_usage_error("platform", "no cluster given (a preset NAME[:NODES], FILE.json or FILE.xml)");
+  int a = 0, b = 0;
+  if (ra && parse_gpu(ra, &a))
+    return cli_usage_error("platform", "--route: '%s' is not a GPU index", ra);
+  if (rb && parse_gpu(rb, &b))
+    return cli_usage_error("platform", "--route: '%s' is not a GPU index", rb);
+  st_err err = {0};
+  plat_cluster *c = NULL;
+  if (plat_cluster_load(cluster, &c, &err))
+    return cli_fail(&err);
+  int rc = 0;
+  if (ra && (a >= c->num_gpus || b >= c->num_gpus)) {
+    st_err_set(&err, ST_EINPUT, "cluster '%s': --route: GPU %d is out of range (0..%d)", c->name,
+               a >= c->num_gpus ? a : b, c->num_gpus - 1);
+    rc = cli_fail(&err);
+    goto done;
+  }
+  if (out) {
+    /* into memory first: nothing is half-written on error */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+      st_err_set(&err, ST_ENOMEM, "out of memory");
+      rc = cli_fail(&err);
+      goto done;
+    }
+    int wrc = plat_cluster_write_xml(c, mem, &err);
+    fclose(mem);
+    if (!wrc)
+      wrc = st_file_write_atomic(out, buf, len, 0, &err);
+    free(buf);
+    if (wrc) {
+      rc = cli_fail(&err);
+      goto done;
+    }
+    printf("wrote %s (%d GPUs)\n", out, c->num_gpus);
+  }
+  if (summary || (!out && !ra))
+    print_summary(c);
+  if (ra)
+    rc = c->fabric_kind == PLAT_FABRIC_XML ? print_route_simgrid(c, a, b) : print_route_spec(c, a, b);
+done:
+  plat_cluster_destroy(c);
+  return rc;
+}

@@ -1,0 +1,50 @@
+#!/bin/bash
+# coll.sh — `simtrain coll` against the alpha-beta closed form on node8
+# (route latency 1 us, 450e9 B/s per direction per GPU), its nccl-tests-style
+# table and JSON, and its usage errors.
+set -u
+simtrain=$1
+fails=0
+check() { # name, condition
+  if eval "$2"; then :; else echo "FAIL: $1"; fails=$((fails + 1)); fi
+}
+# relative difference of two numbers below a tolerance
+close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d <= t) }'; }
+
+# all-gather of 64 MiB over 4 GPUs: (n-1) (lat + S/(n B)) = 3 (1e-6 + 67108864/1.8e12)
+json=$("$simtrain" coll allgather --gpus 4 --cluster node8 --bytes 64M --json); rc=$?
+check "coll --json exits 0" "[ $rc -eq 0 ]"
+t=$(sed -n 's/.*"time_s":\([^,]*\),.*/\1/p' <<<"$json")
+want=$(awk 'BEGIN { printf "%.12g", 3 * (1e-6 + 67108864 / (4 * 450e9)) }')
+check "all-gather time is the closed form ($t vs $want)" "close '$t' '$want' 1e-6"
+busbw=$(sed -n 's/.*"busbw_GBps":\([^}]*\)}.*/\1/p' <<<"$json")
+wantbus=$(awk -v t="$want" 'BEGIN { printf "%.12g", 67108864 / t / 1e9 * 3 / 4 }')
+check "busbw uses nccl-tests' (n-1)/n ($busbw vs $wantbus)" "close '$busbw' '$wantbus' 1e-6"
+check "JSON keys" "grep -q '^\[{\"bytes\":67108864,\"time_s\":[0-9.e-]*,\"algbw_GBps\":[0-9.e-]*,\"busbw_GBps\":[0-9.e-]*}\]$' <<<\"\$json\""
+
+# a sweep prints one line per size, doubling
+out=$("$simtrain" coll allreduce --gpus 8 --cluster node8 --sweep 1M:8M); rc=$?
+check "sweep exits 0" "[ $rc -eq 0 ]"
+check "sweep has 4 sizes" "[ \$(grep -cv '^#' <<<\"\$out\") -eq 4 ]"
+check "sweep header" "grep -q '^# *size(B) *count(float) *time(us) *algbw(GB/s) *busbw(GB/s)$' <<<\"\$out\""
+last=$(grep -v '^#' <<<"$out" | tail -1)
+check "last size is 8 MiB" "[ \$(awk '{print \$1}' <<<\"\$last\") = 8388608 ]"
+
+# sendrecv between neighbours: lat + S/B, busbw = algbw
+json=$("$simtrain" coll sendrecv --gpus 2 --cluster node8 --bytes 1G --json); rc=$?
+check "sendrecv exits 0" "[ $rc -eq 0 ]"
+t=$(sed -n 's/.*"time_s":\([^,]*\),.*/\1/p' <<<"$json")
+want=$(awk 'BEGIN { printf "%.12g", 1e-6 + 1073741824 / 450e9 }')
+check "sendrecv time ($t vs $want)" "close '$t' '$want' 1e-6"
+
+err=$("$simtrain" coll allreduce --gpus 16 --cluster node8 --bytes 1M 2>&1 >/dev/null); rc=$?
+check "too many GPUs exits 2" "[ $rc -eq 2 ]"
+check "too many GPUs message" "[ \"\$err\" = \"simtrain: error: --gpus 16: cluster 'node8' has only 8 GPUs\" ]"
+err=$("$simtrain" coll allsum --gpus 2 --cluster node8 2>&1 >/dev/null); rc=$?
+check "unknown op exits 1" "[ $rc -eq 1 ]"
+err=$("$simtrain" coll allreduce --gpus 2 --cluster node8 --bytes 12Q 2>&1 >/dev/null); rc=$?
+check "bad size exits 1" "[ $rc -eq 1 ]"
+check "bad size message" "[ \"\$err\" = \"simtrain: error: --bytes '12Q' is not a size like 4096, 64M or 1G (see 'simtrain coll --help')\" ]"
+
+[ $fails -eq 0 ] && echo "coll: all checks passed"
+exit $((fails > 0))

@@ -1,0 +1,698 @@
+/* tr_chakra.c — Chakra execution traces (.et) into a workload.
+ *
+ * A .et file is a stream of protobuf messages, each preceded by its length as
+ * a varint: first a GlobalMetadata, then one Node per operator.  The messages
+ * are decoded by protobuf-c from chakra.proto (our own, with only the fields
+ * used; the rest are kept as unknown fields and ignored).
+ *
+ * One file per rank (PREFIX.<rank>.et).  Each rank becomes one program:
+ *   - COMP nodes: compute ops with the node's measured duration (or, with no
+ *     duration but a num_ops attr, FLOPs for the compute model);
+ *   - COMM_COLL nodes run by the GPU: collectives of comm_type with
+ *     comm_size bytes (Chakra's sizes are the whole buffer, the nccl-tests
+ *     convention of workload.h) over the world; COMM_COLL nodes with
+ *     is_cpu_op set are the host side of a collective call and replay as
+ *     host time;
+ *   - COMM_SEND / COMM_RECV: point-to-point with comm_dst / comm_src and
+ *     comm_tag;
+ *   - MEM_LOAD / MEM_STORE: compute ops of their duration;
+ *   - METADATA and INVALID nodes carry no work: counted, not replayed.
+ * Streams: one per (CPU thread | GPU stream) from the tid attr.  Ops are
+ * placed in a topological order of the data dependencies (ties by start
+ * time, then id); a control dependency is kept when it points backwards in
+ * that order.  Dependencies on nodes absent from the file, on the node
+ * itself, or that would close a cycle are dropped and counted (real files
+ * have all three: converters cut parents out and some versions write control
+ * edges both ways).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "chakra.pb-c.h"
+#include "tr_int.h"
+
+enum {
+  CK_INVALID = 0,
+  CK_METADATA = 1,
+  CK_MEM_LOAD = 2,
+  CK_MEM_STORE = 3,
+  CK_COMP = 4,
+  CK_SEND = 5,
+  CK_RECV = 6,
+  CK_COLL = 7,
+};
+
+typedef struct ck_node {
+  uint64_t id;
+  int type;
+  int cpu;
+  long tid;      /* -1 if absent */
+  int comm_type; /* -1 if absent */
+  double comm_size, num_ops, tensor_size;
+  long src, dst, tag;
+  double dur_us, start_us;
+  char *name;
+  uint64_t *data;
+  size_t ndata;
+  uint64_t *ctrl;
+  size_t nctrl;
+  int stream;
+  long op;   /* op index once appended, -1 if not replayed */
+  long pos;  /* position in the order */
+  int indeg;
+} ck_node;
+
+typedef struct ck_rank {
+  ck_node *nodes;
+  size_t n;
+  size_t *by_id; /* node indices sorted by id */
+} ck_rank;
+
+static void rank_release(ck_rank *r)
+{
+  for (size_t i = 0; i < r->n; i++) {
+    free(r->nodes[i].name);
+    free(r->nodes[i].data);
+    free(r->nodes[i].ctrl);
+  }
+  free(r->nodes);
+  free(r->by_id);
+}
+
+static int read_varint32(const uint8_t *p, size_t len, size_t *at, uint32_t *v)
+{
+  uint64_t x = 0;
+  for (int shift = 0; shift < 35; shift += 7) {
+    if (*at >= len)
+      return -1;
+    uint8_t b = p[(*at)++];
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      if (x > UINT32_MAX)
+        return -2;
+      *v = (uint32_t)x;
+      return 0;
+    }
+  }
+  return -2;
+}
+
+static double attr_number(const StChakra__Attr *a, int *ok)
+{
+  *ok = 1;
+  switch (a->value_case) {
+  case ST_CHAKRA__ATTR__VALUE_DOUBLE_VAL: return a->double_val;
+  case ST_CHAKRA__ATTR__VALUE_FLOAT_VAL: return a->float_val;
+  case ST_CHAKRA__ATTR__VALUE_INT32_VAL: return a->int32_val;
+  case ST_CHAKRA__ATTR__VALUE_INT64_VAL: return (double)a->int64_val;
+  case ST_CHAKRA__ATTR__VALUE_UINT32_VAL: return a->uint32_val;
+  case ST_CHAKRA__ATTR__VALUE_UINT64_VAL: return (double)a->uint64_val;
+  case ST_CHAKRA__ATTR__VALUE_SINT32_VAL: return a->sint32_val;
+  case ST_CHAKRA__ATTR__VALUE_SINT64_VAL: return (double)a->sint64_val;
+  case ST_CHAKRA__ATTR__VALUE_BOOL_VAL: return a->bool_val;
+  default: *ok = 0; return 0;
+  }
+}
+
+static ck_node *g_sort_nodes; /* qsort has no context argument in C11 */
+static int cmp_by_id(const void *a, const void *b)
+{
+  uint64_t x = g_sort_nodes[*(const size_t *)a].id, y = g_sort_nodes[*(const size_t *)b].id;
+  return x < y ? -1 : x > y;
+}
+
+static long find_node(const ck_rank *r, uint64_t id)
+{
+  size_t lo = 0, hi = r->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    uint64_t x = r->nodes[r->by_id[mid]].id;
+    if (x == id)
+      return (long)r->by_id[mid];
+    if (x < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return -1;
+}
+
+static int read_rank(const char *path, ck_rank *r, tr_import_stats *stats, st_err *err)
+{
+  char *data;
+  size_t len;
+  int rc = tr_read_file(path, &data, &len, err);
+  if (rc)
+    return rc;
+  const uint8_t *p = (const uint8_t *)data;
+  size_t at = 0, cap = 0;
+  long msg = 0;
+  while (at < len && !rc) {
+    size_t start = at;
+    uint32_t mlen;
+    int v = read_varint32(p, len, &at, &mlen);
+    if (v || mlen > len - at) {
+      rc = st_err_set(err, ST_EINPUT, "trace '%s': message %ld at byte %zu is truncated", path,
+                      msg, start);
+      break;
+    }
+    if (msg == 0) {
+      StChakra__GlobalMetadata *gm = st_chakra__global_metadata__unpack(NULL, mlen, p + at);
+      if (!gm) {
+        rc = st_err_set(err, ST_EINPUT,
+                        "trace '%s': message 0 at byte %zu is not a Chakra GlobalMetadata", path,
+                        start);
+        break;
+      }
+      st_chakra__global_metadata__free_unpacked(gm, NULL);
+      at += mlen;
+      msg++;
+      continue;
+    }
+    StChakra__Node *nd = st_chakra__node__unpack(NULL, mlen, p + at);
+    if (!nd) {
+      rc = st_err_set(err, ST_EINPUT, "trace '%s': message %ld at byte %zu is not a Chakra Node",
+                      path, msg, start);
+      break;
+    }
+    at += mlen;
+    msg++;
+    stats->events_read++;
+    if (r->n == cap) {
+      cap = cap ? cap * 2 : 1024;
+      ck_node *nn = realloc(r->nodes, cap * sizeof *nn);
+      if (!nn) {
+        st_chakra__node__free_unpacked(nd, NULL);
+        rc = st_err_set(err, ST_ENOMEM, "out of memory");
+        break;
+      }
+      r->nodes = nn;
+    }
+    ck_node *k = &r->nodes[r->n];
+    memset(k, 0, sizeof *k);
+    k->id = nd->id;
+    k->type = nd->type;
+    k->tid = -1;
+    k->comm_type = -1;
+    k->src = k->dst = -1;
+    k->dur_us = (double)nd->duration_micros;
+    k->start_us = (double)nd->start_time_micros;
+    k->op = -1;
+    k->name = strdup(nd->name ? nd->name : "");
+    k->ndata = nd->n_data_deps;
+    k->nctrl = nd->n_ctrl_deps;
+    k->data = malloc((k->ndata ? k->ndata : 1) * sizeof *k->data);
+    k->ctrl = malloc((k->nctrl ? k->nctrl : 1) * sizeof *k->ctrl);
+    if (!k->name || !k->data || !k->ctrl) {
+      free(k->name);
+      free(k->data);
+      free(k->ctrl);
+      st_chakra__node__free_unpacked(nd, NULL);
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      break;
+    }
+    memcpy(k->data, nd->data_deps, k->ndata * sizeof *k->data);
+    memcpy(k->ctrl, nd->ctrl_deps, k->nctrl * sizeof *k->ctrl);
+    for (size_t a = 0; a < nd->n_attr; a++) {
+      const StChakra__Attr *at_ = nd->attr[a];
+      int ok;
+      double x = attr_number(at_, &ok);
+      const char *an = at_->name ? at_->name : "";
+      if (!ok)
+        continue;
+      if (!strcmp(an, "is_cpu_op"))
+        k->cpu = x != 0;
+      else if (!strcmp(an, "tid"))
+        k->tid = (long)x;
+      else if (!strcmp(an, "comm_type"))
+        k->comm_type = (int)x;
+      else if (!strcmp(an, "comm_size"))
+        k->comm_size = x;
+      else if (!strcmp(an, "comm_src"))
+        k->src = (long)x;
+      else if (!strcmp(an, "comm_dst"))
+        k->dst = (long)x;
+      else if (!strcmp(an, "comm_tag"))
+        k->tag = (long)x;
+      else if (!strcmp(an, "num_ops"))
+        k->num_ops = x;
+      else if (!strcmp(an, "tensor_size"))
+        k->tensor_size = x;
+    }
+    st_chakra__node__free_unpacked(nd, NULL);
+    r->n++;
+  }
+  free(data);
+  if (!rc && msg == 0)
+    rc = st_err_set(err, ST_EINPUT, "trace '%s': empty (no GlobalMetadata message)", path);
+  if (rc)
+    return rc;
+  r->by_id = malloc((r->n ? r->n : 1) * sizeof *r->by_id);
+  if (!r->by_id)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  for (size_t i = 0; i < r->n; i++)
+    r->by_id[i] = i;
+  g_sort_nodes = r->nodes;
+  qsort(r->by_id, r->n, sizeof *r->by_id, cmp_by_id);
+  for (size_t i = 1; i < r->n; i++)
+    if (r->nodes[r->by_id[i]].id == r->nodes[r->by_id[i - 1]].id)
+      return st_err_set(err, ST_EINPUT, "trace '%s': node id %llu appears twice", path,
+                        (unsigned long long)r->nodes[r->by_id[i]].id);
+  return ST_OK;
+}
+
+/* ---- ordering ---------------------------------------------------------------- */
+
+/* min-heap of node indices keyed by (start, id) */
+typedef struct ck_heap {
+  size_t *v;
+  size_t n;
+  const ck_node *nodes;
+} ck_heap;
+
+static int heap_less(const ck_heap *h, size_t a, size_t b)
+{
+  const ck_node *x = &h->nodes[a], *y = &h->nodes[b];
+  if (x->start_us != y->start_us)
+    return x->start_us < y->start_us;
+  return x->id < y->id;
+}
+
+static void heap_push(ck_heap *h, size_t x)
+{
+  size_t i = h->n++;
+  h->v[i] = x;
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (!heap_less(h, h->v[i], h->v[p]))
+      break;
+    size_t t = h->v[i];
+    h->v[i] = h->v[p];
+    h->v[p] = t;
+    i = p;
+  }
+}
+
+static size_t heap_pop(ck_heap *h)
+{
+  size_t top = h->v[0];
+  h->v[0] = h->v[--h->n];
+  size_t i = 0;
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < h->n && heap_less(h, h->v[l], h->v[m]))
+      m = l;
+    if (r < h->n && heap_less(h, h->v[r], h->v[m]))
+      m = r;
+    if (m == i)
+      break;
+    size_t t = h->v[i];
+    h->v[i] = h->v[m];
+    h->v[m] = t;
+    i = m;
+  }
+  return top;
+}
+
+/* Topological order of the data dependencies; returns node indices. */
+static int order_nodes(ck_rank *r, size_t **order_out, tr_import_stats *stats, st_err *err)
+{
+  size_t n = r->n;
+  size_t *order = malloc((n ? n : 1) * sizeof *order);
+  size_t *succ_first = calloc(n + 1, sizeof *succ_first);
+  size_t *heapv = malloc((n ? n : 1) * sizeof *heapv);
+  if (!order || !succ_first || !heapv) {
+    free(order);
+    free(succ_first);
+    free(heapv);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  /* successor lists in CSR form over valid data deps */
+  for (size_t i = 0; i < n; i++) {
+    ck_node *k = &r->nodes[i];
+    k->indeg = 0;
+    for (size_t d = 0; d < k->ndata; d++) {
+      long j = find_node(r, k->data[d]);
+      if (j < 0 || (size_t)j == i) {
+        stats->deps_dropped++;
+        k->data[d] = UINT64_MAX; /* mark dropped */
+        continue;
+      }
+      /* duplicate deps count once */
+      int dup = 0;
+      for (size_t e = 0; e < d && !dup; e++)
+        dup = k->data[e] == k->data[d];
+      if (dup) {
+        k->data[d] = UINT64_MAX;
+        continue;
+      }
+      k->indeg++;
+      succ_first[j + 1]++;
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    succ_first[i + 1] += succ_first[i];
+  size_t *succ = malloc((succ_first[n] ? succ_first[n] : 1) * sizeof *succ);
+  size_t *fill = calloc(n ? n : 1, sizeof *fill);
+  if (!succ || !fill) {
+    free(order);
+    free(succ_first);
+    free(heapv);
+    free(succ);
+    free(fill);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < n; i++) {
+    ck_node *k = &r->nodes[i];
+    for (size_t d = 0; d < k->ndata; d++)
+      if (k->data[d] != UINT64_MAX) {
+        long j = find_node(r, k->data[d]);
+        succ[succ_first[j] + fill[j]++] = i;
+      }
+  }
+  ck_heap h = {heapv, 0, r->nodes};
+  char *done = calloc(n ? n : 1, 1);
+  if (!done) {
+    free(order);
+    free(succ_first);
+    free(heapv);
+    free(succ);
+    free(fill);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < n; i++)
+    if (r->nodes[i].indeg == 0)
+      heap_push(&h, i);
+  size_t m = 0;
+  while (m < n) {
+    if (h.n == 0) {
+      /* a cycle: release the earliest waiting node, dropping its open deps */
+      size_t best = n;
+      for (size_t i = 0; i < n; i++)
+        if (!done[i] && (best == n || heap_less(&h, i, best)))
+          best = i;
+      stats->deps_dropped += r->nodes[best].indeg;
+      r->nodes[best].indeg = 0;
+      heap_push(&h, best);
+    }
+    size_t x = heap_pop(&h);
+    if (done[x])
+      continue;
+    done[x] = 1;
+    r->nodes[x].pos = (long)m;
+    order[m++] = x;
+    for (size_t s = succ_first[x]; s < succ_first[x + 1]; s++) {
+      ck_node *y = &r->nodes[succ[s]];
+      if (!done[succ[s]] && y->indeg > 0 && --y->indeg == 0)
+        heap_push(&h, succ[s]);
+    }
+  }
+  free(done);
+  free(succ_first);
+  free(heapv);
+  free(succ);
+  free(fill);
+  *order_out = order;
+  return ST_OK;
+}
+
+/* ---- building ---------------------------------------------------------------- */
+
+static int coll_of_comm_type(int t)
+{
+  switch (t) {
+  case 0: return WL_COLL_ALLREDUCE;
+  case 1: return WL_COLL_REDUCE;
+  case 2: return WL_COLL_ALLGATHER;
+  case 5: return WL_COLL_BROADCAST;
+  case 6: return WL_COLL_ALLTOALL;
+  case 7:
+  case 8: return WL_COLL_REDUCESCATTER;
+  case 9: return WL_COLL_BARRIER;
+  default: return -1; /* GATHER 3, SCATTER 4: no counterpart in the workload */
+  }
+}
+
+static int class_of_name(const char *name)
+{
+  if (strstr(name, "gemm") || strstr(name, "Gemm") || strstr(name, "cutlass") ||
+      strstr(name, "cublas") || strstr(name, "xmma"))
+    return WL_CLASS_GEMM;
+  if (strstr(name, "fmha") || strstr(name, "flash"))
+    return WL_CLASS_ATTENTION;
+  return WL_CLASS_ELEMENTWISE;
+}
+
+typedef struct ck_stream {
+  int cpu;
+  long tid;
+  int comm;
+} ck_stream;
+
+static int build_program(const char *path, ck_rank *r, int rank, wl_workload *wl,
+                         tr_import_stats *stats, st_err *err, int *prog)
+{
+  size_t *order = NULL;
+  int rc = order_nodes(r, &order, stats, err);
+  if (rc)
+    return rc;
+  /* streams */
+  ck_stream st[64];
+  int ns = 0;
+  for (size_t i = 0; i < r->n && !rc; i++) {
+    ck_node *k = &r->nodes[i];
+    k->stream = -1;
+    if (k->type == CK_INVALID || k->type == CK_METADATA || k->type > CK_COLL)
+      continue;
+    ck_stream key = {k->cpu, k->tid,
+                     !k->cpu && k->tid < 0 && (k->type >= CK_SEND && k->type <= CK_COLL)};
+    int s = -1;
+    for (int q = 0; q < ns; q++)
+      if (st[q].cpu == key.cpu && st[q].tid == key.tid && st[q].comm == key.comm)
+        s = q;
+    if (s < 0) {
+      if (ns == (int)(sizeof st / sizeof st[0])) {
+        rc = st_err_set(err, ST_EINPUT, "trace '%s': node %llu: more than %d threads and streams",
+                        path, (unsigned long long)k->id, ns);
+        break;
+      }
+      st[ns] = key;
+      s = ns++;
+    }
+    k->stream = s;
+  }
+  char *names[64];
+  for (int q = 0; q < ns; q++) {
+    char b[48];
+    if (st[q].tid >= 0)
+      snprintf(b, sizeof b, "%s %ld", st[q].cpu ? "cpu thread" : "gpu stream", st[q].tid);
+    else
+      snprintf(b, sizeof b, "%s", st[q].cpu ? "cpu" : st[q].comm ? "comm" : "gpu");
+    names[q] = strdup(b);
+  }
+  char pname[32];
+  snprintf(pname, sizeof pname, "rank %d", rank);
+  int pi = rc ? -1 : wl_program_add(wl, pname, ns ? ns : 1, ns ? (const char *const *)names : NULL);
+  for (int q = 0; q < ns; q++)
+    free(names[q]);
+  if (!rc && pi < 0)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  wl_program *p = rc ? NULL : &wl->programs[pi];
+  uint32_t *waits = malloc((size_t)(ns ? ns : 1) * sizeof *waits);
+  long *latest = malloc((size_t)(ns ? ns : 1) * sizeof *latest);
+  if (!rc && (!waits || !latest))
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  for (size_t o = 0; o < r->n && !rc; o++) {
+    ck_node *k = &r->nodes[order[o]];
+    if (k->type >= 0 && k->type < 8)
+      stats->nodes_by_type[k->type]++;
+    else
+      stats->events_skipped++;
+    if (k->stream < 0) {
+      if (k->type != CK_METADATA)
+        stats->events_skipped++; /* INVALID or a type with no work we know */
+      continue;
+    }
+    /* waits: per other stream, the latest op among the deps */
+    for (int q = 0; q < ns; q++)
+      latest[q] = -1;
+    for (int pass = 0; pass < 2; pass++) {
+      uint64_t *deps = pass ? k->ctrl : k->data;
+      size_t nd = pass ? k->nctrl : k->ndata;
+      for (size_t d = 0; d < nd; d++) {
+        if (deps[d] == UINT64_MAX)
+          continue;
+        long j = find_node(r, deps[d]);
+        if (j < 0 || (size_t)j == order[o]) {
+          if (pass)
+            stats->deps_dropped++;
+          continue;
+        }
+        ck_node *dn = &r->nodes[j];
+        if (dn->pos > k->pos) {
+          if (pass)
+            stats->deps_dropped++; /* would close a cycle (data ones counted when ordering) */
+          continue;
+        }
+        if (dn->op < 0)
+          continue;
+        if (dn->stream != k->stream && dn->op > latest[dn->stream])
+          latest[dn->stream] = dn->op;
+      }
+    }
+    uint32_t nw = 0;
+    for (int q = 0; q < ns; q++)
+      if (latest[q] >= 0)
+        waits[nw++] = (uint32_t)latest[q];
+    wl_op op;
+    int s = k->stream;
+    if (k->type == CK_COLL && !k->cpu) {
+      int c = coll_of_comm_type(k->comm_type);
+      if (k->comm_type < 0)
+        rc = st_err_set(err, ST_EINPUT, "trace '%s': node %llu: 'comm_type' is missing", path,
+                        (unsigned long long)k->id);
+      else if (c < 0)
+        rc = st_err_set(err, ST_EINPUT,
+                        "trace '%s': node %llu: comm_type %d (gather/scatter) is not supported",
+                        path, (unsigned long long)k->id, k->comm_type);
+      if (rc)
+        break;
+      op = wl_op_coll(s, c, 0, k->comm_size);
+      stats->coll_ops++;
+    } else if ((k->type == CK_SEND || k->type == CK_RECV) && !k->cpu) {
+      long peer = k->type == CK_SEND ? k->dst : k->src;
+      if (peer < 0 || peer >= wl->num_ranks) {
+        rc = st_err_set(err, ST_EINPUT, "trace '%s': node %llu: peer rank %ld is outside 0..%d",
+                        path, (unsigned long long)k->id, peer, wl->num_ranks - 1);
+        break;
+      }
+      op = wl_op_p2p(s, k->type == CK_SEND ? WL_OP_SEND : WL_OP_RECV, 0, (int)peer, (int)k->tag,
+                     k->comm_size);
+      stats->p2p_ops++;
+    } else {
+      op = wl_op_compute(s, k->dur_us * 1e-6);
+      op.sub = k->cpu ? WL_CLASS_OTHER : (uint8_t)class_of_name(k->name);
+      if (k->dur_us == 0 && k->num_ops > 0) {
+        op.duration_s = -1; /* compute model from FLOPs and bytes */
+        op.flops = k->num_ops;
+        op.bytes = k->tensor_size;
+      }
+      stats->compute_ops++;
+    }
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s", k->name);
+    op.name = wl_program_string(p, nm);
+    long oi = wl_program_append(p, &op, waits, nw);
+    if (oi < 0) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      break;
+    }
+    k->op = oi;
+  }
+  free(waits);
+  free(latest);
+  free(order);
+  *prog = pi;
+  return rc;
+}
+
+/* ---- entry ------------------------------------------------------------------- */
+
+static int file_exists(const char *p)
+{
+  struct stat s;
+  return !stat(p, &s) && S_ISREG(s.st_mode);
+}
+
+int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
+                     tr_import_stats *stats, st_err *err)
+{
+  /* PREFIX.<rank>.et for rank 0, 1, ... ; or one .et file */
+  char **files = NULL;
+  int nf = 0;
+  int rc = ST_OK;
+  if (file_exists(path)) {
+    files = malloc(sizeof *files);
+    if (!files || !(files[0] = strdup(path)))
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    else
+      nf = 1;
+  } else {
+    for (;;) {
+      char b[4096];
+      snprintf(b, sizeof b, "%s.%d.et", path, nf);
+      if (!file_exists(b))
+        break;
+      char **nv = realloc(files, (size_t)(nf + 1) * sizeof *nv);
+      if (!nv || !(nv[nf] = strdup(b))) {
+        files = nv ? nv : files;
+        rc = st_err_set(err, ST_ENOMEM, "out of memory");
+        break;
+      }
+      files = nv;
+      nf++;
+    }
+    if (!rc && nf == 0)
+      rc = st_err_set(err, ST_EIO, "trace '%s': no file '%s.0.et' (expected PREFIX.<rank>.et)",
+                      path, path);
+  }
+  int nranks = nf;
+  if (opt && opt->num_gpus > nf)
+    nranks = opt->num_gpus; /* ranks without a file run a copy of rank (r mod files) */
+  ck_rank *ranks = calloc((size_t)(nf ? nf : 1), sizeof *ranks);
+  if (!rc && !ranks)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  for (int i = 0; i < nf && !rc; i++)
+    rc = read_rank(files[i], &ranks[i], stats, err);
+  wl_workload *wl = NULL;
+  if (!rc) {
+    const char *role = "world";
+    wl = wl_workload_create(nranks, 1, &role);
+    int32_t *all = malloc((size_t)nranks * sizeof *all);
+    if (!wl || !all)
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    for (int r = 0; !rc && r < nranks; r++)
+      all[r] = r;
+    int cw = rc ? -1 : wl_comm_add(wl, "world", WL_COMM_WORLD, nranks, all);
+    free(all);
+    if (!rc && cw < 0)
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    for (int r = 0; !rc && r < nranks; r++)
+      wl_rank_set_comm(wl, r, 0, cw);
+  }
+  for (int i = 0; i < nf && !rc; i++) {
+    int pi;
+    rc = build_program(files[i], &ranks[i], i, wl, stats, err, &pi);
+    for (int r = i; !rc && r < nranks; r += nf)
+      wl_rank_set(wl, r, pi);
+  }
+  if (!rc) {
+    rc = tr_stats_alloc_ranks(stats, nranks, err);
+    char src[512];
+    snprintf(src, sizeof src, "chakra:%s", path);
+    if (!rc)
+      wl_meta_set_str(&wl->meta.source, src);
+  }
+  if (!rc) {
+    rc = wl_workload_check(wl, err);
+    if (rc)
+      st_err_prefix(err, "trace '%s': imported workload is inconsistent: ", path);
+  }
+  for (int i = 0; i < nf; i++)
+    rank_release(&ranks[i]);
+  free(ranks);
+  for (int i = 0; i < nf; i++)
+    free(files[i]);
+  free(files);
+  if (rc) {
+    wl_workload_destroy(wl);
+    tr_import_stats_release(stats);
+    return rc;
+  }
+  *out = wl;
+  return ST_OK;
+}

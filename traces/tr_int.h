@@ -1,0 +1,41 @@
+/* tr_int.h — helpers shared by the importers (internal to traces/).
+ *
+ * Each importer lives in tr_<format>.c and exports one tr_<format>_import()
+ * listed in traces.c's table.  Errors all start with "trace '<file>': " so a
+ * person sees which file was bad before what was wrong in it.
+ */
+#ifndef TR_INT_H
+#define TR_INT_H
+
+#include <stddef.h>
+
+#include "traces.h"
+
+int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
+                     tr_import_stats *stats, st_err *err);
+int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
+                     tr_import_stats *stats, st_err *err);
+int tr_astra_import(const char *path, const tr_options *opt, wl_workload **out,
+                    tr_import_stats *stats, st_err *err);
+int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
+                   tr_import_stats *stats, st_err *err);
+
+/* Read a whole (possibly gzip) file; on error the message reads
+ * "trace '<path>': ..." . */
+int tr_read_file(const char *path, char **data, size_t *len, st_err *err);
+
+/* Sorted list of regular files in dir whose names pass keep() (NULL = all),
+ * as "dir/name" strings; caller frees each and the array. */
+int tr_list_dir(const char *dir, int (*keep)(const char *name), char ***names, size_t *count,
+                st_err *err);
+void tr_free_list(char **names, size_t count);
+
+/* The folder part of a path ("." when there is none); caller frees. */
+char *tr_dirname(const char *path);
+/* Pointer to the last component of a path. */
+const char *tr_basename(const char *path);
+
+/* Set stats->rank_measured_s / rank_start_s to n entries of NAN (owned by stats). */
+int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err);
+
+#endif

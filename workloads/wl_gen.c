@@ -1,0 +1,1162 @@
+/* wl_gen.c — the training-step generator: model + layout -> per-rank workload.
+ *
+ * One program per pipeline stage; every rank of a stage runs it and differs
+ * only in the communicators its roles map to.  Inside a program:
+ *
+ *   stream "compute"  GEMMs, attention, elementwise ops, the optimizer step,
+ *                     and every collective Megatron-LM issues synchronously
+ *                     (TP forward all-reduce / all-gather / reduce-scatter,
+ *                     MoE all-to-all, non-overlapped DP reduction);
+ *   stream "tp"       TP collectives Megatron overlaps with the weight-gradient
+ *                     GEMM in backward (LinearWithGradAccumulationAndAsync-
+ *                     Communication: dgrad all-reduce, SP input re-gather and
+ *                     dgrad reduce-scatter);
+ *   stream "dp"       overlapped DP bucket reductions and parameter gathers
+ *                     (FSDP: all-gathers);  "dp_rs": FSDP reduce-scatters;
+ *   "pp_send"/"pp_recv", "cp_send"/"cp_recv": point-to-point transfers, each
+ *                     waited on by the compute op that needs them.
+ *
+ * The order of units (forward/backward of a micro-batch's model chunk) comes
+ * from wl__schedule().  Between two units, the previous unit's output send and
+ * the next unit's input receive are posted together and the next unit waits
+ * for both (Megatron's batched p2p followed by req.wait()).
+ *
+ * FLOPs: every compute op carries the FLOPs it executes (causal attention
+ * half of the full score matrix, FlashAttention backward 2.5x forward,
+ * capacity padding included).  Alongside, the generator sums the model FLOPs
+ * of Megatron's convention (3 x forward GEMMs, full s^2 attention, no
+ * recomputation, no padding) for the workload's meta.  docs/workloads.md has
+ * every formula and its source.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wl_gen_int.h"
+#include "workload.h"
+
+enum { R_TP, R_DP, R_DPX, R_EP, R_CPN, R_CPP, R_PPN, R_PPP, R_EMBD, R_COUNT };
+static const char *const role_names[R_COUNT] = {"tp",      "dp",      "dp_expert",
+                                                "ep",      "cp_next", "cp_prev",
+                                                "pp_next", "pp_prev", "embd"};
+enum { S_COMPUTE, S_TP, S_DP, S_DPRS, S_PPS, S_PPR, S_CPS, S_CPR, S_COUNT };
+static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",      "dp_rs",
+                                                  "pp_send", "pp_recv", "cp_send", "cp_recv"};
+
+#define MAXPEND 16
+
+/* DP gradient groups of one model chunk, in backward order. */
+typedef struct dp_group {
+  double dense, expert; /* parameters per rank */
+  int close_dense;      /* 1: the dense bucket closes after this group */
+  int close_expert;
+  double bucket_dense, bucket_expert; /* size of the bucket closing here */
+  long ag_dense, ag_expert;           /* overlapped param all-gather to wait for, or -1 */
+} dp_group;
+
+typedef struct gen {
+  const wl_model *m;
+  const wl_layout *l;
+  wl_workload *wl;
+  wl_program *p;
+  int stage, oom;
+  /* shapes */
+  double b, s, sl, T, Tsp, h, t; /* micro-batch, seq, local seq (s/cp), tokens, SP tokens */
+  double ab, gb, pb;             /* activation, gradient, parameter bytes */
+  double cf;                     /* MoE capacity factor (1 when dropless) */
+  int gemm_dtype;
+  int dp_size, edp_size; /* dp x cp, expert dp */
+  /* emission state */
+  uint32_t pend[MAXPEND];
+  int npend;
+  long last_c; /* last op on the compute stream */
+  int phase;
+  uint16_t flags;
+  int cp_tag;
+  /* FLOPs of Megatron's convention for one rank of this program */
+  double conv_model, conv_hw;
+  /* DP buckets of the current program, per chunk */
+  dp_group **groups;
+  int *ngroups;
+  long *dp_ops;
+  size_t ndp_ops, cap_dp_ops;
+  int grad_sync; /* emitting the last backward of a chunk: buckets fire */
+  int param_wait; /* first forward of a chunk under overlap_param_gather */
+  /* FSDP */
+  long *z3_ag; /* per layer of the stage: latest all-gather op */
+  long z3_root;
+} gen;
+
+/* ---- emission helpers ------------------------------------------------------ */
+static long put(gen *g, wl_op op, const uint32_t *w, int nw)
+{
+  op.phase = (uint8_t)g->phase;
+  long i = wl_program_append(g->p, &op, w, (uint32_t)nw);
+  if (i < 0)
+    g->oom = 1;
+  return i;
+}
+
+static void need(gen *g, long op)
+{
+  if (op < 0)
+    return;
+  for (int i = 0; i < g->npend; i++)
+    if (g->pend[i] == (uint32_t)op)
+      return;
+  if (g->npend < MAXPEND)
+    g->pend[g->npend++] = (uint32_t)op;
+}
+
+/* An op on the compute stream: takes the pending waits. */
+static long put_c(gen *g, wl_op op)
+{
+  op.stream = S_COMPUTE;
+  long i = put(g, op, g->pend, g->npend);
+  g->npend = 0;
+  if (i >= 0)
+    g->last_c = i;
+  return i;
+}
+
+/* An op on another stream, issued after the last compute op (and an extra op). */
+static long put_s(gen *g, wl_op op, int stream, long extra)
+{
+  uint32_t w[2];
+  int n = 0;
+  if (g->last_c >= 0)
+    w[n++] = (uint32_t)g->last_c;
+  if (extra >= 0 && extra != g->last_c)
+    w[n++] = (uint32_t)extra;
+  op.stream = (uint16_t)stream;
+  return put(g, op, w, n);
+}
+
+static void marker(gen *g, int kind, int value)
+{
+  wl_op op = wl_op_marker(S_COMPUTE, kind, value);
+  put(g, op, NULL, 0);
+}
+
+static uint32_t nm(gen *g, const char *s) { return wl_program_string(g->p, s); }
+
+static int32_t i32(double x) { return (int32_t)llround(x); }
+
+static long gemm(gen *g, const char *name, double M, double N, double K, double batch,
+                 double conv_scale)
+{
+  wl_op op = wl_op_compute(S_COMPUTE, -1);
+  op.sub = WL_CLASS_GEMM;
+  op.dtype = (uint8_t)g->gemm_dtype;
+  op.flags = g->flags;
+  op.m = i32(M);
+  op.n = i32(N);
+  op.k = i32(K);
+  op.batch = i32(batch);
+  op.flops = 2 * M * N * K * batch;
+  double in = wl_dtype_bytes(g->gemm_dtype);
+  op.bytes = ((M * K + K * N) * in + M * N * g->ab) * batch;
+  op.name = nm(g, name);
+  double conv = op.flops * conv_scale;
+  g->conv_hw += conv;
+  if (!(g->flags & WL_OPF_RECOMPUTE))
+    g->conv_model += conv;
+  return put_c(g, op);
+}
+
+/* Memory-bound op over `elems` elements, touching rw x elems values. */
+static long elem(gen *g, const char *name, double elems, double rw, double flops_per)
+{
+  wl_op op = wl_op_compute(S_COMPUTE, -1);
+  op.sub = WL_CLASS_ELEMENTWISE;
+  op.dtype = WL_DTYPE_BF16;
+  op.flags = g->flags;
+  op.flops = elems * flops_per;
+  op.bytes = elems * rw * g->ab;
+  op.name = nm(g, name);
+  return put_c(g, op);
+}
+
+static int role_size(const gen *g, int role)
+{
+  switch (role) {
+  case R_TP: return g->l->tp;
+  case R_DP: return g->dp_size;
+  case R_DPX: return g->edp_size;
+  case R_EP: return g->l->ep;
+  default: return 2;
+  }
+}
+
+/* A collective that blocks compute (on the compute stream). */
+static long coll_c(gen *g, const char *name, int coll, int role, double bytes)
+{
+  if (role_size(g, role) < 2 || bytes <= 0)
+    return -1;
+  wl_op op = wl_op_coll(S_COMPUTE, coll, role, bytes);
+  op.name = nm(g, name);
+  return put_c(g, op);
+}
+
+/* A collective on a side stream, issued after the last compute op. */
+static long coll_s(gen *g, int stream, const char *name, int coll, int role, double bytes,
+                   long extra)
+{
+  if (role_size(g, role) < 2 || bytes <= 0)
+    return -1;
+  wl_op op = wl_op_coll(stream, coll, role, bytes);
+  op.name = nm(g, name);
+  return put_s(g, op, stream, extra);
+}
+
+/* ---- tensor-parallel linear layers ------------------------------------------ */
+typedef struct col_gemm {
+  const char *fwd, *dgrad, *wgrad;
+  double N, K;  /* per-rank output width, input width */
+  double scale; /* conv-FLOPs scale (1/tp for weights duplicated across TP) */
+} col_gemm;
+
+/* Enter a TP region (Megatron's copy_to / gather_from_sequence_parallel_region). */
+static void tp_enter(gen *g, const char *name)
+{
+  if (g->l->sp)
+    coll_c(g, name, WL_COLL_ALLGATHER, R_TP, g->T * g->h * g->ab);
+}
+
+/* Leave it after a row-parallel GEMM (reduce_from / reduce_scatter_to). */
+static void tp_exit(gen *g, const char *name)
+{
+  coll_c(g, name, g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP,
+         g->T * g->h * g->ab);
+}
+
+static void col_fwd(gen *g, const col_gemm *c, int n)
+{
+  for (int i = 0; i < n; i++)
+    gemm(g, c[i].fwd, g->T, c[i].N, c[i].K, 1, c[i].scale);
+}
+
+/* Backward of a column-parallel block fed by one [T, h] input: dgrad, then
+ * the TP reduction of the input gradient overlapped with wgrad; with SP the
+ * input is all-gathered again for wgrad (Megatron's async TP communication). */
+static void col_bwd(gen *g, const col_gemm *c, int n, const char *ag_name, const char *red_name)
+{
+  double bytes = g->T * g->h * g->ab;
+  int tp = g->l->tp > 1;
+  long ag = -1;
+  if (tp && g->l->sp)
+    ag = coll_s(g, S_TP, ag_name, WL_COLL_ALLGATHER, R_TP, bytes, -1);
+  for (int i = n - 1; i >= 0; i--)
+    gemm(g, c[i].dgrad, g->T, c[i].K, c[i].N, 1, c[i].scale);
+  long red = -1;
+  if (tp)
+    red = coll_s(g, S_TP, red_name, g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP,
+                 bytes, -1);
+  need(g, ag);
+  for (int i = n - 1; i >= 0; i--)
+    gemm(g, c[i].wgrad, c[i].K, c[i].N, g->T, 1, c[i].scale);
+  need(g, red);
+}
+
+/* Row-parallel GEMM [T, K/tp] x [K/tp, h]: forward, and backward (SP: the
+ * output gradient is all-gathered first, the backward of reduce-scatter). */
+static void row_fwd(gen *g, const char *name, double Kloc, const char *red_name)
+{
+  gemm(g, name, g->T, g->h, Kloc, 1, 1);
+  tp_exit(g, red_name);
+}
+
+static void row_bwd(gen *g, const char *dgrad, const char *wgrad, double Kloc, const char *ag_name)
+{
+  tp_enter(g, ag_name);
+  gemm(g, dgrad, g->T, Kloc, g->h, 1, 1);
+  gemm(g, wgrad, Kloc, g->h, g->T, 1, 1);
+}
+
+/* ---- attention ----------------------------------------------------------------- */
+static void attn_dims(const gen *g, double *a_loc, double *kv_loc, double *dqk, double *dv)
+{
+  const wl_model *m = g->m;
+  *a_loc = (double)m->heads / g->t;
+  if (m->has_mla) {
+    *kv_loc = *a_loc;
+    *dqk = m->mla.qk_nope_head_dim + m->mla.qk_rope_head_dim;
+    *dv = m->mla.v_head_dim;
+  } else {
+    *kv_loc = (double)m->kv_heads / g->t;
+    *dqk = *dv = m->head_dim;
+  }
+}
+
+static int attn_proj(const gen *g, col_gemm *c)
+{
+  const wl_model *m = g->m;
+  double a = m->heads, t = g->t, h = g->h;
+  if (m->has_mla) {
+    const wl_mla *q = &m->mla;
+    double qk = q->qk_nope_head_dim + q->qk_rope_head_dim;
+    c[0] = (col_gemm){"q_down", "q_down.dgrad", "q_down.wgrad", q->q_lora_rank, h, 1 / t};
+    c[1] = (col_gemm){"kv_down", "kv_down.dgrad", "kv_down.wgrad",
+                      q->kv_lora_rank + q->qk_rope_head_dim, h, 1 / t};
+    c[2] = (col_gemm){"q_up", "q_up.dgrad", "q_up.wgrad", a * qk / t, q->q_lora_rank, 1};
+    c[3] = (col_gemm){"kv_up", "kv_up.dgrad", "kv_up.wgrad",
+                      a * (q->qk_nope_head_dim + q->v_head_dim) / t, q->kv_lora_rank, 1};
+    return 4;
+  }
+  double d = m->head_dim;
+  c[0] = (col_gemm){"qkv", "qkv.dgrad", "qkv.wgrad", (a + 2.0 * m->kv_heads) * d / t, h, 1};
+  return 1;
+}
+
+/* One attention-core kernel over sq local queries and sk keys, `share` of the
+ * causal work (CP ring steps split it). */
+static long attn_kernel(gen *g, const char *name, double sq, double sk, double share, int bwd)
+{
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  double full = 2 * g->b * sq * sk * a * (dqk + dv); /* QK^T + AV, no mask */
+  wl_op op = wl_op_compute(S_COMPUTE, -1);
+  op.sub = WL_CLASS_ATTENTION;
+  op.dtype = WL_DTYPE_BF16;
+  op.flags = g->flags;
+  double exec = 0.5 * full * share; /* causal: half the score matrix */
+  op.flops = bwd ? 2.5 * exec : exec;
+  double io = g->b * (sq * a * dqk + sk * kv * (dqk + dv) + sq * a * dv) * g->ab;
+  op.bytes = bwd ? 2 * io : io;
+  op.name = nm(g, name);
+  double conv = (bwd ? 2 : 1) * full * share;
+  g->conv_hw += conv;
+  if (!(g->flags & WL_OPF_RECOMPUTE))
+    g->conv_model += conv;
+  return put_c(g, op);
+}
+
+static long p2p(gen *g, int stream, int kind, int role, int peer, int tag, double bytes,
+                const char *name, long extra)
+{
+  wl_op op = wl_op_p2p(stream, kind, role, peer, tag, bytes);
+  op.name = nm(g, name);
+  return put_s(g, op, stream, extra);
+}
+
+/* Attention core forward; with CP, the ring of TransformerEngine's
+ * AttnFuncWithCPAndKVP2P: cp steps, each on 1/cp of the causal work, the next
+ * KV chunk travelling to the ring neighbour during the current step. */
+static void attn_fwd(gen *g)
+{
+  int cp = g->l->cp;
+  if (cp == 1) {
+    attn_kernel(g, "attn", g->sl, g->s, 1, 0);
+    return;
+  }
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  double kv_bytes = g->b * g->sl * kv * (dqk + dv) * g->ab;
+  long ps = -1, pr = -1;
+  for (int j = 0; j < cp; j++) {
+    long s = -1, r = -1;
+    if (j < cp - 1) {
+      s = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, g->cp_tag, kv_bytes, "cp.kv.send", pr);
+      r = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, g->cp_tag, kv_bytes, "cp.kv.recv", -1);
+      g->cp_tag++;
+    }
+    need(g, ps);
+    need(g, pr);
+    attn_kernel(g, "attn.cp", g->sl, g->s, 1.0 / cp, 0);
+    ps = s;
+    pr = r;
+  }
+}
+
+static void attn_bwd(gen *g)
+{
+  int cp = g->l->cp;
+  if (cp == 1) {
+    attn_kernel(g, "attn.bwd", g->sl, g->s, 1, 1);
+    return;
+  }
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  double kv_bytes = g->b * g->sl * kv * (dqk + dv) * g->ab;
+  long ps = -1, pr = -1, ds = -1, dr = -1;
+  for (int j = 0; j < cp; j++) {
+    long s = -1, r = -1;
+    if (j < cp - 1) {
+      s = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, g->cp_tag, kv_bytes, "cp.kv.send", pr);
+      r = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, g->cp_tag, kv_bytes, "cp.kv.recv", -1);
+      g->cp_tag++;
+    }
+    need(g, ps);
+    need(g, pr);
+    need(g, ds);
+    need(g, dr);
+    attn_kernel(g, "attn.cp.bwd", g->sl, g->s, 1.0 / cp, 1);
+    /* the partial dKV follows its KV chunk round the ring, back to its owner */
+    ds = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, g->cp_tag, kv_bytes, "cp.dkv.send", -1);
+    dr = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, g->cp_tag, kv_bytes, "cp.dkv.recv", -1);
+    g->cp_tag++;
+    ps = s;
+    pr = r;
+  }
+  need(g, ds);
+  need(g, dr);
+}
+
+/* ---- MLP and MoE --------------------------------------------------------------- */
+static double act_in(const wl_model *m, double f) { return m->ffn_act == WL_ACT_SWIGLU ? 2 * f : f; }
+
+static void mlp_fwd(gen *g, double f, const char *pre)
+{
+  char n1[32], n2[32], n3[32], n4[32], n5[32];
+  snprintf(n1, sizeof n1, "%s.tp.ag", pre);
+  snprintf(n2, sizeof n2, "%s.fc1", pre);
+  snprintf(n3, sizeof n3, "%s.act", pre);
+  snprintf(n4, sizeof n4, "%s.fc2", pre);
+  snprintf(n5, sizeof n5, "%s.tp.%s", pre, g->l->sp ? "rs" : "ar");
+  tp_enter(g, n1);
+  col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1};
+  col_fwd(g, &c, 1);
+  elem(g, n3, g->T * act_in(g->m, f) / g->t, 1.5, 8);
+  row_fwd(g, n4, f / g->t, n5);
+}
+
+static void mlp_bwd(gen *g, double f, const char *pre)
+{
+  char a[32], b[32], c1[32], d[32], e[32], f1[32], f2[32], f3[32];
+  snprintf(a, sizeof a, "%s.tp.ag.bwd", pre);
+  snprintf(b, sizeof b, "%s.fc2.dgrad", pre);
+  snprintf(c1, sizeof c1, "%s.fc2.wgrad", pre);
+  snprintf(d, sizeof d, "%s.act.bwd", pre);
+  snprintf(e, sizeof e, "%s.tp.ag.wgrad", pre);
+  snprintf(f1, sizeof f1, "%s.tp.%s.dgrad", pre, g->l->sp ? "rs" : "ar");
+  snprintf(f2, sizeof f2, "%s.fc1.dgrad", pre);
+  snprintf(f3, sizeof f3, "%s.fc1.wgrad", pre);
+  row_bwd(g, b, c1, f / g->t, a);
+  elem(g, d, g->T * act_in(g->m, f) / g->t, 2.5, 12);
+  col_gemm c = {"", f2, f3, act_in(g->m, f) / g->t, g->h, 1};
+  col_bwd(g, &c, 1, e, f1);
+}
+
+/* Megatron-core MoE with the all-to-all token dispatcher; expert TP = tp.
+ * Tokens routed by this rank: T/tp with SP; balanced routing. */
+static void moe_fwd(gen *g)
+{
+  const wl_moe *mo = &g->m->moe;
+  double E = mo->experts, k = mo->top_k, ep = g->l->ep, ef = mo->expert_ffn_hidden;
+  double Tl = g->Tsp;
+  double Te = g->T * k * g->cf; /* tokens through this rank's experts (after the TP gather) */
+  double Me = Te * ep / E;      /* per local expert */
+  gemm(g, "router", Tl, E, g->h, 1, 1);
+  elem(g, "moe.permute", Tl * k * g->cf * g->h, 2, 0);
+  coll_c(g, "ep.dispatch", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, R_TP, Te * g->h * g->ab);
+  gemm(g, "expert.fc1", Me, act_in(g->m, ef) / g->t, g->h, E / ep, 1 / g->cf);
+  elem(g, "expert.act", Te * act_in(g->m, ef) / g->t, 1.5, 8);
+  gemm(g, "expert.fc2", Me, g->h, ef / g->t, E / ep, 1 / g->cf);
+  coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, R_TP, Te * g->h * g->ab);
+  coll_c(g, "ep.combine", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  elem(g, "moe.unpermute", Tl * k * g->cf * g->h, 2, 2);
+  if (mo->shared_experts)
+    mlp_fwd(g, mo->shared_experts * ef, "shared");
+}
+
+static void moe_bwd(gen *g)
+{
+  const wl_moe *mo = &g->m->moe;
+  double E = mo->experts, k = mo->top_k, ep = g->l->ep, ef = mo->expert_ffn_hidden;
+  double Tl = g->Tsp;
+  double Te = g->T * k * g->cf;
+  double Me = Te * ep / E;
+  if (mo->shared_experts)
+    mlp_bwd(g, mo->shared_experts * ef, "shared");
+  elem(g, "moe.unpermute.bwd", Tl * k * g->cf * g->h, 2, 2);
+  coll_c(g, "ep.combine.bwd", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, R_TP, Te * g->h * g->ab);
+  gemm(g, "expert.fc2.dgrad", Me, ef / g->t, g->h, E / ep, 1 / g->cf);
+  gemm(g, "expert.fc2.wgrad", ef / g->t, g->h, Me, E / ep, 1 / g->cf);
+  elem(g, "expert.act.bwd", Te * act_in(g->m, ef) / g->t, 2.5, 12);
+  gemm(g, "expert.fc1.dgrad", Me, g->h, act_in(g->m, ef) / g->t, E / ep, 1 / g->cf);
+  gemm(g, "expert.fc1.wgrad", g->h, act_in(g->m, ef) / g->t, Me, E / ep, 1 / g->cf);
+  coll_c(g, "moe.tp.ag.bwd", WL_COLL_REDUCESCATTER, R_TP, Te * g->h * g->ab);
+  coll_c(g, "ep.dispatch.bwd", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  elem(g, "moe.permute.bwd", Tl * k * g->cf * g->h, 2, 0);
+  gemm(g, "router.dgrad", Tl, g->h, E, 1, 1);
+  gemm(g, "router.wgrad", g->h, E, Tl, 1, 1);
+}
+
+/* ---- DP buckets ---------------------------------------------------------------- */
+/* Group order of chunk c, backward order: [output], per layer from the last:
+ * mlp (+experts), attention; [embedding]. */
+static int chunk_groups(gen *g, int c, dp_group **out)
+{
+  const wl_layout *l = g->l;
+  int first, count;
+  wl__chunk_layers(l, g->m, g->stage, c, &first, &count);
+  int vs = c * l->pp + g->stage, last_vs = l->pp * l->vpp - 1;
+  int n = 2 * count + (vs == last_vs) + (vs == 0);
+  dp_group *gr = calloc((size_t)n, sizeof *gr);
+  if (!gr)
+    return -1;
+  int k = 0;
+  if (vs == last_vs)
+    gr[k++].dense = wl__output_params(g->m, l->tp, l->pp);
+  for (int i = first + count - 1; i >= first; i--) {
+    wl__params lp;
+    wl__layer_params(g->m, l->tp, l->ep, i, &lp);
+    gr[k].dense = lp.mlp;
+    gr[k++].expert = lp.expert;
+    gr[k++].dense = lp.attn;
+  }
+  if (vs == 0)
+    gr[k++].dense = wl__embedding_params(g->m, l->tp);
+  /* buckets: Megatron closes one when it reaches bucket_size parameters;
+   * without overlap the whole buffer is one bucket */
+  double bd = 0, bx = 0;
+  double lim = l->overlap_grad_reduce ? l->bucket_params : INFINITY;
+  for (int i = 0; i < n; i++) {
+    bd += gr[i].dense;
+    bx += gr[i].expert;
+    gr[i].ag_dense = gr[i].ag_expert = -1;
+    if (bd > 0 && (bd >= lim || i == n - 1)) {
+      gr[i].close_dense = 1;
+      gr[i].bucket_dense = bd;
+      bd = 0;
+    }
+    if (bx > 0 && (bx >= lim || i == n - 1)) {
+      gr[i].close_expert = 1;
+      gr[i].bucket_expert = bx;
+      bx = 0;
+    }
+  }
+  *out = gr;
+  return n;
+}
+
+static void dp_push(gen *g, long op)
+{
+  if (op < 0)
+    return;
+  if (g->ndp_ops == g->cap_dp_ops) {
+    size_t c = g->cap_dp_ops ? 2 * g->cap_dp_ops : 64;
+    long *n = realloc(g->dp_ops, c * sizeof *n);
+    if (!n) {
+      g->oom = 1;
+      return;
+    }
+    g->dp_ops = n;
+    g->cap_dp_ops = c;
+  }
+  g->dp_ops[g->ndp_ops++] = op;
+}
+
+static void grad_reduce(gen *g, int stream, double dense, double expert)
+{
+  int op = g->l->zero == 0 ? WL_COLL_ALLREDUCE : WL_COLL_REDUCESCATTER;
+  const char *nd = g->l->zero == 0 ? "dp.grad.ar" : "dp.grad.rs";
+  const char *nx = g->l->zero == 0 ? "dp_expert.grad.ar" : "dp_expert.grad.rs";
+  if (stream == S_COMPUTE) {
+    coll_c(g, nd, op, R_DP, dense * g->gb);
+    coll_c(g, nx, op, R_DPX, expert * g->gb);
+  } else {
+    dp_push(g, coll_s(g, stream, nd, op, R_DP, dense * g->gb, -1));
+    dp_push(g, coll_s(g, stream, nx, op, R_DPX, expert * g->gb, -1));
+  }
+}
+
+/* A group's gradients are complete (its last wgrad was just emitted). */
+static void group_done(gen *g, int c, int gi)
+{
+  if (!g->grad_sync || !g->l->overlap_grad_reduce || g->l->zero == 3)
+    return;
+  dp_group *gr = &g->groups[c][gi];
+  grad_reduce(g, S_DP, gr->close_dense ? gr->bucket_dense : 0,
+              gr->close_expert ? gr->bucket_expert : 0);
+}
+
+static void param_wait(gen *g, int c, int gi)
+{
+  if (!g->param_wait)
+    return;
+  need(g, g->groups[c][gi].ag_dense);
+  need(g, g->groups[c][gi].ag_expert);
+}
+
+/* ---- FSDP (zero=3) ----------------------------------------------------------------- */
+static double z3_bytes(const gen *g, int layer, int grads, int expert)
+{
+  wl__params lp;
+  wl__layer_params(g->m, g->l->tp, g->l->ep, layer, &lp);
+  double p = expert ? lp.expert : lp.attn + lp.mlp;
+  return p * (grads ? g->gb : g->pb);
+}
+
+static double z3_root(const gen *g)
+{
+  return wl__embedding_params(g->m, g->l->tp) + wl__output_params(g->m, g->l->tp, g->l->pp);
+}
+
+/* All-gather layer i's parameters on the "dp" stream, after op `after`. */
+static long z3_gather(gen *g, int layer, long after, int bwd)
+{
+  long a = coll_s(g, S_DP, bwd ? "fsdp.ag.bwd" : "fsdp.ag", WL_COLL_ALLGATHER, R_DP,
+                  z3_bytes(g, layer, 0, 0), after);
+  long b = coll_s(g, S_DP, bwd ? "fsdp.ag.expert.bwd" : "fsdp.ag.expert", WL_COLL_ALLGATHER,
+                  R_DPX, z3_bytes(g, layer, 0, 1), after);
+  return b >= 0 ? b : a;
+}
+
+/* ---- one transformer layer ------------------------------------------------------- */
+static void layer_fwd(gen *g, int layer, int c, int gi_mlp)
+{
+  const wl_model *m = g->m;
+  double h = g->h, Tsp = g->Tsp;
+  marker(g, WL_MARK_LAYER, layer);
+  param_wait(g, c, gi_mlp);
+  param_wait(g, c, gi_mlp + 1);
+  elem(g, "ln1", Tsp * h, 2, 5);
+  tp_enter(g, "attn.tp.ag");
+  col_gemm pc[4];
+  int np = attn_proj(g, pc);
+  col_fwd(g, pc, np);
+  attn_fwd(g);
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  row_fwd(g, "proj", a * dv, g->l->sp ? "attn.tp.rs" : "attn.tp.ar");
+  elem(g, "res1", Tsp * h, 3, 2);
+  elem(g, "ln2", Tsp * h, 2, 5);
+  if (wl__is_moe_layer(m, layer))
+    moe_fwd(g);
+  else
+    mlp_fwd(g, m->ffn_hidden, "mlp");
+  elem(g, "res2", Tsp * h, 3, 2);
+}
+
+static void layer_bwd(gen *g, int layer, int c, int gi_mlp)
+{
+  const wl_model *m = g->m;
+  double h = g->h, Tsp = g->Tsp;
+  marker(g, WL_MARK_LAYER, layer);
+  if (g->l->recompute == WL_RECOMPUTE_FULL) {
+    int pw = g->param_wait;
+    g->param_wait = 0;
+    g->flags = WL_OPF_RECOMPUTE;
+    layer_fwd(g, layer, c, gi_mlp);
+    g->flags = 0;
+    g->param_wait = pw;
+  }
+  elem(g, "res2.bwd", Tsp * h, 3, 1);
+  if (wl__is_moe_layer(m, layer))
+    moe_bwd(g);
+  else
+    mlp_bwd(g, m->ffn_hidden, "mlp");
+  elem(g, "ln2.bwd", Tsp * h, 3, 8);
+  group_done(g, c, gi_mlp);
+  elem(g, "res1.bwd", Tsp * h, 3, 1);
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  row_bwd(g, "proj.dgrad", "proj.wgrad", a * dv, "attn.tp.ag.bwd");
+  if (g->l->recompute == WL_RECOMPUTE_SELECTIVE) {
+    g->flags = WL_OPF_RECOMPUTE;
+    attn_fwd(g);
+    g->flags = 0;
+  }
+  attn_bwd(g);
+  col_gemm pc[4];
+  int np = attn_proj(g, pc);
+  col_bwd(g, pc, np, "attn.tp.ag.wgrad", g->l->sp ? "attn.tp.rs.dgrad" : "attn.tp.ar.dgrad");
+  elem(g, "ln1.bwd", Tsp * h, 3, 8);
+  group_done(g, c, gi_mlp + 1);
+}
+
+/* ---- embedding and output ---------------------------------------------------------- */
+static void embed_fwd(gen *g)
+{
+  elem(g, "emb.lookup", g->T * g->h, 2, 1);
+  coll_c(g, g->l->sp ? "emb.tp.rs" : "emb.tp.ar",
+         g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP, g->T * g->h * g->ab);
+}
+
+static void embed_bwd(gen *g)
+{
+  tp_enter(g, "emb.tp.ag.bwd");
+  elem(g, "emb.grad", g->T * g->h, 3, 1);
+}
+
+static void output_fwd(gen *g)
+{
+  double V = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
+  elem(g, "out.ln", g->Tsp * g->h, 2, 5);
+  tp_enter(g, "out.tp.ag");
+  col_gemm c = {"out.logits", "", "", V, g->h, 1};
+  col_fwd(g, &c, 1);
+  /* vocab-parallel cross entropy: fp32 logits, three all-reduces of T floats */
+  g->ab *= 2;
+  elem(g, "out.loss", g->T * V, 3, 6);
+  g->ab /= 2;
+  coll_c(g, "out.loss.max.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
+  coll_c(g, "out.loss.target.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
+  coll_c(g, "out.loss.sum.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
+}
+
+static void output_bwd(gen *g)
+{
+  double V = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
+  g->ab *= 2;
+  elem(g, "out.loss.bwd", g->T * V, 2, 3);
+  g->ab /= 2;
+  col_gemm c = {"", "out.logits.dgrad", "out.logits.wgrad", V, g->h, 1};
+  col_bwd(g, &c, 1, "out.tp.ag.wgrad", g->l->sp ? "out.tp.rs.dgrad" : "out.tp.ar.dgrad");
+  elem(g, "out.ln.bwd", g->Tsp * g->h, 3, 8);
+}
+
+/* ---- units ------------------------------------------------------------------------- */
+static void unit_fwd(gen *g, int c)
+{
+  const wl_layout *l = g->l;
+  int first, count;
+  wl__chunk_layers(l, g->m, g->stage, c, &first, &count);
+  int vs = c * l->pp + g->stage, last_vs = l->pp * l->vpp - 1;
+  int ngr = g->ngroups[c];
+  if (l->zero == 3) {
+    /* root unit (embedding, final norm, output) gathered once per micro-batch;
+     * transformer layers gathered with at most two in flight (limit_all_gathers) */
+    g->z3_root = coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP, z3_root(g) * g->pb, -1);
+    for (int i = 0; i < 2 && i < count; i++)
+      g->z3_ag[i] = z3_gather(g, first + i, -1, 0);
+    need(g, g->z3_root);
+  }
+  if (vs == 0) {
+    param_wait(g, c, ngr - 1);
+    embed_fwd(g);
+  }
+  for (int i = first; i < first + count; i++) {
+    int gi = (vs == last_vs) + 2 * (first + count - 1 - i);
+    if (l->zero == 3)
+      need(g, g->z3_ag[i - first]);
+    layer_fwd(g, i, c, gi);
+    if (l->zero == 3 && i + 2 < first + count)
+      g->z3_ag[i + 2 - first] = z3_gather(g, i + 2, g->last_c, 0);
+  }
+  if (vs == last_vs) {
+    param_wait(g, c, 0);
+    output_fwd(g);
+  }
+}
+
+static void unit_bwd(gen *g, int c)
+{
+  const wl_layout *l = g->l;
+  int first, count;
+  wl__chunk_layers(l, g->m, g->stage, c, &first, &count);
+  int vs = c * l->pp + g->stage, last_vs = l->pp * l->vpp - 1;
+  int ngr = g->ngroups[c];
+  long rs_prev = -1;
+  if (l->zero == 3)
+    for (int i = 0; i < 2 && i < count; i++)
+      g->z3_ag[count - 1 - i] = z3_gather(g, first + count - 1 - i, -1, 1);
+  if (vs == last_vs) {
+    output_bwd(g);
+    group_done(g, c, 0);
+  }
+  for (int i = first + count - 1; i >= first; i--) {
+    int gi = (vs == last_vs) + 2 * (first + count - 1 - i);
+    if (l->zero == 3)
+      need(g, g->z3_ag[i - first]);
+    layer_bwd(g, i, c, gi);
+    if (l->zero == 3) {
+      /* post-backward reduce-scatter of this layer's gradients; prefetch of
+       * the layer two below (BACKWARD_PRE with the two-gather limit) */
+      rs_prev = coll_s(g, S_DPRS, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP,
+                       z3_bytes(g, i, 1, 0), -1);
+      dp_push(g, rs_prev);
+      dp_push(g, coll_s(g, S_DPRS, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                        z3_bytes(g, i, 1, 1), -1));
+      if (i - 2 >= first)
+        g->z3_ag[i - 2 - first] = z3_gather(g, i - 2, g->last_c, 1);
+    }
+  }
+  if (vs == 0) {
+    embed_bwd(g);
+    group_done(g, c, ngr - 1);
+  }
+  if (l->zero == 3)
+    dp_push(g, coll_s(g, S_DPRS, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
+                      z3_root(g) * g->gb, -1));
+}
+
+/* ---- one pipeline stage's program ---------------------------------------------------- */
+static int pp_tag(const wl_layout *l, int mb, int vs_recv, int bwd)
+{
+  return (mb * (l->vpp * l->pp) + vs_recv) * 2 + bwd;
+}
+
+static double stage_norm_params(const gen *g)
+{
+  /* parameters Megatron marks sequence_parallel: norms (and row-parallel
+   * biases for GPT-style models), all-reduced over TP after backward */
+  double per = g->m->ffn_act == WL_ACT_GELU ? 2 * (2 * g->h) + 2 * g->h : 2 * g->h;
+  double n = per * wl_layout_stage_layers(g->l, g->m, g->stage);
+  if (g->stage == g->l->pp - 1)
+    n += g->m->ffn_act == WL_ACT_GELU ? 2 * g->h : g->h;
+  return n;
+}
+
+static int emit_stage(gen *g, int s, st_err *err)
+{
+  const wl_layout *l = g->l;
+  char pname[32];
+  snprintf(pname, sizeof pname, "stage%d", s);
+  int pi = wl_program_add(g->wl, pname, S_COUNT, stream_names);
+  if (pi < 0)
+    return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
+  g->p = &g->wl->programs[pi];
+  g->stage = s;
+  g->npend = 0;
+  g->last_c = -1;
+  g->flags = 0;
+  g->cp_tag = 0;
+  g->conv_model = g->conv_hw = 0;
+  g->ndp_ops = 0;
+  int v = l->vpp, p = l->pp;
+  for (int c = 0; c < v; c++) {
+    g->ngroups[c] = chunk_groups(g, c, &g->groups[c]);
+    if (g->ngroups[c] < 0)
+      return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
+  }
+  g->phase = WL_PHASE_FORWARD;
+  marker(g, WL_MARK_ITERATION, 0);
+
+  /* distributed optimizer with overlap_param_gather: the previous step's
+   * parameter all-gathers, per bucket in forward order, waited on by the
+   * first forward of each bucket's layers */
+  if ((l->zero == 1 || l->zero == 2) && l->overlap_param_gather) {
+    for (int c = 0; c < v; c++) {
+      dp_group *gr = g->groups[c];
+      int n = g->ngroups[c];
+      /* buckets in backward order end at closing groups; gather them from the
+       * last (first in forward order) */
+      int end_d = n - 1, end_x = n - 1;
+      for (int gi = n - 1; gi >= 0; gi--) {
+        if (gi == 0 || gr[gi - 1].close_dense) {
+          double bytes = 0;
+          for (int k = gi; k <= end_d; k++)
+            bytes += gr[k].dense;
+          long op = coll_s(g, S_DP, "dp.param.ag", WL_COLL_ALLGATHER, R_DP, bytes * g->pb, -1);
+          for (int k = gi; k <= end_d; k++)
+            gr[k].ag_dense = op;
+          end_d = gi - 1;
+        }
+        if (gi == 0 || gr[gi - 1].close_expert) {
+          double bytes = 0;
+          for (int k = gi; k <= end_x; k++)
+            bytes += gr[k].expert;
+          long op = coll_s(g, S_DP, "dp_expert.param.ag", WL_COLL_ALLGATHER, R_DPX,
+                           bytes * g->pb, -1);
+          for (int k = gi; k <= end_x; k++)
+            gr[k].ag_expert = op;
+          end_x = gi - 1;
+        }
+      }
+    }
+  }
+
+  int nu = 0;
+  wl__unit *u = wl__schedule(l, s, &nu);
+  if (!u)
+    return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
+  int last_vs = p * v - 1;
+  double act = g->Tsp * g->h * g->ab; /* p2p tensor: [s/cp(/tp with SP), b, h] */
+  long prev_send = -1;
+  for (int k = 0; k < nu; k++) {
+    int c = u[k].chunk, mb = u[k].mb, vs = c * p + s;
+    int fwd = u[k].fwd;
+    g->phase = fwd ? WL_PHASE_FORWARD : WL_PHASE_BACKWARD;
+    /* this unit's input */
+    if (fwd && vs > 0)
+      need(g, p2p(g, S_PPR, WL_OP_RECV, R_PPP, 0, pp_tag(l, mb, vs, 0), act, "pp.recv.act", -1));
+    if (!fwd && vs < last_vs)
+      need(g, p2p(g, S_PPR, WL_OP_RECV, R_PPN, 1, pp_tag(l, mb, vs, 1), act, "pp.recv.grad", -1));
+    need(g, prev_send);
+    marker(g, WL_MARK_MICROBATCH, mb);
+    if (fwd) {
+      int first_fwd = 1;
+      for (int j = 0; j < k; j++)
+        if (u[j].fwd && u[j].chunk == c)
+          first_fwd = 0;
+      g->param_wait = first_fwd && (l->zero == 1 || l->zero == 2) && l->overlap_param_gather;
+      unit_fwd(g, c);
+      g->param_wait = 0;
+      prev_send = vs < last_vs ? p2p(g, S_PPS, WL_OP_SEND, R_PPN, 1, pp_tag(l, mb, vs + 1, 0),
+                                     act, "pp.send.act", -1)
+                               : -1;
+    } else {
+      int last_bwd = 1;
+      for (int j = k + 1; j < nu; j++)
+        if (!u[j].fwd && u[j].chunk == c)
+          last_bwd = 0;
+      g->grad_sync = last_bwd;
+      unit_bwd(g, c);
+      g->grad_sync = 0;
+      prev_send = vs > 0 ? p2p(g, S_PPS, WL_OP_SEND, R_PPP, 0, pp_tag(l, mb, vs - 1, 1), act,
+                               "pp.send.grad", -1)
+                         : -1;
+    }
+  }
+  free(u);
+  need(g, prev_send);
+
+  /* finalize_model_grads: DP reduction, SP norm all-reduce, tied embeddings */
+  g->phase = WL_PHASE_BACKWARD;
+  if (l->zero == 3 || l->overlap_grad_reduce) {
+    for (size_t i = 0; i < g->ndp_ops; i++)
+      need(g, g->dp_ops[i]);
+  } else {
+    for (int c = 0; c < v; c++) {
+      double d = 0, x = 0;
+      for (int gi = 0; gi < g->ngroups[c]; gi++) {
+        d += g->groups[c][gi].dense;
+        x += g->groups[c][gi].expert;
+      }
+      grad_reduce(g, S_COMPUTE, d, x);
+    }
+  }
+  if (l->sp)
+    coll_c(g, "tp.norm.grad.ar", WL_COLL_ALLREDUCE, R_TP, stage_norm_params(g) * g->gb);
+  if (g->m->tie_embeddings && p > 1 && (s == 0 || s == p - 1))
+    coll_c(g, "embd.grad.ar", WL_COLL_ALLREDUCE, R_EMBD,
+           (double)wl__vocab_padded(g->m, l->tp) / l->tp * g->h * g->gb);
+
+  /* optimizer step over this rank's shard, then (distributed optimizer
+   * without overlap) the parameter all-gather */
+  g->phase = WL_PHASE_OPTIMIZER;
+  double dense = 0, expert = 0;
+  for (int c = 0; c < v; c++)
+    for (int gi = 0; gi < g->ngroups[c]; gi++) {
+      dense += g->groups[c][gi].dense;
+      expert += g->groups[c][gi].expert;
+    }
+  double shard = l->zero >= 1 ? dense / g->dp_size + expert / g->edp_size : dense + expert;
+  wl_op op = wl_op_compute(S_COMPUTE, -1);
+  op.sub = WL_CLASS_OPTIMIZER;
+  op.dtype = WL_DTYPE_FP32;
+  op.flops = 12 * shard;
+  /* read grad, read+write fp32 master, m, v; write the model-dtype weight */
+  op.bytes = shard * (g->gb + 24 + g->pb);
+  op.name = nm(g, "optimizer.adam");
+  put_c(g, op);
+  if ((l->zero == 1 || l->zero == 2) && !l->overlap_param_gather) {
+    for (int c = 0; c < v; c++) {
+      double d = 0, x = 0;
+      for (int gi = 0; gi < g->ngroups[c]; gi++) {
+        d += g->groups[c][gi].dense;
+        x += g->groups[c][gi].expert;
+      }
+      coll_c(g, "dp.param.ag", WL_COLL_ALLGATHER, R_DP, d * g->pb);
+      coll_c(g, "dp_expert.param.ag", WL_COLL_ALLGATHER, R_DPX, x * g->pb);
+    }
+  }
+  for (int c = 0; c < v; c++) {
+    free(g->groups[c]);
+    g->groups[c] = NULL;
+  }
+  if (g->oom)
+    return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
+  return ST_OK;
+}
+
+/* ---- communicators and the rank map ---------------------------------------------- */
+static int rank_of(const wl_layout *l, int tp, int cp, int dp, int pp)
+{
+  return tp + l->tp * (cp + l->cp * (dp + l->dp * pp));
+}
+
+static int add_comm(wl_workload *wl, const char *name, int kind, int n, const int32_t *r,
+                    int role, int play_all)
+{
+  int c = wl_comm_add(wl, name, kind, n, r);
+  if (c < 0)
+    return c;
+  if (play_all)
+    for (int i = 0; i < n; i++)
+      wl_rank_set_comm(wl, r[i], role, c);
+  return c;
+}
+
+static int build_comms(const wl_model *m, const wl_layout *l, wl_workload *wl)
+{
+  int T = l->tp, C = l->cp, D = l->dp, P = l->pp, E = l->ep;
+  int dpcp = D * C, edp = dpcp / E;
+  int maxn = T > dpcp ? T : dpcp;
+  int32_t *r = malloc(sizeof *r * (size_t)(maxn + 2));
+  if (!r)
+    return ST_ENOMEM;
+  char name[64];
+  int rc = 0;
+#define ADD(role, kind, n, all)                                                          \
+  do {                                                                                   \
+    if ((rc = add_comm(wl, name, kind, n, r, role, all)) < 0)                            \
+      goto done;                                                                         \
+  } while (0)
+  for (int pp = 0; pp < P; pp++)
+    for (int dp = 0; dp < D; dp++)
+      for (int cp = 0; cp < C; cp++) {
+        if (T > 1) {
+          for (int t = 0; t < T; t++)
+            r[t] = rank_of(l, t, cp, dp, pp);
+          snprintf(name, sizeof name, "tp/pp%d/dp%d/cp%d", pp, dp, cp);
+          ADD(R_TP, WL_COMM_TP, T, 1);
+        }
+        for (int t = 0; t < T; t++) {
+          int me = rank_of(l, t, cp, dp, pp);
+          if (C > 1) {
+            r[0] = me;
+            r[1] = rank_of(l, t, (cp + 1) % C, dp, pp);
+            snprintf(name, sizeof name, "cp/%d->%d", r[0], r[1]);
+            ADD(R_CPN, WL_COMM_CP, 2, 0);
+            wl_rank_set_comm(wl, r[0], R_CPN, rc);
+            wl_rank_set_comm(wl, r[1], R_CPP, rc);
+          }
+          if (P > 1 && (pp < P - 1 || l->vpp > 1)) {
+            r[0] = me;
+            r[1] = rank_of(l, t, cp, dp, (pp + 1) % P);
+            snprintf(name, sizeof name, "pp/%d->%d", r[0], r[1]);
+            ADD(R_PPN, WL_COMM_PP, 2, 0);
+            wl_rank_set_comm(wl, r[0], R_PPN, rc);
+            wl_rank_set_comm(wl, r[1], R_PPP, rc);
+          }
+          if (P > 1 && pp == 0 && m->tie_embeddings) {
+            r[0] = me;
+            r[1] = rank_of(l, t, cp, dp, P - 1);
+            snprintf(name, sizeof name, "embd/%d+%d", r[0], r[1]);
+            ADD(R_EMBD, WL_COMM_PP, 2, 1);
+          }
+        }
+      }
+  for (int pp = 0; pp < P; pp++)
+    for (int t = 0; t < T; t++) {
+      if (dpcp > 1) {
+        for (int i = 0; i < dpcp; i++)
+          r[i] = rank_of(l, t, i % C, i / C, pp);
+        snprintf(name, sizeof name, "dp/pp%d/tp%d", pp, t);
+        ADD(R_DP, WL_COMM_DP, dpcp, 1);
+      }
+      if (m->has_moe) {
+        /* the dp x cp dimension is ep (inner) x expert-dp (outer) */
+        for (int x = 0; x < edp && E > 1; x++) {
+          for (int e = 0; e < E; e++) {
+            int i = e + E * x;
+            r[e] = rank_of(l, t, i % C, i / C, pp);
+          }
+          snprintf(name, sizeof name, "ep/pp%d/tp%d/edp%d", pp, t, x);
+          ADD(R_EP, WL_COMM_EP, E, 1);
+        }
+        for (int e = 0; e < E && edp > 1; e++) {
+          for (int x = 0; x < edp; x++) {
+            int i = e + E * x;
+            r[x] = rank_of(l, t, i % C, i / C, pp);
+          }
+          snprintf(name, sizeof name, "dp_expert/pp%d/tp%d/ep%d", pp, t, e);
+          ADD(R_DPX, WL_COMM_DP, edp, 1);
+        }
+      }
+    }
+  rc = 0;
+done:
+#undef ADD
+  free(r);
+  return rc < 0 ? rc : ST_OK;
+}
+
+int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err *err)
+{
+  if ((double)l->num_microbatches * l->vpp * l->pp * 2 > 2e9)
+    return st_err_set(err, ST_EINPUT, "layout '%s': too many micro-batches x stages to tag",
+                      l->spec);
+  wl_workload *wl = wl_workload_create(l->num_gpus, R_COUNT, role_names);
+  if (!wl)
+    return st_err_set(err, ST_ENOMEM, "out of memory creating a workload of %d ranks",
+                      l->num_gpus);
+  gen g;
+  memset(&g, 0, sizeof g);
+  g.m = m;
+  g.l = l;
+  g.wl = wl;
+  g.b = l->mbs;
+  g.s = m->seq_len;
+  g.sl = (double)m->seq_len / l->cp;
+  g.T = g.b * g.sl;
+  g.t = l->tp;
+  g.Tsp = l->sp ? g.T / l->tp : g.T;
+  g.h = m->hidden;
+  g.ab = 2;
+  g.gb = wl_dtype_bytes(l->grad_dtype);
+  g.pb = 2;
+  g.cf = m->has_moe && m->moe.capacity_factor > 0 ? m->moe.capacity_factor : 1;
+  g.gemm_dtype = l->dtype;
+  g.dp_size = l->dp * l->cp;
+  g.edp_size = g.dp_size / l->ep;
+  g.groups = calloc((size_t)l->vpp, sizeof *g.groups);
+  g.ngroups = calloc((size_t)l->vpp, sizeof *g.ngroups);
+  int maxl = 0;
+  for (int s = 0; s < l->pp; s++)
+    if (wl_layout_stage_layers(l, m, s) > maxl)
+      maxl = wl_layout_stage_layers(l, m, s);
+  g.z3_ag = calloc((size_t)maxl + 1, sizeof *g.z3_ag);
+  int rc = ST_OK;
+  double model_flops = 0, hw_flops = 0;
+  int ranks_per_stage = l->num_gpus / l->pp;
+  if (!g.groups || !g.ngroups || !g.z3_ag) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    goto fail;
+  }
+  rc = build_comms(m, l, wl);
+  if (rc) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory building communicators");
+    goto fail;
+  }
+  for (int s = 0; s < l->pp; s++) {
+    if ((rc = emit_stage(&g, s, err)) != ST_OK)
+      goto fail;
+    model_flops += g.conv_model * ranks_per_stage;
+    hw_flops += g.conv_hw * ranks_per_stage;
+  }
+  for (int r = 0; r < l->num_gpus; r++)
+    wl_rank_set(wl, r, r / ranks_per_stage);
+
+  wl_meta *mt = &wl->meta;
+  if (wl_meta_set_str(&mt->model, m->name) || wl_meta_set_str(&mt->layout, l->spec) ||
+      wl_meta_set_str(&mt->source, "gen")) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    goto fail;
+  }
+  mt->tokens_per_step = (double)l->gbs * m->seq_len;
+  mt->model_flops_per_step = model_flops;
+  mt->hw_flops_per_step = hw_flops;
+  mt->dtype = l->dtype;
+  mt->iterations = 1;
+  wl_memory mem;
+  if ((rc = wl_memory_estimate(m, l, &mem, err)) != ST_OK)
+    goto fail;
+  mt->peak_memory_bytes = mem.peak_bytes;
+  if ((rc = wl_workload_check(wl, err)) != ST_OK) {
+    st_err_prefix(err, "generated workload for '%s' (%s) is inconsistent: ", m->name, l->spec);
+    goto fail;
+  }
+  free(g.groups);
+  free(g.ngroups);
+  free(g.z3_ag);
+  free(g.dp_ops);
+  *out = wl;
+  return ST_OK;
+fail:
+  if (g.groups)
+    for (int c = 0; c < l->vpp; c++)
+      free(g.groups[c]);
+  free(g.groups);
+  free(g.ngroups);
+  free(g.z3_ag);
+  free(g.dp_ops);
+  wl_workload_destroy(wl);
+  return rc;
+}

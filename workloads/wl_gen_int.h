@@ -1,0 +1,39 @@
+/* wl_gen_int.h — internals shared by the generator sources (wl_model.c,
+ * wl_layout.c, wl_gen*.c, wl_memory.c): parameter counts per rank and the
+ * pipeline schedule.  Not part of the public interface. */
+#ifndef WL_GEN_INT_H
+#define WL_GEN_INT_H
+
+#include "workload.h"
+
+/* Parameters one rank holds for one transformer layer, TP- and EP-sharded. */
+typedef struct wl__params {
+  double attn;   /* attention block incl. its norm (dense, reduced over dp x cp) */
+  double mlp;    /* dense MLP or router + shared experts, incl. norm (dense) */
+  double expert; /* routed experts on this rank (reduced over the expert-dp group) */
+} wl__params;
+
+int wl__vocab_padded(const wl_model *m, int tp);
+int wl__is_moe_layer(const wl_model *m, int layer);
+void wl__layer_params(const wl_model *m, int tp, int ep, int layer, wl__params *p);
+double wl__embedding_params(const wl_model *m, int tp);
+/* final norm + output layer (0 for the output weight when tied and pp == 1) */
+double wl__output_params(const wl_model *m, int tp, int pp);
+
+/* First global layer of pipeline stage s's virtual chunk c, and its layer count. */
+void wl__chunk_layers(const wl_layout *l, const wl_model *m, int stage, int chunk, int *first,
+                      int *count);
+
+/* One unit of a pipeline schedule: forward or backward of (micro-batch, chunk). */
+typedef struct wl__unit {
+  int fwd; /* 1 forward, 0 backward */
+  int mb;
+  int chunk;
+} wl__unit;
+
+/* Units of stage s in execution order; *n = 2 * m * vpp.  Caller frees. */
+wl__unit *wl__schedule(const wl_layout *l, int stage, int *n);
+/* Largest number of forward chunks alive (forwarded, not yet backwarded) at once. */
+int wl__max_inflight_chunks(const wl_layout *l, int stage);
+
+#endif

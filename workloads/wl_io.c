@@ -1,0 +1,1466 @@
+/* wl_io.c — the on-disk form of a workload: (gzip-compressed) JSON.
+ *
+ * The format is documented for people and other tools in
+ * docs/workload-format.md; this file is its only reader and writer.
+ *
+ * Writing: an own emitter (not cJSON's printer) so that the layout is fixed
+ * (one op per line, keys in a fixed order, keys at their defaults left out)
+ * and numbers round-trip bit for bit: integral values print exactly, others
+ * with the shortest of %.15g / %.17g that reads back to the same double.
+ * Same workload in, same bytes out.
+ *
+ * Reading: cJSON builds the tree; the reader walks it once, in dependency
+ * order (roles and streams before the ops that name them), so producers may
+ * write keys in any order.  Every value is validated where it is read, and the
+ * error names the file and the JSON path of the bad value; unknown and
+ * duplicate keys are errors.  The path is a chain of stack frames rendered
+ * only when an error is reported, so the happy path pays nothing for it.
+ * Finally wl_workload_check() checks what spans the whole workload.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workload.h"
+
+#define WL_FORMAT_NAME "simtrain-workload"
+#define WL_FORMAT_VERSION 1
+#define WL_MAX_RANKS (1 << 24)
+
+/* ======================================================================== */
+/* Writing                                                                  */
+/* ======================================================================== */
+
+typedef struct wr {
+  st_buf b;
+  int pretty;
+  int oom;
+} wr;
+
+static void w_raw(wr *w, const char *s, size_t n)
+{
+  if (!w->oom && st_buf_append(&w->b, s, n))
+    w->oom = 1;
+}
+
+static void w_str(wr *w, const char *s) { w_raw(w, s, strlen(s)); }
+
+/* Newline and indentation in pretty mode, nothing in compact mode. */
+static void w_nl(wr *w, int indent)
+{
+  static const char spaces[] = "\n                                ";
+  if (!w->pretty)
+    return;
+  int n = 1 + 2 * indent;
+  w_raw(w, spaces, (size_t)(n < (int)sizeof spaces - 1 ? n : (int)sizeof spaces - 1));
+}
+
+/* ", " between items on one line (pretty) or "," (compact). */
+static void w_sep(wr *w) { w_raw(w, ", ", w->pretty ? 2 : 1); }
+
+static void w_quoted(wr *w, const char *s)
+{
+  w_raw(w, "\"", 1);
+  const char *run = s;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p >= 0x20 && *p != '"' && *p != '\\')
+      continue;
+    w_raw(w, run, (size_t)((const char *)p - run));
+    char esc[8];
+    switch (*p) {
+    case '"': w_raw(w, "\\\"", 2); break;
+    case '\\': w_raw(w, "\\\\", 2); break;
+    case '\n': w_raw(w, "\\n", 2); break;
+    case '\t': w_raw(w, "\\t", 2); break;
+    default:
+      snprintf(esc, sizeof esc, "\\u%04x", *p);
+      w_raw(w, esc, 6);
+    }
+    run = (const char *)p + 1;
+  }
+  w_str(w, run);
+  w_raw(w, "\"", 1);
+}
+
+/* A double that reads back bit for bit.  Integral values below 1e16 (all
+ * byte counts, FLOPs and most durations in practice) print without exponent;
+ * -0 prints as "-0", which strtod reads back as -0. */
+static void w_double(wr *w, double v)
+{
+  char buf[40];
+  if (!isfinite(v)) {
+    w_str(w, "null");
+    return;
+  }
+  if (v == floor(v) && fabs(v) < 1e16) {
+    snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    snprintf(buf, sizeof buf, "%.15g", v);
+    if (strtod(buf, NULL) != v)
+      snprintf(buf, sizeof buf, "%.17g", v);
+  }
+  w_str(w, buf);
+}
+
+static void w_long(wr *w, long v)
+{
+  char buf[24];
+  int n = snprintf(buf, sizeof buf, "%ld", v);
+  w_raw(w, buf, (size_t)n);
+}
+
+/* '"key": ' (pretty) or '"key":' — keys are plain identifiers, no escaping. */
+static void w_key(wr *w, const char *key)
+{
+  w_raw(w, "\"", 1);
+  w_str(w, key);
+  w_raw(w, w->pretty ? "\": " : "\":", w->pretty ? 3 : 2);
+}
+
+static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* An int32 array: the single value when all entries are equal (and the
+ * shorthand is allowed), else the whole array on one line. */
+static void w_int_array(wr *w, const int32_t *v, size_t n, int allow_shorthand)
+{
+  int all_same = n > 0;
+  for (size_t i = 1; i < n && all_same; i++)
+    all_same = v[i] == v[0];
+  if (allow_shorthand && all_same) {
+    w_long(w, v[0]);
+    return;
+  }
+  w_raw(w, "[", 1);
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      w_sep(w);
+    w_long(w, v[i]);
+  }
+  w_raw(w, "]", 1);
+}
+
+/* Number of per-peer sizes of an all-to-all-v op: the size of the
+ * communicator that plays its role for the ranks running the program
+ * (wl_workload_check makes it the same for all of them).  For a program no
+ * rank runs, the sizes up to the next all-to-all-v op. */
+static size_t split_count(const wl_workload *wl, int pi, size_t oi)
+{
+  const wl_program *p = &wl->programs[pi];
+  const wl_op *o = &p->ops[oi];
+  for (int r = 0; r < wl->num_ranks; r++) {
+    if (wl->rank_program[r] != pi)
+      continue;
+    int c = wl_rank_comm(wl, r, o->role);
+    if (c >= 0 && c < wl->num_comms)
+      return (size_t)wl->comms[c].size;
+    break;
+  }
+  size_t end = p->num_splits;
+  for (size_t j = oi + 1; j < p->num_ops; j++)
+    if (p->ops[j].kind == WL_OP_COLL && p->ops[j].sub == WL_COLL_ALLTOALL &&
+        (p->ops[j].flags & WL_OPF_SPLITS)) {
+      end = p->ops[j].split_first;
+      break;
+    }
+  return end > o->split_first ? end - o->split_first : 0;
+}
+
+/* 1 if stream s's name is used by no other stream of the program. */
+static int stream_name_unique(const wl_program *p, int s)
+{
+  for (int t = 0; t < p->num_streams; t++)
+    if (t != s && strcmp(p->stream_names[t], p->stream_names[s]) == 0)
+      return 0;
+  return 1;
+}
+
+static void w_op(wr *w, const wl_workload *wl, int pi, size_t oi, const unsigned char *unique)
+{
+  const wl_program *p = &wl->programs[pi];
+  const wl_op *o = &p->ops[oi];
+  int kind = o->kind;
+  w_raw(w, "{", 1);
+  w_key(w, "op");
+  w_quoted(w, wl_op_kind_name(kind));
+  if (o->name && o->name < p->strings_len) {
+    w_sep(w);
+    w_key(w, "name");
+    w_quoted(w, p->strings + o->name);
+  }
+  if (o->stream != 0) {
+    w_sep(w);
+    w_key(w, "stream");
+    if (o->stream < p->num_streams && unique[o->stream])
+      w_quoted(w, p->stream_names[o->stream]);
+    else
+      w_long(w, o->stream);
+  }
+  if (o->phase != WL_PHASE_NONE) {
+    w_sep(w);
+    w_key(w, "phase");
+    w_quoted(w, wl_phase_name(o->phase));
+  }
+  switch (kind) {
+  case WL_OP_COMPUTE:
+    if (o->sub != WL_CLASS_OTHER) {
+      w_sep(w);
+      w_key(w, "class");
+      w_quoted(w, wl_class_name(o->sub));
+    }
+    if (o->duration_s >= 0) { /* negative: the compute model decides */
+      w_sep(w);
+      w_key(w, "duration_s");
+      w_double(w, o->duration_s);
+    }
+    if (!same_bits(o->flops, 0)) {
+      w_sep(w);
+      w_key(w, "flops");
+      w_double(w, o->flops);
+    }
+    if (!same_bits(o->bytes, 0)) {
+      w_sep(w);
+      w_key(w, "bytes");
+      w_double(w, o->bytes);
+    }
+    if (o->m || o->n || o->k) {
+      w_sep(w);
+      w_key(w, "m");
+      w_long(w, o->m);
+      w_sep(w);
+      w_key(w, "n");
+      w_long(w, o->n);
+      w_sep(w);
+      w_key(w, "k");
+      w_long(w, o->k);
+    }
+    if (o->batch != 1) {
+      w_sep(w);
+      w_key(w, "batch");
+      w_long(w, o->batch);
+    }
+    if (o->dtype != WL_DTYPE_BF16) {
+      w_sep(w);
+      w_key(w, "dtype");
+      w_quoted(w, wl_dtype_name(o->dtype));
+    }
+    break;
+  case WL_OP_COLL:
+  case WL_OP_SEND:
+  case WL_OP_RECV:
+    if (kind == WL_OP_COLL) {
+      w_sep(w);
+      w_key(w, "coll");
+      w_quoted(w, wl_coll_name(o->sub));
+    }
+    w_sep(w);
+    w_key(w, "role");
+    if (o->role >= 0 && o->role < wl->num_roles)
+      w_quoted(w, wl->roles[o->role]);
+    else
+      w_long(w, o->role); /* invalid; wl_workload_write refuses it before */
+    if (kind != WL_OP_COLL) {
+      w_sep(w);
+      w_key(w, "peer");
+      w_long(w, o->peer);
+      if (o->tag != 0) {
+        w_sep(w);
+        w_key(w, "tag");
+        w_long(w, o->tag);
+      }
+    } else if ((o->sub == WL_COLL_BROADCAST || o->sub == WL_COLL_REDUCE) && o->peer != 0) {
+      w_sep(w);
+      w_key(w, "root");
+      w_long(w, o->peer);
+    }
+    if (!same_bits(o->bytes, 0)) {
+      w_sep(w);
+      w_key(w, "bytes");
+      w_double(w, o->bytes);
+    }
+    if (kind == WL_OP_COLL && o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS)) {
+      size_t n = split_count(wl, pi, oi);
+      w_sep(w);
+      w_key(w, "splits");
+      w_raw(w, "[", 1);
+      for (size_t i = 0; i < n && o->split_first + i < p->num_splits; i++) {
+        if (i)
+          w_sep(w);
+        w_double(w, p->splits[o->split_first + i]);
+      }
+      w_raw(w, "]", 1);
+    }
+    break;
+  case WL_OP_MARKER:
+    w_sep(w);
+    w_key(w, "mark");
+    w_quoted(w, wl_marker_name(o->sub));
+    w_sep(w);
+    w_key(w, "value");
+    w_long(w, o->tag);
+    break;
+  }
+  if (kind != WL_OP_MARKER && (o->flags & WL_OPF_RECOMPUTE)) {
+    w_sep(w);
+    w_key(w, "recompute");
+    w_str(w, "true");
+  }
+  if (o->wait_count) {
+    w_sep(w);
+    w_key(w, "waits");
+    w_raw(w, "[", 1);
+    for (uint32_t i = 0; i < o->wait_count; i++) {
+      if (i)
+        w_sep(w);
+      if ((size_t)o->wait_first + i < p->num_waits)
+        w_long(w, (long)p->waits[o->wait_first + i]);
+    }
+    w_raw(w, "]", 1);
+  }
+  w_raw(w, "}", 1);
+}
+
+static void w_meta_str(wr *w, const char *key, const char *v)
+{
+  w_nl(w, 2);
+  w_key(w, key);
+  if (v)
+    w_quoted(w, v);
+  else
+    w_str(w, "null");
+  w_raw(w, ",", 1);
+}
+
+static void w_meta_num(wr *w, const char *key, double v)
+{
+  w_nl(w, 2);
+  w_key(w, key);
+  w_double(w, v); /* NaN (unknown) -> null */
+  w_raw(w, ",", 1);
+}
+
+char *wl_workload_to_json(const wl_workload *wl, int pretty)
+{
+  wr w = {.pretty = pretty != 0};
+  st_buf_init(&w.b);
+  w_raw(&w, "{", 1);
+  w_nl(&w, 1);
+  w_key(&w, "format");
+  w_quoted(&w, WL_FORMAT_NAME);
+  w_raw(&w, ",", 1);
+  w_nl(&w, 1);
+  w_key(&w, "version");
+  w_long(&w, WL_FORMAT_VERSION);
+  w_raw(&w, ",", 1);
+  w_nl(&w, 1);
+  w_key(&w, "num_ranks");
+  w_long(&w, wl->num_ranks);
+  w_raw(&w, ",", 1);
+  w_nl(&w, 1);
+  w_key(&w, "roles");
+  w_raw(&w, "[", 1);
+  for (int i = 0; i < wl->num_roles; i++) {
+    if (i)
+      w_sep(&w);
+    w_quoted(&w, wl->roles[i]);
+  }
+  w_raw(&w, "],", 2);
+
+  const wl_meta *m = &wl->meta;
+  w_nl(&w, 1);
+  w_key(&w, "meta");
+  w_raw(&w, "{", 1);
+  w_meta_str(&w, "model", m->model);
+  w_meta_str(&w, "layout", m->layout);
+  w_meta_str(&w, "source", m->source);
+  w_meta_num(&w, "tokens_per_step", m->tokens_per_step);
+  w_meta_num(&w, "model_flops_per_step", m->model_flops_per_step);
+  w_meta_num(&w, "hw_flops_per_step", m->hw_flops_per_step);
+  w_meta_num(&w, "peak_memory_bytes", m->peak_memory_bytes);
+  w_nl(&w, 2);
+  w_key(&w, "dtype");
+  w_quoted(&w, wl_dtype_name(m->dtype));
+  w_raw(&w, ",", 1);
+  w_nl(&w, 2);
+  w_key(&w, "iterations");
+  w_long(&w, m->iterations);
+  w_nl(&w, 1);
+  w_raw(&w, "},", 2);
+
+  w_nl(&w, 1);
+  w_key(&w, "communicators");
+  w_raw(&w, "[", 1);
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    w_nl(&w, 2);
+    w_raw(&w, "{", 1);
+    w_key(&w, "name");
+    w_quoted(&w, cm->name);
+    w_sep(&w);
+    w_key(&w, "kind");
+    w_quoted(&w, wl_comm_kind_name(cm->kind));
+    w_sep(&w);
+    w_key(&w, "ranks");
+    w_int_array(&w, cm->ranks, (size_t)cm->size, 0);
+    w_raw(&w, c + 1 < wl->num_comms ? "}," : "}", c + 1 < wl->num_comms ? 2 : 1);
+  }
+  if (wl->num_comms)
+    w_nl(&w, 1);
+  w_raw(&w, "],", 2);
+
+  w_nl(&w, 1);
+  w_key(&w, "programs");
+  w_raw(&w, "[", 1);
+  unsigned char *unique = NULL;
+  for (int pi = 0; pi < wl->num_programs && !w.oom; pi++) {
+    const wl_program *p = &wl->programs[pi];
+    free(unique);
+    unique = malloc((size_t)p->num_streams);
+    if (!unique) {
+      w.oom = 1;
+      break;
+    }
+    for (int s = 0; s < p->num_streams; s++)
+      unique[s] = (unsigned char)stream_name_unique(p, s);
+    w_nl(&w, 2);
+    w_raw(&w, "{", 1);
+    w_nl(&w, 3);
+    w_key(&w, "name");
+    w_quoted(&w, p->name);
+    w_raw(&w, ",", 1);
+    w_nl(&w, 3);
+    w_key(&w, "streams");
+    w_raw(&w, "[", 1);
+    for (int s = 0; s < p->num_streams; s++) {
+      if (s)
+        w_sep(&w);
+      w_quoted(&w, p->stream_names[s]);
+    }
+    w_raw(&w, "],", 2);
+    w_nl(&w, 3);
+    w_key(&w, "ops");
+    w_raw(&w, "[", 1);
+    for (size_t i = 0; i < p->num_ops && !w.oom; i++) {
+      w_nl(&w, 4);
+      w_op(&w, wl, pi, i, unique);
+      if (i + 1 < p->num_ops)
+        w_raw(&w, ",", 1);
+    }
+    if (p->num_ops)
+      w_nl(&w, 3);
+    w_raw(&w, "]", 1);
+    w_nl(&w, 2);
+    w_raw(&w, pi + 1 < wl->num_programs ? "}," : "}", pi + 1 < wl->num_programs ? 2 : 1);
+  }
+  free(unique);
+  if (wl->num_programs)
+    w_nl(&w, 1);
+  w_raw(&w, "],", 2);
+
+  w_nl(&w, 1);
+  w_key(&w, "rank_map");
+  w_raw(&w, "{", 1);
+  w_nl(&w, 2);
+  w_key(&w, "program");
+  w_int_array(&w, wl->rank_program, (size_t)wl->num_ranks, 1);
+  w_raw(&w, ",", 1);
+  w_nl(&w, 2);
+  w_key(&w, "comms");
+  w_raw(&w, "{", 1);
+  int32_t *col = NULL;
+  if (wl->num_roles > 0) {
+    col = malloc((size_t)wl->num_ranks * sizeof *col);
+    if (!col)
+      w.oom = 1;
+  }
+  for (int role = 0; role < wl->num_roles && col; role++) {
+    for (int r = 0; r < wl->num_ranks; r++)
+      col[r] = wl_rank_comm(wl, r, role);
+    w_nl(&w, 3);
+    w_quoted(&w, wl->roles[role]);
+    w_raw(&w, w.pretty ? ": " : ":", w.pretty ? 2 : 1);
+    w_int_array(&w, col, (size_t)wl->num_ranks, 1);
+    if (role + 1 < wl->num_roles)
+      w_raw(&w, ",", 1);
+  }
+  free(col);
+  if (wl->num_roles)
+    w_nl(&w, 2);
+  w_raw(&w, "}", 1);
+  w_nl(&w, 1);
+  w_raw(&w, "}", 1);
+  w_nl(&w, 0);
+  w_raw(&w, "}", 1);
+  if (w.pretty)
+    w_raw(&w, "\n", 1);
+  if (w.oom) {
+    st_buf_release(&w.b);
+    return NULL;
+  }
+  return st_buf_detach(&w.b, NULL);
+}
+
+int wl_workload_write(const wl_workload *wl, const char *path, st_err *err)
+{
+  /* Refuse what the reader would refuse, so a written file always reads back. */
+  st_err chk;
+  st_err_clear(&chk);
+  if (wl_workload_check(wl, &chk))
+    return st_err_set(err, chk.code, "cannot write workload '%s': %s", path, chk.msg);
+  for (int i = 0; i < wl->num_roles; i++) {
+    if (!wl->roles[i][0])
+      return st_err_set(err, ST_EINPUT, "cannot write workload '%s': role %d has no name", path,
+                        i);
+    for (int j = 0; j < i; j++)
+      if (strcmp(wl->roles[i], wl->roles[j]) == 0)
+        return st_err_set(err, ST_EINPUT,
+                          "cannot write workload '%s': roles %d and %d are both named '%s'", path,
+                          j, i, wl->roles[i]);
+  }
+  char *json = wl_workload_to_json(wl, 1);
+  if (!json)
+    return st_err_set(err, ST_ENOMEM, "cannot write workload '%s': out of memory", path);
+  int rc = st_file_write_atomic(path, json, strlen(json), st_str_ends_with(path, ".gz"), err);
+  free(json);
+  return rc;
+}
+
+/* ======================================================================== */
+/* Reading                                                                  */
+/* ======================================================================== */
+
+/* Where a value sits: a chain of frames on the C stack, rendered only for an
+ * error message ("programs[0].ops[12]"). */
+typedef struct jpath {
+  const struct jpath *up;
+  const char *key; /* ".key" when non-NULL, else "[idx]" */
+  long idx;
+} jpath;
+
+typedef struct rd {
+  const char *what;
+  st_err *err;
+  wl_workload *wl;
+  /* scratch reused from op to op */
+  uint32_t *waits;
+  size_t cap_waits;
+  double *splits;
+  size_t cap_splits;
+} rd;
+
+static void path_render(const jpath *at, st_buf *b)
+{
+  if (!at)
+    return;
+  path_render(at->up, b);
+  if (at->key)
+    st_buf_printf(b, "%s%s", at->up ? "." : "", at->key);
+  else
+    st_buf_printf(b, "[%ld]", at->idx);
+}
+
+static int rd_fail(rd *r, const jpath *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int rd_fail(rd *r, const jpath *at, const char *fmt, ...)
+{
+  char msg[ST_ERR_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  st_buf b;
+  st_buf_init(&b);
+  path_render(at, &b);
+  st_err_set(r->err, ST_EINPUT, "workload '%s': %s%s%s", r->what, b.data ? b.data : "",
+             b.data ? ": " : "", msg);
+  st_buf_release(&b);
+  return ST_EINPUT;
+}
+
+static int rd_oom(rd *r)
+{
+  return st_err_set(r->err, ST_ENOMEM, "workload '%s': out of memory", r->what);
+}
+
+static const char *type_name(const cJSON *v)
+{
+  if (cJSON_IsNull(v))
+    return "null";
+  if (cJSON_IsTrue(v))
+    return "true";
+  if (cJSON_IsFalse(v))
+    return "false";
+  if (cJSON_IsNumber(v))
+    return "a number";
+  if (cJSON_IsString(v))
+    return "a string";
+  if (cJSON_IsArray(v))
+    return "an array";
+  if (cJSON_IsObject(v))
+    return "an object";
+  return "invalid";
+}
+
+/* Map an object's members onto slots[] by key; unknown or repeated keys are
+ * errors.  at is the object's own path. */
+static int rd_members(rd *r, const jpath *at, const cJSON *obj, const char *const *keys, int n,
+                      const cJSON **slots)
+{
+  if (!cJSON_IsObject(obj))
+    return rd_fail(r, at, "is %s, expected an object", type_name(obj));
+  for (int i = 0; i < n; i++)
+    slots[i] = NULL;
+  for (const cJSON *m = obj->child; m; m = m->next) {
+    int k = 0;
+    while (k < n && strcmp(keys[k], m->string) != 0)
+      k++;
+    if (k == n)
+      return rd_fail(r, at, "key '%s' is unknown", m->string);
+    if (slots[k])
+      return rd_fail(r, at, "key '%s' appears twice", m->string);
+    slots[k] = m;
+  }
+  return ST_OK;
+}
+
+static int rd_missing(rd *r, const jpath *at, const char *key)
+{
+  return rd_fail(r, at, "key '%s' is missing", key);
+}
+
+static int rd_string(rd *r, const jpath *at, const cJSON *v, const char **out)
+{
+  if (!cJSON_IsString(v))
+    return rd_fail(r, at, "'%s' is %s, expected a string", v->string, type_name(v));
+  *out = v->valuestring;
+  return ST_OK;
+}
+
+/* A finite number >= 0. */
+static int rd_size(rd *r, const jpath *at, const cJSON *v, double *out)
+{
+  if (!cJSON_IsNumber(v))
+    return rd_fail(r, at, "'%s' is %s, expected a number", v->string, type_name(v));
+  double d = v->valuedouble;
+  if (!isfinite(d))
+    return rd_fail(r, at, "'%s' is not a finite number", v->string);
+  if (d < 0)
+    return rd_fail(r, at, "'%s' is negative", v->string);
+  *out = d;
+  return ST_OK;
+}
+
+/* An integral number in lo..hi. */
+static int rd_int(rd *r, const jpath *at, const cJSON *v, long lo, long hi, long *out)
+{
+  if (!cJSON_IsNumber(v))
+    return rd_fail(r, at, "'%s' is %s, expected an integer", v->string, type_name(v));
+  double d = v->valuedouble;
+  if (d != floor(d))
+    return rd_fail(r, at, "'%s' is %.17g, expected an integer", v->string, d);
+  if (!(d >= (double)lo && d <= (double)hi))
+    return rd_fail(r, at, "'%s' is %.17g, outside %ld..%ld", v->string, d, lo, hi);
+  *out = (long)d;
+  return ST_OK;
+}
+
+/* An array element that must be an integer in lo..hi; noun names it in messages. */
+static int rd_elem_int(rd *r, const jpath *at, const cJSON *v, const char *noun, long lo, long hi,
+                       long *out)
+{
+  if (!cJSON_IsNumber(v))
+    return rd_fail(r, at, "%s is %s, expected an integer", noun, type_name(v));
+  double d = v->valuedouble;
+  if (d != floor(d))
+    return rd_fail(r, at, "%s %.17g is not an integer", noun, d);
+  if (!(d >= (double)lo && d <= (double)hi))
+    return rd_fail(r, at, "%s %.17g is outside %ld..%ld", noun, d, lo, hi);
+  *out = (long)d;
+  return ST_OK;
+}
+
+/* A name from one of workload.h's tables. */
+static int rd_enum(rd *r, const jpath *at, const cJSON *v, int (*from_name)(const char *),
+                   const char *(*name_of)(int), int count, int *out)
+{
+  const char *s = "";
+  if (rd_string(r, at, v, &s))
+    return ST_EINPUT;
+  int e = from_name(s);
+  if (e < 0 || e >= count) {
+    char list[512];
+    size_t n = 0;
+    list[0] = '\0';
+    for (int i = 0; i < count && n < sizeof list; i++)
+      n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", name_of(i));
+    return rd_fail(r, at, "'%s' is '%s', expected one of %s", v->string, s, list);
+  }
+  *out = e;
+  return ST_OK;
+}
+
+/* ---- meta ------------------------------------------------------------------ */
+enum { M_MODEL, M_LAYOUT, M_SOURCE, M_TOKENS, M_MFLOPS, M_HWFLOPS, M_PEAKMEM, M_DTYPE, M_ITER,
+       M_COUNT };
+static const char *const meta_keys[M_COUNT] = {
+    "model",           "layout",          "source", "tokens_per_step", "model_flops_per_step",
+    "hw_flops_per_step", "peak_memory_bytes", "dtype",  "iterations"};
+
+static int rd_meta(rd *r, const cJSON *obj)
+{
+  jpath at = {NULL, "meta", 0};
+  const cJSON *s[M_COUNT];
+  if (rd_members(r, &at, obj, meta_keys, M_COUNT, s))
+    return ST_EINPUT;
+  wl_meta *m = &r->wl->meta;
+  char **strs[3] = {&m->model, &m->layout, &m->source};
+  for (int i = M_MODEL; i <= M_SOURCE; i++) {
+    const char *v = NULL;
+    if (!s[i] || cJSON_IsNull(s[i]))
+      continue;
+    if (rd_string(r, &at, s[i], &v))
+      return ST_EINPUT;
+    if (wl_meta_set_str(strs[i - M_MODEL], v))
+      return rd_oom(r);
+  }
+  double *nums[4] = {&m->tokens_per_step, &m->model_flops_per_step, &m->hw_flops_per_step,
+                     &m->peak_memory_bytes};
+  for (int i = M_TOKENS; i <= M_PEAKMEM; i++)
+    if (s[i] && !cJSON_IsNull(s[i]) && rd_size(r, &at, s[i], nums[i - M_TOKENS]))
+      return ST_EINPUT;
+  if (s[M_DTYPE] && rd_enum(r, &at, s[M_DTYPE], wl_dtype_from_name, wl_dtype_name,
+                            WL_DTYPE_COUNT, &m->dtype))
+    return ST_EINPUT;
+  long it = 1;
+  if (s[M_ITER]) {
+    if (rd_int(r, &at, s[M_ITER], 1, INT32_MAX, &it))
+      return ST_EINPUT;
+    m->iterations = (int)it;
+  }
+  return ST_OK;
+}
+
+/* ---- communicators --------------------------------------------------------- */
+enum { C_NAME, C_KIND, C_RANKS, C_COUNT };
+static const char *const comm_keys[C_COUNT] = {"name", "kind", "ranks"};
+
+static int rd_comms(rd *r, const cJSON *arr)
+{
+  jpath top = {NULL, "communicators", 0};
+  if (!cJSON_IsArray(arr))
+    return rd_fail(r, NULL, "'communicators' is %s, expected an array", type_name(arr));
+  wl_workload *wl = r->wl;
+  int32_t *ranks = NULL;
+  int32_t *seen = calloc((size_t)wl->num_ranks, sizeof *seen); /* member index + 1, per rank */
+  if (!seen)
+    return rd_oom(r);
+  int rc = ST_OK;
+  long ci = 0;
+  for (const cJSON *c = arr->child; c && !rc; c = c->next, ci++) {
+    jpath at = {&top, NULL, ci};
+    const cJSON *s[C_COUNT];
+    if ((rc = rd_members(r, &at, c, comm_keys, C_COUNT, s)))
+      break;
+    const char *name = "";
+    int kind = WL_COMM_OTHER;
+    if (s[C_NAME] && (rc = rd_string(r, &at, s[C_NAME], &name)))
+      break;
+    if (s[C_KIND] && (rc = rd_enum(r, &at, s[C_KIND], wl_comm_kind_from_name, wl_comm_kind_name,
+                                   WL_COMM_KIND_COUNT, &kind)))
+      break;
+    if (!s[C_RANKS]) {
+      rc = rd_missing(r, &at, "ranks");
+      break;
+    }
+    if (!cJSON_IsArray(s[C_RANKS])) {
+      rc = rd_fail(r, &at, "'ranks' is %s, expected an array", type_name(s[C_RANKS]));
+      break;
+    }
+    int n = cJSON_GetArraySize(s[C_RANKS]);
+    if (n == 0) {
+      rc = rd_fail(r, &at, "'ranks' is empty");
+      break;
+    }
+    if (n > wl->num_ranks) {
+      rc = rd_fail(r, &at, "'ranks' has %d entries, more than the %d ranks of the workload", n,
+                   wl->num_ranks);
+      break;
+    }
+    int32_t *nr = realloc(ranks, (size_t)n * sizeof *ranks);
+    if (!nr) {
+      rc = rd_oom(r);
+      break;
+    }
+    ranks = nr;
+    jpath rp = {&at, "ranks", 0};
+    long i = 0;
+    for (const cJSON *e = s[C_RANKS]->child; e; e = e->next, i++) {
+      jpath ep = {&rp, NULL, i};
+      long v = 0;
+      if ((rc = rd_elem_int(r, &ep, e, "rank", 0, wl->num_ranks - 1, &v)))
+        break;
+      ranks[i] = (int32_t)v;
+    }
+    if (rc)
+      break;
+    /* duplicates: mark, then unmark, so seen[] stays all-zero between communicators */
+    for (long j = 0; j < n && !rc; j++) {
+      if (seen[ranks[j]] == 0) {
+        seen[ranks[j]] = (int32_t)j + 1;
+        continue;
+      }
+      jpath ep = {&rp, NULL, j};
+      rc = rd_fail(r, &ep, "rank %d appears twice (also at ranks[%d])", ranks[j],
+                   seen[ranks[j]] - 1);
+    }
+    for (long j = 0; j < n; j++)
+      seen[ranks[j]] = 0;
+    if (rc)
+      break;
+    int idx = wl_comm_add(wl, name, kind, n, ranks);
+    if (idx < 0)
+      rc = rd_oom(r);
+  }
+  free(ranks);
+  free(seen);
+  return rc;
+}
+
+/* ---- ops ------------------------------------------------------------------- */
+enum {
+  K_OP, K_STREAM, K_NAME, K_PHASE, K_WAITS, K_RECOMPUTE, /* any kind (recompute: not markers) */
+  K_CLASS, K_DURATION, K_FLOPS, K_M, K_N, K_K, K_BATCH, K_DTYPE, /* compute */
+  K_BYTES,                                                      /* compute, coll, send, recv */
+  K_COLL, K_ROLE, K_ROOT, K_SPLITS, K_PEER, K_TAG,              /* communication */
+  K_MARK, K_VALUE,                                              /* marker */
+  K_COUNT
+};
+static const char *const op_keys[K_COUNT] = {
+    "op",    "stream", "name",  "phase", "waits", "recompute", "class", "duration_s",
+    "flops", "m",      "n",     "k",     "batch", "dtype",     "bytes", "coll",
+    "role",  "root",   "splits", "peer", "tag",   "mark",      "value"};
+
+#define KB(k) (1u << (k))
+#define K_ANY (KB(K_OP) | KB(K_STREAM) | KB(K_NAME) | KB(K_PHASE) | KB(K_WAITS))
+/* Keys each op kind accepts (root and splits are narrowed further by the collective). */
+static const uint32_t op_kind_keys[WL_OP_KIND_COUNT] = {
+    [WL_OP_COMPUTE] = K_ANY | KB(K_RECOMPUTE) | KB(K_CLASS) | KB(K_DURATION) | KB(K_FLOPS) |
+                      KB(K_M) | KB(K_N) | KB(K_K) | KB(K_BATCH) | KB(K_DTYPE) | KB(K_BYTES),
+    [WL_OP_COLL] = K_ANY | KB(K_RECOMPUTE) | KB(K_COLL) | KB(K_ROLE) | KB(K_ROOT) | KB(K_SPLITS) |
+                   KB(K_BYTES),
+    [WL_OP_SEND] = K_ANY | KB(K_RECOMPUTE) | KB(K_ROLE) | KB(K_PEER) | KB(K_TAG) | KB(K_BYTES),
+    [WL_OP_RECV] = K_ANY | KB(K_RECOMPUTE) | KB(K_ROLE) | KB(K_PEER) | KB(K_TAG) | KB(K_BYTES),
+    [WL_OP_MARKER] = K_ANY | KB(K_MARK) | KB(K_VALUE),
+};
+
+static int kind_from_name(const char *s)
+{
+  for (int k = 0; k < WL_OP_KIND_COUNT; k++)
+    if (strcmp(s, wl_op_kind_name(k)) == 0)
+      return k;
+  return -1;
+}
+
+/* Per-program note of an all-to-all-v op's split count, checked against the
+ * communicators once the rank map is known. */
+typedef struct split_note {
+  uint32_t op;
+  int32_t role;
+  uint32_t count;
+} split_note;
+
+typedef struct prog_notes {
+  split_note *v;
+  size_t n, cap;
+} prog_notes;
+
+static int rd_stream(rd *r, const jpath *at, const cJSON *v, const wl_program *p, int *out)
+{
+  if (cJSON_IsString(v)) {
+    int found = -1;
+    for (int s = 0; s < p->num_streams; s++)
+      if (strcmp(p->stream_names[s], v->valuestring) == 0) {
+        if (found >= 0)
+          return rd_fail(r, at,
+                         "'stream' is '%s', the name of streams %d and %d; use the index",
+                         v->valuestring, found, s);
+        found = s;
+      }
+    if (found < 0)
+      return rd_fail(r, at, "'stream' is '%s', not a stream of this program", v->valuestring);
+    *out = found;
+    return ST_OK;
+  }
+  long idx;
+  if (!cJSON_IsNumber(v))
+    return rd_fail(r, at, "'stream' is %s, expected a stream name or index", type_name(v));
+  if (rd_int(r, at, v, 0, p->num_streams - 1, &idx))
+    return ST_EINPUT;
+  *out = (int)idx;
+  return ST_OK;
+}
+
+static int rd_role(rd *r, const jpath *at, const cJSON *v, int *out)
+{
+  const char *s = "";
+  if (rd_string(r, at, v, &s))
+    return ST_EINPUT;
+  for (int i = 0; i < r->wl->num_roles; i++)
+    if (strcmp(r->wl->roles[i], s) == 0) {
+      *out = i;
+      return ST_OK;
+    }
+  return rd_fail(r, at, "'role' is '%s', not one of the workload's roles", s);
+}
+
+static int rd_op(rd *r, const jpath *at, const cJSON *obj, wl_program *p, size_t index,
+                 prog_notes *notes)
+{
+  const cJSON *s[K_COUNT];
+  if (rd_members(r, at, obj, op_keys, K_COUNT, s))
+    return ST_EINPUT;
+  if (!s[K_OP])
+    return rd_missing(r, at, "op");
+  const char *ks = "";
+  if (rd_string(r, at, s[K_OP], &ks))
+    return ST_EINPUT;
+  int kind = kind_from_name(ks);
+  if (kind < 0)
+    return rd_fail(r, at, "'op' is '%s', expected one of compute, coll, send, recv, marker", ks);
+  uint32_t allowed = op_kind_keys[kind];
+  for (int k = 0; k < K_COUNT; k++)
+    if (s[k] && !(allowed & KB(k)))
+      return rd_fail(r, at, "key '%s' does not apply to a '%s' op", op_keys[k], ks);
+
+  wl_op op = wl_op_compute(0, -1.0); /* every field at its default */
+  op.kind = (uint8_t)kind;
+  int e = 0;
+  long v = 0;
+  const char *str = "";
+  if (s[K_STREAM]) {
+    if (rd_stream(r, at, s[K_STREAM], p, &e))
+      return ST_EINPUT;
+    op.stream = (uint16_t)e;
+  }
+  if (s[K_NAME]) {
+    if (rd_string(r, at, s[K_NAME], &str))
+      return ST_EINPUT;
+    op.name = wl_program_string(p, str);
+    if (str[0] && !op.name)
+      return rd_oom(r);
+  }
+  if (s[K_PHASE]) {
+    if (rd_enum(r, at, s[K_PHASE], wl_phase_from_name, wl_phase_name, WL_PHASE_COUNT, &e))
+      return ST_EINPUT;
+    op.phase = (uint8_t)e;
+  }
+  if (s[K_RECOMPUTE]) {
+    if (!cJSON_IsBool(s[K_RECOMPUTE]))
+      return rd_fail(r, at, "'recompute' is %s, expected true or false",
+                     type_name(s[K_RECOMPUTE]));
+    if (cJSON_IsTrue(s[K_RECOMPUTE]))
+      op.flags |= WL_OPF_RECOMPUTE;
+  }
+  if (s[K_BYTES] && rd_size(r, at, s[K_BYTES], &op.bytes))
+    return ST_EINPUT;
+
+  switch (kind) {
+  case WL_OP_COMPUTE:
+    if (s[K_CLASS]) {
+      if (rd_enum(r, at, s[K_CLASS], wl_class_from_name, wl_class_name, WL_CLASS_COUNT, &e))
+        return ST_EINPUT;
+      op.sub = (uint8_t)e;
+    }
+    if (s[K_DURATION] && rd_size(r, at, s[K_DURATION], &op.duration_s))
+      return ST_EINPUT;
+    if (s[K_FLOPS] && rd_size(r, at, s[K_FLOPS], &op.flops))
+      return ST_EINPUT;
+    int32_t *dims[3] = {&op.m, &op.n, &op.k};
+    for (int i = 0; i < 3; i++)
+      if (s[K_M + i]) {
+        if (rd_int(r, at, s[K_M + i], 0, INT32_MAX, &v))
+          return ST_EINPUT;
+        *dims[i] = (int32_t)v;
+      }
+    if (s[K_BATCH]) {
+      if (rd_int(r, at, s[K_BATCH], 1, INT32_MAX, &v))
+        return ST_EINPUT;
+      op.batch = (int32_t)v;
+    }
+    if (s[K_DTYPE]) {
+      if (rd_enum(r, at, s[K_DTYPE], wl_dtype_from_name, wl_dtype_name, WL_DTYPE_COUNT, &e))
+        return ST_EINPUT;
+      op.dtype = (uint8_t)e;
+    }
+    if (!s[K_DURATION] && !(op.flops > 0) && !(op.bytes > 0))
+      return rd_fail(r, at, "a compute op needs 'duration_s', or 'flops'/'bytes' for the "
+                            "compute model");
+    break;
+  case WL_OP_COLL:
+  case WL_OP_SEND:
+  case WL_OP_RECV:
+    if (kind == WL_OP_COLL) {
+      if (!s[K_COLL])
+        return rd_missing(r, at, "coll");
+      if (rd_enum(r, at, s[K_COLL], wl_coll_from_name, wl_coll_name, WL_COLL_COUNT, &e))
+        return ST_EINPUT;
+      op.sub = (uint8_t)e;
+      if (s[K_ROOT] && e != WL_COLL_BROADCAST && e != WL_COLL_REDUCE)
+        return rd_fail(r, at, "key 'root' applies only to broadcast and reduce");
+      if (s[K_SPLITS] && e != WL_COLL_ALLTOALL)
+        return rd_fail(r, at, "key 'splits' applies only to alltoall");
+      if (e == WL_COLL_BROADCAST || e == WL_COLL_REDUCE) {
+        op.peer = 0;
+        if (s[K_ROOT]) {
+          if (rd_int(r, at, s[K_ROOT], 0, INT32_MAX, &v))
+            return ST_EINPUT;
+          op.peer = (int32_t)v;
+        }
+      }
+    } else {
+      if (!s[K_PEER])
+        return rd_missing(r, at, "peer");
+      if (rd_int(r, at, s[K_PEER], 0, INT32_MAX, &v))
+        return ST_EINPUT;
+      op.peer = (int32_t)v;
+      if (s[K_TAG]) {
+        if (rd_int(r, at, s[K_TAG], INT32_MIN, INT32_MAX, &v))
+          return ST_EINPUT;
+        op.tag = (int32_t)v;
+      }
+    }
+    if (!s[K_ROLE])
+      return rd_missing(r, at, "role");
+    if (rd_role(r, at, s[K_ROLE], &e))
+      return ST_EINPUT;
+    op.role = e;
+    if (s[K_SPLITS]) {
+      const cJSON *a = s[K_SPLITS];
+      if (!cJSON_IsArray(a))
+        return rd_fail(r, at, "'splits' is %s, expected an array", type_name(a));
+      int n = cJSON_GetArraySize(a);
+      if (n == 0)
+        return rd_fail(r, at, "'splits' is empty");
+      if ((size_t)n > r->cap_splits) {
+        double *ns = realloc(r->splits, (size_t)n * sizeof *ns);
+        if (!ns)
+          return rd_oom(r);
+        r->splits = ns;
+        r->cap_splits = (size_t)n;
+      }
+      jpath sp = {at, "splits", 0};
+      long i = 0;
+      for (const cJSON *x = a->child; x; x = x->next, i++) {
+        jpath ep = {&sp, NULL, i};
+        if (!cJSON_IsNumber(x))
+          return rd_fail(r, &ep, "is %s, expected a number of bytes", type_name(x));
+        if (!isfinite(x->valuedouble))
+          return rd_fail(r, &ep, "is not a finite number");
+        if (x->valuedouble < 0)
+          return rd_fail(r, &ep, "is negative");
+        r->splits[i] = x->valuedouble;
+      }
+      uint32_t first = wl_program_splits(p, r->splits, n);
+      if (first == UINT32_MAX)
+        return rd_oom(r);
+      op.split_first = first;
+      op.flags |= WL_OPF_SPLITS;
+      if (notes->n == notes->cap) {
+        size_t cap = notes->cap ? 2 * notes->cap : 8;
+        split_note *nv = realloc(notes->v, cap * sizeof *nv);
+        if (!nv)
+          return rd_oom(r);
+        notes->v = nv;
+        notes->cap = cap;
+      }
+      notes->v[notes->n++] = (split_note){(uint32_t)index, op.role, (uint32_t)n};
+    }
+    break;
+  case WL_OP_MARKER:
+    if (!s[K_MARK])
+      return rd_missing(r, at, "mark");
+    if (rd_enum(r, at, s[K_MARK], wl_marker_from_name, wl_marker_name, WL_MARK_COUNT, &e))
+      return ST_EINPUT;
+    op.sub = (uint8_t)e;
+    if (s[K_VALUE]) {
+      if (rd_int(r, at, s[K_VALUE], INT32_MIN, INT32_MAX, &v))
+        return ST_EINPUT;
+      op.tag = (int32_t)v;
+    }
+    break;
+  }
+
+  uint32_t nw = 0;
+  if (s[K_WAITS]) {
+    const cJSON *a = s[K_WAITS];
+    if (!cJSON_IsArray(a))
+      return rd_fail(r, at, "'waits' is %s, expected an array", type_name(a));
+    int n = cJSON_GetArraySize(a);
+    if ((size_t)n > r->cap_waits) {
+      uint32_t *nv = realloc(r->waits, (size_t)n * sizeof *nv);
+      if (!nv)
+        return rd_oom(r);
+      r->waits = nv;
+      r->cap_waits = (size_t)n;
+    }
+    jpath wp = {at, "waits", 0};
+    for (const cJSON *x = a->child; x; x = x->next, nw++) {
+      jpath ep = {&wp, NULL, (long)nw};
+      if (rd_elem_int(r, &ep, x, "op", 0, INT32_MAX, &v))
+        return ST_EINPUT;
+      if ((size_t)v >= index)
+        return rd_fail(r, &ep, "op %ld does not come before this op (%zu)", v, index);
+      r->waits[nw] = (uint32_t)v;
+    }
+  }
+  if (wl_program_append(p, &op, r->waits, nw) < 0)
+    return rd_oom(r);
+  return ST_OK;
+}
+
+/* ---- programs -------------------------------------------------------------- */
+enum { P_NAME, P_STREAMS, P_OPS, P_COUNT };
+static const char *const prog_keys[P_COUNT] = {"name", "streams", "ops"};
+
+static int rd_program(rd *r, const jpath *at, const cJSON *obj, prog_notes *notes)
+{
+  const cJSON *s[P_COUNT];
+  if (rd_members(r, at, obj, prog_keys, P_COUNT, s))
+    return ST_EINPUT;
+  const char *name = "";
+  if (s[P_NAME] && rd_string(r, at, s[P_NAME], &name))
+    return ST_EINPUT;
+  if (!s[P_STREAMS])
+    return rd_missing(r, at, "streams");
+  if (!s[P_OPS])
+    return rd_missing(r, at, "ops");
+  const cJSON *sa = s[P_STREAMS];
+  if (!cJSON_IsArray(sa))
+    return rd_fail(r, at, "'streams' is %s, expected an array", type_name(sa));
+  int ns = cJSON_GetArraySize(sa);
+  if (ns < 1 || ns > UINT16_MAX)
+    return rd_fail(r, at, "'streams' has %d names, expected 1..%d", ns, UINT16_MAX);
+  const char **names = malloc((size_t)ns * sizeof *names);
+  if (!names)
+    return rd_oom(r);
+  jpath sp = {at, "streams", 0};
+  int i = 0;
+  for (const cJSON *x = sa->child; x; x = x->next, i++) {
+    if (!cJSON_IsString(x) || !x->valuestring[0]) {
+      jpath ep = {&sp, NULL, i};
+      free(names);
+      return rd_fail(r, &ep, "is %s, expected a stream name",
+                     cJSON_IsString(x) ? "empty" : type_name(x));
+    }
+    names[i] = x->valuestring;
+  }
+  int pi = wl_program_add(r->wl, name, ns, names);
+  free(names);
+  if (pi < 0)
+    return rd_oom(r);
+  const cJSON *oa = s[P_OPS];
+  if (!cJSON_IsArray(oa))
+    return rd_fail(r, at, "'ops' is %s, expected an array", type_name(oa));
+  wl_program *p = &r->wl->programs[pi];
+  jpath op_at = {at, "ops", 0};
+  size_t oi = 0;
+  for (const cJSON *x = oa->child; x; x = x->next, oi++) {
+    jpath ep = {&op_at, NULL, (long)oi};
+    if (rd_op(r, &ep, x, p, oi, notes))
+      return ST_EINPUT;
+  }
+  return ST_OK;
+}
+
+/* ---- rank map -------------------------------------------------------------- */
+enum { R_PROGRAM, R_COMMS, R_COUNT };
+static const char *const rmap_keys[R_COUNT] = {"program", "comms"};
+
+/* A per-rank column: one integer for all ranks, or an array of num_ranks
+ * integers, each in lo..hi.  out has a stride (roles interleave). */
+static int rd_column(rd *r, const jpath *at, const char *key, const cJSON *v, const char *noun,
+                     long lo, long hi, int32_t *out, size_t stride)
+{
+  int nr = r->wl->num_ranks;
+  long x = 0;
+  if (cJSON_IsNumber(v)) {
+    if (rd_int(r, at, v, lo, hi, &x))
+      return ST_EINPUT;
+    for (int i = 0; i < nr; i++)
+      out[(size_t)i * stride] = (int32_t)x;
+    return ST_OK;
+  }
+  if (!cJSON_IsArray(v))
+    return rd_fail(r, at, "'%s' is %s, expected an integer or an array of one per rank", key,
+                   type_name(v));
+  int n = cJSON_GetArraySize(v);
+  if (n != nr)
+    return rd_fail(r, at, "'%s' has %d entries, expected %d (one per rank) or one integer", key, n,
+                   nr);
+  jpath cp = {at, key, 0};
+  int i = 0;
+  for (const cJSON *e = v->child; e; e = e->next, i++) {
+    jpath ep = {&cp, NULL, i};
+    if (rd_elem_int(r, &ep, e, noun, lo, hi, &x))
+      return ST_EINPUT;
+    out[(size_t)i * stride] = (int32_t)x;
+  }
+  return ST_OK;
+}
+
+static int rd_rank_map(rd *r, const cJSON *obj)
+{
+  wl_workload *wl = r->wl;
+  jpath at = {NULL, "rank_map", 0};
+  const cJSON *s[R_COUNT];
+  if (rd_members(r, &at, obj, rmap_keys, R_COUNT, s))
+    return ST_EINPUT;
+  if (!s[R_PROGRAM])
+    return rd_missing(r, &at, "program");
+  if (rd_column(r, &at, "program", s[R_PROGRAM], "program", 0, wl->num_programs - 1,
+                wl->rank_program, 1))
+    return ST_EINPUT;
+  if (!s[R_COMMS])
+    return ST_OK; /* no role is played */
+  const cJSON *cm = s[R_COMMS];
+  jpath cp = {&at, "comms", 0};
+  if (!cJSON_IsObject(cm))
+    return rd_fail(r, &at, "'comms' is %s, expected an object", type_name(cm));
+  unsigned char *done = calloc((size_t)wl->num_roles + 1, 1);
+  if (!done)
+    return rd_oom(r);
+  for (const cJSON *m = cm->child; m; m = m->next) {
+    int role = -1;
+    for (int i = 0; i < wl->num_roles && role < 0; i++)
+      if (strcmp(wl->roles[i], m->string) == 0)
+        role = i;
+    if (role < 0 || done[role]) {
+      free(done);
+      return rd_fail(r, &cp, role < 0 ? "key '%s' is unknown (not a role)"
+                                      : "key '%s' appears twice",
+                     m->string);
+    }
+    done[role] = 1;
+    if (rd_column(r, &cp, m->string, m, "communicator", -1, wl->num_comms - 1,
+                  wl->rank_comm + role, (size_t)wl->num_roles)) {
+      free(done);
+      return ST_EINPUT;
+    }
+  }
+  free(done);
+  return ST_OK;
+}
+
+/* Every all-to-all-v op lists one size per member of the communicator that
+ * plays its role, for every rank running its program. */
+static int rd_check_splits(rd *r, const prog_notes *notes)
+{
+  wl_workload *wl = r->wl;
+  for (int rank = 0; rank < wl->num_ranks; rank++) {
+    int pi = wl->rank_program[rank];
+    const prog_notes *pn = &notes[pi];
+    for (size_t i = 0; i < pn->n; i++) {
+      int c = wl_rank_comm(wl, rank, pn->v[i].role);
+      if (c < 0 || (uint32_t)wl->comms[c].size == pn->v[i].count)
+        continue; /* a missing communicator is wl_workload_check's to report */
+      jpath top = {NULL, "programs", 0};
+      jpath pp = {&top, NULL, pi};
+      jpath ops = {&pp, "ops", 0};
+      jpath op = {&ops, NULL, (long)pn->v[i].op};
+      return rd_fail(r, &op,
+                     "'splits' has %u entries, but communicator '%s' (role '%s' of rank %d) "
+                     "has %d members",
+                     pn->v[i].count, wl->comms[c].name, wl->roles[pn->v[i].role], rank,
+                     wl->comms[c].size);
+    }
+  }
+  return ST_OK;
+}
+
+enum { T_FORMAT, T_VERSION, T_RANKS, T_ROLES, T_META, T_COMMS, T_PROGRAMS, T_RMAP, T_COUNT };
+static const char *const top_keys[T_COUNT] = {"format", "version",  "num_ranks", "roles",
+                                              "meta",   "communicators", "programs", "rank_map"};
+
+static int rd_document(rd *r, const cJSON *root, wl_workload **out)
+{
+  const cJSON *s[T_COUNT];
+  if (!cJSON_IsObject(root))
+    return rd_fail(r, NULL, "the document is %s, expected an object", type_name(root));
+  if (rd_members(r, NULL, root, top_keys, T_COUNT, s))
+    return ST_EINPUT;
+  static const int required[] = {T_FORMAT, T_VERSION, T_RANKS, T_PROGRAMS, T_RMAP};
+  for (size_t i = 0; i < sizeof required / sizeof *required; i++)
+    if (!s[required[i]])
+      return rd_missing(r, NULL, top_keys[required[i]]);
+  const char *fmt = "";
+  if (rd_string(r, NULL, s[T_FORMAT], &fmt))
+    return ST_EINPUT;
+  if (strcmp(fmt, WL_FORMAT_NAME) != 0)
+    return rd_fail(r, NULL, "'format' is '%s', expected '%s'", fmt, WL_FORMAT_NAME);
+  long version = 0, nranks = 0;
+  if (rd_int(r, NULL, s[T_VERSION], 0, INT32_MAX, &version))
+    return ST_EINPUT;
+  if (version != WL_FORMAT_VERSION)
+    return rd_fail(r, NULL, "'version' is %ld; this simtrain reads version %d", version,
+                   WL_FORMAT_VERSION);
+  if (rd_int(r, NULL, s[T_RANKS], 1, WL_MAX_RANKS, &nranks))
+    return ST_EINPUT;
+
+  /* roles */
+  int nroles = 0;
+  const char **roles = NULL;
+  if (s[T_ROLES]) {
+    const cJSON *a = s[T_ROLES];
+    if (!cJSON_IsArray(a))
+      return rd_fail(r, NULL, "'roles' is %s, expected an array", type_name(a));
+    nroles = cJSON_GetArraySize(a);
+    roles = malloc(((size_t)nroles + 1) * sizeof *roles);
+    if (!roles)
+      return rd_oom(r);
+    jpath rp = {NULL, "roles", 0};
+    int i = 0;
+    for (const cJSON *x = a->child; x; x = x->next, i++) {
+      jpath ep = {&rp, NULL, i};
+      int bad = !cJSON_IsString(x) || !x->valuestring[0];
+      int dup = -1;
+      for (int j = 0; j < i && !bad && dup < 0; j++)
+        if (strcmp(roles[j], x->valuestring) == 0)
+          dup = j;
+      if (bad || dup >= 0) {
+        free(roles);
+        if (dup >= 0)
+          return rd_fail(r, &ep, "role '%s' appears twice (also roles[%d])", x->valuestring,
+                         dup);
+        return rd_fail(r, &ep, "is %s, expected a role name",
+                       cJSON_IsString(x) ? "empty" : type_name(x));
+      }
+      roles[i] = x->valuestring;
+    }
+  }
+  if ((size_t)nranks * (size_t)nroles > (size_t)1 << 28) {
+    free(roles);
+    return rd_fail(r, NULL, "%ld ranks x %d roles is too large a rank map", nranks, nroles);
+  }
+  r->wl = wl_workload_create((int)nranks, nroles, roles);
+  free(roles);
+  if (!r->wl)
+    return rd_oom(r);
+
+  if (s[T_META] && rd_meta(r, s[T_META]))
+    return ST_EINPUT;
+  int rc = s[T_COMMS] ? rd_comms(r, s[T_COMMS]) : ST_OK;
+  if (rc)
+    return rc;
+
+  const cJSON *pa = s[T_PROGRAMS];
+  if (!cJSON_IsArray(pa))
+    return rd_fail(r, NULL, "'programs' is %s, expected an array", type_name(pa));
+  int np = cJSON_GetArraySize(pa);
+  if (np == 0)
+    return rd_fail(r, NULL, "'programs' is empty");
+  prog_notes *notes = calloc((size_t)np, sizeof *notes);
+  if (!notes)
+    return rd_oom(r);
+  jpath top = {NULL, "programs", 0};
+  int i = 0;
+  for (const cJSON *x = pa->child; x && !rc; x = x->next, i++) {
+    jpath ep = {&top, NULL, i};
+    rc = rd_program(r, &ep, x, &notes[i]);
+  }
+  if (!rc)
+    rc = rd_rank_map(r, s[T_RMAP]);
+  if (!rc)
+    rc = rd_check_splits(r, notes);
+  for (int j = 0; j < np; j++)
+    free(notes[j].v);
+  free(notes);
+  if (rc)
+    return rc;
+
+  st_err chk;
+  st_err_clear(&chk);
+  if (wl_workload_check(r->wl, &chk))
+    return st_err_set(r->err, chk.code, "workload '%s': %s", r->what, chk.msg);
+  *out = r->wl;
+  r->wl = NULL;
+  return ST_OK;
+}
+
+/* "line L, column C" of a byte offset, for syntax errors. */
+static void line_col(const char *json, size_t len, size_t off, long *line, long *col)
+{
+  *line = 1;
+  *col = 1;
+  for (size_t i = 0; i < off && i < len; i++) {
+    if (json[i] == '\n') {
+      (*line)++;
+      *col = 1;
+    } else {
+      (*col)++;
+    }
+  }
+}
+
+int wl_workload_parse(const char *json, size_t len, const char *what, wl_workload **out,
+                      st_err *err)
+{
+  if (!what)
+    what = "(memory)";
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+  if (!root) {
+    size_t off = end && end >= json ? (size_t)(end - json) : 0;
+    long line, col;
+    line_col(json, len, off, &line, &col);
+    if (len == 0)
+      return st_err_set(err, ST_EINPUT, "workload '%s': the file is empty", what);
+    return st_err_set(err, ST_EINPUT, "workload '%s': JSON syntax error near line %ld, column %ld",
+                      what, line, col);
+  }
+  /* Only whitespace may follow the document. */
+  for (const char *p = end; p && p < json + len; p++)
+    if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+      long line, col;
+      line_col(json, len, (size_t)(p - json), &line, &col);
+      cJSON_Delete(root);
+      return st_err_set(err, ST_EINPUT,
+                        "workload '%s': unexpected text after the JSON document at line %ld, "
+                        "column %ld",
+                        what, line, col);
+    }
+  st_err local;
+  st_err_clear(&local);
+  rd r = {.what = what, .err = err ? err : &local};
+  int rc = rd_document(&r, root, out);
+  cJSON_Delete(root);
+  wl_workload_destroy(r.wl);
+  free(r.waits);
+  free(r.splits);
+  return rc;
+}
+
+int wl_workload_read(const char *path, wl_workload **out, st_err *err)
+{
+  char *data = NULL;
+  size_t len = 0;
+  st_err e;
+  st_err_clear(&e);
+  int rc = st_file_read_all(path, &data, &len, &e);
+  if (rc) {
+    /* st_file_read_all says "cannot open 'p': why" or "'p': what"; make the
+     * subject a workload. */
+    char open_prefix[ST_ERR_MSG_MAX];
+    snprintf(open_prefix, sizeof open_prefix, "cannot open '%s': ", path);
+    size_t n = strlen(open_prefix);
+    if (strncmp(e.msg, open_prefix, n) == 0)
+      return st_err_set(err, rc, "cannot read workload '%s': %s", path, e.msg + n);
+    if (e.msg[0] == '\'')
+      return st_err_set(err, rc, "workload %s", e.msg);
+    return st_err_set(err, rc, "%s", e.msg);
+  }
+  rc = wl_workload_parse(data, len, path, out, err);
+  free(data);
+  return rc;
+}

@@ -1,0 +1,161 @@
+/* wl_memory.c — memory per rank: weights, gradients, optimizer state and
+ * activations per pipeline stage, and the peak.
+ *
+ * Weights, gradients and optimizer state follow Megatron-LM's distributed
+ * optimizer accounting (docs/distrib_optimizer.md: 2 + grad + 12 bytes per
+ * parameter, the 12 sharded over the data-parallel group with zero>=1;
+ * gradients sharded too with zero>=2, weights with zero=3).
+ *
+ * Activations are the tensor inventory of Korthikanti et al. 2022 ("Reducing
+ * Activation Recomputation in Large Transformer Models", Sec. 4), generalised
+ * to GQA, SwiGLU, MoE and context parallelism: for a GPT layer it gives
+ * exactly sbh(34 + 5as/h) bytes, sbh(10 + 24/t + 5as/(ht)) with tensor
+ * parallelism, sbh/t (34 + 5as/h) with sequence parallelism, 34 sbh/t with
+ * selective recomputation and 2sbh(/t) with full recomputation.  Fused
+ * (flash) attention stores no s^2 tensors, only the softmax statistics.
+ * The number of micro-batches alive at the peak comes from the schedule
+ * itself (wl__max_inflight_chunks).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "wl_gen_int.h"
+#include "workload.h"
+
+/* Activation bytes one layer keeps for one micro-batch. */
+static double layer_act(const wl_model *m, const wl_layout *l, int layer, int recompute)
+{
+  double b = l->mbs, sl = (double)m->seq_len / l->cp, s = m->seq_len, h = m->hidden;
+  double t = l->tp, rep = l->sp ? 1.0 / t : 1.0;
+  double sbh = b * sl * h;
+  if (recompute == WL_RECOMPUTE_FULL)
+    return 2 * sbh * rep; /* the layer's input only */
+  double a = m->heads, kv = m->kv_heads, dqk = m->head_dim, dv = m->head_dim;
+  if (m->has_mla) {
+    kv = a;
+    dqk = m->mla.qk_nope_head_dim + m->mla.qk_rope_head_dim;
+    dv = m->mla.v_head_dim;
+  }
+  double tok = b * sl;
+  /* attention block */
+  double x = 2 * sbh * rep                 /* input norm's input */
+             + 2 * sbh * rep               /* QKV GEMM input */
+             + 2 * tok * a * dqk / t       /* Q */
+             + 2 * tok * kv * dqk / t      /* K */
+             + 2 * tok * kv * dv / t       /* V */
+             + 2 * tok * a * dv / t        /* projection input (attention output) */
+             + sbh * rep;                  /* dropout mask */
+  if (!l->flash && recompute != WL_RECOMPUTE_SELECTIVE)
+    x += 5 * a * b * sl * s / t; /* softmax out 2, its dropout mask 1, dropout out 2 */
+  if (l->flash)
+    x += 4 * tok * a / t; /* softmax log-sum-exp, fp32 */
+  /* MLP block */
+  double gate = m->ffn_act == WL_ACT_SWIGLU ? 2 : 1;
+  x += 2 * sbh * rep + sbh * rep; /* post-attention norm's input, dropout mask */
+  if (wl__is_moe_layer(m, layer)) {
+    const wl_moe *mo = &m->moe;
+    double cf = mo->capacity_factor > 0 ? mo->capacity_factor : 1;
+    double te = tok * mo->top_k * cf, ef = mo->expert_ffn_hidden;
+    x += 2 * sbh * rep                      /* router input */
+         + 4 * tok * rep * mo->experts      /* router probabilities, fp32 */
+         + 2 * te * h                       /* expert fc1 input (TP-gathered) */
+         + 2 * te * gate * ef / t           /* activation input */
+         + 2 * te * ef / t                  /* expert fc2 input */
+         + 2 * tok * rep * mo->top_k * cf * h; /* combine input */
+    if (mo->shared_experts) {
+      double f = mo->shared_experts * ef;
+      x += 2 * sbh * rep + 2 * tok * gate * f / t + 2 * tok * f / t;
+    }
+  } else {
+    double f = m->ffn_hidden;
+    x += 2 * sbh * rep              /* fc1 input */
+         + 2 * tok * gate * f / t   /* activation input */
+         + 2 * tok * f / t;         /* fc2 input */
+  }
+  return x;
+}
+
+int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st_err *err)
+{
+  if (l->pp < 1 || l->pp > WL_MAX_STAGES)
+    return st_err_set(err, ST_EINPUT, "layout '%s': pp %d is outside 1..%d", l->spec, l->pp,
+                      WL_MAX_STAGES);
+  memset(out, 0, sizeof *out);
+  out->num_stages = l->pp;
+  double pb = 2, gb = wl_dtype_bytes(l->grad_dtype);
+  double dpcp = (double)l->dp * l->cp, edp = dpcp / l->ep;
+  double b = l->mbs, sl = (double)m->seq_len / l->cp, h = m->hidden, t = l->tp;
+  double rep = l->sp ? 1.0 / t : 1.0;
+  for (int s = 0; s < l->pp; s++) {
+    wl_memory_stage *st = &out->stages[s];
+    double dense = 0, expert = 0, act_max = 0, z3_layer = 0;
+    int nl = wl_layout_stage_layers(l, m, s);
+    /* layers of all chunks of this stage */
+    for (int c = 0; c < l->vpp; c++) {
+      int first, count;
+      wl__chunk_layers(l, m, s, c, &first, &count);
+      for (int i = first; i < first + count; i++) {
+        wl__params lp;
+        wl__layer_params(m, l->tp, l->ep, i, &lp);
+        dense += lp.attn + lp.mlp;
+        expert += lp.expert;
+        double a = layer_act(m, l, i, l->recompute);
+        if (a > act_max)
+          act_max = a;
+        double zl = (lp.attn + lp.mlp + lp.expert) * pb;
+        if (zl > z3_layer)
+          z3_layer = zl;
+      }
+    }
+    if (s == 0)
+      dense += wl__embedding_params(m, l->tp);
+    if (s == l->pp - 1)
+      dense += wl__output_params(m, l->tp, l->pp);
+    st->layers = nl;
+    st->params = dense + expert;
+    double dshard = dense / dpcp, xshard = expert / edp;
+    st->weights_bytes = (l->zero == 3 ? dshard + xshard : dense + expert) * pb;
+    st->grads_bytes = (l->zero >= 2 ? dshard + xshard : dense + expert) * gb;
+    st->optimizer_bytes = 12 * (l->zero >= 1 ? dshard + xshard : dense + expert);
+    st->act_layer_bytes = act_max;
+    int chunks = wl__max_inflight_chunks(l, s);
+    int per_chunk = nl / l->vpp;
+    st->inflight = (double)chunks / l->vpp;
+    st->activations_bytes = act_max * per_chunk * chunks;
+    /* embedding output's dropout mask on the first stage, per micro-batch alive;
+     * final norm, logits input and fp32 logits on the last (one micro-batch
+     * at a time, all of them under GPipe) */
+    if (s == 0)
+      st->activations_bytes += b * sl * h * rep * chunks / l->vpp;
+    if (s == l->pp - 1) {
+      double V = (double)wl__vocab_padded(m, l->tp) / t;
+      double alive = l->schedule == WL_SCHED_GPIPE ? l->num_microbatches : 1;
+      st->activations_bytes += alive * (2 * b * sl * h * rep + 2 * b * sl * h + 4 * b * sl * V);
+    }
+    st->other_bytes = 0;
+    if (l->recompute == WL_RECOMPUTE_FULL) {
+      /* one layer's full activations while it is recomputed */
+      double w = 0;
+      for (int c = 0; c < l->vpp; c++) {
+        int first, count;
+        wl__chunk_layers(l, m, s, c, &first, &count);
+        for (int i = first; i < first + count; i++) {
+          double a = layer_act(m, l, i, WL_RECOMPUTE_NONE);
+          if (a > w)
+            w = a;
+        }
+      }
+      st->other_bytes += w;
+    }
+    if (l->zero == 3) /* two gathered layers in flight, and the root unit */
+      st->other_bytes += 2 * z3_layer +
+                         (wl__embedding_params(m, l->tp) + wl__output_params(m, l->tp, l->pp)) * pb;
+    st->peak_bytes = st->weights_bytes + st->grads_bytes + st->optimizer_bytes +
+                     st->activations_bytes + st->other_bytes;
+    if (st->peak_bytes > out->peak_bytes) {
+      out->peak_bytes = st->peak_bytes;
+      out->peak_stage = s;
+    }
+  }
+  return ST_OK;
+}

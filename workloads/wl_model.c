@@ -1,0 +1,387 @@
+/* wl_model.c — transformer model specs: the built-in table and the JSON form.
+ *
+ * A spec has exactly the keys of workload.h's wl_model (name, layers, hidden,
+ * heads, kv_heads, ffn_hidden, ffn_act, vocab, seq_len, tie_embeddings, moe{...})
+ * plus two documented extras (head_dim, mla{...}).  Unknown keys and shapes
+ * that cannot exist are errors naming the key, so specs written elsewhere
+ * fail loudly rather than being half-read.  Dimensions of the built-ins and
+ * their sources are in docs/workloads.md.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wl_gen_int.h"
+#include "workload.h"
+
+typedef struct builtin {
+  const char *name;
+  int layers, hidden, heads, kv_heads, ffn_hidden, act, vocab, seq, tie;
+  int experts, top_k, eff, shared, dense; /* moe (experts 0 = dense model) */
+  int mla;                                /* DeepSeek-V3's MLA dims */
+} builtin;
+
+#define GPT(n, l, h, a) {n, l, h, a, a, 4 * (h), WL_ACT_GELU, 51200, 2048, 1, 0, 0, 0, 0, 0, 0}
+
+static const builtin builtins[] = {
+    /* GPT-3 (Brown et al. 2020, Table 2.1), Megatron's padded GPT-2 vocabulary */
+    GPT("gpt3-175b", 96, 12288, 96),
+    /* Llama 3 herd (Dubey et al. 2024, Table 3), vocabulary 128,256 */
+    {"llama3-8b", 32, 4096, 32, 8, 14336, WL_ACT_SWIGLU, 128256, 8192, 0, 0, 0, 0, 0, 0, 0},
+    {"llama3-70b", 80, 8192, 64, 8, 28672, WL_ACT_SWIGLU, 128256, 8192, 0, 0, 0, 0, 0, 0, 0},
+    {"llama3-405b", 126, 16384, 128, 8, 53248, WL_ACT_SWIGLU, 128256, 8192, 0, 0, 0, 0, 0, 0, 0},
+    /* Mixtral 8x7B (Jiang et al. 2024): 8 experts, top-2 */
+    {"mixtral-8x7b", 32, 4096, 32, 8, 14336, WL_ACT_SWIGLU, 32000, 4096, 0, 8, 2, 14336, 0, 0, 0},
+    /* DeepSeek-V3 (DeepSeek-AI 2024, Sec. 4.2): 3 dense layers, 256 routed + 1 shared
+     * experts of width 2048, top-8, MLA */
+    {"deepseek-v3", 61, 7168, 128, 128, 18432, WL_ACT_SWIGLU, 129280, 4096, 0, 256, 8, 2048, 1, 3,
+     1},
+    /* Megatron-LM SC'21 weak-scaling table (Narayanan et al. 2021, Table 1) */
+    GPT("megatron-1.7b", 24, 2304, 24),
+    GPT("megatron-3.6b", 30, 3072, 32),
+    GPT("megatron-7.5b", 36, 4096, 32),
+    GPT("megatron-18b", 40, 6144, 48),
+    GPT("megatron-39b", 48, 8192, 64),
+    GPT("megatron-76b", 60, 10240, 80),
+    GPT("megatron-145b", 80, 12288, 96),
+    GPT("megatron-310b", 96, 16384, 128),
+    GPT("megatron-530b", 105, 20480, 128),
+    GPT("megatron-1t", 128, 25600, 160),
+};
+#define NUM_BUILTINS (sizeof builtins / sizeof builtins[0])
+
+static const char *builtin_names[NUM_BUILTINS + 1];
+
+const char *const *wl_model_names(void)
+{
+  if (!builtin_names[0])
+    for (size_t i = 0; i < NUM_BUILTINS; i++)
+      builtin_names[i] = builtins[i].name;
+  return builtin_names;
+}
+
+void wl_model_release(wl_model *m) { (void)m; }
+
+static void from_builtin(const builtin *b, wl_model *m)
+{
+  memset(m, 0, sizeof *m);
+  snprintf(m->name, sizeof m->name, "%s", b->name);
+  m->layers = b->layers;
+  m->hidden = b->hidden;
+  m->heads = b->heads;
+  m->kv_heads = b->kv_heads;
+  m->head_dim = b->hidden / b->heads;
+  m->ffn_hidden = b->ffn_hidden;
+  m->ffn_act = b->act;
+  m->vocab = b->vocab;
+  m->seq_len = b->seq;
+  m->tie_embeddings = b->tie;
+  if (b->experts) {
+    m->has_moe = 1;
+    m->moe.experts = b->experts;
+    m->moe.top_k = b->top_k;
+    m->moe.expert_ffn_hidden = b->eff;
+    m->moe.shared_experts = b->shared;
+    m->moe.dense_layers = b->dense;
+    m->moe.capacity_factor = 0;
+  }
+  if (b->mla) {
+    m->has_mla = 1;
+    m->mla.q_lora_rank = 1536;
+    m->mla.kv_lora_rank = 512;
+    m->mla.qk_nope_head_dim = 128;
+    m->mla.qk_rope_head_dim = 64;
+    m->mla.v_head_dim = 128;
+    m->head_dim = 128;
+  }
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+static int get_int(const cJSON *obj, const char *key, const char *path, int required, int *out,
+                   int minv, const char *what, st_err *err)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!v) {
+    if (required)
+      return st_err_set(err, ST_EINPUT, "model '%s': key '%s%s' is missing", what, path, key);
+    return ST_OK;
+  }
+  if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+      fabs(v->valuedouble) > 2e9)
+    return st_err_set(err, ST_EINPUT, "model '%s': key '%s%s' must be an integer", what, path,
+                      key);
+  if (v->valuedouble < minv)
+    return st_err_set(err, ST_EINPUT, "model '%s': key '%s%s' is %g (must be >= %d)", what, path,
+                      key, v->valuedouble, minv);
+  *out = (int)v->valuedouble;
+  return ST_OK;
+}
+
+static int check_keys(const cJSON *obj, const char *const *allowed, const char *path,
+                      const char *what, st_err *err)
+{
+  for (const cJSON *c = obj->child; c; c = c->next) {
+    int ok = 0;
+    for (int i = 0; allowed[i]; i++)
+      if (c->string && !strcmp(c->string, allowed[i]))
+        ok = 1;
+    if (!ok)
+      return st_err_set(err, ST_EINPUT, "model '%s': key '%s%s' is unknown", what, path,
+                        c->string ? c->string : "?");
+  }
+  return ST_OK;
+}
+
+static const char *const top_keys[] = {"name",     "layers",  "hidden",     "heads",
+                                       "kv_heads", "head_dim", "ffn_hidden", "ffn_act",
+                                       "vocab",    "seq_len", "tie_embeddings", "moe",
+                                       "mla",      NULL};
+static const char *const moe_keys[] = {"experts",        "top_k",        "expert_ffn_hidden",
+                                       "shared_experts", "dense_layers", "capacity_factor",
+                                       NULL};
+static const char *const mla_keys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                       "qk_rope_head_dim", "v_head_dim", NULL};
+
+static int validate(const wl_model *m, const char *what, st_err *err)
+{
+  if (!m->has_mla && m->hidden % m->heads)
+    return st_err_set(err, ST_EINPUT,
+                      "model '%s': key 'heads' (%d) does not divide 'hidden' (%d)", what,
+                      m->heads, m->hidden);
+  if (m->heads % m->kv_heads)
+    return st_err_set(err, ST_EINPUT,
+                      "model '%s': key 'kv_heads' (%d) does not divide 'heads' (%d)", what,
+                      m->kv_heads, m->heads);
+  if (m->has_moe) {
+    if (m->moe.top_k > m->moe.experts)
+      return st_err_set(err, ST_EINPUT,
+                        "model '%s': key 'moe.top_k' (%d) exceeds 'moe.experts' (%d)", what,
+                        m->moe.top_k, m->moe.experts);
+    if (m->moe.dense_layers >= m->layers)
+      return st_err_set(err, ST_EINPUT,
+                        "model '%s': key 'moe.dense_layers' (%d) leaves no MoE layer of %d",
+                        what, m->moe.dense_layers, m->layers);
+  }
+  return ST_OK;
+}
+
+int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *err)
+{
+  cJSON *root = cJSON_Parse(json);
+  if (!root)
+    return st_err_set(err, ST_EINPUT, "model '%s': not valid JSON", what);
+  wl_model m;
+  memset(&m, 0, sizeof m);
+  int rc = ST_OK;
+#define TRY(x)                                                                           \
+  do {                                                                                   \
+    if ((rc = (x)) != ST_OK)                                                             \
+      goto done;                                                                         \
+  } while (0)
+  if (!cJSON_IsObject(root)) {
+    rc = st_err_set(err, ST_EINPUT, "model '%s': the spec must be a JSON object", what);
+    goto done;
+  }
+  TRY(check_keys(root, top_keys, "", what, err));
+  const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
+  if (nm && !cJSON_IsString(nm)) {
+    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'name' must be a string", what);
+    goto done;
+  }
+  snprintf(m.name, sizeof m.name, "%s", nm ? nm->valuestring : what);
+  TRY(get_int(root, "layers", "", 1, &m.layers, 1, what, err));
+  TRY(get_int(root, "hidden", "", 1, &m.hidden, 1, what, err));
+  TRY(get_int(root, "heads", "", 1, &m.heads, 1, what, err));
+  m.kv_heads = m.heads;
+  TRY(get_int(root, "kv_heads", "", 0, &m.kv_heads, 1, what, err));
+  TRY(get_int(root, "ffn_hidden", "", 1, &m.ffn_hidden, 1, what, err));
+  TRY(get_int(root, "vocab", "", 1, &m.vocab, 1, what, err));
+  TRY(get_int(root, "seq_len", "", 1, &m.seq_len, 1, what, err));
+  const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "ffn_act");
+  if (!act) {
+    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'ffn_act' is missing", what);
+    goto done;
+  }
+  if (cJSON_IsString(act) && !strcmp(act->valuestring, "gelu"))
+    m.ffn_act = WL_ACT_GELU;
+  else if (cJSON_IsString(act) && !strcmp(act->valuestring, "swiglu"))
+    m.ffn_act = WL_ACT_SWIGLU;
+  else {
+    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'ffn_act' must be \"gelu\" or \"swiglu\"",
+                    what);
+    goto done;
+  }
+  const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_embeddings");
+  if (!tie) {
+    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'tie_embeddings' is missing", what);
+    goto done;
+  }
+  if (!cJSON_IsBool(tie)) {
+    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'tie_embeddings' must be true or false",
+                    what);
+    goto done;
+  }
+  m.tie_embeddings = cJSON_IsTrue(tie);
+  if (!m.has_mla && m.hidden % m.heads == 0)
+    m.head_dim = m.hidden / m.heads;
+  TRY(get_int(root, "head_dim", "", 0, &m.head_dim, 1, what, err));
+  const cJSON *moe = cJSON_GetObjectItemCaseSensitive(root, "moe");
+  if (moe && !cJSON_IsNull(moe)) {
+    if (!cJSON_IsObject(moe)) {
+      rc = st_err_set(err, ST_EINPUT, "model '%s': key 'moe' must be an object", what);
+      goto done;
+    }
+    TRY(check_keys(moe, moe_keys, "moe.", what, err));
+    m.has_moe = 1;
+    TRY(get_int(moe, "experts", "moe.", 1, &m.moe.experts, 1, what, err));
+    TRY(get_int(moe, "top_k", "moe.", 1, &m.moe.top_k, 1, what, err));
+    m.moe.expert_ffn_hidden = m.ffn_hidden;
+    TRY(get_int(moe, "expert_ffn_hidden", "moe.", 0, &m.moe.expert_ffn_hidden, 1, what, err));
+    TRY(get_int(moe, "shared_experts", "moe.", 0, &m.moe.shared_experts, 0, what, err));
+    TRY(get_int(moe, "dense_layers", "moe.", 0, &m.moe.dense_layers, 0, what, err));
+    const cJSON *cf = cJSON_GetObjectItemCaseSensitive(moe, "capacity_factor");
+    if (cf && !cJSON_IsNull(cf)) {
+      if (!cJSON_IsNumber(cf) || !(cf->valuedouble >= 0) || !isfinite(cf->valuedouble)) {
+        rc = st_err_set(err, ST_EINPUT,
+                        "model '%s': key 'moe.capacity_factor' must be a number >= 0", what);
+        goto done;
+      }
+      m.moe.capacity_factor = cf->valuedouble;
+    }
+  }
+  const cJSON *mla = cJSON_GetObjectItemCaseSensitive(root, "mla");
+  if (mla && !cJSON_IsNull(mla)) {
+    if (!cJSON_IsObject(mla)) {
+      rc = st_err_set(err, ST_EINPUT, "model '%s': key 'mla' must be an object", what);
+      goto done;
+    }
+    TRY(check_keys(mla, mla_keys, "mla.", what, err));
+    m.has_mla = 1;
+    TRY(get_int(mla, "q_lora_rank", "mla.", 1, &m.mla.q_lora_rank, 1, what, err));
+    TRY(get_int(mla, "kv_lora_rank", "mla.", 1, &m.mla.kv_lora_rank, 1, what, err));
+    TRY(get_int(mla, "qk_nope_head_dim", "mla.", 1, &m.mla.qk_nope_head_dim, 1, what, err));
+    TRY(get_int(mla, "qk_rope_head_dim", "mla.", 1, &m.mla.qk_rope_head_dim, 1, what, err));
+    TRY(get_int(mla, "v_head_dim", "mla.", 1, &m.mla.v_head_dim, 1, what, err));
+    if (!m.head_dim)
+      m.head_dim = m.mla.v_head_dim;
+  }
+  if (!m.head_dim) {
+    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'heads' (%d) does not divide 'hidden' (%d)",
+                    what, m.heads, m.hidden);
+    goto done;
+  }
+  TRY(validate(&m, what, err));
+  *out = m;
+done:
+#undef TRY
+  cJSON_Delete(root);
+  return rc;
+}
+
+int wl_model_load(const char *arg, wl_model *m, st_err *err)
+{
+  for (size_t i = 0; i < NUM_BUILTINS; i++)
+    if (!strcmp(arg, builtins[i].name)) {
+      from_builtin(&builtins[i], m);
+      return ST_OK;
+    }
+  if (!st_str_ends_with(arg, ".json") && !st_str_ends_with(arg, ".json.gz")) {
+    st_buf b;
+    st_buf_init(&b);
+    for (size_t i = 0; i < NUM_BUILTINS; i++)
+      st_buf_printf(&b, "%s%s", i ? ", " : "", builtins[i].name);
+    st_err_set(err, ST_EINPUT, "model '%s': no such built-in model, and not a .json file (known: %s)",
+               arg, b.data ? b.data : "");
+    st_buf_release(&b);
+    return ST_EINPUT;
+  }
+  char *data = NULL;
+  size_t len = 0;
+  int rc = st_file_read_all(arg, &data, &len, err);
+  if (rc)
+    return rc;
+  rc = wl_model_parse(data, arg, m, err);
+  free(data);
+  return rc;
+}
+
+/* ---- shapes shared by the generator and the memory model ------------------ */
+int wl__vocab_padded(const wl_model *m, int tp)
+{
+  /* Megatron: --make-vocab-size-divisible-by 128, times the TP size. */
+  long mult = 128L * tp;
+  return (int)(((long)m->vocab + mult - 1) / mult * mult);
+}
+
+int wl__is_moe_layer(const wl_model *m, int layer)
+{
+  return m->has_moe && layer >= m->moe.dense_layers;
+}
+
+/* GPT-style models (gelu) have biases, LayerNorm (weight + bias) and learned
+ * position embeddings; Llama-style (swiglu) have none of the three. */
+static int gpt_style(const wl_model *m) { return m->ffn_act == WL_ACT_GELU; }
+
+void wl__layer_params(const wl_model *m, int tp, int ep, int layer, wl__params *p)
+{
+  double h = m->hidden, t = tp;
+  double norm = gpt_style(m) ? 2 * h : h;
+  double bias = gpt_style(m) ? 1 : 0;
+  memset(p, 0, sizeof *p);
+  if (m->has_mla) {
+    const wl_mla *a = &m->mla;
+    double qk = a->qk_nope_head_dim + a->qk_rope_head_dim;
+    p->attn = h * a->q_lora_rank + a->q_lora_rank + a->q_lora_rank * m->heads * qk / t +
+              h * (a->kv_lora_rank + a->qk_rope_head_dim) + a->kv_lora_rank +
+              a->kv_lora_rank * m->heads * (a->qk_nope_head_dim + a->v_head_dim) / t +
+              m->heads * a->v_head_dim * h / t + norm;
+  } else {
+    double q = (double)m->heads * m->head_dim, kv = (double)m->kv_heads * m->head_dim;
+    p->attn = h * (q + 2 * kv) / t + q * h / t + bias * ((q + 2 * kv) / t + h) + norm;
+  }
+  double gate = m->ffn_act == WL_ACT_SWIGLU ? 3 : 2;
+  if (wl__is_moe_layer(m, layer)) {
+    double ef = m->moe.expert_ffn_hidden;
+    p->mlp = h * m->moe.experts + norm; /* router (replicated) */
+    p->mlp += gate * h * (m->moe.shared_experts * ef) / t;
+    p->expert = (double)m->moe.experts / ep * gate * h * ef / t;
+  } else {
+    double f = m->ffn_hidden;
+    p->mlp = gate * h * f / t + bias * (f / t + h) + norm;
+  }
+}
+
+double wl__embedding_params(const wl_model *m, int tp)
+{
+  double e = (double)wl__vocab_padded(m, tp) / tp * m->hidden;
+  if (gpt_style(m))
+    e += (double)m->seq_len * m->hidden;
+  return e;
+}
+
+double wl__output_params(const wl_model *m, int tp, int pp)
+{
+  double norm = gpt_style(m) ? 2.0 * m->hidden : m->hidden;
+  double out = (double)wl__vocab_padded(m, tp) / tp * m->hidden;
+  if (m->tie_embeddings && pp == 1)
+    out = 0; /* the embedding's weight, counted there */
+  return norm + out;
+}
+
+double wl_model_params(const wl_model *m)
+{
+  double p = 0;
+  for (int l = 0; l < m->layers; l++) {
+    wl__params lp;
+    wl__layer_params(m, 1, 1, l, &lp);
+    p += lp.attn + lp.mlp + lp.expert;
+  }
+  /* unpadded vocabulary for the model's own size */
+  double e = (double)m->vocab * m->hidden + (gpt_style(m) ? (double)m->seq_len * m->hidden : 0);
+  p += e + (gpt_style(m) ? 2.0 : 1.0) * m->hidden;
+  if (!m->tie_embeddings)
+    p += (double)m->vocab * m->hidden;
+  return p;
+}
