@@ -180,18 +180,25 @@ typedef struct an_case_result {
   double measured, predicted; /* tokens/s per GPU */
   double error;               /* predicted / measured - 1 */
   double measured_step_s, predicted_step_s;
+  int rc;                     /* 0, or the ST_E* code of a failed prediction */
+  char msg[256];              /* why it failed: "case 'x': ..." */
 } an_case_result;
 
-/* Run every case, each in its own child process, at most jobs at once.
- * res has n entries.  The first failing case (in case order) is the error:
- * "case 'x': ...". */
+/* Run every case, each in its own child process, at most jobs at once, each
+ * given at most timeout_s seconds (0: no limit).  res has n entries; a case
+ * that fails has res[i].rc and res[i].msg set and the others still run.
+ * Returns 0 when every case was predicted, else the first failure's code
+ * with its message in err. */
 int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
                     const plat_compute_params *overrides, int num_overrides, int jobs,
-                    an_case_result *res, st_err *err);
-/* Median and largest |error| of n results (n >= 1). */
-void an_validate_stats(const an_case_result *res, int n, double *median_abs, double *max_abs);
+                    int timeout_s, an_case_result *res, st_err *err);
+/* Median and largest |error| over the predicted results (rc == 0); returns
+ * their count (NaN statistics when 0). */
+int an_validate_stats(const an_case_result *res, int n, double *median_abs, double *max_abs);
 /* Text table (people) or one JSON object {"cases":[{"name","measured",
- * "predicted","error"}...],"count","median_abs_error","max_abs_error"}. */
+ * "predicted","error"}...],"count","median_abs_error","max_abs_error"}; a
+ * failed case has "predicted" and "error" null and a "failure" message, and
+ * count is the number of cases predicted. */
 void an_validate_print(const an_case *cases, const an_case_result *res, int n, FILE *out);
 void an_validate_print_json(const an_case *cases, const an_case_result *res, int n, FILE *out);
 
@@ -202,7 +209,8 @@ void an_validate_print_json(const an_case *cases, const an_case_result *res, int
  * the other cases of its group (least squares of log(predicted / measured),
  * searched in steps of 0.001 within the grid) and the case predicted with it:
  * loo[c] (its result) and loo_eff[c].  fit_eff[g] is the fit on the whole
- * group g (groups numbered 0..ngroups-1). */
+ * group g (groups numbered 0..ngroups-1).  A case that failed at some grid
+ * point is left out of every fit and keeps that failure in loo[c]. */
 void an_validate_loo(const an_case_result *pred, int ncases, const double *grid, int ngrid,
                      const int *group, int ngroups, double *fit_eff, double *loo_eff,
                      an_case_result *loo);

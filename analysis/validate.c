@@ -227,7 +227,7 @@ typedef struct child {
 } child;
 
 static int start_child(const an_case *c, an_predict_fn fn, const plat_compute_params *ov,
-                       int nov, child *ch, st_err *err)
+                       int nov, int timeout_s, child *ch, st_err *err)
 {
   int fds[2];
   if (pipe(fds))
@@ -245,6 +245,8 @@ static int start_child(const an_case *c, an_predict_fn fn, const plat_compute_pa
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
       signal(sigs[i], SIG_DFL);
     close(fds[0]);
+    if (timeout_s > 0)
+      alarm((unsigned)timeout_s); /* SIGALRM ends the child: finish_child names it */
     child_msg m;
     memset(&m, 0, sizeof m);
     st_err e = {0};
@@ -269,7 +271,8 @@ static int start_child(const an_case *c, an_predict_fn fn, const plat_compute_pa
 }
 
 /* Read a child's answer and reap it. */
-static int finish_child(const an_case *c, child *ch, an_case_result *r, st_err *err)
+static int finish_child(const an_case *c, child *ch, int timeout_s, an_case_result *r,
+                        st_err *err)
 {
   child_msg m;
   char *p = (char *)&m;
@@ -284,6 +287,9 @@ static int finish_child(const an_case *c, child *ch, an_case_result *r, st_err *
   int status = 0;
   waitpid(ch->pid, &status, 0);
   if (got != sizeof m) {
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+      return st_err_set(err, ST_ESIM, "case '%s': no prediction within %d s", c->name,
+                        timeout_s);
     if (WIFSIGNALED(status))
       return st_err_set(err, ST_ESIM, "case '%s': the prediction crashed (signal %d)", c->name,
                         WTERMSIG(status));
@@ -305,7 +311,7 @@ static int finish_child(const an_case *c, child *ch, an_case_result *r, st_err *
 
 int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
                     const plat_compute_params *overrides, int num_overrides, int jobs,
-                    an_case_result *res, st_err *err)
+                    int timeout_s, an_case_result *res, st_err *err)
 {
   if (jobs < 1)
     jobs = 1;
@@ -317,16 +323,25 @@ int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
   for (int i = 0; i < n; i++) {
     /* keep up to `jobs` children running ahead of the one read next */
     while (started < n && started < i + jobs && !rc) {
-      rc = start_child(&cases[started], fn, overrides, num_overrides, &kids[started], err);
+      rc = start_child(&cases[started], fn, overrides, num_overrides, timeout_s, &kids[started],
+                       err);
       if (!rc)
         started++;
     }
     if (i >= started) /* starting failed: every started child has been read */
       break;
     st_err e = {0};
-    int r = finish_child(&cases[i], &kids[i], &res[i], &e);
-    if (r && !first.code)
-      first = e;
+    memset(&res[i], 0, sizeof res[i]);
+    res[i].measured = cases[i].measured;
+    res[i].measured_step_s = cases[i].measured_step_s;
+    res[i].predicted = res[i].error = res[i].predicted_step_s = NAN;
+    int r = finish_child(&cases[i], &kids[i], timeout_s, &res[i], &e);
+    if (r) {
+      res[i].rc = r;
+      snprintf(res[i].msg, sizeof res[i].msg, "%s", e.msg);
+      if (!first.code)
+        first = e;
+    }
   }
   free(kids);
   if (rc)
@@ -345,25 +360,30 @@ static int cmp_double(const void *a, const void *b)
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-void an_validate_stats(const an_case_result *res, int n, double *median_abs, double *max_abs)
+int an_validate_stats(const an_case_result *res, int n, double *median_abs, double *max_abs)
 {
   double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
   double mx = 0;
+  int k = 0;
   for (int i = 0; i < n; i++) {
+    if (res[i].rc)
+      continue;
     double a = fabs(res[i].error);
     if (v)
-      v[i] = a;
+      v[k] = a;
+    k++;
     if (a > mx)
       mx = a;
   }
   double med = NAN;
-  if (v && n > 0) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  if (v && k > 0) {
+    qsort(v, (size_t)k, sizeof *v, cmp_double);
+    med = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
   }
   free(v);
   *median_abs = med;
-  *max_abs = n > 0 ? mx : NAN;
+  *max_abs = k > 0 ? mx : NAN;
+  return k;
 }
 
 void an_validate_print(const an_case *cases, const an_case_result *res, int n, FILE *out)
@@ -376,7 +396,7 @@ void an_validate_print(const an_case *cases, const an_case_result *res, int n, F
           "step meas.", "step pred.");
   fprintf(out, "%-*s  %12s  %12s  %8s  %10s  %10s\n", w, "", "tokens/s/GPU", "tokens/s/GPU", "",
           "s", "s");
-  int worst = 0;
+  int worst = -1, failed = 0;
   for (int i = 0; i < n; i++) {
     const an_case_result *r = &res[i];
     char ms[32];
@@ -384,16 +404,42 @@ void an_validate_print(const an_case *cases, const an_case_result *res, int n, F
       snprintf(ms, sizeof ms, "-");
     else
       snprintf(ms, sizeof ms, "%.4g", r->measured_step_s);
+    if (r->rc) {
+      fprintf(out, "%-*s  %12.1f  %12s  %8s  %10s  %10s\n", w, cases[i].name, r->measured,
+              "failed", "", ms, "-");
+      failed++;
+      continue;
+    }
     fprintf(out, "%-*s  %12.1f  %12.1f  %+7.2f%%  %10s  %10.4g\n", w, cases[i].name, r->measured,
             r->predicted, 100 * r->error, ms, r->predicted_step_s);
-    if (fabs(r->error) > fabs(res[worst].error))
+    if (worst < 0 || fabs(r->error) > fabs(res[worst].error))
       worst = i;
   }
   double med, mx;
-  an_validate_stats(res, n, &med, &mx);
-  fprintf(out, "\n%d case%s: median |error| %.2f%%, max |error| %.2f%% (%s)\n", n,
-          n == 1 ? "" : "s", 100 * med, 100 * mx, n ? cases[worst].name : "-");
+  int k = an_validate_stats(res, n, &med, &mx);
+  fprintf(out, "\n%d case%s: median |error| %.2f%%, max |error| %.2f%% (%s)\n", k,
+          k == 1 ? "" : "s", 100 * med, 100 * mx, worst >= 0 ? cases[worst].name : "-");
+  if (failed)
+    fprintf(out, "%d case%s not predicted:\n", failed, failed == 1 ? "" : "s");
+  for (int i = 0; i < n; i++)
+    if (res[i].rc)
+      fprintf(out, "  %s\n", res[i].msg);
   fprintf(out, "error = predicted / measured - 1, in per-GPU throughput\n");
+}
+
+static void json_str(FILE *out, const char *s)
+{
+  fputc('"', out);
+  for (const char *p = s; *p; p++) {
+    unsigned char ch = (unsigned char)*p;
+    if (ch == '"' || ch == '\\')
+      fprintf(out, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(out, "\\u%04x", ch);
+    else
+      fputc(ch, out);
+  }
+  fputc('"', out);
 }
 
 void an_validate_print_json(const an_case *cases, const an_case_result *res, int n, FILE *out)
@@ -401,24 +447,24 @@ void an_validate_print_json(const an_case *cases, const an_case_result *res, int
   fprintf(out, "{\"cases\":[");
   for (int i = 0; i < n; i++) {
     fprintf(out, "%s{\"name\":", i ? "," : "");
-    /* names come from files: escape what JSON needs */
-    fputc('"', out);
-    for (const char *p = cases[i].name; *p; p++) {
-      unsigned char ch = (unsigned char)*p;
-      if (ch == '"' || ch == '\\')
-        fprintf(out, "\\%c", ch);
-      else if (ch < 0x20)
-        fprintf(out, "\\u%04x", ch);
-      else
-        fputc(ch, out);
+    json_str(out, cases[i].name);
+    if (res[i].rc) {
+      fprintf(out, ",\"measured\":%.10g,\"predicted\":null,\"error\":null,\"failure\":",
+              res[i].measured);
+      json_str(out, res[i].msg);
+      fputc('}', out);
+      continue;
     }
-    fputc('"', out);
     fprintf(out, ",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g}", res[i].measured,
             res[i].predicted, res[i].error);
   }
   double med, mx;
-  an_validate_stats(res, n, &med, &mx);
-  fprintf(out, "],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", n, med, mx);
+  int k = an_validate_stats(res, n, &med, &mx);
+  if (k)
+    fprintf(out, "],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", k, med,
+            mx);
+  else
+    fprintf(out, "],\"count\":0,\"median_abs_error\":null,\"max_abs_error\":null}\n");
 }
 
 /* ---- leave-one-out calibration ------------------------------------------ */
@@ -444,6 +490,14 @@ static an_case_result at_eff(const an_case_result *pred, int c, const double *gr
   return r;
 }
 
+static int predicted_all(const an_case_result *pred, int c, int ngrid)
+{
+  for (int j = 0; j < ngrid; j++)
+    if (pred[(size_t)c * ngrid + j].rc)
+      return 0;
+  return 1;
+}
+
 /* gemm_eff minimising the squared log errors of the cases of group g, leaving out `skip`. */
 static double fit_group(const an_case_result *pred, int ncases, const double *grid, int ngrid,
                         const int *group, int g, int skip)
@@ -455,7 +509,7 @@ static double fit_group(const an_case_result *pred, int ncases, const double *gr
     double cost = 0;
     int used = 0;
     for (int c = 0; c < ncases; c++) {
-      if (group[c] != g || c == skip)
+      if (group[c] != g || c == skip || !predicted_all(pred, c, ngrid))
         continue;
       an_case_result r = at_eff(pred, c, grid, ngrid, e);
       double l = log(r.predicted / r.measured);
@@ -477,6 +531,16 @@ void an_validate_loo(const an_case_result *pred, int ncases, const double *grid,
   for (int g = 0; g < ngroups; g++)
     fit_eff[g] = fit_group(pred, ncases, grid, ngrid, group, g, -1);
   for (int c = 0; c < ncases; c++) {
+    if (!predicted_all(pred, c, ngrid)) {
+      /* keep the failure of the first grid point that failed */
+      for (int j = 0; j < ngrid; j++)
+        if (pred[(size_t)c * ngrid + j].rc) {
+          loo[c] = pred[(size_t)c * ngrid + j];
+          break;
+        }
+      loo_eff[c] = NAN;
+      continue;
+    }
     loo_eff[c] = fit_group(pred, ncases, grid, ngrid, group, group[c], c);
     loo[c] = at_eff(pred, c, grid, ngrid, loo_eff[c]);
   }

@@ -8,7 +8,8 @@
  *   "A=a,B=b"      step = a / gemm_eff + b (gemm_eff from the override, else 0.5),
  *                  tokens/s/GPU = 1000 / step
  *   "fail"         return an input error
- *   "crash"        die of SIGSEGV */
+ *   "crash"        die of SIGSEGV
+ *   "sleep"        take 30 s (to be stopped by the time limit) */
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -43,6 +44,8 @@ static int fake_predict(const an_case *c, const plat_compute_params *ov, int nov
     return st_err_set(err, ST_EINPUT, "layout 'fail': key 'x' is unknown");
   if (!strcmp(c->layout, "crash"))
     raise(SIGSEGV);
+  if (!strcmp(c->layout, "sleep"))
+    sleep(30);
   return st_err_set(err, ST_EINPUT, "fake predictor: layout '%s' not understood", c->layout);
 }
 
@@ -118,7 +121,7 @@ static void test_run__errors_stats_and_json_match_hand_values(void **state)
   assert_string_equal(cases[1].name, "beta");
   assert_string_equal(cases[0].model_json, "{\"layers\":2}");
   an_case_result res[3];
-  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 2, res, &err), 0);
+  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 2, 0, res, &err), 0);
   assert_true(fabs(res[0].error - 0.01) < 1e-12);
   assert_true(fabs(res[1].error + 0.03) < 1e-12);
   assert_true(fabs(res[2].predicted - 51) < 1e-9);
@@ -134,7 +137,7 @@ static void test_run__errors_stats_and_json_match_hand_values(void **state)
                             "\"max_abs_error\":0.03}\n");
   /* a second run gives the same bytes */
   an_case_result res2[3];
-  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 1, res2, &err), 0);
+  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 1, 0, res2, &err), 0);
   char *json2 = capture(an_validate_print_json, cases, res2, n);
   assert_string_equal(json, json2);
   char *text = capture(an_validate_print, cases, res, n);
@@ -174,10 +177,34 @@ static void test_run__failing_and_crashing_cases_are_named(void **state)
   st_err err = {0};
   assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
   an_case_result res[3];
-  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 3, res, &err), ST_EINPUT);
+  /* every case runs; the first failure is the error; the others are kept */
+  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 3, 0, res, &err), ST_EINPUT);
   assert_string_equal(err.msg, "case 'bad': layout 'fail': key 'x' is unknown");
-  assert_int_equal(an_validate_run(cases + 2, 1, fake_predict, NULL, 0, 1, res, &err), ST_ESIM);
-  assert_string_equal(err.msg, "case 'boom': the prediction crashed (signal 11)");
+  assert_int_equal(res[0].rc, 0);
+  assert_int_equal(res[1].rc, ST_EINPUT);
+  assert_int_equal(res[2].rc, ST_ESIM);
+  assert_string_equal(res[2].msg, "case 'boom': the prediction crashed (signal 11)");
+  double med, mx;
+  assert_int_equal(an_validate_stats(res, n, &med, &mx), 1);
+  char *json = capture(an_validate_print_json, cases, res, n);
+  assert_string_equal(json,
+                      "{\"cases\":[{\"name\":\"ok\",\"measured\":100,\"predicted\":100,\"error\":0},"
+                      "{\"name\":\"bad\",\"measured\":100,\"predicted\":null,\"error\":null,"
+                      "\"failure\":\"case 'bad': layout 'fail': key 'x' is unknown\"},"
+                      "{\"name\":\"boom\",\"measured\":100,\"predicted\":null,\"error\":null,"
+                      "\"failure\":\"case 'boom': the prediction crashed (signal 11)\"}],"
+                      "\"count\":1,\"median_abs_error\":0,\"max_abs_error\":0}\n");
+  free(json);
+  char *text = capture(an_validate_print, cases, res, n);
+  assert_non_null(strstr(text, "2 cases not predicted:\n  case 'bad': layout 'fail'"));
+  free(text);
+  an_cases_free(cases, n);
+  /* a prediction over its time limit is stopped and named */
+  clear_dir();
+  write_case("a.json", "slow", "sleep", 100);
+  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
+  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 1, 1, res, &err), ST_ESIM);
+  assert_string_equal(err.msg, "case 'slow': no prediction within 1 s");
   an_cases_free(cases, n);
 }
 
@@ -264,7 +291,7 @@ static void test_loo__recovers_true_efficiency_per_group(void **state)
   memset(&ov, 0, sizeof ov);
   for (int j = 0; j < 4; j++) {
     ov.gemm_eff = grid[j];
-    assert_int_equal(an_validate_run(cases, n, fake_predict, &ov, 1, 2, res, &err), 0);
+    assert_int_equal(an_validate_run(cases, n, fake_predict, &ov, 1, 2, 0, res, &err), 0);
     for (int c = 0; c < n; c++)
       pred[c * 4 + j] = res[c];
   }
@@ -294,7 +321,7 @@ static void test_loo__recovers_true_efficiency_per_group(void **state)
   assert_int_equal(an_cases_load(tmpdir, &cases, &nc, &err), 0);
   for (int j = 0; j < 4; j++) {
     ov.gemm_eff = grid[j];
-    assert_int_equal(an_validate_run(cases, 3, fake_predict, &ov, 1, 1, res, &err), 0);
+    assert_int_equal(an_validate_run(cases, 3, fake_predict, &ov, 1, 1, 0, res, &err), 0);
     for (int c = 0; c < 3; c++)
       pred[c * 4 + j] = res[c];
   }

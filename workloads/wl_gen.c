@@ -322,6 +322,12 @@ static long attn_kernel(gen *g, const char *name, double sq, double sk, double s
   op.flags = g->flags;
   double exec = 0.5 * full * share; /* causal: half the score matrix */
   op.flops = bwd ? 2.5 * exec : exec;
+  /* shape for the compute model (workload.h): queries, keys, head dim, b x heads */
+  op.m = i32(sq);
+  op.n = i32(sk);
+  op.k = i32(dqk);
+  op.batch = i32(g->b * a);
+  op.flags |= WL_OPF_CAUSAL;
   double io = g->b * (sq * a * dqk + sk * kv * (dqk + dv) + sq * a * dv) * g->ab;
   op.bytes = bwd ? 2 * io : io;
   op.name = nm(g, name);
@@ -330,6 +336,35 @@ static long attn_kernel(gen *g, const char *name, double sq, double sk, double s
   if (!(g->flags & WL_OPF_RECOMPUTE))
     g->conv_model += conv;
   return put_c(g, op);
+}
+
+/* Attention without a fused kernel (flash=0, Megatron-LM before flash
+ * attention): batched GEMMs over the full s x s score matrix, the fused
+ * scale-mask-softmax and the attention dropout as memory-bound passes over
+ * it; backward runs the four gradient GEMMs and both passes' backward.
+ * Convention FLOPs as for the fused kernel. */
+static void attn_unfused(gen *g, int bwd)
+{
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  double sq = g->sl, sk = g->s, ba = g->b * a, scores = ba * sq * sk;
+  if (!bwd) {
+    gemm(g, "attn.qk", sq, sk, dqk, ba, 0);
+    elem(g, "attn.softmax", scores, 2, 5);
+    elem(g, "attn.dropout", scores, 2.5, 2);
+    gemm(g, "attn.av", sq, dv, sk, ba, 0);
+  } else {
+    gemm(g, "attn.av.dgrad", sq, sk, dv, ba, 0);
+    gemm(g, "attn.av.wgrad", sk, dv, sq, ba, 0);
+    elem(g, "attn.dropout.bwd", scores, 2.5, 1);
+    elem(g, "attn.softmax.bwd", scores, 3, 4);
+    gemm(g, "attn.qk.dgrad", sq, dqk, sk, ba, 0);
+    gemm(g, "attn.qk.wgrad", sk, dqk, sq, ba, 0);
+  }
+  double conv = (bwd ? 2 : 1) * 2 * g->b * sq * sk * a * (dqk + dv);
+  g->conv_hw += conv;
+  if (!(g->flags & WL_OPF_RECOMPUTE))
+    g->conv_model += conv;
 }
 
 static long p2p(gen *g, int stream, int kind, int role, int peer, int tag, double bytes,
@@ -346,6 +381,10 @@ static long p2p(gen *g, int stream, int kind, int role, int peer, int tag, doubl
 static void attn_fwd(gen *g)
 {
   int cp = g->l->cp;
+  if (cp == 1 && !g->l->flash) {
+    attn_unfused(g, 0);
+    return;
+  }
   if (cp == 1) {
     attn_kernel(g, "attn", g->sl, g->s, 1, 0);
     return;
@@ -372,6 +411,10 @@ static void attn_fwd(gen *g)
 static void attn_bwd(gen *g)
 {
   int cp = g->l->cp;
+  if (cp == 1 && !g->l->flash) {
+    attn_unfused(g, 1);
+    return;
+  }
   if (cp == 1) {
     attn_kernel(g, "attn.bwd", g->sl, g->s, 1, 1);
     return;

@@ -15,15 +15,17 @@
 static void usage(FILE *out)
 {
   fprintf(out,
-          "usage: simtrain validate [DIR] [--json] [-j N] [--fit]\n\n"
+          "usage: simtrain validate [DIR] [--json] [-j N] [--timeout S] [--fit]\n\n"
           "Predict every case of the validation set (DIR, default " DEFAULT_DIR "): one\n"
           "published training run per file, bench/validation/README.md.  Prints measured and\n"
           "predicted tokens/s per GPU and the signed error (predicted / measured - 1) per\n"
-          "case, then the count, the median |error| and the largest |error|.\n\n"
+          "case, then the count, the median |error| and the largest |error|.  Cases that\n"
+          "cannot be predicted are listed and make the exit status 3 (2: bad input).\n\n"
           "options:\n"
           "  --json      one JSON object: {\"cases\":[{\"name\",\"measured\",\"predicted\",\n"
           "              \"error\"}...],\"count\",\"median_abs_error\",\"max_abs_error\"}\n"
           "  -j N        predict N cases at once (each in its own process; default 1)\n"
+          "  --timeout S give each prediction at most S seconds (default: no limit)\n"
           "  --fit       leave-one-out calibration of the GEMM efficiency per device: each\n"
           "              case predicted with the value fitted on the other cases of its\n"
           "              device (docs/calibration.md)\n"
@@ -33,7 +35,7 @@ static void usage(FILE *out)
 static const double fit_grid[] = {0.60, 0.70, 0.80, 0.90, 1.00};
 #define FIT_NGRID ((int)(sizeof fit_grid / sizeof fit_grid[0]))
 
-static int run_fit(const an_case *cases, int n, int jobs, int json, st_err *err)
+static int run_fit(const an_case *cases, int n, int jobs, int timeout_s, int json, st_err *err)
 {
   /* device of each case, groups in order of first appearance */
   char (*devices)[48] = calloc((size_t)n, sizeof *devices);
@@ -68,26 +70,33 @@ static int run_fit(const an_case *cases, int n, int jobs, int json, st_err *err)
   for (int j = 0; j < FIT_NGRID && !rc; j++) {
     for (int g = 0; g < ngroups; g++)
       ov[g].gemm_eff = fit_grid[j];
-    rc = an_validate_run(cases, n, an_predict_generated, ov, ngroups, jobs, res, err);
-    for (int c = 0; c < n && !rc; c++)
+    int r = an_validate_run(cases, n, an_predict_generated, ov, ngroups, jobs, timeout_s, res, err);
+    if (r == ST_ENOMEM || r == ST_EIO) {
+      rc = r;
+      goto out;
+    }
+    for (int c = 0; c < n; c++)
       pred[(size_t)c * FIT_NGRID + j] = res[c];
   }
-  if (rc)
-    goto out;
   an_validate_loo(pred, n, fit_grid, FIT_NGRID, group, ngroups, fit, loo_eff, loo);
   double med, mx;
-  an_validate_stats(loo, n, &med, &mx);
+  int k = an_validate_stats(loo, n, &med, &mx);
   if (json) {
     printf("{\"fit\":[");
     for (int g = 0; g < ngroups; g++)
       printf("%s{\"device\":\"%s\",\"gemm_eff\":%.3f}", g ? "," : "", devices[g], fit[g]);
     printf("],\"cases\":[");
     for (int c = 0; c < n; c++)
-      printf("%s{\"name\":\"%s\",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g,"
-             "\"gemm_eff\":%.3f}",
-             c ? "," : "", cases[c].name, loo[c].measured, loo[c].predicted, loo[c].error,
-             loo_eff[c]);
-    printf("],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", n, med, mx);
+      if (loo[c].rc)
+        printf("%s{\"name\":\"%s\",\"measured\":%.10g,\"predicted\":null,\"error\":null,"
+               "\"gemm_eff\":null}",
+               c ? "," : "", cases[c].name, loo[c].measured);
+      else
+        printf("%s{\"name\":\"%s\",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g,"
+               "\"gemm_eff\":%.3f}",
+               c ? "," : "", cases[c].name, loo[c].measured, loo[c].predicted, loo[c].error,
+               loo_eff[c]);
+    printf("],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", k, med, mx);
   } else {
     printf("gemm_eff fitted per device (least squares of log(predicted / measured), grid %.2f "
            "to %.2f):\n",
@@ -96,11 +105,16 @@ static int run_fit(const an_case *cases, int n, int jobs, int json, st_err *err)
       printf("  %-20s %.3f\n", devices[g], fit[g]);
     printf("\nleave-one-out: each case predicted with gemm_eff fitted without it\n\n");
     an_validate_print(cases, loo, n, stdout);
-    printf("\ngemm_eff used per case:");
+    printf("\ngemm_eff fitted without each case:\n");
     for (int c = 0; c < n; c++)
-      printf("%s %s=%.3f", c ? "," : "", cases[c].name, loo_eff[c]);
-    printf("\n");
+      if (!loo[c].rc)
+        printf("  %-28s %.3f\n", cases[c].name, loo_eff[c]);
   }
+  for (int c = 0; c < n && !rc; c++)
+    if (loo[c].rc) {
+      rc = loo[c].rc;
+      st_err_set(err, rc, "%s", loo[c].msg);
+    }
 out:
   free(devices);
   free(group);
@@ -118,7 +132,7 @@ const char cmd_validate_help[] = "predict the published runs of the validation s
 int cmd_validate(int argc, char **argv)
 {
   const char *dir = NULL;
-  int json = 0, fit = 0, jobs = 1;
+  int json = 0, fit = 0, jobs = 1, timeout_s = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       usage(stdout);
@@ -135,6 +149,14 @@ int cmd_validate(int argc, char **argv)
       if (*end || v < 1 || v > 256)
         return cli_usage_error("validate", "-j '%s' is not a number from 1 to 256", argv[i]);
       jobs = (int)v;
+    } else if (!strcmp(argv[i], "--timeout")) {
+      char *end;
+      if (i + 1 >= argc)
+        return cli_usage_error("validate", "--timeout needs a number of seconds");
+      long v = strtol(argv[++i], &end, 10);
+      if (*end || v < 1 || v > 1000000)
+        return cli_usage_error("validate", "--timeout '%s' is not a number of seconds", argv[i]);
+      timeout_s = (int)v;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return cli_usage_error("validate", "unknown option '%s'", argv[i]);
     } else if (dir) {
@@ -152,12 +174,14 @@ int cmd_validate(int argc, char **argv)
     return cli_fail(&err);
   int rc;
   if (fit) {
-    rc = run_fit(cases, n, jobs, json, &err);
+    rc = run_fit(cases, n, jobs, timeout_s, json, &err);
   } else {
     an_case_result *res = calloc((size_t)n, sizeof *res);
-    rc = res ? an_validate_run(cases, n, an_predict_generated, NULL, 0, jobs, res, &err)
+    rc = res ? an_validate_run(cases, n, an_predict_generated, NULL, 0, jobs, timeout_s, res,
+                               &err)
              : st_err_set(&err, ST_ENOMEM, "out of memory");
-    if (!rc) {
+    /* failed predictions are part of the report; only a failure to run stops it */
+    if (res && rc != ST_ENOMEM && rc != ST_EIO) {
       if (json)
         an_validate_print_json(cases, res, n, stdout);
       else

@@ -1,0 +1,176 @@
+/* test_compute_measured.c — the compute model against kernels timed on a GPU.
+ *
+ * platforms/measure/<device>.json tables are written by
+ * platforms/measure/measure_kernels.py (PyTorch on the device).  For every
+ * table present, each row becomes a workload op with the same shape and the
+ * model's time is compared with the measured one, per kind of kernel:
+ *
+ *   kind                    rows          median |error|   max |error|
+ *   GEMM bf16 and fp8       >= 10 GFLOP   <= 15%           <= 40%
+ *   attention (fused)       all           <= 20%           <= 50%
+ *   copy, layernorm         >= 16 MiB     <= 15%           <= 30%
+ *
+ * (error = predicted / measured - 1).  Smaller kernels are printed but not
+ * held to a bound: their time is mostly launch and tail effects.  Without a
+ * table the test skips. */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "platform.h"
+
+#define MEASURE_DIR ST_SOURCE_DIR "/platforms/measure"
+
+/* A preset holding each device, to get its peak figures from the platform library. */
+static const char *preset_for(const char *device)
+{
+  static const struct {
+    const char *device, *preset;
+  } map[] = {{"H200", "hgx-h200:1"}, {"H100-SXM", "dgx-h100:1"}, {"A100-SXM4-80GB", "dgx-a100:1"}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(map[i].device, device))
+      return map[i].preset;
+  return NULL;
+}
+
+enum { K_GEMM, K_ATTN, K_MEM, K_COUNT };
+static const char *const kind_names[K_COUNT] = {"GEMM", "attention", "memory-bound"};
+static const double med_bound[K_COUNT] = {0.15, 0.20, 0.15};
+static const double max_bound[K_COUNT] = {0.40, 0.50, 0.30};
+
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static double num(const cJSON *row, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const char *str(const cJSON *row, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static int check_table(const char *path)
+{
+  char *text = NULL;
+  size_t len;
+  st_err err = {0};
+  assert_int_equal(st_file_read_all(path, &text, &len, &err), 0);
+  cJSON *root = cJSON_Parse(text);
+  free(text);
+  assert_non_null(root);
+  const char *device = str(root, "device");
+  const char *preset = preset_for(device);
+  if (!preset) {
+    printf("%s: device '%s' has no preset here, not compared\n", path, device);
+    cJSON_Delete(root);
+    return 0;
+  }
+  plat_cluster *cl = NULL;
+  assert_int_equal(plat_cluster_load(preset, &cl, &err), 0);
+  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows");
+  int nrows = cJSON_GetArraySize(rows);
+  double *errs[K_COUNT];
+  int nerr[K_COUNT] = {0};
+  for (int k = 0; k < K_COUNT; k++)
+    errs[k] = calloc((size_t)nrows + 1, sizeof(double));
+  const cJSON *row;
+  cJSON_ArrayForEach(row, rows)
+  {
+    const char *kind = str(row, "kind"), *dtype = str(row, "dtype");
+    wl_op op = wl_op_compute(0, -1);
+    op.m = (int32_t)num(row, "m");
+    op.n = (int32_t)num(row, "n");
+    op.k = (int32_t)num(row, "k");
+    op.batch = (int32_t)num(row, "batch");
+    op.flops = num(row, "flops");
+    op.bytes = num(row, "bytes");
+    op.dtype = (uint8_t)(!strcmp(dtype, "fp8") ? WL_DTYPE_FP8 : WL_DTYPE_BF16);
+    op.phase = (uint8_t)(!strcmp(str(row, "phase"), "backward") ? WL_PHASE_BACKWARD
+                                                                   : WL_PHASE_FORWARD);
+    int k;
+    int held;
+    if (!strcmp(kind, "gemm")) {
+      op.sub = WL_CLASS_GEMM;
+      k = K_GEMM;
+      held = op.flops >= 1e10;
+    } else if (!strcmp(kind, "attention")) {
+      op.sub = WL_CLASS_ATTENTION;
+      if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row, "causal")))
+        op.flags = WL_OPF_CAUSAL;
+      k = K_ATTN;
+      held = 1;
+    } else {
+      op.sub = WL_CLASS_ELEMENTWISE;
+      k = K_MEM;
+      held = op.bytes >= 16.0 * 1024 * 1024;
+    }
+    double meas = num(row, "time_s"), pred = plat_compute_time(&cl->device, &op);
+    double e = pred / meas - 1;
+    if (held && isfinite(e))
+      errs[k][nerr[k]++] = fabs(e);
+  }
+  int bad = 0;
+  for (int k = 0; k < K_COUNT; k++) {
+    if (!nerr[k])
+      continue;
+    qsort(errs[k], (size_t)nerr[k], sizeof(double), cmp_double);
+    double med = nerr[k] % 2 ? errs[k][nerr[k] / 2]
+                             : 0.5 * (errs[k][nerr[k] / 2 - 1] + errs[k][nerr[k] / 2]);
+    double mx = errs[k][nerr[k] - 1];
+    printf("%s %-13s %4d rows: median |error| %5.1f%% (bound %.0f%%), max %5.1f%% (bound %.0f%%)\n",
+           device, kind_names[k], nerr[k], 100 * med, 100 * med_bound[k], 100 * mx,
+           100 * max_bound[k]);
+    if (med > med_bound[k] || mx > max_bound[k])
+      bad = 1;
+    free(errs[k]);
+  }
+  plat_cluster_destroy(cl);
+  cJSON_Delete(root);
+  return bad;
+}
+
+static void test_measured__model_within_bounds_of_timed_kernels(void **state)
+{
+  (void)state;
+  DIR *d = opendir(MEASURE_DIR);
+  int tables = 0, bad = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (!st_str_ends_with(e->d_name, ".json"))
+      continue;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", MEASURE_DIR, e->d_name);
+    bad |= check_table(path);
+    tables++;
+  }
+  if (d)
+    closedir(d);
+  if (!tables) {
+    printf("no measured kernel tables in platforms/measure (run measure_kernels.py on a GPU)\n");
+    skip();
+  }
+  assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_measured__model_within_bounds_of_timed_kernels),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
