@@ -32,7 +32,7 @@ static void usage(FILE *out)
           "  -h, --help  this help\n");
 }
 
-static const double fit_grid[] = {0.60, 0.70, 0.80, 0.90, 1.00};
+static const double fit_grid[] = {0.60, 0.80, 1.00};
 #define FIT_NGRID ((int)(sizeof fit_grid / sizeof fit_grid[0]))
 
 static int run_fit(const an_case *cases, int n, int jobs, int timeout_s, int json, st_err *err)
