@@ -107,6 +107,14 @@ typedef struct route_entry {
   uint32_t *links; /* link indices */
 } route_entry;
 
+/* One (link, communicator, op) with the bytes its flows put on the link. */
+typedef struct usage_slot {
+  uint32_t link;
+  int32_t comm;
+  uint8_t kind, op, used;
+  double bytes;
+} usage_slot;
+
 typedef struct actor_ctx actor_ctx;
 struct actor_ctx {
   int rank, stream;
@@ -146,6 +154,8 @@ static struct engine {
   sim_map link_index;     /* sg_link_t -> index + 1 */
   sim_map routes;         /* (src gpu, dst gpu) -> route_entry */
   double *link_bytes;     /* bytes each link carried (exact, per flow) */
+  usage_slot *usage;      /* (link, comm, op) -> bytes; open addressing, grows at 50% */
+  size_t usage_cap, usage_len;
   int progress_on, progress_shown;
   struct timespec wall0;
   double last_progress;
@@ -304,8 +314,48 @@ static sg_mailbox_t mailbox_for(int comm, int src, int dst)
   return mb;
 }
 
-/* Add a flow's bytes to every link of its route (routes cached per pair). */
-static void account_flow(int src_gpu, int dst_gpu, double bytes)
+static int usage_grow(void)
+{
+  size_t cap = E.usage_cap ? E.usage_cap * 2 : 1024;
+  usage_slot *t = calloc(cap, sizeof *t);
+  if (!t)
+    return -1;
+  for (size_t i = 0; i < E.usage_cap; i++) {
+    const usage_slot *u = &E.usage[i];
+    if (!u->used)
+      continue;
+    size_t j = (size_t)sim_key4(u->link, (uint32_t)u->comm, u->kind, u->op) & (cap - 1);
+    while (t[j].used)
+      j = (j + 1) & (cap - 1);
+    t[j] = *u;
+  }
+  free(E.usage);
+  E.usage = t;
+  E.usage_cap = cap;
+  return 0;
+}
+
+/* The slot of (link, comm, kind, op), made when new; NULL when out of memory. */
+static usage_slot *usage_slot_for(uint32_t link, int32_t comm, uint8_t kind, uint8_t op)
+{
+  if (2 * (E.usage_len + 1) > E.usage_cap && usage_grow())
+    return NULL;
+  size_t mask = E.usage_cap - 1;
+  for (size_t i = (size_t)sim_key4(link, (uint32_t)comm, kind, op) & mask;; i = (i + 1) & mask) {
+    usage_slot *u = &E.usage[i];
+    if (!u->used) {
+      *u = (usage_slot){link, comm, kind, op, 1, 0.0};
+      E.usage_len++;
+      return u;
+    }
+    if (u->link == link && u->comm == comm && u->kind == kind && u->op == op)
+      return u;
+  }
+}
+
+/* Add a flow's bytes to every link of its route (routes cached per pair),
+ * and to the link's share of communicator comm's op (kind, op). */
+static void account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op)
 {
   if (!E.link_bytes || src_gpu == dst_gpu)
     return;
@@ -334,8 +384,15 @@ static void account_flow(int src_gpu, int dst_gpu, double bytes)
     }
     xbt_dynar_free(&d);
   }
-  for (uint32_t i = 0; i < re->n; i++)
+  for (uint32_t i = 0; i < re->n; i++) {
     E.link_bytes[re->links[i]] += bytes;
+    usage_slot *u = usage_slot_for(re->links[i], comm, (uint8_t)kind, (uint8_t)op);
+    if (!u) {
+      fail(ST_ENOMEM, "out of memory counting link usage");
+      return;
+    }
+    u->bytes += bytes;
+  }
 }
 
 /* ---- cross-stream waits -------------------------------------------------- */
@@ -456,7 +513,7 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
       sg_actor_sleep_for(rd->pre_s);
     for (uint32_t i = 0; i < rd->nsend; i++) {
       const sim_xfer *x = &sched->xfers[rd->send_first + i];
-      account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes);
+      account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes, c, WL_OP_COLL, op->sub);
       comms[k++] = sg_mailbox_put_async(mailbox_for(c, m, x->peer), &E.dummy_payload,
                                         (long)llround(x->bytes));
     }
@@ -605,7 +662,7 @@ static void run_p2p(int rank, const wl_op *op)
   }
   acct(rank, 0, 1, 0);
   if (is_send) {
-    account_flow(cm->ranks[src], cm->ranks[dst], bytes);
+    account_flow(cm->ranks[src], cm->ranks[dst], bytes, c, WL_OP_SEND, 0);
     sg_mailbox_put(ps->mb, &E.dummy_payload, (long)llround(bytes));
   } else {
     sg_mailbox_get(ps->mb);
@@ -861,21 +918,59 @@ static void describe_deadlock(void)
   st_buf_release(&b);
 }
 
+/* By link, then most bytes first; ties in a fixed order. */
+static int cmp_usage(const void *a, const void *b)
+{
+  const sim_link_usage *x = a, *y = b;
+  if (x->link != y->link)
+    return x->link < y->link ? -1 : 1;
+  if (x->bytes != y->bytes)
+    return x->bytes > y->bytes ? -1 : 1;
+  if (x->comm != y->comm)
+    return x->comm < y->comm ? -1 : 1;
+  if (x->kind != y->kind)
+    return x->kind < y->kind ? -1 : 1;
+  return (x->op > y->op) - (x->op < y->op);
+}
+
+/* result: the (link, comm, op) shares of the links that made it into r->links
+ * (row[] maps an engine link index to its row, or UINT32_MAX). */
+static void collect_usage(const uint32_t *row, size_t nrow)
+{
+  sim_result *r = E.res;
+  r->link_usage = calloc(E.usage_len + 1, sizeof *r->link_usage);
+  if (!r->link_usage)
+    return;
+  for (size_t i = 0; i < E.usage_cap; i++) {
+    const usage_slot *u = &E.usage[i];
+    if (!u->used || !(u->bytes > 0) || u->link >= nrow || row[u->link] == UINT32_MAX)
+      continue;
+    r->link_usage[r->num_link_usage++] =
+        (sim_link_usage){row[u->link], u->comm, u->kind, u->op, u->bytes};
+  }
+  qsort(r->link_usage, r->num_link_usage, sizeof *r->link_usage, cmp_usage);
+}
+
 static void collect_links(void)
 {
   size_t n = sg_link_count();
   sg_link_t *links = sg_link_list();
   sim_result *r = E.res;
   r->links = calloc(n + 1, sizeof *r->links);
-  if (!r->links) {
+  uint32_t *row = malloc((n + 1) * sizeof *row);
+  if (!r->links || !row) {
+    free(row);
     free(links);
     return;
   }
+  for (size_t i = 0; i < n; i++)
+    row[i] = UINT32_MAX;
   for (size_t i = 0; i < n; i++) {
     uintptr_t v = (uintptr_t)sim_map_get(&E.link_index, (uint64_t)(uintptr_t)links[i]);
     double bytes = v ? E.link_bytes[v - 1] : 0;
     if (!(bytes > 0))
       continue;
+    row[v - 1] = (uint32_t)r->num_links;
     sim_link_stats *l = &r->links[r->num_links++];
     l->name = st_arena_strdup(&r->arena, sg_link_get_name(links[i]));
     l->bandwidth_Bps = sg_link_get_bandwidth(links[i]);
@@ -884,6 +979,8 @@ static void collect_links(void)
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
     l->peak_util = l->bandwidth_Bps > 0 ? sg_link_get_max_instantaneous_load(links[i]) / l->bandwidth_Bps : 0;
   }
+  collect_usage(row, n);
+  free(row);
   free(links);
 }
 
@@ -1079,6 +1176,7 @@ out:
   sim_map_release(&E.link_index);
   sim_map_release(&E.routes);
   free(E.link_bytes);
+  free(E.usage);
   st_arena_release(&E.arena);
   return rc;
 }
@@ -1091,6 +1189,7 @@ void sim_result_destroy(sim_result *r)
   free(r->colls);
   free(r->timeline);
   free(r->links);
+  free(r->link_usage);
   st_arena_release(&r->arena);
   free(r);
 }

@@ -112,6 +112,18 @@ typedef struct sim_link_stats {
   double peak_util; /* largest fraction of bandwidth used at any time */
 } sim_link_stats;
 
+/* Bytes the flows of one communicator's collectives of one kind (or its
+ * send/recv pairs) carried over one link: which collectives used the link.
+ * Only with link_stats; one entry per (link, communicator, op) that moved
+ * bytes, so their bytes add up to the link's. */
+typedef struct sim_link_usage {
+  uint32_t link;  /* index into sim_result.links */
+  int32_t comm;   /* communicator index in the workload */
+  uint8_t kind;   /* WL_OP_COLL, or WL_OP_SEND for send/recv */
+  uint8_t op;     /* wl_coll_op for WL_OP_COLL, else 0 */
+  double bytes;
+} sim_link_usage;
+
 typedef struct sim_result {
   int num_ranks;
   double step_time_s;   /* whole run: largest rank finish time / iterations */
@@ -127,6 +139,8 @@ typedef struct sim_result {
   double wall_s;        /* wall-clock seconds of the simulation */
   uint64_t events;      /* activities simulated */
   st_arena arena;       /* strings owned by the result */
+  sim_link_usage *link_usage; /* by link, then most bytes first (link_stats only) */
+  size_t num_link_usage;
 } sim_result;
 
 int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,

@@ -24,6 +24,8 @@ typedef struct forked_result {
   size_t num_links;
   char (*link_names)[64];
   double *link_bytes;
+  size_t num_link_usage;
+  sim_link_usage *link_usage;
 } forked_result;
 
 static int fr_write_all(int fd, const void *p, size_t n)
@@ -60,6 +62,7 @@ static void forked_result_free(forked_result *f)
   free(f->colls);
   free(f->link_names);
   free(f->link_bytes);
+  free(f->link_usage);
   free(f);
 }
 
@@ -103,6 +106,8 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
         fr_write_all(fds[1], name, sizeof name);
         fr_write_all(fds[1], &r->links[i].bytes, sizeof(double));
       }
+      fr_write_all(fds[1], &r->num_link_usage, sizeof r->num_link_usage);
+      fr_write_all(fds[1], r->link_usage, r->num_link_usage * sizeof *r->link_usage);
     }
     close(fds[1]);
     _exit(0);
@@ -130,6 +135,12 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
       for (size_t i = 0; ok && i < f->num_links; i++)
         ok = !fr_read_all(fds[0], f->link_names[i], sizeof f->link_names[i]) &&
              !fr_read_all(fds[0], &f->link_bytes[i], sizeof(double));
+      ok = ok && !fr_read_all(fds[0], &f->num_link_usage, sizeof f->num_link_usage);
+    }
+    if (ok) {
+      f->link_usage = calloc(f->num_link_usage + 1, sizeof *f->link_usage);
+      ok = f->link_usage &&
+           !fr_read_all(fds[0], f->link_usage, f->num_link_usage * sizeof *f->link_usage);
     }
   }
   close(fds[0]);

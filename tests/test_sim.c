@@ -185,6 +185,97 @@ static void test_contention__shared_link_halves_bandwidth(void **state)
   wl_workload_destroy(wl);
 }
 
+/* Which collectives used each link: three GPUs of one node, all-reduces of
+ * S bytes on x = {0,1} and y = {0,2} and a send of S/2 from GPU 1 to GPU 2
+ * on p = {1,2}, all at once.  A 2-rank all-reduce sends S from each member
+ * (2(n-1) steps of S/n), so GPU 0's port carries S for x and S for y each
+ * way, GPU 1's uplink S for x and S/2 for p, GPU 2's downlink S for y and
+ * S/2 for p.  Per link the shares add up to the link's bytes. */
+static void test_link_usage__bytes_per_communicator_add_up_to_the_link(void **state)
+{
+  (void)state;
+  const char *roles[] = {"x", "y", "p"};
+  const char *streams[] = {"s0", "s1"};
+  double S = 256.0 * (1 << 20);
+  wl_workload *wl = wl_workload_create(3, 3, roles);
+  int p0 = wl_program_add(wl, "gpu0", 2, streams);
+  int p1 = wl_program_add(wl, "gpu1", 2, streams);
+  int p2 = wl_program_add(wl, "gpu2", 2, streams);
+  wl_op ox = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, S), oy = wl_op_coll(1, WL_COLL_ALLREDUCE, 1, S);
+  wl_op snd = wl_op_p2p(1, WL_OP_SEND, 2, 1, 0, S / 2), rcv = wl_op_p2p(1, WL_OP_RECV, 2, 0, 0, S / 2);
+  wl_op oy0 = wl_op_coll(0, WL_COLL_ALLREDUCE, 1, S);
+  wl_program_append(&wl->programs[p0], &ox, NULL, 0);
+  wl_program_append(&wl->programs[p0], &oy, NULL, 0);
+  wl_program_append(&wl->programs[p1], &ox, NULL, 0);
+  wl_program_append(&wl->programs[p1], &snd, NULL, 0);
+  wl_program_append(&wl->programs[p2], &oy0, NULL, 0);
+  wl_program_append(&wl->programs[p2], &rcv, NULL, 0);
+  int32_t x[] = {0, 1}, y[] = {0, 2}, pp[] = {1, 2};
+  int cx = wl_comm_add(wl, "x", WL_COMM_DP, 2, x), cy = wl_comm_add(wl, "y", WL_COMM_DP, 2, y);
+  int cp = wl_comm_add(wl, "p", WL_COMM_PP, 2, pp);
+  wl_rank_set(wl, 0, p0);
+  wl_rank_set(wl, 1, p1);
+  wl_rank_set(wl, 2, p2);
+  wl_rank_set_comm(wl, 0, 0, cx);
+  wl_rank_set_comm(wl, 0, 1, cy);
+  wl_rank_set_comm(wl, 1, 0, cx);
+  wl_rank_set_comm(wl, 1, 2, cp);
+  wl_rank_set_comm(wl, 2, 1, cy);
+  wl_rank_set_comm(wl, 2, 2, cp);
+  st_err err;
+  assert_int_equal(wl_workload_check(wl, &err), 0);
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  if (f->rc)
+    print_error("%s\n", f->msg);
+  assert_int_equal(f->rc, 0);
+  /* link, then (comm, kind, bytes) most bytes first */
+  static const struct {
+    const char *link;
+    int n;
+    int comm[2], kind[2];
+    double share[2]; /* x S */
+  } want[] = {
+      {"nvl-0-up", 2, {0, 1}, {WL_OP_COLL, WL_OP_COLL}, {1, 1}},
+      {"nvl-0-down", 2, {0, 1}, {WL_OP_COLL, WL_OP_COLL}, {1, 1}},
+      {"nvl-1-up", 2, {0, 2}, {WL_OP_COLL, WL_OP_SEND}, {1, 0.5}},
+      {"nvl-1-down", 1, {0, 0}, {WL_OP_COLL, 0}, {1, 0}},
+      {"nvl-2-up", 1, {1, 0}, {WL_OP_COLL, 0}, {1, 0}},
+      {"nvl-2-down", 2, {1, 2}, {WL_OP_COLL, WL_OP_SEND}, {1, 0.5}},
+  };
+  size_t seen = 0;
+  for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+    size_t li = f->num_links;
+    for (size_t i = 0; i < f->num_links; i++)
+      if (!strcmp(f->link_names[i], want[w].link))
+        li = i;
+    if (li == f->num_links) {
+      print_error("link %s not reported\n", want[w].link);
+      fail();
+    }
+    double sum = 0;
+    int k = 0;
+    for (size_t u = 0; u < f->num_link_usage; u++) {
+      const sim_link_usage *lu = &f->link_usage[u];
+      if (lu->link != li)
+        continue;
+      assert_true(k < want[w].n);
+      assert_int_equal(lu->comm, want[w].comm[k]);
+      assert_int_equal(lu->kind, want[w].kind[k]);
+      assert_int_equal(lu->op, want[w].kind[k] == WL_OP_COLL ? WL_COLL_ALLREDUCE : 0);
+      check_rel(lu->bytes, want[w].share[k] * S, 1e-12, want[w].link);
+      sum += lu->bytes;
+      k++;
+      seen++;
+    }
+    assert_int_equal(k, want[w].n);
+    check_rel(sum, f->link_bytes[li], 1e-12, "shares add up to the link's bytes");
+  }
+  assert_int_equal(seen, f->num_link_usage); /* no share on any other link */
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
 /* Two stages, two micro-batches (GPipe forward only):
  *   stage 0: F(1 ms), send, F(1 ms), send
  *   stage 1: recv, F(2 ms), recv, F(2 ms)
@@ -454,6 +545,7 @@ int main(void)
       cmocka_unit_test(test_direct_and_chain__match_closed_forms),
       cmocka_unit_test(test_contention__disjoint_allreduces_do_not_interfere),
       cmocka_unit_test(test_contention__shared_link_halves_bandwidth),
+      cmocka_unit_test(test_link_usage__bytes_per_communicator_add_up_to_the_link),
       cmocka_unit_test(test_pipeline__two_stages_match_hand_critical_path),
       cmocka_unit_test(test_overlap__comm_hidden_under_compute_is_not_exposed),
       cmocka_unit_test(test_waits__random_dags_match_longest_path),
