@@ -10,7 +10,14 @@
  *   /collectives      compound rows (op, communicator, ranks, bytes, start_s,
  *                     end_s, algbw_GBps, busbw_GBps, ...)
  *   /links            compound rows (name, bandwidth, bytes, busy_s, ...)
+ *   /link_usage       compound rows (link, op, comm, comm_kind, bytes): which
+ *                     collectives used each link
+ *   /communicators    compound rows (name, kind, size, first) and
+ *   /communicator_ranks  int32: members of each, from row `first` on
  *   /timeline         compound rows, only with --timeline
+ * Datasets added after the first version (/link_usage, /communicators,
+ * /communicator_ranks, the timeline's `comm` column) are optional when
+ * reading: files written earlier read back with them empty (comm -1).
  * docs/results-format.md documents every field.
  */
 #ifndef AN_ANALYSIS_H
@@ -92,7 +99,27 @@ typedef struct an_timeline_row {
   char name[64];
   double start_s, end_s, bytes, flops;
   int32_t peer; /* send/recv: the peer's global rank; else -1 */
+  int32_t comm; /* collective/send/recv: row in /communicators; else -1 */
 } an_timeline_row;
+
+/* Bytes one communicator's collectives of one op (or its send/recv pairs)
+ * moved over one link. */
+typedef struct an_link_usage_row {
+  int32_t link;       /* row in /links */
+  char op[16];        /* wl_coll_name, or "sendrecv" */
+  char comm[64];
+  char comm_kind[8];
+  double bytes;
+} an_link_usage_row;
+
+/* A communicator of the workload; its members are comm_ranks[first ..
+ * first + size). */
+typedef struct an_comm_row {
+  char name[64];
+  char kind[8];
+  int32_t size;
+  int32_t first;
+} an_comm_row;
 
 typedef struct an_results {
   char *path;
@@ -111,6 +138,12 @@ typedef struct an_results {
   size_t num_links;
   an_timeline_row *timeline;
   size_t num_timeline;
+  an_link_usage_row *link_usage; /* by link, most bytes first; may be empty */
+  size_t num_link_usage;
+  an_comm_row *comms;            /* may be empty (older files) */
+  size_t num_comms;
+  int32_t *comm_ranks;
+  size_t num_comm_ranks;
 } an_results;
 
 int an_results_read(const char *path, an_results **out, st_err *err);

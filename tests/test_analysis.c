@@ -35,6 +35,7 @@ typedef struct fixture {
   sim_rank_stats ranks[4];
   sim_coll_record colls[3];
   sim_link_stats links[2];
+  sim_link_usage usage[3];
   sim_timeline_row tl[6];
   an_summary s;
   an_run_info info;
@@ -117,6 +118,11 @@ static void build_result(fixture *f)
                                   .busbw_GBps = 4.096e-5};
   f->links[0] = (sim_link_stats){"gpu0-up", 300e9, 1e9, 0.5, 0.75};
   f->links[1] = (sim_link_stats){LONG_LINK, 50e9, 2.5e8, 0.125, 1.0};
+  /* link, comm, kind, op, bytes: gpu0-up carried tp-0's all-reduce and
+   * pp-0's send/recv, the long link tp-1's all-reduce */
+  f->usage[0] = (sim_link_usage){0, 0, WL_OP_COLL, WL_COLL_ALLREDUCE, 0.75e9};
+  f->usage[1] = (sim_link_usage){0, 2, WL_OP_SEND, 0, 0.25e9};
+  f->usage[2] = (sim_link_usage){1, 1, WL_OP_COLL, WL_COLL_ALLREDUCE, 2.5e8};
   /* rank, stream, kind, sub, program, op, start, end, bytes, flops */
   f->tl[0] = (sim_timeline_row){0, 0, WL_OP_COMPUTE, 0, 0, 0, 0.0, 0.1, 0, 1e12};
   f->tl[1] = (sim_timeline_row){0, 1, WL_OP_COLL, WL_COLL_ALLREDUCE, 0, 1, 0.1, 0.2, 1 << 20, 0};
@@ -133,6 +139,8 @@ static void build_result(fixture *f)
   f->r.num_colls = 3;
   f->r.links = f->links;
   f->r.num_links = 2;
+  f->r.link_usage = f->usage;
+  f->r.num_link_usage = 3;
   f->r.timeline = f->tl;
   f->r.num_timeline = 6;
   f->r.wall_s = 0.25;
@@ -334,6 +342,44 @@ static void check_read_back(const fixture *f, const an_results *r)
   }
 }
 
+/* What files of this version add: which collectives used each link, the
+ * communicators with their members, and each timeline row's communicator. */
+static void check_read_back_additions(const an_results *r)
+{
+  assert_int_equal(r->num_link_usage, 3);
+  static const struct {
+    int link;
+    const char *op, *comm, *kind;
+    double bytes;
+  } uw[3] = {{0, "allreduce", "tp-0", "tp", 0.75e9},
+             {0, "sendrecv", "pp-0", "pp", 0.25e9},
+             {1, "allreduce", "tp-1", "tp", 2.5e8}};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(r->link_usage[i].link, uw[i].link);
+    assert_string_equal(r->link_usage[i].op, uw[i].op);
+    assert_string_equal(r->link_usage[i].comm, uw[i].comm);
+    assert_string_equal(r->link_usage[i].comm_kind, uw[i].kind);
+    assert_true(r->link_usage[i].bytes == uw[i].bytes);
+  }
+  /* tp-0 {0,1}, tp-1 {2,3}, pp-0 {0,2}, pp-1 {1,3}, members one after another */
+  assert_int_equal(r->num_comms, 4);
+  assert_int_equal(r->num_comm_ranks, 8);
+  static const char *const names[4] = {"tp-0", "tp-1", "pp-0", "pp-1"};
+  static const int32_t members[8] = {0, 1, 2, 3, 0, 2, 1, 3};
+  for (int c = 0; c < 4; c++) {
+    assert_string_equal(r->comms[c].name, names[c]);
+    assert_string_equal(r->comms[c].kind, c < 2 ? "tp" : "pp");
+    assert_int_equal(r->comms[c].size, 2);
+    assert_int_equal(r->comms[c].first, 2 * c);
+  }
+  assert_memory_equal(r->comm_ranks, members, sizeof members);
+  /* compute: none; rank 0's all-reduce tp-0, its send and rank 2's recv pp-0
+   * (role pp of ranks 0 and 2), rank 3's all-reduce tp-1 */
+  static const int32_t tc[6] = {-1, 0, 2, 2, -1, 1};
+  for (int i = 0; i < 6; i++)
+    assert_int_equal(r->timeline[i].comm, tc[i]);
+}
+
 static void test_results__round_trip_every_field(void **state)
 {
   fixture *f = *state;
@@ -342,6 +388,7 @@ static void test_results__round_trip_every_field(void **state)
   an_results *r = NULL;
   assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
   check_read_back(f, r);
+  check_read_back_additions(r);
   /* report --json prints the same bytes as run --json */
   char *a = NULL, *b = NULL;
   size_t la = 0, lb = 0;
@@ -603,9 +650,11 @@ static void test_results__big_config_json_round_trips(void **state)
   free(big);
 }
 
-/* The committed fixture (written by this version's writer from the synthetic
- * run; regenerate with ST_REGENERATE_FIXTURES=1) still reads back the same:
- * files written earlier stay readable. */
+/* The committed fixture (written by the first version's writer from the
+ * synthetic run, before /link_usage, /communicators and the timeline's comm
+ * column) still reads back the same, with those additions empty: files
+ * written earlier stay readable.  ST_REGENERATE_FIXTURES=1 rewrites it with
+ * this version's writer (then the additions are there). */
 static void test_results__committed_fixture_reads_back(void **state)
 {
   fixture *f = *state;
@@ -621,6 +670,15 @@ static void test_results__committed_fixture_reads_back(void **state)
   }
   snprintf(f->path, sizeof f->path, "%s", path); /* check_read_back compares the path */
   check_read_back(f, r);
+  if (getenv("ST_REGENERATE_FIXTURES")) {
+    check_read_back_additions(r);
+  } else {
+    assert_int_equal(r->num_link_usage, 0);
+    assert_int_equal(r->num_comms, 0);
+    assert_int_equal(r->num_comm_ranks, 0);
+    for (size_t i = 0; i < r->num_timeline; i++)
+      assert_int_equal(r->timeline[i].comm, -1);
+  }
   an_results_destroy(r);
 }
 
@@ -659,16 +717,32 @@ static void test_report__few_ranks_lists_every_rank(void **state)
   /* rank 3 (gpu 0): 1.2/0.2/0.4/0.1/0.1/1.6 s over 2 steps, in ms */
   assert_non_null(strstr(t, "       3     0      600.000      100.000      200.000       50.000"
                             "       50.000      800.000\n"));
-  assert_non_null(strstr(t, "transfer time by communicator kind, mean per rank, per step (ms):\n"
-                            "  tp 100.000 pp 75.000\n")); /* tp 0.2/2; pp (0+.1+.2+.3)/4/2 */
+  /* phase p of rank k: 0.01 (k+1)(p+1) s over 2 steps; tp 0.2 s, pp 0.1 k s */
+  assert_non_null(strstr(t, "by phase and communicator kind, per step (ms):\n"
+                            "                                        min         mean          max\n"
+                            "  busy in no phase                    5.000       12.500       20.000\n"
+                            "  busy in forward                    10.000       25.000       40.000\n"
+                            "  busy in backward                   15.000       37.500       60.000\n"
+                            "  busy in optimizer                  20.000       50.000       80.000\n"
+                            "  transfer on tp comms              100.000      100.000      100.000\n"
+                            "  transfer on pp comms                0.000       75.000      150.000\n"));
   /* two allreduce groups (tp-0 100 ms, tp-1 200 ms) and the send/recv, longest first */
   const char *a = strstr(t, "allreduce     tp-1");
   const char *b = strstr(t, "allreduce     tp-0");
   const char *c = strstr(t, "sendrecv      pp-0");
   assert_true(a && b && c && a < b && b < c);
   assert_non_null(strstr(t, " 1.00 MiB     1    200.000   200.000   50.000"));
-  assert_non_null(strstr(t, "busiest links (2 links; whole run):"));
-  assert_non_null(strstr(t, "gpu0-up"));
+  assert_non_null(strstr(t, "busiest links (2 links; whole run), with the collectives that used them:"));
+  /* gpu0-up (busiest) carried 1 GB: 75 % tp-0's all-reduce, 25 % pp-0's send/recv */
+  const char *l0 = strstr(t, "\n  gpu0-up  ");
+  const char *u0 = strstr(t, "\n      allreduce     tp-0                                     tp     "
+                             "715.26 MiB   75.0 %\n"
+                             "      sendrecv      pp-0                                     pp     "
+                             "238.42 MiB   25.0 %\n");
+  const char *l1 = strstr(t, "\n  a-rather-long-link-name/spine-3:leaf ");
+  const char *u1 = strstr(t, "\n      allreduce     tp-1                                     tp     "
+                             "238.42 MiB  100.0 %\n");
+  assert_true(l0 && u0 && l1 && u1 && l0 < u0 && u0 < l1 && l1 < u1);
   free(t);
 }
 
