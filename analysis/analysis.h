@@ -184,9 +184,19 @@ typedef struct an_export_counts {
 
 /* Write the timeline as Chrome/Perfetto trace JSON (gzip when path ends in
  * ".gz"), atomically.  counts may be NULL.  Errors when the results have no
- * timeline. */
+ * timeline.  A process per rank, a thread per stream. */
 int an_export_perfetto(const an_results *r, const char *path, an_export_counts *counts,
                        st_err *err);
+
+typedef enum an_export_group {
+  AN_GROUP_RANK = 0, /* a process per rank, a thread per stream */
+  AN_GROUP_NODE,     /* a process per node, a thread per (GPU, stream) */
+} an_export_group;
+
+/* The same with a choice of grouping.  AN_GROUP_NODE needs the GPUs per node
+ * from '/config' cluster (node.gpus or gpus_per_node); an error otherwise. */
+int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
+                               an_export_counts *counts, st_err *err);
 
 /* ---- plots (analysis/plot.c): self-contained SVG, written atomically ------- */
 /* The chosen ranks' streams over the run (ranks NULL: the first 8 ranks). */

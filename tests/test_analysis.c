@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <hdf5.h>
 
+#include "an_int.h"
 #include "analysis.h"
 
 /* ---- the synthetic run ------------------------------------------------------ */
@@ -1001,6 +1002,130 @@ static void test_export__flow_joins_matching_send_and_recv(void **state)
   cJSON_Delete(doc);
 }
 
+/* Collective slices carry their communicator and its members; send/recv
+ * slices their communicator and peer. */
+static void test_export__collective_slices_name_comm_and_peers(void **state)
+{
+  fixture *f = *state;
+  an_export_counts c;
+  cJSON *doc = export_parsed(f, "trace.json", &c);
+  cJSON *ev = cJSON_GetObjectItem(doc, "traceEvents");
+  static const struct {
+    const char *comm, *peers;
+    int nranks, peer;
+  } want[6] = {{NULL, NULL, 0, -1},   {"tp-0", "0-1", 2, -1}, {"pp-0", NULL, 0, 2},
+               {"pp-0", NULL, 0, 0},  {NULL, NULL, 0, -1},   {"tp-1", "2-3", 2, -1}};
+  size_t k = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, ev)
+  {
+    if (strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, "X"))
+      continue;
+    const cJSON *args = cJSON_GetObjectItem(e, "args");
+    const cJSON *cm = cJSON_GetObjectItem(args, "comm"), *pe = cJSON_GetObjectItem(args, "peers");
+    const cJSON *nr = cJSON_GetObjectItem(args, "nranks"), *peer = cJSON_GetObjectItem(args, "peer");
+    if (want[k].comm)
+      assert_string_equal(cm->valuestring, want[k].comm);
+    else
+      assert_null(cm);
+    if (want[k].peers) {
+      assert_string_equal(pe->valuestring, want[k].peers);
+      assert_int_equal(nr->valueint, want[k].nranks);
+    } else {
+      assert_null(pe);
+      assert_null(nr);
+    }
+    if (want[k].peer >= 0)
+      assert_int_equal(peer->valueint, want[k].peer);
+    else
+      assert_null(peer);
+    k++;
+  }
+  assert_int_equal(k, 6);
+  cJSON_Delete(doc);
+}
+
+/* Grouped by node (2 GPUs per node; rank k on GPU 3 - k): a process per
+ * node, a thread per (rank, stream) with tid = rank x 2 + stream, and the
+ * slices still one per timeline row. */
+static void test_export__group_by_node_puts_gpus_under_their_node(void **state)
+{
+  fixture *f = *state;
+  f->info.cluster_json = "{\"name\":\"test\",\"node\":{\"gpus\":2},\"nodes\":2}";
+  an_results *r = written(f, "run.h5");
+  char p[600];
+  snprintf(p, sizeof p, "%s/node.json", f->dir);
+  st_err err = {0};
+  an_export_counts c;
+  assert_int_equal(an_export_perfetto_grouped(r, p, AN_GROUP_NODE, &c, &err), ST_OK);
+  assert_int_equal(c.processes, 2);
+  assert_int_equal(c.threads, 5);
+  assert_int_equal(c.slices, 6);
+  assert_int_equal(c.flows, 1);
+  char *text;
+  size_t len;
+  assert_int_equal(st_file_read_all(p, &text, &len, &err), ST_OK);
+  cJSON *doc = cJSON_Parse(text);
+  free(text);
+  assert_non_null(doc);
+  cJSON *ev = cJSON_GetObjectItem(doc, "traceEvents");
+  size_t k = 0, names = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, ev)
+  {
+    const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+    const char *nm = cJSON_GetObjectItem(e, "name")->valuestring;
+    int pid = cJSON_GetObjectItem(e, "pid")->valueint;
+    int tid = cJSON_GetObjectItem(e, "tid")->valueint;
+    if (!strcmp(ph, "X")) {
+      const sim_timeline_row *t = &f->tl[k++];
+      assert_int_equal(pid, (3 - t->rank) / 2);
+      assert_int_equal(tid, t->rank * 2 + t->stream);
+    } else if (!strcmp(nm, "process_name")) {
+      const char *v = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "name")->valuestring;
+      char want[16];
+      snprintf(want, sizeof want, pid < 2 ? "node %d" : "links", pid);
+      assert_string_equal(v, want);
+      names++;
+    } else if (!strcmp(nm, "thread_name") && pid == 1 && tid == 1) {
+      const char *v = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "name")->valuestring;
+      assert_string_equal(v, "gpu-3 rank 0 comm");
+    }
+  }
+  assert_int_equal(k, 6);
+  assert_int_equal(names, 3); /* node 0, node 1, links */
+  cJSON_Delete(doc);
+  an_results_destroy(r);
+
+  /* a cluster that does not say its GPUs per node cannot be grouped by node */
+  f->info.cluster_json = "{\"preset\":\"test-cluster\"}";
+  r = written(f, "run.h5");
+  assert_int_equal(an_export_perfetto_grouped(r, p, AN_GROUP_NODE, &c, &err), ST_EINPUT);
+  char want[1400];
+  snprintf(want, sizeof want, "results '%s/run.h5': '/config' cluster does not say how many GPUs "
+           "a node has (node.gpus or gpus_per_node): group by rank instead", f->dir);
+  assert_string_equal(err.msg, want);
+  an_results_destroy(r);
+}
+
+/* Rank lists as text: runs become ranges; a list that does not fit ends
+ * with the count. */
+static void test_export__rank_list_text(void **state)
+{
+  (void)state;
+  static const int32_t a[] = {0, 1, 2, 3, 8, 12, 13};
+  char buf[64];
+  assert_string_equal(an_format_rank_list(a, 7, buf, sizeof buf), "0-3,8,12-13");
+  assert_string_equal(an_format_rank_list(a, 1, buf, sizeof buf), "0");
+  assert_string_equal(an_format_rank_list(a, 0, buf, sizeof buf), "");
+  int32_t many[100];
+  for (int i = 0; i < 100; i++)
+    many[i] = 8 * i; /* 0,8,16,...,792: no runs */
+  /* 40 bytes: 21 characters of ranks + ",... (100 ranks)" (16) + NUL; ",64" would not fit */
+  assert_string_equal(an_format_rank_list(many, 100, buf, 40),
+                      "0,8,16,24,32,40,48,56,... (100 ranks)");
+}
+
 static void test_export__no_timeline_error_text(void **state)
 {
   fixture *f = *state;
@@ -1482,6 +1607,11 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_export__flow_joins_matching_send_and_recv, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_export__no_timeline_error_text, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_export__collective_slices_name_comm_and_peers, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_export__group_by_node_puts_gpus_under_their_node,
+                                      setup, teardown),
+      cmocka_unit_test(test_export__rank_list_text),
       cmocka_unit_test(test_svg__checker_rejects_broken_xml),
       cmocka_unit_test_setup_teardown(test_plot__timeline_draws_every_op, setup, teardown),
       cmocka_unit_test_setup_teardown(test_plot__timeline_merges_ops_under_half_a_pixel, setup,
