@@ -45,4 +45,9 @@ double an_nice_step(double max, int want);
  * ",... (K ranks)" (K = count).  Returns buf. */
 char *an_format_rank_list(const int32_t *ranks, size_t count, char *buf, size_t n);
 
+/* First row of r->link_usage for link li (the rows are by link), or
+ * num_link_usage when the link has none. */
+struct an_results;
+size_t an_link_first_use(const struct an_results *r, size_t li);
+
 #endif

@@ -207,6 +207,10 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
                       const char *path, st_err *err);
 /* Heat map of link utilisation (mean, busy share, peak), busiest first. */
 int an_plot_links(const an_results *r, const char *path, st_err *err);
+/* Runs side by side: a stacked bar per run of the summary's compute, exposed
+ * comm, bubble and idle per step (means over ranks), with a mark at the
+ * run's step time. */
+int an_plot_compare(const an_results *const *runs, size_t n, const char *path, st_err *err);
 
 #ifdef __cplusplus
 }

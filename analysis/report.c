@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "an_int.h"
 #include "analysis.h"
 
 #define FEW_RANKS 16    /* up to this many ranks, list them all */
@@ -252,8 +253,7 @@ static int cmp_link_busy(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
-/* First row of /link_usage for link li (rows are by link), or num_link_usage. */
-static size_t first_use(const an_results *r, size_t li)
+size_t an_link_first_use(const an_results *r, size_t li)
 {
   size_t lo = 0, hi = r->num_link_usage;
   while (lo < hi) {
@@ -269,7 +269,7 @@ static size_t first_use(const an_results *r, size_t li)
 /* Under a link: the collectives whose flows crossed it, most bytes first. */
 static void link_uses(const an_results *r, size_t li, double link_bytes, FILE *out)
 {
-  size_t i = first_use(r, li), shown = 0;
+  size_t i = an_link_first_use(r, li), shown = 0;
   double rest = 0;
   size_t more = 0;
   for (; i < r->num_link_usage && (size_t)r->link_usage[i].link == li; i++) {

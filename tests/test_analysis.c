@@ -1388,7 +1388,83 @@ static void test_plot__links_heat_map_escapes_names(void **state)
   assert_non_null(strstr(svg, "spine &quot;a&quot;: mean utilisation (%) 0.2%</title>"));
   assert_non_null(strstr(svg, "spine &quot;a&quot;: busy (% of run) 31.2%</title>"));
   assert_non_null(strstr(svg, ">100%</text>"));
+  /* the collective with most bytes on each link, with its share */
+  assert_non_null(strstr(svg, ">most bytes from</text>"));
+  assert_non_null(strstr(svg, ">75% allreduce tp-0 (tp)</text>"));
+  assert_non_null(strstr(svg, ">100% allreduce tp-1 (tp)</text>"));
   free(svg);
+}
+
+/* Without --ranks the timeline shows 8 ranks spread over the run (i x N / 8),
+ * so the last pipeline stages show as well as the first. */
+static void test_plot__timeline_default_spreads_ranks(void **state)
+{
+  fixture *f = *state;
+  enum { N = 16 };
+  sim_rank_stats many[N];
+  sim_timeline_row tl[N];
+  memset(many, 0, sizeof many);
+  for (int k = 0; k < N; k++) {
+    many[k].rank = k;
+    many[k].host = k;
+    many[k].compute_s = many[k].finish_s = 1e-3;
+    tl[k] = (sim_timeline_row){k, 0, WL_OP_COMPUTE, 0, 0, 0, 0.0, 1e-3, 0, 1e9};
+  }
+  f->r.ranks = many;
+  f->r.num_ranks = N;
+  f->r.timeline = tl;
+  f->r.num_timeline = N;
+  char *svg = plotted(f, an_plot_timeline, NULL, 0);
+  assert_int_equal(rects_in_group(svg, "ops"), 8);
+  for (int k = 0; k < N; k++) {
+    char lane[32];
+    snprintf(lane, sizeof lane, ">rank %d compute</text>", k);
+    if (k % 2 == 0)
+      assert_non_null(strstr(svg, lane));
+    else
+      assert_null(strstr(svg, lane));
+  }
+  assert_non_null(strstr(svg, "(8 of 16 ranks)"));
+  free(svg);
+}
+
+/* compare --plot: a stacked bar per run of the summary's means per step and
+ * a mark at each run's step time.  A: 0.8 s per step, B: 1.0 s; both have
+ * compute (1.0 + 1.1 + 0.9 + 1.2) / 4 ranks / 2 steps = 525 ms. */
+static void test_plot__compare_bars_per_run(void **state)
+{
+  fixture *f = *state;
+  an_results *runs[2];
+  runs[0] = written(f, "a.h5");
+  f->r.step_time_s = 1.0;
+  an_summary_compute(f->wl, &f->cl, &f->r, &f->s);
+  runs[1] = written(f, "b.h5");
+  char p[600];
+  snprintf(p, sizeof p, "%s/cmp.svg", f->dir);
+  st_err err = {0};
+  assert_int_equal(an_plot_compare((const an_results *const *)runs, 2, p, &err), ST_OK);
+  char *svg;
+  size_t len;
+  assert_int_equal(st_file_read_all(p, &svg, &len, &err), ST_OK);
+  assert_null(xml_check(svg));
+  assert_int_equal(rects_in_group(svg, "bars"), 8);
+  assert_non_null(strstr(svg, "<title>a compute 525 ms</title>"));
+  assert_non_null(strstr(svg, "<title>b compute 525 ms</title>"));
+  /* exposed (0.2+0.1+0.3+0.2)/8 = 100 ms, bubble and idle 50 ms */
+  assert_non_null(strstr(svg, "<title>b exposed comm 100 ms</title>"));
+  assert_non_null(strstr(svg, "<title>a idle 50 ms</title>"));
+  assert_non_null(strstr(svg, ">800 ms</text>"));
+  assert_non_null(strstr(svg, ">1000 ms</text>"));
+  const char *steps = strstr(svg, "<g id=\"steps\">"), *end = steps ? strstr(steps, "</g>") : NULL;
+  assert_non_null(end);
+  size_t marks = 0;
+  for (const char *q = strstr(steps, "<line"); q && q < end; q = strstr(q + 1, "<line"))
+    marks++;
+  assert_int_equal(marks, 2);
+  assert_non_null(strstr(svg, ">1200</text>")); /* axis: 1000 ms + room, to the next 200 */
+  free(svg);
+  an_results_destroy(runs[0]);
+  an_results_destroy(runs[1]);
 }
 
 static void test_plot__no_timeline_error_text(void **state)
@@ -1619,6 +1695,8 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_plot__breakdown_stacks_four_parts_per_rank, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_plot__links_heat_map_escapes_names, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_plot__timeline_default_spreads_ranks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_plot__compare_bars_per_run, setup, teardown),
       cmocka_unit_test_setup_teardown(test_plot__no_timeline_error_text, setup, teardown),
       cmocka_unit_test_setup_teardown(test_end_to_end__engine_result_through_every_view, setup,
                                       teardown),
