@@ -2,7 +2,7 @@
  *   timeline   the chosen ranks' streams over the run, one lane per
  *              (rank, stream), ops coloured by kind;
  *   breakdown  a stacked bar per rank: compute, exposed communication,
- *              bubble and idle, per step (they add up to the rank's finish);
+ *              bubble and idle, per step (they add up to the step time);
  *   links      a heat map: one row per link, columns mean utilisation
  *              (bytes / bandwidth / run time), busy share of the run and
  *              peak utilisation;

@@ -6,7 +6,8 @@
  *
  * Per-rank times are shown per step (the file holds them for the whole run:
  * divided by the iterations), in milliseconds, so they add up the way the
- * summary's do: compute + exposed + bubble + idle = finish.
+ * summary's do: compute + exposed + bubble + idle = the step time (a rank
+ * that finishes early is idle until the step ends; "finish" is its last op).
  */
 #include <math.h>
 #include <stdlib.h>

@@ -1133,17 +1133,21 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     rc = err ? err->code : ST_ESIM;
     goto out;
   }
-  /* close every rank's accounting at its own finish time */
+  /* close every rank's accounting at the end of the run (the last rank's
+   * finish): from its own last op to there a rank waits for the slowest one
+   * (idle, as such waits are inside the run), so every rank's parts add up
+   * to the run time */
   double last = 0;
+  for (int rank = 0; rank < wl->num_ranks; rank++)
+    if (r->ranks[rank].finish_s > last)
+      last = r->ranks[rank].finish_s;
   for (int rank = 0; rank < wl->num_ranks; rank++) {
     sim_rank_stats *st = &r->ranks[rank];
     rank_state *rs = &E.ranks[rank];
-    double dt = st->finish_s - rs->last_t;
+    double dt = last - rs->last_t;
     if (dt > 0)
       st->idle_s += dt;
     st->comm_s = st->exposed_comm_s + st->overlapped_comm_s;
-    if (st->finish_s > last)
-      last = st->finish_s;
   }
   r->step_time_s = last / r->iterations;
   if (opt->link_stats)

@@ -59,9 +59,10 @@ void sim_options_init(sim_options *o);
 const char *sim_net_model_name(int m);
 int sim_net_model_from_name(const char *s);
 
-/* Per rank, in seconds.  compute + exposed_comm + bubble + idle == finish_s
- * (the rank's last op end) and the step time is the largest finish_s; time
- * between a rank's finish and the step end is not counted here. */
+/* Per rank, in seconds, over the whole run.  compute + exposed_comm + bubble
+ * + idle == the run's end (the largest finish_s = step time x iterations):
+ * the wait from a rank's last op (finish_s) to the end of the run, for the
+ * slowest rank, counts as idle, like waits inside the run. */
 typedef struct sim_rank_stats {
   int32_t rank;
   int32_t host;           /* GPU index */

@@ -327,9 +327,13 @@ static void test_pipeline__two_stages_match_hand_critical_path(void **state)
   /* stage 1: compute 4 ms, comm 2T, bubble 1 ms (waiting for the first activation) */
   check_rel(f->ranks[1].compute_s, 4e-3, 1e-6, "stage 1 compute");
   check_rel(f->ranks[1].bubble_s, 1e-3, 1e-6, "stage 1 bubble");
+  /* stage 0 waits from its finish to stage 1's, 2 ms: idle; every rank's
+   * parts add up to the step */
+  check_rel(f->ranks[0].idle_s, 2e-3, 1e-6, "stage 0 idle after its last op");
+  assert_true(f->ranks[1].idle_s < 1e-12);
   for (int r = 0; r < 2; r++) {
     const sim_rank_stats *s = &f->ranks[r];
-    assert_true(fabs(s->compute_s + s->exposed_comm_s + s->bubble_s + s->idle_s - s->finish_s) <
+    assert_true(fabs(s->compute_s + s->exposed_comm_s + s->bubble_s + s->idle_s - f->step_time_s) <
                 1e-9);
   }
   /* the two transfers are recorded as send/recv pairs */
