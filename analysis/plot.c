@@ -277,7 +277,7 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
                (t->end_s - t->start_s) * scale, unit);
     else
       snprintf(tip, sizeof tip, "%zu %s ops", j - i, t->kind);
-    double w = x1 - x0 < 0.5 ? 0.5 : x1 - x0;
+    double w = x1 - x0 < 1 ? 1 : x1 - x0; /* at least a pixel, so short ops show */
     an_svg_rect(&s, LEFT + x0, lane_y[l], w, lane_h, kind_colors[k].color, tip);
     i = j;
   }
@@ -338,7 +338,7 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
   char title[256];
   snprintf(title, sizeof title, "simtrain breakdown: %s on %s", r->workload_name,
            r->cluster_name);
-  an_svg_begin(&s, WIDTH, y0 + 110, title);
+  an_svg_begin(&s, WIDTH, y0 + 90, title);
   an_svg_text(&s, WIDTH / 2, 24, "middle", 16, 0, "Per-rank time per step: %s on %s",
               r->workload_name, r->cluster_name);
   char label[64];
@@ -500,7 +500,7 @@ int an_plot_compare(const an_results *const *runs, size_t n, const char *path, s
   double ymax = nice_top(vmax * scale * 1.04); /* room for the step-time labels */
   double plot_w = WIDTH - LEFT - RIGHT, plot_h = 400, y0 = TOP + plot_h;
   an_svg s;
-  an_svg_begin(&s, WIDTH, y0 + 130, "simtrain compare: time per step");
+  an_svg_begin(&s, WIDTH, y0 + 90, "simtrain compare: time per step");
   an_svg_text(&s, WIDTH / 2, 24, "middle", 16, 0,
               "Time per step, mean over ranks (%zu runs; black mark: step time)", n);
   char label[64];
