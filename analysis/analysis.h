@@ -155,6 +155,16 @@ typedef struct an_export_counts {
 int an_export_perfetto(const an_results *r, const char *path, an_export_counts *counts,
                        st_err *err);
 
+/* ---- plots (analysis/plot.c): self-contained SVG, written atomically ------- */
+/* The chosen ranks' streams over the run (ranks NULL: the first 8 ranks). */
+int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks,
+                     const char *path, st_err *err);
+/* Stacked bars per rank: compute, exposed comm, bubble, idle per step (ranks NULL: all). */
+int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_ranks,
+                      const char *path, st_err *err);
+/* Heat map of link utilisation (mean, busy share, peak), busiest first. */
+int an_plot_links(const an_results *r, const char *path, st_err *err);
+
 #ifdef __cplusplus
 }
 #endif

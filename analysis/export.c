@@ -9,7 +9,11 @@
  *     microseconds; args hold bytes, flops and the peer rank;
  *   - a flow (an "s" event on the sender's slice, an "f" event on the
  *     receiver's) for every send row matched with a recv row of the peer
- *     with the same start and end;
+ *     that ends at the same time: the transfer ends for both sides together,
+ *     while a recv posted early starts before its send (it waits), so the
+ *     ends match and the starts need not.  Equal ends between the same two
+ *     ranks are paired in start order.  The flow is drawn at the transfer's
+ *     start (the later of the two starts), which lies in both slices;
  *   - when /links has rows, a process "links" (pid = number of ranks) with a
  *     counter per link: its mean utilisation over the run (bytes carried /
  *     bandwidth / run time) and its peak, from time 0 to the end of the run.
@@ -83,24 +87,33 @@ static void put_str(out_t *o, const char *s)
 /* Microseconds, to the nanosecond. */
 static double us(double s) { return s * 1e6; }
 
-/* A send or recv row, keyed by (src, dst, start, end). */
+/* A send or recv row, keyed by (src, dst, end, start). */
 typedef struct p2p_key {
   int32_t src, dst;
-  double start_s, end_s;
+  double end_s, start_s;
   size_t row;
 } p2p_key;
 
-static int cmp_p2p(const void *a, const void *b)
+/* Order of the match: ranks and end time only. */
+static int cmp_p2p_match(const p2p_key *x, const p2p_key *y)
 {
-  const p2p_key *x = a, *y = b;
   if (x->src != y->src)
     return x->src < y->src ? -1 : 1;
   if (x->dst != y->dst)
     return x->dst < y->dst ? -1 : 1;
-  if (x->start_s != y->start_s)
-    return x->start_s < y->start_s ? -1 : 1;
   if (x->end_s != y->end_s)
     return x->end_s < y->end_s ? -1 : 1;
+  return 0;
+}
+
+static int cmp_p2p(const void *a, const void *b)
+{
+  const p2p_key *x = a, *y = b;
+  int c = cmp_p2p_match(x, y);
+  if (c)
+    return c;
+  if (x->start_s != y->start_s)
+    return x->start_s < y->start_s ? -1 : 1;
   return (x->row > y->row) - (x->row < y->row);
 }
 
@@ -124,17 +137,15 @@ static int match_p2p(const an_results *r, size_t (**pairs)[2], size_t *npairs)
   for (size_t i = 0; i < r->num_timeline; i++) {
     const an_timeline_row *t = &r->timeline[i];
     if (!strcmp(t->kind, "send"))
-      s[ns++] = (p2p_key){t->rank, t->peer, t->start_s, t->end_s, i};
+      s[ns++] = (p2p_key){t->rank, t->peer, t->end_s, t->start_s, i};
     else if (!strcmp(t->kind, "recv"))
-      v[nr++] = (p2p_key){t->peer, t->rank, t->start_s, t->end_s, i};
+      v[nr++] = (p2p_key){t->peer, t->rank, t->end_s, t->start_s, i};
   }
   qsort(s, ns, sizeof *s, cmp_p2p);
   qsort(v, nr, sizeof *v, cmp_p2p);
   size_t i = 0, j = 0, n = 0;
   while (i < ns && j < nr) {
-    p2p_key a = s[i], b = v[j];
-    a.row = b.row = 0;
-    int c = cmp_p2p(&a, &b);
+    int c = cmp_p2p_match(&s[i], &v[j]);
     if (c == 0) {
       p[n][0] = s[i++].row;
       p[n++][1] = v[j++].row;
@@ -222,12 +233,13 @@ static void write_trace(out_t *o, const an_results *r, thread_key *threads, size
   /* flows between matched send/recv slices */
   for (size_t i = 0; i < npairs; i++) {
     const an_timeline_row *s = &r->timeline[pairs[i][0]], *v = &r->timeline[pairs[i][1]];
+    double ts = us(fmax(s->start_s, v->start_s));
     putf(o, "%s{\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":\"p2p\","
             "\"cat\":\"p2p\"}",
-         SEP(), i + 1, s->rank, s->stream, us(s->start_s));
+         SEP(), i + 1, s->rank, s->stream, ts);
     putf(o, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
             "\"name\":\"p2p\",\"cat\":\"p2p\"}",
-         i + 1, v->rank, v->stream, us(v->start_s));
+         i + 1, v->rank, v->stream, ts);
     cnt->flows++;
   }
   /* link counters */

@@ -67,7 +67,8 @@ struct plat_cluster {
   double intra_Bps;      /* per GPU, per direction, to the intra-node fabric */
   double intra_lat_s;    /* per link */
   int nvls;              /* NVSwitch with in-switch reduction (NVLink SHARP) */
-  /* inter-node */
+  /* inter-node (torus: each chip's 6 ICI links act as its NIC: nics_per_node =
+   * gpus_per_node, nic_Bps = 6 x ICI link, nic_lat_s = per hop; intra_Bps = 0) */
   int nics_per_node;
   double nic_Bps;        /* per NIC, per direction */
   double nic_lat_s;

@@ -43,6 +43,7 @@
 #include <simgrid/link.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/plugins/load.h>
+#include <simgrid/semaphore.h>
 #include <xbt/dynar.h>
 
 #include "sim.h"
@@ -50,11 +51,15 @@
 
 /* ---- state ------------------------------------------------------------------ */
 
-/* Actors blocked until some state changes: they suspend themselves and the
- * actor that changes the state resumes them all (they re-check and may
- * block again).  Cheaper and simpler than SimGrid condition variables. */
+/* Actors blocked until some state changes: each waits on its own semaphore
+ * and the actor that changes the state releases every waiter's semaphore
+ * (they re-check and may block again).  A semaphore remembers a release
+ * that comes before the acquire is processed, so no wake-up is lost even
+ * when both happen in the same scheduling round (suspend/resume can lose
+ * one there). */
+struct actor_ctx;
 typedef struct waitq {
-  sg_actor_t *a;
+  struct actor_ctx **a;
   int n, cap;
 } waitq;
 
@@ -96,12 +101,22 @@ typedef struct mb_entry {
   sg_mailbox_t mb;
 } mb_entry;
 
-typedef struct actor_ctx {
+typedef struct route_entry {
+  int32_t src, dst;
+  uint32_t n;
+  uint32_t *links; /* link indices */
+} route_entry;
+
+typedef struct actor_ctx actor_ctx;
+struct actor_ctx {
   int rank, stream;
   const uint32_t *ops; /* op indices of this stream in program order */
   uint32_t num_ops;
   sim_sched sched;     /* scratch for collective schedules */
-} actor_ctx;
+  sg_sem_t sem;        /* this actor's wake-up semaphore */
+  uint32_t cur;        /* op index being run (for deadlock reports) */
+  int64_t waiting_for; /* op index of another stream it waits for, or -1 */
+};
 
 typedef struct prog_info {
   uint32_t **stream_ops;  /* per stream: op indices */
@@ -128,6 +143,9 @@ static struct engine {
   int actors_total, actors_done;
   actor_ctx **actors;     /* to release their scratch */
   uint64_t ops_total, ops_done;
+  sim_map link_index;     /* sg_link_t -> index + 1 */
+  sim_map routes;         /* (src gpu, dst gpu) -> route_entry */
+  double *link_bytes;     /* bytes each link carried (exact, per flow) */
   int progress_on, progress_shown;
   struct timespec wall0;
   double last_progress;
@@ -176,27 +194,45 @@ static void wq_wait(waitq *q)
 {
   if (q->n == q->cap) {
     int cap = q->cap ? q->cap * 2 : 4;
-    sg_actor_t *a = st_arena_alloc(&E.arena, (size_t)cap * sizeof *a);
+    actor_ctx **a = realloc(q->a, (size_t)cap * sizeof *a);
     if (!a) {
       fail(ST_ENOMEM, "out of memory");
       return;
     }
-    if (q->n)
-      memcpy(a, q->a, (size_t)q->n * sizeof *a);
     q->a = a;
     q->cap = cap;
   }
-  sg_actor_t self = sg_actor_self();
+  actor_ctx *self = sg_actor_self_get_data();
   q->a[q->n++] = self;
-  sg_actor_suspend(self);
+  sg_sem_acquire(self->sem);
 }
 
+/* Every release is a simcall, during which other actors run and may queue
+ * themselves again: the waiters are taken out of the queue first, so those
+ * new entries neither overwrite nor join the ones being woken. */
 static void wq_wake(waitq *q)
 {
-  int n = q->n;
-  q->n = 0;
+  int n = q->n, cap = q->cap;
+  if (!n)
+    return;
+  actor_ctx **a = q->a;
+  q->a = NULL;
+  q->n = q->cap = 0;
   for (int i = 0; i < n; i++)
-    sg_actor_resume(q->a[i]);
+    sg_sem_release(a[i]->sem);
+  if (!q->a) {
+    q->a = a;
+    q->cap = cap;
+  } else {
+    free(a);
+  }
+}
+
+static void wq_release(waitq *q)
+{
+  free(q->a);
+  q->a = NULL;
+  q->n = q->cap = 0;
 }
 
 static void timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1)
@@ -223,7 +259,7 @@ static void timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, dou
   row->op = opi;
   row->start_s = t0;
   row->end_s = t1;
-  row->bytes = op->kind == WL_OP_COMPUTE ? op->bytes : op->bytes;
+  row->bytes = op->bytes;
   row->flops = op->flops;
 }
 
@@ -268,9 +304,44 @@ static sg_mailbox_t mailbox_for(int comm, int src, int dst)
   return mb;
 }
 
+/* Add a flow's bytes to every link of its route (routes cached per pair). */
+static void account_flow(int src_gpu, int dst_gpu, double bytes)
+{
+  if (!E.link_bytes || src_gpu == dst_gpu)
+    return;
+  uint64_t key = sim_key4((uint64_t)src_gpu, (uint64_t)dst_gpu, 0x726f757465ULL, 1);
+  route_entry *re = sim_map_get(&E.routes, key);
+  if (!re || re->src != src_gpu || re->dst != dst_gpu) {
+    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    sg_host_get_route(E.hosts[src_gpu], E.hosts[dst_gpu], d);
+    unsigned long n = xbt_dynar_length(d);
+    re = st_arena_alloc(&E.arena, sizeof *re);
+    uint32_t *idx = st_arena_alloc(&E.arena, (n + 1) * sizeof *idx);
+    if (!re || !idx || sim_map_put(&E.routes, key, re)) {
+      xbt_dynar_free(&d);
+      fail(ST_ENOMEM, "out of memory");
+      return;
+    }
+    re->src = src_gpu;
+    re->dst = dst_gpu;
+    re->n = 0;
+    re->links = idx;
+    for (unsigned long i = 0; i < n; i++) {
+      sg_link_t l = xbt_dynar_get_as(d, i, sg_link_t);
+      uintptr_t v = (uintptr_t)sim_map_get(&E.link_index, (uint64_t)(uintptr_t)l);
+      if (v)
+        re->links[re->n++] = (uint32_t)(v - 1);
+    }
+    xbt_dynar_free(&d);
+  }
+  for (uint32_t i = 0; i < re->n; i++)
+    E.link_bytes[re->links[i]] += bytes;
+}
+
 /* ---- cross-stream waits -------------------------------------------------- */
 
-static void wait_deps(int rank, const wl_program *p, const prog_info *pi, const wl_op *op)
+static void wait_deps(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
+                      const wl_op *op)
 {
   rank_state *rs = &E.ranks[rank];
   for (uint32_t w = 0; w < op->wait_count; w++) {
@@ -279,11 +350,13 @@ static void wait_deps(int rank, const wl_program *p, const prog_info *pi, const 
     if (t->stream == op->stream)
       continue; /* implied by stream order */
     while (rs->done[t->stream] <= pi->pos[target]) {
+      a->waiting_for = target;
       rs->waiters++;
       wq_wait(&rs->wq);
       rs->waiters--;
     }
   }
+  a->waiting_for = -1;
 }
 
 /* A progress line on stderr for runs longer than about two seconds, when
@@ -383,6 +456,7 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
       sg_actor_sleep_for(rd->pre_s);
     for (uint32_t i = 0; i < rd->nsend; i++) {
       const sim_xfer *x = &sched->xfers[rd->send_first + i];
+      account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes);
       comms[k++] = sg_mailbox_put_async(mailbox_for(c, m, x->peer), &E.dummy_payload,
                                         (long)llround(x->bytes));
     }
@@ -531,6 +605,7 @@ static void run_p2p(int rank, const wl_op *op)
   }
   acct(rank, 0, 1, 0);
   if (is_send) {
+    account_flow(cm->ranks[src], cm->ranks[dst], bytes);
     sg_mailbox_put(ps->mb, &E.dummy_payload, (long)llround(bytes));
   } else {
     sg_mailbox_get(ps->mb);
@@ -568,12 +643,12 @@ static void stream_actor(int argc, char **argv)
   const wl_program *p = &E.wl->programs[pidx];
   const prog_info *pi = &E.progs[pidx];
   const plat_device *dev = &E.cl->device;
-  double offsets_local[64];
 
   for (uint32_t k = 0; k < a->num_ops && !E.failed;) {
     uint32_t opi = a->ops[k];
     const wl_op *op = &p->ops[opi];
-    wait_deps(rank, p, pi, op);
+    a->cur = opi;
+    wait_deps(a, rank, p, pi, op);
     double t0 = now();
     switch (op->kind) {
     case WL_OP_COMPUTE: {
@@ -596,7 +671,6 @@ static void stream_actor(int argc, char **argv)
           break;
         k2++;
       }
-      (void)offsets_local;
       acct(rank, 1, 0, 0);
       if (total > 0)
         sg_actor_sleep_for(total);
@@ -764,9 +838,23 @@ static void describe_deadlock(void)
                     ps->here[0] ? "send" : "recv", cm->ranks[ps->src], cm->ranks[ps->dst], cm->name,
                     ps->tag, ps->here[0] ? "recv" : "send");
     }
-  if (!b.len)
-    st_buf_printf(&b, "the replay deadlocked: %d of %d streams never finished (a cross-stream wait that "
-                  "cannot be satisfied)", E.actors_total - E.actors_done, E.actors_total);
+  if (!b.len) {
+    st_buf_printf(&b, "the replay deadlocked at %.9g s: %d of %d streams never finished", now(),
+                  E.actors_total - E.actors_done, E.actors_total);
+    int shown = 0;
+    for (int i = 0; i < E.actors_total && shown < 2; i++) {
+      const actor_ctx *a = E.actors[i];
+      if (a->waiting_for < 0)
+        continue;
+      const wl_program *p = &wl->programs[wl->rank_program[a->rank]];
+      const wl_op *o = &p->ops[a->cur], *t = &p->ops[a->waiting_for];
+      st_buf_printf(&b, "%s rank %d: op %u ('%s') on stream '%s' waits for op %lld ('%s') on "
+                    "stream '%s'",
+                    shown++ ? ";" : "; e.g.", a->rank, a->cur, wl_op_name(p, o),
+                    p->stream_names[o->stream], (long long)a->waiting_for, wl_op_name(p, t),
+                    p->stream_names[t->stream]);
+    }
+  }
   fail(ST_ESIM, b.data);
   st_buf_release(&b);
 }
@@ -782,27 +870,33 @@ static void collect_links(void)
     return;
   }
   for (size_t i = 0; i < n; i++) {
-    double bytes = sg_link_get_cum_load(links[i]);
+    uintptr_t v = (uintptr_t)sim_map_get(&E.link_index, (uint64_t)(uintptr_t)links[i]);
+    double bytes = v ? E.link_bytes[v - 1] : 0;
     if (!(bytes > 0))
       continue;
     sim_link_stats *l = &r->links[r->num_links++];
     l->name = st_arena_strdup(&r->arena, sg_link_get_name(links[i]));
     l->bandwidth_Bps = sg_link_get_bandwidth(links[i]);
     l->bytes = bytes;
+    /* the time the link spends moving these bytes at full rate */
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
     l->peak_util = l->bandwidth_Bps > 0 ? sg_link_get_max_instantaneous_load(links[i]) / l->bandwidth_Bps : 0;
   }
   free(links);
 }
 
-/* The link-load plugin only measures links it is told to track; split-duplex
- * links are listed once but carry traffic on their _UP and _DOWN halves. */
+/* The link-load plugin only measures links it is told to track (it gives the
+ * peak load); bytes are counted per flow on the flow's route, because the
+ * plugin's cumulated load also counts the latency phase of each comm. */
 static void track_links(void)
 {
   size_t n = sg_link_count();
   sg_link_t *links = sg_link_list();
-  for (size_t i = 0; i < n; i++)
+  E.link_bytes = calloc(n + 1, sizeof *E.link_bytes);
+  for (size_t i = 0; i < n; i++) {
     sg_link_load_track(links[i]);
+    sim_map_put(&E.link_index, (uint64_t)(uintptr_t)links[i], (void *)(uintptr_t)(i + 1));
+  }
   free(links);
 }
 
@@ -871,10 +965,12 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   int argc;
   build_cfg_argv(opt, &argc, argv, store, sizeof store);
   simgrid_init(&argc, argv);
-  sg_link_load_plugin_init();
+  if (opt->link_stats)
+    sg_link_load_plugin_init();
   if ((rc = plat_cluster_build(cl, (void **)E.hosts, err)))
     goto out;
-  track_links();
+  if (opt->link_stats)
+    track_links();
 
   /* actors */
   size_t max_actors = 0;
@@ -906,6 +1002,8 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       a->stream = s;
       a->ops = pi->stream_ops[s];
       a->num_ops = pi->stream_len[s];
+      a->waiting_for = -1;
+      a->sem = sg_sem_init(0);
       char name[48];
       snprintf(name, sizeof name, "r%d.s%d", rank, s);
       E.actors[E.actors_total] = a;
@@ -949,14 +1047,22 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       last = st->finish_s;
   }
   r->step_time_s = last / r->iterations;
-  collect_links();
+  if (opt->link_stats)
+    collect_links();
   *out = r;
   r = NULL;
   rc = ST_OK;
 
 out:
-  for (int i = 0; E.actors && i < E.actors_total; i++)
+  for (int i = 0; E.ranks && i < wl->num_ranks; i++)
+    wq_release(&E.ranks[i].wq);
+  for (int c = 0; E.comms && c < wl->num_comms; c++)
+    wq_release(&E.comms[c].wq);
+  for (int i = 0; E.actors && i < E.actors_total; i++) {
     sim_sched_release(&E.actors[i]->sched);
+    if (E.actors[i]->sem)
+      sg_sem_destroy(E.actors[i]->sem);
+  }
   free(E.actors);
   sim_result_destroy(r);
   free(E.ranks);
@@ -964,7 +1070,13 @@ out:
   free(E.hosts);
   free(E.member);
   sim_map_release(&E.mailboxes);
+  for (size_t i = 0; i < E.p2ps.cap; i++)
+    if (E.p2ps.keys[i])
+      wq_release(&((p2p_state *)E.p2ps.vals[i])->wq);
   sim_map_release(&E.p2ps);
+  sim_map_release(&E.link_index);
+  sim_map_release(&E.routes);
+  free(E.link_bytes);
   st_arena_release(&E.arena);
   return rc;
 }

@@ -10,6 +10,7 @@ void sim_options_init(sim_options *o)
   memset(o, 0, sizeof *o);
   o->net_model = SIM_NET_IDEAL;
   o->fidelity = SIM_FID_FLOW;
+  o->link_stats = 1;
   o->coll_algo = -1;
   o->coll_proto = -1;
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -903,6 +904,20 @@ static void test_export__flow_joins_matching_send_and_recv(void **state)
   assert_int_equal(c.counters, 2);
   cJSON_Delete(doc);
 
+  /* a recv posted early (it waits for the send) is the same transfer: the
+   * flow is drawn where the transfer starts, the send's start */
+  f->tl[3].start_s = 0.05;
+  doc = export_parsed(f, "trace1.json", &c);
+  ev = cJSON_GetObjectItem(doc, "traceEvents");
+  assert_int_equal(count_ph(ev, "s"), 1);
+  cJSON_ArrayForEach(e, ev)
+  {
+    const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+    if (!strcmp(ph, "s") || !strcmp(ph, "f"))
+      assert_true(fabs(cJSON_GetObjectItem(e, "ts")->valuedouble - 0.2e6) < 1e-3);
+  }
+  cJSON_Delete(doc);
+
   /* a recv that ends at another time is not the same transfer: no flow */
   f->tl[3].end_s = 0.31;
   doc = export_parsed(f, "trace2.json", &c);
@@ -928,6 +943,431 @@ static void test_export__no_timeline_error_text(void **state)
   char list[1024];
   dir_listing(f->dir, list, sizeof list);
   assert_string_equal(list, "run.h5");
+}
+
+/* ---- SVG plots ------------------------------------------------------------------ */
+/* XML well-formedness, enough for our SVG: one root element, tags nest and
+ * match, attribute values quoted without '<', every '&' starts a known
+ * entity or a character reference, comments and the prolog skipped.
+ * Returns NULL, or what is wrong. */
+static const char *entity_ok(const char *p)
+{
+  static const char *const known[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
+  for (size_t i = 0; i < 5; i++)
+    if (!strncmp(p, known[i], strlen(known[i])))
+      return NULL;
+  if (p[1] == '#') {
+    const char *q = p + 2;
+    while (*q && *q != ';' && strchr("0123456789xabcdefABCDEF", *q))
+      q++;
+    if (*q == ';' && q > p + 2)
+      return NULL;
+  }
+  return "bad entity";
+}
+
+static int name_char(char c) { return c && (strchr(":_-.", c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')); }
+
+static const char *xml_check(const char *p)
+{
+  const char *stack[64];
+  size_t lens[64], depth = 0;
+  int roots = 0;
+  if (!strncmp(p, "<?xml", 5)) {
+    p = strstr(p, "?>");
+    if (!p)
+      return "prolog not closed";
+    p += 2;
+  }
+  while (*p) {
+    if (*p == '&') {
+      if (entity_ok(p))
+        return "bad entity in text";
+      p++;
+    } else if (!strncmp(p, "<!--", 4)) {
+      p = strstr(p, "-->");
+      if (!p)
+        return "comment not closed";
+      p += 3;
+    } else if (p[0] == '<' && p[1] == '/') {
+      const char *n = p + 2, *e = n;
+      while (name_char(*e))
+        e++;
+      if (!depth || (size_t)(e - n) != lens[depth - 1] || strncmp(n, stack[depth - 1], lens[depth - 1]))
+        return "end tag does not match";
+      depth--;
+      while (*e == ' ')
+        e++;
+      if (*e != '>')
+        return "end tag not closed";
+      p = e + 1;
+    } else if (*p == '<') {
+      const char *n = p + 1, *e = n;
+      while (name_char(*e))
+        e++;
+      if (e == n)
+        return "tag without a name";
+      size_t name_len = (size_t)(e - n);
+      if (depth == 0 && ++roots > 1)
+        return "more than one root element";
+      for (;;) {
+        while (*e == ' ' || *e == '\n' || *e == '\t')
+          e++;
+        if (*e == '>' || (e[0] == '/' && e[1] == '>'))
+          break;
+        const char *a = e;
+        while (name_char(*e))
+          e++;
+        if (e == a || *e != '=' || (e[1] != '"' && e[1] != '\''))
+          return "attribute without a quoted value";
+        char q = e[1];
+        e += 2;
+        while (*e && *e != q) {
+          if (*e == '<')
+            return "'<' in an attribute value";
+          if (*e == '&' && entity_ok(e))
+            return "bad entity in an attribute";
+          e++;
+        }
+        if (!*e)
+          return "attribute value not closed";
+        e++;
+      }
+      if (*e == '/') {
+        p = e + 2;
+      } else {
+        if (depth == 64)
+          return "too deep";
+        stack[depth] = n;
+        lens[depth++] = name_len;
+        p = e + 1;
+      }
+    } else {
+      if (depth == 0 && *p != ' ' && *p != '\n')
+        return "text outside the root element";
+      p++;
+    }
+  }
+  if (depth)
+    return "element not closed";
+  return roots == 1 ? NULL : "no root element";
+}
+
+static size_t count_str(const char *s, const char *sub)
+{
+  size_t n = 0;
+  for (const char *p = strstr(s, sub); p; p = strstr(p + 1, sub))
+    n++;
+  return n;
+}
+
+/* Rectangles in <g id="name"> (groups are not nested). */
+static size_t rects_in_group(const char *svg, const char *name)
+{
+  char open[64];
+  snprintf(open, sizeof open, "<g id=\"%s\">", name);
+  const char *a = strstr(svg, open);
+  if (!a)
+    return 0;
+  const char *b = strstr(a, "</g>");
+  size_t n = 0;
+  for (const char *p = strstr(a, "<rect"); p && p < b; p = strstr(p + 1, "<rect"))
+    n++;
+  return n;
+}
+
+typedef int (*plot_fn)(const an_results *r, const int32_t *ranks, size_t n, const char *path,
+                       st_err *err);
+static int plot_links_adapter(const an_results *r, const int32_t *ranks, size_t n,
+                              const char *path, st_err *err)
+{
+  (void)ranks;
+  (void)n;
+  return an_plot_links(r, path, err);
+}
+
+static char *plotted(fixture *f, plot_fn fn, const int32_t *ranks, size_t n)
+{
+  an_results *r = written(f, "run.h5");
+  char p[600];
+  snprintf(p, sizeof p, "%s/plot.svg", f->dir);
+  st_err err = {0};
+  if (fn(r, ranks, n, p, &err) != ST_OK) {
+    print_error("%s\n", err.msg);
+    fail();
+  }
+  an_results_destroy(r);
+  char *text;
+  size_t len;
+  assert_int_equal(st_file_read_all(p, &text, &len, &err), ST_OK);
+  const char *bad = xml_check(text);
+  if (bad) {
+    print_error("SVG is not well-formed: %s\n", bad);
+    fail();
+  }
+  return text;
+}
+
+static void test_svg__checker_rejects_broken_xml(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *xml, *why;
+  } cases[] = {
+      {"<svg><rect></svg>", "end tag does not match"},
+      {"<svg><rect x=1/></svg>", "attribute without a quoted value"},
+      {"<svg><text>a & b</text></svg>", "bad entity in text"},
+      {"<svg><g>", "element not closed"},
+      {"<svg/><svg/>", "more than one root element"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *got = xml_check(cases[i].xml);
+    assert_non_null(got);
+    assert_string_equal(got, cases[i].why);
+  }
+  assert_null(xml_check("<?xml version=\"1.0\"?>\n<svg a=\"&lt;&#38;\"><g id='x'><rect/></g></svg>\n"));
+}
+
+static void test_plot__timeline_draws_every_op(void **state)
+{
+  fixture *f = *state;
+  char *svg = plotted(f, an_plot_timeline, NULL, 0);
+  assert_int_equal(count_str(svg, "<svg "), 1);
+  assert_int_equal(rects_in_group(svg, "ops"), 6); /* ops far apart: none merged */
+  assert_non_null(strstr(svg, ">time (ms)</text>"));
+  assert_non_null(strstr(svg, ">rank 2 comm</text>"));
+  assert_non_null(strstr(svg, "<title>send_act (send) 100 ms</title>"));
+  assert_int_equal(rects_in_group(svg, "legend"), 4); /* compute coll send recv */
+  free(svg);
+  /* --ranks 2: only rank 2's lane */
+  int32_t two = 2;
+  svg = plotted(f, an_plot_timeline, &two, 1);
+  assert_int_equal(rects_in_group(svg, "ops"), 1);
+  assert_null(strstr(svg, ">rank 0 compute</text>"));
+  free(svg);
+}
+
+static void test_plot__timeline_merges_ops_under_half_a_pixel(void **state)
+{
+  fixture *f = *state;
+  enum { N = 10000 };
+  sim_timeline_row *tl = malloc(N * sizeof *tl);
+  for (int i = 0; i < N; i++) /* back-to-back 1 us compute ops on rank 0 */
+    tl[i] = (sim_timeline_row){0, 0, WL_OP_COMPUTE, 0, 0, 0, i * 1e-6, (i + 1) * 1e-6, 0, 1e6};
+  f->r.timeline = tl;
+  f->r.num_timeline = N;
+  char *svg = plotted(f, an_plot_timeline, NULL, 0);
+  assert_int_equal(rects_in_group(svg, "ops"), 1);
+  assert_non_null(strstr(svg, "<title>10000 compute ops</title>"));
+  assert_non_null(strstr(svg, ">time (ms)</text>")); /* 10 ms run */
+  free(svg);
+  free(tl);
+}
+
+static void test_plot__breakdown_stacks_four_parts_per_rank(void **state)
+{
+  fixture *f = *state;
+  char *svg = plotted(f, an_plot_breakdown, NULL, 0);
+  assert_int_equal(rects_in_group(svg, "bars"), 16);
+  assert_non_null(strstr(svg, ">time per step (ms)</text>"));
+  assert_non_null(strstr(svg, "<title>rank 3 compute 600 ms</title>"));
+  assert_non_null(strstr(svg, "<title>rank 2 idle 100 ms</title>"));
+  assert_non_null(strstr(svg, ">exposed comm</text>"));
+  assert_non_null(strstr(svg, ">800</text>")); /* y axis reaches rank 3's 800 ms */
+  free(svg);
+}
+
+static void test_plot__links_heat_map_escapes_names(void **state)
+{
+  fixture *f = *state;
+  f->links[0].name = "leaf<1>&spine \"a\"";
+  char *svg = plotted(f, plot_links_adapter, NULL, 0);
+  assert_int_equal(rects_in_group(svg, "cells"), 6); /* 2 links x 3 columns */
+  assert_non_null(strstr(svg, ">leaf&lt;1&gt;&amp;spine &quot;a&quot;</text>"));
+  /* peak 75 % of leaf; mean 1e9 B / 300e9 B/s / 1.6 s = 0.2 %; busy 0.5/1.6 = 31.25 % */
+  assert_non_null(strstr(svg, "spine &quot;a&quot;: peak utilisation (%) 75.0%</title>"));
+  assert_non_null(strstr(svg, "spine &quot;a&quot;: mean utilisation (%) 0.2%</title>"));
+  assert_non_null(strstr(svg, "spine &quot;a&quot;: busy (% of run) 31.2%</title>"));
+  assert_non_null(strstr(svg, ">100%</text>"));
+  free(svg);
+}
+
+static void test_plot__no_timeline_error_text(void **state)
+{
+  fixture *f = *state;
+  f->r.num_timeline = 0;
+  an_results *r = written(f, "run.h5");
+  char p[600], want[1400];
+  snprintf(p, sizeof p, "%s/t.svg", f->dir);
+  st_err err = {0};
+  assert_int_equal(an_plot_timeline(r, NULL, 0, p, &err), ST_EINPUT);
+  snprintf(want, sizeof want, "results '%s/run.h5': no '/timeline' to plot (run with --timeline)",
+           f->dir);
+  assert_string_equal(err.msg, want);
+  an_results_destroy(r);
+}
+
+/* ---- end to end: the engine's result through the file and every view ------------ */
+/* Two pipeline stages of a TP pair each: stage 0 computes 1 ms, all-reduces
+ * 1 MiB in its TP pair and sends 1 MiB to its stage-1 peer; stage 1 receives,
+ * computes 1 ms and all-reduces. */
+static wl_workload *engine_workload(void)
+{
+  const char *roles[] = {"tp", "pp"};
+  wl_workload *wl = wl_workload_create(4, 2, roles);
+  int32_t tp0[] = {0, 1}, tp1[] = {2, 3}, pp0[] = {0, 2}, pp1[] = {1, 3};
+  wl_comm_add(wl, "tp-0", WL_COMM_TP, 2, tp0);
+  wl_comm_add(wl, "tp-1", WL_COMM_TP, 2, tp1);
+  wl_comm_add(wl, "pp-0", WL_COMM_PP, 2, pp0);
+  wl_comm_add(wl, "pp-1", WL_COMM_PP, 2, pp1);
+  const char *streams[] = {"compute", "comm"};
+  for (int stage = 0; stage < 2; stage++) {
+    wl_program_add(wl, stage ? "stage1" : "stage0", 2, streams);
+    wl_program *p = &wl->programs[stage];
+    wl_op c = wl_op_compute(0, 1e-3), a = wl_op_coll(1, WL_COLL_ALLREDUCE, 0, 1 << 20);
+    wl_op x = stage ? wl_op_p2p(1, WL_OP_RECV, 1, 0, 1, 1 << 20) : wl_op_p2p(1, WL_OP_SEND, 1, 1, 1, 1 << 20);
+    uint32_t prev = 0;
+    if (stage) {
+      wl_program_append(p, &x, NULL, 0);
+      long k = wl_program_append(p, &c, &prev, 1); /* compute after the recv */
+      prev = (uint32_t)k;
+      wl_program_append(p, &a, &prev, 1);
+    } else {
+      wl_program_append(p, &c, NULL, 0);
+      wl_program_append(p, &a, &prev, 1); /* all-reduce after the compute */
+      wl_program_append(p, &x, NULL, 0);
+    }
+  }
+  for (int r = 0; r < 4; r++) {
+    wl_rank_set(wl, r, r < 2 ? 0 : 1);
+    wl_rank_set_comm(wl, r, 0, r < 2 ? 0 : 1);
+    wl_rank_set_comm(wl, r, 1, r % 2 == 0 ? 2 : 3);
+  }
+  wl->meta.tokens_per_step = 4096;
+  wl->meta.model_flops_per_step = 1e12;
+  wl->meta.peak_memory_bytes = NAN;
+  wl->meta.dtype = WL_DTYPE_BF16;
+  wl->meta.iterations = 1;
+  return wl;
+}
+
+/* In a child process (the engine runs once per process): simulate and write path. */
+static int engine_run_to_file(const char *path, char *msg, size_t n)
+{
+  wl_workload *wl = engine_workload();
+  st_err err = {0};
+  plat_cluster *cl = NULL;
+  sim_result *res = NULL;
+  sim_options opt;
+  sim_options_init(&opt);
+  opt.timeline = 1;
+  opt.quiet = 1;
+  int rc = wl_workload_check(wl, &err);
+  if (!rc)
+    rc = plat_cluster_load("dgx-h100:1", &cl, &err);
+  if (!rc)
+    rc = sim_run(wl, cl, &opt, &res, &err);
+  if (!rc) {
+    an_summary s;
+    an_summary_compute(wl, cl, res, &s);
+    an_run_info info = {.command_line = "test", .workload_json = "{}", .cluster_json = "{}",
+                        .options_json = "{}", .workload_name = "two-stages",
+                        .cluster_name = cl->name, .wl = wl, .result = res, .summary = &s};
+    rc = an_results_write(path, &info, &err);
+  }
+  if (rc)
+    snprintf(msg, n, "%s", err.msg);
+  sim_result_destroy(res);
+  plat_cluster_destroy(cl);
+  wl_workload_destroy(wl);
+  return rc;
+}
+
+static void test_end_to_end__engine_result_through_every_view(void **state)
+{
+  fixture *f = *state;
+  char path[600], msgpath[600];
+  snprintf(path, sizeof path, "%s/e2e.h5", f->dir);
+  snprintf(msgpath, sizeof msgpath, "%s/e2e.msg", f->dir);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char msg[ST_ERR_MSG_MAX] = "";
+    int rc = engine_run_to_file(path, msg, sizeof msg);
+    if (rc) {
+      FILE *m = fopen(msgpath, "w");
+      if (m) {
+        fputs(msg, m);
+        fclose(m);
+      }
+    }
+    _exit(rc ? 1 : 0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    char *msg = NULL;
+    size_t len;
+    st_err e2;
+    if (st_file_read_all(msgpath, &msg, &len, &e2) == ST_OK)
+      print_error("engine run failed: %s\n", msg);
+    free(msg);
+    fail();
+  }
+  st_err err = {0};
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(path, &r, &err), ST_OK);
+  assert_int_equal(r->num_ranks, 4);
+  double last = 0;
+  for (size_t i = 0; i < r->num_ranks; i++) {
+    const sim_rank_stats *k = &r->ranks[i];
+    /* sim.h: compute + exposed + bubble + idle == finish */
+    double sum = k->compute_s + k->exposed_comm_s + k->bubble_s + k->idle_s;
+    assert_true(fabs(sum - k->finish_s) <= 1e-9 * k->finish_s);
+    assert_true(fabs(k->compute_s - 1e-3) <= 1e-12); /* one 1 ms compute op */
+    last = fmax(last, k->finish_s);
+  }
+  assert_true(r->summary.step_time_s == last); /* one iteration */
+  /* two all-reduces and one send/recv pair per pipeline pair */
+  size_t ar = 0, sr = 0;
+  for (size_t i = 0; i < r->num_colls; i++) {
+    ar += !strcmp(r->colls[i].op, "allreduce");
+    sr += !strcmp(r->colls[i].op, "sendrecv");
+  }
+  assert_int_equal(ar, 2);
+  assert_int_equal(sr, 2);
+  assert_int_equal(r->num_timeline, 12); /* 3 ops x 4 ranks */
+  size_t compute_rows = 0;
+  for (size_t i = 0; i < r->num_timeline; i++)
+    if (!strcmp(r->timeline[i].kind, "compute")) {
+      compute_rows++;
+      assert_true(fabs(r->timeline[i].end_s - r->timeline[i].start_s - 1e-3) <= 1e-12);
+    }
+  assert_int_equal(compute_rows, 4);
+
+  char out[700];
+  snprintf(out, sizeof out, "%s/e2e.json", f->dir);
+  an_export_counts c;
+  assert_int_equal(an_export_perfetto(r, out, &c, &err), ST_OK);
+  assert_int_equal(c.slices, 12);
+  assert_int_equal(c.processes, 4);
+  assert_int_equal(c.flows, 2); /* each send meets its recv: the same end (the recv starts early) */
+  assert_true(c.counters > 0);   /* the engine reports link loads */
+  const struct {
+    int (*fn)(const an_results *, const int32_t *, size_t, const char *, st_err *);
+    const char *name;
+  } plots[] = {{an_plot_timeline, "t.svg"}, {an_plot_breakdown, "b.svg"}, {plot_links_adapter, "l.svg"}};
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(out, sizeof out, "%s/%s", f->dir, plots[i].name);
+    assert_int_equal(plots[i].fn(r, NULL, 0, out, &err), ST_OK);
+    char *svg;
+    size_t len;
+    assert_int_equal(st_file_read_all(out, &svg, &len, &err), ST_OK);
+    assert_null(xml_check(svg));
+    free(svg);
+  }
+  an_results_destroy(r);
 }
 
 int main(void)
@@ -968,6 +1408,16 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_export__flow_joins_matching_send_and_recv, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_export__no_timeline_error_text, setup, teardown),
+      cmocka_unit_test(test_svg__checker_rejects_broken_xml),
+      cmocka_unit_test_setup_teardown(test_plot__timeline_draws_every_op, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_plot__timeline_merges_ops_under_half_a_pixel, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_plot__breakdown_stacks_four_parts_per_rank, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_plot__links_heat_map_escapes_names, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_plot__no_timeline_error_text, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_end_to_end__engine_result_through_every_view, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

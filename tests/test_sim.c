@@ -386,6 +386,65 @@ static void test_ring__across_nodes_uses_nics(void **state)
   wl_workload_destroy(wl);
 }
 
+/* Random DAGs of compute ops on many streams of one rank, with cross-stream
+ * waits: the replay must finish and its step time must equal the longest
+ * path computed here independently (op start = max(previous op on its
+ * stream, every op it waits for)).  Many streams waking each other at once
+ * is what exposed a lost wake-up in the engine once. */
+static void test_waits__random_dags_match_longest_path(void **state)
+{
+  (void)state;
+  const char *roles[] = {"none"};
+  const char *streams[] = {"s0", "s1", "s2", "s3", "s4", "s5"};
+  for (uint64_t seed = 1; seed <= 6; seed++) {
+    uint64_t rng = seed * 7919;
+    int nops = 400;
+    wl_workload *wl = wl_workload_create(2, 1, roles);
+    int p = wl_program_add(wl, "dag", 6, streams);
+    double *end = calloc((size_t)nops, sizeof *end);
+    double stream_end[6] = {0};
+    double makespan = 0;
+    for (int i = 0; i < nops; i++) {
+      int st = (int)(st_splitmix64(&rng) % 6);
+      double dur = 1e-6 * (double)(1 + st_splitmix64(&rng) % 50);
+      uint32_t w[3];
+      uint32_t nw = 0;
+      if (i > 0) {
+        int k = (int)(st_splitmix64(&rng) % 3);
+        for (int j = 0; j < k; j++) {
+          uint32_t t = (uint32_t)(st_splitmix64(&rng) % (uint64_t)i);
+          int dup = 0;
+          for (uint32_t q = 0; q < nw; q++)
+            dup |= w[q] == t;
+          if (!dup)
+            w[nw++] = t;
+        }
+      }
+      double start = stream_end[st];
+      for (uint32_t q = 0; q < nw; q++)
+        if (end[w[q]] > start)
+          start = end[w[q]];
+      end[i] = start + dur;
+      stream_end[st] = end[i];
+      if (end[i] > makespan)
+        makespan = end[i];
+      wl_op o = wl_op_compute(st, dur);
+      wl_program_append(&wl->programs[p], &o, w, nw);
+    }
+    wl_rank_set(wl, 0, p);
+    wl_rank_set(wl, 1, p);
+    forked_result *f = sim_run_forked(wl, "node8", NULL);
+    assert_non_null(f);
+    if (f->rc)
+      print_error("seed %llu: %s\n", (unsigned long long)seed, f->msg);
+    assert_int_equal(f->rc, 0);
+    check_rel(f->step_time_s, makespan, 1e-9, "DAG longest path");
+    forked_result_free(f);
+    free(end);
+    wl_workload_destroy(wl);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -397,6 +456,7 @@ int main(void)
       cmocka_unit_test(test_contention__shared_link_halves_bandwidth),
       cmocka_unit_test(test_pipeline__two_stages_match_hand_critical_path),
       cmocka_unit_test(test_overlap__comm_hidden_under_compute_is_not_exposed),
+      cmocka_unit_test(test_waits__random_dags_match_longest_path),
       cmocka_unit_test(test_failure__unmatched_collective_names_comm_and_ranks),
       cmocka_unit_test(test_failure__mismatched_sizes_are_reported),
       cmocka_unit_test(test_setup__too_few_gpus_is_an_input_error),

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "traces.h"
 #include "workload.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -357,7 +358,10 @@ static void assert_same_workload(const wl_workload *a, const wl_workload *b)
       assert_memory_equal(pa->waits + x->wait_first, pb->waits + y->wait_first,
                           x->wait_count * sizeof(uint32_t));
       if (x->flags & WL_OPF_SPLITS) {
-        int n = a->comms[wl_rank_comm(a, 0, x->role)].size;
+        int n = 0; /* one size per member of the communicator of a rank running the program */
+        for (int r = 0; r < a->num_ranks && !n; r++)
+          if (a->rank_program[r] == pi)
+            n = a->comms[wl_rank_comm(a, r, x->role)].size;
         assert_memory_equal(pa->splits + x->split_first, pb->splits + y->split_first,
                             (size_t)n * sizeof(double));
       }
@@ -1424,6 +1428,64 @@ static void test_scale__16k_ranks_round_trip(void **state)
   wl_workload_destroy(wl);
 }
 
+/* Real traces (when the shared folder is there): what the importers produce
+ * writes and reads back unchanged. */
+static void test_real_traces__imported_workloads_read_back_unchanged(void **state)
+{
+  (void)state;
+  const char *dir = ST_SHARED_DIR "/traces";
+  if (access(dir, R_OK) != 0) {
+    printf("# skipped: no traces folder at %s\n", dir);
+    skip();
+  }
+  struct {
+    const char *spec;
+    const char *et;
+    int gpus;
+  } t[] = {
+      {"kineto:" ST_SHARED_DIR "/traces/param-dlrm-v100x8/kineto",
+       ST_SHARED_DIR "/traces/param-dlrm-v100x8/et", 0},
+      {"chakra:" ST_SHARED_DIR "/traces/chakra-resnet50-ddp/chakra.0.et", NULL, 2},
+      {"chakra:" ST_SHARED_DIR "/traces/astra-sim/microbench-et/microbenchmarks/all_to_all/"
+       "16npus_1MB/all_to_all",
+       NULL, 0},
+      {"astra:" ST_SHARED_DIR "/traces/astra-sim/text-workloads-1.0/Transformer_HybridParallel.txt",
+       NULL, 64},
+      {"smpi:" ST_SHARED_DIR "/traces/simgrid-ti/actions_allgatherv.txt", NULL, 0},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    tr_options opt;
+    tr_options_init(&opt);
+    opt.et_dir = t[i].et;
+    opt.num_gpus = t[i].gpus;
+    tr_import_stats stats;
+    memset(&stats, 0, sizeof stats);
+    wl_workload *wl = NULL;
+    st_err err;
+    st_err_clear(&err);
+    if (tr_import(t[i].spec, &opt, &wl, &stats, &err))
+      fail_msg("%s: %s", t[i].spec, err.msg);
+    tr_import_stats_release(&stats);
+    const char *p = tmp_path("imported.json.gz");
+    double t0 = now_s();
+    if (wl_workload_write(wl, p, &err))
+      fail_msg("%s", err.msg);
+    double t1 = now_s();
+    wl_workload *back = NULL;
+    if (wl_workload_read(p, &back, &err))
+      fail_msg("%s", err.msg);
+    double t2 = now_s();
+    size_t gz;
+    free(read_bytes(p, &gz));
+    printf("# %s: %d ranks, %zu ops: write %.3f s, read %.3f s, %zu bytes gzip\n",
+           strrchr(t[i].spec, '/') + 1, wl->num_ranks, wl_workload_num_ops(wl), t1 - t0, t2 - t1,
+           gz);
+    assert_same_workload(wl, back);
+    wl_workload_destroy(back);
+    wl_workload_destroy(wl);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1455,6 +1517,7 @@ int main(void)
       cmocka_unit_test(test_parse__reports_each_broken_document_exactly),
       cmocka_unit_test(test_parse__accepts_any_key_order_and_shorthands),
       cmocka_unit_test(test_scale__16k_ranks_round_trip),
+      cmocka_unit_test(test_real_traces__imported_workloads_read_back_unchanged),
   };
   return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

@@ -82,12 +82,6 @@ int cmd_import(int argc, char **argv)
   int rc = tr_import(spec, &opt, &wl, &st, &err);
   if (rc)
     return cli_fail(&err);
-  rc = wl_workload_write(wl, output, &err);
-  if (rc) {
-    tr_import_stats_release(&st);
-    wl_workload_destroy(wl);
-    return cli_fail(&err);
-  }
   /* what was read */
   long by_kind[WL_OP_KIND_COUNT] = {0}, by_coll[WL_COLL_COUNT] = {0};
   for (int p = 0; p < wl->num_programs; p++)
@@ -97,8 +91,8 @@ int cmd_import(int argc, char **argv)
       if (op->kind == WL_OP_COLL)
         by_coll[op->sub]++;
     }
-  printf("imported %s: %d ranks, %d programs, %zu ops -> %s\n", spec, wl->num_ranks,
-         wl->num_programs, wl_workload_num_ops(wl), output);
+  printf("imported %s: %d ranks, %d programs, %zu ops\n", spec, wl->num_ranks,
+         wl->num_programs, wl_workload_num_ops(wl));
   printf("ops by type:");
   for (int k = 0; k < WL_OP_KIND_COUNT; k++)
     printf(" %s %ld", wl_op_kind_name(k), by_kind[k]);
@@ -130,7 +124,15 @@ int cmd_import(int argc, char **argv)
         printf("  rank %d: step %.1f us, starts %.1f us after the earliest rank\n", r,
                st.rank_measured_s[r] * 1e6, st.rank_start_s ? st.rank_start_s[r] * 1e6 : 0.0);
   }
+  fflush(stdout);
+  rc = wl_workload_write(wl, output, &err);
+  if (rc) {
+    tr_import_stats_release(&st);
+    wl_workload_destroy(wl);
+    return cli_fail(&err);
+  }
   tr_import_stats_release(&st);
   wl_workload_destroy(wl);
+  printf("wrote %s\n", output);
   return 0;
 }

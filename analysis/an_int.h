@@ -1,0 +1,40 @@
+/* an_int.h — analysis internals: the small SVG writer the plots draw with.
+ *
+ * An an_svg accumulates one self-contained SVG document in memory (no
+ * external fonts, styles or scripts); an_svg_finish closes it and writes it
+ * atomically.  Text is escaped; numbers are written with two decimals, so
+ * the same plot gives the same bytes.
+ */
+#ifndef AN_INT_H
+#define AN_INT_H
+
+#include "st_common.h"
+
+typedef struct an_svg {
+  st_buf buf;
+  double width, height;
+  int oom; /* an append failed: an_svg_finish reports it */
+  const char *text_fill; /* colour of text drawn next, NULL = black */
+} an_svg;
+
+void an_svg_begin(an_svg *s, double width, double height, const char *title);
+/* title (may be NULL) becomes a tooltip. */
+void an_svg_rect(an_svg *s, double x, double y, double w, double h, const char *fill,
+                 const char *title);
+void an_svg_line(an_svg *s, double x1, double y1, double x2, double y2, const char *stroke,
+                 double width);
+/* anchor: "start", "middle" or "end"; rotate: degrees around (x, y). */
+void an_svg_text(an_svg *s, double x, double y, const char *anchor, double size, double rotate,
+                 const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+/* Open and close a group (for a named part: <g id="...">). */
+void an_svg_group(an_svg *s, const char *id);
+void an_svg_group_end(an_svg *s);
+/* Close the document and write it to path (atomically); releases the buffer. */
+int an_svg_finish(an_svg *s, const char *path, st_err *err);
+void an_svg_release(an_svg *s);
+
+/* Round numbers for axis ticks: a step of 1, 2 or 5 x 10^k giving about
+ * `want` ticks between 0 and max. */
+double an_nice_step(double max, int want);
+
+#endif

@@ -1,0 +1,91 @@
+/* cmd_plot.c — `simtrain plot OUT.h5 --timeline|--breakdown|--links`: an SVG
+ * picture of a results file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+  fprintf(out,
+          "usage: simtrain plot OUT.h5 --timeline|--breakdown|--links [-o FILE.svg]\n"
+          "                    [--ranks LIST]\n\n"
+          "Draw a results file as a self-contained SVG picture.\n\n"
+          "options:\n"
+          "  --timeline    the chosen ranks' streams over the run (needs run --timeline)\n"
+          "  --breakdown   stacked bars per rank: compute, exposed comm, bubble, idle\n"
+          "  --links       heat map of link utilisation, busiest first\n"
+          "  -o FILE       where to write it (default: OUT-<kind>.svg beside OUT.h5)\n"
+          "  --ranks LIST  ranks to draw, like 0-3,8 (timeline default: the first 8)\n"
+          "  -h, --help    this help\n");
+}
+
+const char cmd_plot_help[] = "SVG pictures of a results file: timeline, per-rank breakdown, links";
+
+int cmd_plot(int argc, char **argv)
+{
+  const char *path = NULL, *out = NULL, *ranks_spec = NULL, *kind = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--timeline") || !strcmp(a, "--breakdown") || !strcmp(a, "--links")) {
+      if (kind && strcmp(kind, a + 2))
+        return cli_usage_error("plot", "one picture at a time ('--%s' and '%s')", kind, a);
+      kind = a + 2;
+    } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--ranks")) {
+      if (i + 1 >= argc)
+        return cli_usage_error("plot", "'%s' needs a value", a);
+      if (!strcmp(a, "--ranks"))
+        ranks_spec = argv[++i];
+      else
+        out = argv[++i];
+    } else if (a[0] == '-' && a[1]) {
+      return cli_usage_error("plot", "unknown option '%s'", a);
+    } else if (path) {
+      return cli_usage_error("plot", "one results file at a time ('%s' and '%s')", path, a);
+    } else {
+      path = a;
+    }
+  }
+  if (!path)
+    return cli_usage_error("plot", "no results file given");
+  if (!kind)
+    return cli_usage_error("plot", "choose a picture (--timeline, --breakdown or --links)");
+  if (ranks_spec && !strcmp(kind, "links"))
+    return cli_usage_error("plot", "'--ranks' does not apply to '--links'");
+  char def[4096];
+  if (!out) {
+    size_t n = strlen(path);
+    if (n > 3 && !strcmp(path + n - 3, ".h5"))
+      n -= 3;
+    snprintf(def, sizeof def, "%.*s-%s.svg", (int)n, path, kind);
+    out = def;
+  }
+  st_err err = {0};
+  an_results *r = NULL;
+  if (an_results_read(path, &r, &err) != ST_OK)
+    return cli_fail(&err);
+  int32_t *sel = NULL;
+  size_t nsel = 0;
+  int rc = ST_OK;
+  if (ranks_spec)
+    rc = an_rank_list_parse(ranks_spec, (int32_t)r->num_ranks, &sel, &nsel, &err);
+  if (rc == ST_OK) {
+    if (!strcmp(kind, "timeline"))
+      rc = an_plot_timeline(r, sel, nsel, out, &err);
+    else if (!strcmp(kind, "breakdown"))
+      rc = an_plot_breakdown(r, sel, nsel, out, &err);
+    else
+      rc = an_plot_links(r, out, &err);
+  }
+  free(sel);
+  an_results_destroy(r);
+  if (rc != ST_OK)
+    return cli_fail(&err);
+  fprintf(stderr, "wrote '%s'\n", out);
+  return 0;
+}

@@ -1,0 +1,35 @@
+#!/bin/bash
+# simtrain platform: summary, routes, XML output and errors.
+# usage: platform.sh <simtrain> <shared-dir>
+set -u
+ST=$1
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+out=$("$ST" platform dgx-h100:4 --summary) || fail "summary exit $?"
+grep -q '^gpus           32 (4 nodes x 8)$' <<<"$out" || fail "summary gpus: $out"
+grep -q '^bisection      800 GB/s per direction$' <<<"$out" || fail "bisection (16 NICs x 50 GB/s / 2): $out"
+
+out=$("$ST" platform dgx-h100:4 --route 0 8) || fail "route exit $?"
+grep -q '^route gpu-0 -> gpu-8 (node 0 -> node 1): 2 links, 1 switches$' <<<"$out" || fail "route: $out"
+grep -q '^latency        2.13 us (links 2 us + 1 switches x 0.13 us)$' <<<"$out" || fail "latency: $out"
+
+"$ST" platform node8:2 -o "$tmp/p.xml" >/dev/null || fail "-o exit $?"
+grep -c '<route ' "$tmp/p.xml" | grep -qx 240 || fail "16 GPUs should have 16*15 routes"
+out=$("$ST" platform "$tmp/p.xml" --route gpu-0 gpu-9) || fail "xml route exit $?"
+grep -q '^  nic-0-0-up ' <<<"$out" || fail "xml route links: $out"
+grep -q '^latency        2 us$' <<<"$out" || fail "xml route latency: $out"
+
+err=$("$ST" platform dgx-h100:99999 -o "$tmp/big.xml" 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "big XML exit $rc"
+[ ! -e "$tmp/big.xml" ] || fail "nothing may be written on error"
+grep -q "^simtrain: error: cluster 'dgx-h100:99999': 799992 GPUs; XML with explicit routes is written only up to 256 GPUs" <<<"$err" || fail "big XML message: $err"
+
+err=$("$ST" platform dgx-h100:4 --route 0 32 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "route out of range exit $rc"
+[ "$err" = "simtrain: error: cluster 'dgx-h100:4': --route: GPU 32 is out of range (0..31)" ] || fail "$err"
+
+err=$("$ST" platform 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "no cluster exit $rc"
+echo ok

@@ -1,0 +1,674 @@
+/* test_platforms.c — presets, specs, routes and the SimGrid platform.
+ *
+ * Expected numbers come from the vendors' figures written out here (links x
+ * per-link bandwidth, Gb/s / 8) and from closed forms (torus distance,
+ * latency + bytes / bandwidth), never from the code under test.  Checks that
+ * need a SimGrid engine run in a forked child (one engine per process).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <simgrid/actor.h>
+#include <simgrid/engine.h>
+#include <simgrid/exec.h>
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+#include <xbt/config.h>
+#include <xbt/dynar.h>
+
+#include "platform.h"
+
+static plat_cluster *load(const char *arg)
+{
+  st_err err = {0};
+  plat_cluster *c = NULL;
+  int rc = plat_cluster_load(arg, &c, &err);
+  if (rc)
+    fail_msg("loading '%s': %s", arg, err.msg);
+  return c;
+}
+
+static void route(const plat_cluster *c, int a, int b, plat_route *r)
+{
+  st_err err = {0};
+  if (plat_route_get(c, a, b, r, &err))
+    fail_msg("route %d -> %d: %s", a, b, err.msg);
+}
+
+/* ---- presets: documented values ----------------------------------------- */
+static const struct preset_row {
+  const char *arg;
+  int gpus;
+  double intra_Bps; /* per GPU per direction, into the intra-node fabric */
+  double nic_Bps;   /* per GPU per direction, to other nodes (torus: all ICI links) */
+} preset_rows[] = {
+    {"node8:2", 16, 18 * 25e9, 400e9 / 8},
+    {"dgx-v100:2", 16, 6 * 25e9, 4 * 100e9 / 8 / 8},
+    {"dgx-a100:2", 16, 12 * 25e9, 200e9 / 8},
+    {"selene:4", 32, 12 * 25e9, 200e9 / 8},
+    {"dgx-h100:2", 16, 18 * 25e9, 400e9 / 8},
+    {"h100-superpod:2", 16, 18 * 25e9, 400e9 / 8},
+    {"hgx-h200:2", 16, 18 * 25e9, 400e9 / 8},
+    {"dgx-b200:2", 16, 18 * 50e9, 400e9 / 8},
+    {"gb200-nvl72:2", 144, 18 * 50e9, 400e9 / 8},
+    {"mi300x:2", 16, 7 * 64e9, 400e9 / 8},
+    {"ascend-910b:2", 16, 7 * 28e9, 200e9 / 8},
+    {"tpu-v4:16", 64, 0, 6 * 50e9},
+    {"tpu-v5p:16", 64, 0, 6 * 100e9},
+};
+
+/* Sum of the distinct links of kind k that the routes from the GPUs of node 0
+ * to 'peers' use first (first link of that kind on each route). */
+static double distinct_first_links(const plat_cluster *c, int from_lo, int from_hi, int to_lo,
+                                   int to_hi, int kind)
+{
+  int seen_n = 0, *seen = calloc(4096, sizeof *seen);
+  double sum = 0;
+  plat_route *r = malloc(sizeof *r);
+  for (int a = from_lo; a < from_hi; a++)
+    for (int b = to_lo; b < to_hi; b++) {
+      if (a == b)
+        continue;
+      route(c, a, b, r);
+      for (int i = 0; i < r->n; i++)
+        if (r->links[i].kind == kind) {
+          int dup = 0;
+          for (int k = 0; k < seen_n; k++)
+            dup |= seen[k] == r->link_ids[i];
+          if (!dup && seen_n < 4096) {
+            seen[seen_n++] = r->link_ids[i];
+            sum += r->links[i].bw_Bps;
+          }
+          break;
+        }
+    }
+  free(r);
+  free(seen);
+  return sum;
+}
+
+static void test_presets__match_documented_values(void **state)
+{
+  (void)state;
+  for (size_t i = 0; i < sizeof preset_rows / sizeof preset_rows[0]; i++) {
+    const struct preset_row *p = &preset_rows[i];
+    plat_cluster *c = load(p->arg);
+    int gpn = c->gpus_per_node;
+    if (c->num_gpus != p->gpus)
+      fail_msg("%s: %d GPUs, expected %d", p->arg, c->num_gpus, p->gpus);
+    if (c->fabric_kind == PLAT_FABRIC_TORUS) {
+      double ici = distinct_first_links(c, 0, 1, 0, c->num_gpus, PLAT_LINK_ICI);
+      if (c->intra_Bps != 0 || fabs(ici - p->nic_Bps) > 1 || fabs(c->nic_Bps - p->nic_Bps) > 1)
+        fail_msg("%s: ICI %g (routes) / %g (field), expected %g", p->arg, ici, c->nic_Bps,
+                 p->nic_Bps);
+    } else {
+      double intra = distinct_first_links(c, 0, 1, 0, gpn, PLAT_LINK_INTRA);
+      if (fabs(intra - p->intra_Bps) > 1 || fabs(c->intra_Bps - p->intra_Bps) > 1)
+        fail_msg("%s: intra %g (routes) / %g (field), expected %g", p->arg, intra, c->intra_Bps,
+                 p->intra_Bps);
+      double nic = distinct_first_links(c, 0, gpn, gpn, 2 * gpn, PLAT_LINK_NIC) / gpn;
+      double field = c->nic_Bps * c->nics_per_node / gpn;
+      if (fabs(nic - p->nic_Bps) > 1 || fabs(field - p->nic_Bps) > 1)
+        fail_msg("%s: NIC per GPU %g (routes) / %g (fields), expected %g", p->arg, nic, field,
+                 p->nic_Bps);
+    }
+    plat_cluster_destroy(c);
+  }
+}
+
+static void test_presets__every_name_loads_at_its_default_size(void **state)
+{
+  (void)state;
+  for (const char *const *n = plat_preset_names(); *n; n++) {
+    plat_cluster *c = load(*n);
+    assert_true(c->num_gpus > 0);
+    assert_int_equal(c->num_nodes, c->default_nodes);
+    assert_non_null(c->spec_json);
+    plat_cluster_destroy(c);
+  }
+}
+
+static void test_node8__keeps_the_first_version_numbers(void **state)
+{
+  (void)state;
+  plat_cluster *c = load("node8:3");
+  assert_int_equal(c->num_gpus, 24);
+  assert_int_equal(c->gpus_per_node, 8);
+  assert_string_equal(c->device.name, "H100-SXM");
+  assert_true(c->intra_kind == PLAT_INTRA_NVSWITCH);
+  assert_true(c->intra_Bps == 450e9 && c->intra_lat_s == 0.5e-6);
+  assert_int_equal(c->nics_per_node, 8);
+  assert_true(c->nic_Bps == 50e9 && c->nic_lat_s == 1e-6);
+  assert_true(c->fabric_kind == PLAT_FABRIC_SWITCH);
+  plat_route r;
+  route(c, 0, 9, &r);
+  assert_int_equal(r.n, 2);
+  assert_string_equal(r.links[0].name, "nic-0-0-up");
+  assert_string_equal(r.links[1].name, "nic-1-1-down");
+  assert_true(r.latency_s == 2e-6);
+  plat_cluster_destroy(c);
+}
+
+/* ---- routes ---------------------------------------------------------------- */
+static void test_route__dgx_h100_same_node_crosses_nvswitch_only(void **state)
+{
+  (void)state;
+  plat_cluster *c = load("dgx-h100:4");
+  plat_route r;
+  route(c, 0, 1, &r);
+  assert_int_equal(r.n, 2);
+  assert_int_equal(r.switches, 1);
+  for (int i = 0; i < r.n; i++)
+    assert_int_equal(r.links[i].kind, PLAT_LINK_INTRA);
+  assert_string_equal(r.links[0].name, "nvl-0-up");
+  assert_string_equal(r.links[1].name, "nvl-1-down");
+  assert_true(r.bw_Bps == 450e9);
+  plat_cluster_destroy(c);
+}
+
+static void test_route__dgx_h100_same_rail_crosses_its_leaf_only(void **state)
+{
+  (void)state;
+  plat_cluster *c = load("dgx-h100:4");
+  plat_route r;
+  route(c, 0, 8, &r); /* GPU 0 of node 0 -> GPU 0 of node 1: rail 0 */
+  assert_int_equal(r.n, 2);
+  assert_int_equal(r.switches, 1);
+  assert_string_equal(r.links[0].name, "nic-0-0-up");
+  assert_string_equal(r.links[1].name, "nic-1-0-down");
+  assert_true(fabs(r.latency_s - (2 * 1e-6 + 0.13e-6)) < 1e-15);
+  plat_cluster_destroy(c);
+}
+
+static void test_route__dgx_h100_cross_rail_crosses_the_spine(void **state)
+{
+  (void)state;
+  plat_cluster *c = load("dgx-h100:4");
+  plat_route r;
+  route(c, 0, 9, &r); /* rail 0 -> rail 1 */
+  assert_int_equal(r.switches, 3);
+  assert_int_equal(r.n, 4);
+  assert_int_equal(r.links[0].kind, PLAT_LINK_NIC);
+  assert_int_equal(r.links[1].kind, PLAT_LINK_FABRIC);
+  assert_int_equal(r.links[2].kind, PLAT_LINK_FABRIC);
+  assert_int_equal(r.links[3].kind, PLAT_LINK_NIC);
+  assert_string_equal(r.links[3].name, "nic-1-1-down");
+  /* a classic (not rail-optimised) tree puts a node's NICs on one leaf: GPU 0 of
+   * node 0 and GPU 1 of node 1 then meet at the leaf */
+  plat_cluster_destroy(c);
+}
+
+static int torus_dist(int a, int b, int d) /* independent closed form */
+{
+  int x = abs(a - b);
+  return x < d - x ? x : d - x;
+}
+
+static void test_route__tpu_v4_follows_dimension_order_with_wraparound(void **state)
+{
+  (void)state;
+  plat_cluster *c = load("tpu-v4:128"); /* 512 chips = 8 cubes -> 8x8x8 */
+  assert_int_equal(c->torus_dims[0], 8);
+  assert_int_equal(c->torus_dims[1], 8);
+  assert_int_equal(c->torus_dims[2], 8);
+  static const int pairs[][2] = {{0, 7}, {0, 511}, {5, 300}, {63, 64}, {100, 411}, {0, 4}, {9, 9}};
+  plat_route r;
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+    int a = pairs[i][0], b = pairs[i][1];
+    route(c, a, b, &r);
+    int hops = torus_dist(a % 8, b % 8, 8) + torus_dist(a / 8 % 8, b / 8 % 8, 8) +
+               torus_dist(a / 64, b / 64, 8);
+    if (r.n != hops)
+      fail_msg("chip %d -> %d: %d hops, torus distance %d", a, b, r.n, hops);
+    char last = 'x';
+    for (int k = 0; k < r.n; k++) {
+      char axis = r.links[k].name[strlen(r.links[k].name) - 2];
+      assert_true(axis >= last); /* x hops, then y, then z */
+      last = axis;
+      assert_int_equal(r.links[k].kind, PLAT_LINK_ICI);
+    }
+  }
+  route(c, 0, 7, &r); /* one hop backwards over the wrap-around link */
+  assert_int_equal(r.n, 1);
+  assert_string_equal(r.links[0].name, "ici-0-x-");
+  plat_cluster_destroy(c);
+}
+
+static const char *write_tmp(const char *text)
+{
+  static char path[64];
+  snprintf(path, sizeof path, "/tmp/test_platforms_%d.json", (int)getpid());
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static plat_cluster *load_spec_text(const char *text, int nodes)
+{
+  char arg[128];
+  const char *p = write_tmp(text);
+  if (nodes)
+    snprintf(arg, sizeof arg, "%s:%d", p, nodes);
+  else
+    snprintf(arg, sizeof arg, "%s", p);
+  plat_cluster *c = load(arg);
+  unlink(p);
+  return c;
+}
+
+/* 4 nodes, 1 GPU + 1 NIC each, radix-4 switches: 2 nodes per leaf, 2 spines. */
+#define SMALL_TREE \
+    "{\"name\":\"small\",\"nodes\":4,\"device\":\"H100-SXM\"," \
+    "\"node\":{\"gpus\":1,\"intra\":{\"kind\":\"none\"},\"nics\":{\"count\":1,\"Gbps\":800," \
+    "\"lat_us\":1}}," \
+    "\"fabric\":{\"kind\":\"rail-fat-tree\",\"radix\":4,\"levels\":2,\"oversub\":[%g],\"switch_lat_us\":0}}"
+
+static void test_oversub__two_to_one_halves_leaf_uplinks(void **state)
+{
+  (void)state;
+  char text[1024];
+  for (int o = 1; o <= 2; o++) {
+    snprintf(text, sizeof text, SMALL_TREE, (double)o);
+    plat_cluster *c = load_spec_text(text, 0);
+    plat_route r;
+    route(c, 0, 2, &r); /* leaf 0 -> leaf 1 */
+    assert_int_equal(r.n, 4);
+    assert_true(r.links[0].bw_Bps == 100e9);
+    assert_true(r.links[1].bw_Bps == 100e9 / o);
+    assert_true(r.links[2].bw_Bps == 100e9 / o);
+    route(c, 0, 1, &r); /* same leaf: no uplink */
+    assert_int_equal(r.n, 2);
+    assert_true(r.bw_Bps == 100e9);
+    plat_cluster_destroy(c);
+  }
+}
+
+static void test_route__dragonfly_takes_minimal_paths(void **state)
+{
+  (void)state;
+  /* 2 NICs per router, 2 routers per group, 2 global links per router: 4 NICs a group */
+  plat_cluster *c = load_spec_text(
+      "{\"name\":\"df\",\"nodes\":16,\"device\":\"H100-SXM\","
+      "\"node\":{\"gpus\":1,\"intra\":{\"kind\":\"none\"},\"nics\":{\"count\":1,\"Gbps\":400,"
+      "\"lat_us\":1}},"
+      "\"fabric\":{\"kind\":\"dragonfly\",\"routers_per_group\":2,\"nics_per_router\":2,"
+      "\"global_links_per_router\":2,\"switch_lat_us\":0.1}}",
+      0);
+  static const struct {
+    int a, b, n, switches;
+  } rows[] = {
+      {0, 1, 2, 1},  /* same router */
+      {0, 2, 3, 2},  /* same group, other router */
+      {0, 4, 3, 2},  /* group 0 -> 1: router 0 owns the global link, and group 1's router 0 too */
+      {0, 15, 5, 4}, /* group 0 -> 3: via router 1 of group 0, then router 1 of group 3 -> 1 */
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    plat_route r;
+    route(c, rows[i].a, rows[i].b, &r);
+    if (r.n != rows[i].n || r.switches != rows[i].switches)
+      fail_msg("%d -> %d: %d links %d switches, expected %d and %d", rows[i].a, rows[i].b, r.n,
+               r.switches, rows[i].n, rows[i].switches);
+  }
+  plat_cluster_destroy(c);
+}
+
+/* ---- spec errors: exact text ------------------------------------------------ */
+static void test_spec__bad_input_is_named(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *arg;
+    const char *msg;
+  } rows[] = {
+      {"nope:4", "cluster 'nope:4': no such preset (known: node8, dgx-v100, dgx-a100, selene, "
+                 "dgx-h100, h100-superpod, hgx-h200, dgx-b200, gb200-nvl72, mi300x, tpu-v4, "
+                 "tpu-v5p, ascend-910b; or give a FILE.json or FILE.xml)"},
+      {"dgx-h100:0", "cluster 'dgx-h100:0': node count '0' is not a positive integer"},
+      {"dgx-h100:x", "cluster 'dgx-h100:x': node count 'x' is not a positive integer"},
+      {"tpu-v4:3", "preset 'tpu-v4': 12 chips do not make whole 4x4x4 cubes (nodes x gpus must be "
+                   "a multiple of 64)"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    st_err err = {0};
+    plat_cluster *c = NULL;
+    assert_int_equal(plat_cluster_load(rows[i].arg, &c, &err), ST_EINPUT);
+    assert_null(c);
+    assert_string_equal(err.msg, rows[i].msg);
+  }
+  static const struct {
+    const char *text;
+    const char *msg; /* after "spec '<path>': " */
+  } specs[] = {
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
+       "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":25,\"lat_us\":0.5,\"colour\":1}},"
+       "\"fabric\":{\"kind\":\"switch\"}}",
+       "key 'node.intra.colour' is unknown (see docs/platforms.md)"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
+       "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":25,\"lat_us\":0.5}},"
+       "\"fabric\":{\"kind\":\"ring\"}}",
+       "key 'fabric.kind' must be one of switch, rail-fat-tree, fat-tree, dragonfly, torus"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
+       "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":-25,\"lat_us\":0.5}},"
+       "\"fabric\":{\"kind\":\"switch\"}}",
+       "key 'node.intra.link_GBps' is -25; it must be greater than 0"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
+       "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":25,\"lat_us\":0.5}},"
+       "\"fabric\":{\"kind\":\"switch\",\"radix\":64}}",
+       "key 'fabric.radix' does not apply to a fabric of kind switch"},
+      {"{\"name\":\"a\",\"nodes\":2,\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
+       "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":25,\"lat_us\":0.5}},"
+       "\"fabric\":{\"kind\":\"switch\"}}",
+       "2 nodes but node.nics is missing"},
+      {"{\"name\":\"a\",\"device\":\"Z80\",\"node\":{\"gpus\":8},\"fabric\":{\"kind\":\"switch\"}}",
+       "key 'device': device 'Z80' is unknown (known: V100-SXM2, A100-SXM4-40GB, A100-SXM4-80GB, "
+       "H100-SXM, H200, B200, GB200, MI300X, TPU-v4, TPU-v5p, Ascend-910B)"},
+      {"{\"name\":\"a\",\n\"device\":}", "line 2: not valid JSON"},
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    const char *p = write_tmp(specs[i].text);
+    st_err err = {0};
+    plat_cluster *c = NULL;
+    assert_int_equal(plat_cluster_load(p, &c, &err), ST_EINPUT);
+    char want[1024];
+    snprintf(want, sizeof want, "spec '%s': %s", p, specs[i].msg);
+    assert_string_equal(err.msg, want);
+    unlink(p);
+  }
+}
+
+/* ---- SimGrid: a forked child per engine ---------------------------------- */
+typedef void (*child_fn)(void);
+static void in_child(child_fn fn)
+{
+  fflush(stdout);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    fn();
+    _exit(0);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg("child failed (status %d)", status);
+}
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "child: %s:%d: ", __FILE__, __LINE__);                                       \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+      _exit(1);                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+static sg_host_t *child_hosts;
+static plat_cluster *child_cluster;
+
+static void engine_start(const char *arg)
+{
+  int argc = 4;
+  char a0[] = "test", a1[] = "--cfg=host/model:ptask_L07", a2[] = "--cfg=network/TCP-gamma:0",
+       a3[] = "--log=root.thres:critical";
+  char *argv[] = {a0, a1, a2, a3, NULL};
+  simgrid_init(&argc, argv);
+  st_err err = {0};
+  CHECK(!plat_cluster_load(arg, &child_cluster, &err), "%s", err.msg);
+  child_hosts = calloc((size_t)child_cluster->num_gpus, sizeof *child_hosts);
+  CHECK(!plat_cluster_build(child_cluster, (void **)child_hosts, &err), "%s", err.msg);
+}
+
+/* Every ordered pair: SimGrid's route = plat_route_get's (names, latency, bandwidth). */
+static void compare_all_routes(const plat_cluster *c, const sg_host_t *hosts, int skip_switch_hops)
+{
+  plat_route r;
+  xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+  for (int a = 0; a < c->num_gpus; a++)
+    for (int b = 0; b < c->num_gpus; b++) {
+      if (a == b)
+        continue;
+      plat_route_get(c, a, b, &r, NULL);
+      xbt_dynar_reset(links);
+      sg_host_get_route(hosts[a], hosts[b], links);
+      int n = 0;
+      for (unsigned long i = 0; i < xbt_dynar_length(links); i++) {
+        const char *nm = sg_link_get_name(xbt_dynar_get_as(links, i, sg_link_t));
+        if (skip_switch_hops && !strncmp(nm, "switch-hop-", 11))
+          continue;
+        CHECK(n < r.n && !strcmp(nm, r.links[n].name), "%d -> %d: link %d is %s", a, b, n, nm);
+        n++;
+      }
+      CHECK(n == r.n, "%d -> %d: %d links in SimGrid, %d expected", a, b, n, r.n);
+      double lat = sg_host_get_route_latency(hosts[a], hosts[b]);
+      CHECK(fabs(lat - r.latency_s) <= 1e-12 * r.latency_s + 1e-18, "%d -> %d: latency %g vs %g",
+            a, b, lat, r.latency_s);
+      double bw = sg_host_get_route_bandwidth(hosts[a], hosts[b]);
+      CHECK(bw == r.bw_Bps, "%d -> %d: bandwidth %g vs %g", a, b, bw, r.bw_Bps);
+    }
+  xbt_dynar_free(&links);
+}
+
+static const char *route_arg;
+static void child_routes(void)
+{
+  engine_start(route_arg);
+  compare_all_routes(child_cluster, child_hosts, 0);
+}
+
+static void test_simgrid__routes_match_plat_route(void **state)
+{
+  (void)state;
+  static const char *const args[] = {"dgx-h100:5", "dgx-v100:3", "tpu-v4:16", "mi300x:2",
+                                     "selene:3", "gb200-nvl72:2"};
+  for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+    route_arg = args[i];
+    in_child(child_routes);
+  }
+}
+
+static char xml_path[64];
+static void child_xml(void)
+{
+  /* the written XML, loaded by SimGrid, routes like the in-memory platform */
+  engine_start(xml_path);
+  st_err err = {0};
+  plat_cluster *spec = NULL;
+  CHECK(!plat_cluster_load("dgx-h100:3", &spec, &err), "%s", err.msg);
+  CHECK(child_cluster->num_gpus == 24 && child_cluster->gpus_per_node == 8, "xml: %d GPUs, %d per node",
+        child_cluster->num_gpus, child_cluster->gpus_per_node);
+  compare_all_routes(spec, child_hosts, 1);
+}
+
+static void test_xml__written_platform_routes_like_the_built_one(void **state)
+{
+  (void)state;
+  plat_cluster *c = load("dgx-h100:3");
+  snprintf(xml_path, sizeof xml_path, "/tmp/test_platforms_%d.xml", (int)getpid());
+  FILE *f = fopen(xml_path, "w");
+  st_err err = {0};
+  assert_int_equal(plat_cluster_write_xml(c, f, &err), 0);
+  fclose(f);
+  plat_cluster_destroy(c);
+  in_child(child_xml);
+  unlink(xml_path);
+}
+
+/* ptasks: one actor runs them and records the clock */
+static double ptask_times[4];
+static int ptask_case;
+static sg_exec_t ptask(int a, int b, double bytes)
+{
+  sg_host_t h[2] = {child_hosts[a], child_hosts[b]};
+  double m[4] = {0, bytes, 0, 0};
+  sg_exec_t e = sg_actor_parallel_exec_init(2, h, NULL, m);
+  sg_exec_start(e);
+  return e;
+}
+
+static void driver(int argc, char **argv)
+{
+  (void)argc;
+  (void)argv;
+  const double S = 1e9;
+  if (ptask_case == 0) { /* one flow, cross-node same rail, then cross-rail */
+    double t0 = simgrid_get_clock();
+    sg_exec_wait(ptask(0, 8, S));
+    ptask_times[0] = simgrid_get_clock() - t0;
+    t0 = simgrid_get_clock();
+    sg_exec_wait(ptask(0, 9, S));
+    ptask_times[1] = simgrid_get_clock() - t0;
+  } else if (ptask_case == 1) { /* two flows out of GPU 0's NIC (rail 0) */
+    double t0 = simgrid_get_clock();
+    sg_exec_t e1 = ptask(0, 8, S), e2 = ptask(0, 16, S);
+    sg_exec_wait(e1);
+    ptask_times[0] = simgrid_get_clock() - t0;
+    sg_exec_wait(e2);
+    ptask_times[1] = simgrid_get_clock() - t0;
+  } else { /* all-to-all from leaf 0 (GPUs 0,1) to leaf 1 (GPUs 2,3) as one ptask */
+    sg_host_t h[4] = {child_hosts[0], child_hosts[1], child_hosts[2], child_hosts[3]};
+    double m[16] = {0};
+    for (int i = 0; i < 2; i++)
+      for (int j = 2; j < 4; j++)
+        m[i * 4 + j] = S;
+    double t0 = simgrid_get_clock();
+    sg_exec_t e = sg_actor_parallel_exec_init(4, h, NULL, m);
+    sg_exec_start(e);
+    sg_exec_wait(e);
+    ptask_times[0] = simgrid_get_clock() - t0;
+  }
+}
+
+static void child_ptask_one_flow(void)
+{
+  engine_start("dgx-h100:3");
+  ptask_case = 0;
+  sg_actor_create("driver", child_hosts[0], driver, 0, NULL);
+  simgrid_run();
+  /* closed form: latency + bytes / bandwidth; same rail: 2 NIC links of 1 us, one 0.13 us switch */
+  double same = 2e-6 + 0.13e-6 + 1e9 / 50e9;
+  double cross = 2e-6 + 3 * 0.13e-6 + 1e9 / 50e9;
+  CHECK(fabs(ptask_times[0] - same) < 1e-9, "same rail: %.12g s, expected %.12g", ptask_times[0], same);
+  CHECK(fabs(ptask_times[1] - cross) < 1e-9, "cross rail: %.12g s, expected %.12g", ptask_times[1],
+        cross);
+}
+
+static void child_ptask_shared_rail(void)
+{
+  engine_start("dgx-h100:3");
+  ptask_case = 1;
+  sg_actor_create("driver", child_hosts[0], driver, 0, NULL);
+  simgrid_run();
+  double t = 2e-6 + 0.13e-6 + 2 * 1e9 / 50e9; /* each flow at half the NIC rate */
+  CHECK(fabs(ptask_times[0] - t) < 1e-9 && fabs(ptask_times[1] - t) < 1e-9,
+        "shared rail: %.12g and %.12g s, expected %.12g", ptask_times[0], ptask_times[1], t);
+}
+
+static void test_ptask__two_hosts_take_latency_plus_bytes_over_bandwidth(void **state)
+{
+  (void)state;
+  in_child(child_ptask_one_flow);
+}
+
+static void test_ptask__two_flows_on_one_rail_get_half_each(void **state)
+{
+  (void)state;
+  in_child(child_ptask_shared_rail);
+}
+
+static double oversub_value;
+static void child_alltoall(void)
+{
+  char text[1024];
+  snprintf(text, sizeof text, SMALL_TREE, oversub_value);
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/test_platforms_ov_%d.json", (int)getpid());
+  FILE *f = fopen(path, "w");
+  fputs(text, f);
+  fclose(f);
+  engine_start(path);
+  unlink(path);
+  ptask_case = 2;
+  sg_actor_create("driver", child_hosts[0], driver, 0, NULL);
+  simgrid_run();
+  /* Each NIC sends (or receives) 2 S: 2S / 100 GB/s.  Leaf 0's up port p
+   * carries the two flows to the leaf-1 GPU at position p (D-mod-k): 2 S at
+   * 100/o GB/s.  A ptask moves at its most loaded link's pace. */
+  double S = 1e9, B = 100e9, o = oversub_value;
+  double t = 2e-6 + fmax(2 * S / B, 2 * S / (B / o));
+  CHECK(fabs(ptask_times[0] - t) < 1e-9, "oversub %g: %.12g s, expected %.12g", o, ptask_times[0], t);
+}
+
+static void test_oversub__cross_leaf_alltoall_slows_accordingly(void **state)
+{
+  (void)state;
+  oversub_value = 1;
+  in_child(child_alltoall);
+  oversub_value = 2;
+  in_child(child_alltoall);
+}
+
+static void test_xml__user_platform_follows_the_naming_rule(void **state)
+{
+  (void)state;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/test_platforms_user_%d.xml", (int)getpid());
+  FILE *f = fopen(path, "w");
+  fputs("<?xml version='1.0'?>\n<platform version=\"4.1\">\n<zone id=\"z\" routing=\"Full\">\n"
+        "<prop id=\"simtrain.gpus_per_node\" value=\"4\"/>\n"
+        "<cluster id=\"c\" prefix=\"gpu-\" suffix=\"\" radical=\"0-7\" speed=\"1Gf\" bw=\"1GBps\" "
+        "lat=\"1us\"/>\n</zone></platform>\n",
+        f);
+  fclose(f);
+  plat_cluster *c = load(path);
+  assert_int_equal(c->num_gpus, 8);
+  assert_int_equal(c->num_nodes, 2);
+  assert_int_equal(c->fabric_kind, PLAT_FABRIC_XML);
+  plat_cluster_destroy(c);
+  f = fopen(path, "w");
+  fputs("<platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">\n<host id=\"gpu-0\" "
+        "speed=\"1f\"/>\n<host id=\"node-1\" speed=\"1f\"/></zone></platform>\n",
+        f);
+  fclose(f);
+  st_err err = {0};
+  assert_int_equal(plat_cluster_load(path, &c, &err), ST_EINPUT);
+  char want[256];
+  snprintf(want, sizeof want,
+           "platform '%s': line 3: host 'node-1' does not follow the naming rule gpu-<index>", path);
+  assert_string_equal(err.msg, want);
+  unlink(path);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_presets__match_documented_values),
+      cmocka_unit_test(test_presets__every_name_loads_at_its_default_size),
+      cmocka_unit_test(test_node8__keeps_the_first_version_numbers),
+      cmocka_unit_test(test_route__dgx_h100_same_node_crosses_nvswitch_only),
+      cmocka_unit_test(test_route__dgx_h100_same_rail_crosses_its_leaf_only),
+      cmocka_unit_test(test_route__dgx_h100_cross_rail_crosses_the_spine),
+      cmocka_unit_test(test_route__tpu_v4_follows_dimension_order_with_wraparound),
+      cmocka_unit_test(test_route__dragonfly_takes_minimal_paths),
+      cmocka_unit_test(test_oversub__two_to_one_halves_leaf_uplinks),
+      cmocka_unit_test(test_spec__bad_input_is_named),
+      cmocka_unit_test(test_xml__user_platform_follows_the_naming_rule),
+      cmocka_unit_test(test_simgrid__routes_match_plat_route),
+      cmocka_unit_test(test_xml__written_platform_routes_like_the_built_one),
+      cmocka_unit_test(test_ptask__two_hosts_take_latency_plus_bytes_over_bandwidth),
+      cmocka_unit_test(test_ptask__two_flows_on_one_rail_get_half_each),
+      cmocka_unit_test(test_oversub__cross_leaf_alltoall_slows_accordingly),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
