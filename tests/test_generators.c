@@ -734,18 +734,20 @@ static void test_schedule__layouts_replay_without_deadlock(void **state)
   static const struct {
     int moe;
     const char *spec;
+    int gpus;
   } cases[] = {
-      {0, "dp=4,pp=2,gbs=8,zero=1,overlap_param_gather=1"},
-      {0, "dp=4,pp=2,vpp=2,gbs=16,recompute=full"},
-      {0, "cp=2,dp=4,gbs=4,recompute=selective"},
-      {0, "tp=2,sp=1,dp=4,gbs=8,zero=1"},
-      {0, "dp=8,zero=3,gbs=16"},
-      {1, "tp=2,sp=1,ep=4,gbs=8,zero=2,overlap_grad_reduce=1,bucket=1M"},
-      {1, "ep=2,pp=2,gbs=4"},
+      {0, "tp=2,sp=1,pp=2,gbs=8,zero=1,overlap_grad_reduce=1,overlap_param_gather=1,bucket=2M", 8},
+      {0, "tp=2,pp=2,vpp=2,gbs=8,recompute=full", 8},
+      {0, "cp=2,tp=2,sp=1,pp=2,gbs=4,recompute=selective", 8},
+      {0, "dp=4,pp=2,vpp=2,gbs=16,grad_dtype=bf16", 8},
+      {0, "dp=8,zero=3,gbs=16", 8},
+      {0, "tp=2,sp=1,dp=4,zero=3,gbs=8,recompute=full", 8},
+      {1, "tp=2,sp=1,ep=4,gbs=8,zero=2,overlap_grad_reduce=1,bucket=1M", 8},
+      {1, "tp=2,sp=1,ep=2,pp=2,cp=2,gbs=8,zero=1,overlap_grad_reduce=1,bucket=1M", 16},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    wl_workload *wl = gen(cases[i].moe ? &x : &g, cases[i].spec, 8, NULL);
-    forked_result *f = sim_run_forked(wl, "node8", NULL);
+    wl_workload *wl = gen(cases[i].moe ? &x : &g, cases[i].spec, cases[i].gpus, NULL);
+    forked_result *f = sim_run_forked(wl, cases[i].gpus > 8 ? "node8:2" : "node8", NULL);
     assert_non_null(f);
     if (f->rc) {
       print_error("%s: %s\n", cases[i].spec, f->msg);
