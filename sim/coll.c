@@ -13,8 +13,11 @@
  *  3. Fidelity.  Flow fidelity: one round with every edge as one flow, after
  *     a wait for the algorithm's latency terms (minus the route latency the
  *     flow pays itself).  Step fidelity: the same edges cut into K rounds
- *     (ring: its 2(n-1) or n-1 steps; others: chunks of >= 1 MiB, at most
- *     64), each after 1/K of the latency terms.
+ *     (ring: its 2(n-1) or n-1 steps; others: chunks of >= 16 MiB, at most
+ *     64), each after 1/K of the latency terms.  Each round ends when all of
+ *     a member's flows end, so where its flows pay different route latencies
+ *     (NVLink 1 us, NIC 2 us) and are about equally loaded, step fidelity can
+ *     be up to K x that difference slower or faster than flow fidelity.
  *  4. Cost model (NCCL_MODEL below): latencies from NCCL's tuning model
  *     (src/graph/tuning.cc: baseLat, hwLat, per algorithm and protocol),
  *     bandwidth efficiencies from NCCL's per-link NVLink bandwidths
@@ -950,22 +953,36 @@ int sim_coll_plan(const sim_coll_ctx *c, int m, sim_sched *out)
     rc = ST_ENOMEM;
     goto done;
   }
-  /* the largest route latency among m's sends: what its flows pay themselves */
-  double own = 0;
+  /* own: the largest route latency among m's sends (what its flows pay
+   * themselves); lb: the route latency of its likely bottleneck flow (the
+   * link kind with the most bytes per unit of bandwidth), which step
+   * fidelity pays once per round */
+  double own = 0, lb = 0, t_in = 0, t_out = 0, l_in = 0, l_out = 0;
+  double bi = c->cl->intra_Bps > 0 ? c->cl->intra_Bps : 1, bn = c->cl->nic_Bps > 0 ? c->cl->nic_Bps : 1;
   for (size_t i = 0; i < e.ns; i++) {
     double l = c->route_lat ? c->route_lat(c->route_u, m, e.send[i].peer) : 0;
     if (l > own)
       own = l;
+    if (c->lay->node_of[e.send[i].peer] == c->lay->node_of[m]) {
+      t_in += e.send[i].bytes / bi;
+      l_in = fmax(l_in, l);
+    } else {
+      t_out += e.send[i].bytes / bn;
+      l_out = fmax(l_out, l);
+    }
   }
+  lb = t_out >= t_in ? l_out : l_in;
   double L = c->ch.lat_s;
   int rounds = 1;
   if (c->fidelity == SIM_FID_STEP && c->op != WL_COLL_BARRIER) {
     if (c->ch.algo == SIM_ALGO_RING)
       rounds = c->op == WL_COLL_ALLREDUCE ? 2 * (c->n - 1) : c->n - 1;
     else
-      rounds = (int)fmin(64, fmax(1, floor(c->bytes / (1 << 20))));
+      rounds = (int)fmin(64, fmax(1, floor(c->bytes / (16 << 20))));
   }
-  double pre = L / rounds - own;
+  /* flow: L - own + (bottleneck's own latency); step: the same total when
+   * each round pays lb */
+  double pre = rounds == 1 ? L - own : (L - own - (rounds - 1) * lb) / rounds;
   if (e.ns == 0)
     pre = 0;
   for (int r = 0; r < rounds && !rc; r++)
