@@ -525,7 +525,7 @@ static void test_calibration__multi_node_h100(void **state)
   } cases[] = {
       {16, "node8:2", &SI_H100, SIM_ALGO_RING, 375},   /* NIC benchmark: NCCL_ALGO=RING */
       {16, "node8:2", NULL, -1, 375},                  /* no NVLS: tree */
-      {32, "node8:4", &SI_H100, -1, 375},              /* default: NVLS tree */
+      {32, "node8:4", &SI_H100, -1, 375},              /* default: ring beats NVLS tree */
       {32, "node8:4", NULL, -1, 375},                  /* no NVLS: ring */
       {16, "node8:2", &SI_H100_SHARP, -1, 480},        /* NVLS + SHARP */
       {32, "node8:4", &SI_H100_SHARP, -1, 480},
