@@ -450,6 +450,7 @@ static void coll_ctx_fill(int c, comm_state *cs, sim_coll_ctx *ctx, route_ctx *r
 static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, const wl_op *op,
                           sim_sched *sched)
 {
+  const wl_comm *cm = &E.wl->comms[c];
   if (!cs->edge_lat)
     comm_edge_latencies(c, cs);
   if (E.failed)

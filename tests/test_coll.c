@@ -293,7 +293,8 @@ static void test_ring__two_nodes_drive_every_nic(void **state)
   for (int g = 0; g < 16; g++)
     for (int up = 0; up < 2; up++) {
       char name[64];
-      snprintf(name, sizeof name, "nic-%d_%s", g, up ? "UP" : "DOWN");
+      /* platform link names: nic-<node>-<local GPU>-up|down */
+      snprintf(name, sizeof name, "nic-%d-%d-%s", g / 8, g % 8, up ? "up" : "down");
       check_rel(link_bytes(f, name), want, 1e-3, name);
     }
   forked_result_free(f);
