@@ -40,6 +40,8 @@ static const char usage_text[] =
     "  --fidelity F        flow (default) or step\n"
     "  --net-model M       ideal (default), cm02 or lv08\n"
     "  --cfg SETTING       extra SimGrid setting, e.g. --cfg=network/model:LV08 (repeatable)\n"
+    "  --no-closed-form    simulate every collective's flows, even where a closed form\n"
+    "                      gives the same answer (collectives alone on their links)\n"
     "  --strict            fail when the workload does not fit in device memory\n"
     "  --quiet             no progress or warnings on stderr\n"
     "  -h, --help          this text\n";
@@ -84,10 +86,12 @@ static char *options_json(const struct run_args *a)
 {
   st_buf b;
   st_buf_init(&b);
-  st_buf_printf(&b, "{\"fidelity\":\"%s\",\"net_model\":\"%s\",\"timeline\":%s,\"cfg\":\"%s\"}",
+  st_buf_printf(&b,
+                "{\"fidelity\":\"%s\",\"net_model\":\"%s\",\"timeline\":%s,"
+                "\"closed_form\":%s,\"cfg\":\"%s\"}",
                 a->opt.fidelity == SIM_FID_STEP ? "step" : "flow",
                 sim_net_model_name(a->opt.net_model), a->opt.timeline ? "true" : "false",
-                a->cfg);
+                a->opt.fast_colls ? "true" : "false", a->cfg);
   return st_buf_detach(&b, NULL);
 }
 
@@ -103,6 +107,7 @@ int cmd_run(int argc, char **argv)
       {"fidelity", required_argument, NULL, 'f'}, {"net-model", required_argument, NULL, 'n'},
       {"cfg", required_argument, NULL, 'C'},      {"strict", no_argument, NULL, 's'},
       {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
+      {"no-closed-form", no_argument, NULL, 'X'},
       {NULL, 0, NULL, 0}};
   struct run_args a;
   memset(&a, 0, sizeof a);
@@ -122,6 +127,7 @@ int cmd_run(int argc, char **argv)
     case 'T': a.opt.timeline = 1; break;
     case 's': a.strict = 1; break;
     case 'q': a.quiet = 1; break;
+    case 'X': a.opt.fast_colls = 0; break;
     case 'f':
       if (!strcmp(optarg, "flow"))
         a.opt.fidelity = SIM_FID_FLOW;
