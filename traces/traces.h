@@ -88,9 +88,10 @@ typedef struct tr_retarget_stats {
   double after_s[WL_CLASS_COUNT];     /* the same after rescaling */
 } tr_retarget_stats;
 
-/* The one program-wide rescaling of every compute op of wl (in place).
- * stats may be NULL.  Fails (ST_EUSAGE) when either device has no peak for
- * an op's dtype and no HBM bandwidth, naming the device. */
+/* Rescale every compute op of wl in place (all programs).  stats may be
+ * NULL.  Fails (ST_EUSAGE), changing nothing, when the source device's model
+ * never reaches an op's measured duration (a memory-bound class on a device
+ * without HBM bandwidth), naming the device and the class. */
 int tr_workload_retarget(wl_workload *wl, const plat_device *from, const plat_device *to,
                          tr_retarget_stats *stats, st_err *err);
 

@@ -86,10 +86,13 @@ static int retarget(struct run_args *a, wl_workload *wl, const plat_cluster *cl,
   if (!name[0])
     return ST_OK;
   plat_device from;
-  int rc = tr_device_match(name, &from, err);
-  if (rc) {
-    if (a->from_device)
+  int rc;
+  if (a->from_device) {
+    if ((rc = plat_device_find(name, &from, err)))
+      st_err_prefix(err, "--from-device: ");
+    if (rc)
       return rc;
+  } else if ((rc = tr_device_match(name, &from, err))) {
     if (!a->quiet)
       cli_warn("%s: measured compute is replayed as it is", err->msg);
     st_err_clear(err);
