@@ -77,7 +77,9 @@ typedef struct comm_state {
   uint64_t done_gen;    /* instances completed */
   int arrived, pending;
   int op;               /* op of the instance being assembled */
-  int algo;             /* algorithm chosen for it */
+  sim_coll_choice ch;   /* algorithm, protocol, channels chosen for it */
+  sim_coll_layout lay;  /* members by node (built at the first instance) */
+  int have_lay;
   double bytes;
   int first_rank;       /* rank that arrived first (for mismatch messages) */
   double first_arrival, start;
@@ -259,7 +261,7 @@ static void timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, dou
   row->op = opi;
   row->start_s = t0;
   row->end_s = t1;
-  row->bytes = op->kind == WL_OP_COMPUTE ? op->bytes : op->bytes;
+  row->bytes = op->bytes;
   row->flops = op->flops;
 }
 
@@ -410,6 +412,39 @@ static void comm_edge_latencies(int c, comm_state *cs)
   }
 }
 
+typedef struct route_ctx {
+  const int32_t *ranks;
+} route_ctx;
+
+static double member_route_lat(void *u, int a, int b)
+{
+  const route_ctx *rc = u;
+  return sg_host_get_route_latency(E.hosts[rc->ranks[a]], E.hosts[rc->ranks[b]]);
+}
+
+/* The algorithm context of communicator c's current instance. */
+static void coll_ctx_fill(int c, comm_state *cs, sim_coll_ctx *ctx, route_ctx *rc)
+{
+  const wl_comm *cm = &E.wl->comms[c];
+  memset(ctx, 0, sizeof *ctx);
+  rc->ranks = cm->ranks;
+  ctx->op = cs->op;
+  ctx->n = cm->size;
+  ctx->bytes = cs->bytes;
+  ctx->ranks = cm->ranks;
+  ctx->cl = E.cl;
+  ctx->fidelity = E.opt->fidelity;
+  ctx->model = E.opt->coll_model;
+  ctx->force_algo = E.opt->coll_algo;
+  ctx->force_proto = E.opt->coll_proto;
+  ctx->force_nch = E.opt->coll_channels;
+  ctx->lay = &cs->lay;
+  ctx->ch = cs->ch;
+  ctx->route_lat = member_route_lat;
+  ctx->route_u = rc;
+  ctx->ring_lat_max = cs->ring_lat_max;
+}
+
 /* Member m's part of one collective instance: the algorithm's rounds, each
  * a wait for latency terms then flows to and from other members. */
 static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, const wl_op *op,
@@ -420,19 +455,11 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
     comm_edge_latencies(c, cs);
   if (E.failed)
     return;
-  sim_coll_ctx ctx = {
-      .op = cs->op,
-      .n = cm->size,
-      .bytes = cs->bytes,
-      .root = op->peer >= 0 ? op->peer : 0,
-      .splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL,
-      .ranks = cm->ranks,
-      .cl = E.cl,
-      .fidelity = E.opt->fidelity,
-      .algo = cs->algo,
-      .edge_lat = cs->edge_lat,
-      .ring_lat_max = cs->ring_lat_max,
-  };
+  sim_coll_ctx ctx;
+  route_ctx rctx;
+  coll_ctx_fill(c, cs, &ctx, &rctx);
+  ctx.root = op->peer >= 0 ? op->peer : 0;
+  ctx.splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL;
   if (sim_coll_plan(&ctx, m, sched)) {
     fail(ST_ENOMEM, "out of memory planning a collective");
     return;
@@ -503,9 +530,21 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
     cs->arrived = 0;
     cs->start = t;
     cs->pending = n;
-    sim_coll_ctx cx = {.op = cs->op, .n = n, .bytes = cs->bytes, .cl = E.cl,
-                       .fidelity = E.opt->fidelity, .ranks = cm->ranks};
-    cs->algo = sim_coll_choose(&cx);
+    if (!cs->edge_lat)
+      comm_edge_latencies(c, cs);
+    if (!cs->have_lay) {
+      if (sim_coll_layout_build(&E.arena, cm->ranks, n, E.cl, &cs->lay)) {
+        fail(ST_ENOMEM, "out of memory laying out a communicator");
+        sg_actor_kill_all();
+        return;
+      }
+      cs->have_lay = 1;
+    }
+    sim_coll_ctx cx;
+    route_ctx rcx;
+    coll_ctx_fill(c, cs, &cx, &rcx);
+    sim_coll_choose(&cx);
+    cs->ch = cx.ch;
     wq_wake(&cs->wq);
   } else {
     while (cs->gen == my_gen)
@@ -527,7 +566,9 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
       rec->comm = c;
       rec->kind = WL_OP_COLL;
       rec->op = (uint8_t)opk;
-      rec->algo = (uint8_t)cs->algo;
+      rec->algo = (uint8_t)cs->ch.algo;
+      rec->proto = (uint8_t)cs->ch.proto;
+      rec->channels = cs->ch.nch;
       rec->nranks = n;
       rec->src = rec->dst = -1;
       rec->bytes = bytes;
@@ -643,7 +684,6 @@ static void stream_actor(int argc, char **argv)
   const wl_program *p = &E.wl->programs[pidx];
   const prog_info *pi = &E.progs[pidx];
   const plat_device *dev = &E.cl->device;
-  double offsets_local[64];
 
   for (uint32_t k = 0; k < a->num_ops && !E.failed;) {
     uint32_t opi = a->ops[k];
@@ -672,7 +712,6 @@ static void stream_actor(int argc, char **argv)
           break;
         k2++;
       }
-      (void)offsets_local;
       acct(rank, 1, 0, 0);
       if (total > 0)
         sg_actor_sleep_for(total);

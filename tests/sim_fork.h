@@ -63,10 +63,13 @@ static void forked_result_free(forked_result *f)
   free(f);
 }
 
-/* Runs sim_run(wl, cluster, opt) in a child.  Returns NULL only if the child
- * crashed or the pipe broke. */
-static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
-                                     const sim_options *opt)
+/* Runs sim_run(wl, cluster, opt) in a child, after tweak(cluster, u) when
+ * tweak is not NULL (tests that change a preset's parameters).  Returns NULL
+ * only if the child crashed or the pipe broke. */
+static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *cluster,
+                                             const sim_options *opt,
+                                             void (*tweak)(plat_cluster *, const void *),
+                                             const void *u)
 {
   int fds[2];
   if (pipe(fds))
@@ -86,6 +89,8 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
     plat_cluster *cl = NULL;
     sim_result *r = NULL;
     int rc = plat_cluster_load(cluster, &cl, &err);
+    if (!rc && tweak)
+      tweak(cl, u);
     if (!rc)
       rc = sim_run(wl, cl, opt, &r, &err);
     fr_write_all(fds[1], &rc, sizeof rc);
@@ -140,6 +145,12 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
     return NULL;
   }
   return f;
+}
+
+static inline forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
+                                            const sim_options *opt)
+{
+  return sim_run_forked_tweaked(wl, cluster, opt, NULL, NULL);
 }
 
 #endif

@@ -39,6 +39,17 @@ static wl_workload *coll_workload(int n, int nops, const int *ops, const double 
   return wl;
 }
 
+/* These tests check the engine against alpha-beta closed forms: links at line
+ * rate and one route latency per algorithm hop (NCCL's cost model is tested
+ * in test_coll.c). */
+static const sim_options *ideal_options(void)
+{
+  static sim_options o;
+  sim_options_init(&o);
+  o.coll_model = SIM_COLL_IDEAL;
+  return &o;
+}
+
 static void check_rel(double got, double want, double tol, const char *what)
 {
   double rel = fabs(got - want) / want;
@@ -67,6 +78,7 @@ static void ring_closed_form(int fidelity)
     sim_options opt;
     sim_options_init(&opt);
     opt.fidelity = fidelity;
+    opt.coll_model = SIM_COLL_IDEAL;
     forked_result *f = sim_run_forked(wl, "node8", &opt);
     assert_non_null(f);
     if (f->rc)
@@ -109,7 +121,7 @@ static void test_direct_and_chain__match_closed_forms(void **state)
   double S = 512.0 * (1 << 20);
   double bytes[] = {S, S, S};
   wl_workload *wl = coll_workload(8, 3, ops, bytes);
-  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  forked_result *f = sim_run_forked(wl, "node8", ideal_options());
   assert_non_null(f);
   assert_int_equal(f->rc, 0);
   assert_int_equal(f->num_colls, 3);
@@ -139,7 +151,7 @@ static void test_contention__disjoint_allreduces_do_not_interfere(void **state)
     wl_rank_set(wl, i, p);
     wl_rank_set_comm(wl, i, 0, i < 4 ? ca : cb);
   }
-  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  forked_result *f = sim_run_forked(wl, "node8", ideal_options());
   assert_non_null(f);
   assert_int_equal(f->rc, 0);
   double want = 2.0 * 3 * (LAT + S / (4 * B));
@@ -175,7 +187,7 @@ static void test_contention__shared_link_halves_bandwidth(void **state)
   wl_rank_set_comm(wl, 0, 1, cy);
   wl_rank_set_comm(wl, 1, 0, cx);
   wl_rank_set_comm(wl, 2, 1, cy);
-  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  forked_result *f = sim_run_forked(wl, "node8", ideal_options());
   assert_non_null(f);
   assert_int_equal(f->rc, 0);
   double alone = 2.0 * (LAT + S / (2 * B)), shared = 2.0 * (LAT + S / B);
@@ -224,7 +236,7 @@ static void test_pipeline__two_stages_match_hand_critical_path(void **state)
   double S = 64.0 * (1 << 20);
   double T = LAT + S / B;
   wl_workload *wl = pipeline2(S);
-  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  forked_result *f = sim_run_forked(wl, "node8", ideal_options());
   assert_non_null(f);
   assert_int_equal(f->rc, 0);
   check_rel(f->step_time_s, 5e-3 + 2 * T, 1e-6, "pipeline step");
@@ -272,7 +284,7 @@ static void test_overlap__comm_hidden_under_compute_is_not_exposed(void **state)
     wl_rank_set(wl, r, p);
     wl_rank_set_comm(wl, r, 0, c);
   }
-  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  forked_result *f = sim_run_forked(wl, "node8", ideal_options());
   assert_non_null(f);
   assert_int_equal(f->rc, 0);
   double tc = 2 * (LAT + S / (2 * B));
@@ -304,7 +316,7 @@ static void test_failure__unmatched_collective_names_comm_and_ranks(void **state
     wl_rank_set(wl, r, r == 3 ? q : p);
     wl_rank_set_comm(wl, r, 0, cm);
   }
-  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  forked_result *f = sim_run_forked(wl, "node8", ideal_options());
   assert_non_null(f);
   assert_int_equal(f->rc, ST_ESIM);
   assert_string_equal(f->msg, "collective allreduce on communicator 'world' never completed: 3 "
@@ -330,7 +342,7 @@ static void test_failure__mismatched_sizes_are_reported(void **state)
     wl_rank_set(wl, r, r ? q : p);
     wl_rank_set_comm(wl, r, 0, cm);
   }
-  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  forked_result *f = sim_run_forked(wl, "node8", ideal_options());
   assert_non_null(f);
   assert_int_equal(f->rc, ST_ESIM);
   assert_string_equal(f->msg, "collective mismatch on communicator 'world': rank 0 called "
@@ -345,7 +357,7 @@ static void test_setup__too_few_gpus_is_an_input_error(void **state)
   int op = WL_COLL_ALLREDUCE;
   double S = 1024;
   wl_workload *wl = coll_workload(16, 1, &op, &S);
-  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  forked_result *f = sim_run_forked(wl, "node8", ideal_options());
   assert_non_null(f);
   assert_int_equal(f->rc, ST_EINPUT);
   assert_string_equal(f->msg, "workload has 16 ranks but cluster 'node8' has 8 GPUs (8 per "
@@ -375,7 +387,7 @@ static void test_ring__across_nodes_uses_nics(void **state)
     wl_rank_set(wl, r, (r == 0 || r == 8) ? p : idle);
   wl_rank_set_comm(wl, 0, 0, c);
   wl_rank_set_comm(wl, 8, 0, c);
-  forked_result *f = sim_run_forked(wl, "node8:2", NULL);
+  forked_result *f = sim_run_forked(wl, "node8:2", ideal_options());
   assert_non_null(f);
   if (f->rc)
     print_error("%s\n", f->msg);

@@ -553,6 +553,9 @@ static void test_replay__astra_microbenchmarks_match_closed_form(void **state)
       sim_options o;
       sim_options_init(&o);
       o.quiet = 1;
+      o.coll_model = SIM_COLL_IDEAL; /* the closed forms are alpha-beta */
+      o.coll_channels = 1;           /* one ring (NCCL would use one per NIC) */
+      o.coll_algo = k < 3 ? SIM_ALGO_RING : -1; /* not a tree or NVLS; all-to-all: direct */
       forked_result *r = sim_run_forked(wl, npus == 16 ? "node8:2" : "node8", &o);
       assert_non_null(r);
       assert_int_equal(r->rc, 0);
