@@ -123,6 +123,8 @@ struct actor_ctx {
   sg_sem_t sem;        /* this actor's wake-up semaphore */
   uint32_t cur;        /* op index being run (for deadlock reports) */
   int64_t waiting_for; /* op index of another stream it waits for, or -1 */
+  int wait_stream;     /* ... on this stream, */
+  uint32_t wait_pos;   /* ... at this position in it */
 };
 
 typedef struct prog_info {
@@ -374,6 +376,8 @@ static void wait_deps(actor_ctx *a, int rank, const wl_program *p, const prog_in
       continue; /* implied by stream order */
     while (rs->done[t->stream] <= pi->pos[target]) {
       a->waiting_for = target;
+      a->wait_stream = t->stream;
+      a->wait_pos = pi->pos[target];
       rs->waiters++;
       wq_wait(&rs->wq);
       rs->waiters--;
@@ -404,13 +408,36 @@ static void progress(uint32_t n)
   E.progress_shown = 1;
 }
 
+/* A stream of the rank moved on: wake the streams whose wait it satisfies
+ * (only those: waking all of them at every op made each re-check and queue
+ * again).  They leave the queue before any release, since a release is a
+ * simcall during which others may queue. */
 static void stream_progress(int rank, int stream, uint32_t n)
 {
   progress(n);
   rank_state *rs = &E.ranks[rank];
   rs->done[stream] += n;
-  if (rs->waiters > 0)
-    wq_wake(&rs->wq);
+  if (rs->waiters == 0)
+    return;
+  waitq *q = &rs->wq;
+  actor_ctx *local[16], **wake = local;
+  if (q->n > 16 && !(wake = malloc((size_t)q->n * sizeof *wake))) {
+    fail(ST_ENOMEM, "out of memory");
+    return;
+  }
+  int k = 0, j = 0;
+  for (int i = 0; i < q->n; i++) {
+    actor_ctx *a = q->a[i];
+    if (a->wait_stream == stream && rs->done[stream] > a->wait_pos)
+      wake[k++] = a;
+    else
+      q->a[j++] = a;
+  }
+  q->n = j;
+  for (int i = 0; i < k; i++)
+    sg_sem_release(wake[i]->sem);
+  if (wake != local)
+    free(wake);
 }
 
 /* ---- collectives --------------------------------------------------------- */
