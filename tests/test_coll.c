@@ -358,6 +358,132 @@ static void test_rails__shared_fraction_sets_slowdown(void **state)
   check_rel(both - lat, 2 * (alone - lat), 1e-3, "shared rails: transfer time doubles");
 }
 
+/* Two all-reduce communicators at once on node8:2 (rings, Simple, flow
+ * fidelity), each GPU in both on two streams; *tx, *ty their times. */
+static void two_comms(const int32_t *xa, int nx, double sx, const int32_t *ya, int ny, double sy,
+                      double *tx, double *ty)
+{
+  const char *roles[] = {"x", "y"};
+  const char *streams[] = {"sx", "sy"};
+  wl_workload *wl = wl_workload_create(16, 2, roles);
+  int cx = wl_comm_add(wl, "x", WL_COMM_DP, nx, xa), cy = wl_comm_add(wl, "y", WL_COMM_DP, ny, ya);
+  int pb = wl_program_add(wl, "both", 2, streams), px = wl_program_add(wl, "x", 2, streams);
+  int py = wl_program_add(wl, "y", 2, streams), pn = wl_program_add(wl, "none", 2, streams);
+  wl_op ox = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, sx), oy = wl_op_coll(1, WL_COLL_ALLREDUCE, 1, sy);
+  wl_op z = wl_op_compute(0, 0);
+  wl_program_append(&wl->programs[pb], &ox, NULL, 0);
+  wl_program_append(&wl->programs[pb], &oy, NULL, 0);
+  wl_program_append(&wl->programs[px], &ox, NULL, 0);
+  wl_program_append(&wl->programs[py], &oy, NULL, 0);
+  wl_program_append(&wl->programs[pn], &z, NULL, 0);
+  for (int g = 0; g < 16; g++) {
+    int inx = 0, iny = 0;
+    for (int i = 0; i < nx; i++)
+      inx |= xa[i] == g;
+    for (int i = 0; i < ny; i++)
+      iny |= ya[i] == g;
+    wl_rank_set(wl, g, inx && iny ? pb : inx ? px : iny ? py : pn);
+    if (inx)
+      wl_rank_set_comm(wl, g, 0, cx);
+    if (iny)
+      wl_rank_set_comm(wl, g, 1, cy);
+  }
+  sim_options o = opts(SIM_ALGO_RING, SIM_PROTO_SIMPLE, SIM_FID_FLOW);
+  forked_result *f = run(wl, "node8:2", NULL, &o);
+  int got_x = 0, got_y = 0;
+  for (size_t i = 0; i < f->num_colls; i++) {
+    if (f->colls[i].comm == cx) {
+      *tx = dur(f, i);
+      got_x = 1;
+    } else {
+      *ty = dur(f, i);
+      got_y = 1;
+    }
+  }
+  assert_true(got_x && got_y);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+static double alone(const int32_t *a, int n, double S)
+{
+  wl_workload *wl = coll_workload(16, n, a, WL_COLL_ALLREDUCE, 1, &S);
+  sim_options o = opts(SIM_ALGO_RING, SIM_PROTO_SIMPLE, SIM_FID_FLOW);
+  forked_result *f = run(wl, "node8:2", NULL, &o);
+  double t = dur(f, 0);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+  return t;
+}
+
+/* Partial overlap: x is a ring over all 16 GPUs (8 channels, one per rail,
+ * D_x = 2 (15/16) S_x / 8 per NIC and direction); y a ring over local GPUs
+ * 0 and 1 of both nodes (2 channels on rails 0 and 1, D_y = 2 (3/4) S_y / 2),
+ * so 2 of x's 8 rails are shared.  With S_y = S_x / 6.4, D_y = D_x / 2: on the
+ * two shared NICs both flows get half until y is done (at D_x / B), then x
+ * alone: x's transfer time grows by D_y / D_x = 1/2 (its other 6 rails are
+ * idle by then: a collective ends with its slowest channel, as NCCL's static
+ * channels do), y's doubles.  Without overlap (y on local GPUs 0 and 1, x on
+ * local 2-7) neither slows. */
+static void test_rails__partial_overlap_slows_by_shared_load(void **state)
+{
+  (void)state;
+  double sx = 1 * GiB, sy = sx / 6.4, B = 50e9 * 0.94;
+  int32_t xa[16], ya[4] = {0, 1, 8, 9}, xd[12];
+  int nxd = 0;
+  for (int g = 0; g < 16; g++) {
+    xa[g] = g;
+    if (g % 8 >= 2)
+      xd[nxd++] = g;
+  }
+  double dx = 2.0 * 15 / 16 * sx / 8, dy = 2.0 * 3 / 4 * sy / 2;
+  assert_true(fabs(dy / dx - 0.5) < 1e-12);
+  double tx1 = alone(xa, 16, sx), ty1 = alone(ya, 4, sy), tx2, ty2;
+  double lx = tx1 - dx / B, ly = ty1 - dy / B; /* latency terms */
+  two_comms(xa, 16, sx, ya, 4, sy, &tx2, &ty2);
+  print_message("2 of 8 rails shared: x %.1f -> %.1f us, y %.1f -> %.1f us\n", tx1 * 1e6,
+                tx2 * 1e6, ty1 * 1e6, ty2 * 1e6);
+  /* y's latency terms are shorter: it runs alone on the shared NICs for
+   * lx - ly before x starts, which both of them gain */
+  double early = lx - ly;
+  check_rel(tx2 - lx, 1.5 * dx / B - early, 2e-3, "x: transfer time x (1 + D_y/D_x)");
+  check_rel(ty2 - ly, 2.0 * dy / B - early, 2e-3, "y: transfer time doubles");
+  /* disjoint rails: x over local GPUs 2-7 (12 GPUs, 6 channels) */
+  double tx3 = alone(xd, 12, sx), tx4, ty4;
+  two_comms(xd, 12, sx, ya, 4, sy, &tx4, &ty4);
+  check_rel(tx4, tx3, 1e-6, "disjoint rails: x unchanged");
+  check_rel(ty4, ty1, 1e-6, "disjoint rails: y unchanged");
+}
+
+/* All-to-all over two 4-GPU nodes, one node per leaf of a two-level fat-tree
+ * (tests/data/leaf_*.json): each GPU sends 4 blocks of S/8 to the other node,
+ * S/2 per NIC; with non-blocking leaves that is S/2 / (0.94 x 50 GB/s), with
+ * the leaves' up links at half rate (oversub [2]; D-mod-k spreads the four
+ * destinations over the four up ports) twice that. */
+static double alltoall_on(const char *spec, double S)
+{
+  wl_workload *wl = first_n(8, 8, WL_COLL_ALLTOALL, 1, &S);
+  forked_result *f = run(wl, spec, NULL, NULL);
+  assert_int_equal(f->colls[0].algo, SIM_ALGO_DIRECT);
+  double t = dur(f, 0);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+  return t;
+}
+
+static void test_alltoall__oversubscribed_leaf_slows_by_ratio(void **state)
+{
+  (void)state;
+  double S = 1 * GiB, x = S / 2 / (0.94 * 50e9);
+  double t1 = alltoall_on(ST_TEST_DATA_DIR "/leaf_nonblocking.json", S);
+  double t2 = alltoall_on(ST_TEST_DATA_DIR "/leaf_oversub_2.json", S);
+  double lat = t1 - x;
+  print_message("all-to-all 1 GiB, 8 GPUs over 2 leaves: %.1f us non-blocking, %.1f us at 2:1\n",
+                t1 * 1e6, t2 * 1e6);
+  assert_true(lat > 0 && lat < 50e-6);
+  check_rel(t2 - lat, 2 * x, 1e-3, "2:1 leaf: transfer time doubles");
+}
+
 /* ---- published measurements -------------------------------------------------- */
 
 typedef struct calib_row {
@@ -615,6 +741,8 @@ int main(void)
       cmocka_unit_test(test_fidelity__step_matches_flow_from_64MiB),
       cmocka_unit_test(test_ring__two_nodes_drive_every_nic),
       cmocka_unit_test(test_rails__shared_fraction_sets_slowdown),
+      cmocka_unit_test(test_rails__partial_overlap_slows_by_shared_load),
+      cmocka_unit_test(test_alltoall__oversubscribed_leaf_slows_by_ratio),
       cmocka_unit_test(test_calibration__hopper_single_node),
       cmocka_unit_test(test_calibration__a100_single_node),
       cmocka_unit_test(test_calibration__subset_matches_shared_csv),
