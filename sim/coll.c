@@ -15,15 +15,17 @@
  *     flow pays itself).  Step fidelity: the same edges cut into K rounds
  *     (ring: its 2(n-1) or n-1 steps; others: chunks of >= 16 MiB, at most
  *     64), each after 1/K of the latency terms.  Each round ends when all of
- *     a member's flows end, so where its flows pay different route latencies
- *     (NVLink 1 us, NIC 2 us) and are about equally loaded, step fidelity can
- *     be up to K x that difference slower or faster than flow fidelity.
+ *     a member's flows end; each round pays the route latency of the link
+ *     kind that ends it (NVLink 1 us, NIC 2 us), so the two agree unless
+ *     that kind differs from the one that ends the whole transfer (then step
+ *     is up to K x the latency difference slower).
  *  4. Cost model (NCCL_MODEL below): latencies from NCCL's tuning model
  *     (src/graph/tuning.cc: baseLat, hwLat, per algorithm and protocol),
  *     bandwidth efficiencies from NCCL's per-link NVLink bandwidths
  *     (src/graph/topo.h) and protocol factors (tuning.cc), NIC efficiency
- *     from the nccl-tests maintainers' figures, and one fitted term (the NVLS
- *     pipeline fill) — each documented where it is defined.
+ *     from the nccl-tests maintainers' figures, NCCL's per-channel NVLS-tree
+ *     ceiling, and one fitted term (the NVLS pipeline fill) — each
+ *     documented where it is defined.
  *  5. Tuner.  sim_coll_choose() estimates every (algorithm, protocol) the op,
  *     the platform and the layout allow with closed forms of the same link
  *     loads, and takes the fastest, as NCCL's ncclTopoGetAlgoTime() does.
