@@ -201,6 +201,28 @@ static hid_t timeline_type(void)
   return t;
 }
 
+static hid_t replay_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_replay_rank));
+  if (t < 0)
+    return -1;
+  int bad = H5Tinsert(t, "rank", offsetof(an_replay_rank, rank), H5T_NATIVE_INT32) < 0;
+#define D(x) bad |= H5Tinsert(t, #x, offsetof(an_replay_rank, x), H5T_NATIVE_DOUBLE) < 0
+  D(start_offset_s);
+  D(measured_step_s);
+  D(replayed_step_s);
+  D(measured_compute_s);
+  D(replayed_compute_s);
+  D(measured_comm_s);
+  D(replayed_comm_s);
+#undef D
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
 /* Links: the name column is as wide as the longest name, so the row layout
  * is computed at run time: name at 0, four doubles after it. */
 typedef struct link_layout {
@@ -478,6 +500,30 @@ static int write_links(writer *w)
   return rc;
 }
 
+/* /replay: one row per rank, the run-wide fields as attributes of the dataset. */
+static int write_replay(writer *w, const an_replay *rp)
+{
+  hid_t t = replay_type();
+  if (t < 0)
+    return wfail(w, "dataset '/replay': cannot describe the rows");
+  int rc = write_rows(w, "replay", t, rp->num_ranks > 0 ? (size_t)rp->num_ranks : 0, rp->ranks,
+                      NULL);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  hid_t ds = H5Dopen2(w->file, "replay", H5P_DEFAULT);
+  int bad = ds < 0;
+  bad = bad || attr_write_str(ds, "source_device", rp->source_device) < 0;
+  bad = bad || attr_write_str(ds, "replay_device", rp->replay_device) < 0;
+  bad = bad || attr_write_num(ds, "rescaled", H5T_STD_I32LE, H5T_NATIVE_INT, &rp->rescaled) < 0;
+  bad = bad || attr_write_num(ds, "measured_step_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                              &rp->measured_step_s) < 0;
+  bad = bad || attr_write_num(ds, "replayed_step_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                              &rp->replayed_step_s) < 0;
+  close_id(&ds, H5Dclose);
+  return bad ? wfail(w, "dataset '/replay': cannot write its attributes") : ST_OK;
+}
+
 static void utc_now(char *buf, size_t n)
 {
   time_t now = time(NULL);
@@ -546,6 +592,8 @@ static int write_body(writer *w)
     rc = write_rows(w, "timeline", t, r->num_timeline, NULL, fill_timeline);
     H5Tclose(t);
   }
+  if (rc == ST_OK && in->replay)
+    rc = write_replay(w, in->replay);
   return rc;
 }
 
@@ -777,6 +825,50 @@ static int read_links(reader *rd, an_results *res)
   return ST_OK;
 }
 
+/* /replay, when the file has it (trace replays). */
+static int read_replay(reader *rd, an_results *res)
+{
+  if (H5Lexists(rd->file, "replay", H5P_DEFAULT) <= 0)
+    return ST_OK;
+  hid_t t = replay_type();
+  if (t < 0)
+    return rfail(rd, ST_ENOMEM, "dataset '/replay': cannot describe the rows");
+  void *rows;
+  size_t n;
+  int rc = read_rows(rd, "replay", t, 0, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  an_replay *rp = calloc(1, sizeof *rp);
+  if (!rp) {
+    free(rows);
+    return rfail(rd, ST_ENOMEM, "dataset '/replay': out of memory");
+  }
+  rp->ranks = rows;
+  rp->num_ranks = (int32_t)n;
+  res->replay = rp;
+  hid_t ds = H5Dopen2(rd->file, "replay", H5P_DEFAULT);
+  if (ds < 0)
+    return rfail(rd, ST_EINPUT, "dataset '/replay' cannot be opened");
+  char *src = NULL, *dst = NULL;
+  const char *where = "dataset '/replay'";
+  (void)((rc = attr_read_str(rd, ds, where, "source_device", &src)) ||
+         (rc = attr_read_str(rd, ds, where, "replay_device", &dst)) ||
+         (rc = attr_read_num(rd, ds, where, "rescaled", H5T_NATIVE_INT, &rp->rescaled)) ||
+         (rc = attr_read_num(rd, ds, where, "measured_step_s", H5T_NATIVE_DOUBLE,
+                             &rp->measured_step_s)) ||
+         (rc = attr_read_num(rd, ds, where, "replayed_step_s", H5T_NATIVE_DOUBLE,
+                             &rp->replayed_step_s)));
+  H5Dclose(ds);
+  if (src)
+    snprintf(rp->source_device, sizeof rp->source_device, "%s", src);
+  if (dst)
+    snprintf(rp->replay_device, sizeof rp->replay_device, "%s", dst);
+  free(src);
+  free(dst);
+  return rc;
+}
+
 static int read_body(reader *rd, an_results *res)
 {
   int rc;
@@ -869,7 +961,7 @@ static int read_body(reader *rd, an_results *res)
     TERMINATE(res->timeline[i].kind);
     TERMINATE(res->timeline[i].name);
   }
-  return ST_OK;
+  return read_replay(rd, res);
 }
 
 int an_results_read(const char *path, an_results **out, st_err *err)
@@ -931,5 +1023,9 @@ void an_results_destroy(an_results *r)
     free((char *)r->links[i].name);
   free(r->links);
   free(r->timeline);
+  if (r->replay) {
+    an_replay_release(r->replay);
+    free(r->replay);
+  }
   free(r);
 }

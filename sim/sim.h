@@ -73,6 +73,8 @@ typedef struct sim_options {
   int fidelity;       /* sim_fidelity */
   int timeline;       /* record one row per op (memory: rows x 48 bytes) */
   int quiet;          /* no progress line */
+  int fast_colls;     /* closed-form collectives where no other traffic can
+                         touch their links (same answer, fewer activities) */
   int link_stats;     /* per-link bytes and peak load (SimGrid's link-load
                          plugin; costs about 45% more time at 2,048 GPUs) */
   int coll_algo;      /* sim_coll_algo, -1 = automatic */
@@ -154,6 +156,7 @@ typedef struct sim_result {
   size_t num_links;
   double wall_s;        /* wall-clock seconds of the simulation */
   uint64_t events;      /* activities simulated */
+  uint64_t fast_colls;  /* collective instances computed in closed form */
   st_arena arena;       /* strings owned by the result */
 } sim_result;
 

@@ -17,6 +17,7 @@ typedef struct forked_result {
   int rc;
   char msg[ST_ERR_MSG_MAX];
   double step_time_s;
+  uint64_t fast_colls;
   int num_ranks;
   sim_rank_stats *ranks;
   size_t num_colls;
@@ -97,6 +98,7 @@ static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *
     fr_write_all(fds[1], err.msg, sizeof err.msg);
     if (!rc) {
       fr_write_all(fds[1], &r->step_time_s, sizeof r->step_time_s);
+      fr_write_all(fds[1], &r->fast_colls, sizeof r->fast_colls);
       fr_write_all(fds[1], &r->num_ranks, sizeof r->num_ranks);
       fr_write_all(fds[1], r->ranks, (size_t)r->num_ranks * sizeof *r->ranks);
       fr_write_all(fds[1], &r->num_colls, sizeof r->num_colls);
@@ -118,6 +120,7 @@ static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *
            !fr_read_all(fds[0], f->msg, sizeof f->msg);
   if (ok && !f->rc) {
     ok = !fr_read_all(fds[0], &f->step_time_s, sizeof f->step_time_s) &&
+         !fr_read_all(fds[0], &f->fast_colls, sizeof f->fast_colls) &&
          !fr_read_all(fds[0], &f->num_ranks, sizeof f->num_ranks);
     if (ok) {
       f->ranks = calloc((size_t)f->num_ranks + 1, sizeof *f->ranks);

@@ -457,6 +457,75 @@ static void test_waits__random_dags_match_longest_path(void **state)
   }
 }
 
+/* Closed-form collectives give the simulated answer.  Each case runs twice,
+ * with the shortcut off and on: same step time, same collective times, and
+ * the shortcut really taken where the layout isolates a communicator (TP=8
+ * alone on a node's NVSwitch) and not where it does not (TP=4 beside an
+ * intra-node DP group). */
+static void test_fast__closed_form_collectives_match_simulation(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *model, *layout, *cluster;
+    int expect_fast;
+  } cases[] = {
+      {"llama3-8b", "tp=8,pp=2,mbs=1,gbs=8,sp=1", "node8:2", 1},
+      {"llama3-8b", "tp=8,pp=2,mbs=1,gbs=8", "dgx-h100:2", 1},
+      {"llama3-8b", "tp=4,pp=2,dp=2,mbs=1,gbs=8,sp=1", "node8:2", 0},
+      {"mixtral-8x7b", "tp=2,pp=1,dp=4,ep=4,mbs=1,gbs=8,sp=1", "node8:1", -1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_model m;
+    wl_layout l;
+    wl_workload *wl = NULL;
+    st_err err;
+    plat_cluster *cl;
+    assert_int_equal(plat_cluster_load(cases[i].cluster, &cl, &err), 0);
+    assert_int_equal(wl_model_load(cases[i].model, &m, &err), 0);
+    if (wl_layout_parse(cases[i].layout, cl->num_gpus, &m, &l, &err) ||
+        wl_generate(&m, &l, &wl, &err))
+      print_error("%s\n", err.msg);
+    assert_non_null(wl);
+    forked_result *r[2];
+    for (int fast = 0; fast < 2; fast++) {
+      sim_options o;
+      sim_options_init(&o);
+      o.quiet = 1;
+      o.fast_colls = fast;
+      r[fast] = sim_run_forked(wl, cases[i].cluster, &o);
+      assert_non_null(r[fast]);
+      if (r[fast]->rc)
+        print_error("%s\n", r[fast]->msg);
+      assert_int_equal(r[fast]->rc, 0);
+    }
+    print_message("%s %s on %s: %.9f s, %llu of %zu collectives in closed form\n",
+                  cases[i].model, cases[i].layout, cases[i].cluster, r[1]->step_time_s,
+                  (unsigned long long)r[1]->fast_colls, r[1]->num_colls);
+    assert_int_equal(r[0]->fast_colls, 0);
+    if (cases[i].expect_fast == 1)
+      assert_true(r[1]->fast_colls > 0);
+    if (cases[i].expect_fast == 0)
+      assert_int_equal(r[1]->fast_colls, 0);
+    check_rel(r[1]->step_time_s, r[0]->step_time_s, 1e-9, "step time, closed form vs simulated");
+    assert_int_equal(r[1]->num_colls, r[0]->num_colls);
+    /* records come in a different order (closed-form ones when they start):
+     * compare the sums of their durations */
+    double d0 = 0, d1 = 0;
+    for (size_t k = 0; k < r[0]->num_colls; k++) {
+      d0 += r[0]->colls[k].end_s - r[0]->colls[k].start_s;
+      d1 += r[1]->colls[k].end_s - r[1]->colls[k].start_s;
+    }
+    check_rel(d1, d0, 1e-9, "total collective time");
+    for (int k = 0; k < r[0]->num_ranks; k++)
+      check_rel(r[1]->ranks[k].finish_s, r[0]->ranks[k].finish_s, 1e-9, "rank finish");
+    forked_result_free(r[0]);
+    forked_result_free(r[1]);
+    wl_workload_destroy(wl);
+    wl_model_release(&m);
+    plat_cluster_destroy(cl);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -469,6 +538,7 @@ int main(void)
       cmocka_unit_test(test_pipeline__two_stages_match_hand_critical_path),
       cmocka_unit_test(test_overlap__comm_hidden_under_compute_is_not_exposed),
       cmocka_unit_test(test_waits__random_dags_match_longest_path),
+      cmocka_unit_test(test_fast__closed_form_collectives_match_simulation),
       cmocka_unit_test(test_failure__unmatched_collective_names_comm_and_ranks),
       cmocka_unit_test(test_failure__mismatched_sizes_are_reported),
       cmocka_unit_test(test_setup__too_few_gpus_is_an_input_error),

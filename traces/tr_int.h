@@ -35,7 +35,8 @@ char *tr_dirname(const char *path);
 /* Pointer to the last component of a path. */
 const char *tr_basename(const char *path);
 
-/* Set stats->rank_measured_s / rank_start_s to n entries of NAN (owned by stats). */
+/* Set stats->rank_measured_s, rank_start_s, rank_compute_s and rank_comm_s to
+ * n entries of NAN (owned by stats). */
 int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err);
 
 #endif

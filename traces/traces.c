@@ -94,6 +94,10 @@ void tr_import_stats_release(tr_import_stats *s)
   s->rank_measured_s = NULL;
   free(s->rank_start_s);
   s->rank_start_s = NULL;
+  free(s->rank_compute_s);
+  s->rank_compute_s = NULL;
+  free(s->rank_comm_s);
+  s->rank_comm_s = NULL;
 }
 
 /* ---- helpers shared by the importers (tr_int.h) ------------------------- */
@@ -188,16 +192,20 @@ char *tr_dirname(const char *path)
 
 int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
 {
-  free(stats->rank_measured_s);
-  free(stats->rank_start_s);
-  stats->rank_measured_s = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-  stats->rank_start_s = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-  if (!stats->rank_measured_s || !stats->rank_start_s) {
+  tr_import_stats_release(stats);
+  size_t sz = (size_t)(n > 0 ? n : 1) * sizeof(double);
+  stats->rank_measured_s = malloc(sz);
+  stats->rank_start_s = malloc(sz);
+  stats->rank_compute_s = malloc(sz);
+  stats->rank_comm_s = malloc(sz);
+  if (!stats->rank_measured_s || !stats->rank_start_s || !stats->rank_compute_s ||
+      !stats->rank_comm_s) {
     tr_import_stats_release(stats);
     return st_err_set(err, ST_ENOMEM, "out of memory");
   }
   for (int i = 0; i < n; i++)
-    stats->rank_measured_s[i] = stats->rank_start_s[i] = NAN;
+    stats->rank_measured_s[i] = stats->rank_start_s[i] = stats->rank_compute_s[i] =
+        stats->rank_comm_s[i] = NAN;
   stats->num_ranks = n;
   return ST_OK;
 }
