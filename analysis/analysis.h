@@ -124,6 +124,12 @@ typedef struct an_coll_row {
   double bytes, start_s, end_s, algbw_GBps, busbw_GBps;
   double first_arrival_s;
   int32_t src, dst;   /* sendrecv: global ranks; else -1 */
+  /* How the collective ran (sim_coll_algo_name, sim_coll_proto_name, its
+   * channels); "" and 0 for sendrecv; "" and -1 when read from a file
+   * written before these columns existed. */
+  char algo[12];
+  char proto[8];
+  int32_t channels;
 } an_coll_row;
 
 typedef struct an_timeline_row {

@@ -133,7 +133,9 @@ static hid_t rank_type(void)
   return t;
 }
 
-static hid_t coll_type(void)
+/* The /collectives row; with_run adds the columns saying how each
+ * collective ran (algo, proto, channels), absent from older files. */
+static hid_t coll_type(int with_run)
 {
   hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_coll_row));
   if (t < 0)
@@ -154,6 +156,11 @@ static hid_t coll_type(void)
   D(busbw_GBps);
   I(src);
   I(dst);
+  if (with_run) {
+    S(algo);
+    S(proto);
+    I(channels);
+  }
   if (bad) {
     H5Tclose(t);
     return -1;
@@ -398,6 +405,10 @@ static int fill_colls(writer *w, size_t first, size_t n, void *buf)
     o->busbw_GBps = c->busbw_GBps;
     o->src = c->kind == WL_OP_COLL ? -1 : c->src;
     o->dst = c->kind == WL_OP_COLL ? -1 : c->dst;
+    int coll = c->kind == WL_OP_COLL;
+    copy_str(o->algo, sizeof o->algo, coll ? sim_coll_algo_name(c->algo) : "");
+    copy_str(o->proto, sizeof o->proto, coll ? sim_coll_proto_name(c->proto) : "");
+    o->channels = coll ? c->channels : 0;
   }
   return ST_OK;
 }
@@ -565,7 +576,7 @@ static int write_body(writer *w)
   if (rc)
     return rc;
 
-  if ((t = coll_type()) < 0)
+  if ((t = coll_type(1)) < 0)
     return wfail(w, "dataset '/collectives': cannot describe the rows");
   rc = write_rows(w, "collectives", t, r->num_colls, NULL, fill_colls);
   H5Tclose(t);
@@ -907,7 +918,16 @@ static int read_body(reader *rd, an_results *res)
   res->ranks = rows;
   res->num_ranks = n;
 
-  if ((t = coll_type()) < 0)
+  /* files written before the algo/proto/channels columns: without them */
+  int with_run = 0;
+  if (H5Lexists(rd->file, "collectives", H5P_DEFAULT) > 0) {
+    hid_t ds = H5Dopen2(rd->file, "collectives", H5P_DEFAULT), ft = -1;
+    if (ds >= 0 && (ft = H5Dget_type(ds)) >= 0 && H5Tget_class(ft) == H5T_COMPOUND)
+      with_run = H5Tget_member_index(ft, "algo") >= 0;
+    close_id(&ft, H5Tclose);
+    close_id(&ds, H5Dclose);
+  }
+  if ((t = coll_type(with_run)) < 0)
     return rfail(rd, ST_ENOMEM, "dataset '/collectives': cannot describe the rows");
   rc = read_rows(rd, "collectives", t, 0, &rows, &n);
   H5Tclose(t);
@@ -919,6 +939,10 @@ static int read_body(reader *rd, an_results *res)
     TERMINATE(res->colls[i].op);
     TERMINATE(res->colls[i].comm);
     TERMINATE(res->colls[i].comm_kind);
+    TERMINATE(res->colls[i].algo);
+    TERMINATE(res->colls[i].proto);
+    if (!with_run)
+      res->colls[i].channels = -1;
   }
 
   if ((rc = read_links(rd, res)) != ST_OK)

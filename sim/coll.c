@@ -15,15 +15,17 @@
  *     flow pays itself).  Step fidelity: the same edges cut into K rounds
  *     (ring: its 2(n-1) or n-1 steps; others: chunks of >= 16 MiB, at most
  *     64), each after 1/K of the latency terms.  Each round ends when all of
- *     a member's flows end, so where its flows pay different route latencies
- *     (NVLink 1 us, NIC 2 us) and are about equally loaded, step fidelity can
- *     be up to K x that difference slower or faster than flow fidelity.
+ *     a member's flows end; each round pays the route latency of the link
+ *     kind that ends it (NVLink 1 us, NIC 2 us), so the two agree unless
+ *     that kind differs from the one that ends the whole transfer (then step
+ *     is up to K x the latency difference slower).
  *  4. Cost model (NCCL_MODEL below): latencies from NCCL's tuning model
  *     (src/graph/tuning.cc: baseLat, hwLat, per algorithm and protocol),
  *     bandwidth efficiencies from NCCL's per-link NVLink bandwidths
  *     (src/graph/topo.h) and protocol factors (tuning.cc), NIC efficiency
- *     from the nccl-tests maintainers' figures, and one fitted term (the NVLS
- *     pipeline fill) — each documented where it is defined.
+ *     from the nccl-tests maintainers' figures, NCCL's per-channel NVLS-tree
+ *     ceiling, and one fitted term (the NVLS pipeline fill) — each
+ *     documented where it is defined.
  *  5. Tuner.  sim_coll_choose() estimates every (algorithm, protocol) the op,
  *     the platform and the layout allow with closed forms of the same link
  *     loads, and takes the fastest, as NCCL's ncclTopoGetAlgoTime() does.
@@ -241,6 +243,14 @@ static const double hw_lat_nvl[NA_COUNT][SIM_PROTO_COUNT] = {
     {0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 2.8}, {0, 0, 25}, {0, 0, 25}};
 static const double hw_lat_net[NA_COUNT][SIM_PROTO_COUNT] = {
     {5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 30}, {0, 0, 18}, {0, 0, 14}};
+/* NVLS tree's per-channel bus bandwidth ceiling in GB/s (tuning.cc,
+ * ncclTunerConstantsDefaults perChMaxNVLSTreeBws, columns 2 nodes / more):
+ * NCCL's tuner caps each NVLS-tree channel there, below both its NVLink term
+ * (bwIntra x nvlsEfficiency x 2) and its network term; NVLS has one channel
+ * per GPU of the node (src/graph/search.cc: "NVLS channels correspond to GPUs
+ * pulling from NVLS").  Volta and Ampere have no NVLS. */
+static const double nvls_tree_ch_max_GBps[ARCH_COUNT][2] = {
+    {0, 0}, {0, 0}, {57.7, 45.5}, {96.0, 80.0}};
 /* NVLS pipeline fill, fitted: NCCL's tuning latency for NVLS (25 us) is a
  * ranking figure; DGX H100 nccl-tests all_reduce times from 64 MiB to 1 GiB
  * sit 80-110 us above the bandwidth term (docs/collectives.md, "Calibration"). */
@@ -262,6 +272,8 @@ static double log2i(int n)
 typedef struct model {
   int arch, ideal;
   double e_intra, e_nic, e_nvls, e_sharp; /* payload / wire, per link kind */
+  double e_nvls_tree; /* NVLS inside nodes under NVLS tree: e_nvls, or less
+                         where NCCL's per-channel ceiling binds */
 } model;
 
 static void model_init(const sim_coll_ctx *c, int proto, model *md)
@@ -270,7 +282,7 @@ static void model_init(const sim_coll_ctx *c, int proto, model *md)
   md->arch = device_arch(&cl->device);
   md->ideal = c->model == SIM_COLL_IDEAL;
   if (md->ideal) {
-    md->e_intra = md->e_nic = md->e_nvls = md->e_sharp = 1.0;
+    md->e_intra = md->e_nic = md->e_nvls = md->e_sharp = md->e_nvls_tree = 1.0;
     return;
   }
   double f = proto_factor[proto];
@@ -287,6 +299,19 @@ static void model_init(const sim_coll_ctx *c, int proto, model *md)
   }
   md->e_nvls = nvl_eff[md->arch] * nvls_eff[md->arch];
   md->e_sharp = NIC_EFF * (md->arch >= ARCH_HOPPER ? SHARP_EFF : 1.0);
+  /* NVLS tree: busbw <= k x ceiling (k channels), i.e. algbw <= k x ceiling x
+   * n / (2 (n-1)); the NVLink load per GPU is (k+1)/k S, so the ceiling is an
+   * NVLS efficiency of that algbw x (k+1)/k / per-GPU NVLink rate.  It is
+   * charged on the NVLink flows: the ceiling is the heads' pipeline (NVLS
+   * and network in the same channel), not a NIC's wire. */
+  md->e_nvls_tree = md->e_nvls;
+  const sim_coll_layout *l = c->lay;
+  double ch_max = l->nnodes > 1 ? nvls_tree_ch_max_GBps[md->arch][l->nnodes > 2] : 0;
+  if (ch_max > 0 && cl->intra_Bps > 0 && c->n > 1) {
+    int k = l->m_max;
+    double alg_Bps = k * ch_max * 1e9 * c->n / (2.0 * (c->n - 1));
+    md->e_nvls_tree = fmin(md->e_nvls, alg_Bps * (k + 1.0) / k / cl->intra_Bps);
+  }
 }
 
 static int nccl_algo_of(int algo)
@@ -472,7 +497,7 @@ static double estimate(const sim_coll_ctx *c, int algo, int proto, int nch, cons
       t_n = S / m / (Bn * md.e_sharp);
     break;
   case SIM_ALGO_NVLS_TREE:
-    t_i = (m + 1.0) / m * S / (Bi * md.e_nvls);
+    t_i = (m + 1.0) / m * S / (Bi * md.e_nvls_tree);
     t_n = (N > 2 ? 2.0 : 1.0) * S / m / (Bn * md.e_nic);
     break;
   case SIM_ALGO_COLLNET:
@@ -736,7 +761,7 @@ static void edges_tree(const sim_coll_ctx *c, const model *md, int nch, int m, e
  * reduction and receives its reduced shard (S out, S/k in), then multicasts
  * its shard and receives all shards (S/k out, S in).  Pairwise flows of
  * (k+1) S / (k (k-1)) give each GPU's NVLink exactly (k+1)/k S each way. */
-static void nvls_inside(const sim_coll_ctx *c, const model *md, int m, edge_list *e)
+static void nvls_inside(const sim_coll_ctx *c, double eff, int m, edge_list *e)
 {
   const sim_coll_layout *l = c->lay;
   int k = l->node_of[m], mk = l->node_cnt[k];
@@ -744,7 +769,7 @@ static void nvls_inside(const sim_coll_ctx *c, const model *md, int m, edge_list
     return;
   double X = (mk + 1.0) * c->bytes / (mk * (mk - 1.0));
   for (int j = 1; j < mk; j++)
-    snd(e, lay_member(l, k, l->pos[m] + j), X, md->e_nvls);
+    snd(e, lay_member(l, k, l->pos[m] + j), X, eff);
   for (int j = 1; j < mk; j++)
     rcv(e, lay_member(l, k, l->pos[m] - j));
 }
@@ -903,11 +928,11 @@ static void edges_for(const sim_coll_ctx *c, const model *md, int m, edge_list *
   case SIM_ALGO_CHAIN: edges_chain(c, md, m, e); break;
   case SIM_ALGO_TREE: edges_tree(c, md, c->ch.nch, m, e); break;
   case SIM_ALGO_NVLS:
-    nvls_inside(c, md, m, e);
+    nvls_inside(c, md->e_nvls, m, e);
     sharp_across(c, md, m, c->bytes / mk, e);
     break;
   case SIM_ALGO_NVLS_TREE:
-    nvls_inside(c, md, m, e);
+    nvls_inside(c, md->e_nvls_tree, m, e);
     tree_across(c, md->e_nic, l->pos[m], m, c->bytes / mk, e);
     break;
   case SIM_ALGO_COLLNET:
@@ -971,7 +996,6 @@ int sim_coll_plan(const sim_coll_ctx *c, int m, sim_sched *out)
       l_out = fmax(l_out, l);
     }
   }
-  lb = t_out >= t_in ? l_out : l_in;
   double L = c->ch.lat_s;
   int rounds = 1;
   if (c->fidelity == SIM_FID_STEP && c->op != WL_COLL_BARRIER) {
@@ -980,6 +1004,9 @@ int sim_coll_plan(const sim_coll_ctx *c, int m, sim_sched *out)
     else
       rounds = (int)fmin(64, fmax(1, floor(c->bytes / (16 << 20))));
   }
+  /* the link kind that ends a round: its latency plus its share of the
+   * round's transfer (with about equal loads, the one with more latency) */
+  lb = l_out + t_out / rounds >= l_in + t_in / rounds ? l_out : l_in;
   /* flow: L - own + (bottleneck's own latency); step: the same total when
    * each round pays lb */
   double pre = rounds == 1 ? L - own : (L - own - (rounds - 1) * lb) / rounds;

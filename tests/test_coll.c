@@ -358,6 +358,132 @@ static void test_rails__shared_fraction_sets_slowdown(void **state)
   check_rel(both - lat, 2 * (alone - lat), 1e-3, "shared rails: transfer time doubles");
 }
 
+/* Two all-reduce communicators at once on node8:2 (rings, Simple, flow
+ * fidelity), each GPU in both on two streams; *tx, *ty their times. */
+static void two_comms(const int32_t *xa, int nx, double sx, const int32_t *ya, int ny, double sy,
+                      double *tx, double *ty)
+{
+  const char *roles[] = {"x", "y"};
+  const char *streams[] = {"sx", "sy"};
+  wl_workload *wl = wl_workload_create(16, 2, roles);
+  int cx = wl_comm_add(wl, "x", WL_COMM_DP, nx, xa), cy = wl_comm_add(wl, "y", WL_COMM_DP, ny, ya);
+  int pb = wl_program_add(wl, "both", 2, streams), px = wl_program_add(wl, "x", 2, streams);
+  int py = wl_program_add(wl, "y", 2, streams), pn = wl_program_add(wl, "none", 2, streams);
+  wl_op ox = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, sx), oy = wl_op_coll(1, WL_COLL_ALLREDUCE, 1, sy);
+  wl_op z = wl_op_compute(0, 0);
+  wl_program_append(&wl->programs[pb], &ox, NULL, 0);
+  wl_program_append(&wl->programs[pb], &oy, NULL, 0);
+  wl_program_append(&wl->programs[px], &ox, NULL, 0);
+  wl_program_append(&wl->programs[py], &oy, NULL, 0);
+  wl_program_append(&wl->programs[pn], &z, NULL, 0);
+  for (int g = 0; g < 16; g++) {
+    int inx = 0, iny = 0;
+    for (int i = 0; i < nx; i++)
+      inx |= xa[i] == g;
+    for (int i = 0; i < ny; i++)
+      iny |= ya[i] == g;
+    wl_rank_set(wl, g, inx && iny ? pb : inx ? px : iny ? py : pn);
+    if (inx)
+      wl_rank_set_comm(wl, g, 0, cx);
+    if (iny)
+      wl_rank_set_comm(wl, g, 1, cy);
+  }
+  sim_options o = opts(SIM_ALGO_RING, SIM_PROTO_SIMPLE, SIM_FID_FLOW);
+  forked_result *f = run(wl, "node8:2", NULL, &o);
+  int got_x = 0, got_y = 0;
+  for (size_t i = 0; i < f->num_colls; i++) {
+    if (f->colls[i].comm == cx) {
+      *tx = dur(f, i);
+      got_x = 1;
+    } else {
+      *ty = dur(f, i);
+      got_y = 1;
+    }
+  }
+  assert_true(got_x && got_y);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+static double alone(const int32_t *a, int n, double S)
+{
+  wl_workload *wl = coll_workload(16, n, a, WL_COLL_ALLREDUCE, 1, &S);
+  sim_options o = opts(SIM_ALGO_RING, SIM_PROTO_SIMPLE, SIM_FID_FLOW);
+  forked_result *f = run(wl, "node8:2", NULL, &o);
+  double t = dur(f, 0);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+  return t;
+}
+
+/* Partial overlap: x is a ring over all 16 GPUs (8 channels, one per rail,
+ * D_x = 2 (15/16) S_x / 8 per NIC and direction); y a ring over local GPUs
+ * 0 and 1 of both nodes (2 channels on rails 0 and 1, D_y = 2 (3/4) S_y / 2),
+ * so 2 of x's 8 rails are shared.  With S_y = S_x / 6.4, D_y = D_x / 2: on the
+ * two shared NICs both flows get half until y is done (at D_x / B), then x
+ * alone: x's transfer time grows by D_y / D_x = 1/2 (its other 6 rails are
+ * idle by then: a collective ends with its slowest channel, as NCCL's static
+ * channels do), y's doubles.  Without overlap (y on local GPUs 0 and 1, x on
+ * local 2-7) neither slows. */
+static void test_rails__partial_overlap_slows_by_shared_load(void **state)
+{
+  (void)state;
+  double sx = 1 * GiB, sy = sx / 6.4, B = 50e9 * 0.94;
+  int32_t xa[16], ya[4] = {0, 1, 8, 9}, xd[12];
+  int nxd = 0;
+  for (int g = 0; g < 16; g++) {
+    xa[g] = g;
+    if (g % 8 >= 2)
+      xd[nxd++] = g;
+  }
+  double dx = 2.0 * 15 / 16 * sx / 8, dy = 2.0 * 3 / 4 * sy / 2;
+  assert_true(fabs(dy / dx - 0.5) < 1e-12);
+  double tx1 = alone(xa, 16, sx), ty1 = alone(ya, 4, sy), tx2, ty2;
+  double lx = tx1 - dx / B, ly = ty1 - dy / B; /* latency terms */
+  two_comms(xa, 16, sx, ya, 4, sy, &tx2, &ty2);
+  print_message("2 of 8 rails shared: x %.1f -> %.1f us, y %.1f -> %.1f us\n", tx1 * 1e6,
+                tx2 * 1e6, ty1 * 1e6, ty2 * 1e6);
+  /* y's latency terms are shorter: it runs alone on the shared NICs for
+   * lx - ly before x starts, which both of them gain */
+  double early = lx - ly;
+  check_rel(tx2 - lx, 1.5 * dx / B - early, 2e-3, "x: transfer time x (1 + D_y/D_x)");
+  check_rel(ty2 - ly, 2.0 * dy / B - early, 2e-3, "y: transfer time doubles");
+  /* disjoint rails: x over local GPUs 2-7 (12 GPUs, 6 channels) */
+  double tx3 = alone(xd, 12, sx), tx4, ty4;
+  two_comms(xd, 12, sx, ya, 4, sy, &tx4, &ty4);
+  check_rel(tx4, tx3, 1e-6, "disjoint rails: x unchanged");
+  check_rel(ty4, ty1, 1e-6, "disjoint rails: y unchanged");
+}
+
+/* All-to-all over two 4-GPU nodes, one node per leaf of a two-level fat-tree
+ * (tests/data/leaf_*.json): each GPU sends 4 blocks of S/8 to the other node,
+ * S/2 per NIC; with non-blocking leaves that is S/2 / (0.94 x 50 GB/s), with
+ * the leaves' up links at half rate (oversub [2]; D-mod-k spreads the four
+ * destinations over the four up ports) twice that. */
+static double alltoall_on(const char *spec, double S)
+{
+  wl_workload *wl = first_n(8, 8, WL_COLL_ALLTOALL, 1, &S);
+  forked_result *f = run(wl, spec, NULL, NULL);
+  assert_int_equal(f->colls[0].algo, SIM_ALGO_DIRECT);
+  double t = dur(f, 0);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+  return t;
+}
+
+static void test_alltoall__oversubscribed_leaf_slows_by_ratio(void **state)
+{
+  (void)state;
+  double S = 1 * GiB, x = S / 2 / (0.94 * 50e9);
+  double t1 = alltoall_on(ST_TEST_DATA_DIR "/leaf_nonblocking.json", S);
+  double t2 = alltoall_on(ST_TEST_DATA_DIR "/leaf_oversub_2.json", S);
+  double lat = t1 - x;
+  print_message("all-to-all 1 GiB, 8 GPUs over 2 leaves: %.1f us non-blocking, %.1f us at 2:1\n",
+                t1 * 1e6, t2 * 1e6);
+  assert_true(lat > 0 && lat < 50e-6);
+  check_rel(t2 - lat, 2 * x, 1e-3, "2:1 leaf: transfer time doubles");
+}
+
 /* ---- published measurements -------------------------------------------------- */
 
 typedef struct calib_row {
@@ -391,9 +517,45 @@ static int read_subset(calib_row *rows, int max)
   return n;
 }
 
-/* Model busbw for every row of one system: one simulation of the sweep. */
+/* Rows the model cannot meet honestly, with the band they are held to
+ * instead (docs/collectives.md, "Calibration"): the 8x A100 series (nccl-tests
+ * -g 8, one run) takes 101.9 us at 1 MiB, the same as at 2 and 4 MiB, while
+ * its 512 KiB row takes 80.4 us, and from 16 to 256 MiB its marginal cost per
+ * doubling swings between 59 and 149 GB/s of algbw around a 134 GB/s plateau.
+ * No constant per-call cost fits both: 8 MiB needs one <= 104 us, 128 MiB one
+ * >= 205 us (at the plateau rate, within 10% and 20%).  The bands bound the
+ * present deviation so that a change of the model is seen. */
+typedef struct calib_exception {
+  const char *system;
+  double bytes_min, bytes_max, rel_lo, rel_hi;
+} calib_exception;
+
+static const calib_exception calib_exceptions[] = {
+    {"a100", 1 * MiB, 1 * MiB, -0.20, 0.65},    /* +59%: the 100 us floor */
+    {"a100", 16 * MiB, 256 * MiB, -0.20, 0.42}, /* +19% to +37% */
+};
+
+static void calib_band(const calib_row *r, double *lo, double *hi, int *exempt)
+{
+  double tol = r->bytes >= 64 * MiB ? 0.10 : 0.20;
+  *lo = -tol;
+  *hi = tol;
+  *exempt = 0;
+  for (size_t i = 0; i < sizeof calib_exceptions / sizeof calib_exceptions[0]; i++) {
+    const calib_exception *x = &calib_exceptions[i];
+    if (!strcmp(x->system, r->system) && r->bytes >= x->bytes_min && r->bytes <= x->bytes_max) {
+      *lo = x->rel_lo;
+      *hi = x->rel_hi;
+      *exempt = 1;
+    }
+  }
+}
+
+/* Model busbw for every row of one system: one simulation of the sweep.
+ * Returns the rows outside their band; *n_issue counts the rows held to the
+ * issue's band (10% from 64 MiB, 20% from 1 MiB). */
 static int compare_system(const calib_row *rows, int n, const char *system, const char *cluster,
-                          const standin *si, int report)
+                          const standin *si, int *n_issue)
 {
   double sizes[64] = {0};
   int idx[64], k = 0;
@@ -402,22 +564,28 @@ static int compare_system(const calib_row *rows, int n, const char *system, cons
       sizes[k] = rows[i].bytes;
       idx[k++] = i;
     }
+  assert_true(k > 0);
   wl_workload *wl = first_n(8, 8, WL_COLL_ALLREDUCE, k, sizes);
   forked_result *f = run(wl, cluster, si, NULL);
   int bad = 0;
+  if (n_issue)
+    *n_issue = 0;
   for (int j = 0; j < k; j++) {
     const calib_row *r = &rows[idx[j]];
     double t = dur(f, (size_t)j) + r->overhead_s;
     double bus = 1.75 * r->bytes / t / 1e9;
-    double tol = r->bytes >= 64 * MiB ? 0.10 : 0.20;
-    double rel = bus / r->busbw - 1;
-    int out = fabs(rel) > tol;
+    double lo, hi, rel = bus / r->busbw - 1;
+    int exempt;
+    calib_band(r, &lo, &hi, &exempt);
+    int out = rel < lo || rel > hi;
     bad += out;
-    if (report || out)
-      print_message("%-20s %8.0f MiB  measured %6.1f  model %6.1f GB/s  %+6.1f%%  %s/%s%s\n",
-                    r->series, r->bytes / MiB, r->busbw, bus, rel * 100,
-                    sim_coll_algo_name(f->colls[j].algo), sim_coll_proto_name(f->colls[j].proto),
-                    out ? "  OUTSIDE" : "");
+    if (n_issue && !exempt)
+      (*n_issue)++;
+    print_message("%-20s %-12s %8.0f MiB  measured %6.1f  model %6.1f GB/s  %+6.1f%%  %s/%s/%d%s%s\n",
+                  r->series, cluster, r->bytes / MiB, r->busbw, bus, rel * 100,
+                  sim_coll_algo_name(f->colls[j].algo), sim_coll_proto_name(f->colls[j].proto),
+                  f->colls[j].channels, exempt ? "  (documented exception)" : "",
+                  out ? "  OUTSIDE" : "");
   }
   forked_result_free(f);
   wl_workload_destroy(wl);
@@ -429,49 +597,23 @@ static void test_calibration__hopper_single_node(void **state)
 {
   (void)state;
   calib_row rows[64];
-  int n = read_subset(rows, 64);
+  int n = read_subset(rows, 64), held;
   assert_true(n > 40);
-  assert_int_equal(compare_system(rows, n, "h100", "node8", &SI_H100, 1), 0);
-  assert_int_equal(compare_system(rows, n, "h200", "node8", &SI_H200, 1), 0);
+  assert_int_equal(compare_system(rows, n, "h100", "node8", &SI_H100, &held), 0);
+  assert_int_equal(held, 15);
+  assert_int_equal(compare_system(rows, n, "h200", "node8", &SI_H200, &held), 0);
+  assert_int_equal(held, 15);
 }
 
-/* A100: the measured series has a ~100 us floor from 1 to 4 MiB and runs
- * 15-25% below the bandwidth line from 16 to 256 MiB, which no choice of
- * NCCL's algorithms and protocols reproduces (docs/collectives.md,
- * "Calibration"); the model is held to the issue's band from 512 MiB, and
- * below it must never be more than 20% slower than the measurement. */
+/* A100: the issue's bands at 2-8 MiB and from 512 MiB (10 of 15 rows), the
+ * documented exceptions elsewhere. */
 static void test_calibration__a100_single_node(void **state)
 {
   (void)state;
-  calib_row rows[64], big[64], rest[64];
-  int n = read_subset(rows, 64), nb = 0, nr = 0;
-  for (int i = 0; i < n; i++) {
-    if (strcmp(rows[i].system, "a100"))
-      continue;
-    if (rows[i].bytes >= 512 * MiB)
-      big[nb++] = rows[i];
-    else
-      rest[nr++] = rows[i];
-  }
-  assert_int_equal(compare_system(big, nb, "a100", "node8", &SI_A100, 1), 0);
-  /* below 512 MiB: report, and bound the error at 30% from 16 MiB */
-  double sizes[64] = {0};
-  for (int i = 0; i < nr; i++)
-    sizes[i] = rest[i].bytes;
-  wl_workload *wl = first_n(8, 8, WL_COLL_ALLREDUCE, nr, sizes);
-  forked_result *f = run(wl, "node8", &SI_A100, NULL);
-  for (int i = 0; i < nr; i++) {
-    double bus = 1.75 * rest[i].bytes / dur(f, (size_t)i) / 1e9;
-    print_message("A100-1node-AR        %8.0f MiB  measured %6.1f  model %6.1f GB/s  %+6.1f%%\n",
-                  rest[i].bytes / MiB, rest[i].busbw, bus, (bus / rest[i].busbw - 1) * 100);
-    if (bus < 0.8 * rest[i].busbw) {
-      print_error("A100 %.0f MiB: model %.1f GB/s is more than 20%% below the measured %.1f\n",
-                  rest[i].bytes / MiB, bus, rest[i].busbw);
-      fail();
-    }
-  }
-  forked_result_free(f);
-  wl_workload_destroy(wl);
+  calib_row rows[64];
+  int n = read_subset(rows, 64), held;
+  assert_int_equal(compare_system(rows, n, "a100", "node8", &SI_A100, &held), 0);
+  assert_int_equal(held, 9);
 }
 
 /* The project's subset equals the shared calibration set's rows. */
@@ -512,7 +654,12 @@ static void test_calibration__subset_matches_shared_csv(void **state)
 }
 
 /* Multi-node, 8 x 400 Gb/s per node, 8 GiB: ~370-380 GB/s published without
- * in-network reduction, ~480 with it (NVIDIA GTC24 S62129 / GTC25 S72583). */
+ * in-network reduction (NVIDIA GTC24 S62129: 380; GTC25 S72583: 370 on 32
+ * GPUs), ~480 with it.  Two nodes are not in that set: there NCCL's default
+ * is NVLS tree, which its tuning model (tuning.cc perChMaxNVLSTreeBws, Hopper
+ * 2 nodes) caps at 57.7 GB/s per channel, 8 channels: 461.6 GB/s, and the
+ * NCCL maintainers warn that 2-node numbers "can be misleading when comparing
+ * it to >2 nodes unless you set NCCL_ALGO=RING" (NVIDIA/nccl issue #1031). */
 static void test_calibration__multi_node_h100(void **state)
 {
   (void)state;
@@ -521,19 +668,26 @@ static void test_calibration__multi_node_h100(void **state)
     int gpus;
     const char *cluster;
     const standin *si;
-    int algo;
-    double want;
+    int algo, want_algo;
+    double want, tol;
   } cases[] = {
-      {16, "node8:2", &SI_H100, SIM_ALGO_RING, 375},   /* NIC benchmark: NCCL_ALGO=RING */
-      {16, "node8:2", NULL, -1, 375},                  /* no NVLS: tree */
-      {32, "node8:4", &SI_H100, -1, 375},              /* default: ring beats NVLS tree */
-      {32, "node8:4", NULL, -1, 375},                  /* no NVLS: ring */
-      {16, "node8:2", &SI_H100_SHARP, -1, 480},        /* NVLS + SHARP */
-      {32, "node8:4", &SI_H100_SHARP, -1, 480},
+      /* published, >2 nodes or the ring that NCCL's maintainers ask for on 2 */
+      {16, "node8:2", &SI_H100, SIM_ALGO_RING, SIM_ALGO_RING, 375, 0.10},
+      {32, "node8:4", &SI_H100, -1, SIM_ALGO_RING, 370, 0.10}, /* default: ring */
+      {32, "node8:4", &SI_H100, SIM_ALGO_NVLS_TREE, SIM_ALGO_NVLS_TREE, 370, 0.10},
+      {32, "node8:4", NULL, -1, SIM_ALGO_RING, 370, 0.10}, /* no NVLS: ring */
+      /* NCCL's own figure on 2 nodes: 8 x 57.7 (closed form, not published) */
+      {16, "node8:2", &SI_H100, -1, SIM_ALGO_NVLS_TREE, 8 * 57.7, 0.01},
+      /* NVLS + SHARP: NVLink-bound at 2(n-1)/n x (k/(k+1)) x 0.824 x 0.85 x 450
+       * GB/s = 523 (16 GPUs), 541 (32): 9% and 13% above the published ~480,
+       * held to 15% (docs/collectives.md, "Calibration") */
+      {16, "node8:2", &SI_H100_SHARP, -1, SIM_ALGO_NVLS, 480, 0.15},
+      {32, "node8:4", &SI_H100_SHARP, -1, SIM_ALGO_NVLS, 480, 0.15},
+      /* the presets */
+      {32, "dgx-h100:4", NULL, -1, SIM_ALGO_RING, 370, 0.10},
+      {16, "dgx-h100:2", NULL, -1, SIM_ALGO_NVLS_TREE, 8 * 57.7, 0.01},
+      {32, "h100-superpod:4", NULL, -1, SIM_ALGO_NVLS, 480, 0.15},
   };
-  /* with SHARP the model is NVLink-bound at 2(n-1)/n / ((k+1)/k) x 315 GB/s:
-   * 523 GB/s at 16 GPUs, 541 at 32 — 9% and 13% above the published ~480;
-   * held to 15% until a source for SHARP's per-port rate is found */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_workload *wl = first_n(cases[i].gpus, cases[i].gpus, WL_COLL_ALLREDUCE, 1, &S);
     sim_options o = opts(cases[i].algo, -1, SIM_FID_FLOW);
@@ -542,44 +696,37 @@ static void test_calibration__multi_node_h100(void **state)
     snprintf(what, sizeof what, "%d GPUs %s%s: busbw (%s)", cases[i].gpus, cases[i].cluster,
              cases[i].si && cases[i].si->sharp ? " + SHARP" : "",
              sim_coll_algo_name(f->colls[0].algo));
-    print_message("%s = %.1f GB/s\n", what, f->colls[0].busbw_GBps);
-    check_rel(f->colls[0].busbw_GBps, cases[i].want, cases[i].want > 400 ? 0.15 : 0.10, what);
+    print_message("%s = %.1f GB/s (reference %.1f)\n", what, f->colls[0].busbw_GBps, cases[i].want);
+    assert_int_equal(f->colls[0].algo, cases[i].want_algo);
+    check_rel(f->colls[0].busbw_GBps, cases[i].want, cases[i].tol, what);
     forked_result_free(f);
     wl_workload_destroy(wl);
   }
 }
 
-/* The presets, where the platform library provides them. */
+/* The presets themselves: dgx-a100:1, dgx-h100:1 and hgx-h200:1, every row
+ * of their series, in the same bands as the stand-ins. */
 static void test_calibration__presets(void **state)
 {
   (void)state;
   static const char *const presets[][2] = {
       {"dgx-a100:1", "a100"}, {"dgx-h100:1", "h100"}, {"hgx-h200:1", "h200"}};
+  static const int held_want[] = {9, 15, 15};
   calib_row rows[64];
-  int n = read_subset(rows, 64), ran = 0;
+  int n = read_subset(rows, 64);
   for (int i = 0; i < 3; i++) {
     plat_cluster *cl = NULL;
     st_err err;
     st_err_clear(&err);
     if (plat_cluster_load(presets[i][0], &cl, &err)) {
-      print_message("preset %s not available: %s\n", presets[i][0], err.msg);
-      continue;
+      print_error("preset %s: %s\n", presets[i][0], err.msg);
+      fail();
     }
     plat_cluster_destroy(cl);
-    ran++;
-    if (!strcmp(presets[i][1], "a100")) {
-      calib_row big[64];
-      int nb = 0;
-      for (int j = 0; j < n; j++)
-        if (!strcmp(rows[j].system, "a100") && rows[j].bytes >= 512 * MiB)
-          big[nb++] = rows[j];
-      assert_int_equal(compare_system(big, nb, "a100", presets[i][0], NULL, 1), 0);
-    } else {
-      assert_int_equal(compare_system(rows, n, presets[i][1], presets[i][0], NULL, 1), 0);
-    }
+    int held;
+    assert_int_equal(compare_system(rows, n, presets[i][1], presets[i][0], NULL, &held), 0);
+    assert_int_equal(held, held_want[i]);
   }
-  if (!ran)
-    skip();
 }
 
 int main(void)
@@ -594,6 +741,8 @@ int main(void)
       cmocka_unit_test(test_fidelity__step_matches_flow_from_64MiB),
       cmocka_unit_test(test_ring__two_nodes_drive_every_nic),
       cmocka_unit_test(test_rails__shared_fraction_sets_slowdown),
+      cmocka_unit_test(test_rails__partial_overlap_slows_by_shared_load),
+      cmocka_unit_test(test_alltoall__oversubscribed_leaf_slows_by_ratio),
       cmocka_unit_test(test_calibration__hopper_single_node),
       cmocka_unit_test(test_calibration__a100_single_node),
       cmocka_unit_test(test_calibration__subset_matches_shared_csv),

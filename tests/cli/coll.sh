@@ -38,6 +38,22 @@ t=$(sed -n 's/.*"time_s":\([^,]*\),.*/\1/p' <<<"$json")
 want=$(awk 'BEGIN { printf "%.12g", 1e-6 + 1073741824 / 450e9 }')
 check "sendrecv time ($t vs $want)" "close '$t' '$want' 1e-6"
 
+# the tuner's choice as printed: DGX H100 at 1 GiB takes NVLS (Simple, one
+# set of flows), NVLink-bound at 450 GB/s x 0.824 (NVLink4 payload) x 0.85
+# (nvlsEfficiency) x 8/9 (each GPU carries (k+1)/k S), after NCCL's 25 us and
+# the 65 us pipeline fill; at 1 MiB the ring with LL; A100 (no NVLS) the ring
+out=$("$simtrain" coll allreduce --gpus 8 --cluster dgx-h100:1 --bytes 1G); rc=$?
+check "dgx-h100:1 1 GiB exits 0" "[ $rc -eq 0 ]"
+row=$(grep -v '^#' <<<"$out")
+check "dgx-h100:1 1 GiB prints nvls simple 1 ($row)" "[ \"\$(awk '{print \$6, \$7, \$8}' <<<\"\$row\")\" = 'nvls simple 1' ]"
+t=$(awk '{print $3}' <<<"$row")
+want=$(awk 'BEGIN { printf "%.6f", 90 + 1073741824 / (450e9 * 0.824 * 0.85 * 8 / 9) * 1e6 }')
+check "dgx-h100:1 1 GiB time ($t vs $want us)" "close '$t' '$want' 1e-3"
+row=$("$simtrain" coll allreduce --gpus 8 --cluster dgx-h100:1 --bytes 1M | grep -v '^#')
+check "dgx-h100:1 1 MiB takes ring ll ($row)" "[ \"\$(awk '{print \$6, \$7}' <<<\"\$row\")\" = 'ring ll' ]"
+row=$("$simtrain" coll allreduce --gpus 8 --cluster dgx-a100:1 --bytes 1G | grep -v '^#')
+check "dgx-a100:1 1 GiB takes ring simple ($row)" "[ \"\$(awk '{print \$6, \$7}' <<<\"\$row\")\" = 'ring simple' ]"
+
 err=$("$simtrain" coll allreduce --gpus 16 --cluster node8 --bytes 1M 2>&1 >/dev/null); rc=$?
 check "too many GPUs exits 2" "[ $rc -eq 2 ]"
 check "too many GPUs message" "[ \"\$err\" = \"simtrain: error: --gpus 16: cluster 'node8' has only 8 GPUs\" ]"
