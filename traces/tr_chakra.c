@@ -684,19 +684,8 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
     rc = read_rank(files[i], &ranks[i], stats, err);
   wl_workload *wl = NULL;
   if (!rc) {
-    const char *role = "world";
-    wl = wl_workload_create(nranks, 1, &role);
-    int32_t *all = malloc((size_t)nranks * sizeof *all);
-    if (!wl || !all)
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    for (int r = 0; !rc && r < nranks; r++)
-      all[r] = r;
-    int cw = rc ? -1 : wl_comm_add(wl, "world", WL_COMM_WORLD, nranks, all);
-    free(all);
-    if (!rc && cw < 0)
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    for (int r = 0; !rc && r < nranks; r++)
-      wl_rank_set_comm(wl, r, 0, cw);
+    if (!(wl = tr_world_workload(nranks, err)))
+      rc = ST_ENOMEM;
   }
   for (int i = 0; i < nf && !rc; i++) {
     int pi;
@@ -719,16 +708,9 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
     }
     if (!rc && nf == nranks && last > first)
       stats->measured_step_s = (last - first) * 1e-6;
-    char src[512];
-    snprintf(src, sizeof src, "chakra:%s", path);
-    if (!rc)
-      wl_meta_set_str(&wl->meta.source, src);
   }
-  if (!rc) {
-    rc = wl_workload_check(wl, err);
-    if (rc)
-      st_err_prefix(err, "trace '%s': imported workload is inconsistent: ", path);
-  }
+  if (!rc)
+    rc = tr_finish(wl, "chakra", path, err);
   for (int i = 0; i < nf; i++)
     rank_release(&ranks[i]);
   free(ranks);

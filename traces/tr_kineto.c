@@ -1414,13 +1414,8 @@ int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
       }
   if (!rc) {
     stats->measured_step_s = (t1 - t0) * 1e-6;
-    char src[512];
-    snprintf(src, sizeof src, "kineto:%s", path);
-    wl_meta_set_str(&wl->meta.source, src);
     wl->meta.iterations = 1;
-    rc = wl_workload_check(wl, err);
-    if (rc)
-      st_err_prefix(err, "trace '%s': imported workload is inconsistent: ", path);
+    rc = tr_finish(wl, "kineto", path, err);
   }
   ctx_release(&c);
   if (rc) {

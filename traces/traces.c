@@ -209,3 +209,37 @@ int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
   stats->num_ranks = n;
   return ST_OK;
 }
+
+wl_workload *tr_world_workload(int n, st_err *err)
+{
+  const char *role = "world";
+  wl_workload *wl = wl_workload_create(n, 1, &role);
+  int32_t *all = malloc((size_t)n * sizeof *all);
+  int cw = -1;
+  if (wl && all) {
+    for (int r = 0; r < n; r++)
+      all[r] = r;
+    cw = wl_comm_add(wl, "world", WL_COMM_WORLD, n, all);
+  }
+  free(all);
+  if (cw < 0) {
+    wl_workload_destroy(wl);
+    st_err_set(err, ST_ENOMEM, "out of memory");
+    return NULL;
+  }
+  for (int r = 0; r < n; r++)
+    wl_rank_set_comm(wl, r, 0, cw);
+  return wl;
+}
+
+int tr_finish(wl_workload *wl, const char *format, const char *path, st_err *err)
+{
+  char src[512];
+  snprintf(src, sizeof src, "%s:%s", format, path);
+  if (wl_meta_set_str(&wl->meta.source, src))
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  int rc = wl_workload_check(wl, err);
+  if (rc)
+    st_err_prefix(err, "trace '%s': imported workload is inconsistent: ", path);
+  return rc;
+}
