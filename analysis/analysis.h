@@ -15,6 +15,8 @@
  *   /communicators    compound rows (name, kind, size, first) and
  *   /communicator_ranks  int32: members of each, from row `first` on
  *   /timeline         compound rows, only with --timeline
+ *   /replay           compound rows (an_replay_rank) with the an_replay
+ *                     fields as attributes, only for trace replays
  * Datasets added after the first version (/link_usage, /communicators,
  * /communicator_ranks, the timeline's `comm` column) are optional when
  * reading: files written earlier read back with them empty (comm -1).
@@ -65,6 +67,45 @@ void an_summary_print_json(const an_summary *s, FILE *out);
 void an_summary_print_text(const an_summary *s, const char *workload_name,
                            const char *cluster_name, FILE *out);
 
+/* ---- replay of a captured trace: measured against replayed (replay.c) ------ */
+/* Per rank, in seconds; NaN where the trace did not measure it.  Compute is
+ * the sum of the rank's compute kernels (idle gaps, start offsets and host
+ * time excluded); communication the sum of its collective and send/recv
+ * kernels from the rank's arrival to the end (waiting for peers included,
+ * as a measured NCCL kernel's duration is).  A replayed step is the rank's
+ * finish time less its start offset (how long after the earliest rank its
+ * measured step began), so both count from the rank's own step start. */
+typedef struct an_replay_rank {
+  int32_t rank;
+  double start_offset_s;
+  double measured_step_s, replayed_step_s;
+  double measured_compute_s, replayed_compute_s;
+  double measured_comm_s, replayed_comm_s;
+} an_replay_rank;
+
+typedef struct an_replay {
+  char source_device[64]; /* the device the trace was measured on, as named there, or "" */
+  char replay_device[48]; /* the cluster's device */
+  int rescaled;           /* 1: measured compute was moved to replay_device (what-if) */
+  double measured_step_s; /* earliest rank's start to latest rank's end, NaN if unknown */
+  double replayed_step_s;
+  int32_t num_ranks;
+  an_replay_rank *ranks;  /* num_ranks rows, owned by the an_replay (an_replay_release) */
+} an_replay;
+
+/* Fill the replayed columns (and num_ranks, ranks, replayed_step_s) from a
+ * run that recorded its timeline; the caller then sets the measured ones
+ * (rows start as NaN, start offsets as 0).  ST_EUSAGE when the result has
+ * no timeline. */
+int an_replay_init(an_replay *rp, const wl_workload *wl, const sim_result *r,
+                   const double *start_offset_s, st_err *err);
+void an_replay_release(an_replay *rp);
+/* The table `run --trace` prints after the summary (fits 100 columns). */
+void an_replay_print_text(const an_replay *rp, FILE *out);
+/* an_summary_print_json with a "replay" object added (rp NULL: the same as
+ * an_summary_print_json). */
+void an_summary_print_json_replay(const an_summary *s, const an_replay *rp, FILE *out);
+
 /* Everything a results file holds. */
 typedef struct an_run_info {
   const char *command_line;
@@ -76,6 +117,7 @@ typedef struct an_run_info {
   const wl_workload *wl;     /* for names in /collectives and /timeline */
   const sim_result *result;
   const an_summary *summary;
+  const an_replay *replay;   /* trace replays: written as /replay; NULL otherwise */
 } an_run_info;
 
 int an_results_write(const char *path, const an_run_info *info, st_err *err);
@@ -89,6 +131,12 @@ typedef struct an_coll_row {
   double bytes, start_s, end_s, algbw_GBps, busbw_GBps;
   double first_arrival_s;
   int32_t src, dst;   /* sendrecv: global ranks; else -1 */
+  /* How the collective ran (sim_coll_algo_name, sim_coll_proto_name, its
+   * channels); "" and 0 for sendrecv; "" and -1 when read from a file
+   * written before these columns existed. */
+  char algo[12];
+  char proto[8];
+  int32_t channels;
 } an_coll_row;
 
 typedef struct an_timeline_row {
@@ -144,6 +192,7 @@ typedef struct an_results {
   size_t num_comms;
   int32_t *comm_ranks;
   size_t num_comm_ranks;
+  an_replay *replay;         /* /replay when the file has it, else NULL */
 } an_results;
 
 int an_results_read(const char *path, an_results **out, st_err *err);

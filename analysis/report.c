@@ -335,6 +335,10 @@ void an_report_print_ranks(const an_results *r, const int32_t *ranks, size_t num
   phase_kind_section(r, out);
   coll_section(r, out);
   link_section(r, out);
+  if (r->replay) {
+    fprintf(out, "\n");
+    an_replay_print_text(r->replay, out);
+  }
 }
 
 void an_report_print(const an_results *r, FILE *out) { an_report_print_ranks(r, NULL, 0, out); }

@@ -136,7 +136,9 @@ static hid_t rank_type(void)
   return t;
 }
 
-static hid_t coll_type(void)
+/* The /collectives row; with_run adds the columns saying how each
+ * collective ran (algo, proto, channels), absent from older files. */
+static hid_t coll_type(int with_run)
 {
   hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_coll_row));
   if (t < 0)
@@ -157,6 +159,11 @@ static hid_t coll_type(void)
   D(busbw_GBps);
   I(src);
   I(dst);
+  if (with_run) {
+    S(algo);
+    S(proto);
+    I(channels);
+  }
   if (bad) {
     H5Tclose(t);
     return -1;
@@ -228,6 +235,28 @@ static hid_t comm_type(void)
   bad |= insert_str(t, "kind", offsetof(an_comm_row, kind), sizeof(((an_comm_row *)0)->kind)) < 0;
   bad |= H5Tinsert(t, "size", offsetof(an_comm_row, size), H5T_NATIVE_INT32) < 0;
   bad |= H5Tinsert(t, "first", offsetof(an_comm_row, first), H5T_NATIVE_INT32) < 0;
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+static hid_t replay_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_replay_rank));
+  if (t < 0)
+    return -1;
+  int bad = H5Tinsert(t, "rank", offsetof(an_replay_rank, rank), H5T_NATIVE_INT32) < 0;
+#define D(x) bad |= H5Tinsert(t, #x, offsetof(an_replay_rank, x), H5T_NATIVE_DOUBLE) < 0
+  D(start_offset_s);
+  D(measured_step_s);
+  D(replayed_step_s);
+  D(measured_compute_s);
+  D(replayed_compute_s);
+  D(measured_comm_s);
+  D(replayed_comm_s);
+#undef D
   if (bad) {
     H5Tclose(t);
     return -1;
@@ -417,6 +446,10 @@ static int fill_colls(writer *w, size_t first, size_t n, void *buf)
     o->busbw_GBps = c->busbw_GBps;
     o->src = c->kind == WL_OP_COLL ? -1 : c->src;
     o->dst = c->kind == WL_OP_COLL ? -1 : c->dst;
+    int coll = c->kind == WL_OP_COLL;
+    copy_str(o->algo, sizeof o->algo, coll ? sim_coll_algo_name(c->algo) : "");
+    copy_str(o->proto, sizeof o->proto, coll ? sim_coll_proto_name(c->proto) : "");
+    o->channels = coll ? c->channels : 0;
   }
   return ST_OK;
 }
@@ -579,6 +612,30 @@ static int write_links(writer *w)
   return rc;
 }
 
+/* /replay: one row per rank, the run-wide fields as attributes of the dataset. */
+static int write_replay(writer *w, const an_replay *rp)
+{
+  hid_t t = replay_type();
+  if (t < 0)
+    return wfail(w, "dataset '/replay': cannot describe the rows");
+  int rc = write_rows(w, "replay", t, rp->num_ranks > 0 ? (size_t)rp->num_ranks : 0, rp->ranks,
+                      NULL);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  hid_t ds = H5Dopen2(w->file, "replay", H5P_DEFAULT);
+  int bad = ds < 0;
+  bad = bad || attr_write_str(ds, "source_device", rp->source_device) < 0;
+  bad = bad || attr_write_str(ds, "replay_device", rp->replay_device) < 0;
+  bad = bad || attr_write_num(ds, "rescaled", H5T_STD_I32LE, H5T_NATIVE_INT, &rp->rescaled) < 0;
+  bad = bad || attr_write_num(ds, "measured_step_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                              &rp->measured_step_s) < 0;
+  bad = bad || attr_write_num(ds, "replayed_step_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                              &rp->replayed_step_s) < 0;
+  close_id(&ds, H5Dclose);
+  return bad ? wfail(w, "dataset '/replay': cannot write its attributes") : ST_OK;
+}
+
 static void utc_now(char *buf, size_t n)
 {
   time_t now = time(NULL);
@@ -631,7 +688,7 @@ static int write_body(writer *w)
   if (rc)
     return rc;
 
-  if ((t = coll_type()) < 0)
+  if ((t = coll_type(1)) < 0)
     return wfail(w, "dataset '/collectives': cannot describe the rows");
   rc = write_rows(w, "collectives", t, r->num_colls, NULL, fill_colls);
   H5Tclose(t);
@@ -658,6 +715,8 @@ static int write_body(writer *w)
     rc = write_rows(w, "timeline", t, r->num_timeline, NULL, fill_timeline);
     H5Tclose(t);
   }
+  if (rc == ST_OK && in->replay)
+    rc = write_replay(w, in->replay);
   return rc;
 }
 
@@ -943,6 +1002,50 @@ static int read_links(reader *rd, an_results *res)
   return ST_OK;
 }
 
+/* /replay, when the file has it (trace replays). */
+static int read_replay(reader *rd, an_results *res)
+{
+  if (H5Lexists(rd->file, "replay", H5P_DEFAULT) <= 0)
+    return ST_OK;
+  hid_t t = replay_type();
+  if (t < 0)
+    return rfail(rd, ST_ENOMEM, "dataset '/replay': cannot describe the rows");
+  void *rows;
+  size_t n;
+  int rc = read_rows(rd, "replay", t, 0, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  an_replay *rp = calloc(1, sizeof *rp);
+  if (!rp) {
+    free(rows);
+    return rfail(rd, ST_ENOMEM, "dataset '/replay': out of memory");
+  }
+  rp->ranks = rows;
+  rp->num_ranks = (int32_t)n;
+  res->replay = rp;
+  hid_t ds = H5Dopen2(rd->file, "replay", H5P_DEFAULT);
+  if (ds < 0)
+    return rfail(rd, ST_EINPUT, "dataset '/replay' cannot be opened");
+  char *src = NULL, *dst = NULL;
+  const char *where = "dataset '/replay'";
+  (void)((rc = attr_read_str(rd, ds, where, "source_device", &src)) ||
+         (rc = attr_read_str(rd, ds, where, "replay_device", &dst)) ||
+         (rc = attr_read_num(rd, ds, where, "rescaled", H5T_NATIVE_INT, &rp->rescaled)) ||
+         (rc = attr_read_num(rd, ds, where, "measured_step_s", H5T_NATIVE_DOUBLE,
+                             &rp->measured_step_s)) ||
+         (rc = attr_read_num(rd, ds, where, "replayed_step_s", H5T_NATIVE_DOUBLE,
+                             &rp->replayed_step_s)));
+  H5Dclose(ds);
+  if (src)
+    snprintf(rp->source_device, sizeof rp->source_device, "%s", src);
+  if (dst)
+    snprintf(rp->replay_device, sizeof rp->replay_device, "%s", dst);
+  free(src);
+  free(dst);
+  return rc;
+}
+
 static int read_body(reader *rd, an_results *res)
 {
   int rc;
@@ -992,7 +1095,16 @@ static int read_body(reader *rd, an_results *res)
   res->ranks = rows;
   res->num_ranks = n;
 
-  if ((t = coll_type()) < 0)
+  /* files written before the algo/proto/channels columns: without them */
+  int with_run = 0;
+  if (H5Lexists(rd->file, "collectives", H5P_DEFAULT) > 0) {
+    hid_t ds = H5Dopen2(rd->file, "collectives", H5P_DEFAULT), ft = -1;
+    if (ds >= 0 && (ft = H5Dget_type(ds)) >= 0 && H5Tget_class(ft) == H5T_COMPOUND)
+      with_run = H5Tget_member_index(ft, "algo") >= 0;
+    close_id(&ft, H5Tclose);
+    close_id(&ds, H5Dclose);
+  }
+  if ((t = coll_type(with_run)) < 0)
     return rfail(rd, ST_ENOMEM, "dataset '/collectives': cannot describe the rows");
   rc = read_rows(rd, "collectives", t, 0, &rows, &n);
   H5Tclose(t);
@@ -1004,6 +1116,10 @@ static int read_body(reader *rd, an_results *res)
     TERMINATE(res->colls[i].op);
     TERMINATE(res->colls[i].comm);
     TERMINATE(res->colls[i].comm_kind);
+    TERMINATE(res->colls[i].algo);
+    TERMINATE(res->colls[i].proto);
+    if (!with_run)
+      res->colls[i].channels = -1;
   }
 
   if ((rc = read_links(rd, res)) != ST_OK)
@@ -1073,7 +1189,7 @@ static int read_body(reader *rd, an_results *res)
       return rfail(rd, ST_EINPUT, "dataset '/timeline': row %zu: communicator %d is not a row "
                                   "of '/communicators' (%zu rows)", i, (int)c, res->num_comms);
   }
-  return ST_OK;
+  return read_replay(rd, res);
 }
 
 int an_results_read(const char *path, an_results **out, st_err *err)
@@ -1138,5 +1254,9 @@ void an_results_destroy(an_results *r)
   free(r->link_usage);
   free(r->comms);
   free(r->comm_ranks);
+  if (r->replay) {
+    an_replay_release(r->replay);
+    free(r->replay);
+  }
   free(r);
 }

@@ -111,6 +111,13 @@ int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
 /* Write an equivalent SimGrid XML platform. */
 int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err);
 
+/* ---- built-in devices (platforms/data/devices.json) ---------------------- */
+/* The device of that exact name ("V100-SXM2", "H100-SXM", ...). */
+int plat_device_find(const char *name, plat_device *d, st_err *err);
+/* Every built-in device, in table order: *out is a new array of *count
+ * devices the caller frees. */
+int plat_device_list(plat_device **out, int *count, st_err *err);
+
 /* ---- compute model ------------------------------------------------------ */
 /* Time in seconds of a compute op on the device: its given duration when it
  * has one (duration_s >= 0), else a roofline

@@ -17,6 +17,7 @@ typedef struct forked_result {
   int rc;
   char msg[ST_ERR_MSG_MAX];
   double step_time_s;
+  uint64_t fast_colls;
   int num_ranks;
   sim_rank_stats *ranks;
   size_t num_colls;
@@ -66,10 +67,13 @@ static void forked_result_free(forked_result *f)
   free(f);
 }
 
-/* Runs sim_run(wl, cluster, opt) in a child.  Returns NULL only if the child
- * crashed or the pipe broke. */
-static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
-                                     const sim_options *opt)
+/* Runs sim_run(wl, cluster, opt) in a child, after tweak(cluster, u) when
+ * tweak is not NULL (tests that change a preset's parameters).  Returns NULL
+ * only if the child crashed or the pipe broke. */
+static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *cluster,
+                                             const sim_options *opt,
+                                             void (*tweak)(plat_cluster *, const void *),
+                                             const void *u)
 {
   int fds[2];
   if (pipe(fds))
@@ -89,12 +93,15 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
     plat_cluster *cl = NULL;
     sim_result *r = NULL;
     int rc = plat_cluster_load(cluster, &cl, &err);
+    if (!rc && tweak)
+      tweak(cl, u);
     if (!rc)
       rc = sim_run(wl, cl, opt, &r, &err);
     fr_write_all(fds[1], &rc, sizeof rc);
     fr_write_all(fds[1], err.msg, sizeof err.msg);
     if (!rc) {
       fr_write_all(fds[1], &r->step_time_s, sizeof r->step_time_s);
+      fr_write_all(fds[1], &r->fast_colls, sizeof r->fast_colls);
       fr_write_all(fds[1], &r->num_ranks, sizeof r->num_ranks);
       fr_write_all(fds[1], r->ranks, (size_t)r->num_ranks * sizeof *r->ranks);
       fr_write_all(fds[1], &r->num_colls, sizeof r->num_colls);
@@ -118,6 +125,7 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
            !fr_read_all(fds[0], f->msg, sizeof f->msg);
   if (ok && !f->rc) {
     ok = !fr_read_all(fds[0], &f->step_time_s, sizeof f->step_time_s) &&
+         !fr_read_all(fds[0], &f->fast_colls, sizeof f->fast_colls) &&
          !fr_read_all(fds[0], &f->num_ranks, sizeof f->num_ranks);
     if (ok) {
       f->ranks = calloc((size_t)f->num_ranks + 1, sizeof *f->ranks);
@@ -151,6 +159,12 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
     return NULL;
   }
   return f;
+}
+
+static inline forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
+                                            const sim_options *opt)
+{
+  return sim_run_forked_tweaked(wl, cluster, opt, NULL, NULL);
 }
 
 #endif

@@ -108,11 +108,13 @@ static void build_result(fixture *f)
   f->colls[0] = (sim_coll_record){.comm = 0, .kind = WL_OP_COLL, .op = WL_COLL_ALLREDUCE,
                                   .nranks = 2, .src = -1, .dst = -1, .bytes = 1 << 20,
                                   .first_arrival_s = 0.09, .start_s = 0.1, .end_s = 0.2,
-                                  .algbw_GBps = 0.0104858, .busbw_GBps = 0.0104858};
+                                  .algbw_GBps = 0.0104858, .busbw_GBps = 0.0104858,
+                                  .algo = SIM_ALGO_NVLS, .proto = SIM_PROTO_SIMPLE, .channels = 1};
   f->colls[1] = (sim_coll_record){.comm = 1, .kind = WL_OP_COLL, .op = WL_COLL_ALLREDUCE,
                                   .nranks = 2, .src = -1, .dst = -1, .bytes = 1 << 20,
                                   .first_arrival_s = 0.1, .start_s = 0.15, .end_s = 0.35,
-                                  .algbw_GBps = 0.0052429, .busbw_GBps = 0.0052429};
+                                  .algbw_GBps = 0.0052429, .busbw_GBps = 0.0052429,
+                                  .algo = SIM_ALGO_RING, .proto = SIM_PROTO_LL128, .channels = 4};
   f->colls[2] = (sim_coll_record){.comm = 2, .kind = WL_OP_SEND, .nranks = 2, .src = 0,
                                   .dst = 2, .bytes = 4096, .first_arrival_s = 0.2,
                                   .start_s = 0.2, .end_s = 0.3, .algbw_GBps = 4.096e-5,
@@ -381,6 +383,20 @@ static void check_read_back_additions(const an_results *r)
     assert_int_equal(r->timeline[i].comm, tc[i]);
 }
 
+/* The columns saying how each collective ran: written by this version, or
+ * absent (an older file: "" and -1). */
+static void check_run_columns(const an_results *r, int present)
+{
+  static const char *const algo[3] = {"nvls", "ring", ""}, *const proto[3] = {"simple", "ll128", ""};
+  static const int channels[3] = {1, 4, 0};
+  assert_int_equal(r->num_colls, 3);
+  for (int i = 0; i < 3; i++) {
+    assert_string_equal(r->colls[i].algo, present ? algo[i] : "");
+    assert_string_equal(r->colls[i].proto, present ? proto[i] : "");
+    assert_int_equal(r->colls[i].channels, present ? channels[i] : -1);
+  }
+}
+
 static void test_results__round_trip_every_field(void **state)
 {
   fixture *f = *state;
@@ -390,6 +406,7 @@ static void test_results__round_trip_every_field(void **state)
   assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
   check_read_back(f, r);
   check_read_back_additions(r);
+  check_run_columns(r, 1);
   /* report --json prints the same bytes as run --json */
   char *a = NULL, *b = NULL;
   size_t la = 0, lb = 0;
@@ -680,6 +697,8 @@ static void test_results__committed_fixture_reads_back(void **state)
     for (size_t i = 0; i < r->num_timeline; i++)
       assert_int_equal(r->timeline[i].comm, -1);
   }
+  /* the fixture predates the algo/proto/channels columns */
+  check_run_columns(r, getenv("ST_REGENERATE_FIXTURES") != NULL);
   an_results_destroy(r);
 }
 
