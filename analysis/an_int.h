@@ -8,6 +8,9 @@
 #ifndef AN_INT_H
 #define AN_INT_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "st_common.h"
 
 typedef struct an_svg {
@@ -36,5 +39,15 @@ void an_svg_release(an_svg *s);
 /* Round numbers for axis ticks: a step of 1, 2 or 5 x 10^k giving about
  * `want` ticks between 0 and max. */
 double an_nice_step(double max, int want);
+
+/* A rank list as text, ascending runs of consecutive ranks as ranges:
+ * {0,1,2,3,8,12} -> "0-3,8,12".  When it does not fit in n bytes it ends in
+ * ",... (K ranks)" (K = count).  Returns buf. */
+char *an_format_rank_list(const int32_t *ranks, size_t count, char *buf, size_t n);
+
+/* First row of r->link_usage for link li (the rows are by link), or
+ * num_link_usage when the link has none. */
+struct an_results;
+size_t an_link_first_use(const struct an_results *r, size_t li);
 
 #endif

@@ -10,7 +10,16 @@
  *   /collectives      compound rows (op, communicator, ranks, bytes, start_s,
  *                     end_s, algbw_GBps, busbw_GBps, ...)
  *   /links            compound rows (name, bandwidth, bytes, busy_s, ...)
+ *   /link_usage       compound rows (link, op, comm, comm_kind, bytes): which
+ *                     collectives used each link
+ *   /communicators    compound rows (name, kind, size, first) and
+ *   /communicator_ranks  int32: members of each, from row `first` on
  *   /timeline         compound rows, only with --timeline
+ *   /replay           compound rows (an_replay_rank) with the an_replay
+ *                     fields as attributes, only for trace replays
+ * Datasets added after the first version (/link_usage, /communicators,
+ * /communicator_ranks, the timeline's `comm` column) are optional when
+ * reading: files written earlier read back with them empty (comm -1).
  * docs/results-format.md documents every field.
  */
 #ifndef AN_ANALYSIS_H
@@ -58,6 +67,45 @@ void an_summary_print_json(const an_summary *s, FILE *out);
 void an_summary_print_text(const an_summary *s, const char *workload_name,
                            const char *cluster_name, FILE *out);
 
+/* ---- replay of a captured trace: measured against replayed (replay.c) ------ */
+/* Per rank, in seconds; NaN where the trace did not measure it.  Compute is
+ * the sum of the rank's compute kernels (idle gaps, start offsets and host
+ * time excluded); communication the sum of its collective and send/recv
+ * kernels from the rank's arrival to the end (waiting for peers included,
+ * as a measured NCCL kernel's duration is).  A replayed step is the rank's
+ * finish time less its start offset (how long after the earliest rank its
+ * measured step began), so both count from the rank's own step start. */
+typedef struct an_replay_rank {
+  int32_t rank;
+  double start_offset_s;
+  double measured_step_s, replayed_step_s;
+  double measured_compute_s, replayed_compute_s;
+  double measured_comm_s, replayed_comm_s;
+} an_replay_rank;
+
+typedef struct an_replay {
+  char source_device[64]; /* the device the trace was measured on, as named there, or "" */
+  char replay_device[48]; /* the cluster's device */
+  int rescaled;           /* 1: measured compute was moved to replay_device (what-if) */
+  double measured_step_s; /* earliest rank's start to latest rank's end, NaN if unknown */
+  double replayed_step_s;
+  int32_t num_ranks;
+  an_replay_rank *ranks;  /* num_ranks rows, owned by the an_replay (an_replay_release) */
+} an_replay;
+
+/* Fill the replayed columns (and num_ranks, ranks, replayed_step_s) from a
+ * run that recorded its timeline; the caller then sets the measured ones
+ * (rows start as NaN, start offsets as 0).  ST_EUSAGE when the result has
+ * no timeline. */
+int an_replay_init(an_replay *rp, const wl_workload *wl, const sim_result *r,
+                   const double *start_offset_s, st_err *err);
+void an_replay_release(an_replay *rp);
+/* The table `run --trace` prints after the summary (fits 100 columns). */
+void an_replay_print_text(const an_replay *rp, FILE *out);
+/* an_summary_print_json with a "replay" object added (rp NULL: the same as
+ * an_summary_print_json). */
+void an_summary_print_json_replay(const an_summary *s, const an_replay *rp, FILE *out);
+
 /* Everything a results file holds. */
 typedef struct an_run_info {
   const char *command_line;
@@ -69,6 +117,7 @@ typedef struct an_run_info {
   const wl_workload *wl;     /* for names in /collectives and /timeline */
   const sim_result *result;
   const an_summary *summary;
+  const an_replay *replay;   /* trace replays: written as /replay; NULL otherwise */
 } an_run_info;
 
 int an_results_write(const char *path, const an_run_info *info, st_err *err);
@@ -82,6 +131,12 @@ typedef struct an_coll_row {
   double bytes, start_s, end_s, algbw_GBps, busbw_GBps;
   double first_arrival_s;
   int32_t src, dst;   /* sendrecv: global ranks; else -1 */
+  /* How the collective ran (sim_coll_algo_name, sim_coll_proto_name, its
+   * channels); "" and 0 for sendrecv; "" and -1 when read from a file
+   * written before these columns existed. */
+  char algo[12];
+  char proto[8];
+  int32_t channels;
 } an_coll_row;
 
 typedef struct an_timeline_row {
@@ -92,7 +147,27 @@ typedef struct an_timeline_row {
   char name[64];
   double start_s, end_s, bytes, flops;
   int32_t peer; /* send/recv: the peer's global rank; else -1 */
+  int32_t comm; /* collective/send/recv: row in /communicators; else -1 */
 } an_timeline_row;
+
+/* Bytes one communicator's collectives of one op (or its send/recv pairs)
+ * moved over one link. */
+typedef struct an_link_usage_row {
+  int32_t link;       /* row in /links */
+  char op[16];        /* wl_coll_name, or "sendrecv" */
+  char comm[64];
+  char comm_kind[8];
+  double bytes;
+} an_link_usage_row;
+
+/* A communicator of the workload; its members are comm_ranks[first ..
+ * first + size). */
+typedef struct an_comm_row {
+  char name[64];
+  char kind[8];
+  int32_t size;
+  int32_t first;
+} an_comm_row;
 
 typedef struct an_results {
   char *path;
@@ -111,6 +186,13 @@ typedef struct an_results {
   size_t num_links;
   an_timeline_row *timeline;
   size_t num_timeline;
+  an_link_usage_row *link_usage; /* by link, most bytes first; may be empty */
+  size_t num_link_usage;
+  an_comm_row *comms;            /* may be empty (older files) */
+  size_t num_comms;
+  int32_t *comm_ranks;
+  size_t num_comm_ranks;
+  an_replay *replay;         /* /replay when the file has it, else NULL */
 } an_results;
 
 int an_results_read(const char *path, an_results **out, st_err *err);
@@ -226,9 +308,19 @@ typedef struct an_export_counts {
 
 /* Write the timeline as Chrome/Perfetto trace JSON (gzip when path ends in
  * ".gz"), atomically.  counts may be NULL.  Errors when the results have no
- * timeline. */
+ * timeline.  A process per rank, a thread per stream. */
 int an_export_perfetto(const an_results *r, const char *path, an_export_counts *counts,
                        st_err *err);
+
+typedef enum an_export_group {
+  AN_GROUP_RANK = 0, /* a process per rank, a thread per stream */
+  AN_GROUP_NODE,     /* a process per node, a thread per (GPU, stream) */
+} an_export_group;
+
+/* The same with a choice of grouping.  AN_GROUP_NODE needs the GPUs per node
+ * from '/config' cluster (node.gpus or gpus_per_node); an error otherwise. */
+int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
+                               an_export_counts *counts, st_err *err);
 
 /* ---- plots (analysis/plot.c): self-contained SVG, written atomically ------- */
 /* The chosen ranks' streams over the run (ranks NULL: the first 8 ranks). */
@@ -239,6 +331,10 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
                       const char *path, st_err *err);
 /* Heat map of link utilisation (mean, busy share, peak), busiest first. */
 int an_plot_links(const an_results *r, const char *path, st_err *err);
+/* Runs side by side: a stacked bar per run of the summary's compute, exposed
+ * comm, bubble and idle per step (means over ranks), with a mark at the
+ * run's step time. */
+int an_plot_compare(const an_results *const *runs, size_t n, const char *path, st_err *err);
 
 #ifdef __cplusplus
 }

@@ -2,11 +2,17 @@
  * JSON "Trace Event Format"), for ui.perfetto.dev or chrome://tracing.
  *
  * Mapping (docs/results-format.md, "Perfetto export"):
- *   - one process per rank, pid = rank, named "rank N (gpu-H)"; one thread
- *     per stream, tid = stream index, named after the stream;
+ *   - grouped by rank (the default): one process per rank, pid = rank,
+ *     named "rank N (gpu-H)"; one thread per stream, tid = stream index,
+ *     named after the stream;
+ *   - grouped by node: one process per node, pid = node, named "node N";
+ *     one thread per (rank, stream), tid = rank x S + stream (S = streams
+ *     per rank at most), named "gpu-H rank R <stream>", in that order;
  *   - one complete event ("ph":"X") per /timeline row, in file order, so the
  *     X events and the timeline rows match one to one; ts and dur in
- *     microseconds; args hold bytes, flops and the peer rank;
+ *     microseconds; args hold bytes, flops, the peer rank (send/recv), the
+ *     communicator and, for collectives, its members ("peers", a rank list
+ *     like "0-3,8");
  *   - a flow (an "s" event on the sender's slice, an "f" event on the
  *     receiver's) for every send row matched with a recv row of the peer
  *     that ends at the same time: the transfer ends for both sides together,
@@ -31,6 +37,9 @@
 
 #include <zlib.h>
 
+#include <cjson/cJSON.h>
+
+#include "an_int.h"
 #include "analysis.h"
 
 typedef struct out_t {
@@ -177,9 +186,46 @@ static int cmp_thread(const void *a, const void *b)
   return (x->row > y->row) - (x->row < y->row);
 }
 
+/* Where a (rank, stream) goes: process and thread ids. */
+typedef struct layout {
+  int group;        /* an_export_group */
+  int gpn;          /* GPUs per node (node grouping) */
+  int32_t streams;  /* S: largest stream index + 1 */
+  int32_t nranks;   /* rank index bound: largest rank + 1 */
+  int32_t *host;    /* [rank] GPU index, -1 when the rank has no /ranks row */
+  int nprocs;       /* processes (ranks or nodes) */
+} layout;
+
+static int pid_of(const layout *L, int32_t rank)
+{
+  if (L->group == AN_GROUP_RANK)
+    return rank;
+  int32_t h = rank >= 0 && rank < L->nranks ? L->host[rank] : -1;
+  return h >= 0 ? h / L->gpn : 0;
+}
+
+static long long tid_of(const layout *L, int32_t rank, int32_t stream)
+{
+  return L->group == AN_GROUP_RANK ? stream : (long long)rank * L->streams + stream;
+}
+
+/* GPUs per node from the results' cluster JSON, or 0 when it does not say. */
+static int gpus_per_node(const an_results *r)
+{
+  cJSON *doc = r->cluster_json ? cJSON_Parse(r->cluster_json) : NULL;
+  if (!doc)
+    return 0;
+  const cJSON *g = cJSON_GetObjectItemCaseSensitive(doc, "gpus_per_node");
+  if (!cJSON_IsNumber(g))
+    g = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "node"), "gpus");
+  int v = cJSON_IsNumber(g) && g->valuedouble >= 1 && g->valuedouble < 1e6 ? (int)g->valuedouble : 0;
+  cJSON_Delete(doc);
+  return v;
+}
+
 /* threads: the timeline's (rank, stream, row) sorted, or NULL when out of memory */
-static void write_trace(out_t *o, const an_results *r, thread_key *threads, size_t (*pairs)[2],
-                        size_t npairs, an_export_counts *cnt)
+static void write_trace(out_t *o, const an_results *r, const layout *L, thread_key *threads,
+                        size_t (*pairs)[2], size_t npairs, an_export_counts *cnt)
 {
   put(o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"simtrain\",\"workload\":");
   put_str(o, r->workload_name ? r->workload_name : "");
@@ -188,18 +234,24 @@ static void write_trace(out_t *o, const an_results *r, thread_key *threads, size
   put(o, "},\"traceEvents\":[\n");
   int first = 1;
 #define SEP() (first ? (first = 0, "") : ",\n")
-  /* processes: one per rank */
-  for (size_t i = 0; i < r->num_ranks; i++) {
-    const sim_rank_stats *k = &r->ranks[i];
+  /* processes: one per rank, or one per node */
+  for (int i = 0; i < L->nprocs; i++) {
     char name[64];
-    snprintf(name, sizeof name, "rank %d (gpu-%d)", k->rank, k->host);
+    int pid = i;
+    if (L->group == AN_GROUP_RANK) {
+      const sim_rank_stats *k = &r->ranks[i];
+      snprintf(name, sizeof name, "rank %d (gpu-%d)", k->rank, k->host);
+      pid = k->rank;
+    } else {
+      snprintf(name, sizeof name, "node %d", i);
+    }
     putf(o, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
-         SEP(), k->rank);
+         SEP(), pid);
     put_str(o, name);
     put(o, "}}");
     putf(o, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"tid\":0,"
             "\"args\":{\"sort_index\":%d}}",
-         k->rank, k->rank);
+         pid, pid);
     cnt->processes++;
   }
   /* threads: one per (rank, stream) in the timeline, named from its first row */
@@ -210,23 +262,49 @@ static void write_trace(out_t *o, const an_results *r, thread_key *threads, size
       threads[nt++] = threads[i]; /* sorted: the first row of each (rank, stream) */
   for (size_t i = 0; i < nt; i++) {
     const an_timeline_row *t = &r->timeline[threads[i].row];
-    putf(o, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
-         SEP(), t->rank, t->stream);
-    put_str(o, t->stream_name);
+    int pid = pid_of(L, t->rank);
+    long long tid = tid_of(L, t->rank, t->stream);
+    putf(o, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%lld,"
+            "\"args\":{\"name\":",
+         SEP(), pid, tid);
+    if (L->group == AN_GROUP_RANK) {
+      put_str(o, t->stream_name);
+    } else {
+      char name[96];
+      int32_t h = t->rank >= 0 && t->rank < L->nranks ? L->host[t->rank] : -1;
+      snprintf(name, sizeof name, "gpu-%d rank %d %s", h, t->rank, t->stream_name);
+      put_str(o, name);
+    }
     put(o, "}}");
+    if (L->group != AN_GROUP_RANK)
+      putf(o, ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%lld,"
+              "\"args\":{\"sort_index\":%lld}}",
+           pid, tid, tid);
     cnt->threads++;
   }
   /* slices */
   for (size_t i = 0; i < r->num_timeline && !o->bad; i++) {
     const an_timeline_row *t = &r->timeline[i];
-    putf(o, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":", SEP(),
-         t->rank, t->stream, us(t->start_s), us(t->end_s - t->start_s));
+    putf(o, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f,\"name\":",
+         SEP(), pid_of(L, t->rank), tid_of(L, t->rank, t->stream), us(t->start_s),
+         us(t->end_s - t->start_s));
     put_str(o, t->name);
     put(o, ",\"cat\":");
     put_str(o, t->kind);
     putf(o, ",\"args\":{\"bytes\":%.17g,\"flops\":%.17g", t->bytes, t->flops);
     if (t->peer >= 0)
       putf(o, ",\"peer\":%d", t->peer);
+    if (t->comm >= 0 && (size_t)t->comm < r->num_comms) {
+      const an_comm_row *c = &r->comms[t->comm];
+      put(o, ",\"comm\":");
+      put_str(o, c->name);
+      if (!strcmp(t->kind, "coll")) {
+        char peers[256];
+        an_format_rank_list(&r->comm_ranks[c->first], (size_t)c->size, peers, sizeof peers);
+        putf(o, ",\"nranks\":%d,\"peers\":", c->size);
+        put_str(o, peers);
+      }
+    }
     put(o, "}}");
     cnt->slices++;
   }
@@ -234,12 +312,12 @@ static void write_trace(out_t *o, const an_results *r, thread_key *threads, size
   for (size_t i = 0; i < npairs; i++) {
     const an_timeline_row *s = &r->timeline[pairs[i][0]], *v = &r->timeline[pairs[i][1]];
     double ts = us(fmax(s->start_s, v->start_s));
-    putf(o, "%s{\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":\"p2p\","
+    putf(o, "%s{\"ph\":\"s\",\"id\":%zu,\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,\"name\":\"p2p\","
             "\"cat\":\"p2p\"}",
-         SEP(), i + 1, s->rank, s->stream, ts);
-    putf(o, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+         SEP(), i + 1, pid_of(L, s->rank), tid_of(L, s->rank, s->stream), ts);
+    putf(o, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"id\":%zu,\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,"
             "\"name\":\"p2p\",\"cat\":\"p2p\"}",
-         i + 1, v->rank, v->stream, ts);
+         i + 1, pid_of(L, v->rank), tid_of(L, v->rank, v->stream), ts);
     cnt->flows++;
   }
   /* link counters */
@@ -247,7 +325,7 @@ static void write_trace(out_t *o, const an_results *r, thread_key *threads, size
   for (size_t i = 0; i < r->num_ranks; i++)
     run_s = fmax(run_s, r->ranks[i].finish_s);
   if (r->num_links > 0 && run_s > 0) {
-    int pid = (int)r->num_ranks;
+    int pid = L->group == AN_GROUP_RANK ? (int)r->num_ranks : L->nprocs;
     putf(o, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,"
             "\"args\":{\"name\":\"links\"}}",
          SEP(), pid);
@@ -268,16 +346,70 @@ static void write_trace(out_t *o, const an_results *r, thread_key *threads, size
   put(o, "\n]}\n");
 }
 
+/* The layout of processes and threads; L->host is new (caller frees). */
+static int layout_init(const an_results *r, int group, const char *path, layout *L, st_err *err)
+{
+  memset(L, 0, sizeof *L);
+  L->group = group;
+  L->nranks = 0;
+  for (size_t i = 0; i < r->num_ranks; i++)
+    if (r->ranks[i].rank >= L->nranks)
+      L->nranks = r->ranks[i].rank + 1;
+  for (size_t i = 0; i < r->num_timeline; i++) {
+    if (r->timeline[i].rank >= L->nranks)
+      L->nranks = r->timeline[i].rank + 1;
+    if (r->timeline[i].stream >= L->streams)
+      L->streams = r->timeline[i].stream + 1;
+  }
+  L->host = malloc(((size_t)L->nranks + 1) * sizeof *L->host);
+  if (!L->host)
+    return st_err_set(err, ST_ENOMEM, "trace '%s': out of memory", path);
+  for (int32_t i = 0; i < L->nranks; i++)
+    L->host[i] = -1;
+  int32_t top_host = -1;
+  for (size_t i = 0; i < r->num_ranks; i++) {
+    if (r->ranks[i].rank >= 0)
+      L->host[r->ranks[i].rank] = r->ranks[i].host;
+    if (r->ranks[i].host > top_host)
+      top_host = r->ranks[i].host;
+  }
+  if (group == AN_GROUP_RANK) {
+    L->nprocs = (int)r->num_ranks;
+    return ST_OK;
+  }
+  if ((L->gpn = gpus_per_node(r)) == 0) {
+    free(L->host);
+    L->host = NULL;
+    return st_err_set(err, ST_EINPUT,
+                      "results '%s': '/config' cluster does not say how many GPUs a node has "
+                      "(node.gpus or gpus_per_node): group by rank instead", r->path);
+  }
+  L->nprocs = top_host >= 0 ? top_host / L->gpn + 1 : 0;
+  return ST_OK;
+}
+
 int an_export_perfetto(const an_results *r, const char *path, an_export_counts *counts,
                        st_err *err)
+{
+  return an_export_perfetto_grouped(r, path, AN_GROUP_RANK, counts, err);
+}
+
+int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
+                               an_export_counts *counts, st_err *err)
 {
   if (r->num_timeline == 0)
     return st_err_set(err, ST_EINPUT,
                       "results '%s': no '/timeline' to export (run with --timeline)", r->path);
+  layout L;
+  int lrc = layout_init(r, group, path, &L, err);
+  if (lrc != ST_OK)
+    return lrc;
   size_t(*pairs)[2] = NULL;
   size_t npairs = 0;
-  if (match_p2p(r, &pairs, &npairs) < 0)
+  if (match_p2p(r, &pairs, &npairs) < 0) {
+    free(L.host);
     return st_err_set(err, ST_ENOMEM, "trace '%s': out of memory matching send/recv", path);
+  }
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   int gz = st_str_ends_with(path, ".gz");
@@ -285,6 +417,7 @@ int an_export_perfetto(const an_results *r, const char *path, an_export_counts *
   if (!o.gz) {
     int e = errno;
     free(pairs);
+    free(L.host);
     return st_err_set(err, ST_EIO, "trace '%s': cannot create '%s': %s", path, tmp,
                       e ? strerror(e) : "out of memory");
   }
@@ -294,15 +427,17 @@ int an_export_perfetto(const an_results *r, const char *path, an_export_counts *
     gzclose(o.gz);
     remove(tmp);
     free(pairs);
+    free(L.host);
     return st_err_set(err, ST_ENOMEM, "trace '%s': out of memory", path);
   }
   for (size_t i = 0; i < r->num_timeline; i++)
     threads[i] = (thread_key){r->timeline[i].rank, r->timeline[i].stream, i};
   qsort(threads, r->num_timeline, sizeof *threads, cmp_thread);
   an_export_counts cnt = {0};
-  write_trace(&o, r, threads, pairs, npairs, &cnt);
+  write_trace(&o, r, &L, threads, pairs, npairs, &cnt);
   free(threads);
   free(pairs);
+  free(L.host);
   int e = errno;
   if (gzclose(o.gz) != Z_OK)
     o.bad = 1;

@@ -2,10 +2,12 @@
  *   timeline   the chosen ranks' streams over the run, one lane per
  *              (rank, stream), ops coloured by kind;
  *   breakdown  a stacked bar per rank: compute, exposed communication,
- *              bubble and idle, per step (they add up to the rank's finish);
+ *              bubble and idle, per step (they add up to the step time);
  *   links      a heat map: one row per link, columns mean utilisation
  *              (bytes / bandwidth / run time), busy share of the run and
- *              peak utilisation.
+ *              peak utilisation;
+ *   compare    a stacked bar per run (the summary's means over ranks per
+ *              step), with a mark at each run's step time.
  * Millions of timeline rows stay a picture of bounded size: ops of one kind
  * on one lane closer than half a pixel are drawn as one rectangle.  Markers
  * (zero-length iteration/phase/layer marks) are not drawn: they would only
@@ -92,6 +94,15 @@ static void y_axis(an_svg *s, double x, double y0, double h, double max, const c
   an_svg_text(s, x - 50, y0 - h / 2, "middle", 12, -90, "%s", label);
 }
 
+/* The top of a vertical axis: max rounded up to the axis's next tick. */
+static double nice_top(double max)
+{
+  if (!(max > 0) || !isfinite(max))
+    return 1;
+  double step = an_nice_step(max, 6);
+  return ceil(max / step * (1 - 1e-12)) * step;
+}
+
 static void legend(an_svg *s, double x, double y, const char *const *names,
                    const char *const *colors, size_t n)
 {
@@ -163,10 +174,17 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
       if (ranks[j] >= 0 && ranks[j] <= top_rank)
         chosen[ranks[j]] = 1;
   } else {
+    /* spread over the run (ranks i x N / k), so pipeline stages and
+     * data-parallel replicas far apart in rank order both show */
+    size_t k = r->num_ranks < DEFAULT_TIMELINE_RANKS ? r->num_ranks : DEFAULT_TIMELINE_RANKS;
     num_ranks = 0;
-    for (size_t i = 0; i < r->num_ranks && num_ranks < DEFAULT_TIMELINE_RANKS; i++, num_ranks++)
-      if (r->ranks[i].rank >= 0 && r->ranks[i].rank <= top_rank)
-        chosen[r->ranks[i].rank] = 1;
+    for (size_t j = 0; j < k; j++) {
+      int32_t rk = r->ranks[j * r->num_ranks / k].rank;
+      if (rk >= 0 && rk <= top_rank && !chosen[rk]) {
+        chosen[rk] = 1;
+        num_ranks++;
+      }
+    }
   }
   /* lanes: (rank, stream) of the chosen ranks, by rank then stream */
   size_t nl = 0, nr = 0;
@@ -208,8 +226,22 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
   const char *unit;
   double scale;
   time_unit(tmax, &unit, &scale);
-  double lane_h = 18, gap = 4, plot_w = WIDTH - LEFT - RIGHT;
-  double height = TOP + nl * (lane_h + gap) + 90;
+  double lane_h = 18, gap = 4, rank_gap = 10, plot_w = WIDTH - LEFT - RIGHT;
+  /* lane_y[l]: top of lane l; ranks are set apart by a wider gap */
+  double *lane_y = malloc((nl + 1) * sizeof *lane_y);
+  if (!lane_y) {
+    free(lanes);
+    free(rows);
+    return st_err_set(err, ST_ENOMEM, "plot '%s': out of memory", path);
+  }
+  double yy = TOP;
+  for (size_t l = 0; l < nl; l++) {
+    if (l > 0)
+      yy += lane_h + gap + (lanes[l].rank != lanes[l - 1].rank ? rank_gap : 0);
+    lane_y[l] = yy;
+  }
+  double lanes_bottom = nl ? lane_y[nl - 1] + lane_h + gap : TOP;
+  double height = lanes_bottom + 90;
   an_svg s;
   char title[256];
   snprintf(title, sizeof title, "simtrain timeline: %s on %s", r->workload_name,
@@ -218,7 +250,7 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
   an_svg_text(&s, WIDTH / 2, 24, "middle", 16, 0, "Timeline: %s on %s (%zu of %zu ranks)",
               r->workload_name, r->cluster_name, num_ranks, r->num_ranks);
   for (size_t l = 0; l < nl; l++) {
-    double y = TOP + l * (lane_h + gap);
+    double y = lane_y[l];
     an_svg_rect(&s, LEFT, y, plot_w, lane_h, "#f4f4f4", NULL);
     an_svg_text(&s, LEFT - 8, y + lane_h - 5, "end", 11, 0, "rank %d %s", lanes[l].rank,
                 r->timeline[lanes[l].first_row].stream_name);
@@ -245,12 +277,12 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
                (t->end_s - t->start_s) * scale, unit);
     else
       snprintf(tip, sizeof tip, "%zu %s ops", j - i, t->kind);
-    double w = x1 - x0 < 0.5 ? 0.5 : x1 - x0;
-    an_svg_rect(&s, LEFT + x0, TOP + l * (lane_h + gap), w, lane_h, kind_colors[k].color, tip);
+    double w = x1 - x0 < 1 ? 1 : x1 - x0; /* at least a pixel, so short ops show */
+    an_svg_rect(&s, LEFT + x0, lane_y[l], w, lane_h, kind_colors[k].color, tip);
     i = j;
   }
   an_svg_group_end(&s);
-  double axis_y = TOP + nl * (lane_h + gap) + 4;
+  double axis_y = lanes_bottom + 4;
   char label[64];
   snprintf(label, sizeof label, "time (%s)", unit);
   x_axis(&s, LEFT, plot_w, axis_y, tmax * scale, label);
@@ -260,6 +292,7 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
     colors[i] = kind_colors[i].color;
   }
   legend(&s, LEFT, axis_y + 64, names, colors, NUM_KINDS);
+  free(lane_y);
   free(lanes);
   free(rows);
   return an_svg_finish(&s, path, err);
@@ -299,15 +332,13 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
   const char *unit;
   double scale;
   time_unit(vmax, &unit, &scale);
-  double ymax = vmax * scale;
-  if (!(ymax > 0))
-    ymax = 1;
+  double ymax = nice_top(vmax * scale);
   double plot_w = WIDTH - LEFT - RIGHT, plot_h = 400, y0 = TOP + plot_h;
   an_svg s;
   char title[256];
   snprintf(title, sizeof title, "simtrain breakdown: %s on %s", r->workload_name,
            r->cluster_name);
-  an_svg_begin(&s, WIDTH, y0 + 110, title);
+  an_svg_begin(&s, WIDTH, y0 + 90, title);
   an_svg_text(&s, WIDTH / 2, 24, "middle", 16, 0, "Per-rank time per step: %s on %s",
               r->workload_name, r->cluster_name);
   char label[64];
@@ -399,6 +430,8 @@ int an_plot_links(const an_results *r, const char *path, st_err *err)
                                      "peak utilisation (%)"};
   for (int c = 0; c < 3; c++)
     an_svg_text(&s, left + c * col_w + col_w / 2, top - 8, "middle", 12, 0, "%s", cols[c]);
+  if (r->num_link_usage)
+    an_svg_text(&s, left + 3 * col_w + 8, top - 8, "start", 12, 0, "most bytes from");
   an_svg_group(&s, "cells");
   for (size_t i = 0; i < n; i++) {
     double y = top + i * row_h;
@@ -412,6 +445,13 @@ int an_plot_links(const an_results *r, const char *path, st_err *err)
       an_svg_text(&s, left + c * col_w + col_w / 2, y + row_h - 4, "middle", 9, 0, "%.1f",
                   u[i].v[c] * 100);
       s.text_fill = NULL;
+    }
+    /* the collective that put the most bytes on it */
+    size_t li = (size_t)(u[i].l - r->links), k = an_link_first_use(r, li);
+    if (k < r->num_link_usage && (size_t)r->link_usage[k].link == li && u[i].l->bytes > 0) {
+      const an_link_usage_row *lu = &r->link_usage[k];
+      an_svg_text(&s, left + 3 * col_w + 8, y + row_h - 3, "start", 10, 0, "%.0f%% %s %.40s (%s)",
+                  lu->bytes / u[i].l->bytes * 100, lu->op, lu->comm, lu->comm_kind);
     }
   }
   an_svg_group_end(&s);
@@ -429,5 +469,77 @@ int an_plot_links(const an_results *r, const char *path, st_err *err)
   an_svg_text(&s, sx - 8, sy + 11, "end", 11, 0, "utilisation");
   an_svg_group_end(&s);
   free(u);
+  return an_svg_finish(&s, path, err);
+}
+
+/* ---- compare ------------------------------------------------------------------ */
+/* A run's label: its file name without the folder and ".h5". */
+static void run_label(const char *path, char *buf, size_t n)
+{
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  size_t l = strlen(b);
+  if (l > 3 && !strcmp(b + l - 3, ".h5"))
+    l -= 3;
+  snprintf(buf, n, "%.*s", (int)l, b);
+}
+
+int an_plot_compare(const an_results *const *runs, size_t n, const char *path, st_err *err)
+{
+  if (n == 0)
+    return st_err_set(err, ST_EUSAGE, "plot '%s': no runs to compare", path);
+  double vmax = 0;
+  for (size_t i = 0; i < n; i++) {
+    const an_summary *m = &runs[i]->summary;
+    double tot = m->compute_s + m->exposed_comm_s + m->bubble_s + m->idle_s;
+    vmax = fmax(vmax, fmax(tot, m->step_time_s));
+  }
+  const char *unit;
+  double scale;
+  time_unit(vmax, &unit, &scale);
+  double ymax = nice_top(vmax * scale * 1.04); /* room for the step-time labels */
+  double plot_w = WIDTH - LEFT - RIGHT, plot_h = 400, y0 = TOP + plot_h;
+  an_svg s;
+  an_svg_begin(&s, WIDTH, y0 + 90, "simtrain compare: time per step");
+  an_svg_text(&s, WIDTH / 2, 24, "middle", 16, 0,
+              "Time per step, mean over ranks (%zu runs; black mark: step time)", n);
+  char label[64];
+  snprintf(label, sizeof label, "time per step (%s)", unit);
+  y_axis(&s, LEFT, y0, plot_h, ymax, label);
+  static const char *const names[] = {"compute", "exposed comm", "bubble", "idle"};
+  static const char *const colors[] = {"#4e79a7", "#e15759", "#edc948", "#bab0ac"};
+  double slot = plot_w / n, bar = fmin(slot * 0.6, 120);
+  an_svg_group(&s, "bars");
+  for (size_t i = 0; i < n; i++) {
+    const an_summary *m = &runs[i]->summary;
+    char name[64];
+    run_label(runs[i]->path ? runs[i]->path : "?", name, sizeof name);
+    double v[4] = {m->compute_s, m->exposed_comm_s, m->bubble_s, m->idle_s};
+    double x = LEFT + i * slot + (slot - bar) / 2, y = y0;
+    for (int c = 0; c < 4; c++) {
+      double h = (isfinite(v[c]) ? v[c] : 0) * scale / ymax * plot_h;
+      char tip[160];
+      snprintf(tip, sizeof tip, "%s %s %.6g %s", name, names[c], v[c] * scale, unit);
+      an_svg_rect(&s, x, y - h, bar, h, colors[c], tip);
+      y -= h;
+    }
+    an_svg_text(&s, x + bar / 2, y0 + 16, "middle", 11, 0, "%.28s", name);
+    an_svg_text(&s, x + bar / 2, y0 + 30, "middle", 10, 0, "%.40s on %.30s",
+                runs[i]->workload_name ? runs[i]->workload_name : "?",
+                runs[i]->cluster_name ? runs[i]->cluster_name : "?");
+  }
+  an_svg_group_end(&s);
+  an_svg_group(&s, "steps");
+  for (size_t i = 0; i < n; i++) {
+    const an_summary *m = &runs[i]->summary;
+    if (!isfinite(m->step_time_s))
+      continue;
+    double x = LEFT + i * slot + (slot - bar) / 2, y = y0 - m->step_time_s * scale / ymax * plot_h;
+    an_svg_line(&s, x - 6, y, x + bar + 6, y, "black", 2);
+    an_svg_text(&s, x + bar / 2, y - 5, "middle", 11, 0, "%.4g %s", m->step_time_s * scale, unit);
+  }
+  an_svg_group_end(&s);
+  an_svg_line(&s, LEFT, y0, LEFT + plot_w, y0, "black", 1);
+  legend(&s, LEFT, y0 + 70, names, colors, 4);
   return an_svg_finish(&s, path, err);
 }

@@ -1,9 +1,11 @@
 /* ranklist.c — rank lists on the command line ("0-3,8,12"), shared by
  * report, plot and export. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "an_int.h"
 #include "analysis.h"
 
 static int parse_int(const char *s, const char **end, long *v)
@@ -80,4 +82,35 @@ int an_rank_list_parse(const char *spec, int32_t num_ranks, int32_t **out, size_
   *out = v;
   *n = len;
   return ST_OK;
+}
+
+char *an_format_rank_list(const int32_t *ranks, size_t count, char *buf, size_t n)
+{
+  if (n == 0)
+    return buf;
+  char tail[48];
+  snprintf(tail, sizeof tail, ",... (%zu ranks)", count);
+  size_t len = 0, tl = strlen(tail);
+  buf[0] = '\0';
+  for (size_t i = 0; i < count;) {
+    size_t j = i;
+    while (j + 1 < count && ranks[j + 1] == ranks[j] + 1)
+      j++;
+    char item[32];
+    if (j > i)
+      snprintf(item, sizeof item, "%s%d-%d", i ? "," : "", ranks[i], ranks[j]);
+    else
+      snprintf(item, sizeof item, "%s%d", i ? "," : "", ranks[i]);
+    size_t il = strlen(item);
+    /* room for this item, and for the tail unless it is the last one */
+    if (len + il + (j + 1 < count ? tl : 0) + 1 > n) {
+      if (len + tl + 1 <= n)
+        memcpy(buf + len, tail, tl + 1);
+      return buf;
+    }
+    memcpy(buf + len, item, il + 1);
+    len += il;
+    i = j + 1;
+  }
+  return buf;
 }

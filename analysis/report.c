@@ -1,22 +1,26 @@
 /* report.c — a results file for people: the summary, the per-rank breakdown
  * (every rank when there are few, a distribution and the slowest ranks when
- * there are many), communication by communicator kind, the collectives that
- * took the most time and the busiest links.  Every line fits in 100 columns.
+ * there are many), busy time per phase and transfer time per communicator
+ * kind, the collectives that took the most time and the busiest links with
+ * the collectives whose flows crossed them.  Every line fits in 100 columns.
  *
  * Per-rank times are shown per step (the file holds them for the whole run:
  * divided by the iterations), in milliseconds, so they add up the way the
- * summary's do: compute + exposed + bubble + idle = finish.
+ * summary's do: compute + exposed + bubble + idle = the step time (a rank
+ * that finishes early is idle until the step ends; "finish" is its last op).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "an_int.h"
 #include "analysis.h"
 
 #define FEW_RANKS 16    /* up to this many ranks, list them all */
 #define SLOWEST_SHOWN 5
 #define TOP_COLLS 10
 #define TOP_LINKS 5
+#define USES_PER_LINK 3 /* collectives named under each busiest link */
 
 static double per_step_ms(const an_results *r, double s)
 {
@@ -121,24 +125,54 @@ static void rank_section(const an_results *r, const int32_t *sel, size_t nsel, F
   }
 }
 
-static void comm_kind_section(const an_results *r, FILE *out)
+/* min / mean / max over ranks of one per-rank time (whole run) at byte offset off */
+static void spread(const an_results *r, size_t off, double *mn, double *mean, double *mx)
+{
+  double sum = 0;
+  for (size_t i = 0; i < r->num_ranks; i++) {
+    double v;
+    memcpy(&v, (const char *)&r->ranks[i] + off, sizeof v);
+    if (i == 0 || v < *mn)
+      *mn = v;
+    if (i == 0 || v > *mx)
+      *mx = v;
+    sum += v;
+  }
+  *mean = sum / r->num_ranks;
+}
+
+/* Busy time per phase and transfer time per communicator kind, over ranks;
+ * rows where every rank has zero are left out (the workload does not say). */
+static void phase_kind_section(const an_results *r, FILE *out)
 {
   if (r->num_ranks == 0)
     return;
-  double mean[WL_COMM_KIND_COUNT] = {0}, any = 0;
-  for (int k = 0; k < WL_COMM_KIND_COUNT; k++) {
-    for (size_t i = 0; i < r->num_ranks; i++)
-      mean[k] += r->ranks[i].comm_kind_s[k];
-    mean[k] /= r->num_ranks;
-    any += mean[k];
+  int header = 0;
+  for (int k = 0; k < WL_PHASE_COUNT + WL_COMM_KIND_COUNT; k++) {
+    int is_phase = k < WL_PHASE_COUNT;
+    int i = is_phase ? k : k - WL_PHASE_COUNT;
+    size_t off = is_phase ? offsetof(sim_rank_stats, phase_s) + (size_t)i * sizeof(double)
+                          : offsetof(sim_rank_stats, comm_kind_s) + (size_t)i * sizeof(double);
+    double mn = 0, mean = 0, mx = 0;
+    spread(r, off, &mn, &mean, &mx);
+    if (!(mx > 0))
+      continue;
+    if (!header) {
+      fprintf(out, "\nby phase and communicator kind, per step (ms):\n");
+      fprintf(out, "  %-28s %12s %12s %12s\n", "", "min", "mean", "max");
+      header = 1;
+    }
+    char label[64];
+    if (is_phase)
+      snprintf(label, sizeof label, "busy in %s", i == WL_PHASE_NONE ? "no phase" : wl_phase_name(i));
+    else
+      snprintf(label, sizeof label, "transfer on %s comms", wl_comm_kind_name(i));
+    fprintf(out, "  %-28s %12.3f %12.3f %12.3f\n", label, per_step_ms(r, mn),
+            per_step_ms(r, mean), per_step_ms(r, mx));
   }
-  if (any <= 0)
-    return;
-  fprintf(out, "\ntransfer time by communicator kind, mean per rank, per step (ms):\n ");
-  for (int k = 0; k < WL_COMM_KIND_COUNT; k++)
-    if (mean[k] > 0)
-      fprintf(out, " %s %.3f", wl_comm_kind_name(k), per_step_ms(r, mean[k]));
-  fprintf(out, "\n");
+  if (header)
+    fprintf(out, "  (busy: some op of the phase running; transfer: hidden or not, so rows can\n"
+                 "  overlap and need not add up to the step)\n");
 }
 
 /* Collectives grouped by (op, communicator, bytes). */
@@ -220,6 +254,47 @@ static int cmp_link_busy(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
+size_t an_link_first_use(const an_results *r, size_t li)
+{
+  size_t lo = 0, hi = r->num_link_usage;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((size_t)r->link_usage[mid].link < li)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Under a link: the collectives whose flows crossed it, most bytes first. */
+static void link_uses(const an_results *r, size_t li, double link_bytes, FILE *out)
+{
+  size_t i = an_link_first_use(r, li), shown = 0;
+  double rest = 0;
+  size_t more = 0;
+  for (; i < r->num_link_usage && (size_t)r->link_usage[i].link == li; i++) {
+    const an_link_usage_row *u = &r->link_usage[i];
+    if (shown == USES_PER_LINK) {
+      rest += u->bytes;
+      more++;
+      continue;
+    }
+    char b[32], share[16];
+    if (link_bytes > 0)
+      snprintf(share, sizeof share, "%.1f %%", u->bytes / link_bytes * 100);
+    else
+      snprintf(share, sizeof share, "n/a");
+    fprintf(out, "      %-13.13s %-40.40s %-5.5s %11s %8s\n", u->op, u->comm, u->comm_kind,
+            st_format_bytes(u->bytes, b, sizeof b), share);
+    shown++;
+  }
+  if (more) {
+    char b[32];
+    fprintf(out, "      ... %zu more (%s)\n", more, st_format_bytes(rest, b, sizeof b));
+  }
+}
+
 static void link_section(const an_results *r, FILE *out)
 {
   size_t n = r->num_links;
@@ -232,7 +307,8 @@ static void link_section(const an_results *r, FILE *out)
     by[i] = &r->links[i];
   qsort(by, n, sizeof *by, cmp_link_busy);
   double run_s = r->summary.step_time_s * (r->summary.iterations > 0 ? r->summary.iterations : 1);
-  fprintf(out, "\nbusiest links (%zu links; whole run):\n", n);
+  fprintf(out, "\nbusiest links (%zu links; whole run)%s:\n", n,
+          r->num_link_usage ? ", with the collectives that used them" : "");
   fprintf(out, "  %-36s %11s %11s %11s %7s %7s\n", "link", "bandwidth", "carried", "busy ms",
           "busy %", "peak %");
   for (size_t i = 0; i < n && i < TOP_LINKS; i++) {
@@ -245,6 +321,7 @@ static void link_section(const an_results *r, FILE *out)
       snprintf(share, sizeof share, "n/a");
     fprintf(out, "  %-36.36s %11s %11s %11.3f %7s %7.1f\n", l->name, bw,
             st_format_bytes(l->bytes, b, sizeof b), l->busy_s * 1e3, share, l->peak_util * 100);
+    link_uses(r, (size_t)(l - r->links), l->bytes, out);
   }
   free(by);
 }
@@ -255,9 +332,13 @@ void an_report_print_ranks(const an_results *r, const int32_t *ranks, size_t num
   fprintf(out, "  (results '%s', simtrain %s, %s)\n", r->path ? r->path : "?",
           r->version ? r->version : "?", r->created_utc ? r->created_utc : "?");
   rank_section(r, ranks, num_ranks, out);
-  comm_kind_section(r, out);
+  phase_kind_section(r, out);
   coll_section(r, out);
   link_section(r, out);
+  if (r->replay) {
+    fprintf(out, "\n");
+    an_replay_print_text(r->replay, out);
+  }
 }
 
 void an_report_print(const an_results *r, FILE *out) { an_report_print_ranks(r, NULL, 0, out); }

@@ -15,6 +15,9 @@
  *     field (collectives, timeline: longer names are cut there).
  *   - Numbers are IEEE doubles written as they are, so NaN stays NaN and the
  *     summary reads back bit for bit.
+ *   - Datasets and columns added after the first version (/link_usage,
+ *     /communicators, /communicator_ranks, /timeline's `comm`) are optional
+ *     when reading, so files written earlier stay readable.
  *   - HDF5's own error stack printing is off while we work; errors come back
  *     as st_err messages naming the file and the dataset.
  */
@@ -133,7 +136,9 @@ static hid_t rank_type(void)
   return t;
 }
 
-static hid_t coll_type(void)
+/* The /collectives row; with_run adds the columns saying how each
+ * collective ran (algo, proto, channels), absent from older files. */
+static hid_t coll_type(int with_run)
 {
   hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_coll_row));
   if (t < 0)
@@ -154,6 +159,11 @@ static hid_t coll_type(void)
   D(busbw_GBps);
   I(src);
   I(dst);
+  if (with_run) {
+    S(algo);
+    S(proto);
+    I(channels);
+  }
   if (bad) {
     H5Tclose(t);
     return -1;
@@ -184,9 +194,69 @@ static hid_t timeline_type(void)
   D(bytes);
   D(flops);
   I(peer);
+  I(comm);
 #undef S
 #undef D
 #undef I
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+static hid_t link_usage_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_link_usage_row));
+  if (t < 0)
+    return -1;
+  int bad = 0;
+#define S(x)                                                                                  \
+  bad |= insert_str(t, #x, offsetof(an_link_usage_row, x), sizeof(((an_link_usage_row *)0)->x)) < 0
+  bad |= H5Tinsert(t, "link", offsetof(an_link_usage_row, link), H5T_NATIVE_INT32) < 0;
+  S(op);
+  S(comm);
+  S(comm_kind);
+  bad |= H5Tinsert(t, "bytes", offsetof(an_link_usage_row, bytes), H5T_NATIVE_DOUBLE) < 0;
+#undef S
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+static hid_t comm_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_comm_row));
+  if (t < 0)
+    return -1;
+  int bad = insert_str(t, "name", offsetof(an_comm_row, name), sizeof(((an_comm_row *)0)->name)) < 0;
+  bad |= insert_str(t, "kind", offsetof(an_comm_row, kind), sizeof(((an_comm_row *)0)->kind)) < 0;
+  bad |= H5Tinsert(t, "size", offsetof(an_comm_row, size), H5T_NATIVE_INT32) < 0;
+  bad |= H5Tinsert(t, "first", offsetof(an_comm_row, first), H5T_NATIVE_INT32) < 0;
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+static hid_t replay_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_replay_rank));
+  if (t < 0)
+    return -1;
+  int bad = H5Tinsert(t, "rank", offsetof(an_replay_rank, rank), H5T_NATIVE_INT32) < 0;
+#define D(x) bad |= H5Tinsert(t, #x, offsetof(an_replay_rank, x), H5T_NATIVE_DOUBLE) < 0
+  D(start_offset_s);
+  D(measured_step_s);
+  D(replayed_step_s);
+  D(measured_compute_s);
+  D(replayed_compute_s);
+  D(measured_comm_s);
+  D(replayed_comm_s);
+#undef D
   if (bad) {
     H5Tclose(t);
     return -1;
@@ -287,7 +357,7 @@ static int write_rows(writer *w, const char *name, hid_t mem_type, size_t n, con
   hid_t ftype = H5Tcopy(mem_type), space = -1, dcpl = -1, ds = -1, mspace = -1, fspace = -1;
   void *buf = NULL;
   int rc = ST_OK;
-  if (ftype < 0 || H5Tpack(ftype) < 0 || (space = H5Screate_simple(1, dims, NULL)) < 0 ||
+  if (ftype < 0 || (H5Tget_class(ftype) == H5T_COMPOUND && H5Tpack(ftype) < 0) || (space = H5Screate_simple(1, dims, NULL)) < 0 ||
       (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0) {
     rc = wfail(w, "dataset '/%s': cannot describe the rows", name);
     goto out;
@@ -376,6 +446,10 @@ static int fill_colls(writer *w, size_t first, size_t n, void *buf)
     o->busbw_GBps = c->busbw_GBps;
     o->src = c->kind == WL_OP_COLL ? -1 : c->src;
     o->dst = c->kind == WL_OP_COLL ? -1 : c->dst;
+    int coll = c->kind == WL_OP_COLL;
+    copy_str(o->algo, sizeof o->algo, coll ? sim_coll_algo_name(c->algo) : "");
+    copy_str(o->proto, sizeof o->proto, coll ? sim_coll_proto_name(c->proto) : "");
+    o->channels = coll ? c->channels : 0;
   }
   return ST_OK;
 }
@@ -422,14 +496,85 @@ static int fill_timeline(writer *w, size_t first, size_t n, void *buf)
     o->bytes = t->bytes;
     o->flops = t->flops;
     o->peer = -1;
-    if ((t->kind == WL_OP_SEND || t->kind == WL_OP_RECV) && t->rank >= 0 &&
-        t->rank < wl->num_ranks) {
+    o->comm = -1;
+    if ((t->kind == WL_OP_SEND || t->kind == WL_OP_RECV || t->kind == WL_OP_COLL) &&
+        t->rank >= 0 && t->rank < wl->num_ranks) {
       int c = wl_rank_comm(wl, t->rank, op->role);
-      if (c >= 0 && c < wl->num_comms && op->peer >= 0 && op->peer < wl->comms[c].size)
-        o->peer = wl->comms[c].ranks[op->peer];
+      if (c >= 0 && c < wl->num_comms) {
+        o->comm = c;
+        if (t->kind != WL_OP_COLL && op->peer >= 0 && op->peer < wl->comms[c].size)
+          o->peer = wl->comms[c].ranks[op->peer];
+      }
     }
   }
   return ST_OK;
+}
+
+static int fill_link_usage(writer *w, size_t first, size_t n, void *buf)
+{
+  const wl_workload *wl = w->info->wl;
+  const sim_result *r = w->info->result;
+  an_link_usage_row *rows = buf;
+  for (size_t i = 0; i < n; i++) {
+    const sim_link_usage *u = &r->link_usage[first + i];
+    if (u->comm < 0 || u->comm >= wl->num_comms || u->link >= r->num_links)
+      return wfail(w, "dataset '/link_usage': row %zu: communicator %d or link %u is unknown",
+                   first + i, (int)u->comm, (unsigned)u->link);
+    an_link_usage_row *o = &rows[i];
+    const wl_comm *cm = &wl->comms[u->comm];
+    o->link = (int32_t)u->link;
+    copy_str(o->op, sizeof o->op, u->kind == WL_OP_COLL ? wl_coll_name(u->op) : "sendrecv");
+    copy_str(o->comm, sizeof o->comm, cm->name);
+    copy_str(o->comm_kind, sizeof o->comm_kind, wl_comm_kind_name(cm->kind));
+    o->bytes = u->bytes;
+  }
+  return ST_OK;
+}
+
+static int fill_comms(writer *w, size_t first, size_t n, void *buf)
+{
+  const wl_workload *wl = w->info->wl;
+  an_comm_row *rows = buf;
+  int64_t at = 0;
+  for (size_t c = 0; c < first; c++)
+    at += wl->comms[c].size;
+  for (size_t i = 0; i < n; i++) {
+    const wl_comm *cm = &wl->comms[first + i];
+    if (at + cm->size > INT32_MAX)
+      return wfail(w, "dataset '/communicators': more than 2^31 members in all");
+    copy_str(rows[i].name, sizeof rows[i].name, cm->name);
+    copy_str(rows[i].kind, sizeof rows[i].kind, wl_comm_kind_name(cm->kind));
+    rows[i].size = cm->size;
+    rows[i].first = (int32_t)at;
+    at += cm->size;
+  }
+  return ST_OK;
+}
+
+/* /communicators and /communicator_ranks (every communicator's members, in order). */
+static int write_comms(writer *w)
+{
+  const wl_workload *wl = w->info->wl;
+  size_t total = 0;
+  for (int c = 0; c < wl->num_comms; c++)
+    total += (size_t)wl->comms[c].size;
+  int32_t *all = malloc((total ? total : 1) * sizeof *all);
+  if (!all)
+    return st_err_set(w->err, ST_ENOMEM, "results '%s': dataset '/communicator_ranks': out of "
+                                         "memory", w->path);
+  size_t k = 0;
+  for (int c = 0; c < wl->num_comms; c++)
+    for (int m = 0; m < wl->comms[c].size; m++)
+      all[k++] = wl->comms[c].ranks[m];
+  hid_t t = comm_type();
+  int rc = t < 0 ? wfail(w, "dataset '/communicators': cannot describe the rows")
+                 : write_rows(w, "communicators", t, (size_t)wl->num_comms, NULL, fill_comms);
+  if (t >= 0)
+    H5Tclose(t);
+  if (rc == ST_OK)
+    rc = write_rows(w, "communicator_ranks", H5T_NATIVE_INT32, total, all, NULL);
+  free(all);
+  return rc;
 }
 
 static int write_links(writer *w)
@@ -465,6 +610,30 @@ static int write_links(writer *w)
   free(buf);
   H5Tclose(t);
   return rc;
+}
+
+/* /replay: one row per rank, the run-wide fields as attributes of the dataset. */
+static int write_replay(writer *w, const an_replay *rp)
+{
+  hid_t t = replay_type();
+  if (t < 0)
+    return wfail(w, "dataset '/replay': cannot describe the rows");
+  int rc = write_rows(w, "replay", t, rp->num_ranks > 0 ? (size_t)rp->num_ranks : 0, rp->ranks,
+                      NULL);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  hid_t ds = H5Dopen2(w->file, "replay", H5P_DEFAULT);
+  int bad = ds < 0;
+  bad = bad || attr_write_str(ds, "source_device", rp->source_device) < 0;
+  bad = bad || attr_write_str(ds, "replay_device", rp->replay_device) < 0;
+  bad = bad || attr_write_num(ds, "rescaled", H5T_STD_I32LE, H5T_NATIVE_INT, &rp->rescaled) < 0;
+  bad = bad || attr_write_num(ds, "measured_step_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                              &rp->measured_step_s) < 0;
+  bad = bad || attr_write_num(ds, "replayed_step_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                              &rp->replayed_step_s) < 0;
+  close_id(&ds, H5Dclose);
+  return bad ? wfail(w, "dataset '/replay': cannot write its attributes") : ST_OK;
 }
 
 static void utc_now(char *buf, size_t n)
@@ -519,7 +688,7 @@ static int write_body(writer *w)
   if (rc)
     return rc;
 
-  if ((t = coll_type()) < 0)
+  if ((t = coll_type(1)) < 0)
     return wfail(w, "dataset '/collectives': cannot describe the rows");
   rc = write_rows(w, "collectives", t, r->num_colls, NULL, fill_colls);
   H5Tclose(t);
@@ -529,12 +698,25 @@ static int write_body(writer *w)
   if ((rc = write_links(w)) != ST_OK)
     return rc;
 
+  if ((t = link_usage_type()) < 0)
+    return wfail(w, "dataset '/link_usage': cannot describe the rows");
+  rc = write_rows(w, "link_usage", t, r->link_usage ? r->num_link_usage : 0, NULL,
+                  fill_link_usage);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+
+  if ((rc = write_comms(w)) != ST_OK)
+    return rc;
+
   if (r->num_timeline > 0) {
     if ((t = timeline_type()) < 0)
       return wfail(w, "dataset '/timeline': cannot describe the rows");
     rc = write_rows(w, "timeline", t, r->num_timeline, NULL, fill_timeline);
     H5Tclose(t);
   }
+  if (rc == ST_OK && in->replay)
+    rc = write_replay(w, in->replay);
   return rc;
 }
 
@@ -656,32 +838,79 @@ static int attr_read_num(reader *rd, hid_t obj, const char *where, const char *n
   return rc;
 }
 
+static int is_optional(const char *col, const char *const *optional_cols)
+{
+  for (size_t i = 0; optional_cols && optional_cols[i]; i++)
+    if (!strcmp(col, optional_cols[i]))
+      return 1;
+  return 0;
+}
+
 /* Open 1-D dataset `name`, check every column of mem_type is in it, and read
- * all rows into a new array (*rows, *n).  Missing and optional: *n = 0. */
-static int read_rows(reader *rd, const char *name, hid_t mem_type, int optional, void **rows,
-                     size_t *n)
+ * all rows into a new array (*rows, *n).  Missing and optional: *n = 0.
+ * Columns named in optional_cols (NULL-terminated, or NULL) may be absent
+ * from the file: they are left zero and *missing_cols (may be NULL) gets bit
+ * i for optional_cols[i].  A mem_type that is not compound reads a plain
+ * 1-D array of that type. */
+static int read_rows_opt(reader *rd, const char *name, hid_t mem_type, int optional,
+                         const char *const *optional_cols, unsigned *missing_cols, void **rows,
+                         size_t *n)
 {
   *rows = NULL;
   *n = 0;
+  if (missing_cols)
+    *missing_cols = 0;
   if (H5Lexists(rd->file, name, H5P_DEFAULT) <= 0)
     return optional ? ST_OK : rfail(rd, ST_EINPUT, "dataset '/%s' is missing", name);
-  hid_t ds = H5Dopen2(rd->file, name, H5P_DEFAULT), ft = -1, sp = -1;
+  hid_t ds = H5Dopen2(rd->file, name, H5P_DEFAULT), ft = -1, sp = -1, sub = -1;
   int rc = ST_OK;
   void *buf = NULL;
-  if (ds < 0 || (ft = H5Dget_type(ds)) < 0 || H5Tget_class(ft) != H5T_COMPOUND) {
+  int compound = H5Tget_class(mem_type) == H5T_COMPOUND;
+  if (ds < 0 || (ft = H5Dget_type(ds)) < 0 ||
+      (compound && H5Tget_class(ft) != H5T_COMPOUND)) {
     rc = rfail(rd, ST_EINPUT, "'/%s' is not a table of rows (compound dataset)", name);
     goto out;
   }
-  int nm = H5Tget_nmembers(mem_type);
+  if (!compound && H5Tget_class(ft) != H5Tget_class(mem_type)) {
+    rc = rfail(rd, ST_EINPUT, "'/%s' is not an array of numbers of the expected kind", name);
+    goto out;
+  }
+  int nm = compound ? H5Tget_nmembers(mem_type) : 0;
   for (int i = 0; i < nm; i++) {
     char *col = H5Tget_member_name(mem_type, (unsigned)i);
     int have = col ? H5Tget_member_index(ft, col) >= 0 : 0;
+    if (!have && col && is_optional(col, optional_cols)) {
+      for (size_t k = 0; optional_cols[k]; k++)
+        if (!strcmp(col, optional_cols[k]) && missing_cols)
+          *missing_cols |= 1u << k;
+      if (sub < 0)
+        sub = H5Tcreate(H5T_COMPOUND, H5Tget_size(mem_type));
+      H5free_memory(col);
+      continue;
+    }
     if (!have) {
       rc = rfail(rd, ST_EINPUT, "dataset '/%s': column '%s' is missing", name, col ? col : "?");
       H5free_memory(col);
       goto out;
     }
     H5free_memory(col);
+  }
+  if (sub >= 0) { /* read only the columns the file has */
+    for (int i = 0; i < nm; i++) {
+      char *col = H5Tget_member_name(mem_type, (unsigned)i);
+      hid_t mt = H5Tget_member_type(mem_type, (unsigned)i);
+      int bad = !col || mt < 0;
+      if (!bad && H5Tget_member_index(ft, col) >= 0)
+        bad = H5Tinsert(sub, col, H5Tget_member_offset(mem_type, (unsigned)i), mt) < 0;
+      if (mt >= 0)
+        H5Tclose(mt);
+      H5free_memory(col);
+      if (bad) {
+        rc = rfail(rd, ST_ENOMEM, "dataset '/%s': cannot describe the rows", name);
+        goto out;
+      }
+    }
+    mem_type = sub;
   }
   hsize_t dims[1];
   if ((sp = H5Dget_space(ds)) < 0 || H5Sget_simple_extent_ndims(sp) != 1 ||
@@ -706,10 +935,17 @@ static int read_rows(reader *rd, const char *name, hid_t mem_type, int optional,
   buf = NULL;
 out:
   free(buf);
+  close_id(&sub, H5Tclose);
   close_id(&sp, H5Sclose);
   close_id(&ft, H5Tclose);
   close_id(&ds, H5Dclose);
   return rc;
+}
+
+static int read_rows(reader *rd, const char *name, hid_t mem_type, int optional, void **rows,
+                     size_t *n)
+{
+  return read_rows_opt(rd, name, mem_type, optional, NULL, NULL, rows, n);
 }
 
 /* NUL-terminate fixed strings that were cut to their field's width. */
@@ -766,6 +1002,50 @@ static int read_links(reader *rd, an_results *res)
   return ST_OK;
 }
 
+/* /replay, when the file has it (trace replays). */
+static int read_replay(reader *rd, an_results *res)
+{
+  if (H5Lexists(rd->file, "replay", H5P_DEFAULT) <= 0)
+    return ST_OK;
+  hid_t t = replay_type();
+  if (t < 0)
+    return rfail(rd, ST_ENOMEM, "dataset '/replay': cannot describe the rows");
+  void *rows;
+  size_t n;
+  int rc = read_rows(rd, "replay", t, 0, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  an_replay *rp = calloc(1, sizeof *rp);
+  if (!rp) {
+    free(rows);
+    return rfail(rd, ST_ENOMEM, "dataset '/replay': out of memory");
+  }
+  rp->ranks = rows;
+  rp->num_ranks = (int32_t)n;
+  res->replay = rp;
+  hid_t ds = H5Dopen2(rd->file, "replay", H5P_DEFAULT);
+  if (ds < 0)
+    return rfail(rd, ST_EINPUT, "dataset '/replay' cannot be opened");
+  char *src = NULL, *dst = NULL;
+  const char *where = "dataset '/replay'";
+  (void)((rc = attr_read_str(rd, ds, where, "source_device", &src)) ||
+         (rc = attr_read_str(rd, ds, where, "replay_device", &dst)) ||
+         (rc = attr_read_num(rd, ds, where, "rescaled", H5T_NATIVE_INT, &rp->rescaled)) ||
+         (rc = attr_read_num(rd, ds, where, "measured_step_s", H5T_NATIVE_DOUBLE,
+                             &rp->measured_step_s)) ||
+         (rc = attr_read_num(rd, ds, where, "replayed_step_s", H5T_NATIVE_DOUBLE,
+                             &rp->replayed_step_s)));
+  H5Dclose(ds);
+  if (src)
+    snprintf(rp->source_device, sizeof rp->source_device, "%s", src);
+  if (dst)
+    snprintf(rp->replay_device, sizeof rp->replay_device, "%s", dst);
+  free(src);
+  free(dst);
+  return rc;
+}
+
 static int read_body(reader *rd, an_results *res)
 {
   int rc;
@@ -815,7 +1095,16 @@ static int read_body(reader *rd, an_results *res)
   res->ranks = rows;
   res->num_ranks = n;
 
-  if ((t = coll_type()) < 0)
+  /* files written before the algo/proto/channels columns: without them */
+  int with_run = 0;
+  if (H5Lexists(rd->file, "collectives", H5P_DEFAULT) > 0) {
+    hid_t ds = H5Dopen2(rd->file, "collectives", H5P_DEFAULT), ft = -1;
+    if (ds >= 0 && (ft = H5Dget_type(ds)) >= 0 && H5Tget_class(ft) == H5T_COMPOUND)
+      with_run = H5Tget_member_index(ft, "algo") >= 0;
+    close_id(&ft, H5Tclose);
+    close_id(&ds, H5Dclose);
+  }
+  if ((t = coll_type(with_run)) < 0)
     return rfail(rd, ST_ENOMEM, "dataset '/collectives': cannot describe the rows");
   rc = read_rows(rd, "collectives", t, 0, &rows, &n);
   H5Tclose(t);
@@ -827,6 +1116,10 @@ static int read_body(reader *rd, an_results *res)
     TERMINATE(res->colls[i].op);
     TERMINATE(res->colls[i].comm);
     TERMINATE(res->colls[i].comm_kind);
+    TERMINATE(res->colls[i].algo);
+    TERMINATE(res->colls[i].proto);
+    if (!with_run)
+      res->colls[i].channels = -1;
   }
 
   if ((rc = read_links(rd, res)) != ST_OK)
@@ -834,7 +1127,9 @@ static int read_body(reader *rd, an_results *res)
 
   if ((t = timeline_type()) < 0)
     return rfail(rd, ST_ENOMEM, "dataset '/timeline': cannot describe the rows");
-  rc = read_rows(rd, "timeline", t, 1, &rows, &n);
+  static const char *const tl_optional[] = {"comm", NULL};
+  unsigned missing = 0;
+  rc = read_rows_opt(rd, "timeline", t, 1, tl_optional, &missing, &rows, &n);
   H5Tclose(t);
   if (rc)
     return rc;
@@ -844,8 +1139,57 @@ static int read_body(reader *rd, an_results *res)
     TERMINATE(res->timeline[i].stream_name);
     TERMINATE(res->timeline[i].kind);
     TERMINATE(res->timeline[i].name);
+    if (missing & 1u)
+      res->timeline[i].comm = -1;
   }
-  return ST_OK;
+
+  if ((t = link_usage_type()) < 0)
+    return rfail(rd, ST_ENOMEM, "dataset '/link_usage': cannot describe the rows");
+  rc = read_rows(rd, "link_usage", t, 1, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  res->link_usage = rows;
+  res->num_link_usage = n;
+  for (size_t i = 0; i < n; i++) {
+    an_link_usage_row *u = &res->link_usage[i];
+    TERMINATE(u->op);
+    TERMINATE(u->comm);
+    TERMINATE(u->comm_kind);
+    if (u->link < 0 || (size_t)u->link >= res->num_links)
+      return rfail(rd, ST_EINPUT, "dataset '/link_usage': row %zu: link %d is not a row of "
+                                  "'/links' (%zu rows)", i, (int)u->link, res->num_links);
+  }
+
+  if ((t = comm_type()) < 0)
+    return rfail(rd, ST_ENOMEM, "dataset '/communicators': cannot describe the rows");
+  rc = read_rows(rd, "communicators", t, 1, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  res->comms = rows;
+  res->num_comms = n;
+  rc = read_rows(rd, "communicator_ranks", H5T_NATIVE_INT32, 1, &rows, &n);
+  if (rc)
+    return rc;
+  res->comm_ranks = rows;
+  res->num_comm_ranks = n;
+  for (size_t i = 0; i < res->num_comms; i++) {
+    an_comm_row *c = &res->comms[i];
+    TERMINATE(c->name);
+    TERMINATE(c->kind);
+    if (c->size < 0 || c->first < 0 || (size_t)c->first + (size_t)c->size > res->num_comm_ranks)
+      return rfail(rd, ST_EINPUT, "dataset '/communicators': row %zu ('%s'): members %d..%d "
+                                  "are not in '/communicator_ranks' (%zu values)", i, c->name,
+                   (int)c->first, (int)c->first + (int)c->size - 1, res->num_comm_ranks);
+  }
+  for (size_t i = 0; i < res->num_timeline; i++) {
+    int32_t c = res->timeline[i].comm;
+    if (c < -1 || (c >= 0 && (size_t)c >= res->num_comms))
+      return rfail(rd, ST_EINPUT, "dataset '/timeline': row %zu: communicator %d is not a row "
+                                  "of '/communicators' (%zu rows)", i, (int)c, res->num_comms);
+  }
+  return read_replay(rd, res);
 }
 
 int an_results_read(const char *path, an_results **out, st_err *err)
@@ -907,5 +1251,12 @@ void an_results_destroy(an_results *r)
     free((char *)r->links[i].name);
   free(r->links);
   free(r->timeline);
+  free(r->link_usage);
+  free(r->comms);
+  free(r->comm_ranks);
+  if (r->replay) {
+    an_replay_release(r->replay);
+    free(r->replay);
+  }
   free(r);
 }

@@ -111,6 +111,13 @@ int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
 /* Write an equivalent SimGrid XML platform. */
 int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err);
 
+/* ---- built-in devices (platforms/data/devices.json) ---------------------- */
+/* The device of that exact name ("V100-SXM2", "H100-SXM", ...). */
+int plat_device_find(const char *name, plat_device *d, st_err *err);
+/* Every built-in device, in table order: *out is a new array of *count
+ * devices the caller frees. */
+int plat_device_list(plat_device **out, int *count, st_err *err);
+
 /* ---- compute model (platforms/compute.c, docs/calibration.md) ----------- */
 /* Per-device parameters of the compute model.  Few, each documented in
  * compute.c with how it was obtained.  A device without its own set gets the

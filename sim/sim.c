@@ -86,7 +86,9 @@ typedef struct comm_state {
   uint64_t done_gen;    /* instances completed */
   int arrived, pending;
   int op;               /* op of the instance being assembled */
-  int algo;             /* algorithm chosen for it */
+  sim_coll_choice ch;   /* algorithm, protocol, channels chosen for it */
+  sim_coll_layout lay;  /* members by node (built at the first instance) */
+  int have_lay;
   double bytes;
   int first_rank;       /* rank that arrived first (for mismatch messages) */
   double first_arrival, start;
@@ -94,6 +96,9 @@ typedef struct comm_state {
   waitq wq;
   double *edge_lat;     /* per member: latency of member -> member+1 (ring) */
   double ring_lat_max;
+  int fast;             /* its links carry no other traffic (closed form allowed) */
+  double fast_end;      /* closed-form end of the current instance, or < 0 */
+  double busy_until;    /* end of the last closed-form instance */
 } comm_state;
 
 typedef struct p2p_state {
@@ -114,7 +119,17 @@ typedef struct route_entry {
   int32_t src, dst;
   uint32_t n;
   uint32_t *links; /* link indices */
+  double lat_s;    /* route latency */
+  double bw_Bps;   /* smallest link bandwidth */
 } route_entry;
+
+/* One (link, communicator, op) with the bytes its flows put on the link. */
+typedef struct usage_slot {
+  uint32_t link;
+  int32_t comm;
+  uint8_t kind, op, used;
+  double bytes;
+} usage_slot;
 
 typedef struct actor_ctx actor_ctx;
 struct actor_ctx {
@@ -125,6 +140,8 @@ struct actor_ctx {
   sg_sem_t sem;        /* this actor's wake-up semaphore */
   uint32_t cur;        /* op index being run (for deadlock reports) */
   int64_t waiting_for; /* op index of another stream it waits for, or -1 */
+  int wait_stream;     /* ... on this stream, */
+  uint32_t wait_pos;   /* ... at this position in it */
 };
 
 typedef struct prog_info {
@@ -154,7 +171,13 @@ static struct engine {
   uint64_t ops_total, ops_done;
   sim_map link_index;     /* sg_link_t -> index + 1 */
   sim_map routes;         /* (src gpu, dst gpu) -> route_entry */
-  double *link_bytes;     /* bytes each link carried (exact, per flow) */
+  double *link_bytes;     /* bytes each link carried (exact, per flow), or NULL */
+  double *link_bw;        /* bandwidth of each link */
+  uint8_t *link_shared;   /* 0 for FATPIPE links (no sharing) */
+  size_t num_links;
+  uint64_t fast_instances;
+  usage_slot *usage;      /* (link, comm, op) -> bytes; open addressing, grows at 50% */
+  size_t usage_cap, usage_len;
   int progress_on, progress_shown;
   struct timespec wall0;
   double last_progress;
@@ -314,38 +337,97 @@ static sg_mailbox_t mailbox_for(int comm, int src, int dst)
   return mb;
 }
 
-/* Add a flow's bytes to every link of its route (routes cached per pair). */
-static void account_flow(int src_gpu, int dst_gpu, double bytes)
+static int usage_grow(void)
+{
+  size_t cap = E.usage_cap ? E.usage_cap * 2 : 1024;
+  usage_slot *t = calloc(cap, sizeof *t);
+  if (!t)
+    return -1;
+  for (size_t i = 0; i < E.usage_cap; i++) {
+    const usage_slot *u = &E.usage[i];
+    if (!u->used)
+      continue;
+    size_t j = (size_t)sim_key4(u->link, (uint32_t)u->comm, u->kind, u->op) & (cap - 1);
+    while (t[j].used)
+      j = (j + 1) & (cap - 1);
+    t[j] = *u;
+  }
+  free(E.usage);
+  E.usage = t;
+  E.usage_cap = cap;
+  return 0;
+}
+
+/* The slot of (link, comm, kind, op), made when new; NULL when out of memory. */
+static usage_slot *usage_slot_for(uint32_t link, int32_t comm, uint8_t kind, uint8_t op)
+{
+  if (2 * (E.usage_len + 1) > E.usage_cap && usage_grow())
+    return NULL;
+  size_t mask = E.usage_cap - 1;
+  for (size_t i = (size_t)sim_key4(link, (uint32_t)comm, kind, op) & mask;; i = (i + 1) & mask) {
+    usage_slot *u = &E.usage[i];
+    if (!u->used) {
+      *u = (usage_slot){link, comm, kind, op, 1, 0.0};
+      E.usage_len++;
+      return u;
+    }
+    if (u->link == link && u->comm == comm && u->kind == kind && u->op == op)
+      return u;
+  }
+}
+
+/* The route between two GPUs as link indices, latency and bottleneck
+ * bandwidth, cached per pair.  NULL only when out of memory. */
+static route_entry *route_get(int src_gpu, int dst_gpu)
+{
+  uint64_t key = sim_key4((uint64_t)src_gpu, (uint64_t)dst_gpu, 0x726f757465ULL, 1);
+  route_entry *re = sim_map_get(&E.routes, key);
+  if (re && re->src == src_gpu && re->dst == dst_gpu)
+    return re;
+  xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
+  sg_host_get_route(E.hosts[src_gpu], E.hosts[dst_gpu], d);
+  unsigned long n = xbt_dynar_length(d);
+  re = st_arena_alloc(&E.arena, sizeof *re);
+  uint32_t *idx = st_arena_alloc(&E.arena, (n + 1) * sizeof *idx);
+  if (!re || !idx || sim_map_put(&E.routes, key, re)) {
+    xbt_dynar_free(&d);
+    fail(ST_ENOMEM, "out of memory");
+    return NULL;
+  }
+  re->src = src_gpu;
+  re->dst = dst_gpu;
+  re->n = 0;
+  re->links = idx;
+  for (unsigned long i = 0; i < n; i++) {
+    sg_link_t l = xbt_dynar_get_as(d, i, sg_link_t);
+    uintptr_t v = (uintptr_t)sim_map_get(&E.link_index, (uint64_t)(uintptr_t)l);
+    if (v)
+      re->links[re->n++] = (uint32_t)(v - 1);
+  }
+  xbt_dynar_free(&d);
+  re->lat_s = sg_host_get_route_latency(E.hosts[src_gpu], E.hosts[dst_gpu]);
+  re->bw_Bps = sg_host_get_route_bandwidth(E.hosts[src_gpu], E.hosts[dst_gpu]);
+  return re;
+}
+
+/* Add a flow's bytes to every link of its route, and to the link's share
+ * of communicator comm's op (kind, op). */
+static void account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op)
 {
   if (!E.link_bytes || src_gpu == dst_gpu)
     return;
-  uint64_t key = sim_key4((uint64_t)src_gpu, (uint64_t)dst_gpu, 0x726f757465ULL, 1);
-  route_entry *re = sim_map_get(&E.routes, key);
-  if (!re || re->src != src_gpu || re->dst != dst_gpu) {
-    xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
-    sg_host_get_route(E.hosts[src_gpu], E.hosts[dst_gpu], d);
-    unsigned long n = xbt_dynar_length(d);
-    re = st_arena_alloc(&E.arena, sizeof *re);
-    uint32_t *idx = st_arena_alloc(&E.arena, (n + 1) * sizeof *idx);
-    if (!re || !idx || sim_map_put(&E.routes, key, re)) {
-      xbt_dynar_free(&d);
-      fail(ST_ENOMEM, "out of memory");
+  route_entry *re = route_get(src_gpu, dst_gpu);
+  if (!re)
+    return;
+  for (uint32_t i = 0; i < re->n; i++) {
+    E.link_bytes[re->links[i]] += bytes;
+    usage_slot *u = usage_slot_for(re->links[i], comm, (uint8_t)kind, (uint8_t)op);
+    if (!u) {
+      fail(ST_ENOMEM, "out of memory counting link usage");
       return;
     }
-    re->src = src_gpu;
-    re->dst = dst_gpu;
-    re->n = 0;
-    re->links = idx;
-    for (unsigned long i = 0; i < n; i++) {
-      sg_link_t l = xbt_dynar_get_as(d, i, sg_link_t);
-      uintptr_t v = (uintptr_t)sim_map_get(&E.link_index, (uint64_t)(uintptr_t)l);
-      if (v)
-        re->links[re->n++] = (uint32_t)(v - 1);
-    }
-    xbt_dynar_free(&d);
+    u->bytes += bytes;
   }
-  for (uint32_t i = 0; i < re->n; i++)
-    E.link_bytes[re->links[i]] += bytes;
 }
 
 /* ---- cross-stream waits -------------------------------------------------- */
@@ -361,6 +443,8 @@ static void wait_deps(actor_ctx *a, int rank, const wl_program *p, const prog_in
       continue; /* implied by stream order */
     while (rs->done[t->stream] <= pi->pos[target]) {
       a->waiting_for = target;
+      a->wait_stream = t->stream;
+      a->wait_pos = pi->pos[target];
       rs->waiters++;
       wq_wait(&rs->wq);
       rs->waiters--;
@@ -391,13 +475,36 @@ static void progress(uint32_t n)
   E.progress_shown = 1;
 }
 
+/* A stream of the rank moved on: wake the streams whose wait it satisfies
+ * (only those: waking all of them at every op made each re-check and queue
+ * again).  They leave the queue before any release, since a release is a
+ * simcall during which others may queue. */
 static void stream_progress(int rank, int stream, uint32_t n)
 {
   progress(n);
   rank_state *rs = &E.ranks[rank];
   rs->done[stream] += n;
-  if (rs->waiters > 0)
-    wq_wake(&rs->wq);
+  if (rs->waiters == 0)
+    return;
+  waitq *q = &rs->wq;
+  actor_ctx *local[16], **wake = local;
+  if (q->n > 16 && !(wake = malloc((size_t)q->n * sizeof *wake))) {
+    fail(ST_ENOMEM, "out of memory");
+    return;
+  }
+  int k = 0, j = 0;
+  for (int i = 0; i < q->n; i++) {
+    actor_ctx *a = q->a[i];
+    if (a->wait_stream == stream && rs->done[stream] > a->wait_pos)
+      wake[k++] = a;
+    else
+      q->a[j++] = a;
+  }
+  q->n = j;
+  for (int i = 0; i < k; i++)
+    sg_sem_release(wake[i]->sem);
+  if (wake != local)
+    free(wake);
 }
 
 /* ---- collectives --------------------------------------------------------- */
@@ -420,6 +527,39 @@ static void comm_edge_latencies(int c, comm_state *cs)
   }
 }
 
+typedef struct route_ctx {
+  const int32_t *ranks;
+} route_ctx;
+
+static double member_route_lat(void *u, int a, int b)
+{
+  const route_ctx *rc = u;
+  return sg_host_get_route_latency(E.hosts[rc->ranks[a]], E.hosts[rc->ranks[b]]);
+}
+
+/* The algorithm context of communicator c's current instance. */
+static void coll_ctx_fill(int c, comm_state *cs, sim_coll_ctx *ctx, route_ctx *rc)
+{
+  const wl_comm *cm = &E.wl->comms[c];
+  memset(ctx, 0, sizeof *ctx);
+  rc->ranks = cm->ranks;
+  ctx->op = cs->op;
+  ctx->n = cm->size;
+  ctx->bytes = cs->bytes;
+  ctx->ranks = cm->ranks;
+  ctx->cl = E.cl;
+  ctx->fidelity = E.opt->fidelity;
+  ctx->model = E.opt->coll_model;
+  ctx->force_algo = E.opt->coll_algo;
+  ctx->force_proto = E.opt->coll_proto;
+  ctx->force_nch = E.opt->coll_channels;
+  ctx->lay = &cs->lay;
+  ctx->ch = cs->ch;
+  ctx->route_lat = member_route_lat;
+  ctx->route_u = rc;
+  ctx->ring_lat_max = cs->ring_lat_max;
+}
+
 /* Member m's part of one collective instance: the algorithm's rounds, each
  * a wait for latency terms then flows to and from other members. */
 static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, const wl_op *op,
@@ -430,19 +570,11 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
     comm_edge_latencies(c, cs);
   if (E.failed)
     return;
-  sim_coll_ctx ctx = {
-      .op = cs->op,
-      .n = cm->size,
-      .bytes = cs->bytes,
-      .root = op->peer >= 0 ? op->peer : 0,
-      .splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL,
-      .ranks = cm->ranks,
-      .cl = E.cl,
-      .fidelity = E.opt->fidelity,
-      .algo = cs->algo,
-      .edge_lat = cs->edge_lat,
-      .ring_lat_max = cs->ring_lat_max,
-  };
+  sim_coll_ctx ctx;
+  route_ctx rctx;
+  coll_ctx_fill(c, cs, &ctx, &rctx);
+  ctx.root = op->peer >= 0 ? op->peer : 0;
+  ctx.splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL;
   if (sim_coll_plan(&ctx, m, sched)) {
     fail(ST_ENOMEM, "out of memory planning a collective");
     return;
@@ -466,7 +598,7 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
       sg_actor_sleep_for(rd->pre_s);
     for (uint32_t i = 0; i < rd->nsend; i++) {
       const sim_xfer *x = &sched->xfers[rd->send_first + i];
-      account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes);
+      account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes, c, WL_OP_COLL, op->sub);
       comms[k++] = sg_mailbox_put_async(mailbox_for(c, m, x->peer), &E.dummy_payload,
                                         (long)llround(x->bytes));
     }
@@ -475,6 +607,379 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
     if (comms != local)
       free(comms);
   }
+}
+
+/* ---- closed-form collectives ------------------------------------------------
+ * A collective whose flows cross only links that no other communicator and no
+ * send/recv can ever use is alone on its links whenever it runs (a
+ * communicator runs its collectives one at a time).  Its time is
+ * then known the moment the last member arrives, and the members just wait
+ * until then — the same answer as simulating the flows, without them.
+ * "Known" needs the flows not to share links in a way whose outcome depends
+ * on SimGrid's sharing rules, so an instance qualifies when, after merging
+ * the flows between the same two GPUs (same route, same start: they share a
+ * link equally and the last ends when the link has moved their sum), either
+ *  (a) no link carries two merged flows: each ends at
+ *      pre + latency + bytes / bottleneck bandwidth; or
+ *  (b) all merged flows are alike (same pre, bytes and latency) and each
+ *      one's smallest share bandwidth / flows-on-link is the same r: by
+ *      symmetry every flow runs at r and they end together.
+ * Anything else is simulated.  Only for the ideal network model in flow
+ * fidelity, single-round schedules, and no all-to-all-v. */
+
+enum { OWNER_NONE = -1, OWNER_SHARED = -2, OWNER_P2P = -3 };
+
+static void fast_mark_route(int32_t *owner, int who, int src_gpu, int dst_gpu)
+{
+  if (src_gpu == dst_gpu)
+    return;
+  route_entry *re = route_get(src_gpu, dst_gpu);
+  if (!re)
+    return;
+  for (uint32_t i = 0; i < re->n; i++) {
+    if (!E.link_shared[re->links[i]])
+      continue;
+    int32_t *o = &owner[re->links[i]];
+    if (*o == OWNER_NONE)
+      *o = who;
+    else if (*o != who)
+      *o = OWNER_SHARED;
+  }
+}
+
+typedef struct fast_tuple {
+  int32_t comm;
+  uint8_t op;
+  int32_t root;
+  double bytes;
+} fast_tuple;
+
+/* Plan every member of communicator c for one (op, bytes, root) and call fn
+ * on each flow; returns 0, or ST_ENOMEM. */
+static int fast_walk_flows(int c, const fast_tuple *t, sim_sched *sched,
+                           void (*fn)(void *u, int src_gpu, int dst_gpu), void *u)
+{
+  const wl_comm *cm = &E.wl->comms[c];
+  comm_state *cs = &E.comms[c];
+  if (!cs->edge_lat)
+    comm_edge_latencies(c, cs);
+  if (!cs->have_lay) {
+    if (sim_coll_layout_build(&E.arena, cm->ranks, cm->size, E.cl, &cs->lay))
+      return ST_ENOMEM;
+    cs->have_lay = 1;
+  }
+  int save_op = cs->op;
+  double save_bytes = cs->bytes;
+  cs->op = t->op;
+  cs->bytes = t->bytes;
+  sim_coll_ctx ctx;
+  route_ctx rctx;
+  coll_ctx_fill(c, cs, &ctx, &rctx);
+  sim_coll_choose(&ctx);
+  ctx.root = t->root;
+  int rc = ST_OK;
+  for (int m = 0; m < cm->size && !rc; m++) {
+    if ((rc = sim_coll_plan(&ctx, m, sched)))
+      break;
+    for (size_t r = 0; r < sched->nrounds; r++) {
+      const sim_round *rd = &sched->rounds[r];
+      for (uint32_t i = 0; i < rd->nsend; i++)
+        fn(u, cm->ranks[m], cm->ranks[sched->xfers[rd->send_first + i].peer]);
+    }
+  }
+  cs->op = save_op;
+  cs->bytes = save_bytes;
+  return rc;
+}
+
+struct mark_ctx {
+  int32_t *owner;
+  int who;
+  int ok;
+};
+
+static void fast_mark_cb(void *u, int s, int d)
+{
+  struct mark_ctx *m = u;
+  fast_mark_route(m->owner, m->who, s, d);
+}
+
+static void fast_check_cb(void *u, int s, int d)
+{
+  struct mark_ctx *m = u;
+  if (s == d)
+    return;
+  route_entry *re = route_get(s, d);
+  if (!re) {
+    m->ok = 0;
+    return;
+  }
+  for (uint32_t i = 0; i < re->n; i++)
+    if (E.link_shared[re->links[i]] && m->owner[re->links[i]] != m->who)
+      m->ok = 0;
+}
+
+static int fast_prepare(st_err *err)
+{
+  const wl_workload *wl = E.wl;
+  const sim_options *opt = E.opt;
+  if (!opt->fast_colls || opt->net_model != SIM_NET_IDEAL || opt->fidelity != SIM_FID_FLOW ||
+      wl->num_comms == 0 || wl->num_roles == 0)
+    return ST_OK;
+  uint8_t *ok = malloc((size_t)wl->num_comms);
+  int32_t *owner = malloc((E.num_links + 1) * sizeof *owner);
+  fast_tuple *tuples = NULL;
+  size_t nt = 0, capt = 0;
+  sim_map seen;
+  sim_map_init(&seen);
+  sim_sched sched;
+  sim_sched_init(&sched);
+  int rc = ST_OK;
+  if (!ok || !owner) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (size_t l = 0; l < E.num_links; l++)
+    owner[l] = OWNER_NONE;
+  memset(ok, 1, (size_t)wl->num_comms);
+  /* The distinct collectives each communicator runs. */
+  for (int r = 0; r < wl->num_ranks; r++) {
+    const wl_program *pg = &wl->programs[wl->rank_program[r]];
+    /* tuples: once per (program, communicator, op, bytes, root) */
+    for (size_t i = 0; i < pg->num_ops; i++) {
+      const wl_op *o = &pg->ops[i];
+      if (o->kind != WL_OP_COLL)
+        continue;
+      int c = wl_rank_comm(wl, r, o->role);
+      if (c < 0 || wl->comms[c].size < 2)
+        continue;
+      if (o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS)) {
+        ok[c] = 0;
+        /* per-peer sizes: every pair may talk */
+        const wl_comm *cm = &wl->comms[c];
+        for (int a = 0; a < cm->size; a++)
+          for (int b = 0; b < cm->size; b++)
+            fast_mark_route(owner, c, cm->ranks[a], cm->ranks[b]);
+        continue;
+      }
+      uint64_t bits;
+      memcpy(&bits, &o->bytes, sizeof bits);
+      uint64_t key = sim_key4((uint64_t)c, o->sub, bits, (uint64_t)(uint32_t)(o->peer + 1));
+      if (sim_map_get(&seen, key))
+        continue;
+      if (nt == capt) {
+        size_t cap = capt ? capt * 2 : 256;
+        fast_tuple *nt_ = realloc(tuples, cap * sizeof *nt_);
+        if (!nt_) {
+          rc = st_err_set(err, ST_ENOMEM, "out of memory");
+          goto done;
+        }
+        tuples = nt_;
+        capt = cap;
+      }
+      tuples[nt] = (fast_tuple){.comm = c, .op = o->sub, .root = o->peer >= 0 ? o->peer : 0,
+                                .bytes = o->bytes};
+      if (sim_map_put(&seen, key, &tuples[nt])) {
+        rc = st_err_set(err, ST_ENOMEM, "out of memory");
+        goto done;
+      }
+      nt++;
+    }
+  }
+  /* Every link each collective and each send/recv can use. */
+  for (size_t i = 0; i < nt; i++) {
+    struct mark_ctx mc = {owner, tuples[i].comm, 1};
+    if (fast_walk_flows(tuples[i].comm, &tuples[i], &sched, fast_mark_cb, &mc)) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      goto done;
+    }
+  }
+  for (int r = 0; r < wl->num_ranks; r++) {
+    const wl_program *pg = &wl->programs[wl->rank_program[r]];
+    for (size_t i = 0; i < pg->num_ops; i++) {
+      const wl_op *o = &pg->ops[i];
+      if (o->kind != WL_OP_SEND)
+        continue;
+      int c = wl_rank_comm(wl, r, o->role);
+      if (c >= 0)
+        fast_mark_route(owner, OWNER_P2P, r, wl->comms[c].ranks[o->peer]);
+    }
+  }
+  /* A communicator qualifies when every link it uses is its own. */
+  for (size_t i = 0; i < nt; i++) {
+    int c = tuples[i].comm;
+    if (!ok[c])
+      continue;
+    struct mark_ctx mc = {owner, c, 1};
+    if (fast_walk_flows(c, &tuples[i], &sched, fast_check_cb, &mc)) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      goto done;
+    }
+    if (!mc.ok)
+      ok[c] = 0;
+  }
+  for (int c = 0; c < wl->num_comms; c++)
+    E.comms[c].fast = ok[c];
+done:
+  sim_sched_release(&sched);
+  sim_map_release(&seen);
+  free(tuples);
+  free(ok);
+  free(owner);
+  if (!rc && E.failed)
+    rc = err ? err->code : ST_ENOMEM;
+  return rc;
+}
+
+typedef struct fast_flow {
+  int32_t src, dst; /* GPUs */
+  double bytes, pre;
+  route_entry *re;
+} fast_flow;
+
+static int cmp_u32(const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The closed-form duration of the instance just assembled on c, or < 0 when
+ * it must be simulated.  Called by the last member to arrive. */
+static double fast_duration(int c, comm_state *cs, const wl_op *op, sim_sched *sched)
+{
+  const wl_comm *cm = &E.wl->comms[c];
+  if (!cs->fast || (op->sub == WL_COLL_ALLTOALL && (op->flags & WL_OPF_SPLITS)))
+    return -1;
+  sim_coll_ctx ctx;
+  route_ctx rctx;
+  coll_ctx_fill(c, cs, &ctx, &rctx);
+  ctx.root = op->peer >= 0 ? op->peer : 0;
+  fast_flow *flows = NULL;
+  size_t nf = 0, capf = 0, nlinks = 0;
+  double T = -1;
+  for (int m = 0; m < cm->size; m++) {
+    if (sim_coll_plan(&ctx, m, sched) || sched->nrounds > 1)
+      goto out;
+    if (sched->nrounds == 0)
+      continue;
+    const sim_round *rd = &sched->rounds[0];
+    for (uint32_t i = 0; i < rd->nsend; i++) {
+      const sim_xfer *x = &sched->xfers[rd->send_first + i];
+      int src = cm->ranks[m], dst = cm->ranks[x->peer];
+      double b = (double)llround(x->bytes);
+      size_t f;
+      for (f = 0; f < nf; f++)
+        if (flows[f].src == src && flows[f].dst == dst)
+          break;
+      if (f < nf) { /* another channel between the same two GPUs */
+        flows[f].bytes += b;
+        continue;
+      }
+      if (nf == capf) {
+        size_t cap = capf ? capf * 2 : 32;
+        fast_flow *n = realloc(flows, cap * sizeof *n);
+        if (!n)
+          goto out;
+        flows = n;
+        capf = cap;
+      }
+      route_entry *re = route_get(src, dst);
+      if (!re)
+        goto out;
+      flows[nf++] = (fast_flow){src, dst, b, rd->pre_s, re};
+      nlinks += re->n;
+    }
+  }
+  if (nf == 0) {
+    T = 0;
+    goto out;
+  }
+  /* links used, with multiplicity */
+  uint32_t *ids = malloc((nlinks + 1) * sizeof *ids);
+  if (!ids)
+    goto out;
+  size_t k = 0;
+  for (size_t f = 0; f < nf; f++)
+    for (uint32_t i = 0; i < flows[f].re->n; i++)
+      if (E.link_shared[flows[f].re->links[i]])
+        ids[k++] = flows[f].re->links[i];
+  qsort(ids, k, sizeof *ids, cmp_u32);
+  int shared = 0;
+  for (size_t i = 1; i < k; i++)
+    shared |= ids[i] == ids[i - 1];
+  if (!shared) { /* (a) */
+    T = 0;
+    for (size_t f = 0; f < nf; f++) {
+      double t = flows[f].pre + flows[f].re->lat_s + flows[f].bytes / flows[f].re->bw_Bps;
+      if (t > T)
+        T = t;
+    }
+  } else { /* (b) */
+    double r0 = -1;
+    int alike = 1;
+    for (size_t f = 0; f < nf && alike; f++) {
+      if (flows[f].pre != flows[0].pre || flows[f].bytes != flows[0].bytes ||
+          flows[f].re->lat_s != flows[0].re->lat_s)
+        alike = 0;
+      double r = INFINITY;
+      for (uint32_t i = 0; i < flows[f].re->n; i++) {
+        uint32_t l = flows[f].re->links[i];
+        if (!E.link_shared[l])
+          continue;
+        /* flows on link l: its run length in the sorted ids */
+        size_t lo = 0, hi = k;
+        while (lo < hi) {
+          size_t mid = (lo + hi) / 2;
+          if (ids[mid] < l)
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+        size_t cnt = 0;
+        while (lo + cnt < k && ids[lo + cnt] == l)
+          cnt++;
+        double share = E.link_bw[l] / (double)cnt;
+        if (share < r)
+          r = share;
+      }
+      if (r0 < 0)
+        r0 = r;
+      else if (fabs(r - r0) > 1e-12 * r0)
+        alike = 0;
+    }
+    if (alike)
+      T = flows[0].pre + flows[0].re->lat_s + flows[0].bytes / r0;
+  }
+  free(ids);
+  if (T >= 0)
+    for (size_t f = 0; f < nf; f++)
+      account_flow(flows[f].src, flows[f].dst, flows[f].bytes, c, WL_OP_COLL, op->sub);
+out:
+  free(flows);
+  return T;
+}
+
+static void coll_record_add(int c, const comm_state *cs, int opk, int n, double bytes,
+                            double first, double start, double end)
+{
+  sim_coll_record *rec = coll_record_new();
+  if (!rec)
+    return;
+  rec->comm = c;
+  rec->kind = WL_OP_COLL;
+  rec->op = (uint8_t)opk;
+  rec->algo = (uint8_t)cs->ch.algo;
+  rec->proto = (uint8_t)cs->ch.proto;
+  rec->channels = cs->ch.nch;
+  rec->nranks = n;
+  rec->src = rec->dst = -1;
+  rec->bytes = bytes;
+  rec->first_arrival_s = first;
+  rec->start_s = start;
+  rec->end_s = end;
+  double dt = end - start;
+  rec->algbw_GBps = dt > 0 ? bytes / dt / 1e9 : 0;
+  rec->busbw_GBps = rec->algbw_GBps * sim_busbw_factor(opk, n);
 }
 
 static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *sched)
@@ -508,14 +1013,41 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
   }
   uint64_t my_gen = cs->gen;
   cs->arrived_gen[m] = my_gen + 1;
+  int last = 0;
   if (++cs->arrived == n) {
+    last = 1;
+    /* A communicator runs one collective at a time, in the order its members
+     * issue them, as NCCL does: wait for the previous instance to end. */
+    while (cs->done_gen < cs->gen)
+      wq_wait(&cs->wq);
+    if (cs->busy_until > now())
+      sg_actor_sleep_until(cs->busy_until);
+    t = now();
     cs->gen++;
     cs->arrived = 0;
     cs->start = t;
     cs->pending = n;
-    sim_coll_ctx cx = {.op = cs->op, .n = n, .bytes = cs->bytes, .cl = E.cl,
-                       .fidelity = E.opt->fidelity, .ranks = cm->ranks};
-    cs->algo = sim_coll_choose(&cx);
+    if (!cs->edge_lat)
+      comm_edge_latencies(c, cs);
+    if (!cs->have_lay) {
+      if (sim_coll_layout_build(&E.arena, cm->ranks, n, E.cl, &cs->lay)) {
+        fail(ST_ENOMEM, "out of memory laying out a communicator");
+        sg_actor_kill_all();
+        return;
+      }
+      cs->have_lay = 1;
+    }
+    sim_coll_ctx cx;
+    route_ctx rcx;
+    coll_ctx_fill(c, cs, &cx, &rcx);
+    sim_coll_choose(&cx);
+    cs->ch = cx.ch;
+    double T = cs->fast ? fast_duration(c, cs, op, sched) : -1;
+    cs->fast_end = T >= 0 ? t + T : -1;
+    if (T >= 0) {
+      cs->done_gen++; /* nothing to wait for: the end is known */
+      cs->busy_until = cs->fast_end;
+    }
     wq_wake(&cs->wq);
   } else {
     while (cs->gen == my_gen)
@@ -526,28 +1058,25 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
   double bytes = cs->bytes;
 
   acct(rank, 0, 1, 0);
+  double fast_end = cs->fast_end;
+  if (fast_end >= 0) {
+    /* closed form: everyone knows the end; the last to arrive records it */
+    if (last) {
+      coll_record_add(c, cs, opk, n, bytes, first, start, fast_end);
+      E.fast_instances++;
+    }
+    if (fast_end > now())
+      sg_actor_sleep_until(fast_end);
+    acct(rank, 0, -1, 0);
+    E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += now() - start;
+    return;
+  }
   coll_transfer(c, cs, m, p, op, sched);
 
   uint64_t my_done = cs->done_gen;
   if (--cs->pending == 0) {
     cs->done_gen++;
-    double end = now();
-    sim_coll_record *rec = coll_record_new();
-    if (rec) {
-      rec->comm = c;
-      rec->kind = WL_OP_COLL;
-      rec->op = (uint8_t)opk;
-      rec->algo = (uint8_t)cs->algo;
-      rec->nranks = n;
-      rec->src = rec->dst = -1;
-      rec->bytes = bytes;
-      rec->first_arrival_s = first;
-      rec->start_s = start;
-      rec->end_s = end;
-      double dt = end - start;
-      rec->algbw_GBps = dt > 0 ? bytes / dt / 1e9 : 0;
-      rec->busbw_GBps = rec->algbw_GBps * sim_busbw_factor(opk, n);
-    }
+    coll_record_add(c, cs, opk, n, bytes, first, start, now());
     wq_wake(&cs->wq);
   } else {
     while (cs->done_gen == my_done)
@@ -615,7 +1144,7 @@ static void run_p2p(int rank, const wl_op *op)
   }
   acct(rank, 0, 1, 0);
   if (is_send) {
-    account_flow(cm->ranks[src], cm->ranks[dst], bytes);
+    account_flow(cm->ranks[src], cm->ranks[dst], bytes, c, WL_OP_SEND, 0);
     sg_mailbox_put(ps->mb, &E.dummy_payload, (long)llround(bytes));
   } else {
     sg_mailbox_get(ps->mb);
@@ -898,21 +1427,59 @@ static void describe_deadlock(void)
   st_buf_release(&b);
 }
 
+/* By link, then most bytes first; ties in a fixed order. */
+static int cmp_usage(const void *a, const void *b)
+{
+  const sim_link_usage *x = a, *y = b;
+  if (x->link != y->link)
+    return x->link < y->link ? -1 : 1;
+  if (x->bytes != y->bytes)
+    return x->bytes > y->bytes ? -1 : 1;
+  if (x->comm != y->comm)
+    return x->comm < y->comm ? -1 : 1;
+  if (x->kind != y->kind)
+    return x->kind < y->kind ? -1 : 1;
+  return (x->op > y->op) - (x->op < y->op);
+}
+
+/* result: the (link, comm, op) shares of the links that made it into r->links
+ * (row[] maps an engine link index to its row, or UINT32_MAX). */
+static void collect_usage(const uint32_t *row, size_t nrow)
+{
+  sim_result *r = E.res;
+  r->link_usage = calloc(E.usage_len + 1, sizeof *r->link_usage);
+  if (!r->link_usage)
+    return;
+  for (size_t i = 0; i < E.usage_cap; i++) {
+    const usage_slot *u = &E.usage[i];
+    if (!u->used || !(u->bytes > 0) || u->link >= nrow || row[u->link] == UINT32_MAX)
+      continue;
+    r->link_usage[r->num_link_usage++] =
+        (sim_link_usage){row[u->link], u->comm, u->kind, u->op, u->bytes};
+  }
+  qsort(r->link_usage, r->num_link_usage, sizeof *r->link_usage, cmp_usage);
+}
+
 static void collect_links(void)
 {
   size_t n = sg_link_count();
   sg_link_t *links = sg_link_list();
   sim_result *r = E.res;
   r->links = calloc(n + 1, sizeof *r->links);
-  if (!r->links) {
+  uint32_t *row = malloc((n + 1) * sizeof *row);
+  if (!r->links || !row) {
+    free(row);
     free(links);
     return;
   }
+  for (size_t i = 0; i < n; i++)
+    row[i] = UINT32_MAX;
   for (size_t i = 0; i < n; i++) {
     uintptr_t v = (uintptr_t)sim_map_get(&E.link_index, (uint64_t)(uintptr_t)links[i]);
     double bytes = v ? E.link_bytes[v - 1] : 0;
     if (!(bytes > 0))
       continue;
+    row[v - 1] = (uint32_t)r->num_links;
     sim_link_stats *l = &r->links[r->num_links++];
     l->name = st_arena_strdup(&r->arena, sg_link_get_name(links[i]));
     l->bandwidth_Bps = sg_link_get_bandwidth(links[i]);
@@ -921,22 +1488,39 @@ static void collect_links(void)
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
     l->peak_util = l->bandwidth_Bps > 0 ? sg_link_get_max_instantaneous_load(links[i]) / l->bandwidth_Bps : 0;
   }
+  collect_usage(row, n);
+  free(row);
   free(links);
 }
 
 /* The link-load plugin only measures links it is told to track (it gives the
  * peak load); bytes are counted per flow on the flow's route, because the
  * plugin's cumulated load also counts the latency phase of each comm. */
-static void track_links(void)
+static int index_links(int track)
 {
   size_t n = sg_link_count();
   sg_link_t *links = sg_link_list();
-  E.link_bytes = calloc(n + 1, sizeof *E.link_bytes);
+  E.num_links = n;
+  E.link_bw = calloc(n + 1, sizeof *E.link_bw);
+  E.link_shared = calloc(n + 1, 1);
+  if (track)
+    E.link_bytes = calloc(n + 1, sizeof *E.link_bytes);
+  if (!links || !E.link_bw || !E.link_shared || (track && !E.link_bytes)) {
+    free(links);
+    return ST_ENOMEM;
+  }
   for (size_t i = 0; i < n; i++) {
-    sg_link_load_track(links[i]);
-    sim_map_put(&E.link_index, (uint64_t)(uintptr_t)links[i], (void *)(uintptr_t)(i + 1));
+    if (track)
+      sg_link_load_track(links[i]);
+    E.link_bw[i] = sg_link_get_bandwidth(links[i]);
+    E.link_shared[i] = (uint8_t)sg_link_is_shared(links[i]);
+    if (sim_map_put(&E.link_index, (uint64_t)(uintptr_t)links[i], (void *)(uintptr_t)(i + 1))) {
+      free(links);
+      return ST_ENOMEM;
+    }
   }
   free(links);
+  return ST_OK;
 }
 
 static int engine_used;
@@ -1009,8 +1593,12 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     sg_link_load_plugin_init();
   if ((rc = plat_cluster_build(cl, (void **)E.hosts, err)))
     goto out;
-  if (opt->link_stats)
-    track_links();
+  if (index_links(opt->link_stats)) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory indexing links");
+    goto out;
+  }
+  if ((rc = fast_prepare(err)))
+    goto out;
 
   /* actors */
   size_t max_actors = 0;
@@ -1067,6 +1655,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   r->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
   r->sim_time_s = now();
   r->events = E.events;
+  r->fast_colls = E.fast_instances;
 
   if (!E.failed && E.actors_done != E.actors_total)
     describe_deadlock();
@@ -1074,17 +1663,21 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     rc = err ? err->code : ST_ESIM;
     goto out;
   }
-  /* close every rank's accounting at its own finish time */
+  /* close every rank's accounting at the end of the run (the last rank's
+   * finish): from its own last op to there a rank waits for the slowest one
+   * (idle, as such waits are inside the run), so every rank's parts add up
+   * to the run time */
   double last = 0;
+  for (int rank = 0; rank < wl->num_ranks; rank++)
+    if (r->ranks[rank].finish_s > last)
+      last = r->ranks[rank].finish_s;
   for (int rank = 0; rank < wl->num_ranks; rank++) {
     sim_rank_stats *st = &r->ranks[rank];
     rank_state *rs = &E.ranks[rank];
-    double dt = st->finish_s - rs->last_t;
+    double dt = last - rs->last_t;
     if (dt > 0)
       st->idle_s += dt;
     st->comm_s = st->exposed_comm_s + st->overlapped_comm_s;
-    if (st->finish_s > last)
-      last = st->finish_s;
   }
   r->step_time_s = last / r->iterations;
   if (opt->link_stats)
@@ -1117,6 +1710,9 @@ out:
   sim_map_release(&E.link_index);
   sim_map_release(&E.routes);
   free(E.link_bytes);
+  free(E.usage);
+  free(E.link_bw);
+  free(E.link_shared);
   st_arena_release(&E.arena);
   return rc;
 }
@@ -1129,6 +1725,7 @@ void sim_result_destroy(sim_result *r)
   free(r->colls);
   free(r->timeline);
   free(r->links);
+  free(r->link_usage);
   st_arena_release(&r->arena);
   free(r);
 }

@@ -42,16 +42,45 @@ typedef enum sim_fidelity {
   SIM_FID_STEP,     /* every algorithm step (ring step, tree level) simulated */
 } sim_fidelity;
 
+/* Collective algorithms and protocols (docs/collectives.md). */
+typedef enum sim_coll_algo {
+  SIM_ALGO_RING = 0,  /* rings laid on the node topology, one channel per NIC */
+  SIM_ALGO_DIRECT,    /* all-to-all: pairwise exchange, PXN across rails */
+  SIM_ALGO_CHAIN,     /* broadcast/reduce: pipelined chain */
+  SIM_ALGO_TREE,      /* double binary tree across nodes, chains inside */
+  SIM_ALGO_NVLS,      /* NVLink SHARP in-switch reduction (+ SHARP across nodes) */
+  SIM_ALGO_NVLS_TREE, /* NVLS inside nodes, double binary tree across */
+  SIM_ALGO_COLLNET,   /* in-network reduction (SHARP) across nodes, rings inside */
+  SIM_ALGO_HIER,      /* intra reduce-scatter, inter all-reduce, intra all-gather */
+  SIM_ALGO_TORUS,     /* bidirectional ring per torus dimension */
+  SIM_ALGO_COUNT
+} sim_coll_algo;
+
+typedef enum sim_coll_proto {
+  SIM_PROTO_LL = 0,
+  SIM_PROTO_LL128,
+  SIM_PROTO_SIMPLE,
+  SIM_PROTO_COUNT
+} sim_coll_proto;
+
+typedef enum sim_coll_model {
+  SIM_COLL_NCCL = 0, /* NCCL's latencies and protocol efficiencies (default) */
+  SIM_COLL_IDEAL,    /* links at line rate, latency = route latency per algorithm hop */
+} sim_coll_model;
+
 typedef struct sim_options {
   int net_model;      /* sim_net_model */
   int fidelity;       /* sim_fidelity */
   int timeline;       /* record one row per op (memory: rows x 48 bytes) */
   int quiet;          /* no progress line */
+  int fast_colls;     /* closed-form collectives where no other traffic can
+                         touch their links (same answer, fewer activities) */
   int link_stats;     /* per-link bytes and peak load (SimGrid's link-load
                          plugin; costs about 45% more time at 2,048 GPUs) */
   int coll_algo;      /* sim_coll_algo, -1 = automatic */
   int coll_proto;     /* -1 = automatic */
   int coll_channels;  /* 0 = automatic */
+  int coll_model;     /* sim_coll_model */
   const char *simgrid_cfg; /* extra "--cfg=..." settings, space-separated, or NULL */
 } sim_options;
 
@@ -59,9 +88,10 @@ void sim_options_init(sim_options *o);
 const char *sim_net_model_name(int m);
 int sim_net_model_from_name(const char *s);
 
-/* Per rank, in seconds.  compute + exposed_comm + bubble + idle == finish_s
- * (the rank's last op end) and the step time is the largest finish_s; time
- * between a rank's finish and the step end is not counted here. */
+/* Per rank, in seconds, over the whole run.  compute + exposed_comm + bubble
+ * + idle == the run's end (the largest finish_s = step time x iterations):
+ * the wait from a rank's last op (finish_s) to the end of the run, for the
+ * slowest rank, counts as idle, like waits inside the run. */
 typedef struct sim_rank_stats {
   int32_t rank;
   int32_t host;           /* GPU index */
@@ -81,8 +111,8 @@ typedef struct sim_coll_record {
   int32_t comm;     /* communicator index in the workload */
   uint8_t kind;     /* WL_OP_COLL or WL_OP_SEND (a matched send/recv pair) */
   uint8_t op;       /* wl_coll_op for COLL */
-  uint8_t algo;     /* algorithm used */
-  uint8_t proto;
+  uint8_t algo;     /* sim_coll_algo used */
+  uint8_t proto;    /* sim_coll_proto used */
   int32_t nranks;
   int32_t src, dst; /* send/recv: global ranks; else -1 */
   double bytes;
@@ -91,6 +121,7 @@ typedef struct sim_coll_record {
   double first_arrival_s; /* first member arrived */
   double algbw_GBps;
   double busbw_GBps;
+  int32_t channels; /* channels (rings, tree pairs) the algorithm used */
 } sim_coll_record;
 
 typedef struct sim_timeline_row {
@@ -112,6 +143,18 @@ typedef struct sim_link_stats {
   double peak_util; /* largest fraction of bandwidth used at any time */
 } sim_link_stats;
 
+/* Bytes the flows of one communicator's collectives of one kind (or its
+ * send/recv pairs) carried over one link: which collectives used the link.
+ * Only with link_stats; one entry per (link, communicator, op) that moved
+ * bytes, so their bytes add up to the link's. */
+typedef struct sim_link_usage {
+  uint32_t link;  /* index into sim_result.links */
+  int32_t comm;   /* communicator index in the workload */
+  uint8_t kind;   /* WL_OP_COLL, or WL_OP_SEND for send/recv */
+  uint8_t op;     /* wl_coll_op for WL_OP_COLL, else 0 */
+  double bytes;
+} sim_link_usage;
+
 typedef struct sim_result {
   int num_ranks;
   double step_time_s;   /* whole run: largest rank finish time / iterations */
@@ -126,12 +169,21 @@ typedef struct sim_result {
   size_t num_links;
   double wall_s;        /* wall-clock seconds of the simulation */
   uint64_t events;      /* activities simulated */
+  uint64_t fast_colls;  /* collective instances computed in closed form */
   st_arena arena;       /* strings owned by the result */
+  sim_link_usage *link_usage; /* by link, then most bytes first (link_stats only) */
+  size_t num_link_usage;
 } sim_result;
 
 int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,
             sim_result **out, st_err *err);
 void sim_result_destroy(sim_result *r);
+
+const char *sim_coll_algo_name(int algo);
+const char *sim_coll_proto_name(int proto);
+/* -1 when the name is unknown. */
+int sim_coll_algo_from_name(const char *s);
+int sim_coll_proto_from_name(const char *s);
 
 /* nccl-tests' bus-bandwidth factor for op over n ranks (allreduce 2(n-1)/n,
  * allgather/reducescatter/alltoall (n-1)/n, broadcast/reduce/sendrecv 1). */

@@ -38,14 +38,13 @@ static inline uint64_t sim_key4(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
  * flows themselves) followed by flows sent to and received from other
  * members, all of which must end before the next round.  The engine posts
  * the flows as SimGrid comms between the members' hosts and releases all
- * members together when every member's last round is over. */
+ * members together when every member's last round is over.  Several flows
+ * between the same pair in one round are fine: mailboxes match FIFO. */
 #include "platform.h"
-
-enum { SIM_ALGO_RING = 0, SIM_ALGO_DIRECT, SIM_ALGO_CHAIN, SIM_ALGO_COUNT_BASE };
 
 typedef struct sim_xfer {
   int32_t peer;  /* member index */
-  double bytes;
+  double bytes;  /* on the wire (payload / protocol efficiency) */
 } sim_xfer;
 
 typedef struct sim_round {
@@ -60,6 +59,28 @@ typedef struct sim_sched {
   size_t nxfers, cap_xfers;
 } sim_sched;
 
+/* Where a communicator's members sit: grouped by node (nodes in ascending
+ * order, members of a node by ascending local GPU index).  Built once per
+ * communicator. */
+typedef struct sim_coll_layout {
+  int n, nnodes, m_min, m_max;
+  int32_t *node_of;    /* member -> node position 0..nnodes-1 */
+  int32_t *pos;        /* member -> position within its node's list */
+  int32_t *local;      /* member -> local GPU index on its node */
+  int32_t *node_first; /* node position -> first entry in by_node */
+  int32_t *node_cnt;   /* node position -> members on it */
+  int32_t *by_node;    /* members grouped by node */
+} sim_coll_layout;
+
+/* What the tuner chose for one instance (the same for every member). */
+typedef struct sim_coll_choice {
+  int algo;        /* sim_coll_algo */
+  int proto;       /* sim_coll_proto */
+  int nch;         /* channels */
+  double lat_s;    /* the algorithm's latency terms, whole collective */
+  double est_s;    /* the tuner's closed-form estimate */
+} sim_coll_choice;
+
 typedef struct sim_coll_ctx {
   int op;                 /* wl_coll_op */
   int n;                  /* members */
@@ -69,17 +90,26 @@ typedef struct sim_coll_ctx {
   const int32_t *ranks;   /* member -> global rank (= GPU index) */
   const plat_cluster *cl;
   int fidelity;           /* sim_fidelity */
-  int algo;               /* chosen algorithm (sim_coll_choose) */
-  const double *edge_lat; /* ring: route latency member i -> i+1 */
-  double ring_lat_max;
+  int model;              /* sim_coll_model */
+  int force_algo, force_proto, force_nch; /* options: -1 / -1 / 0 = automatic */
+  const sim_coll_layout *lay;
+  sim_coll_choice ch;     /* filled by sim_coll_choose */
+  /* route latency between two members (the engine asks SimGrid) */
+  double (*route_lat)(void *u, int src, int dst);
+  void *route_u;
+  double ring_lat_max;    /* largest route latency between ring neighbours */
 } sim_coll_ctx;
 
 void sim_sched_init(sim_sched *s);
 void sim_sched_release(sim_sched *s);
 void sim_sched_clear(sim_sched *s);
-/* The algorithm for an instance (the same for every member). */
-int sim_coll_choose(const sim_coll_ctx *ctx);
-const char *sim_coll_algo_name(int algo);
+/* Build the layout of a communicator in arena a.  Returns 0 or ST_ENOMEM. */
+int sim_coll_layout_build(st_arena *a, const int32_t *ranks, int n, const plat_cluster *cl,
+                          sim_coll_layout *out);
+/* Choose algorithm, protocol and channels for an instance: fills ctx->ch.
+ * A forced algorithm that cannot run the op (or on this platform) falls back
+ * to the automatic choice for that op. */
+void sim_coll_choose(sim_coll_ctx *ctx);
 /* Member m's rounds.  Returns 0 or ST_ENOMEM. */
 int sim_coll_plan(const sim_coll_ctx *ctx, int m, sim_sched *out);
 

@@ -17,6 +17,7 @@ typedef struct forked_result {
   int rc;
   char msg[ST_ERR_MSG_MAX];
   double step_time_s;
+  uint64_t fast_colls;
   int num_ranks;
   sim_rank_stats *ranks;
   size_t num_colls;
@@ -24,6 +25,8 @@ typedef struct forked_result {
   size_t num_links;
   char (*link_names)[64];
   double *link_bytes;
+  size_t num_link_usage;
+  sim_link_usage *link_usage;
 } forked_result;
 
 static int fr_write_all(int fd, const void *p, size_t n)
@@ -60,13 +63,17 @@ static void forked_result_free(forked_result *f)
   free(f->colls);
   free(f->link_names);
   free(f->link_bytes);
+  free(f->link_usage);
   free(f);
 }
 
-/* Runs sim_run(wl, cluster, opt) in a child.  Returns NULL only if the child
- * crashed or the pipe broke. */
-static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
-                                     const sim_options *opt)
+/* Runs sim_run(wl, cluster, opt) in a child, after tweak(cluster, u) when
+ * tweak is not NULL (tests that change a preset's parameters).  Returns NULL
+ * only if the child crashed or the pipe broke. */
+static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *cluster,
+                                             const sim_options *opt,
+                                             void (*tweak)(plat_cluster *, const void *),
+                                             const void *u)
 {
   int fds[2];
   if (pipe(fds))
@@ -86,12 +93,15 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
     plat_cluster *cl = NULL;
     sim_result *r = NULL;
     int rc = plat_cluster_load(cluster, &cl, &err);
+    if (!rc && tweak)
+      tweak(cl, u);
     if (!rc)
       rc = sim_run(wl, cl, opt, &r, &err);
     fr_write_all(fds[1], &rc, sizeof rc);
     fr_write_all(fds[1], err.msg, sizeof err.msg);
     if (!rc) {
       fr_write_all(fds[1], &r->step_time_s, sizeof r->step_time_s);
+      fr_write_all(fds[1], &r->fast_colls, sizeof r->fast_colls);
       fr_write_all(fds[1], &r->num_ranks, sizeof r->num_ranks);
       fr_write_all(fds[1], r->ranks, (size_t)r->num_ranks * sizeof *r->ranks);
       fr_write_all(fds[1], &r->num_colls, sizeof r->num_colls);
@@ -103,6 +113,8 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
         fr_write_all(fds[1], name, sizeof name);
         fr_write_all(fds[1], &r->links[i].bytes, sizeof(double));
       }
+      fr_write_all(fds[1], &r->num_link_usage, sizeof r->num_link_usage);
+      fr_write_all(fds[1], r->link_usage, r->num_link_usage * sizeof *r->link_usage);
     }
     close(fds[1]);
     _exit(0);
@@ -113,6 +125,7 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
            !fr_read_all(fds[0], f->msg, sizeof f->msg);
   if (ok && !f->rc) {
     ok = !fr_read_all(fds[0], &f->step_time_s, sizeof f->step_time_s) &&
+         !fr_read_all(fds[0], &f->fast_colls, sizeof f->fast_colls) &&
          !fr_read_all(fds[0], &f->num_ranks, sizeof f->num_ranks);
     if (ok) {
       f->ranks = calloc((size_t)f->num_ranks + 1, sizeof *f->ranks);
@@ -130,6 +143,12 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
       for (size_t i = 0; ok && i < f->num_links; i++)
         ok = !fr_read_all(fds[0], f->link_names[i], sizeof f->link_names[i]) &&
              !fr_read_all(fds[0], &f->link_bytes[i], sizeof(double));
+      ok = ok && !fr_read_all(fds[0], &f->num_link_usage, sizeof f->num_link_usage);
+    }
+    if (ok) {
+      f->link_usage = calloc(f->num_link_usage + 1, sizeof *f->link_usage);
+      ok = f->link_usage &&
+           !fr_read_all(fds[0], f->link_usage, f->num_link_usage * sizeof *f->link_usage);
     }
   }
   close(fds[0]);
@@ -140,6 +159,12 @@ static forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
     return NULL;
   }
   return f;
+}
+
+static inline forked_result *sim_run_forked(const wl_workload *wl, const char *cluster,
+                                            const sim_options *opt)
+{
+  return sim_run_forked_tweaked(wl, cluster, opt, NULL, NULL);
 }
 
 #endif

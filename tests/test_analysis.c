@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <hdf5.h>
 
+#include "an_int.h"
 #include "analysis.h"
 
 /* ---- the synthetic run ------------------------------------------------------ */
@@ -35,6 +36,7 @@ typedef struct fixture {
   sim_rank_stats ranks[4];
   sim_coll_record colls[3];
   sim_link_stats links[2];
+  sim_link_usage usage[3];
   sim_timeline_row tl[6];
   an_summary s;
   an_run_info info;
@@ -106,17 +108,24 @@ static void build_result(fixture *f)
   f->colls[0] = (sim_coll_record){.comm = 0, .kind = WL_OP_COLL, .op = WL_COLL_ALLREDUCE,
                                   .nranks = 2, .src = -1, .dst = -1, .bytes = 1 << 20,
                                   .first_arrival_s = 0.09, .start_s = 0.1, .end_s = 0.2,
-                                  .algbw_GBps = 0.0104858, .busbw_GBps = 0.0104858};
+                                  .algbw_GBps = 0.0104858, .busbw_GBps = 0.0104858,
+                                  .algo = SIM_ALGO_NVLS, .proto = SIM_PROTO_SIMPLE, .channels = 1};
   f->colls[1] = (sim_coll_record){.comm = 1, .kind = WL_OP_COLL, .op = WL_COLL_ALLREDUCE,
                                   .nranks = 2, .src = -1, .dst = -1, .bytes = 1 << 20,
                                   .first_arrival_s = 0.1, .start_s = 0.15, .end_s = 0.35,
-                                  .algbw_GBps = 0.0052429, .busbw_GBps = 0.0052429};
+                                  .algbw_GBps = 0.0052429, .busbw_GBps = 0.0052429,
+                                  .algo = SIM_ALGO_RING, .proto = SIM_PROTO_LL128, .channels = 4};
   f->colls[2] = (sim_coll_record){.comm = 2, .kind = WL_OP_SEND, .nranks = 2, .src = 0,
                                   .dst = 2, .bytes = 4096, .first_arrival_s = 0.2,
                                   .start_s = 0.2, .end_s = 0.3, .algbw_GBps = 4.096e-5,
                                   .busbw_GBps = 4.096e-5};
   f->links[0] = (sim_link_stats){"gpu0-up", 300e9, 1e9, 0.5, 0.75};
   f->links[1] = (sim_link_stats){LONG_LINK, 50e9, 2.5e8, 0.125, 1.0};
+  /* link, comm, kind, op, bytes: gpu0-up carried tp-0's all-reduce and
+   * pp-0's send/recv, the long link tp-1's all-reduce */
+  f->usage[0] = (sim_link_usage){0, 0, WL_OP_COLL, WL_COLL_ALLREDUCE, 0.75e9};
+  f->usage[1] = (sim_link_usage){0, 2, WL_OP_SEND, 0, 0.25e9};
+  f->usage[2] = (sim_link_usage){1, 1, WL_OP_COLL, WL_COLL_ALLREDUCE, 2.5e8};
   /* rank, stream, kind, sub, program, op, start, end, bytes, flops */
   f->tl[0] = (sim_timeline_row){0, 0, WL_OP_COMPUTE, 0, 0, 0, 0.0, 0.1, 0, 1e12};
   f->tl[1] = (sim_timeline_row){0, 1, WL_OP_COLL, WL_COLL_ALLREDUCE, 0, 1, 0.1, 0.2, 1 << 20, 0};
@@ -133,6 +142,8 @@ static void build_result(fixture *f)
   f->r.num_colls = 3;
   f->r.links = f->links;
   f->r.num_links = 2;
+  f->r.link_usage = f->usage;
+  f->r.num_link_usage = 3;
   f->r.timeline = f->tl;
   f->r.num_timeline = 6;
   f->r.wall_s = 0.25;
@@ -334,6 +345,58 @@ static void check_read_back(const fixture *f, const an_results *r)
   }
 }
 
+/* What files of this version add: which collectives used each link, the
+ * communicators with their members, and each timeline row's communicator. */
+static void check_read_back_additions(const an_results *r)
+{
+  assert_int_equal(r->num_link_usage, 3);
+  static const struct {
+    int link;
+    const char *op, *comm, *kind;
+    double bytes;
+  } uw[3] = {{0, "allreduce", "tp-0", "tp", 0.75e9},
+             {0, "sendrecv", "pp-0", "pp", 0.25e9},
+             {1, "allreduce", "tp-1", "tp", 2.5e8}};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(r->link_usage[i].link, uw[i].link);
+    assert_string_equal(r->link_usage[i].op, uw[i].op);
+    assert_string_equal(r->link_usage[i].comm, uw[i].comm);
+    assert_string_equal(r->link_usage[i].comm_kind, uw[i].kind);
+    assert_true(r->link_usage[i].bytes == uw[i].bytes);
+  }
+  /* tp-0 {0,1}, tp-1 {2,3}, pp-0 {0,2}, pp-1 {1,3}, members one after another */
+  assert_int_equal(r->num_comms, 4);
+  assert_int_equal(r->num_comm_ranks, 8);
+  static const char *const names[4] = {"tp-0", "tp-1", "pp-0", "pp-1"};
+  static const int32_t members[8] = {0, 1, 2, 3, 0, 2, 1, 3};
+  for (int c = 0; c < 4; c++) {
+    assert_string_equal(r->comms[c].name, names[c]);
+    assert_string_equal(r->comms[c].kind, c < 2 ? "tp" : "pp");
+    assert_int_equal(r->comms[c].size, 2);
+    assert_int_equal(r->comms[c].first, 2 * c);
+  }
+  assert_memory_equal(r->comm_ranks, members, sizeof members);
+  /* compute: none; rank 0's all-reduce tp-0, its send and rank 2's recv pp-0
+   * (role pp of ranks 0 and 2), rank 3's all-reduce tp-1 */
+  static const int32_t tc[6] = {-1, 0, 2, 2, -1, 1};
+  for (int i = 0; i < 6; i++)
+    assert_int_equal(r->timeline[i].comm, tc[i]);
+}
+
+/* The columns saying how each collective ran: written by this version, or
+ * absent (an older file: "" and -1). */
+static void check_run_columns(const an_results *r, int present)
+{
+  static const char *const algo[3] = {"nvls", "ring", ""}, *const proto[3] = {"simple", "ll128", ""};
+  static const int channels[3] = {1, 4, 0};
+  assert_int_equal(r->num_colls, 3);
+  for (int i = 0; i < 3; i++) {
+    assert_string_equal(r->colls[i].algo, present ? algo[i] : "");
+    assert_string_equal(r->colls[i].proto, present ? proto[i] : "");
+    assert_int_equal(r->colls[i].channels, present ? channels[i] : -1);
+  }
+}
+
 static void test_results__round_trip_every_field(void **state)
 {
   fixture *f = *state;
@@ -342,6 +405,8 @@ static void test_results__round_trip_every_field(void **state)
   an_results *r = NULL;
   assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
   check_read_back(f, r);
+  check_read_back_additions(r);
+  check_run_columns(r, 1);
   /* report --json prints the same bytes as run --json */
   char *a = NULL, *b = NULL;
   size_t la = 0, lb = 0;
@@ -603,9 +668,11 @@ static void test_results__big_config_json_round_trips(void **state)
   free(big);
 }
 
-/* The committed fixture (written by this version's writer from the synthetic
- * run; regenerate with ST_REGENERATE_FIXTURES=1) still reads back the same:
- * files written earlier stay readable. */
+/* The committed fixture (written by the first version's writer from the
+ * synthetic run, before /link_usage, /communicators and the timeline's comm
+ * column) still reads back the same, with those additions empty: files
+ * written earlier stay readable.  ST_REGENERATE_FIXTURES=1 rewrites it with
+ * this version's writer (then the additions are there). */
 static void test_results__committed_fixture_reads_back(void **state)
 {
   fixture *f = *state;
@@ -621,6 +688,17 @@ static void test_results__committed_fixture_reads_back(void **state)
   }
   snprintf(f->path, sizeof f->path, "%s", path); /* check_read_back compares the path */
   check_read_back(f, r);
+  if (getenv("ST_REGENERATE_FIXTURES")) {
+    check_read_back_additions(r);
+  } else {
+    assert_int_equal(r->num_link_usage, 0);
+    assert_int_equal(r->num_comms, 0);
+    assert_int_equal(r->num_comm_ranks, 0);
+    for (size_t i = 0; i < r->num_timeline; i++)
+      assert_int_equal(r->timeline[i].comm, -1);
+  }
+  /* the fixture predates the algo/proto/channels columns */
+  check_run_columns(r, getenv("ST_REGENERATE_FIXTURES") != NULL);
   an_results_destroy(r);
 }
 
@@ -659,16 +737,32 @@ static void test_report__few_ranks_lists_every_rank(void **state)
   /* rank 3 (gpu 0): 1.2/0.2/0.4/0.1/0.1/1.6 s over 2 steps, in ms */
   assert_non_null(strstr(t, "       3     0      600.000      100.000      200.000       50.000"
                             "       50.000      800.000\n"));
-  assert_non_null(strstr(t, "transfer time by communicator kind, mean per rank, per step (ms):\n"
-                            "  tp 100.000 pp 75.000\n")); /* tp 0.2/2; pp (0+.1+.2+.3)/4/2 */
+  /* phase p of rank k: 0.01 (k+1)(p+1) s over 2 steps; tp 0.2 s, pp 0.1 k s */
+  assert_non_null(strstr(t, "by phase and communicator kind, per step (ms):\n"
+                            "                                        min         mean          max\n"
+                            "  busy in no phase                    5.000       12.500       20.000\n"
+                            "  busy in forward                    10.000       25.000       40.000\n"
+                            "  busy in backward                   15.000       37.500       60.000\n"
+                            "  busy in optimizer                  20.000       50.000       80.000\n"
+                            "  transfer on tp comms              100.000      100.000      100.000\n"
+                            "  transfer on pp comms                0.000       75.000      150.000\n"));
   /* two allreduce groups (tp-0 100 ms, tp-1 200 ms) and the send/recv, longest first */
   const char *a = strstr(t, "allreduce     tp-1");
   const char *b = strstr(t, "allreduce     tp-0");
   const char *c = strstr(t, "sendrecv      pp-0");
   assert_true(a && b && c && a < b && b < c);
   assert_non_null(strstr(t, " 1.00 MiB     1    200.000   200.000   50.000"));
-  assert_non_null(strstr(t, "busiest links (2 links; whole run):"));
-  assert_non_null(strstr(t, "gpu0-up"));
+  assert_non_null(strstr(t, "busiest links (2 links; whole run), with the collectives that used them:"));
+  /* gpu0-up (busiest) carried 1 GB: 75 % tp-0's all-reduce, 25 % pp-0's send/recv */
+  const char *l0 = strstr(t, "\n  gpu0-up  ");
+  const char *u0 = strstr(t, "\n      allreduce     tp-0                                     tp     "
+                             "715.26 MiB   75.0 %\n"
+                             "      sendrecv      pp-0                                     pp     "
+                             "238.42 MiB   25.0 %\n");
+  const char *l1 = strstr(t, "\n  a-rather-long-link-name/spine-3:leaf ");
+  const char *u1 = strstr(t, "\n      allreduce     tp-1                                     tp     "
+                             "238.42 MiB  100.0 %\n");
+  assert_true(l0 && u0 && l1 && u1 && l0 < u0 && u0 < l1 && l1 < u1);
   free(t);
 }
 
@@ -925,6 +1019,130 @@ static void test_export__flow_joins_matching_send_and_recv(void **state)
   assert_int_equal(count_ph(ev, "s"), 0);
   assert_int_equal(count_ph(ev, "X"), 6);
   cJSON_Delete(doc);
+}
+
+/* Collective slices carry their communicator and its members; send/recv
+ * slices their communicator and peer. */
+static void test_export__collective_slices_name_comm_and_peers(void **state)
+{
+  fixture *f = *state;
+  an_export_counts c;
+  cJSON *doc = export_parsed(f, "trace.json", &c);
+  cJSON *ev = cJSON_GetObjectItem(doc, "traceEvents");
+  static const struct {
+    const char *comm, *peers;
+    int nranks, peer;
+  } want[6] = {{NULL, NULL, 0, -1},   {"tp-0", "0-1", 2, -1}, {"pp-0", NULL, 0, 2},
+               {"pp-0", NULL, 0, 0},  {NULL, NULL, 0, -1},   {"tp-1", "2-3", 2, -1}};
+  size_t k = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, ev)
+  {
+    if (strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, "X"))
+      continue;
+    const cJSON *args = cJSON_GetObjectItem(e, "args");
+    const cJSON *cm = cJSON_GetObjectItem(args, "comm"), *pe = cJSON_GetObjectItem(args, "peers");
+    const cJSON *nr = cJSON_GetObjectItem(args, "nranks"), *peer = cJSON_GetObjectItem(args, "peer");
+    if (want[k].comm)
+      assert_string_equal(cm->valuestring, want[k].comm);
+    else
+      assert_null(cm);
+    if (want[k].peers) {
+      assert_string_equal(pe->valuestring, want[k].peers);
+      assert_int_equal(nr->valueint, want[k].nranks);
+    } else {
+      assert_null(pe);
+      assert_null(nr);
+    }
+    if (want[k].peer >= 0)
+      assert_int_equal(peer->valueint, want[k].peer);
+    else
+      assert_null(peer);
+    k++;
+  }
+  assert_int_equal(k, 6);
+  cJSON_Delete(doc);
+}
+
+/* Grouped by node (2 GPUs per node; rank k on GPU 3 - k): a process per
+ * node, a thread per (rank, stream) with tid = rank x 2 + stream, and the
+ * slices still one per timeline row. */
+static void test_export__group_by_node_puts_gpus_under_their_node(void **state)
+{
+  fixture *f = *state;
+  f->info.cluster_json = "{\"name\":\"test\",\"node\":{\"gpus\":2},\"nodes\":2}";
+  an_results *r = written(f, "run.h5");
+  char p[600];
+  snprintf(p, sizeof p, "%s/node.json", f->dir);
+  st_err err = {0};
+  an_export_counts c;
+  assert_int_equal(an_export_perfetto_grouped(r, p, AN_GROUP_NODE, &c, &err), ST_OK);
+  assert_int_equal(c.processes, 2);
+  assert_int_equal(c.threads, 5);
+  assert_int_equal(c.slices, 6);
+  assert_int_equal(c.flows, 1);
+  char *text;
+  size_t len;
+  assert_int_equal(st_file_read_all(p, &text, &len, &err), ST_OK);
+  cJSON *doc = cJSON_Parse(text);
+  free(text);
+  assert_non_null(doc);
+  cJSON *ev = cJSON_GetObjectItem(doc, "traceEvents");
+  size_t k = 0, names = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, ev)
+  {
+    const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+    const char *nm = cJSON_GetObjectItem(e, "name")->valuestring;
+    int pid = cJSON_GetObjectItem(e, "pid")->valueint;
+    int tid = cJSON_GetObjectItem(e, "tid")->valueint;
+    if (!strcmp(ph, "X")) {
+      const sim_timeline_row *t = &f->tl[k++];
+      assert_int_equal(pid, (3 - t->rank) / 2);
+      assert_int_equal(tid, t->rank * 2 + t->stream);
+    } else if (!strcmp(nm, "process_name")) {
+      const char *v = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "name")->valuestring;
+      char want[16];
+      snprintf(want, sizeof want, pid < 2 ? "node %d" : "links", pid);
+      assert_string_equal(v, want);
+      names++;
+    } else if (!strcmp(nm, "thread_name") && pid == 1 && tid == 1) {
+      const char *v = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "name")->valuestring;
+      assert_string_equal(v, "gpu-3 rank 0 comm");
+    }
+  }
+  assert_int_equal(k, 6);
+  assert_int_equal(names, 3); /* node 0, node 1, links */
+  cJSON_Delete(doc);
+  an_results_destroy(r);
+
+  /* a cluster that does not say its GPUs per node cannot be grouped by node */
+  f->info.cluster_json = "{\"preset\":\"test-cluster\"}";
+  r = written(f, "run.h5");
+  assert_int_equal(an_export_perfetto_grouped(r, p, AN_GROUP_NODE, &c, &err), ST_EINPUT);
+  char want[1400];
+  snprintf(want, sizeof want, "results '%s/run.h5': '/config' cluster does not say how many GPUs "
+           "a node has (node.gpus or gpus_per_node): group by rank instead", f->dir);
+  assert_string_equal(err.msg, want);
+  an_results_destroy(r);
+}
+
+/* Rank lists as text: runs become ranges; a list that does not fit ends
+ * with the count. */
+static void test_export__rank_list_text(void **state)
+{
+  (void)state;
+  static const int32_t a[] = {0, 1, 2, 3, 8, 12, 13};
+  char buf[64];
+  assert_string_equal(an_format_rank_list(a, 7, buf, sizeof buf), "0-3,8,12-13");
+  assert_string_equal(an_format_rank_list(a, 1, buf, sizeof buf), "0");
+  assert_string_equal(an_format_rank_list(a, 0, buf, sizeof buf), "");
+  int32_t many[100];
+  for (int i = 0; i < 100; i++)
+    many[i] = 8 * i; /* 0,8,16,...,792: no runs */
+  /* 40 bytes: 21 characters of ranks + ",... (100 ranks)" (16) + NUL; ",64" would not fit */
+  assert_string_equal(an_format_rank_list(many, 100, buf, 40),
+                      "0,8,16,24,32,40,48,56,... (100 ranks)");
 }
 
 static void test_export__no_timeline_error_text(void **state)
@@ -1189,7 +1407,83 @@ static void test_plot__links_heat_map_escapes_names(void **state)
   assert_non_null(strstr(svg, "spine &quot;a&quot;: mean utilisation (%) 0.2%</title>"));
   assert_non_null(strstr(svg, "spine &quot;a&quot;: busy (% of run) 31.2%</title>"));
   assert_non_null(strstr(svg, ">100%</text>"));
+  /* the collective with most bytes on each link, with its share */
+  assert_non_null(strstr(svg, ">most bytes from</text>"));
+  assert_non_null(strstr(svg, ">75% allreduce tp-0 (tp)</text>"));
+  assert_non_null(strstr(svg, ">100% allreduce tp-1 (tp)</text>"));
   free(svg);
+}
+
+/* Without --ranks the timeline shows 8 ranks spread over the run (i x N / 8),
+ * so the last pipeline stages show as well as the first. */
+static void test_plot__timeline_default_spreads_ranks(void **state)
+{
+  fixture *f = *state;
+  enum { N = 16 };
+  sim_rank_stats many[N];
+  sim_timeline_row tl[N];
+  memset(many, 0, sizeof many);
+  for (int k = 0; k < N; k++) {
+    many[k].rank = k;
+    many[k].host = k;
+    many[k].compute_s = many[k].finish_s = 1e-3;
+    tl[k] = (sim_timeline_row){k, 0, WL_OP_COMPUTE, 0, 0, 0, 0.0, 1e-3, 0, 1e9};
+  }
+  f->r.ranks = many;
+  f->r.num_ranks = N;
+  f->r.timeline = tl;
+  f->r.num_timeline = N;
+  char *svg = plotted(f, an_plot_timeline, NULL, 0);
+  assert_int_equal(rects_in_group(svg, "ops"), 8);
+  for (int k = 0; k < N; k++) {
+    char lane[32];
+    snprintf(lane, sizeof lane, ">rank %d compute</text>", k);
+    if (k % 2 == 0)
+      assert_non_null(strstr(svg, lane));
+    else
+      assert_null(strstr(svg, lane));
+  }
+  assert_non_null(strstr(svg, "(8 of 16 ranks)"));
+  free(svg);
+}
+
+/* compare --plot: a stacked bar per run of the summary's means per step and
+ * a mark at each run's step time.  A: 0.8 s per step, B: 1.0 s; both have
+ * compute (1.0 + 1.1 + 0.9 + 1.2) / 4 ranks / 2 steps = 525 ms. */
+static void test_plot__compare_bars_per_run(void **state)
+{
+  fixture *f = *state;
+  an_results *runs[2];
+  runs[0] = written(f, "a.h5");
+  f->r.step_time_s = 1.0;
+  an_summary_compute(f->wl, &f->cl, &f->r, &f->s);
+  runs[1] = written(f, "b.h5");
+  char p[600];
+  snprintf(p, sizeof p, "%s/cmp.svg", f->dir);
+  st_err err = {0};
+  assert_int_equal(an_plot_compare((const an_results *const *)runs, 2, p, &err), ST_OK);
+  char *svg;
+  size_t len;
+  assert_int_equal(st_file_read_all(p, &svg, &len, &err), ST_OK);
+  assert_null(xml_check(svg));
+  assert_int_equal(rects_in_group(svg, "bars"), 8);
+  assert_non_null(strstr(svg, "<title>a compute 525 ms</title>"));
+  assert_non_null(strstr(svg, "<title>b compute 525 ms</title>"));
+  /* exposed (0.2+0.1+0.3+0.2)/8 = 100 ms, bubble and idle 50 ms */
+  assert_non_null(strstr(svg, "<title>b exposed comm 100 ms</title>"));
+  assert_non_null(strstr(svg, "<title>a idle 50 ms</title>"));
+  assert_non_null(strstr(svg, ">800 ms</text>"));
+  assert_non_null(strstr(svg, ">1000 ms</text>"));
+  const char *steps = strstr(svg, "<g id=\"steps\">"), *end = steps ? strstr(steps, "</g>") : NULL;
+  assert_non_null(end);
+  size_t marks = 0;
+  for (const char *q = strstr(steps, "<line"); q && q < end; q = strstr(q + 1, "<line"))
+    marks++;
+  assert_int_equal(marks, 2);
+  assert_non_null(strstr(svg, ">1200</text>")); /* axis: 1000 ms + room, to the next 200 */
+  free(svg);
+  an_results_destroy(runs[0]);
+  an_results_destroy(runs[1]);
 }
 
 static void test_plot__no_timeline_error_text(void **state)
@@ -1320,13 +1614,14 @@ static void test_end_to_end__engine_result_through_every_view(void **state)
   assert_int_equal(an_results_read(path, &r, &err), ST_OK);
   assert_int_equal(r->num_ranks, 4);
   double last = 0;
+  for (size_t i = 0; i < r->num_ranks; i++)
+    last = fmax(last, r->ranks[i].finish_s);
   for (size_t i = 0; i < r->num_ranks; i++) {
     const sim_rank_stats *k = &r->ranks[i];
-    /* sim.h: compute + exposed + bubble + idle == finish */
+    /* sim.h: compute + exposed + bubble + idle == the run's end */
     double sum = k->compute_s + k->exposed_comm_s + k->bubble_s + k->idle_s;
-    assert_true(fabs(sum - k->finish_s) <= 1e-9 * k->finish_s);
+    assert_true(fabs(sum - last) <= 1e-9 * last);
     assert_true(fabs(k->compute_s - 1e-3) <= 1e-12); /* one 1 ms compute op */
-    last = fmax(last, k->finish_s);
   }
   assert_true(r->summary.step_time_s == last); /* one iteration */
   /* two all-reduces and one send/recv pair per pipeline pair */
@@ -1408,6 +1703,11 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_export__flow_joins_matching_send_and_recv, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_export__no_timeline_error_text, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_export__collective_slices_name_comm_and_peers, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_export__group_by_node_puts_gpus_under_their_node,
+                                      setup, teardown),
+      cmocka_unit_test(test_export__rank_list_text),
       cmocka_unit_test(test_svg__checker_rejects_broken_xml),
       cmocka_unit_test_setup_teardown(test_plot__timeline_draws_every_op, setup, teardown),
       cmocka_unit_test_setup_teardown(test_plot__timeline_merges_ops_under_half_a_pixel, setup,
@@ -1415,6 +1715,8 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_plot__breakdown_stacks_four_parts_per_rank, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_plot__links_heat_map_escapes_names, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_plot__timeline_default_spreads_ranks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_plot__compare_bars_per_run, setup, teardown),
       cmocka_unit_test_setup_teardown(test_plot__no_timeline_error_text, setup, teardown),
       cmocka_unit_test_setup_teardown(test_end_to_end__engine_result_through_every_view, setup,
                                       teardown),

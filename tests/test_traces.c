@@ -505,8 +505,25 @@ static void test_import__unknown_format_lists_known(void **state)
 
 /* ---- replays (one SimGrid engine per process: each run is forked) ---------- */
 
-/* Platform "node8": 8 GPUs on an NVSwitch, B = 450e9 B/s per GPU per
- * direction, a GPU-to-GPU route of latency 1e-6 s. */
+/* The ASTRA-sim microbenchmarks: one collective of S = 1 MiB per rank.
+ * 4 and 8 NPUs replay on "node8" (8 GPUs on an NVSwitch: a GPU-to-GPU route
+ * of B = 450e9 B/s per direction and latency 2 x 0.5 us); 16 NPUs on
+ * "node8:2", where GPU 7 -> 8 and 15 -> 0 cross the NICs (one 400 Gb/s NIC
+ * per GPU, B_nic = 50e9 B/s, route latency 2 x 1 us, a switch of 0 us).
+ *
+ * Closed forms (coll.c's algorithms, every flow on its own links):
+ *   ring all-reduce: 2(n-1) steps; each edge carries 2(n-1)/n S and pays
+ *     the slowest edge's latency per step, and the ring ends with its
+ *     slowest edge: T = 2(n-1) L_max + 2(n-1)/n S / B_min;
+ *   ring all-gather, reduce-scatter: T = (n-1) L_max + (n-1)/n S / B_min;
+ *   direct all-to-all: rank i sends S/n to each other rank, all at once.
+ *     One node: its n-1 flows share its NVSwitch uplink, T = L + (n-1)/n S/B.
+ *     Two nodes of 8: each GPU's NIC uplink carries its 8 flows to the other
+ *     node and each NIC downlink 8 flows from it, so every such flow gets
+ *     B_nic/8: T = L_nic + 8 (S/16) / B_nic = L_nic + S / (2 B_nic); the
+ *     7 flows inside the node (7/16 S over 450e9 B/s) end well before.
+ * For 16 the ring's slowest edge is a NIC edge (50e9 B/s, 2 us) in both
+ * terms, so the two-node platform is what the closed form describes. */
 static void test_replay__astra_microbenchmarks_match_closed_form(void **state)
 {
   (void)state;
@@ -514,39 +531,48 @@ static void test_replay__astra_microbenchmarks_match_closed_form(void **state)
     print_message("shared traces not found under %s: skipped\n", ST_SHARED_DIR);
     skip();
   }
-  const double B = 450e9, L = 1e-6, S = 1048576, n = 8;
+  const double S = 1048576;
   static const char *const dirs[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
-  /* ring all-reduce 2(n-1)/n S/B + 2(n-1)L; ring all-gather and
-   * reduce-scatter (n-1)/n S/B + (n-1)L; direct all-to-all (n-1)/n S/B + L */
-  const double expect[] = {2 * (n - 1) / n * S / B + 2 * (n - 1) * L,
-                           (n - 1) / n * S / B + (n - 1) * L, (n - 1) / n * S / B + (n - 1) * L,
-                           (n - 1) / n * S / B + L};
-  for (int k = 0; k < 4; k++) {
-    char spec[512];
-    snprintf(spec, sizeof spec,
-             "chakra:%s/traces/astra-sim/microbench-et/microbenchmarks/%s/8npus_1MB/%s",
-             ST_SHARED_DIR, dirs[k], dirs[k]);
-    wl_workload *wl;
-    tr_import_stats st;
-    st_err err;
-    assert_int_equal(do_import(spec, NULL, &wl, &st, &err), 0);
-    sim_options o;
-    sim_options_init(&o);
-    o.quiet = 1;
-    forked_result *r = sim_run_forked(wl, "node8", &o);
-    assert_non_null(r);
-    assert_int_equal(r->rc, 0);
-    print_message("%s: replayed %.3f us, closed form %.3f us\n", dirs[k], r->step_time_s * 1e6,
-                  expect[k] * 1e6);
-    assert_true(fabs(r->step_time_s - expect[k]) <= 0.01 * expect[k]);
-    forked_result_free(r);
-    tr_import_stats_release(&st);
-    wl_workload_destroy(wl);
+  for (int npus = 4; npus <= 16; npus *= 2) {
+    const double n = npus;
+    const double B = npus == 16 ? 50e9 : 450e9, L = npus == 16 ? 2e-6 : 1e-6;
+    const double a2a = npus == 16 ? L + S / (2 * B) : L + (n - 1) / n * S / B;
+    const double expect[] = {2 * (n - 1) * L + 2 * (n - 1) / n * S / B,
+                             (n - 1) * L + (n - 1) / n * S / B,
+                             (n - 1) * L + (n - 1) / n * S / B, a2a};
+    for (int k = 0; k < 4; k++) {
+      char spec[512];
+      snprintf(spec, sizeof spec,
+               "chakra:%s/traces/astra-sim/microbench-et/microbenchmarks/%s/%dnpus_1MB/%s",
+               ST_SHARED_DIR, dirs[k], npus, dirs[k]);
+      wl_workload *wl;
+      tr_import_stats st;
+      st_err err;
+      assert_int_equal(do_import(spec, NULL, &wl, &st, &err), 0);
+      assert_int_equal(wl->num_ranks, npus);
+      sim_options o;
+      sim_options_init(&o);
+      o.quiet = 1;
+      o.coll_model = SIM_COLL_IDEAL; /* the closed forms are alpha-beta */
+      o.coll_channels = 1;           /* one ring (NCCL would use one per NIC) */
+      o.coll_algo = k < 3 ? SIM_ALGO_RING : -1; /* not a tree or NVLS; all-to-all: direct */
+      forked_result *r = sim_run_forked(wl, npus == 16 ? "node8:2" : "node8", &o);
+      assert_non_null(r);
+      assert_int_equal(r->rc, 0);
+      print_message("%2d NPUs %-14s: replayed %8.3f us, closed form %8.3f us\n", npus, dirs[k],
+                    r->step_time_s * 1e6, expect[k] * 1e6);
+      assert_true(fabs(r->step_time_s - expect[k]) <= 0.01 * expect[k]);
+      forked_result_free(r);
+      tr_import_stats_release(&st);
+      wl_workload_destroy(wl);
+    }
   }
 }
 
-/* The DLRM step replayed on an 8-GPU single-node platform reproduces the
- * measured step: the whole step within 10 %, each rank within 15 %. */
+/* The DLRM step replayed on the preset of the machine it was measured on
+ * (dgx-v100: DGX-1, V100 on the NVLink hybrid cube-mesh) reproduces the
+ * measured step: the whole step within 10 %, each rank within 15 %.  Both
+ * devices are V100-SXM2, so compute is replayed as measured. */
 static void test_replay__dlrm_v100x8_reproduces_measured_step(void **state)
 {
   (void)state;
@@ -560,10 +586,14 @@ static void test_replay__dlrm_v100x8_reproduces_measured_step(void **state)
   assert_int_equal(
       do_import("kineto:" ST_SHARED_DIR "/traces/param-dlrm-v100x8/kineto", NULL, &wl, &st, &err),
       0);
+  assert_string_equal(st.source_device, "Tesla V100-SXM2-32GB");
+  plat_device dev;
+  assert_int_equal(tr_device_match(st.source_device, &dev, &err), 0);
+  assert_string_equal(dev.name, "V100-SXM2");
   sim_options o;
   sim_options_init(&o);
   o.quiet = 1;
-  forked_result *r = sim_run_forked(wl, "node8", &o);
+  forked_result *r = sim_run_forked(wl, "dgx-v100:1", &o);
   assert_non_null(r);
   assert_int_equal(r->rc, 0);
   print_message("whole step: replayed %.1f us, measured %.1f us\n", r->step_time_s * 1e6,
@@ -578,6 +608,179 @@ static void test_replay__dlrm_v100x8_reproduces_measured_step(void **state)
   forked_result_free(r);
   tr_import_stats_release(&st);
   wl_workload_destroy(wl);
+}
+
+/* The ResNet-50 trace (rank 0 of a 2-rank DDP step on A100; its nodes have
+ * durations but no start times, so there is no measured step to match)
+ * replays over 2 ranks with every collective completed, and the replayed
+ * step is bounded by what the trace fixes:
+ *  - at least the busiest GPU stream's kernel time (292,828 us on stream
+ *    7): a stream runs its kernels one after another, as measured;
+ *  - at most everything of the rank run one after another: all GPU and CPU
+ *    compute nodes (their measured durations) plus every replayed
+ *    collective (the two ranks run the same program, so neither waits for
+ *    the other beyond that). */
+static void test_replay__resnet50_between_critical_stream_and_serial_sum(void **state)
+{
+  (void)state;
+  if (!shared_has("traces/chakra-resnet50-ddp/chakra.0.et")) {
+    print_message("shared traces not found under %s: skipped\n", ST_SHARED_DIR);
+    skip();
+  }
+  tr_options to;
+  tr_options_init(&to);
+  to.num_gpus = 2;
+  wl_workload *wl;
+  tr_import_stats st;
+  st_err err;
+  assert_int_equal(do_import("chakra:" ST_SHARED_DIR "/traces/chakra-resnet50-ddp/chakra", &to,
+                             &wl, &st, &err),
+                   0);
+  assert_int_equal(wl->num_ranks, 2);
+  assert_true(isnan(st.measured_step_s)); /* no start times in the file */
+  assert_true(fabs(st.rank_compute_s[0] - 0.292828) < 1e-9);
+  const wl_program *p = &wl->programs[wl->rank_program[0]];
+  double per_stream[64] = {0}, all_compute = 0;
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (p->ops[i].kind == WL_OP_COMPUTE) {
+      per_stream[p->ops[i].stream] += p->ops[i].duration_s;
+      all_compute += p->ops[i].duration_s;
+    }
+  double critical = 0;
+  for (int q = 0; q < p->num_streams; q++)
+    critical = fmax(critical, per_stream[q]);
+  assert_true(fabs(critical - 0.292828) < 1e-9);
+  sim_options o;
+  sim_options_init(&o);
+  o.quiet = 1;
+  forked_result *r = sim_run_forked(wl, "dgx-a100:1", &o);
+  assert_non_null(r);
+  assert_int_equal(r->rc, 0);
+  assert_int_equal(r->num_colls, 7);
+  double colls = 0;
+  for (size_t i = 0; i < r->num_colls; i++)
+    colls += r->colls[i].end_s - r->colls[i].first_arrival_s;
+  print_message("replayed %.1f us; critical stream %.1f us; serial sum %.1f us\n",
+                r->step_time_s * 1e6, critical * 1e6, (all_compute + colls) * 1e6);
+  assert_true(r->step_time_s >= critical - 1e-9);
+  assert_true(r->step_time_s <= all_compute + colls + 1e-9);
+  forked_result_free(r);
+  tr_import_stats_release(&st);
+  wl_workload_destroy(wl);
+}
+
+/* ---- what-if: measured compute on another device ------------------------------ */
+
+/* Two made-up devices with round numbers: B has 4x A's fp32 peak, 5x its
+ * bf16 peak and 3x its HBM bandwidth.  Kernels of 1 s are long enough that
+ * the model's launch overhead (a few microseconds, kept as it is: it adds
+ * launch x (1 - ratio) to the ideal) moves the results by less than 1e-4
+ * relative. */
+static void test_whatif__compute_scales_by_peak_and_bandwidth_ratios(void **state)
+{
+  (void)state;
+  plat_device A, B;
+  memset(&A, 0, sizeof A);
+  memset(&B, 0, sizeof B);
+  snprintf(A.name, sizeof A.name, "A");
+  snprintf(B.name, sizeof B.name, "B");
+  A.peak_flops[WL_DTYPE_FP32] = 10e12;
+  B.peak_flops[WL_DTYPE_FP32] = 40e12;
+  A.peak_flops[WL_DTYPE_BF16] = 100e12;
+  B.peak_flops[WL_DTYPE_BF16] = 500e12;
+  A.hbm_Bps = 1e12;
+  B.hbm_Bps = 3e12;
+  static const struct {
+    int cls, dtype;
+    double before_s, after_s; /* hand-computed */
+  } cases[] = {
+      {WL_CLASS_GEMM, WL_DTYPE_FP32, 1.0, 0.25},        /* 10 / 40 */
+      {WL_CLASS_ATTENTION, WL_DTYPE_BF16, 1.0, 0.2},    /* 100 / 500 */
+      {WL_CLASS_ELEMENTWISE, WL_DTYPE_FP32, 1.0, 1.0 / 3}, /* 1 / 3 */
+      {WL_CLASS_OPTIMIZER, WL_DTYPE_BF16, 2.0, 2.0 / 3},
+      {WL_CLASS_OTHER, WL_DTYPE_FP32, 1.0, 1.0},        /* host time, gaps: kept */
+      {WL_CLASS_GEMM, WL_DTYPE_FP32, 0.0, 0.0},         /* nothing to scale */
+  };
+  enum { NC = sizeof cases / sizeof cases[0] };
+  const char *role = "world";
+  wl_workload *wl = wl_workload_create(1, 1, &role);
+  const char *sn = "s";
+  int pi = wl_program_add(wl, "p", 1, &sn);
+  wl_rank_set(wl, 0, pi);
+  for (int i = 0; i < NC; i++) {
+    wl_op op = wl_op_compute(0, cases[i].before_s);
+    op.sub = (uint8_t)cases[i].cls;
+    op.dtype = (uint8_t)cases[i].dtype;
+    assert_true(wl_program_append(&wl->programs[pi], &op, NULL, 0) >= 0);
+  }
+  wl_op c = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, 1e6);
+  assert_true(wl_program_append(&wl->programs[pi], &c, NULL, 0) >= 0);
+  tr_retarget_stats rs;
+  st_err err;
+  st_err_clear(&err);
+  assert_int_equal(tr_workload_retarget(wl, &A, &B, &rs, &err), 0);
+  const wl_program *p = &wl->programs[pi];
+  for (int i = 0; i < NC; i++) {
+    double got = p->ops[i].duration_s, want = cases[i].after_s;
+    print_message("%-12s %.3f s -> %.9f s (hand: %.9f s)\n", wl_class_name(cases[i].cls),
+                  cases[i].before_s, got, want);
+    assert_true(fabs(got - want) <= 1e-4 * fmax(want, 1e-9) || (want == 0 && got == 0));
+  }
+  assert_true(p->ops[NC].bytes == 1e6 && p->ops[NC].kind == WL_OP_COLL); /* untouched */
+  assert_int_equal(rs.ops_scaled, 4);
+  assert_int_equal(rs.ops_kept, 2);
+  assert_true(fabs(rs.before_s[WL_CLASS_GEMM] - 1.0) < 1e-12);
+  assert_true(fabs(rs.after_s[WL_CLASS_GEMM] - 0.25) < 1e-4 * 0.25);
+
+  /* and back: B -> A undoes it */
+  assert_int_equal(tr_workload_retarget(wl, &B, &A, NULL, &err), 0);
+  for (int i = 0; i < NC; i++)
+    assert_true(fabs(p->ops[i].duration_s - cases[i].before_s) <= 1e-9);
+
+  /* a device without HBM bandwidth cannot time a memory-bound kernel:
+   * the error names it, and nothing is changed */
+  plat_device Z = A;
+  snprintf(Z.name, sizeof Z.name, "Z");
+  Z.hbm_Bps = 0;
+  assert_int_equal(tr_workload_retarget(wl, &Z, &B, NULL, &err), ST_EUSAGE);
+  assert_string_equal(err.msg, "what-if: the compute model of device 'Z' does not reach 1 s for "
+                               "class 'elementwise' (no HBM bandwidth?)");
+  assert_true(p->ops[0].duration_s == 1.0 || fabs(p->ops[0].duration_s - 1.0) <= 1e-9);
+  assert_true(fabs(p->ops[2].duration_s - 1.0) <= 1e-9);
+  wl_workload_destroy(wl);
+}
+
+static void test_whatif__trace_device_names_match_builtin_devices(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *trace, *device; /* NULL: no single match */
+  } cases[] = {
+      {"Tesla V100-SXM2-32GB", "V100-SXM2"},
+      {"NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"},
+      {"NVIDIA H100 80GB HBM3", "H100-SXM"},
+      {"h100-sxm", "H100-SXM"},
+      {"NVIDIA A100-PCIE-40GB", NULL}, /* A100: two devices */
+      {"NVIDIA GeForce RTX 4090", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    plat_device d;
+    st_err err;
+    st_err_clear(&err);
+    int rc = tr_device_match(cases[i].trace, &d, &err);
+    if (cases[i].device) {
+      assert_int_equal(rc, 0);
+      assert_string_equal(d.name, cases[i].device);
+    } else {
+      assert_int_equal(rc, ST_EINPUT);
+    }
+  }
+  plat_device d;
+  st_err err;
+  assert_int_equal(tr_device_match("NVIDIA A100-PCIE-40GB", &d, &err), ST_EINPUT);
+  assert_string_equal(err.msg, "device 'NVIDIA A100-PCIE-40GB' of the trace matches more than one "
+                               "built-in device: give --from-device NAME "
+                               "(platforms/data/devices.json)");
 }
 
 int main(void)
@@ -600,6 +803,9 @@ int main(void)
       cmocka_unit_test(test_import__unknown_format_lists_known),
       cmocka_unit_test(test_replay__astra_microbenchmarks_match_closed_form),
       cmocka_unit_test(test_replay__dlrm_v100x8_reproduces_measured_step),
+      cmocka_unit_test(test_replay__resnet50_between_critical_stream_and_serial_sum),
+      cmocka_unit_test(test_whatif__compute_scales_by_peak_and_bandwidth_ratios),
+      cmocka_unit_test(test_whatif__trace_device_names_match_builtin_devices),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char p[128];

@@ -499,18 +499,10 @@ int tr_astra_import(const char *path, const tr_options *opt, wl_workload **out,
     APPEND(e, last_wg >= 0 ? &lw : NULL, last_wg >= 0 ? 1 : 0);
 #undef APPEND
   }
-  if (!rc) {
+  if (!rc)
     rc = tr_stats_alloc_ranks(stats, N, err);
-    char src[512];
-    snprintf(src, sizeof src, "astra:%s", path);
-    if (!rc)
-      wl_meta_set_str(&wl->meta.source, src);
-  }
-  if (!rc) {
-    rc = wl_workload_check(wl, err);
-    if (rc)
-      st_err_prefix(err, "trace '%s': imported workload is inconsistent: ", path);
-  }
+  if (!rc)
+    rc = tr_finish(wl, "astra", path, err);
 done:
   free(layers);
   free(data);

@@ -600,6 +600,40 @@ static int build_program(const char *path, ck_rank *r, int rank, wl_workload *wl
   return rc;
 }
 
+/* ---- what the trace measured ------------------------------------------------- */
+
+/* A rank's measured step: first node start to last node end (NAN when the
+ * nodes have no start times: the ResNet-50 file's are all 0), the GPU
+ * compute time (COMP nodes run by the GPU) and the GPU communication time
+ * (COMM nodes run by the GPU, waiting for peers included); NAN when no node
+ * has a duration (ASTRA-sim's generated traces). */
+static void measure_rank(const ck_rank *r, double *first_us, double *last_us, double *comp_s,
+                         double *comm_s)
+{
+  double t0 = INFINITY, t1 = -INFINITY, cp = 0, cm = 0;
+  int started = 0, timed = 0;
+  for (size_t i = 0; i < r->n; i++) {
+    const ck_node *k = &r->nodes[i];
+    if (k->type == CK_INVALID || k->type == CK_METADATA || k->type > CK_COLL)
+      continue;
+    t0 = fmin(t0, k->start_us);
+    t1 = fmax(t1, k->start_us + k->dur_us);
+    started |= k->start_us > 0;
+    timed |= k->dur_us > 0;
+    if (k->cpu)
+      continue;
+    if (k->type == CK_COMP)
+      cp += k->dur_us * 1e-6;
+    else if (k->type >= CK_SEND)
+      cm += k->dur_us * 1e-6;
+  }
+  /* a span needs start times (converters may leave them out: all 0) */
+  *first_us = started && t1 > t0 ? t0 : NAN;
+  *last_us = started && t1 > t0 ? t1 : NAN;
+  *comp_s = timed ? cp : NAN;
+  *comm_s = timed ? cm : NAN;
+}
+
 /* ---- entry ------------------------------------------------------------------- */
 
 static int file_exists(const char *p)
@@ -650,19 +684,8 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
     rc = read_rank(files[i], &ranks[i], stats, err);
   wl_workload *wl = NULL;
   if (!rc) {
-    const char *role = "world";
-    wl = wl_workload_create(nranks, 1, &role);
-    int32_t *all = malloc((size_t)nranks * sizeof *all);
-    if (!wl || !all)
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    for (int r = 0; !rc && r < nranks; r++)
-      all[r] = r;
-    int cw = rc ? -1 : wl_comm_add(wl, "world", WL_COMM_WORLD, nranks, all);
-    free(all);
-    if (!rc && cw < 0)
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    for (int r = 0; !rc && r < nranks; r++)
-      wl_rank_set_comm(wl, r, 0, cw);
+    if (!(wl = tr_world_workload(nranks, err)))
+      rc = ST_ENOMEM;
   }
   for (int i = 0; i < nf && !rc; i++) {
     int pi;
@@ -672,16 +695,22 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
   }
   if (!rc) {
     rc = tr_stats_alloc_ranks(stats, nranks, err);
-    char src[512];
-    snprintf(src, sizeof src, "chakra:%s", path);
-    if (!rc)
-      wl_meta_set_str(&wl->meta.source, src);
+    /* Measured values for the ranks that have a file; the whole step (first
+     * start to last end) only when every rank has one. */
+    double first = INFINITY, last = -INFINITY;
+    for (int i = 0; !rc && i < nf; i++) {
+      double a, b;
+      measure_rank(&ranks[i], &a, &b, &stats->rank_compute_s[i], &stats->rank_comm_s[i]);
+      stats->rank_measured_s[i] = (b - a) * 1e-6;
+      stats->rank_start_s[i] = isnan(a) ? NAN : 0; /* the replay starts every rank at 0 */
+      first = fmin(first, a);
+      last = fmax(last, b);
+    }
+    if (!rc && nf == nranks && last > first)
+      stats->measured_step_s = (last - first) * 1e-6;
   }
-  if (!rc) {
-    rc = wl_workload_check(wl, err);
-    if (rc)
-      st_err_prefix(err, "trace '%s': imported workload is inconsistent: ", path);
-  }
+  if (!rc)
+    rc = tr_finish(wl, "chakra", path, err);
   for (int i = 0; i < nf; i++)
     rank_release(&ranks[i]);
   free(ranks);

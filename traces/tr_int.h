@@ -35,7 +35,17 @@ char *tr_dirname(const char *path);
 /* Pointer to the last component of a path. */
 const char *tr_basename(const char *path);
 
-/* Set stats->rank_measured_s / rank_start_s to n entries of NAN (owned by stats). */
+/* Set stats->rank_measured_s, rank_start_s, rank_compute_s and rank_comm_s to
+ * n entries of NAN (owned by stats). */
 int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err);
+
+/* A workload of n ranks with one role, "world", played by one communicator
+ * of all ranks (the importers whose traces name no process groups).  NULL
+ * and err set when out of memory. */
+wl_workload *tr_world_workload(int n, st_err *err);
+
+/* The common end of an import: meta.source = "FORMAT:PATH", then the
+ * workload is checked; a failure names the trace. */
+int tr_finish(wl_workload *wl, const char *format, const char *path, st_err *err);
 
 #endif

@@ -78,6 +78,7 @@ typedef struct kt_file {
   size_t nrt;
   int *tids; /* distinct CUDA streams, ascending */
   int ntids;
+  char device[64]; /* deviceProperties name of the GPU the kernels ran on, or "" */
 } kt_file;
 
 typedef struct kt_ctx {
@@ -601,6 +602,22 @@ static int read_file(kt_ctx *c, kt_file *f)
     for (int q = 0; q < f->ntids; q++)
       if (f->tids[q] == f->gpu[j].tid)
         f->gpu[j].stream = q + 1; /* stream 0 is the host */
+  /* the device: the deviceProperties entry whose id is the kernels' pid
+   * (a host lists all its GPUs), else the first entry */
+  const cJSON *dp = cJSON_GetObjectItemCaseSensitive(f->root, "deviceProperties");
+  double gpid = -1;
+  if (f->ngpu)
+    ev_number(f->gpu[0].ev, "pid", &gpid);
+  const cJSON *d;
+  cJSON_ArrayForEach(d, dp)
+  {
+    double id;
+    const char *nm = str_item(d, "name");
+    if (!nm)
+      continue;
+    if (!f->device[0] || (!ev_number(d, "id", &id) && id == gpid))
+      snprintf(f->device, sizeof f->device, "%s", nm);
+  }
   return ST_OK;
 }
 
@@ -1136,10 +1153,12 @@ static int build_program(kt_ctx *c, wl_workload *wl, kt_file *f, double t0)
           op.flags |= WL_OPF_SPLITS;
         }
         c->stats->coll_ops++;
+        c->stats->rank_comm_s[f->rank] += (g->end - g->ts) * 1e-6;
       } else {
         op = wl_op_compute(s, (g->end - g->ts) * 1e-6);
         op.sub = (uint8_t)class_of_kernel(sn, g->kind);
         c->stats->compute_ops++;
+        c->stats->rank_compute_s[f->rank] += op.duration_s;
       }
       op.name = wl_program_string(p, sn);
       long oi = wl_program_append(p, &op, waits, nw);
@@ -1386,19 +1405,17 @@ int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
   for (int r = 0; !rc && r < world; r++)
     for (int i = 0; i < c.nfiles && !rc; i++)
       if (c.files[i].rank == r) {
+        stats->rank_compute_s[r] = stats->rank_comm_s[r] = 0;
         rc = build_program(&c, wl, &c.files[i], t0);
+        if (!stats->source_device[0])
+          snprintf(stats->source_device, sizeof stats->source_device, "%s", c.files[i].device);
         stats->rank_measured_s[r] = (c.files[i].step_end - c.files[i].step_ts) * 1e-6;
         stats->rank_start_s[r] = (c.files[i].step_ts - t0) * 1e-6;
       }
   if (!rc) {
     stats->measured_step_s = (t1 - t0) * 1e-6;
-    char src[512];
-    snprintf(src, sizeof src, "kineto:%s", path);
-    wl_meta_set_str(&wl->meta.source, src);
     wl->meta.iterations = 1;
-    rc = wl_workload_check(wl, err);
-    if (rc)
-      st_err_prefix(err, "trace '%s': imported workload is inconsistent: ", path);
+    rc = tr_finish(wl, "kineto", path, err);
   }
   ctx_release(&c);
   if (rc) {

@@ -434,19 +434,8 @@ int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
   sm_build b;
   memset(&b, 0, sizeof b);
   if (!rc) {
-    const char *role = "world";
-    wl = wl_workload_create(nranks, 1, &role);
-    int32_t *all = malloc((size_t)nranks * sizeof *all);
-    if (!wl || !all)
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    for (int r = 0; !rc && r < nranks; r++)
-      all[r] = r;
-    int cw = rc ? -1 : wl_comm_add(wl, "world", WL_COMM_WORLD, nranks, all);
-    free(all);
-    if (!rc && cw < 0)
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    for (int r = 0; !rc && r < nranks; r++)
-      wl_rank_set_comm(wl, r, 0, cw);
+    if (!(wl = tr_world_workload(nranks, err)))
+      rc = ST_ENOMEM;
   }
   /* request streams: as many as the most requests one rank has pending */
   enum { SM_SLOTS = 16 };
@@ -484,18 +473,10 @@ int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
       }
   }
   free(b.reqs);
-  if (!rc) {
+  if (!rc)
     rc = tr_stats_alloc_ranks(stats, nranks, err);
-    char src[512];
-    snprintf(src, sizeof src, "smpi:%s", path);
-    if (!rc)
-      wl_meta_set_str(&wl->meta.source, src);
-  }
-  if (!rc) {
-    rc = wl_workload_check(wl, err);
-    if (rc)
-      st_err_prefix(err, "trace '%s': imported workload is inconsistent: ", path);
-  }
+  if (!rc)
+    rc = tr_finish(wl, "smpi", path, err);
   for (size_t i = 0; i < n; i++)
     free(lines[i].tok);
   free(lines);

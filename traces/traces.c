@@ -94,6 +94,10 @@ void tr_import_stats_release(tr_import_stats *s)
   s->rank_measured_s = NULL;
   free(s->rank_start_s);
   s->rank_start_s = NULL;
+  free(s->rank_compute_s);
+  s->rank_compute_s = NULL;
+  free(s->rank_comm_s);
+  s->rank_comm_s = NULL;
 }
 
 /* ---- helpers shared by the importers (tr_int.h) ------------------------- */
@@ -188,16 +192,54 @@ char *tr_dirname(const char *path)
 
 int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
 {
-  free(stats->rank_measured_s);
-  free(stats->rank_start_s);
-  stats->rank_measured_s = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-  stats->rank_start_s = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-  if (!stats->rank_measured_s || !stats->rank_start_s) {
+  tr_import_stats_release(stats);
+  size_t sz = (size_t)(n > 0 ? n : 1) * sizeof(double);
+  stats->rank_measured_s = malloc(sz);
+  stats->rank_start_s = malloc(sz);
+  stats->rank_compute_s = malloc(sz);
+  stats->rank_comm_s = malloc(sz);
+  if (!stats->rank_measured_s || !stats->rank_start_s || !stats->rank_compute_s ||
+      !stats->rank_comm_s) {
     tr_import_stats_release(stats);
     return st_err_set(err, ST_ENOMEM, "out of memory");
   }
   for (int i = 0; i < n; i++)
-    stats->rank_measured_s[i] = stats->rank_start_s[i] = NAN;
+    stats->rank_measured_s[i] = stats->rank_start_s[i] = stats->rank_compute_s[i] =
+        stats->rank_comm_s[i] = NAN;
   stats->num_ranks = n;
   return ST_OK;
+}
+
+wl_workload *tr_world_workload(int n, st_err *err)
+{
+  const char *role = "world";
+  wl_workload *wl = wl_workload_create(n, 1, &role);
+  int32_t *all = malloc((size_t)n * sizeof *all);
+  int cw = -1;
+  if (wl && all) {
+    for (int r = 0; r < n; r++)
+      all[r] = r;
+    cw = wl_comm_add(wl, "world", WL_COMM_WORLD, n, all);
+  }
+  free(all);
+  if (cw < 0) {
+    wl_workload_destroy(wl);
+    st_err_set(err, ST_ENOMEM, "out of memory");
+    return NULL;
+  }
+  for (int r = 0; r < n; r++)
+    wl_rank_set_comm(wl, r, 0, cw);
+  return wl;
+}
+
+int tr_finish(wl_workload *wl, const char *format, const char *path, st_err *err)
+{
+  char src[512];
+  snprintf(src, sizeof src, "%s:%s", format, path);
+  if (wl_meta_set_str(&wl->meta.source, src))
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  int rc = wl_workload_check(wl, err);
+  if (rc)
+    st_err_prefix(err, "trace '%s': imported workload is inconsistent: ", path);
+  return rc;
 }

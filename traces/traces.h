@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include "platform.h"
 #include "st_common.h"
 #include "workload.h"
 
@@ -42,6 +43,15 @@ typedef struct tr_import_stats {
   long deps_dropped;    /* chakra: dependencies dropped (dangling, self, or cycle-forming) */
   long gaps;            /* kineto: delay ops made from idle gaps on GPU streams */
   double gap_s;         /* kineto: their total duration (all ranks) */
+  /* What each rank's measured step spent (num_ranks entries of NAN where
+   * unknown, or NULL; owned): the sum of its compute kernels' measured
+   * durations, and of its communication kernels' (from the kernel's start,
+   * waiting for peers included, to its end). */
+  double *rank_compute_s;
+  double *rank_comm_s;
+  /* The device the trace was measured on, as the trace names it (Kineto
+   * deviceProperties), or "" when the trace does not say. */
+  char source_device[64];
 } tr_import_stats;
 
 typedef struct tr_format {
@@ -58,6 +68,41 @@ const tr_format *tr_formats(size_t *count);
 int tr_import(const char *format_colon_path, const tr_options *opt, wl_workload **out,
               tr_import_stats *stats, st_err *err);
 void tr_import_stats_release(tr_import_stats *s);
+
+/* ---- what-if: replaying measured compute on another device ---------------
+ * A compute op with a measured duration (duration_s >= 0) and a class other
+ * than OTHER (OTHER is host time and idle gaps: never scaled) is rescaled to
+ * what the compute model predicts for the same work on the target device:
+ * the op's work W is the amount (FLOPs for GEMM and ATTENTION, HBM bytes for
+ * ELEMENTWISE, OPTIMIZER and COMM_KERNEL) for which plat_compute_time() on
+ * the source device equals the measured duration, and the new duration is
+ * plat_compute_time() of that work on the target device (same class and
+ * dtype).  A measured duration shorter than the model's time for no work at
+ * all (the launch overhead) is kept as it is.  Collectives are not touched:
+ * the replay simulates them on the target fabric anyway.  docs/traces.md
+ * states the rule and its limits. */
+typedef struct tr_retarget_stats {
+  long ops_scaled;                    /* compute ops rescaled */
+  long ops_kept;                      /* measured ops left as they were (OTHER, too short) */
+  double before_s[WL_CLASS_COUNT];    /* sum of measured durations per class, all ranks */
+  double after_s[WL_CLASS_COUNT];     /* the same after rescaling */
+} tr_retarget_stats;
+
+/* Rescale every compute op of wl in place (all programs).  stats may be
+ * NULL.  Fails (ST_EUSAGE), changing nothing, when the source device's model
+ * never reaches an op's measured duration (a memory-bound class on a device
+ * without HBM bandwidth), naming the device and the class. */
+int tr_workload_retarget(wl_workload *wl, const plat_device *from, const plat_device *to,
+                         tr_retarget_stats *stats, st_err *err);
+
+/* The built-in device (platforms/data/devices.json) a trace's device name
+ * stands for: the exact name (any case); else the device whose name the
+ * trace's name contains ("Tesla V100-SXM2-32GB" -> V100-SXM2), the longest
+ * such; else the device whose model (its name up to the first '-') is a
+ * word of the trace's name, when only one device has that model
+ * ("NVIDIA H100 80GB HBM3" -> H100-SXM).  ST_EINPUT naming the trace's
+ * device when none or several fit. */
+int tr_device_match(const char *trace_device, plat_device *out, st_err *err);
 
 #ifdef __cplusplus
 }

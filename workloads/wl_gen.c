@@ -12,7 +12,8 @@
  *                     Communication: dgrad all-reduce, SP input re-gather and
  *                     dgrad reduce-scatter);
  *   stream "dp"       overlapped DP bucket reductions and parameter gathers
- *                     (FSDP: all-gathers);  "dp_rs": FSDP reduce-scatters;
+ *                     (FSDP: all-gathers and reduce-scatters, in issue order, as
+ *                     NCCL runs one communicator's operations);
  *   "pp_send"/"pp_recv", "cp_send"/"cp_recv": point-to-point transfers, each
  *                     waited on by the compute op that needs them.
  *
@@ -40,9 +41,9 @@ enum { R_TP, R_DP, R_DPX, R_EP, R_CPN, R_CPP, R_PPN, R_PPP, R_EMBD, R_COUNT };
 static const char *const role_names[R_COUNT] = {"tp",      "dp",      "dp_expert",
                                                 "ep",      "cp_next", "cp_prev",
                                                 "pp_next", "pp_prev", "embd"};
-enum { S_COMPUTE, S_TP, S_DP, S_DPRS, S_PPS, S_PPR, S_CPS, S_CPR, S_COUNT };
-static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",      "dp_rs",
-                                                  "pp_send", "pp_recv", "cp_send", "cp_recv"};
+enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CPS, S_CPR, S_COUNT };
+static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",     "pp_send",
+                                                  "pp_recv", "cp_send", "cp_recv"};
 
 #define MAXPEND 16
 
@@ -810,10 +811,10 @@ static void unit_bwd(gen *g, int c)
     if (l->zero == 3) {
       /* post-backward reduce-scatter of this layer's gradients; prefetch of
        * the layer two below (BACKWARD_PRE with the two-gather limit) */
-      rs_prev = coll_s(g, S_DPRS, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP,
+      rs_prev = coll_s(g, S_DP, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP,
                        z3_bytes(g, i, 1, 0), -1);
       dp_push(g, rs_prev);
-      dp_push(g, coll_s(g, S_DPRS, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+      dp_push(g, coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
                         z3_bytes(g, i, 1, 1), -1));
       if (i - 2 >= first)
         g->z3_ag[i - 2 - first] = z3_gather(g, i - 2, g->last_c, 1);
@@ -824,7 +825,7 @@ static void unit_bwd(gen *g, int c)
     group_done(g, c, ngr - 1);
   }
   if (l->zero == 3)
-    dp_push(g, coll_s(g, S_DPRS, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
+    dp_push(g, coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
                       z3_root(g) * g->gb, -1));
 }
 
@@ -920,7 +921,11 @@ static int emit_stage(gen *g, int s, st_err *err)
       need(g, p2p(g, S_PPR, WL_OP_RECV, R_PPP, 0, pp_tag(l, mb, vs, 0), act, "pp.recv.act", -1));
     if (!fwd && vs < last_vs)
       need(g, p2p(g, S_PPR, WL_OP_RECV, R_PPN, 1, pp_tag(l, mb, vs, 1), act, "pp.recv.grad", -1));
-    need(g, prev_send);
+    /* 1F1B/GPipe: Megatron waits for the send too; interleaved: the sends
+     * overlap (combined/overlapped p2p), or the ring of stages would wait on
+     * itself */
+    if (l->schedule != WL_SCHED_INTERLEAVED)
+      need(g, prev_send);
     marker(g, WL_MARK_MICROBATCH, mb);
     if (fwd) {
       int first_fwd = 1;

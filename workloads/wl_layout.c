@@ -306,11 +306,13 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
   int off = snprintf(l.spec, sizeof l.spec,
                      "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d,vpp=%d,sp=%d,mbs=%d,gbs=%d,zero=%d,"
                      "recompute=%s,schedule=%s,dtype=%s,grad_dtype=%s,overlap_grad_reduce=%d,"
-                     "overlap_param_gather=%d,bucket=%.0f,flash=%d",
+                     "overlap_param_gather=%d,flash=%d",
                      l.tp, l.pp, l.dp, l.cp, l.ep, l.vpp, l.sp, l.mbs, l.gbs, l.zero,
                      recompute_names[l.recompute], schedule_names[l.schedule],
                      wl_dtype_name(l.dtype), wl_dtype_name(l.grad_dtype), l.overlap_grad_reduce,
-                     l.overlap_param_gather, l.bucket_params, l.flash);
+                     l.overlap_param_gather, l.flash);
+  if (l.bucket_params > 0 && off > 0 && (size_t)off < sizeof l.spec)
+    off += snprintf(l.spec + off, sizeof l.spec - (size_t)off, ",bucket=%.0f", l.bucket_params);
   if (l.first_stage_layers && off > 0 && (size_t)off < sizeof l.spec)
     off += snprintf(l.spec + off, sizeof l.spec - (size_t)off, ",first_stage_layers=%d",
                     l.first_stage_layers);

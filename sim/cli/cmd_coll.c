@@ -29,6 +29,11 @@ static const char usage_text[] =
     "  --cluster C         NAME[:NODES] preset, spec .json or SimGrid .xml\n"
     "  --bytes B           one size (nccl-tests convention), e.g. 64M, 1G, 4096\n"
     "  --sweep MIN:MAX     sizes MIN, 2 MIN, 4 MIN ... up to MAX (default 1K:1G)\n"
+    "  --algo A            ring, tree, nvls, nvls_tree, collnet, hier, torus, direct,\n"
+    "                      chain (default: chosen per size like NCCL's tuner)\n"
+    "  --proto P           ll, ll128 or simple (default: chosen per size)\n"
+    "  --channels K        rings/tree pairs across nodes (default: GPUs per node)\n"
+    "  --ideal             links at line rate, latency = route latency per hop\n"
     "  --fidelity F        flow (default: one flow per algorithm edge) or step\n"
     "  --net-model M       ideal (default), cm02 or lv08 (SimGrid's models)\n"
     "  --json              print a JSON list of {bytes, time_s, algbw_GBps, busbw_GBps}\n"
@@ -131,6 +136,8 @@ int cmd_coll(int argc, char **argv)
       {"bytes", required_argument, NULL, 'b'},     {"sweep", required_argument, NULL, 's'},
       {"fidelity", required_argument, NULL, 'f'},  {"net-model", required_argument, NULL, 'n'},
       {"json", no_argument, NULL, 'j'},            {"help", no_argument, NULL, 'h'},
+      {"algo", required_argument, NULL, 'A'},      {"proto", required_argument, NULL, 'P'},
+      {"channels", required_argument, NULL, 'C'},  {"ideal", no_argument, NULL, 'I'},
       {NULL, 0, NULL, 0}};
   int gpus = 0, json = 0;
   const char *cluster = NULL, *bytes_s = NULL, *sweep_s = NULL;
@@ -166,6 +173,24 @@ int cmd_coll(int argc, char **argv)
         return cli_usage_error("coll", "--net-model '%s' is not ideal, cm02 or lv08", optarg);
       break;
     case 'j': json = 1; break;
+    case 'A':
+      if ((opt.coll_algo = sim_coll_algo_from_name(optarg)) < 0)
+        return cli_usage_error("coll", "--algo '%s' is not ring, tree, nvls, nvls_tree, collnet, "
+                                       "hier, torus, direct or chain", optarg);
+      break;
+    case 'P':
+      if ((opt.coll_proto = sim_coll_proto_from_name(optarg)) < 0)
+        return cli_usage_error("coll", "--proto '%s' is not ll, ll128 or simple", optarg);
+      break;
+    case 'C': {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (*end || v < 1 || v > 64)
+        return cli_usage_error("coll", "--channels '%s' is not an integer from 1 to 64", optarg);
+      opt.coll_channels = (int)v;
+      break;
+    }
+    case 'I': opt.coll_model = SIM_COLL_IDEAL; break;
     case 'h': fputs(usage_text, stdout); return 0;
     default: return cli_bad_option("coll", argv);
     }
@@ -233,12 +258,13 @@ int cmd_coll(int argc, char **argv)
     printf("# simtrain coll %s: %d GPUs on %s, %s fidelity, network model %s\n", opname, gpus,
            cl->name, opt.fidelity == SIM_FID_STEP ? "step" : "flow",
            sim_net_model_name(opt.net_model));
-    printf("# %14s %14s %12s %12s %12s\n", "size(B)", "count(float)", "time(us)", "algbw(GB/s)",
-           "busbw(GB/s)");
+    printf("# %14s %14s %12s %12s %12s  %-9s %-6s %s\n", "size(B)", "count(float)", "time(us)",
+           "algbw(GB/s)", "busbw(GB/s)", "algo", "proto", "channels");
   }
   int per = op == OP_SENDRECV ? gpus : 1;
   for (int k = 0; k < nsizes; k++) {
     double t0 = INFINITY, t1 = 0;
+    const sim_coll_record *first = (size_t)k * per < res->num_colls ? &res->colls[(size_t)k * per] : NULL;
     for (int i = 0; i < per && (size_t)(k * per + i) < res->num_colls; i++) {
       const sim_coll_record *rc = &res->colls[(size_t)k * per + i];
       t0 = fmin(t0, rc->start_s);
@@ -248,11 +274,14 @@ int cmd_coll(int argc, char **argv)
     double algbw = sizes[k] / t / 1e9;
     double busbw = algbw * (op == OP_SENDRECV ? 1.0 : sim_busbw_factor(op, gpus));
     if (json)
-      printf("%s{\"bytes\":%.17g,\"time_s\":%.17g,\"algbw_GBps\":%.17g,\"busbw_GBps\":%.17g}",
-             k ? "," : "", sizes[k], t, algbw, busbw);
+      printf("%s{\"bytes\":%.17g,\"time_s\":%.17g,\"algbw_GBps\":%.17g,\"busbw_GBps\":%.17g,"
+             "\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d}",
+             k ? "," : "", sizes[k], t, algbw, busbw, first ? sim_coll_algo_name(first->algo) : "?",
+             first ? sim_coll_proto_name(first->proto) : "?", first ? first->channels : 0);
     else
-      printf("  %14.0f %14.0f %12.2f %12.2f %12.2f\n", sizes[k], floor(sizes[k] / 4), t * 1e6,
-             algbw, busbw);
+      printf("  %14.0f %14.0f %12.2f %12.2f %12.2f  %-9s %-6s %d\n", sizes[k], floor(sizes[k] / 4),
+             t * 1e6, algbw, busbw, first ? sim_coll_algo_name(first->algo) : "?",
+             first ? sim_coll_proto_name(first->proto) : "?", first ? first->channels : 0);
   }
   if (json)
     fputs("]\n", stdout);

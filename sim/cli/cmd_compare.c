@@ -9,12 +9,14 @@
 
 static void usage(FILE *out)
 {
-  fprintf(out, "usage: simtrain compare A.h5 B.h5 ... [--json]\n\n"
+  fprintf(out, "usage: simtrain compare A.h5 B.h5 ... [--json] [--plot [-o FILE.svg]]\n\n"
                "Put the summaries of results files side by side.  The first file (A) is the\n"
                "baseline: every other run X gets X-A and X/A for step time, throughput, MFU,\n"
                "the per-step breakdown and memory.\n\n"
                "options:\n"
                "  --json      one JSON object: values, differences and ratios per run\n"
+               "  --plot      also draw the runs' per-step breakdown as stacked bars (SVG)\n"
+               "  -o FILE     where --plot writes (default: A-compare.svg beside A.h5)\n"
                "  -h, --help  this help\n");
 }
 
@@ -22,7 +24,8 @@ const char cmd_compare_help[] = "results files side by side, with differences an
 
 int cmd_compare(int argc, char **argv)
 {
-  int json = 0;
+  int json = 0, plot = 0;
+  const char *out = NULL;
   const char **paths = calloc((size_t)argc, sizeof *paths);
   size_t n = 0;
   if (!paths) {
@@ -37,6 +40,14 @@ int cmd_compare(int argc, char **argv)
       return 0;
     } else if (!strcmp(argv[i], "--json")) {
       json = 1;
+    } else if (!strcmp(argv[i], "--plot")) {
+      plot = 1;
+    } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+      if (i + 1 >= argc) {
+        free(paths);
+        return cli_usage_error("compare", "'%s' needs a file name", argv[i]);
+      }
+      out = argv[++i];
     } else if (argv[i][0] == '-' && argv[i][1]) {
       free(paths);
       return cli_usage_error("compare", "unknown option '%s'", argv[i]);
@@ -48,6 +59,18 @@ int cmd_compare(int argc, char **argv)
     free(paths);
     return cli_usage_error("compare", "give at least two results files (got %zu)", n);
   }
+  if (out && !plot) {
+    free(paths);
+    return cli_usage_error("compare", "'-o' names the picture: it needs --plot");
+  }
+  char def[4096];
+  if (plot && !out) {
+    size_t l = strlen(paths[0]);
+    if (l > 3 && !strcmp(paths[0] + l - 3, ".h5"))
+      l -= 3;
+    snprintf(def, sizeof def, "%.*s-compare.svg", (int)l, paths[0]);
+    out = def;
+  }
   an_results **runs = calloc(n, sizeof *runs);
   st_err err = {0};
   int rc = 0;
@@ -57,6 +80,12 @@ int cmd_compare(int argc, char **argv)
   if (!runs) {
     st_err_set(&err, ST_ENOMEM, "compare: out of memory");
     rc = cli_fail(&err);
+  }
+  if (!rc && plot) {
+    if (an_plot_compare((const an_results *const *)runs, n, out, &err) != ST_OK)
+      rc = cli_fail(&err);
+    else
+      fprintf(stderr, "wrote '%s'\n", out);
   }
   if (!rc) {
     if (json)

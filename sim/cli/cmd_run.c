@@ -34,12 +34,21 @@ static const char usage_text[] =
     "  --layout SPEC       tp=..,pp=..,dp=..,mbs=..,gbs=.. (docs/workloads.md)\n"
     "  --trace FMT:PATH    import a captured trace (kineto, chakra, astra, smpi)\n"
     "  --cluster C         preset NAME[:NODES], cluster spec .json or SimGrid .xml\n"
+    "  --step N            with --trace (kineto): replay ProfilerStep#N (default: last complete)\n"
+    "  --et DIR            with --trace (kineto): host execution traces to join by pid\n"
+    "  --no-launch-gaps    with --trace (kineto): drop the delays made from idle stream gaps\n"
+    "  --gpus N            with --trace: astra: GPUs to expand over (default: the cluster's);\n"
+    "                      chakra: ranks, missing ones copy rank r mod files (default: files)\n"
+    "  --from-device NAME  with --trace: the device it was measured on, when the trace does\n"
+    "                      not say; compute is rescaled when the cluster's device differs\n"
     "  -o, --output FILE   write the HDF5 results file\n"
     "  --json              print one JSON object with the summary\n"
     "  --timeline          record every op (for report, export, plot)\n"
     "  --fidelity F        flow (default) or step\n"
     "  --net-model M       ideal (default), cm02 or lv08\n"
     "  --cfg SETTING       extra SimGrid setting, e.g. --cfg=network/model:LV08 (repeatable)\n"
+    "  --no-closed-form    simulate every collective's flows, even where a closed form\n"
+    "                      gives the same answer (collectives alone on their links)\n"
     "  --strict            fail when the workload does not fit in device memory\n"
     "  --quiet             no progress or warnings on stderr\n"
     "  -h, --help          this text\n";
@@ -49,9 +58,68 @@ struct run_args {
   int json, strict, quiet;
   sim_options opt;
   char cfg[1024];
+  /* --trace only */
+  tr_options topt;
+  int trace_opts;          /* a trace option was given */
+  const char *from_device; /* --from-device */
+  tr_import_stats st;      /* what the import measured */
+  an_replay replay;        /* measured against replayed */
+  int have_replay;
+  int rescaled;
+  char source_device[64];  /* as the trace or --from-device names it */
 };
 
-static int load_workload(const struct run_args *a, const plat_cluster *cl, wl_workload **wl,
+static int parse_count(const char *s, int *v)
+{
+  char *end;
+  long x = strtol(s, &end, 10);
+  if (end == s || *end || x < 0 || x > 100000000)
+    return -1;
+  *v = (int)x;
+  return 0;
+}
+
+/* A replayed trace keeps its measured compute times; on another device they
+ * are rescaled by the compute model (traces.h: tr_workload_retarget). */
+static int retarget(struct run_args *a, wl_workload *wl, const plat_cluster *cl, st_err *err)
+{
+  const char *name = a->from_device ? a->from_device : a->st.source_device;
+  snprintf(a->source_device, sizeof a->source_device, "%s", name);
+  if (!name[0])
+    return ST_OK;
+  plat_device from;
+  int rc;
+  if (a->from_device) {
+    if ((rc = plat_device_find(name, &from, err)))
+      st_err_prefix(err, "--from-device: ");
+    if (rc)
+      return rc;
+  } else if ((rc = tr_device_match(name, &from, err))) {
+    if (!a->quiet)
+      cli_warn("%s: measured compute is replayed as it is", err->msg);
+    st_err_clear(err);
+    return ST_OK;
+  }
+  if (!strcmp(from.name, cl->device.name))
+    return ST_OK;
+  tr_retarget_stats rs;
+  if ((rc = tr_workload_retarget(wl, &from, &cl->device, &rs, err)))
+    return rc;
+  a->rescaled = 1;
+  if (!a->quiet) {
+    char b[256];
+    int n = snprintf(b, sizeof b, "compute moved from %s to %s (%ld kernels):", from.name,
+                     cl->device.name, rs.ops_scaled);
+    for (int c = 0; c < WL_CLASS_COUNT && n < (int)sizeof b; c++)
+      if (c != WL_CLASS_OTHER && rs.before_s[c] > 0)
+        n += snprintf(b + n, sizeof b - (size_t)n, " %s x%.3f", wl_class_name(c),
+                      rs.after_s[c] / rs.before_s[c]);
+    fprintf(stderr, "simtrain: note: %s\n", b);
+  }
+  return ST_OK;
+}
+
+static int load_workload(struct run_args *a, const plat_cluster *cl, wl_workload **wl,
                          st_buf *desc, st_err *err)
 {
   int rc;
@@ -60,11 +128,19 @@ static int load_workload(const struct run_args *a, const plat_cluster *cl, wl_wo
     return wl_workload_read(a->workload, wl, err);
   }
   if (a->trace) {
-    tr_options topt;
-    tr_options_init(&topt);
-    topt.num_gpus = cl->num_gpus;
+    /* astra needs a GPU count to expand over: the cluster's unless --gpus;
+     * the other formats have their own rank count (chakra expands only
+     * when asked, so that a 4-rank trace never turns into 8 ranks) */
+    if (a->topt.num_gpus == 0 && !strncmp(a->trace, "astra:", 6))
+      a->topt.num_gpus = cl->num_gpus;
     st_buf_printf(desc, "{\"kind\":\"trace\",\"trace\":\"%s\"}", a->trace);
-    return tr_import(a->trace, &topt, wl, NULL, err);
+    if ((rc = tr_import(a->trace, &a->topt, wl, &a->st, err)))
+      return rc;
+    if ((rc = retarget(a, *wl, cl, err))) {
+      wl_workload_destroy(*wl);
+      *wl = NULL;
+    }
+    return rc;
   }
   wl_model m;
   wl_layout l;
@@ -84,11 +160,46 @@ static char *options_json(const struct run_args *a)
 {
   st_buf b;
   st_buf_init(&b);
-  st_buf_printf(&b, "{\"fidelity\":\"%s\",\"net_model\":\"%s\",\"timeline\":%s,\"cfg\":\"%s\"}",
+  st_buf_printf(&b,
+                "{\"fidelity\":\"%s\",\"net_model\":\"%s\",\"timeline\":%s,"
+                "\"closed_form\":%s,\"cfg\":\"%s\"}",
                 a->opt.fidelity == SIM_FID_STEP ? "step" : "flow",
                 sim_net_model_name(a->opt.net_model), a->opt.timeline ? "true" : "false",
-                a->cfg);
+                a->opt.fast_colls ? "true" : "false", a->cfg);
   return st_buf_detach(&b, NULL);
+}
+
+/* Measured (from the import) against replayed (from the run), when the
+ * trace measured anything. */
+static int trace_replay(struct run_args *a, const wl_workload *wl, const plat_cluster *cl,
+                        const sim_result *res, st_err *err)
+{
+  int measured = isfinite(a->st.measured_step_s);
+  for (int i = 0; i < a->st.num_ranks && !measured; i++)
+    measured = (a->st.rank_measured_s && isfinite(a->st.rank_measured_s[i])) ||
+               (a->st.rank_compute_s && isfinite(a->st.rank_compute_s[i]));
+  if (!measured)
+    return ST_OK;
+  const double *off = a->st.num_ranks >= res->num_ranks ? a->st.rank_start_s : NULL;
+  int rc = an_replay_init(&a->replay, wl, res, off, err);
+  if (rc)
+    return rc;
+  a->have_replay = 1;
+  an_replay *rp = &a->replay;
+  snprintf(rp->source_device, sizeof rp->source_device, "%s", a->source_device);
+  snprintf(rp->replay_device, sizeof rp->replay_device, "%s", cl->device.name);
+  rp->rescaled = a->rescaled;
+  rp->measured_step_s = a->st.measured_step_s;
+  for (int i = 0; i < rp->num_ranks && i < a->st.num_ranks; i++) {
+    an_replay_rank *x = &rp->ranks[i];
+    if (a->st.rank_measured_s)
+      x->measured_step_s = a->st.rank_measured_s[i];
+    if (a->st.rank_compute_s)
+      x->measured_compute_s = a->st.rank_compute_s[i];
+    if (a->st.rank_comm_s)
+      x->measured_comm_s = a->st.rank_comm_s[i];
+  }
+  return ST_OK;
 }
 
 const char cmd_run_help[] = "predict a training step: replay a workload on a cluster";
@@ -103,10 +214,15 @@ int cmd_run(int argc, char **argv)
       {"fidelity", required_argument, NULL, 'f'}, {"net-model", required_argument, NULL, 'n'},
       {"cfg", required_argument, NULL, 'C'},      {"strict", no_argument, NULL, 's'},
       {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
+      {"no-closed-form", no_argument, NULL, 'X'},
+      {"step", required_argument, NULL, 'S'},     {"et", required_argument, NULL, 'E'},
+      {"no-launch-gaps", no_argument, NULL, 'G'}, {"gpus", required_argument, NULL, 'g'},
+      {"from-device", required_argument, NULL, 'F'},
       {NULL, 0, NULL, 0}};
   struct run_args a;
   memset(&a, 0, sizeof a);
   sim_options_init(&a.opt);
+  tr_options_init(&a.topt);
   int ch;
   optind = 1;
   opterr = 0;
@@ -122,6 +238,7 @@ int cmd_run(int argc, char **argv)
     case 'T': a.opt.timeline = 1; break;
     case 's': a.strict = 1; break;
     case 'q': a.quiet = 1; break;
+    case 'X': a.opt.fast_colls = 0; break;
     case 'f':
       if (!strcmp(optarg, "flow"))
         a.opt.fidelity = SIM_FID_FLOW;
@@ -142,6 +259,19 @@ int cmd_run(int argc, char **argv)
                strncmp(optarg, "--cfg=", 6) ? optarg : optarg + 6);
       break;
     }
+    case 'S':
+      if (parse_count(optarg, &a.topt.step))
+        return cli_usage_error("run", "--step '%s' is not a step number", optarg);
+      a.trace_opts = 1;
+      break;
+    case 'E': a.topt.et_dir = optarg; a.trace_opts = 1; break;
+    case 'G': a.topt.keep_launch_gaps = 0; a.trace_opts = 1; break;
+    case 'g':
+      if (parse_count(optarg, &a.topt.num_gpus) || a.topt.num_gpus == 0)
+        return cli_usage_error("run", "--gpus '%s' is not a positive count", optarg);
+      a.trace_opts = 1;
+      break;
+    case 'F': a.from_device = optarg; a.trace_opts = 1; break;
     case 'h': fputs(usage_text, stdout); return 0;
     default: return cli_bad_option("run", argv);
     }
@@ -161,6 +291,9 @@ int cmd_run(int argc, char **argv)
     a.layout = EXAMPLE_LAYOUT;
     a.cluster = EXAMPLE_CLUSTER;
   }
+  if (a.trace_opts && !a.trace)
+    return cli_usage_error("run", "--step, --et, --no-launch-gaps, --gpus and --from-device go "
+                                  "with --trace");
   if ((a.model && !a.layout) || (a.layout && !a.model))
     return cli_usage_error("run", "--model and --layout go together");
   if (!a.cluster)
@@ -195,8 +328,21 @@ int cmd_run(int argc, char **argv)
                need, cl->device.name, have);
   }
 
+  /* a trace replay reports per-rank compute and communication: from the
+   * timeline, recorded for the purpose and dropped unless asked for */
+  int want_timeline = a.opt.timeline;
+  if (a.trace)
+    a.opt.timeline = 1;
   if ((rc = sim_run(wl, cl, &a.opt, &res, &err)))
     goto fail;
+  a.opt.timeline = want_timeline;
+  if (a.trace && (rc = trace_replay(&a, wl, cl, res, &err)))
+    goto fail;
+  if (!want_timeline) {
+    free(res->timeline);
+    res->timeline = NULL;
+    res->num_timeline = 0;
+  }
 
   an_summary sum;
   an_summary_compute(wl, cl, res, &sum);
@@ -213,17 +359,25 @@ int cmd_run(int argc, char **argv)
         .wl = wl,
         .result = res,
         .summary = &sum,
+        .replay = a.have_replay ? &a.replay : NULL,
     };
     if ((rc = an_results_write(a.output, &info, &err)))
       goto fail;
   }
-  if (a.json)
-    an_summary_print_json(&sum, stdout);
-  else
+  if (a.json) {
+    an_summary_print_json_replay(&sum, a.have_replay ? &a.replay : NULL, stdout);
+  } else {
     an_summary_print_text(&sum,
                           wl->meta.model ? wl->meta.model
                                          : (a.workload ? a.workload : (a.trace ? a.trace : "?")),
                           cl->name, stdout);
+    if (a.have_replay) {
+      fputc('\n', stdout);
+      an_replay_print_text(&a.replay, stdout);
+    }
+  }
+  an_replay_release(&a.replay);
+  tr_import_stats_release(&a.st);
   free(optjson);
   st_buf_release(&desc);
   sim_result_destroy(res);
@@ -232,6 +386,8 @@ int cmd_run(int argc, char **argv)
   return 0;
 
 fail:
+  an_replay_release(&a.replay);
+  tr_import_stats_release(&a.st);
   free(optjson);
   st_buf_release(&desc);
   sim_result_destroy(res);

@@ -17,6 +17,25 @@ json=$("$simtrain" compare "$fixture" "$fixture" --json); rc=$?
 check "--json exits 0" "[ $rc -eq 0 ]"
 check "--json ratio of step times is 1" "grep -q '\"ratio\":{\"num_gpus\":1,\"step_time_s\":1,' <<<\"\$json\""
 
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp "$fixture" "$tmp/a.h5"
+cp "$fixture" "$tmp/b.h5"
+out=$("$simtrain" compare "$tmp/a.h5" "$tmp/b.h5" --plot 2>"$tmp/err"); rc=$?
+check "--plot exits 0" "[ $rc -eq 0 ]"
+check "--plot still prints the table" "grep -q '^  step time (s) ' <<<\"\$out\""
+check "--plot default name" "[ \"\$(cat '$tmp/err')\" = \"wrote '$tmp/a-compare.svg'\" ]"
+if command -v xmllint >/dev/null; then
+  check "--plot is well-formed XML" "xmllint --noout '$tmp/a-compare.svg'"
+  n=$(xmllint --xpath 'count(//*[local-name()="g"][@id="bars"]/*[local-name()="rect"])' "$tmp/a-compare.svg")
+  check "--plot: four rects per run" "[ '$n' = 8 ]"
+fi
+"$simtrain" compare "$tmp/a.h5" "$tmp/b.h5" --plot -o "$tmp/c.svg" >/dev/null 2>&1
+check "--plot -o names the file" "[ -s '$tmp/c.svg' ]"
+err=$("$simtrain" compare "$tmp/a.h5" "$tmp/b.h5" -o "$tmp/d.svg" 2>&1 >/dev/null); rc=$?
+check "-o without --plot exits 1" "[ $rc -eq 1 ]"
+check "-o without --plot message" "[ \"\$err\" = \"simtrain: error: '-o' names the picture: it needs --plot (see 'simtrain compare --help')\" ]"
+
 err=$("$simtrain" compare "$fixture" 2>&1 >/dev/null); rc=$?
 check "one file exits 1" "[ $rc -eq 1 ]"
 check "one file message" "[ \"\$err\" = \"simtrain: error: give at least two results files (got 1) (see 'simtrain compare --help')\" ]"

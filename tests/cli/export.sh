@@ -27,5 +27,12 @@ err=$("$simtrain" export "$fixture" --perfetto -o "$tmp/no/t.json" 2>&1); rc=$?
 check "bad output path exits 2" "[ $rc -eq 2 ]"
 check "bad output path message" "grep -q \"^simtrain: error: trace '$tmp/no/t.json': cannot create\" <<<\"\$err\""
 
+err=$("$simtrain" export "$fixture" --perfetto -o "$tmp/t.json" --group gpu 2>&1); rc=$?
+check "bad --group exits 1" "[ $rc -eq 1 ]"
+check "bad --group message" "[ \"\$err\" = \"simtrain: error: --group 'gpu' is not rank or node (see 'simtrain export --help')\" ]"
+err=$("$simtrain" export "$fixture" --perfetto -o "$tmp/t.json" --group node 2>&1); rc=$?
+check "--group node without GPUs per node exits 2" "[ $rc -eq 2 ]"
+check "--group node without GPUs per node message" "[ \"\$err\" = \"simtrain: error: results '$fixture': '/config' cluster does not say how many GPUs a node has (node.gpus or gpus_per_node): group by rank instead\" ]"
+
 [ $fails -eq 0 ] || exit 1
 echo "export: all checks passed"

@@ -1,0 +1,112 @@
+/* cmd_memory.c — `simtrain memory`: bytes per GPU for a model, a layout and a
+ * cluster: weights, gradients, optimizer state, activations and the peak, per
+ * pipeline stage, and whether the largest fits the device.
+ *
+ *   simtrain memory --model M --layout SPEC --cluster C [--json]
+ *
+ * Exit status 0 whether or not it fits (the answer is printed); 2 on bad
+ * input. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "platform.h"
+#include "workload.h"
+
+static const char usage_text[] =
+    "usage: simtrain memory --model M --layout SPEC --cluster C [--json]\n"
+    "\n"
+    "Per-GPU memory of a training step, per pipeline stage: weights, gradients,\n"
+    "optimizer state, activations (by recomputation, SP and the schedule's\n"
+    "micro-batches in flight), the peak, and whether it fits the device.\n"
+    "\n"
+    "  --model M        a built-in model or a model spec .json\n"
+    "  --layout SPEC    the parallel layout (see 'simtrain gen --help')\n"
+    "  --cluster C      NAME[:NODES] preset, spec .json or SimGrid .xml: the GPU\n"
+    "                   count and the device's memory\n"
+    "  --json           print JSON\n"
+    "  -h, --help       this text\n";
+
+const char cmd_memory_help[] = "memory per GPU of a model and layout, and whether it fits";
+
+static double gib(double b) { return b / 1073741824.0; }
+
+int cmd_memory(int argc, char **argv)
+{
+  static const struct option longopts[] = {
+      {"model", required_argument, NULL, 'm'}, {"layout", required_argument, NULL, 'l'},
+      {"cluster", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
+      {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
+  const char *model = NULL, *layout = NULL, *cluster = NULL;
+  int json = 0, ch;
+  optind = 1;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'm': model = optarg; break;
+    case 'l': layout = optarg; break;
+    case 'c': cluster = optarg; break;
+    case 'j': json = 1; break;
+    case 'h': fputs(usage_text, stdout); return 0;
+    default: return cli_bad_option("memory", argv);
+    }
+  }
+  if (optind < argc)
+    return cli_usage_error("memory", "unexpected argument '%s'", argv[optind]);
+  if (!model)
+    return cli_usage_error("memory", "--model is required");
+  if (!layout)
+    return cli_usage_error("memory", "--layout is required");
+  if (!cluster)
+    return cli_usage_error("memory", "--cluster is required");
+  st_err err;
+  st_err_clear(&err);
+  plat_cluster *c = NULL;
+  if (plat_cluster_load(cluster, &c, &err))
+    return cli_fail(&err);
+  wl_model m;
+  wl_layout l;
+  static wl_memory mem;
+  if (wl_model_load(model, &m, &err) || wl_layout_parse(layout, c->num_gpus, &m, &l, &err) ||
+      wl_memory_estimate(&m, &l, &mem, &err)) {
+    plat_cluster_destroy(c);
+    return cli_fail(&err);
+  }
+  double cap = c->device.hbm_bytes;
+  int fits = mem.peak_bytes <= cap;
+  if (json) {
+    printf("{\"model\":\"%s\",\"layout\":\"%s\",\"cluster\":\"%s\",\"device\":\"%s\","
+           "\"device_bytes\":%.17g,\"peak_bytes\":%.17g,\"peak_stage\":%d,\"fits\":%s,"
+           "\"stages\":[",
+           m.name, l.spec, c->name, c->device.name, cap, mem.peak_bytes, mem.peak_stage,
+           fits ? "true" : "false");
+    for (int s = 0; s < mem.num_stages; s++) {
+      const wl_memory_stage *st = &mem.stages[s];
+      printf("%s{\"stage\":%d,\"layers\":%d,\"params\":%.17g,\"weights_bytes\":%.17g,"
+             "\"grads_bytes\":%.17g,\"optimizer_bytes\":%.17g,\"activations_bytes\":%.17g,"
+             "\"act_layer_bytes\":%.17g,\"inflight_microbatches\":%.17g,\"other_bytes\":%.17g,"
+             "\"peak_bytes\":%.17g}",
+             s ? "," : "", s, st->layers, st->params, st->weights_bytes, st->grads_bytes,
+             st->optimizer_bytes, st->activations_bytes, st->act_layer_bytes, st->inflight,
+             st->other_bytes, st->peak_bytes);
+    }
+    printf("]}\n");
+  } else {
+    printf("model     %s\nlayout    %s\ncluster   %s (%s, %.1f GiB per GPU)\n\n", m.name, l.spec,
+           c->name, c->device.name, gib(cap));
+    printf("%5s %6s %14s %11s %11s %11s %11s %9s %11s %11s\n", "stage", "layers", "params/GPU",
+           "weights", "grads", "optimizer", "activation", "in-flight", "other", "peak");
+    for (int s = 0; s < mem.num_stages; s++) {
+      const wl_memory_stage *st = &mem.stages[s];
+      printf("%5d %6d %14.0f %7.2f GiB %7.2f GiB %7.2f GiB %7.2f GiB %9.2f %7.2f GiB %7.2f GiB\n",
+             s, st->layers, st->params, gib(st->weights_bytes), gib(st->grads_bytes),
+             gib(st->optimizer_bytes), gib(st->activations_bytes), st->inflight,
+             gib(st->other_bytes), gib(st->peak_bytes));
+    }
+    printf("\npeak      %.2f GiB on stage %d: %s the %.1f GiB of a %s\n", gib(mem.peak_bytes),
+           mem.peak_stage, fits ? "fits" : "does NOT fit", gib(cap), c->device.name);
+  }
+  plat_cluster_destroy(c);
+  return 0;
+}

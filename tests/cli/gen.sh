@@ -1,0 +1,46 @@
+#!/bin/bash
+# gen.sh — `simtrain gen` and `simtrain memory`: what they print, the file
+# gen writes, and their errors.
+set -u
+simtrain=$1
+fails=0
+check() { # name, condition
+  if eval "$2"; then :; else echo "FAIL: $1"; fails=$((fails + 1)); fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# gen: 16 GPUs of llama3-8b, tp=4 pp=2 dp=2; 4 micro-batches; one program per stage
+json=$("$simtrain" gen --model llama3-8b --layout tp=4,pp=2,gbs=8,sp=1 --gpus 16 -o "$tmp/w.json.gz" --json); rc=$?
+check "gen exits 0" "[ $rc -eq 0 ]"
+check "gen writes the file" "[ -s '$tmp/w.json.gz' ]"
+check "gen summary: 16 ranks, 2 programs" "grep -q '\"ranks\":16,\"programs\":2,' <<<\"\$json\""
+check "tokens = gbs x seq" "grep -q '\"tokens_per_step\":65536,' <<<\"\$json\""
+check "the file is gzip JSON with source gen" "zcat '$tmp/w.json.gz' | grep -q '\"source\": *\"gen\"'"
+
+# --cluster gives the GPU count (node8:2 = 16 GPUs, so dp = 16/(4*2) = 2)
+out=$("$simtrain" gen --model llama3-8b --layout tp=4,pp=2,gbs=8 --cluster node8:2 -o "$tmp/c.json"); rc=$?
+check "gen --cluster exits 0" "[ $rc -eq 0 ]"
+check "dp resolved from the cluster" "grep -q 'tp=4,pp=2,dp=2,' <<<\"\$out\""
+
+# errors: exit 2 with one line naming the numbers; nothing written
+err=$("$simtrain" gen --model llama3-8b --layout tp=3 --gpus 16 -o "$tmp/bad.json" 2>&1 >/dev/null); rc=$?
+check "bad layout exits 2" "[ $rc -eq 2 ]"
+check "bad layout message" "[ \"\$err\" = \"simtrain: error: layout 'tp=3': 16 GPUs are not divisible by tp*pp*cp = 3*1*1 = 3\" ]"
+check "nothing written on error" "[ ! -e '$tmp/bad.json' ]"
+err=$("$simtrain" gen --layout tp=1 --gpus 1 -o "$tmp/x.json" 2>&1); rc=$?
+check "missing --model exits 1" "[ $rc -eq 1 ]"
+check "model list" "\"$simtrain\" gen --model list | grep -qx megatron-1t"
+
+# memory: llama3-70b on 32 GPUs; table per stage and the fit line
+out=$("$simtrain" memory --model llama3-70b --layout tp=8,pp=4,gbs=64,sp=1 --cluster node8:4); rc=$?
+check "memory exits 0" "[ $rc -eq 0 ]"
+check "memory has 4 stages" "[ \$(grep -cE '^ +[0-3] +20 ' <<<\"\$out\") -eq 4 ]"
+check "memory says whether it fits" "grep -qE '^peak .* (fits|does NOT fit) the 74.5 GiB of a H100-SXM$' <<<\"\$out\""
+json=$("$simtrain" memory --model llama3-405b --layout tp=8,pp=2,gbs=16 --cluster node8:2 --json); rc=$?
+check "memory --json exits 0" "[ $rc -eq 0 ]"
+check "405B on 16 GPUs does not fit" "grep -q '\"fits\":false' <<<\"\$json\""
+err=$("$simtrain" memory --model llama3-405b --layout tp=8,pp=16 --cluster node8:16 2>&1); rc=$?
+check "memory: layers not divisible exits 2" "[ $rc -eq 2 ]"
+check "memory: the message names the numbers" "grep -q \"layers (126) not divisible by pp\\*vpp = 16\\*1 = 16\" <<<\"\$err\""
+exit $((fails > 0))

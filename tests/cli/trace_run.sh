@@ -1,0 +1,94 @@
+#!/bin/bash
+# trace_run.sh — `simtrain run --trace`: the import options, the replay
+# report (text, --json "replay", /replay in the results, report --json equal
+# to run --json), the what-if note, and the rank count of each format.
+# Checks on the shared traces exit 77 (skipped) when that folder is absent.
+set -u
+simtrain=$1
+shared=${2:-}
+here=$(cd "$(dirname "$0")" && pwd)
+data=$here/../data
+fails=0
+check() { # name, condition
+  if eval "$2"; then :; else echo "FAIL: $1"; fails=$((fails + 1)); fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Without the shared traces: options, errors, a trace of our own.
+err=$("$simtrain" run --workload x --step 3 --cluster node8 2>&1 >/dev/null); rc=$?
+check "trace option without --trace exits 1" "[ $rc -eq 1 ]"
+check "trace option without --trace message" "[ \"\$err\" = \"simtrain: error: --step, --et, --no-launch-gaps, --gpus and --from-device go with --trace (see 'simtrain run --help')\" ]"
+err=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --gpus zero 2>&1 >/dev/null); rc=$?
+check "bad --gpus exits 1" "[ $rc -eq 1 ]"
+json=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --json --quiet); rc=$?
+check "astra run exits 0" "[ $rc -eq 0 ]"
+check "astra expands over the cluster's 8 GPUs" "grep -q '\"num_gpus\":8,' <<<\"\$json\""
+check "astra has nothing measured: no replay object" "! grep -q '\"replay\"' <<<\"\$json\""
+json=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --gpus 4 --json --quiet)
+check "astra --gpus 4" "grep -q '\"num_gpus\":4,' <<<\"\$json\""
+err=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --from-device TPU-v9 2>&1 >/dev/null); rc=$?
+check "unknown --from-device exits 2" "[ $rc -eq 2 ]"
+check "unknown --from-device names it" "grep -q \"^simtrain: error: --from-device: device 'TPU-v9' is unknown (known: V100-SXM2, \" <<<\"\$err\""
+
+if [ -z "$shared" ] || [ ! -d "$shared/traces/param-dlrm-v100x8" ]; then
+  echo "shared traces not found: the checks on real traces are skipped"
+  [ $fails -eq 0 ] && exit 77
+  exit 1
+fi
+T=$shared/traces
+
+# DLRM on its own machine: the replay report, in every form.
+out=$("$simtrain" run --trace "kineto:$T/param-dlrm-v100x8/kineto" --cluster dgx-v100:1 --quiet); rc=$?
+check "dlrm run exits 0" "[ $rc -eq 0 ]"
+check "replay table follows the summary" "grep -q '^replay of the trace, measured against replayed (us):' <<<\"\$out\""
+check "source and replay devices named" "grep -q '^  measured on Tesla V100-SXM2-32GB, replayed on V100-SXM2$' <<<\"\$out\""
+check "whole step measured 20,823.0 us" "grep -Eq '^  whole +20,823\\.0 ' <<<\"\$out\""
+check "eight rank rows" "[ \$(grep -Ec '^  [0-7] +[0-9,]+\\.[0-9] ' <<<\"\$out\") -eq 8 ]"
+check "the table fits in 100 columns" "[ \$(sed -n '/^replay of the trace/,\$p' <<<\"\$out\" | awk '{ if (length > m) m = length } END { print m }') -le 100 ]"
+json=$("$simtrain" run --trace "kineto:$T/param-dlrm-v100x8/kineto" --cluster dgx-v100:1 --json --quiet -o "$tmp/dlrm.h5"); rc=$?
+check "dlrm --json exits 0" "[ $rc -eq 0 ]"
+check "one line of JSON" "[ \$(wc -l <<<\"\$json\") -eq 1 ]"
+check "--json has the replay object" "grep -q '\"replay\":{\"source_device\":\"Tesla V100-SXM2-32GB\",\"replay_device\":\"V100-SXM2\",\"rescaled\":false,\"measured_step_s\":0.02082' <<<\"\$json\""
+check "--json replay has 8 ranks" "[ \$(grep -o '\"measured_compute_s\"' <<<\"\$json\" | wc -l) -eq 8 ]"
+report=$("$simtrain" report "$tmp/dlrm.h5" --json)
+check "report --json prints what run --json printed" "[ \"\$report\" = \"\$json\" ]"
+report=$("$simtrain" report "$tmp/dlrm.h5")
+check "report prints the replay table" "grep -q '^replay of the trace, measured against replayed (us):' <<<\"\$report\""
+if command -v h5dump >/dev/null; then
+  h=$(h5dump -H "$tmp/dlrm.h5")
+  for obj in 'DATASET "replay"' 'ATTRIBUTE "source_device"' 'ATTRIBUTE "measured_step_s"' \
+             '"measured_compute_s"' '"replayed_comm_s"'; do
+    check "h5dump shows $obj" "grep -q '$obj' <<<\"\$h\""
+  done
+  check "no timeline unless asked" "! grep -q 'DATASET \"timeline\"' <<<\"\$h\""
+fi
+
+# What-if: the same trace on H100s; compute moves, the note says by how much.
+err=$("$simtrain" run --trace "kineto:$T/param-dlrm-v100x8/kineto" --cluster node8 2>&1 >"$tmp/h100.txt"); rc=$?
+check "what-if run exits 0" "[ $rc -eq 0 ]"
+check "what-if note" "grep -q '^simtrain: note: compute moved from V100-SXM2 to H100-SXM (841 kernels): gemm x0\\.[0-9]* elementwise x0\\.[0-9]*$' <<<\"\$err\""
+check "what-if marked in the table" "grep -q 'replayed on H100-SXM (compute rescaled by the compute model)' \"$tmp/h100.txt\""
+err=$("$simtrain" run --trace "kineto:$T/param-dlrm-v100x8/kineto" --cluster node8 --from-device H100-SXM 2>&1 >/dev/null)
+check "--from-device equal to the cluster's: no rescaling" "[ -z \"\$err\" ]"
+out=$("$simtrain" run --trace "kineto:$T/param-dlrm-v100x8/kineto" --cluster dgx-v100:1 --no-launch-gaps --quiet); rc=$?
+check "--no-launch-gaps accepted by run" "[ $rc -eq 0 ]"
+out=$("$simtrain" run --trace "kineto:$T/param-dlrm-v100x8/kineto" --cluster dgx-v100:1 --step 10 --et "$T/param-dlrm-v100x8/et" --quiet); rc=$?
+check "--step and --et accepted by run" "[ $rc -eq 0 ]"
+err=$("$simtrain" run --trace "kineto:$T/param-dlrm-v100x8/kineto" --cluster dgx-v100:1 --step 99 2>&1 >/dev/null); rc=$?
+check "a step not in the trace exits 2" "[ $rc -eq 2 ]"
+
+# Chakra: a 4-rank trace stays 4 ranks on an 8-GPU cluster; --gpus expands.
+json=$("$simtrain" run --trace "chakra:$T/astra-sim/microbench-et/microbenchmarks/all_reduce/4npus_1MB/all_reduce" --cluster node8 --json --quiet)
+check "chakra keeps its 4 ranks" "grep -q '\"num_gpus\":4,' <<<\"\$json\""
+out=$("$simtrain" run --trace "chakra:$T/chakra-resnet50-ddp/chakra" --gpus 2 --cluster dgx-a100:1 --quiet); rc=$?
+check "resnet-50 replays over 2 ranks" "[ $rc -eq 0 ]"
+check "resnet-50: measured compute of rank 0" "grep -Eq '^  0 +n/a +[0-9,.]+ +292,828\\.0 +292,828\\.0 ' <<<\"\$out\""
+
+# SMPI: runs; nothing measured, so no table.
+out=$("$simtrain" run --trace "smpi:$T/simgrid-ti/split_traces" --cluster node8 --quiet); rc=$?
+check "smpi replays" "[ $rc -eq 0 ]"
+check "smpi: no replay table" "! grep -q 'replay of the trace' <<<\"\$out\""
+
+[ $fails -eq 0 ] && echo "trace_run: all checks passed"
+exit $((fails > 0))

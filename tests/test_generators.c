@@ -1,0 +1,781 @@
+/* test_generators.c — the workload generators against independent closed forms.
+ *
+ * Expected values come from formulas written here from their sources, never
+ * from the code under test:
+ *   - model FLOPs: Narayanan et al. SC'21 Eq. 3 (72 B s l h^2 (1 + s/6h + V/12lh),
+ *     96 ... with full recomputation) and 6 x params x tokens + attention for
+ *     GQA/SwiGLU/MoE shapes;
+ *   - bytes per rank per step of each parallelism's communication
+ *     (docs/workloads.md, "Communication per rank");
+ *   - activation memory: Korthikanti et al. 2022, Table 2 and Sec. 4.2.3;
+ *   - step time of 1F1B, GPipe and interleaved 1F1B with free communication:
+ *     (m + p - 1)(t_f + t_b) and (m + (p - 1)/v)(t_f + t_b), on the engine.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "sim.h"
+#include "sim_fork.h"
+#include "workload.h"
+
+/* GPT-style test model (gelu, biases, LayerNorm, tied embeddings). */
+static const char GPT_T[] = "{\"name\":\"gpt-t\",\"layers\":8,\"hidden\":1024,\"heads\":16,"
+                            "\"ffn_hidden\":4096,\"ffn_act\":\"gelu\",\"vocab\":32768,"
+                            "\"seq_len\":1024,\"tie_embeddings\":true}";
+/* MoE test model (swiglu, GQA, untied). */
+static const char MOE_T[] = "{\"name\":\"moe-t\",\"layers\":4,\"hidden\":1024,\"heads\":16,"
+                            "\"kv_heads\":4,\"ffn_hidden\":4096,\"ffn_act\":\"swiglu\","
+                            "\"vocab\":32768,\"seq_len\":1024,\"tie_embeddings\":false,"
+                            "\"moe\":{\"experts\":8,\"top_k\":2,\"expert_ffn_hidden\":1024}}";
+
+static void check_rel(double got, double want, double tol, const char *what)
+{
+  double rel = fabs(got - want) / fabs(want);
+  if (!(rel <= tol)) {
+    print_error("%s: got %.9g, want %.9g (rel. error %.3g > %.3g)\n", what, got, want, rel, tol);
+    fail();
+  }
+}
+
+static void model_of(const char *json_or_name, wl_model *m)
+{
+  st_err err;
+  st_err_clear(&err);
+  int rc = json_or_name[0] == '{' ? wl_model_parse(json_or_name, "inline", m, &err)
+                                  : wl_model_load(json_or_name, m, &err);
+  if (rc) {
+    print_error("model: %s\n", err.msg);
+    fail();
+  }
+}
+
+static wl_workload *gen(const wl_model *m, const char *spec, int gpus, wl_layout *lo)
+{
+  st_err err;
+  st_err_clear(&err);
+  wl_layout l;
+  wl_workload *wl = NULL;
+  if (wl_layout_parse(spec, gpus, m, &l, &err) || wl_generate(m, &l, &wl, &err)) {
+    print_error("%s / %s: %s\n", m->name, spec, err.msg);
+    fail();
+  }
+  if (lo)
+    *lo = l;
+  return wl;
+}
+
+/* Bytes of one rank's program on communicators of a kind: collectives
+ * (op -1: any) or sends. */
+static double rank_bytes(const wl_workload *wl, int rank, int comm_kind, int opkind, int coll)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[rank]];
+  double sum = 0;
+  for (size_t i = 0; i < p->num_ops; i++) {
+    const wl_op *o = &p->ops[i];
+    if (o->kind != opkind || (coll >= 0 && o->sub != coll))
+      continue;
+    int c = wl_rank_comm(wl, rank, o->role);
+    if (c >= 0 && wl->comms[c].kind == comm_kind)
+      sum += o->bytes;
+  }
+  return sum;
+}
+
+static int count_ops(const wl_workload *wl, int rank, const char *name)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[rank]];
+  int n = 0;
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (!strcmp(wl_op_name(p, &p->ops[i]), name))
+      n++;
+  return n;
+}
+
+static double named_bytes(const wl_workload *wl, int rank, const char *name)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[rank]];
+  double sum = 0;
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (!strcmp(wl_op_name(p, &p->ops[i]), name))
+      sum += p->ops[i].bytes;
+  return sum;
+}
+
+/* Sum over all ranks of the FLOPs of compute ops of a class. */
+static double job_flops(const wl_workload *wl, int cls)
+{
+  double sum = 0;
+  for (int r = 0; r < wl->num_ranks; r++) {
+    const wl_program *p = &wl->programs[wl->rank_program[r]];
+    for (size_t i = 0; i < p->num_ops; i++)
+      if (p->ops[i].kind == WL_OP_COMPUTE && p->ops[i].sub == cls)
+        sum += p->ops[i].flops;
+  }
+  return sum;
+}
+
+/* ---- model and layout specs ------------------------------------------------ */
+static void test_model__builtins_load_with_their_dims(void **state)
+{
+  (void)state;
+  int n = 0;
+  for (const char *const *nm = wl_model_names(); *nm; nm++, n++) {
+    wl_model m;
+    model_of(*nm, &m);
+    assert_string_equal(m.name, *nm);
+  }
+  assert_true(n >= 16);
+  static const struct {
+    const char *name;
+    int layers, hidden, heads, kv, ffn;
+  } want[] = {{"gpt3-175b", 96, 12288, 96, 96, 49152},   {"llama3-8b", 32, 4096, 32, 8, 14336},
+              {"llama3-70b", 80, 8192, 64, 8, 28672},    {"llama3-405b", 126, 16384, 128, 8, 53248},
+              {"megatron-1.7b", 24, 2304, 24, 24, 9216}, {"megatron-1t", 128, 25600, 160, 160, 102400},
+              {"megatron-530b", 105, 20480, 128, 128, 81920}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    wl_model m;
+    model_of(want[i].name, &m);
+    assert_int_equal(m.layers, want[i].layers);
+    assert_int_equal(m.hidden, want[i].hidden);
+    assert_int_equal(m.heads, want[i].heads);
+    assert_int_equal(m.kv_heads, want[i].kv);
+    assert_int_equal(m.ffn_hidden, want[i].ffn);
+  }
+  wl_model d;
+  model_of("deepseek-v3", &d);
+  assert_true(d.has_moe && d.has_mla);
+  assert_int_equal(d.moe.experts, 256);
+  assert_int_equal(d.moe.top_k, 8);
+  assert_int_equal(d.moe.dense_layers, 3);
+  /* total parameters of the published sizes (MoE: all experts) */
+  wl_model l8;
+  model_of("llama3-8b", &l8);
+  check_rel(wl_model_params(&l8), 8.03e9, 0.01, "llama3-8b params");
+  wl_model l405;
+  model_of("llama3-405b", &l405);
+  check_rel(wl_model_params(&l405), 405.8e9, 0.01, "llama3-405b params");
+  wl_model mx;
+  model_of("mixtral-8x7b", &mx);
+  check_rel(wl_model_params(&mx), 46.7e9, 0.01, "mixtral params");
+  check_rel(wl_model_params(&d), 671e9, 0.01, "deepseek-v3 params");
+}
+
+static void test_model__errors_name_the_key(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *json, *msg;
+  } cases[] = {
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,\"foo\":1}",
+       "model 'inline': key 'foo' is unknown"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":7,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true}",
+       "model 'inline': key 'heads' (7) does not divide 'hidden' (1024)"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"kv_heads\":3,"
+       "\"ffn_hidden\":4096,\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,"
+       "\"tie_embeddings\":true}",
+       "model 'inline': key 'kv_heads' (3) does not divide 'heads' (16)"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"seq_len\":128,\"tie_embeddings\":true}",
+       "model 'inline': key 'vocab' is missing"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"relu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true}",
+       "model 'inline': key 'ffn_act' must be \"gelu\" or \"swiglu\""},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
+       "\"moe\":{\"experts\":8,\"top_k\":2,\"bar\":1}}",
+       "model 'inline': key 'moe.bar' is unknown"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
+       "\"moe\":{\"experts\":4,\"top_k\":8}}",
+       "model 'inline': key 'moe.top_k' (8) exceeds 'moe.experts' (4)"},
+      {"{\"name\":\"x\",\"layers\":-2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true}",
+       "model 'inline': key 'layers' is -2 (must be >= 1)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_model m;
+    st_err err;
+    st_err_clear(&err);
+    assert_int_equal(wl_model_parse(cases[i].json, "inline", &m, &err), ST_EINPUT);
+    assert_string_equal(err.msg, cases[i].msg);
+  }
+  wl_model m;
+  st_err err;
+  assert_int_equal(wl_model_load("gpt-9", &m, &err), ST_EINPUT);
+  assert_true(strstr(err.msg, "model 'gpt-9': no such built-in model") == err.msg);
+}
+
+static void test_layout__inconsistencies_name_the_numbers(void **state)
+{
+  (void)state;
+  wl_model g, x;
+  model_of(GPT_T, &g);
+  model_of(MOE_T, &x);
+  static const struct {
+    int moe;
+    const char *spec;
+    int gpus;
+    const char *msg;
+  } cases[] = {
+      {0, "tp=2,pp=2,dp=3", 8, "layout 'tp=2,pp=2,dp=3': tp*pp*dp*cp = 2*2*3*1 = 12, but there are 8 GPUs"},
+      {0, "tp=3", 8, "layout 'tp=3': 8 GPUs are not divisible by tp*pp*cp = 3*1*1 = 3"},
+      {0, "pp=3", 3,
+       "layout 'pp=3': layers (8) not divisible by pp*vpp = 3*1 = 3 (first_stage_layers and "
+       "last_stage_layers give an uneven split)"},
+      {0, "pp=2,vpp=8,gbs=2", 2, "layout 'pp=2,vpp=8,gbs=2': layers (8) not divisible by pp*vpp = 2*8 = 16 (first_stage_layers and last_stage_layers give an uneven split)"},
+      {0, "tp=32", 32, "layout 'tp=32': heads (16) not divisible by tp (32)"},
+      {1, "tp=8", 8, "layout 'tp=8': kv_heads (4) not divisible by tp (8)"},
+      {0, "gbs=3,mbs=1", 2, "layout 'gbs=3,mbs=1': gbs (3) not divisible by mbs*dp = 1*2 = 2"},
+      {0, "ep=2", 2, "layout 'ep=2': ep (2) needs a model with 'moe'"},
+      {1, "ep=3", 4, "layout 'ep=3': ep (3) does not divide dp*cp = 4*1 = 4"},
+      {1, "ep=16", 16, "layout 'ep=16': moe.experts (8) not divisible by ep (16)"},
+      {1, "tp=2,sp=0", 2, "layout 'tp=2,sp=0': a MoE model with tp (2) > 1 needs sp=1 (as Megatron-LM requires)"},
+      {0, "pp=2,vpp=2", 2,
+       "layout 'pp=2,vpp=2': schedule 'interleaved': micro-batches gbs/(mbs*dp) = 1 not "
+       "divisible by pp (2)"},
+      {0, "pp=2,schedule=interleaved", 2,
+       "layout 'pp=2,schedule=interleaved': schedule 'interleaved' needs vpp > 1 (vpp is 1)"},
+      {0, "zero=3,pp=2", 2,
+       "layout 'zero=3,pp=2': zero=3 (FSDP) with pp (2) > 1 is not supported (DeepSpeed and "
+       "PyTorch FSDP do not combine it with pipeline schedules)"},
+      {0, "cp=3", 3, "layout 'cp=3': seq_len (1024) not divisible by 2*cp = 6 (context parallelism splits it into 2*cp chunks)"},
+      {0, "zero=4", 1, "layout 'zero=4': key 'zero' is 4 (must be 0, 1, 2 or 3)"},
+      {0, "tp=x", 1, "layout 'tp=x': key 'tp' value 'x' is not a non-negative integer"},
+      {0, "recompute=some", 1, "layout 'recompute=some': key 'recompute' value 'some' is unknown (known: none, selective, full)"},
+      {0, "pp=3,first_stage_layers=3", 3,
+       "layout 'pp=3,first_stage_layers=3': layers (8) minus first_stage_layers (3) and "
+       "last_stage_layers (0) = 5 not divisible into the 2 other stages"},
+      {0, "bucket=10M", 1, "layout 'bucket=10M': bucket has no effect without overlap_grad_reduce=1 and zero < 3 (the whole gradient buffer is reduced at once)"},
+      {0, "foo=1", 1,
+       "layout 'foo=1': key 'foo' is unknown (known: tp, pp, dp, cp, ep, vpp, sp, mbs, gbs, "
+       "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
+       "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_layout l;
+    st_err err;
+    st_err_clear(&err);
+    int rc = wl_layout_parse(cases[i].spec, cases[i].gpus, cases[i].moe ? &x : &g, &l, &err);
+    if (rc != ST_EINPUT || strcmp(err.msg, cases[i].msg)) {
+      print_error("case %zu '%s': rc %d, message\n  got:  %s\n  want: %s\n", i, cases[i].spec,
+                  rc, err.msg, cases[i].msg);
+      fail();
+    }
+  }
+}
+
+static void test_layout__defaults_and_canonical_spec(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of("llama3-405b", &m);
+  wl_layout l;
+  st_err err;
+  assert_int_equal(wl_layout_parse("tp=8,pp=16,mbs=1,gbs=2048,first_stage_layers=7,"
+                                   "last_stage_layers=7",
+                                   16384, &m, &l, &err),
+                   0);
+  assert_int_equal(l.dp, 128);
+  assert_int_equal(l.num_microbatches, 16);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 0), 7);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 1), 8);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 15), 7);
+  assert_int_equal(l.grad_dtype, WL_DTYPE_FP32);
+  assert_string_equal(l.spec,
+                      "tp=8,pp=16,dp=128,cp=1,ep=1,vpp=1,sp=0,mbs=1,gbs=2048,zero=0,"
+                      "recompute=none,schedule=1f1b,dtype=bf16,grad_dtype=fp32,"
+                      "overlap_grad_reduce=0,overlap_param_gather=0,flash=1,"
+                      "first_stage_layers=7,last_stage_layers=7");
+  /* the canonical spec parses to the same layout */
+  wl_layout l2;
+  assert_int_equal(wl_layout_parse(l.spec, 16384, &m, &l2, &err), 0);
+  assert_string_equal(l2.spec, l.spec);
+  /* Megatron's bucket default: max(40M, 1M x dp) parameters */
+  assert_int_equal(wl_layout_parse("tp=8,pp=2,overlap_grad_reduce=1", 1024, &m, &l, &err), 0);
+  assert_true(l.bucket_params == 64e6);
+}
+
+/* ---- FLOPs ---------------------------------------------------------------------- */
+static void test_flops__gpt_matches_sc21_eq3(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *model, *spec;
+    int gpus;
+  } cases[] = {
+      {"megatron-1.7b", "tp=1,gbs=4", 4},
+      {"megatron-18b", "tp=8,pp=2,gbs=4,sp=1", 16},
+      {"megatron-39b", "tp=8,pp=2,gbs=8,vpp=3", 32},
+      {"gpt3-175b", "tp=8,pp=8,gbs=8,cp=2,sp=1", 128},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_model m;
+    model_of(cases[i].model, &m);
+    for (int rc = 0; rc < 2; rc++) {
+      char spec[128];
+      snprintf(spec, sizeof spec, "%s%s", cases[i].spec, rc ? ",recompute=full" : "");
+      wl_layout l;
+      wl_workload *wl = gen(&m, spec, cases[i].gpus, &l);
+      double B = l.gbs, s = m.seq_len, L = m.layers, h = m.hidden, V = 51200;
+      double model = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
+      double hw = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
+      check_rel(wl->meta.model_flops_per_step, model, 0.005, spec);
+      check_rel(wl->meta.hw_flops_per_step, rc ? hw : model, 0.005, spec);
+      wl_workload_destroy(wl);
+    }
+  }
+}
+
+static double padded(double v, int tp) { return ceil(v / (128.0 * tp)) * 128.0 * tp; }
+
+static void test_flops__gqa_swiglu_moe_are_6NT_plus_attention(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *model, *spec;
+    int gpus, tp;
+  } cases[] = {
+      {"llama3-8b", "tp=4,pp=2,gbs=4", 8, 4},
+      {"llama3-70b", "tp=8,pp=4,gbs=8,sp=1,cp=2", 64, 8},
+      {"mixtral-8x7b", "tp=2,sp=1,ep=4,gbs=8", 16, 2},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_model m;
+    model_of(cases[i].model, &m);
+    wl_layout l;
+    wl_workload *wl = gen(&m, cases[i].spec, cases[i].gpus, &l);
+    double h = m.hidden, q = (double)m.heads * m.head_dim, kv = (double)m.kv_heads * m.head_dim;
+    double ffn = 3 * h * m.ffn_hidden; /* swiglu: gate, up, down */
+    if (m.has_moe) /* active: top_k experts and the router */
+      ffn = m.moe.top_k * 3 * h * m.moe.expert_ffn_hidden + h * m.moe.experts;
+    double N = m.layers * (h * (q + 2 * kv) + q * h + ffn) + padded(m.vocab, cases[i].tp) * h;
+    double tokens = (double)l.gbs * m.seq_len;
+    double attn = 12.0 * m.layers * m.seq_len * q * tokens; /* Megatron: full s^2 */
+    check_rel(wl->meta.model_flops_per_step, 6 * N * tokens + attn, 0.005, cases[i].model);
+    wl_workload_destroy(wl);
+  }
+}
+
+static void test_flops__ops_carry_executed_flops(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  static const char *const specs[] = {"tp=2,gbs=2", "tp=2,cp=2,sp=1,gbs=2", "pp=2,vpp=2,gbs=4",
+                                      "dp=4,zero=3,gbs=4"};
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    wl_layout l;
+    wl_workload *wl = gen(&m, specs[i], 4, &l);
+    double B = l.gbs, s = m.seq_len, L = m.layers, h = m.hidden, V = m.vocab;
+    /* GEMMs: 3 x forward; causal attention: half the scores, backward 2.5x */
+    check_rel(job_flops(wl, WL_CLASS_GEMM), 72 * B * s * L * h * h * (1 + V / (12 * L * h)), 1e-9,
+              specs[i]);
+    check_rel(job_flops(wl, WL_CLASS_ATTENTION), 4 * B * s * s * h * L * (0.5 + 1.25), 1e-9,
+              specs[i]);
+    wl_workload_destroy(wl);
+  }
+  /* capacity padding is executed but is not model FLOPs */
+  wl_model x;
+  model_of(MOE_T, &x);
+  wl_layout l;
+  wl_workload *a = gen(&x, "ep=4,gbs=4", 4, &l);
+  x.moe.capacity_factor = 1.25;
+  wl_workload *b = gen(&x, "ep=4,gbs=4", 4, &l);
+  check_rel(b->meta.model_flops_per_step, a->meta.model_flops_per_step, 1e-12, "cf model flops");
+  /* 0.25 x tokens x top_k x (fwd, dgrad, wgrad) x 2 flops x (gate, up, down) x layers */
+  double T = 4.0 * 1024, ef = 1024, hh = 1024;
+  check_rel(job_flops(b, WL_CLASS_GEMM) - job_flops(a, WL_CLASS_GEMM),
+            0.25 * T * 2 * 3 * 2 * (3 * hh * ef) * x.layers, 1e-9, "padding flops");
+  wl_workload_destroy(a);
+  wl_workload_destroy(b);
+}
+
+/* ---- communication bytes per rank per step ---------------------------------------- */
+static void test_bytes__per_rank_match_closed_forms(void **state)
+{
+  (void)state;
+  wl_model g;
+  model_of(GPT_T, &g);
+  const double L = 8, h = 1024, s = 1024, V = 32768;
+  const double Pl1 = 12 * h * h + 13 * h; /* GPT layer, tp = 1 (SC'21 Eq. 2) */
+  const double Proot = V * h + s * h + 2 * h;
+  const double P = L * Pl1 + Proot;
+  wl_layout l;
+  wl_workload *wl;
+
+  /* TP without SP: 2 all-reduces forward and 2 backward per layer, 1 for the
+   * embedding, 1 for the output layer's input gradient, 3 x T floats in the loss */
+  for (int full = 0; full < 2; full++) {
+    wl = gen(&g, full ? "tp=4,gbs=2,recompute=full" : "tp=4,gbs=2", 4, &l);
+    double m = 2, T = s, per = (4 + 2 * full) * L + 2;
+    check_rel(rank_bytes(wl, 0, WL_COMM_TP, WL_OP_COLL, -1), m * (per * T * h * 2 + 3 * T * 4),
+              1e-12, "tp");
+    wl_workload_destroy(wl);
+  }
+  /* TP with SP: 2 AG + 2 RS forward, 4 AG + 2 RS backward per layer; embedding
+   * RS + AG; output AG, AG, RS; loss; SP-marked norms and row biases all-reduced */
+  wl = gen(&g, "tp=4,sp=1,gbs=2", 4, &l);
+  {
+    double m = 2, T = s, t = 4;
+    double norms = (6 * h * L + 2 * h) * 4;
+    check_rel(rank_bytes(wl, 0, WL_COMM_TP, WL_OP_COLL, WL_COLL_ALLGATHER),
+              m * (6 * L + 1 + 2) * T * h * 2, 1e-12, "sp ag");
+    check_rel(rank_bytes(wl, 0, WL_COMM_TP, WL_OP_COLL, WL_COLL_REDUCESCATTER),
+              m * (4 * L + 1 + 1) * T * h * 2, 1e-12, "sp rs");
+    check_rel(rank_bytes(wl, 0, WL_COMM_TP, WL_OP_COLL, WL_COLL_ALLREDUCE), m * 3 * T * 4 + norms,
+              1e-12, "sp ar");
+    /* DP over the 1 remaining rank: none */
+    assert_true(rank_bytes(wl, 0, WL_COMM_DP, WL_OP_COLL, -1) == 0);
+    (void)t;
+  }
+  wl_workload_destroy(wl);
+
+  /* PP: one activation per micro-batch forward, one gradient backward, per
+   * boundary; SP sends the [s/t, b, h] shard; interleaving multiplies boundaries */
+  wl = gen(&g, "pp=4,gbs=8", 4, &l);
+  {
+    double m = 8, act = s * h * 2;
+    check_rel(rank_bytes(wl, 0, WL_COMM_PP, WL_OP_SEND, -1), m * act, 1e-12, "pp first");
+    check_rel(rank_bytes(wl, 1, WL_COMM_PP, WL_OP_SEND, -1), 2 * m * act, 1e-12, "pp middle");
+    check_rel(rank_bytes(wl, 3, WL_COMM_PP, WL_OP_SEND, -1), m * act, 1e-12, "pp last");
+  }
+  wl_workload_destroy(wl);
+  wl = gen(&g, "tp=2,sp=1,pp=2,vpp=2,gbs=4", 4, &l);
+  {
+    double m = 4, act = s / 2 * h * 2;
+    /* stage 0 sends chunk 0 and chunk 1 activations and chunk 1 gradients */
+    check_rel(rank_bytes(wl, 0, WL_COMM_PP, WL_OP_SEND, -1), 3 * m * act, 1e-12, "vpp stage 0");
+    check_rel(rank_bytes(wl, 2, WL_COMM_PP, WL_OP_SEND, -1), 3 * m * act, 1e-12, "vpp stage 1");
+  }
+  wl_workload_destroy(wl);
+
+  /* DP: all-reduce of every gradient (fp32); distributed optimizer: reduce-
+   * scatter of gradients + all-gather of bf16 parameters, bucketed or not */
+  static const struct {
+    const char *spec;
+    double ar, rs, ag;
+  } dp[] = {{"dp=4,gbs=4", 4, 0, 0},
+            {"dp=4,gbs=4,overlap_grad_reduce=1,bucket=1M", 4, 0, 0},
+            {"dp=4,gbs=4,zero=1", 0, 4, 2},
+            {"dp=4,gbs=8,zero=2,overlap_grad_reduce=1,overlap_param_gather=1,bucket=2M", 0, 4, 2},
+            {"dp=4,gbs=4,grad_dtype=bf16", 2, 0, 0}};
+  for (size_t i = 0; i < sizeof dp / sizeof dp[0]; i++) {
+    wl = gen(&g, dp[i].spec, 4, &l);
+    check_rel(rank_bytes(wl, 3, WL_COMM_DP, WL_OP_COLL, WL_COLL_ALLREDUCE) + 1,
+              dp[i].ar * P + 1, 1e-12, dp[i].spec);
+    check_rel(rank_bytes(wl, 3, WL_COMM_DP, WL_OP_COLL, WL_COLL_REDUCESCATTER) + 1,
+              dp[i].rs * P + 1, 1e-12, dp[i].spec);
+    check_rel(rank_bytes(wl, 3, WL_COMM_DP, WL_OP_COLL, WL_COLL_ALLGATHER) + 1, dp[i].ag * P + 1,
+              1e-12, dp[i].spec);
+    wl_workload_destroy(wl);
+  }
+  wl = gen(&g, "dp=4,gbs=4,overlap_grad_reduce=1,bucket=1M", 4, &l);
+  assert_true(count_ops(wl, 0, "dp.grad.ar") >= 8); /* 12.6M parameters in >= 1M buckets */
+  wl_workload_destroy(wl);
+  /* ZeRO-3 / FSDP: per micro-batch, each layer gathered for forward and for
+   * backward and its gradients reduce-scattered; the root unit once each */
+  wl = gen(&g, "dp=4,zero=3,gbs=8", 4, &l);
+  {
+    double m = 2;
+    check_rel(rank_bytes(wl, 0, WL_COMM_DP, WL_OP_COLL, WL_COLL_ALLGATHER),
+              m * (L * 2 * Pl1 * 2 + Proot * 2), 1e-12, "zero3 ag");
+    check_rel(rank_bytes(wl, 0, WL_COMM_DP, WL_OP_COLL, WL_COLL_REDUCESCATTER),
+              m * (L * Pl1 * 4 + Proot * 4), 1e-12, "zero3 rs");
+  }
+  wl_workload_destroy(wl);
+
+  /* CP ring: per layer and micro-batch, cp - 1 KV chunks forward, cp - 1 KV
+   * chunks and cp dKV chunks backward; KV = 2 b (s/cp) kv_heads d bytes(2);
+   * DP gradients reduced over dp x cp */
+  for (int cp = 2; cp <= 4; cp += 2) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "cp=%d,gbs=2", cp);
+    wl = gen(&g, spec, cp, &l);
+    double m = 2, kvb = 2 * (s / cp) * h * 2;
+    check_rel(rank_bytes(wl, 1, WL_COMM_CP, WL_OP_SEND, -1), m * L * (3.0 * cp - 2) * kvb, 1e-12,
+              spec);
+    check_rel(rank_bytes(wl, 1, WL_COMM_DP, WL_OP_COLL, WL_COLL_ALLREDUCE), 4 * P, 1e-12, spec);
+    wl_workload_destroy(wl);
+  }
+
+  /* EP: dispatch and combine all-to-alls forward and backward, each one
+   * rank's T/t x top_k tokens of h values; expert TP gathers them all */
+  wl_model x;
+  model_of(MOE_T, &x);
+  wl = gen(&x, "ep=4,gbs=4", 4, &l);
+  check_rel(rank_bytes(wl, 0, WL_COMM_EP, WL_OP_COLL, WL_COLL_ALLTOALL), 4 * 4 * s * 2 * h * 2,
+            1e-12, "ep");
+  wl_workload_destroy(wl);
+  wl = gen(&x, "tp=2,sp=1,ep=2,gbs=2", 4, &l);
+  {
+    double T = s, t = 2, k = 2, Lx = 4;
+    check_rel(rank_bytes(wl, 0, WL_COMM_EP, WL_OP_COLL, WL_COLL_ALLTOALL),
+              Lx * 4 * (T / t) * k * h * 2, 1e-12, "ep+tp a2a");
+    /* expert DP over dp*cp/ep = 1 rank: nothing; dense DP over 2 */
+    assert_true(rank_bytes(wl, 0, WL_COMM_DP, WL_OP_COLL, -1) > 0);
+    assert_int_equal(count_ops(wl, 0, "dp_expert.grad.ar"), 0);
+  }
+  wl_workload_destroy(wl);
+  wl = gen(&x, "ep=2,gbs=4", 4, &l);
+  /* experts reduced over the expert-dp group of dp*cp/ep = 2 ranks:
+   * 4 layers x 4 local experts x 3 x h x ef, fp32 */
+  check_rel(named_bytes(wl, 0, "dp_expert.grad.ar"), 4 * 4 * 3 * h * 1024 * 4, 1e-12, "expert dp");
+  wl_workload_destroy(wl);
+}
+
+/* ---- programs, meta, determinism ------------------------------------------------------- */
+static void test_programs__shared_per_stage_at_scale(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of("llama3-405b", &m);
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  wl_layout l;
+  wl_workload *wl = gen(&m,
+                        "tp=8,pp=16,dp=128,mbs=1,gbs=2048,sp=1,first_stage_layers=7,"
+                        "last_stage_layers=7",
+                        16384, &l);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  double secs = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
+  assert_int_equal(wl->num_ranks, 16384);
+  assert_int_equal(wl->num_programs, 16);
+  assert_true(secs < 5);
+  assert_true(wl_workload_memory_bytes(wl) < 500e6);
+  assert_string_equal(wl->meta.source, "gen");
+  assert_string_equal(wl->meta.model, "llama3-405b");
+  assert_string_equal(wl->meta.layout, l.spec);
+  assert_true(wl->meta.tokens_per_step == 2048.0 * 8192);
+  assert_int_equal(wl->meta.iterations, 1);
+  assert_int_equal(wl->meta.dtype, WL_DTYPE_BF16);
+  assert_true(wl->meta.peak_memory_bytes > 0);
+  /* every rank of a stage runs its stage's program; TP peers differ only in communicators */
+  assert_int_equal(wl->rank_program[0], 0);
+  assert_int_equal(wl->rank_program[16383], 15);
+  assert_int_equal(wl->rank_program[1024], 1);
+  assert_true(wl_rank_comm(wl, 0, 0) != wl_rank_comm(wl, 8, 0));
+  wl_workload_destroy(wl);
+}
+
+static void test_programs__same_input_same_workload(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(MOE_T, &m);
+  wl_workload *a = gen(&m, "tp=2,sp=1,ep=2,pp=2,gbs=4,zero=1,overlap_grad_reduce=1", 8, NULL);
+  wl_workload *b = gen(&m, "tp=2,sp=1,ep=2,pp=2,gbs=4,zero=1,overlap_grad_reduce=1", 8, NULL);
+  char *ja = wl_workload_to_json(a, 0), *jb = wl_workload_to_json(b, 0);
+  assert_non_null(ja);
+  assert_string_equal(ja, jb);
+  free(ja);
+  free(jb);
+  wl_workload_destroy(a);
+  wl_workload_destroy(b);
+}
+
+/* ---- memory --------------------------------------------------------------------------- */
+static void test_memory__activations_match_korthikanti(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of("gpt3-175b", &m);
+  double s = m.seq_len, h = m.hidden, a = m.heads, b = 1, t = 8;
+  double sbh = s * b * h;
+  static const struct {
+    const char *spec;
+    int which;
+  } cases[] = {{"tp=1,flash=0,pp=96", 0},
+               {"tp=8,flash=0,pp=8", 1},
+               {"tp=8,sp=1,flash=0,pp=8", 2},
+               {"tp=8,sp=1,flash=0,pp=8,recompute=selective", 3},
+               {"tp=8,sp=1,flash=0,pp=8,recompute=full", 4},
+               {"tp=8,flash=0,pp=8,recompute=selective", 5}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_layout l;
+    wl_memory mem;
+    st_err err;
+    int gpus = strstr(cases[i].spec, "tp=8") ? (strstr(cases[i].spec, "pp=8") ? 64 : 8) : 96;
+    assert_int_equal(wl_layout_parse(cases[i].spec, gpus, &m, &l, &err), 0);
+    assert_int_equal(wl_memory_estimate(&m, &l, &mem, &err), 0);
+    double want = 0;
+    switch (cases[i].which) {
+    case 0: want = sbh * (34 + 5 * a * s / h); break;
+    case 1: want = sbh * (10 + 24 / t + 5 * a * s / (h * t)); break;
+    case 2: want = sbh / t * (34 + 5 * a * s / h); break;
+    case 3: want = sbh / t * 34; break;
+    case 4: want = 2 * sbh / t; break;
+    case 5: want = sbh * (10 + 24 / t); break;
+    }
+    check_rel(mem.stages[1].act_layer_bytes, want, 0.01, cases[i].spec);
+  }
+  /* 1F1B: the first stage holds p micro-batches of L/p layers = L layers;
+   * interleaved: (1 + (p - 1)/(p v)) L layers (Korthikanti Sec. 4.2.3) */
+  static const struct {
+    const char *spec;
+    double factor;
+  } sched[] = {{"tp=8,sp=1,flash=0,pp=8,gbs=64", 1},
+               {"tp=8,sp=1,flash=0,pp=8,vpp=2,gbs=64", 1 + 7.0 / 16},
+               {"tp=8,sp=1,flash=0,pp=8,vpp=3,gbs=64", 1 + 7.0 / 24}};
+  for (size_t i = 0; i < sizeof sched / sizeof sched[0]; i++) {
+    wl_layout l;
+    wl_memory mem;
+    st_err err;
+    assert_int_equal(wl_layout_parse(sched[i].spec, 64, &m, &l, &err), 0);
+    assert_int_equal(wl_memory_estimate(&m, &l, &mem, &err), 0);
+    check_rel(mem.stages[0].activations_bytes,
+              sched[i].factor * m.layers * sbh / t * (34 + 5 * a * s / h), 0.01, sched[i].spec);
+  }
+}
+
+static void test_memory__states_follow_megatron_bytes_per_param(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of("llama3-8b", &m);
+  static const struct {
+    const char *spec;
+    double bytes_per_param; /* with d = 8 */
+  } cases[] = {{"dp=8", 18}, {"dp=8,zero=1", 6 + 12.0 / 8}, {"dp=8,zero=2", 2 + 16.0 / 8},
+               {"dp=8,zero=3", 18.0 / 8}, {"dp=8,dtype=fp16", 16}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_layout l;
+    wl_memory mem;
+    st_err err;
+    assert_int_equal(wl_layout_parse(cases[i].spec, 8, &m, &l, &err), 0);
+    assert_int_equal(wl_memory_estimate(&m, &l, &mem, &err), 0);
+    const wl_memory_stage *st = &mem.stages[0];
+    /* independent count: 32 layers of attention (GQA) + SwiGLU + 2 RMSNorm,
+     * padded embedding and output, final norm */
+    double h = 4096, P = 32 * (h * (4096 + 2 * 1024) + 4096 * h + 3 * h * 14336 + 2 * h) +
+                         2 * padded(128256, 1) * h + h;
+    check_rel(st->params, P, 1e-12, "params");
+    check_rel(st->weights_bytes + st->grads_bytes + st->optimizer_bytes,
+              cases[i].bytes_per_param * P, 1e-9, cases[i].spec);
+  }
+}
+
+/* ---- schedules on the engine ------------------------------------------------------------- */
+/* Give each compute op a duration proportional to its FLOPs, none to the
+ * embedding, output and optimizer (so every stage takes the same time), and
+ * make transfers empty: only link latency (~1e-6 s) remains. */
+static void idealise(wl_workload *wl, double *tf, double *tb, int stage_prog)
+{
+  *tf = *tb = 0;
+  for (int pi = 0; pi < wl->num_programs; pi++) {
+    wl_program *p = &wl->programs[pi];
+    for (size_t i = 0; i < p->num_ops; i++) {
+      wl_op *o = &p->ops[i];
+      const char *n = wl_op_name(p, o);
+      if (o->kind == WL_OP_SEND || o->kind == WL_OP_RECV || o->kind == WL_OP_COLL)
+        o->bytes = 0; /* p2p and the tied-embedding all-reduce: latency only */
+      if (o->kind != WL_OP_COMPUTE)
+        continue;
+      int zero = !strncmp(n, "emb.", 4) || !strncmp(n, "out.", 4) || o->sub == WL_CLASS_OPTIMIZER;
+      o->duration_s = zero ? 0 : o->flops * 1e-12;
+      if (pi == stage_prog)
+        *(o->phase == WL_PHASE_FORWARD ? tf : tb) += o->duration_s;
+    }
+  }
+}
+
+static void test_schedule__step_times_on_the_engine(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  static const struct {
+    const char *spec;
+    double p, v;
+  } cases[] = {{"pp=4,gbs=8", 4, 1},
+               {"pp=4,gbs=8,schedule=gpipe", 4, 1},
+               {"pp=4,vpp=2,gbs=8", 4, 2},
+               {"pp=2,vpp=4,gbs=4", 2, 4},
+               {"pp=4,gbs=3", 4, 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_layout l;
+    wl_workload *wl = gen(&m, cases[i].spec, (int)cases[i].p, &l);
+    double tf, tb;
+    idealise(wl, &tf, &tb, 1);
+    double mb = l.num_microbatches;
+    tf /= mb;
+    tb /= mb;
+    double want = (mb + (cases[i].p - 1) / cases[i].v) * (tf + tb);
+    forked_result *f = sim_run_forked(wl, "node8", NULL);
+    assert_non_null(f);
+    if (f->rc) {
+      print_error("%s: %s\n", cases[i].spec, f->msg);
+      fail();
+    }
+    check_rel(f->step_time_s, want, 1e-4, cases[i].spec);
+    forked_result_free(f);
+    wl_workload_destroy(wl);
+  }
+}
+
+/* Every parallelism together replays to the end on the engine (no rank left
+ * waiting on a peer or a collective). */
+static void test_schedule__layouts_replay_without_deadlock(void **state)
+{
+  (void)state;
+  wl_model g, x;
+  model_of(GPT_T, &g);
+  model_of(MOE_T, &x);
+  static const struct {
+    int moe;
+    const char *spec;
+    int gpus;
+  } cases[] = {
+      {0, "tp=2,sp=1,pp=2,gbs=8,zero=1,overlap_grad_reduce=1,overlap_param_gather=1,bucket=2M", 8},
+      {0, "tp=2,pp=2,vpp=2,gbs=8,recompute=full", 8},
+      {0, "cp=2,tp=2,sp=1,pp=2,gbs=4,recompute=selective", 8},
+      {0, "dp=4,pp=2,vpp=2,gbs=16,grad_dtype=bf16", 8},
+      {0, "dp=8,zero=3,gbs=16", 8},
+      {0, "tp=2,sp=1,dp=4,zero=3,gbs=8,recompute=full", 8},
+      {1, "tp=2,sp=1,ep=4,gbs=8,zero=2,overlap_grad_reduce=1,bucket=1M", 8},
+      {1, "tp=2,sp=1,ep=2,pp=2,cp=2,gbs=8,zero=1,overlap_grad_reduce=1,bucket=1M", 16},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_workload *wl = gen(cases[i].moe ? &x : &g, cases[i].spec, cases[i].gpus, NULL);
+    forked_result *f = sim_run_forked(wl, cases[i].gpus > 8 ? "node8:2" : "node8", NULL);
+    assert_non_null(f);
+    if (f->rc) {
+      print_error("%s: %s\n", cases[i].spec, f->msg);
+      fail();
+    }
+    assert_true(f->step_time_s > 0);
+    forked_result_free(f);
+    wl_workload_destroy(wl);
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_model__builtins_load_with_their_dims),
+      cmocka_unit_test(test_model__errors_name_the_key),
+      cmocka_unit_test(test_layout__inconsistencies_name_the_numbers),
+      cmocka_unit_test(test_layout__defaults_and_canonical_spec),
+      cmocka_unit_test(test_flops__gpt_matches_sc21_eq3),
+      cmocka_unit_test(test_flops__gqa_swiglu_moe_are_6NT_plus_attention),
+      cmocka_unit_test(test_flops__ops_carry_executed_flops),
+      cmocka_unit_test(test_bytes__per_rank_match_closed_forms),
+      cmocka_unit_test(test_programs__shared_per_stage_at_scale),
+      cmocka_unit_test(test_programs__same_input_same_workload),
+      cmocka_unit_test(test_memory__activations_match_korthikanti),
+      cmocka_unit_test(test_memory__states_follow_megatron_bytes_per_param),
+      cmocka_unit_test(test_schedule__step_times_on_the_engine),
+      cmocka_unit_test(test_schedule__layouts_replay_without_deadlock),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
