@@ -215,8 +215,10 @@ static int read_rank(const char *path, ck_rank *r, tr_import_stats *stats, st_er
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
       break;
     }
-    memcpy(k->data, nd->data_deps, k->ndata * sizeof *k->data);
-    memcpy(k->ctrl, nd->ctrl_deps, k->nctrl * sizeof *k->ctrl);
+    if (k->ndata)
+      memcpy(k->data, nd->data_deps, k->ndata * sizeof *k->data);
+    if (k->nctrl)
+      memcpy(k->ctrl, nd->ctrl_deps, k->nctrl * sizeof *k->ctrl);
     for (size_t a = 0; a < nd->n_attr; a++) {
       const StChakra__Attr *at_ = nd->attr[a];
       int ok;
