@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "platform.h"
 #include "sim.h"
 #include "sim_fork.h"
 #include "workload.h"
@@ -260,7 +261,18 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
       {0, "foo=1", 1,
        "layout 'foo=1': key 'foo' is unknown (known: tp, pp, dp, cp, ep, vpp, sp, mbs, gbs, "
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
-       "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers)"},
+       "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
+       "tp_overlap)"},
+      {0, "tp=2,tp_overlap=1", 2,
+       "layout 'tp=2,tp_overlap=1': tp_overlap=1 needs sp=1 and tp > 1 (Megatron-LM's "
+       "--tp-comm-overlap overlaps the sequence-parallel all-gathers and reduce-scatters); sp "
+       "is 0, tp is 2"},
+      {0, "tp_overlap=1", 1,
+       "layout 'tp_overlap=1': tp_overlap=1 needs sp=1 and tp > 1 (Megatron-LM's "
+       "--tp-comm-overlap overlaps the sequence-parallel all-gathers and reduce-scatters); sp "
+       "is 0, tp is 1"},
+      {0, "tp=2,sp=1,tp_overlap=2", 2,
+       "layout 'tp=2,sp=1,tp_overlap=2': key 'tp_overlap' is 2 (must be 0 or 1)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_layout l;
@@ -304,6 +316,18 @@ static void test_layout__defaults_and_canonical_spec(void **state)
   /* Megatron's bucket default: max(40M, 1M x dp) parameters */
   assert_int_equal(wl_layout_parse("tp=8,pp=2,overlap_grad_reduce=1", 1024, &m, &l, &err), 0);
   assert_true(l.bucket_params == 64e6);
+  /* tp_overlap shows in the canonical spec only when set */
+  assert_int_equal(wl_layout_parse("tp=8,sp=1,tp_overlap=1", 8, &m, &l, &err), 0);
+  assert_int_equal(l.tp_overlap, 1);
+  assert_string_equal(l.spec, "tp=8,pp=1,dp=1,cp=1,ep=1,vpp=1,sp=1,mbs=1,gbs=1,zero=0,"
+                              "recompute=none,schedule=1f1b,dtype=bf16,grad_dtype=fp32,"
+                              "overlap_grad_reduce=0,overlap_param_gather=0,flash=1,"
+                              "tp_overlap=1");
+  assert_int_equal(wl_layout_parse(l.spec, 8, &m, &l2, &err), 0);
+  assert_string_equal(l2.spec, l.spec);
+  assert_int_equal(wl_layout_parse("tp=8,sp=1,tp_overlap=0", 8, &m, &l, &err), 0);
+  assert_int_equal(l.tp_overlap, 0);
+  assert_null(strstr(l.spec, "tp_overlap"));
 }
 
 /* ---- FLOPs ---------------------------------------------------------------------- */
@@ -744,6 +768,9 @@ static void test_schedule__layouts_replay_without_deadlock(void **state)
       {0, "tp=2,sp=1,dp=4,zero=3,gbs=8,recompute=full", 8},
       {1, "tp=2,sp=1,ep=4,gbs=8,zero=2,overlap_grad_reduce=1,bucket=1M", 8},
       {1, "tp=2,sp=1,ep=2,pp=2,cp=2,gbs=8,zero=1,overlap_grad_reduce=1,bucket=1M", 16},
+      {0, "tp=2,sp=1,pp=2,vpp=2,gbs=8,recompute=full,tp_overlap=1", 8},
+      {0, "cp=2,tp=4,sp=1,gbs=4,recompute=selective,zero=1,overlap_grad_reduce=1,tp_overlap=1", 8},
+      {1, "tp=2,sp=1,ep=2,pp=2,cp=2,gbs=8,tp_overlap=1", 16},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_workload *wl = gen(cases[i].moe ? &x : &g, cases[i].spec, cases[i].gpus, NULL);
@@ -757,6 +784,158 @@ static void test_schedule__layouts_replay_without_deadlock(void **state)
     forked_result_free(f);
     wl_workload_destroy(wl);
   }
+}
+
+/* ---- TP communication overlap (tp_overlap) ------------------------------------------ */
+/* tp_overlap=0 is the default: the workload is byte for byte the one of the
+ * layout without the key. */
+static void test_tp_overlap__off_is_the_default_byte_for_byte(void **state)
+{
+  (void)state;
+  wl_model g, x;
+  model_of(GPT_T, &g);
+  model_of(MOE_T, &x);
+  static const struct {
+    int moe;
+    const char *spec;
+    int gpus;
+  } cases[] = {{0, "tp=4,sp=1,pp=2,gbs=4", 8},
+               {0, "tp=2,pp=2,vpp=2,gbs=8,recompute=full", 8},
+               {0, "cp=2,tp=2,sp=1,gbs=4,zero=1,overlap_grad_reduce=1", 8},
+               {1, "tp=2,sp=1,ep=2,gbs=4", 4}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char spec[160];
+    snprintf(spec, sizeof spec, "%s,tp_overlap=0", cases[i].spec);
+    const wl_model *m = cases[i].moe ? &x : &g;
+    wl_workload *a = gen(m, cases[i].spec, cases[i].gpus, NULL);
+    wl_workload *b = gen(m, spec, cases[i].gpus, NULL);
+    char *ja = wl_workload_to_json(a, 0), *jb = wl_workload_to_json(b, 0);
+    assert_non_null(ja);
+    assert_non_null(jb);
+    if (strcmp(ja, jb)) {
+      print_error("%s: workload JSON differs with tp_overlap=0\n", cases[i].spec);
+      fail();
+    }
+    free(ja);
+    free(jb);
+    wl_workload_destroy(a);
+    wl_workload_destroy(b);
+  }
+}
+
+/* Sum of one rank's TP p2p sends (the ring exchange) */
+static double tp_ring_bytes(const wl_workload *wl, int rank)
+{
+  return rank_bytes(wl, rank, WL_COMM_TP, WL_OP_SEND, -1);
+}
+
+/* The same data moves and the same model FLOPs are computed: an all-gather
+ * of S bytes (nccl-tests size) becomes tp - 1 ring steps of S/tp sent per
+ * rank; reduce-scatters are chunked, same sum; the GEMMs run in tp chunks. */
+static void test_tp_overlap__same_bytes_and_flops(void **state)
+{
+  (void)state;
+  wl_model g;
+  model_of(GPT_T, &g);
+  const double L = 8, h = 1024, s = 1024, V = 32768;
+  for (int t = 2; t <= 4; t += 2) {
+    char spec[64], spec0[64];
+    snprintf(spec0, sizeof spec0, "tp=%d,sp=1,gbs=2", t);
+    snprintf(spec, sizeof spec, "%s,tp_overlap=1", spec0);
+    wl_layout l;
+    wl_workload *wl = gen(&g, spec, t, &l);
+    wl_workload *w0 = gen(&g, spec0, t, NULL);
+    double m = 2, T = s;
+    double norms = (6 * h * L + 2 * h) * 4;
+    /* docs/workloads.md: AG m (6 L + 1 + 2) 2 T h, RS m (4 L + 1 + 1) 2 T h;
+     * ring-exchanged: forward 2 per layer, backward 2 per layer */
+    double ring = m * 4 * L * 2 * T * h;
+    for (int r = 0; r < t; r++) {
+      check_rel(tp_ring_bytes(wl, r), ring * (t - 1) / t, 1e-12, "tp ring sends");
+      check_rel(rank_bytes(wl, r, WL_COMM_TP, WL_OP_COLL, WL_COLL_ALLGATHER) +
+                    tp_ring_bytes(wl, r) * t / (t - 1),
+                m * (6 * L + 1 + 2) * T * h * 2, 1e-12, "tp ag");
+      check_rel(rank_bytes(wl, r, WL_COMM_TP, WL_OP_COLL, WL_COLL_REDUCESCATTER),
+                m * (4 * L + 1 + 1) * T * h * 2, 1e-12, "tp rs");
+      check_rel(rank_bytes(wl, r, WL_COMM_TP, WL_OP_COLL, WL_COLL_ALLREDUCE),
+                m * 3 * T * 4 + norms, 1e-12, "tp ar");
+    }
+    /* model FLOPs: SC'21 Eq. 3, and the same as without the overlap */
+    double B = l.gbs;
+    check_rel(wl->meta.model_flops_per_step,
+              72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h)), 0.005, spec);
+    check_rel(wl->meta.model_flops_per_step, w0->meta.model_flops_per_step, 1e-12, spec);
+    check_rel(job_flops(wl, WL_CLASS_GEMM), job_flops(w0, WL_CLASS_GEMM), 1e-12, spec);
+    /* chunks: per micro-batch and layer, tp of each forward GEMM, tp - 1
+     * ring steps per gather, tp reduce-scatters per row-parallel GEMM */
+    assert_int_equal(count_ops(wl, 0, "qkv"), (int)(m * L) * t);
+    assert_int_equal(count_ops(wl, 0, "mlp.fc2.dgrad"), (int)(m * L) * t);
+    assert_int_equal(count_ops(wl, 0, "attn.tp.ag.send"), (int)(m * L) * (t - 1));
+    assert_int_equal(count_ops(wl, 0, "attn.tp.rs"), (int)(m * L) * t);
+    /* every TP collective on the "tp" stream, the ring on its own streams */
+    const wl_program *p = &wl->programs[0];
+    for (size_t i = 0; i < p->num_ops; i++) {
+      const wl_op *o = &p->ops[i];
+      if (o->kind == WL_OP_COLL && wl->roles[o->role] && !strcmp(wl->roles[o->role], "tp"))
+        assert_string_equal(p->stream_names[o->stream], "tp");
+      if (o->kind == WL_OP_SEND || o->kind == WL_OP_RECV)
+        assert_string_equal(p->stream_names[o->stream],
+                            o->kind == WL_OP_SEND ? "tp_send" : "tp_recv");
+    }
+    wl_workload_destroy(wl);
+    wl_workload_destroy(w0);
+  }
+}
+
+/* On the engine: TP=8, PP=2 on two DGX H100 replays to the end, faster with
+ * the overlap, and never faster than the compute of its busiest stage
+ * (compute ops run one after the other on the compute stream). */
+static void test_tp_overlap__replays_faster_on_dgx_h100(void **state)
+{
+  (void)state;
+  static const char BIG[] = "{\"name\":\"gpt-b\",\"layers\":4,\"hidden\":8192,\"heads\":64,"
+                            "\"ffn_hidden\":32768,\"ffn_act\":\"gelu\",\"vocab\":32768,"
+                            "\"seq_len\":4096,\"tie_embeddings\":true}";
+  wl_model m;
+  model_of(BIG, &m);
+  plat_cluster *cl = NULL;
+  st_err err;
+  st_err_clear(&err);
+  assert_int_equal(plat_cluster_load("dgx-h100:2", &cl, &err), 0);
+  double step[2];
+  for (int o = 0; o < 2; o++) {
+    wl_workload *wl = gen(&m, o ? "tp=8,sp=1,pp=2,gbs=4,tp_overlap=1" : "tp=8,sp=1,pp=2,gbs=4",
+                          16, NULL);
+    forked_result *f = sim_run_forked(wl, "dgx-h100:2", NULL);
+    assert_non_null(f);
+    if (f->rc) {
+      print_error("tp_overlap=%d: %s\n", o, f->msg);
+      fail();
+    }
+    step[o] = f->step_time_s;
+    forked_result_free(f);
+    if (o) {
+      double bound = 0;
+      for (int pi = 0; pi < wl->num_programs; pi++) {
+        const wl_program *p = &wl->programs[pi];
+        double sum = 0;
+        for (size_t i = 0; i < p->num_ops; i++)
+          if (p->ops[i].kind == WL_OP_COMPUTE)
+            sum += plat_compute_time(&cl->device, &p->ops[i]);
+        bound = fmax(bound, sum);
+      }
+      if (!(step[1] >= bound)) {
+        print_error("tp_overlap=1 step %.6g s below the compute bound %.6g s\n", step[1], bound);
+        fail();
+      }
+    }
+    wl_workload_destroy(wl);
+  }
+  if (!(step[1] < step[0])) {
+    print_error("tp_overlap=1 step %.6g s not below tp_overlap=0 %.6g s\n", step[1], step[0]);
+    fail();
+  }
+  plat_cluster_destroy(cl);
 }
 
 int main(void)
@@ -776,6 +955,9 @@ int main(void)
       cmocka_unit_test(test_memory__states_follow_megatron_bytes_per_param),
       cmocka_unit_test(test_schedule__step_times_on_the_engine),
       cmocka_unit_test(test_schedule__layouts_replay_without_deadlock),
+      cmocka_unit_test(test_tp_overlap__off_is_the_default_byte_for_byte),
+      cmocka_unit_test(test_tp_overlap__same_bytes_and_flops),
+      cmocka_unit_test(test_tp_overlap__replays_faster_on_dgx_h100),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

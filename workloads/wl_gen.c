@@ -10,7 +10,11 @@
  *   stream "tp"       TP collectives Megatron overlaps with the weight-gradient
  *                     GEMM in backward (LinearWithGradAccumulationAndAsync-
  *                     Communication: dgrad all-reduce, SP input re-gather and
- *                     dgrad reduce-scatter);
+ *                     dgrad reduce-scatter); with tp_overlap (Megatron's
+ *                     --tp-comm-overlap) every TP collective: the SP
+ *                     gathers and reduce-scatters around the linear layers
+ *                     in chunks overlapped with GEMM chunks, the others
+ *                     waited on by the next compute op;
  *   stream "dp"       overlapped DP bucket reductions and parameter gathers
  *                     (FSDP: all-gathers and reduce-scatters, in issue order, as
  *                     NCCL runs one communicator's operations);
@@ -37,13 +41,16 @@
 #include "wl_gen_int.h"
 #include "workload.h"
 
-enum { R_TP, R_DP, R_DPX, R_EP, R_CPN, R_CPP, R_PPN, R_PPP, R_EMBD, R_COUNT };
-static const char *const role_names[R_COUNT] = {"tp",      "dp",      "dp_expert",
-                                                "ep",      "cp_next", "cp_prev",
-                                                "pp_next", "pp_prev", "embd"};
-enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CPS, S_CPR, S_COUNT };
-static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",     "pp_send",
-                                                  "pp_recv", "cp_send", "cp_recv"};
+/* The last two roles and streams exist only with tp_overlap (the ring
+ * exchange), so that workloads without it are unchanged. */
+enum { R_TP, R_DP, R_DPX, R_EP, R_CPN, R_CPP, R_PPN, R_PPP, R_EMBD, R_TPN, R_TPP, R_COUNT };
+static const char *const role_names[R_COUNT] = {"tp",      "dp",      "dp_expert", "ep",
+                                                "cp_next", "cp_prev", "pp_next",   "pp_prev",
+                                                "embd",    "tp_next", "tp_prev"};
+enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CPS, S_CPR, S_TPS, S_TPR, S_COUNT };
+static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",      "pp_send",
+                                                  "pp_recv", "cp_send", "cp_recv", "tp_send",
+                                                  "tp_recv"};
 
 #define MAXPEND 16
 
@@ -74,7 +81,7 @@ typedef struct gen {
   long last_c; /* last op on the compute stream */
   int phase;
   uint16_t flags;
-  int cp_tag;
+  int cp_tag, tp_tag;
   /* FLOPs of Megatron's convention for one rank of this program */
   double conv_model, conv_hw;
   /* DP buckets of the current program, per chunk */
@@ -190,16 +197,6 @@ static int role_size(const gen *g, int role)
   }
 }
 
-/* A collective that blocks compute (on the compute stream). */
-static long coll_c(gen *g, const char *name, int coll, int role, double bytes)
-{
-  if (role_size(g, role) < 2 || bytes <= 0)
-    return -1;
-  wl_op op = wl_op_coll(S_COMPUTE, coll, role, bytes);
-  op.name = nm(g, name);
-  return put_c(g, op);
-}
-
 /* A collective on a side stream, issued after the last compute op. */
 static long coll_s(gen *g, int stream, const char *name, int coll, int role, double bytes,
                    long extra)
@@ -210,6 +207,26 @@ static long coll_s(gen *g, int stream, const char *name, int coll, int role, dou
   op.name = nm(g, name);
   return put_s(g, op, stream, extra);
 }
+
+/* A collective that blocks compute: on the compute stream; with tp_overlap a
+ * TP one goes on the "tp" stream (every TP collective of the rank on one
+ * stream, in issue order) and the next compute op waits for it. */
+static long coll_c(gen *g, const char *name, int coll, int role, double bytes)
+{
+  if (role_size(g, role) < 2 || bytes <= 0)
+    return -1;
+  if (role == R_TP && g->l->tp_overlap) {
+    long i = coll_s(g, S_TP, name, coll, role, bytes, -1);
+    need(g, i);
+    return i;
+  }
+  wl_op op = wl_op_coll(S_COMPUTE, coll, role, bytes);
+  op.name = nm(g, name);
+  return put_c(g, op);
+}
+
+static long p2p(gen *g, int stream, int kind, int role, int peer, int tag, double bytes,
+                const char *name, long extra);
 
 /* ---- tensor-parallel linear layers ------------------------------------------ */
 typedef struct col_gemm {
@@ -238,6 +255,53 @@ static void col_fwd(gen *g, const col_gemm *c, int n)
     gemm(g, c[i].fwd, g->T, c[i].N, c[i].K, 1, c[i].scale);
 }
 
+/* tp_overlap (Megatron's --tp-comm-overlap, Transformer Engine userbuffers,
+ * method "ring_exchange"): the SP all-gather of a [T, h] tensor becomes tp - 1
+ * ring steps; in step j every rank sends the shard it holds (its own, then
+ * the one it received in step j - 1) to the next rank and receives one from
+ * the previous (T/tp tokens, "tp_send"/"tp_recv" streams).  The GEMMs that
+ * consume the gathered tensor run in k = tp chunks of T/tp rows: chunk 0 on
+ * the local shard, chunk j after the receive of step j - 1.  Returns the
+ * first receive; receive j is that + 2j (sends and receives alternate). */
+static long ag_ring(gen *g, const char *name, long *last_send)
+{
+  int t = g->l->tp;
+  double shard = g->T * g->h * g->ab / t;
+  char ns[48], nr[48];
+  snprintf(ns, sizeof ns, "%s.send", name);
+  snprintf(nr, sizeof nr, "%s.recv", name);
+  long first = -1, r = -1, sd = -1;
+  for (int j = 0; j < t - 1; j++) {
+    sd = p2p(g, S_TPS, WL_OP_SEND, R_TPN, 1, g->tp_tag, shard, ns, r);
+    r = p2p(g, S_TPR, WL_OP_RECV, R_TPP, 0, g->tp_tag, shard, nr, -1);
+    g->tp_tag++;
+    if (j == 0)
+      first = r;
+  }
+  *last_send = sd;
+  return first;
+}
+
+/* SP all-gather of the input, then column-parallel GEMMs over [T, h]. */
+static void col_fwd_sp(gen *g, const col_gemm *c, int n, const char *ag_name)
+{
+  if (!g->l->tp_overlap) {
+    tp_enter(g, ag_name);
+    col_fwd(g, c, n);
+    return;
+  }
+  int k = g->l->tp;
+  long sd, r = ag_ring(g, ag_name, &sd);
+  for (int i = 0; i < k; i++) {
+    if (i > 0)
+      need(g, r + 2 * (i - 1));
+    if (i == k - 1)
+      need(g, sd); /* the gathered buffer is complete and free */
+    for (int j = 0; j < n; j++)
+      gemm(g, c[j].fwd, g->T / k, c[j].N, c[j].K, 1, c[j].scale);
+  }
+}
+
 /* Backward of a column-parallel block fed by one [T, h] input: dgrad, then
  * the TP reduction of the input gradient overlapped with wgrad; with SP the
  * input is all-gathered again for wgrad (Megatron's async TP communication). */
@@ -264,14 +328,42 @@ static void col_bwd(gen *g, const col_gemm *c, int n, const char *ag_name, const
  * output gradient is all-gathered first, the backward of reduce-scatter). */
 static void row_fwd(gen *g, const char *name, double Kloc, const char *red_name)
 {
-  gemm(g, name, g->T, g->h, Kloc, 1, 1);
-  tp_exit(g, red_name);
+  if (!g->l->tp_overlap) {
+    gemm(g, name, g->T, g->h, Kloc, 1, 1);
+    tp_exit(g, red_name);
+    return;
+  }
+  /* tp_overlap: k = tp GEMM chunks of T/k rows, the reduce-scatter of chunk i
+   * on the "tp" stream as soon as GEMM chunk i is done (pipelined); the next
+   * compute op waits for the last one, so only its transfer is exposed */
+  int k = g->l->tp;
+  long rs = -1;
+  for (int i = 0; i < k; i++) {
+    gemm(g, name, g->T / k, g->h, Kloc, 1, 1);
+    rs = coll_s(g, S_TP, red_name, WL_COLL_REDUCESCATTER, R_TP, g->T * g->h * g->ab / k, -1);
+  }
+  need(g, rs);
 }
 
 static void row_bwd(gen *g, const char *dgrad, const char *wgrad, double Kloc, const char *ag_name)
 {
-  tp_enter(g, ag_name);
-  gemm(g, dgrad, g->T, Kloc, g->h, 1, 1);
+  if (!g->l->tp_overlap) {
+    tp_enter(g, ag_name);
+    gemm(g, dgrad, g->T, Kloc, g->h, 1, 1);
+  } else {
+    /* tp_overlap: the output gradient's all-gather as a ring exchange
+     * (ag_ring), dgrad chunk i on the shard received in step i - 1; wgrad
+     * needs all of it and follows the last dgrad chunk */
+    int k = g->l->tp;
+    long sd, r = ag_ring(g, ag_name, &sd);
+    for (int i = 0; i < k; i++) {
+      if (i > 0)
+        need(g, r + 2 * (i - 1));
+      if (i == k - 1)
+        need(g, sd);
+      gemm(g, dgrad, g->T / k, Kloc, g->h, 1, 1);
+    }
+  }
   gemm(g, wgrad, Kloc, g->h, g->T, 1, 1);
 }
 
@@ -458,9 +550,8 @@ static void mlp_fwd(gen *g, double f, const char *pre)
   snprintf(n3, sizeof n3, "%s.act", pre);
   snprintf(n4, sizeof n4, "%s.fc2", pre);
   snprintf(n5, sizeof n5, "%s.tp.%s", pre, g->l->sp ? "rs" : "ar");
-  tp_enter(g, n1);
   col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1};
-  col_fwd(g, &c, 1);
+  col_fwd_sp(g, &c, 1, n1);
   elem(g, n3, g->T * act_in(g->m, f) / g->t, 1.5, 8);
   row_fwd(g, n4, f / g->t, n5);
 }
@@ -659,10 +750,9 @@ static void layer_fwd(gen *g, int layer, int c, int gi_mlp)
   param_wait(g, c, gi_mlp);
   param_wait(g, c, gi_mlp + 1);
   elem(g, "ln1", Tsp * h, 2, 5);
-  tp_enter(g, "attn.tp.ag");
   col_gemm pc[4];
   int np = attn_proj(g, pc);
-  col_fwd(g, pc, np);
+  col_fwd_sp(g, pc, np, "attn.tp.ag");
   attn_fwd(g);
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
@@ -851,7 +941,7 @@ static int emit_stage(gen *g, int s, st_err *err)
   const wl_layout *l = g->l;
   char pname[32];
   snprintf(pname, sizeof pname, "stage%d", s);
-  int pi = wl_program_add(g->wl, pname, S_COUNT, stream_names);
+  int pi = wl_program_add(g->wl, pname, l->tp_overlap ? S_COUNT : S_TPS, stream_names);
   if (pi < 0)
     return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
   g->p = &g->wl->programs[pi];
@@ -859,7 +949,7 @@ static int emit_stage(gen *g, int s, st_err *err)
   g->npend = 0;
   g->last_c = -1;
   g->flags = 0;
-  g->cp_tag = 0;
+  g->cp_tag = g->tp_tag = 0;
   g->conv_model = g->conv_hw = 0;
   g->ndp_ops = 0;
   int v = l->vpp, p = l->pp;
@@ -1109,6 +1199,18 @@ static int build_comms(const wl_model *m, const wl_layout *l, wl_workload *wl)
         }
       }
     }
+  /* tp_overlap: the ring exchange's neighbours, {me, next} as for CP */
+  for (int pp = 0; pp < P && l->tp_overlap && T > 1; pp++)
+    for (int dp = 0; dp < D; dp++)
+      for (int cp = 0; cp < C; cp++)
+        for (int t = 0; t < T; t++) {
+          r[0] = rank_of(l, t, cp, dp, pp);
+          r[1] = rank_of(l, (t + 1) % T, cp, dp, pp);
+          snprintf(name, sizeof name, "tp/%d->%d", r[0], r[1]);
+          ADD(R_TPN, WL_COMM_TP, 2, 0);
+          wl_rank_set_comm(wl, r[0], R_TPN, rc);
+          wl_rank_set_comm(wl, r[1], R_TPP, rc);
+        }
   rc = 0;
 done:
 #undef ADD
@@ -1121,7 +1223,8 @@ int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err
   if ((double)l->num_microbatches * l->vpp * l->pp * 2 > 2e9)
     return st_err_set(err, ST_EINPUT, "layout '%s': too many micro-batches x stages to tag",
                       l->spec);
-  wl_workload *wl = wl_workload_create(l->num_gpus, R_COUNT, role_names);
+  wl_workload *wl =
+      wl_workload_create(l->num_gpus, l->tp_overlap ? R_COUNT : R_TPN, role_names);
   if (!wl)
     return st_err_set(err, ST_ENOMEM, "out of memory creating a workload of %d ranks",
                       l->num_gpus);

@@ -39,13 +39,13 @@ const char *wl_schedule_name(int s)
 enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
-  K_COUNT
+  K_TP_OVERLAP, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
     "sp",    "mbs",       "gbs",      "zero",  "recompute",  "schedule",
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
-    "first_stage_layers", "last_stage_layers"};
+    "first_stage_layers", "last_stage_layers", "tp_overlap"};
 
 static int parse_int(const char *s, long *v)
 {
@@ -148,10 +148,11 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       if (parse_int(val, &iv[k]))
         ERR("key '%s' value '%s' is not a non-negative integer", key, val);
       int positive = k != K_ZERO && k != K_SP && k != K_OVERLAP_GRAD && k != K_OVERLAP_PARAM &&
-                     k != K_FLASH && k != K_FIRST && k != K_LAST;
+                     k != K_FLASH && k != K_FIRST && k != K_LAST && k != K_TP_OVERLAP;
       if (positive && iv[k] < 1)
         ERR("key '%s' is 0 (must be >= 1)", key);
-      int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH;
+      int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH ||
+                    k == K_TP_OVERLAP;
       if (boolean && iv[k] > 1)
         ERR("key '%s' is %ld (must be 0 or 1)", key, iv[k]);
       if (k == K_ZERO && iv[k] > 3)
@@ -172,6 +173,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
   l.overlap_param_gather = (int)iv[K_OVERLAP_PARAM];
   l.first_stage_layers = (int)iv[K_FIRST];
   l.last_stage_layers = (int)iv[K_LAST];
+  l.tp_overlap = (int)iv[K_TP_OVERLAP];
   long tpc = (long)l.tp * l.pp * l.cp;
   if (given[K_DP]) {
     l.dp = (int)iv[K_DP];
@@ -239,6 +241,12 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
   if (l.sp && (m->seq_len / l.cp) % l.tp)
     ERR("seq_len/cp = %d/%d = %d not divisible by tp (%d) for sequence parallelism",
         m->seq_len, l.cp, m->seq_len / l.cp, l.tp);
+  /* Megatron-LM asserts sequence_parallel under --tp-comm-overlap (and turns
+   * SP off when tp == 1) */
+  if (l.tp_overlap && !l.sp)
+    ERR("tp_overlap=1 needs sp=1 and tp > 1 (Megatron-LM's --tp-comm-overlap overlaps the "
+        "sequence-parallel all-gathers and reduce-scatters); sp is %d, tp is %d",
+        l.sp, l.tp);
   /* experts */
   if (l.ep > 1 && !m->has_moe)
     ERR("ep (%d) needs a model with 'moe'", l.ep);
@@ -317,8 +325,11 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     off += snprintf(l.spec + off, sizeof l.spec - (size_t)off, ",first_stage_layers=%d",
                     l.first_stage_layers);
   if (l.last_stage_layers && off > 0 && (size_t)off < sizeof l.spec)
-    snprintf(l.spec + off, sizeof l.spec - (size_t)off, ",last_stage_layers=%d",
-             l.last_stage_layers);
+    off += snprintf(l.spec + off, sizeof l.spec - (size_t)off, ",last_stage_layers=%d",
+                    l.last_stage_layers);
+  /* only when set, so that layouts without it keep their canonical spec */
+  if (l.tp_overlap && off > 0 && (size_t)off < sizeof l.spec)
+    snprintf(l.spec + off, sizeof l.spec - (size_t)off, ",tp_overlap=1");
   *out = l;
 #undef ERR
   return ST_OK;

@@ -341,6 +341,8 @@ typedef struct wl_layout {
   double bucket_params;  /* DP bucket size in parameters (Megatron's default when 0) */
   int flash;             /* fused attention: no s^2 activations stored (default 1) */
   int first_stage_layers, last_stage_layers; /* 0 = even split */
+  int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
+                            overlapped with their GEMMs (needs sp) */
   char spec[320];        /* canonical spec: every key, resolved */
 } wl_layout;
 
