@@ -78,7 +78,6 @@ typedef struct rank_state {
   int waiters;
   int n_compute, n_xfer, n_bubble;
   double last_t;
-  int phase;
 } rank_state;
 
 typedef struct comm_state {
@@ -94,8 +93,8 @@ typedef struct comm_state {
   double first_arrival, start;
   uint64_t *arrived_gen; /* per member: gen+1 when it arrived at instance gen */
   waitq wq;
-  double *edge_lat;     /* per member: latency of member -> member+1 (ring) */
-  double ring_lat_max;
+  int have_ring_lat;    /* ring_lat_max computed */
+  double ring_lat_max;  /* largest route latency between ring neighbours */
   int fast;             /* its links carry no other traffic (closed form allowed) */
   double fast_end;      /* closed-form end of the current instance, or < 0 */
   double busy_until;    /* end of the last closed-form instance */
@@ -509,22 +508,17 @@ static void stream_progress(int rank, int stream, uint32_t n)
 
 /* ---- collectives --------------------------------------------------------- */
 
-static void comm_edge_latencies(int c, comm_state *cs)
+static void comm_ring_latency(int c, comm_state *cs)
 {
   const wl_comm *cm = &E.wl->comms[c];
-  cs->edge_lat = st_arena_alloc(&E.arena, (size_t)cm->size * sizeof *cs->edge_lat);
-  if (!cs->edge_lat) {
-    fail(ST_ENOMEM, "out of memory");
-    return;
-  }
   cs->ring_lat_max = 0;
   for (int i = 0; i < cm->size; i++) {
     int j = (i + 1) % cm->size;
     double l = sg_host_get_route_latency(E.hosts[cm->ranks[i]], E.hosts[cm->ranks[j]]);
-    cs->edge_lat[i] = l;
     if (l > cs->ring_lat_max)
       cs->ring_lat_max = l;
   }
+  cs->have_ring_lat = 1;
 }
 
 typedef struct route_ctx {
@@ -566,8 +560,8 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
                           sim_sched *sched)
 {
   const wl_comm *cm = &E.wl->comms[c];
-  if (!cs->edge_lat)
-    comm_edge_latencies(c, cs);
+  if (!cs->have_ring_lat)
+    comm_ring_latency(c, cs);
   if (E.failed)
     return;
   sim_coll_ctx ctx;
@@ -661,8 +655,8 @@ static int fast_walk_flows(int c, const fast_tuple *t, sim_sched *sched,
 {
   const wl_comm *cm = &E.wl->comms[c];
   comm_state *cs = &E.comms[c];
-  if (!cs->edge_lat)
-    comm_edge_latencies(c, cs);
+  if (!cs->have_ring_lat)
+    comm_ring_latency(c, cs);
   if (!cs->have_lay) {
     if (sim_coll_layout_build(&E.arena, cm->ranks, cm->size, E.cl, &cs->lay))
       return ST_ENOMEM;
@@ -1027,8 +1021,8 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
     cs->arrived = 0;
     cs->start = t;
     cs->pending = n;
-    if (!cs->edge_lat)
-      comm_edge_latencies(c, cs);
+    if (!cs->have_ring_lat)
+      comm_ring_latency(c, cs);
     if (!cs->have_lay) {
       if (sim_coll_layout_build(&E.arena, cm->ranks, n, E.cl, &cs->lay)) {
         fail(ST_ENOMEM, "out of memory laying out a communicator");
@@ -1255,9 +1249,7 @@ static void stream_actor(int argc, char **argv)
     case WL_OP_RECV:
       run_p2p(rank, op);
       break;
-    case WL_OP_MARKER:
-      if (op->sub == WL_MARK_PHASE)
-        E.ranks[rank].phase = op->tag;
+    case WL_OP_MARKER: /* no time; breakdowns use each op's own phase */
       break;
     }
     if (op->kind != WL_OP_MARKER)
