@@ -24,7 +24,8 @@
  *     bandwidth efficiencies from NCCL's per-link NVLink bandwidths
  *     (src/graph/topo.h) and protocol factors (tuning.cc), NIC efficiency
  *     from the nccl-tests maintainers' figures, NCCL's per-channel NVLS-tree
- *     ceiling, and one fitted term (the NVLS pipeline fill) — each
+ *     ceiling, and three fitted terms (the NVLS pipeline fill, the ring
+ *     Simple fill on Ampere, the in-network reduction rate on Hopper) — each
  *     documented where it is defined.
  *  5. Tuner.  sim_coll_choose() estimates every (algorithm, protocol) the op,
  *     the platform and the layout allow with closed forms of the same link
@@ -226,9 +227,14 @@ static const double ll_max_GBps[ARCH_COUNT] = {39.0, 87.7, 141.0, 282.0};
 /* NIC payload efficiency with Simple: 400 Gb/s NDR reaches 46-48 GB/s of 50
  * per NIC in nccl-tests (NVIDIA/nccl-tests issue #290, maintainer). */
 #define NIC_EFF 0.94
-/* In-network reduction: NCCL scales CollNet bandwidth by 0.85 on Hopper and
- * later (tuning.cc, "if (minCompCap >= 90) busBw *= .85"). */
-#define SHARP_EFF 0.85
+/* In-network reduction on Hopper and later, fitted: NVIDIA's published
+ * NVLink SHARP + IB SHARP all-reduce on DGX H100 is ~480 GB/s busBw on 32
+ * GPUs (GTC24 S62129, GTC25 S72583), i.e. algbw 248 GB/s, which the NICs
+ * carry at S/8 each: 31 GB/s of payload per 400 Gb/s NIC, 0.66 of NIC_EFF.
+ * (NCCL's tuning model ranks CollNet with 0.85 there, tuning.cc "if
+ * (minCompCap >= 90) busBw *= .85"; that leaves NVLS NVLink-bound at
+ * 523-541 GB/s, above every published figure.)  Ampere's CollNet: 1. */
+#define SHARP_EFF 0.66
 /* Protocol factors against Simple (tuning.cc): LL128 0.92 (120/128 payload
  * minus flag overhead), LL 0.5 (8-byte flag per 8-byte datum). */
 static const double proto_factor[SIM_PROTO_COUNT] = {0.5, 0.92, 1.0};
@@ -255,6 +261,17 @@ static const double nvls_tree_ch_max_GBps[ARCH_COUNT][2] = {
  * ranking figure; DGX H100 nccl-tests all_reduce times from 64 MiB to 1 GiB
  * sit 80-110 us above the bandwidth term (docs/collectives.md, "Calibration"). */
 #define NVLS_FILL_US 65.0
+/* Ring pipeline fill with the Simple protocol, fitted (Ampere only): what a
+ * ring step loses to its slice hand-offs, as a share of the step's transfer,
+ * charged on at most one NCCL loop (RING_FILL_LOOP_B per member: 8 channels x
+ * 2 MiB chunks) since later loops overlap it.  NCCL's tuning model has no such
+ * term, so the tuner does not see it (NCCL picks Simple where it then runs
+ * slower than its model says).  Fitted on the DGX A100 nccl-tests series from
+ * 32 MiB (docs/collectives.md, "Calibration"); Hopper's all-reduce runs NVLS
+ * at those sizes and its only ring Simple figure (16 GiB) cannot see a fill,
+ * so it has none. */
+static const double ring_fill[ARCH_COUNT] = {0, 0.29, 0, 0};
+#define RING_FILL_LOOP_B (16.0 * 1048576)
 /* Network post overhead per inter-node step (tuning.cc getNetOverhead: 1 us
  * on x86, three times that with Simple). */
 #define NET_OVERHEAD_US 1.0
@@ -575,6 +592,13 @@ void sim_coll_choose(sim_coll_ctx *c)
   c->ch.nch = default_channels(c, best_a);
   c->ch.lat_s = algo_latency(c, best_a, best_p, dims);
   c->ch.est_s = best;
+  if (best_a == SIM_ALGO_RING && best_p == SIM_PROTO_SIMPLE && !ideal) {
+    double phi = ring_fill[device_arch(&c->cl->device)];
+    if (phi > 0 && c->bytes > 0) {
+      double t_bw = best - c->ch.lat_s;
+      c->ch.lat_s += phi * t_bw * fmin(1.0, RING_FILL_LOOP_B * c->n / c->bytes);
+    }
+  }
 }
 
 /* ---- edges ----------------------------------------------------------------- */
