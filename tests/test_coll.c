@@ -728,6 +728,24 @@ static void test_calibration__multi_node_h100(void **state)
   }
 }
 
+/* DGX A100 across nodes, 8 x 200 Gb/s per node, 8 GiB on 32 GPUs: NVIDIA's
+ * published 192 GB/s (GTC24 S62129, GTC25 S72583 "NVL3 + 8x 200Gb RDMA").
+ * Ring, NIC-bound: 8 x 25 GB/s x 0.94, less the Ampere ring fill on one
+ * loop (16 MiB x 32 of 8 GiB: 0.29 x 1/16 of the transfer). */
+static void test_calibration__multi_node_a100(void **state)
+{
+  (void)state;
+  double S = 8 * GiB;
+  wl_workload *wl = first_n(32, 32, WL_COLL_ALLREDUCE, 1, &S);
+  forked_result *f = run(wl, "dgx-a100:4", NULL, NULL);
+  print_message("32 GPUs dgx-a100:4: busbw (%s) = %.1f GB/s (reference 192.0)\n",
+                sim_coll_algo_name(f->colls[0].algo), f->colls[0].busbw_GBps);
+  assert_int_equal(f->colls[0].algo, SIM_ALGO_RING);
+  check_rel(f->colls[0].busbw_GBps, 192, 0.10, "32 GPUs dgx-a100:4");
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
 /* The presets themselves: dgx-a100:1, dgx-h100:1 and hgx-h200:1, every row
  * of their series, in the same bands as the stand-ins. */
 static void test_calibration__presets(void **state)
@@ -772,6 +790,7 @@ int main(void)
       cmocka_unit_test(test_calibration__a100_single_node),
       cmocka_unit_test(test_calibration__subset_matches_shared_csv),
       cmocka_unit_test(test_calibration__multi_node_h100),
+      cmocka_unit_test(test_calibration__multi_node_a100),
       cmocka_unit_test(test_calibration__presets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
