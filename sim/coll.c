@@ -263,8 +263,9 @@ static const double nvls_tree_ch_max_GBps[ARCH_COUNT][2] = {
 #define NVLS_FILL_US 65.0
 /* Ring pipeline fill with the Simple protocol, fitted (Ampere only): what a
  * ring step loses to its slice hand-offs, as a share of the step's transfer,
- * charged on at most one NCCL loop (RING_FILL_LOOP_B per member: 8 channels x
- * 2 MiB chunks) since later loops overlap it.  NCCL's tuning model has no such
+ * charged on at most one loop of NCCL's chunks, since later loops overlap it
+ * (RING_FILL_LOOP_B per member, also fitted: 128 MiB on 8 GPUs, where the
+ * series' busbw stops plateauing).  NCCL's tuning model has no such
  * term, so the tuner does not see it (NCCL picks Simple where it then runs
  * slower than its model says).  Fitted on the DGX A100 nccl-tests series from
  * 32 MiB (docs/collectives.md, "Calibration"); Hopper's all-reduce runs NVLS
