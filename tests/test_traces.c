@@ -261,19 +261,25 @@ static void test_kineto__truncated_at_any_byte_fails_cleanly(void **state)
 
 /* ---- the shared real traces ------------------------------------------------- */
 
-static void test_kineto__dlrm_v100x8_counts_and_measured_step(void **state)
+/* The DLRM step on 8 V100s (Kineto, one file per rank), or skip the test when
+ * the shared traces are not there. */
+static void import_dlrm_or_skip(wl_workload **wl, tr_import_stats *st)
 {
-  (void)state;
   if (!shared_has("traces/param-dlrm-v100x8/kineto")) {
     print_message("shared traces not found under %s: skipped\n", ST_SHARED_DIR);
     skip();
   }
-  wl_workload *wl;
-  tr_import_stats st;
   st_err err;
   assert_int_equal(
-      do_import("kineto:" ST_SHARED_DIR "/traces/param-dlrm-v100x8/kineto", NULL, &wl, &st, &err),
-      0);
+      do_import("kineto:" ST_SHARED_DIR "/traces/param-dlrm-v100x8/kineto", NULL, wl, st, &err), 0);
+}
+
+static void test_kineto__dlrm_v100x8_counts_and_measured_step(void **state)
+{
+  (void)state;
+  wl_workload *wl;
+  tr_import_stats st;
+  import_dlrm_or_skip(&wl, &st);
   assert_int_equal(wl->num_ranks, 8);
   assert_int_equal(st.coll_ops, 64); /* eight collectives per step per rank */
   assert_true(fabs(st.measured_step_s - 20823e-6) < 1e-9);
@@ -576,18 +582,12 @@ static void test_replay__astra_microbenchmarks_match_closed_form(void **state)
 static void test_replay__dlrm_v100x8_reproduces_measured_step(void **state)
 {
   (void)state;
-  if (!shared_has("traces/param-dlrm-v100x8/kineto")) {
-    print_message("shared traces not found under %s: skipped\n", ST_SHARED_DIR);
-    skip();
-  }
   wl_workload *wl;
   tr_import_stats st;
-  st_err err;
-  assert_int_equal(
-      do_import("kineto:" ST_SHARED_DIR "/traces/param-dlrm-v100x8/kineto", NULL, &wl, &st, &err),
-      0);
+  import_dlrm_or_skip(&wl, &st);
   assert_string_equal(st.source_device, "Tesla V100-SXM2-32GB");
   plat_device dev;
+  st_err err;
   assert_int_equal(tr_device_match(st.source_device, &dev, &err), 0);
   assert_string_equal(dev.name, "V100-SXM2");
   sim_options o;
