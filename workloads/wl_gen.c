@@ -282,6 +282,8 @@ static long ag_ring(gen *g, const char *name, long *last_send)
   return first;
 }
 
+#define TE_PIPELINE_SPLITS 4
+
 /* SP all-gather of the input, then column-parallel GEMMs over [T, h]. */
 static void col_fwd_sp(gen *g, const col_gemm *c, int n, const char *ag_name)
 {
@@ -333,10 +335,12 @@ static void row_fwd(gen *g, const char *name, double Kloc, const char *red_name)
     tp_exit(g, red_name);
     return;
   }
-  /* tp_overlap: k = tp GEMM chunks of T/k rows, the reduce-scatter of chunk i
-   * on the "tp" stream as soon as GEMM chunk i is done (pipelined); the next
-   * compute op waits for the last one, so only its transfer is exposed */
-  int k = g->l->tp;
+  /* tp_overlap: k GEMM chunks of T/k rows, the reduce-scatter of chunk i on
+   * the "tp" stream as soon as GEMM chunk i is done (pipelined); the next
+   * compute op waits for the last one, so only its transfer is exposed.
+   * k = 4: Transformer Engine's "pipeline" method splits in 4 by default
+   * (initialize_ub: num_splits = 4 for pipeline, tp for ring_exchange). */
+  int k = TE_PIPELINE_SPLITS;
   long rs = -1;
   for (int i = 0; i < k; i++) {
     gemm(g, name, g->T / k, g->h, Kloc, 1, 1);
