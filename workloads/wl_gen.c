@@ -282,6 +282,18 @@ static long ag_ring(gen *g, const char *name, long *last_send)
   return first;
 }
 
+/* Before GEMM chunk i of k fed by a ring exchange (ag_ring: first receive r,
+ * last send sd): chunk 0 runs on the local shard, chunk i after receive i - 1;
+ * the last also waits for the last send (the gathered buffer is complete and
+ * free). */
+static void ag_ring_chunk_wait(gen *g, long r, long sd, int i, int k)
+{
+  if (i > 0)
+    need(g, r + 2 * (i - 1));
+  if (i == k - 1)
+    need(g, sd);
+}
+
 #define TE_PIPELINE_SPLITS 4
 
 /* SP all-gather of the input, then column-parallel GEMMs over [T, h]. */
@@ -295,10 +307,7 @@ static void col_fwd_sp(gen *g, const col_gemm *c, int n, const char *ag_name)
   int k = g->l->tp;
   long sd, r = ag_ring(g, ag_name, &sd);
   for (int i = 0; i < k; i++) {
-    if (i > 0)
-      need(g, r + 2 * (i - 1));
-    if (i == k - 1)
-      need(g, sd); /* the gathered buffer is complete and free */
+    ag_ring_chunk_wait(g, r, sd, i, k);
     for (int j = 0; j < n; j++)
       gemm(g, c[j].fwd, g->T / k, c[j].N, c[j].K, 1, c[j].scale);
   }
@@ -361,10 +370,7 @@ static void row_bwd(gen *g, const char *dgrad, const char *wgrad, double Kloc, c
     int k = g->l->tp;
     long sd, r = ag_ring(g, ag_name, &sd);
     for (int i = 0; i < k; i++) {
-      if (i > 0)
-        need(g, r + 2 * (i - 1));
-      if (i == k - 1)
-        need(g, sd);
+      ag_ring_chunk_wait(g, r, sd, i, k);
       gemm(g, dgrad, g->T / k, Kloc, g->h, 1, 1);
     }
   }
