@@ -103,7 +103,7 @@ static int get_num(jctx *j, const cJSON *obj, const char *path, const char *key,
 static int get_int(jctx *j, const cJSON *obj, const char *path, const char *key, int def, int lo,
                    int *out)
 {
-  double x;
+  double x = 0;
   int rc = get_num(j, obj, path, key, def == INT_MIN ? NAN : def, lo, 1, &x);
   if (rc)
     return rc;
