@@ -461,7 +461,7 @@ static void test_rails__partial_overlap_slows_by_shared_load(void **state)
   }
   double dx = 2.0 * 15 / 16 * sx / 8, dy = 2.0 * 3 / 4 * sy / 2;
   assert_true(fabs(dy / dx - 0.5) < 1e-12);
-  double tx1 = alone(xa, 16, sx), ty1 = alone(ya, 4, sy), tx2, ty2;
+  double tx1 = alone(xa, 16, sx), ty1 = alone(ya, 4, sy), tx2 = 0, ty2 = 0;
   double lx = tx1 - dx / B, ly = ty1 - dy / B; /* latency terms */
   two_comms(xa, 16, sx, ya, 4, sy, &tx2, &ty2);
   print_message("2 of 8 rails shared: x %.1f -> %.1f us, y %.1f -> %.1f us\n", tx1 * 1e6,
@@ -472,7 +472,7 @@ static void test_rails__partial_overlap_slows_by_shared_load(void **state)
   check_rel(tx2 - lx, 1.5 * dx / B - early, 2e-3, "x: transfer time x (1 + D_y/D_x)");
   check_rel(ty2 - ly, 2.0 * dy / B - early, 2e-3, "y: transfer time doubles");
   /* disjoint rails: x over local GPUs 2-7 (12 GPUs, 6 channels) */
-  double tx3 = alone(xd, 12, sx), tx4, ty4;
+  double tx3 = alone(xd, 12, sx), tx4 = 0, ty4 = 0;
   two_comms(xd, 12, sx, ya, 4, sy, &tx4, &ty4);
   check_rel(tx4, tx3, 1e-6, "disjoint rails: x unchanged");
   check_rel(ty4, ty1, 1e-6, "disjoint rails: y unchanged");

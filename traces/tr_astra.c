@@ -180,7 +180,7 @@ int tr_astra_import(const char *path, const tr_options *opt, wl_workload **out,
       size_t kl = strlen(key);
       if (kl && key[kl - 1] == ':')
         key[kl - 1] = '\0';
-      double v;
+      double v = 0;
       int has = i + 1 < n && !parse_num(tok[i + 1], &v);
       if (!strcmp(key, "model_parallel_NPU_group") && has)
         tp = (int)v, i++;
