@@ -15,7 +15,9 @@
  *     shapes (tile_shapes below: smaller and skinnier tiles reuse less data
  *     and run at a lower rate) and, when the tiles cannot fill the SMs, of
  *     splitting K (partial sums of 4 bytes written and read back).
- *     fp8 GEMMs run against the fp8 peak with fp8_gemm_eff; a device without
+ *     A GEMM marked concurrent = c (c chunks of one split in flight on
+     separate streams) is quantised over all c and charged 1/c of that.
+     fp8 GEMMs run against the fp8 peak with fp8_gemm_eff; a device without
  *     fp8 runs them at its bf16 rate.
  *  2. Fused attention (flash attention): flops / (peak x attn_eff x f_seq x
  *     f_hd), f_seq = s / (s + ATTN_SEQ_HALF) (short sequences do not fill
@@ -177,7 +179,10 @@ static double ceil_div(double a, double b) { return ceil(a / b); }
 static double gemm_math_s(const plat_compute_params *p, const wl_op *op, double peak, double eff,
                           double mem_Bps, plat_compute_detail *det)
 {
-  double m = op->m, n = op->n, k = op->k, b = op->batch > 0 ? op->batch : 1;
+  /* c GEMMs of this shape in flight on separate streams share the waves:
+   * quantise over all of them and charge this one its 1/c */
+  double c = op->concurrent > 1 ? op->concurrent : 1;
+  double m = op->m, n = op->n, k = op->k, b = (op->batch > 0 ? op->batch : 1) * c;
   if (!(m > 0 && n > 0 && k > 0) || p->sms <= 0 || p->tile_m <= 0 || p->tile_n <= 0) {
     /* no shape (or no tile model): the K-loop efficiency alone */
     double kf = k > 0 ? k / (k + p->gemm_k_overhead) : 1;
@@ -199,8 +204,8 @@ static double gemm_math_s(const plat_compute_params *p, const wl_op *op, double 
                       (sm_rate * tile_shapes[t].rel);
       double reduce_s = s > 1 && mem_Bps > 0 ? m * n * b * 4.0 * 2.0 * s / mem_Bps : 0;
       double ts = waves * tile_s + reduce_s;
-      if (ts < best) {
-        best = ts;
+      if (ts / c < best) {
+        best = ts / c;
         det->tiles = (long)(tiles * s);
         det->waves = (long)waves;
         det->tile_m = tm;

@@ -115,6 +115,40 @@ static void test_gemm__partial_wave_costs_a_whole_wave(void **state)
   check_rel(plat_compute_time_with(&p, &d, &op2), t, 1e-12, "641 rows cost as 704");
 }
 
+/* Chunks of a comm-overlap split in flight together share the waves. */
+static void test_gemm__concurrent_chunks_share_waves(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  /* 128 x 128 x 1024 alone: one 128 x 128 tile is 1 wave with 3 SMs idle
+   * (1 tile unit); 64 x 64 quarter tiles at 0.7: 4 tiles, 1 wave, 0.25 / 0.7 =
+   * 0.357 units  <- best (split K in 4: 0.25 units + 0.524 us of partial sums
+   * = 0.445 units; half tiles split in 2: 0.278 + 0.262 us = 0.376 units). */
+  wl_op op = gemm(128, 128, 1024, 1, WL_DTYPE_BF16);
+  double tile = 2.0 * 128 * 128 * 1024 / SM_RATE; /* 2.68435456 us */
+  double alone = plat_compute_time_with(&p, &d, &op);
+  check_rel(alone, tile * 0.25 / 0.7, 1e-12, "alone: quarter tiles, one wave");
+  /* Four such chunks in flight: 4 full tiles fill the 4 SMs in one wave; each
+   * chunk is charged a quarter of it (0.25 units, 30% less than alone). */
+  op.concurrent = 4;
+  plat_compute_detail det;
+  double t = plat_compute_explain(&p, &d, &op, &det);
+  check_rel(t, tile / 4, 1e-12, "a quarter of one full wave");
+  assert_int_equal(det.split_k, 1);
+  assert_int_equal(det.waves, 1);
+  assert_int_equal(det.tiles, 4);
+  /* Six in flight: full tiles need 2 waves (6 tiles, 2/6 = 0.333 units each);
+   * half tiles 64 x 128 at 0.9: 12 tiles, 3 waves of 0.5 / 0.9 units, a sixth
+   * each = 0.278 units  <- best. */
+  op.concurrent = 6;
+  check_rel(plat_compute_time_with(&p, &d, &op), 3 * tile * 0.5 / 0.9 / 6, 1e-12,
+            "half tiles, 3 waves over 6");
+  /* concurrent 0 and 1 both mean alone */
+  op.concurrent = 1;
+  check_rel(plat_compute_time_with(&p, &d, &op), alone, 1e-12, "1 = alone");
+}
+
 static void test_gemm__tile_quantisation_of_ragged_shape(void **state)
 {
   (void)state;
@@ -412,6 +446,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm__whole_waves_match_hand_count),
       cmocka_unit_test(test_gemm__partial_wave_costs_a_whole_wave),
+      cmocka_unit_test(test_gemm__concurrent_chunks_share_waves),
       cmocka_unit_test(test_gemm__tile_quantisation_of_ragged_shape),
       cmocka_unit_test(test_gemm__small_k_pays_tile_overhead),
       cmocka_unit_test(test_gemm__split_k_fills_idle_sms),

@@ -874,10 +874,20 @@ static void test_tp_overlap__same_bytes_and_flops(void **state)
     assert_int_equal(count_ops(wl, 0, "mlp.fc2.dgrad"), (int)(m * L) * t);
     assert_int_equal(count_ops(wl, 0, "attn.tp.ag.send"), (int)(m * L) * (t - 1));
     assert_int_equal(count_ops(wl, 0, "attn.tp.rs"), (int)(m * L) * 4);
-    /* every TP collective on the "tp" stream, the ring on its own streams */
+    /* every TP collective on the "tp" stream, the ring on its own streams;
+     * the chunk GEMMs share the SMs with their k - 1 siblings (TE's round-
+     * robin compute streams), the unsplit ones run alone */
     const wl_program *p = &wl->programs[0];
     for (size_t i = 0; i < p->num_ops; i++) {
       const wl_op *o = &p->ops[i];
+      const char *on = p->strings + o->name;
+      if (!strcmp(on, "qkv") || !strcmp(on, "mlp.fc1") || !strcmp(on, "mlp.fc2.dgrad") ||
+          !strcmp(on, "proj.dgrad"))
+        assert_int_equal(o->concurrent, t);
+      else if (!strcmp(on, "proj") || !strcmp(on, "mlp.fc2"))
+        assert_int_equal(o->concurrent, 4);
+      else if (o->kind == WL_OP_COMPUTE)
+        assert_int_equal(o->concurrent, 0);
       if (o->kind == WL_OP_COLL && wl->roles[o->role] && !strcmp(wl->roles[o->role], "tp"))
         assert_string_equal(p->stream_names[o->stream], "tp");
       if (o->kind == WL_OP_SEND || o->kind == WL_OP_RECV)

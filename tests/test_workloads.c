@@ -233,6 +233,7 @@ static wl_workload *build_everything(void)
   op.sub = WL_CLASS_GEMM;
   op.m = 1, op.n = 2147483647, op.k = 3;
   op.batch = 5;
+  op.concurrent = 3;
   op.dtype = WL_DTYPE_FP32;
   op.phase = WL_PHASE_FORWARD;
   op.flags = WL_OPF_RECOMPUTE;
@@ -372,6 +373,7 @@ static void assert_same_workload(const wl_workload *a, const wl_workload *b)
       assert_int_equal(x->n, y->n);
       assert_int_equal(x->k, y->k);
       assert_int_equal(x->batch, y->batch);
+      assert_int_equal(x->concurrent, y->concurrent);
     }
   }
   assert_memory_equal(a->rank_program, b->rank_program, (size_t)a->num_ranks * sizeof(int32_t));
@@ -1226,6 +1228,8 @@ static const bad_doc bad_docs[] = {
      "programs[0].ops[0]: 'phase' is 'fwd', expected one of none, forward, backward, optimizer"},
     {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'gemm','batch':0}") RMAP "}",
      "programs[0].ops[0]: 'batch' is 0, outside 1..2147483647"},
+    {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'gemm','concurrent':256}") RMAP "}",
+     "programs[0].ops[0]: 'concurrent' is 256, outside 1..255"},
     {HEAD COMMS PROG("{'op':'compute','flops':1,'recompute':1}") RMAP "}",
      "programs[0].ops[0]: 'recompute' is a number, expected true or false"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduc','role':'tp'}") RMAP "}",

@@ -74,6 +74,7 @@ typedef struct gen {
   double ab, gb, pb;             /* activation, gradient, parameter bytes */
   double cf;                     /* MoE capacity factor (1 when dropless) */
   int gemm_dtype;
+  int conc; /* GEMMs emitted now run this many at once (tp_overlap chunks) */
   int dp_size, edp_size; /* dp x cp, expert dp */
   /* emission state */
   uint32_t pend[MAXPEND];
@@ -162,6 +163,7 @@ static long gemm(gen *g, const char *name, double M, double N, double K, double 
   op.n = i32(N);
   op.k = i32(K);
   op.batch = i32(batch);
+  op.concurrent = (uint8_t)g->conc;
   op.flops = 2 * M * N * K * batch;
   double in = wl_dtype_bytes(g->gemm_dtype);
   op.bytes = ((M * K + K * N) * in + M * N * g->ab) * batch;
@@ -295,6 +297,22 @@ static void ag_ring_chunk_wait(gen *g, long r, long sd, int i, int k)
 }
 
 #define TE_PIPELINE_SPLITS 4
+/* Transformer Engine issues the chunk GEMMs of its comm-overlap methods
+ * round-robin on num_max_streams = 3 compute streams (comm_gemm_overlap:
+ * _stream_compute[i % num_max_streams]): while one chunk runs its last,
+ * partial wave the next two are already queued, so the SMs see one stream of
+ * tiles over the k chunks and the waves quantise over all of them, not per
+ * chunk (the chunks still wait for their shards; only the cost is shared). */
+
+/* Emit GEMM chunk of a k-way comm-overlap split. */
+static long gemm_chunk(gen *g, const char *name, double M, double N, double K, double scale,
+                       int k)
+{
+  g->conc = k < 255 ? k : 255;
+  long i = gemm(g, name, M, N, K, 1, scale);
+  g->conc = 0;
+  return i;
+}
 
 /* SP all-gather of the input, then column-parallel GEMMs over [T, h]. */
 static void col_fwd_sp(gen *g, const col_gemm *c, int n, const char *ag_name)
@@ -309,7 +327,7 @@ static void col_fwd_sp(gen *g, const col_gemm *c, int n, const char *ag_name)
   for (int i = 0; i < k; i++) {
     ag_ring_chunk_wait(g, r, sd, i, k);
     for (int j = 0; j < n; j++)
-      gemm(g, c[j].fwd, g->T / k, c[j].N, c[j].K, 1, c[j].scale);
+      gemm_chunk(g, c[j].fwd, g->T / k, c[j].N, c[j].K, c[j].scale, k);
   }
 }
 
@@ -352,7 +370,7 @@ static void row_fwd(gen *g, const char *name, double Kloc, const char *red_name)
   int k = TE_PIPELINE_SPLITS;
   long rs = -1;
   for (int i = 0; i < k; i++) {
-    gemm(g, name, g->T / k, g->h, Kloc, 1, 1);
+    gemm_chunk(g, name, g->T / k, g->h, Kloc, 1, k);
     rs = coll_s(g, S_TP, red_name, WL_COLL_REDUCESCATTER, R_TP, g->T * g->h * g->ab / k, -1);
   }
   need(g, rs);
@@ -371,7 +389,7 @@ static void row_bwd(gen *g, const char *dgrad, const char *wgrad, double Kloc, c
     long sd, r = ag_ring(g, ag_name, &sd);
     for (int i = 0; i < k; i++) {
       ag_ring_chunk_wait(g, r, sd, i, k);
-      gemm(g, dgrad, g->T / k, Kloc, g->h, 1, 1);
+      gemm_chunk(g, dgrad, g->T / k, Kloc, g->h, 1, k);
     }
   }
   gemm(g, wgrad, Kloc, g->h, g->T, 1, 1);

@@ -241,6 +241,11 @@ static void w_op(wr *w, const wl_workload *wl, int pi, size_t oi, const unsigned
       w_key(w, "batch");
       w_long(w, o->batch);
     }
+    if (o->concurrent > 1) {
+      w_sep(w);
+      w_key(w, "concurrent");
+      w_long(w, o->concurrent);
+    }
     if (o->dtype != WL_DTYPE_BF16) {
       w_sep(w);
       w_key(w, "dtype");
@@ -835,19 +840,21 @@ enum {
   K_BYTES,                                                      /* compute, coll, send, recv */
   K_COLL, K_ROLE, K_ROOT, K_SPLITS, K_PEER, K_TAG,              /* communication */
   K_MARK, K_VALUE,                                              /* marker */
+  K_CONCURRENT,                                                 /* compute (GEMM) */
   K_COUNT
 };
 static const char *const op_keys[K_COUNT] = {
     "op",    "stream", "name",  "phase", "waits", "recompute", "class", "duration_s",
     "flops", "m",      "n",     "k",     "batch", "dtype",     "bytes", "coll",
-    "role",  "root",   "splits", "peer", "tag",   "mark",      "value"};
+    "role",  "root",   "splits", "peer", "tag",   "mark",      "value", "concurrent"};
 
 #define KB(k) (1u << (k))
 #define K_ANY (KB(K_OP) | KB(K_STREAM) | KB(K_NAME) | KB(K_PHASE) | KB(K_WAITS))
 /* Keys each op kind accepts (root and splits are narrowed further by the collective). */
 static const uint32_t op_kind_keys[WL_OP_KIND_COUNT] = {
     [WL_OP_COMPUTE] = K_ANY | KB(K_RECOMPUTE) | KB(K_CLASS) | KB(K_DURATION) | KB(K_FLOPS) |
-                      KB(K_M) | KB(K_N) | KB(K_K) | KB(K_BATCH) | KB(K_DTYPE) | KB(K_BYTES),
+                      KB(K_M) | KB(K_N) | KB(K_K) | KB(K_BATCH) | KB(K_DTYPE) | KB(K_BYTES) |
+                      KB(K_CONCURRENT),
     [WL_OP_COLL] = K_ANY | KB(K_RECOMPUTE) | KB(K_COLL) | KB(K_ROLE) | KB(K_ROOT) | KB(K_SPLITS) |
                    KB(K_BYTES),
     [WL_OP_SEND] = K_ANY | KB(K_RECOMPUTE) | KB(K_ROLE) | KB(K_PEER) | KB(K_TAG) | KB(K_BYTES),
@@ -988,6 +995,11 @@ static int rd_op(rd *r, const jpath *at, const cJSON *obj, wl_program *p, size_t
       if (rd_int(r, at, s[K_BATCH], 1, INT32_MAX, &v))
         return ST_EINPUT;
       op.batch = (int32_t)v;
+    }
+    if (s[K_CONCURRENT]) {
+      if (rd_int(r, at, s[K_CONCURRENT], 1, 255, &v))
+        return ST_EINPUT;
+      op.concurrent = (uint8_t)v;
     }
     if (s[K_DTYPE]) {
       if (rd_enum(r, at, s[K_DTYPE], wl_dtype_from_name, wl_dtype_name, WL_DTYPE_COUNT, &e))

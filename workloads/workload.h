@@ -126,6 +126,10 @@ typedef struct wl_op {
   uint32_t wait_first, wait_count; /* ops (indices in this program) to wait on */
   uint32_t split_first;            /* ALLTOALL with WL_OPF_SPLITS: index in
                                       program splits of comm-size byte counts */
+  uint8_t concurrent; /* GEMM: how many GEMMs of this shape the library keeps in
+                         flight on separate streams (Transformer Engine's comm-
+                         overlap chunks); the compute model quantises waves over
+                         all of them.  0 or 1: alone */
   double duration_s; /* COMPUTE: given duration in seconds, or < 0 for the compute model */
   double flops;      /* COMPUTE: floating-point operations */
   double bytes;      /* COMPUTE: HBM bytes moved; COLL/SEND/RECV: message bytes (see top) */
