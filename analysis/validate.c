@@ -5,7 +5,8 @@
  * throughput.  an_validate_run
  * predicts every case in its own child process (SimGrid allows one engine
  * per process), at most `jobs` at a time, and brings back the predicted step
- * time and tokens/s per GPU over a pipe.  Results are collected in case order
+ * time and tokens/s per GPU over a pipe; a slot goes to the next case as soon
+ * as any child ends.  Results are collected in case order
  * whatever order the children finish in, so the output is the same bytes on
  * every run.
  *
@@ -14,7 +15,9 @@
  * of its device, so the reported errors are predictions, not fits.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,31 +321,71 @@ int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
   child *kids = calloc((size_t)n + 1, sizeof *kids);
   if (!kids)
     return st_err_set(err, ST_ENOMEM, "out of memory");
-  int started = 0, rc = ST_OK;
+  /* Up to `jobs` children at a time; whichever ends first is read first and
+   * its slot goes to the next case (cases differ in length by 100x, so
+   * reading in order would leave slots idle behind a long one).  Results
+   * land at their case's index: the output does not depend on the order. */
+  struct pollfd *pf = calloc((size_t)jobs, sizeof *pf);
+  int *slot_case = calloc((size_t)jobs, sizeof *slot_case);
+  if (!pf || !slot_case) {
+    free(pf);
+    free(slot_case);
+    free(kids);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  int next = 0, running = 0, rc = ST_OK, first_case = n;
   st_err first = {0};
-  for (int i = 0; i < n; i++) {
-    /* keep up to `jobs` children running ahead of the one read next */
-    while (started < n && started < i + jobs && !rc) {
-      rc = start_child(&cases[started], fn, overrides, num_overrides, timeout_s, &kids[started],
-                       err);
-      if (!rc)
-        started++;
+  for (int j = 0; j < jobs; j++)
+    slot_case[j] = -1;
+  for (;;) {
+    for (int j = 0; j < jobs && next < n && !rc; j++) {
+      if (slot_case[j] >= 0)
+        continue;
+      rc = start_child(&cases[next], fn, overrides, num_overrides, timeout_s, &kids[next], err);
+      if (rc)
+        break;
+      slot_case[j] = next++;
+      running++;
     }
-    if (i >= started) /* starting failed: every started child has been read */
+    if (!running)
       break;
-    st_err e = {0};
-    memset(&res[i], 0, sizeof res[i]);
-    res[i].measured = cases[i].measured;
-    res[i].measured_step_s = cases[i].measured_step_s;
-    res[i].predicted = res[i].error = res[i].predicted_step_s = NAN;
-    int r = finish_child(&cases[i], &kids[i], timeout_s, &res[i], &e);
-    if (r) {
-      res[i].rc = r;
-      snprintf(res[i].msg, sizeof res[i].msg, "%s", e.msg);
-      if (!first.code)
-        first = e;
+    for (int j = 0; j < jobs; j++) {
+      pf[j].fd = slot_case[j] >= 0 ? kids[slot_case[j]].fd : -1;
+      pf[j].events = POLLIN;
+      pf[j].revents = 0;
+    }
+    if (poll(pf, (nfds_t)jobs, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      /* cannot wait on them: read them in order, blocking */
+      for (int j = 0; j < jobs; j++)
+        if (slot_case[j] >= 0)
+          pf[j].revents = POLLIN;
+    }
+    for (int j = 0; j < jobs; j++) {
+      int i = slot_case[j];
+      if (i < 0 || !pf[j].revents)
+        continue;
+      st_err e = {0};
+      memset(&res[i], 0, sizeof res[i]);
+      res[i].measured = cases[i].measured;
+      res[i].measured_step_s = cases[i].measured_step_s;
+      res[i].predicted = res[i].error = res[i].predicted_step_s = NAN;
+      int r = finish_child(&cases[i], &kids[i], timeout_s, &res[i], &e);
+      if (r) {
+        res[i].rc = r;
+        snprintf(res[i].msg, sizeof res[i].msg, "%s", e.msg);
+        if (!first.code || i < first_case) {
+          first = e;
+          first_case = i;
+        }
+      }
+      slot_case[j] = -1;
+      running--;
     }
   }
+  free(pf);
+  free(slot_case);
   free(kids);
   if (rc)
     return rc;

@@ -19,16 +19,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "analysis.h"
 
+static char tmpdir[64];
+
 static int fake_predict(const an_case *c, const plat_compute_params *ov, int nov,
                         an_prediction *out, st_err *err)
 {
   double e, a, b;
+  int ms;
+  if (sscanf(c->layout, "nap=%d", &ms) == 1) {
+    /* sleep, then note the case's name in the log file when done */
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    char path[96];
+    snprintf(path, sizeof path, "%s/log", tmpdir);
+    FILE *f = fopen(path, "a");
+    if (f) {
+      fprintf(f, "%s ", c->name);
+      fclose(f);
+    }
+    out->tokens_per_s_per_gpu = c->measured;
+    out->step_time_s = 1;
+    return 0;
+  }
   if (sscanf(c->layout, "err=%lf", &e) == 1) {
     out->tokens_per_s_per_gpu = c->measured * (1 + e);
     out->step_time_s = 10.0 / (1 + e);
@@ -49,8 +68,6 @@ static int fake_predict(const an_case *c, const plat_compute_params *ov, int nov
   return st_err_set(err, ST_EINPUT, "fake predictor: layout '%s' not understood", c->layout);
 }
 
-static char tmpdir[64];
-
 static void write_file(const char *name, const char *text)
 {
   char path[256];
@@ -64,7 +81,7 @@ static void write_file(const char *name, const char *text)
 static void clear_dir(void)
 {
   char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -f %s/*.json", tmpdir);
+  snprintf(cmd, sizeof cmd, "rm -f %s/*.json %s/log", tmpdir, tmpdir);
   assert_int_equal(system(cmd), 0);
 }
 
@@ -147,6 +164,37 @@ static void test_run__errors_stats_and_json_match_hand_values(void **state)
   free(json);
   free(json2);
   free(text);
+  an_cases_free(cases, n);
+}
+
+/* A long case does not hold up the others: while it runs, the other slot
+ * takes every short case in turn (read in case order, the short ones would
+ * wait behind it).  The results still land in case order. */
+static void test_run__a_long_case_does_not_hold_the_queue(void **state)
+{
+  (void)state;
+  clear_dir();
+  write_case("a.json", "long", "nap=1500", 100);
+  write_case("b.json", "s1", "nap=0", 100);
+  write_case("c.json", "s2", "nap=0", 100);
+  write_case("d.json", "s3", "nap=0", 100);
+  an_case *cases;
+  int n;
+  st_err err = {0};
+  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
+  an_case_result res[4];
+  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 2, 0, res, &err), 0);
+  char path[96], log[128] = "";
+  snprintf(path, sizeof path, "%s/log", tmpdir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(log, sizeof log, f));
+  fclose(f);
+  assert_string_equal(log, "s1 s2 s3 long ");
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(res[i].rc, 0);
+    assert_true(res[i].measured == 100 && res[i].error == 0);
+  }
   an_cases_free(cases, n);
 }
 
@@ -336,6 +384,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_run__errors_stats_and_json_match_hand_values),
+      cmocka_unit_test(test_run__a_long_case_does_not_hold_the_queue),
       cmocka_unit_test(test_stats__even_count_median_is_mean_of_middle),
       cmocka_unit_test(test_run__failing_and_crashing_cases_are_named),
       cmocka_unit_test(test_load__bad_files_are_named_with_the_key),

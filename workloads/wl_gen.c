@@ -852,9 +852,13 @@ static void output_fwd(gen *g)
   tp_enter(g, "out.tp.ag");
   col_gemm c = {"out.logits", "", "", V, g->h, 1};
   col_fwd(g, &c, 1);
-  /* vocab-parallel cross entropy: fp32 logits, three all-reduces of T floats */
+  /* vocab-parallel cross entropy as Megatron-Core runs it unfused (the
+   * default; tensor_parallel/cross_entropy.py), per element of the [T, V/t]
+   * logits: cast to fp32 (read 2, write 4 B), max (read 4), subtract the max
+   * in place (8), exp in place (8), sum (4), divide by the sum in place (8):
+   * 38 B, here 9.5 values of 4 B; then three all-reduces of T floats */
   g->ab *= 2;
-  elem(g, "out.loss", g->T * V, 3, 6);
+  elem(g, "out.loss", g->T * V, 9.5, 6);
   g->ab /= 2;
   coll_c(g, "out.loss.max.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
   coll_c(g, "out.loss.target.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
@@ -864,8 +868,10 @@ static void output_fwd(gen *g)
 static void output_bwd(gen *g)
 {
   double V = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
+  /* backward: the saved softmax times the loss gradient in place (read 4,
+   * write 4 B), then the cast's backward to bf16 (read 4, write 2): 14 B */
   g->ab *= 2;
-  elem(g, "out.loss.bwd", g->T * V, 2, 3);
+  elem(g, "out.loss.bwd", g->T * V, 3.5, 3);
   g->ab /= 2;
   col_gemm c = {"", "out.logits.dgrad", "out.logits.wgrad", V, g->h, 1};
   col_bwd(g, &c, 1, "out.tp.ag.wgrad", g->l->sp ? "out.tp.rs.dgrad" : "out.tp.ar.dgrad");
