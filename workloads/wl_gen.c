@@ -82,7 +82,6 @@ typedef struct gen {
   long last_c; /* last op on the compute stream */
   int phase;
   uint16_t flags;
-  int cp_tag, tp_tag;
   /* FLOPs of Megatron's convention for one rank of this program */
   double conv_model, conv_hw;
   /* DP buckets of the current program, per chunk */
@@ -230,6 +229,13 @@ static long coll_c(gen *g, const char *name, int coll, int role, double bytes)
 static long p2p(gen *g, int stream, int kind, int role, int peer, int tag, double bytes,
                 const char *name, long extra);
 
+/* The tag of every TP and CP ring step.  Each pair's sends run on one stream
+ * and its receives on another, in the same order, so the n-th send meets the
+ * n-th receive (docs/workload-format.md) with no tag of its own; one tag keeps
+ * the engine at one channel per pair instead of one per message (a 6,144-GPU
+ * run with tp_overlap sends tens of millions of them). */
+#define RING_TAG 0
+
 /* ---- tensor-parallel linear layers ------------------------------------------ */
 typedef struct col_gemm {
   const char *fwd, *dgrad, *wgrad;
@@ -274,9 +280,8 @@ static long ag_ring(gen *g, const char *name, long *last_send)
   snprintf(nr, sizeof nr, "%s.recv", name);
   long first = -1, r = -1, sd = -1;
   for (int j = 0; j < t - 1; j++) {
-    sd = p2p(g, S_TPS, WL_OP_SEND, R_TPN, 1, g->tp_tag, shard, ns, r);
-    r = p2p(g, S_TPR, WL_OP_RECV, R_TPP, 0, g->tp_tag, shard, nr, -1);
-    g->tp_tag++;
+    sd = p2p(g, S_TPS, WL_OP_SEND, R_TPN, 1, RING_TAG, shard, ns, r);
+    r = p2p(g, S_TPR, WL_OP_RECV, R_TPP, 0, RING_TAG, shard, nr, -1);
     if (j == 0)
       first = r;
   }
@@ -517,9 +522,8 @@ static void attn_fwd(gen *g)
   for (int j = 0; j < cp; j++) {
     long s = -1, r = -1;
     if (j < cp - 1) {
-      s = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, g->cp_tag, kv_bytes, "cp.kv.send", pr);
-      r = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, g->cp_tag, kv_bytes, "cp.kv.recv", -1);
-      g->cp_tag++;
+      s = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, RING_TAG, kv_bytes, "cp.kv.send", pr);
+      r = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, RING_TAG, kv_bytes, "cp.kv.recv", -1);
     }
     need(g, ps);
     need(g, pr);
@@ -547,9 +551,8 @@ static void attn_bwd(gen *g)
   for (int j = 0; j < cp; j++) {
     long s = -1, r = -1;
     if (j < cp - 1) {
-      s = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, g->cp_tag, kv_bytes, "cp.kv.send", pr);
-      r = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, g->cp_tag, kv_bytes, "cp.kv.recv", -1);
-      g->cp_tag++;
+      s = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, RING_TAG, kv_bytes, "cp.kv.send", pr);
+      r = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, RING_TAG, kv_bytes, "cp.kv.recv", -1);
     }
     need(g, ps);
     need(g, pr);
@@ -557,9 +560,8 @@ static void attn_bwd(gen *g)
     need(g, dr);
     attn_kernel(g, "attn.cp.bwd", g->sl, g->s, 1.0 / cp, 1);
     /* the partial dKV follows its KV chunk round the ring, back to its owner */
-    ds = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, g->cp_tag, kv_bytes, "cp.dkv.send", -1);
-    dr = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, g->cp_tag, kv_bytes, "cp.dkv.recv", -1);
-    g->cp_tag++;
+    ds = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, RING_TAG, kv_bytes, "cp.dkv.send", -1);
+    dr = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, RING_TAG, kv_bytes, "cp.dkv.recv", -1);
     ps = s;
     pr = r;
   }
@@ -983,7 +985,6 @@ static int emit_stage(gen *g, int s, st_err *err)
   g->npend = 0;
   g->last_c = -1;
   g->flags = 0;
-  g->cp_tag = g->tp_tag = 0;
   g->conv_model = g->conv_hw = 0;
   g->ndp_ops = 0;
   int v = l->vpp, p = l->pp;
