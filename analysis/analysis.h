@@ -274,6 +274,9 @@ typedef struct an_case_result {
 int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
                     const plat_compute_params *overrides, int num_overrides, int jobs,
                     int timeout_s, an_case_result *res, st_err *err);
+/* Where an_validate_run reports each case as it ends ("[k/n] name: error in
+ * T s", wall time), or NULL (the default) for nothing. */
+void an_validate_progress(FILE *f);
 /* Median and largest |error| over the predicted results (rc == 0); returns
  * their count (NaN statistics when 0). */
 int an_validate_stats(const an_case_result *res, int n, double *median_abs, double *max_abs);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -312,6 +313,17 @@ static int finish_child(const an_case *c, child *ch, int timeout_s, an_case_resu
   return ST_OK;
 }
 
+static FILE *progress;
+
+void an_validate_progress(FILE *f) { progress = f; }
+
+static double wall_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
                     const plat_compute_params *overrides, int num_overrides, int jobs,
                     int timeout_s, an_case_result *res, st_err *err)
@@ -327,13 +339,15 @@ int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
    * land at their case's index: the output does not depend on the order. */
   struct pollfd *pf = calloc((size_t)jobs, sizeof *pf);
   int *slot_case = calloc((size_t)jobs, sizeof *slot_case);
-  if (!pf || !slot_case) {
+  double *slot_t0 = calloc((size_t)jobs, sizeof *slot_t0);
+  if (!pf || !slot_case || !slot_t0) {
     free(pf);
     free(slot_case);
+    free(slot_t0);
     free(kids);
     return st_err_set(err, ST_ENOMEM, "out of memory");
   }
-  int next = 0, running = 0, rc = ST_OK, first_case = n;
+  int next = 0, running = 0, done = 0, rc = ST_OK, first_case = n;
   st_err first = {0};
   for (int j = 0; j < jobs; j++)
     slot_case[j] = -1;
@@ -344,6 +358,7 @@ int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
       rc = start_child(&cases[next], fn, overrides, num_overrides, timeout_s, &kids[next], err);
       if (rc)
         break;
+      slot_t0[j] = wall_s();
       slot_case[j] = next++;
       running++;
     }
@@ -380,12 +395,23 @@ int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
           first_case = i;
         }
       }
+      if (progress) {
+        done++;
+        if (r)
+          fprintf(progress, "[%d/%d] %s: failed in %.0f s\n", done, n, cases[i].name,
+                  wall_s() - slot_t0[j]);
+        else
+          fprintf(progress, "[%d/%d] %s: %+.2f%% in %.0f s\n", done, n, cases[i].name,
+                  100 * res[i].error, wall_s() - slot_t0[j]);
+        fflush(progress);
+      }
       slot_case[j] = -1;
       running--;
     }
   }
   free(pf);
   free(slot_case);
+  free(slot_t0);
   free(kids);
   if (rc)
     return rc;

@@ -15,7 +15,7 @@
 static void usage(FILE *out)
 {
   fprintf(out,
-          "usage: simtrain validate [DIR] [--json] [-j N] [--timeout S] [--fit]\n\n"
+          "usage: simtrain validate [DIR] [--json] [-j N] [--timeout S] [--fit] [--quiet]\n\n"
           "Predict every case of the validation set (DIR, default " DEFAULT_DIR "): one\n"
           "published training run per file, bench/validation/README.md.  Prints measured and\n"
           "predicted tokens/s per GPU and the signed error (predicted / measured - 1) per\n"
@@ -29,6 +29,8 @@ static void usage(FILE *out)
           "  --fit       leave-one-out calibration of the GEMM efficiency per device: each\n"
           "              case predicted with the value fitted on the other cases of its\n"
           "              device (docs/calibration.md)\n"
+          "  --quiet     no progress on stderr (by default one line per case as it ends:\n"
+          "              its error and the wall time it took)\n"
           "  -h, --help  this help\n");
 }
 
@@ -132,7 +134,7 @@ const char cmd_validate_help[] = "predict the published runs of the validation s
 int cmd_validate(int argc, char **argv)
 {
   const char *dir = NULL;
-  int json = 0, fit = 0, jobs = 1, timeout_s = 0;
+  int json = 0, fit = 0, quiet = 0, jobs = 1, timeout_s = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       usage(stdout);
@@ -141,6 +143,8 @@ int cmd_validate(int argc, char **argv)
       json = 1;
     } else if (!strcmp(argv[i], "--fit")) {
       fit = 1;
+    } else if (!strcmp(argv[i], "--quiet")) {
+      quiet = 1;
     } else if (!strcmp(argv[i], "-j")) {
       char *end;
       if (i + 1 >= argc)
@@ -172,6 +176,8 @@ int cmd_validate(int argc, char **argv)
   int n = 0;
   if (an_cases_load(dir, &cases, &n, &err))
     return cli_fail(&err);
+  if (!quiet)
+    an_validate_progress(stderr);
   int rc;
   if (fit) {
     rc = run_fit(cases, n, jobs, timeout_s, json, &err);
