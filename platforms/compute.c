@@ -16,8 +16,8 @@
  *     and run at a lower rate) and, when the tiles cannot fill the SMs, of
  *     splitting K (partial sums of 4 bytes written and read back).
  *     A GEMM marked concurrent = c (c chunks of one split in flight on
-     separate streams) is quantised over all c and charged 1/c of that.
-     fp8 GEMMs run against the fp8 peak with fp8_gemm_eff; a device without
+ *     separate streams) is quantised over all c and charged 1/c of that.
+ *     fp8 GEMMs run against the fp8 peak with fp8_gemm_eff; a device without
  *     fp8 runs them at its bf16 rate.
  *  2. Fused attention (flash attention): flops / (peak x attn_eff x f_seq x
  *     f_hd), f_seq = s / (s + ATTN_SEQ_HALF) (short sequences do not fill

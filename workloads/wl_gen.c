@@ -74,7 +74,6 @@ typedef struct gen {
   double ab, gb, pb;             /* activation, gradient, parameter bytes */
   double cf;                     /* MoE capacity factor (1 when dropless) */
   int gemm_dtype;
-  int conc; /* GEMMs emitted now run this many at once (tp_overlap chunks) */
   int dp_size, edp_size; /* dp x cp, expert dp */
   /* emission state */
   uint32_t pend[MAXPEND];
@@ -162,7 +161,6 @@ static long gemm(gen *g, const char *name, double M, double N, double K, double 
   op.n = i32(N);
   op.k = i32(K);
   op.batch = i32(batch);
-  op.concurrent = (uint8_t)g->conc;
   op.flops = 2 * M * N * K * batch;
   double in = wl_dtype_bytes(g->gemm_dtype);
   op.bytes = ((M * K + K * N) * in + M * N * g->ab) * batch;
@@ -313,9 +311,9 @@ static void ag_ring_chunk_wait(gen *g, long r, long sd, int i, int k)
 static long gemm_chunk(gen *g, const char *name, double M, double N, double K, double scale,
                        int k)
 {
-  g->conc = k < 255 ? k : 255;
   long i = gemm(g, name, M, N, K, 1, scale);
-  g->conc = 0;
+  if (i >= 0)
+    g->p->ops[i].concurrent = (uint8_t)(k < 255 ? k : 255);
   return i;
 }
 
