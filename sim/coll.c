@@ -372,6 +372,8 @@ static double algo_latency(const sim_coll_ctx *c, int algo, int proto, const int
 {
   const sim_coll_layout *l = c->lay;
   int n = c->n, nodes = l->nnodes, ppn = l->m_max;
+  if (c->op == WL_COLL_SHIFT) /* point-to-point copies: each flow pays its own route */
+    return 0;
   if (c->model == SIM_COLL_IDEAL)
     return algo_hops(algo, c->op, n, nodes, ppn, dims) * c->ring_lat_max;
   int a = nccl_algo_of(algo), p = proto;
@@ -435,7 +437,7 @@ static int algo_allowed(const sim_coll_ctx *c, int algo, int forced)
   case SIM_ALGO_RING:
     return op == WL_COLL_ALLREDUCE || op == WL_COLL_ALLGATHER || op == WL_COLL_REDUCESCATTER ||
            op == WL_COLL_BARRIER;
-  case SIM_ALGO_DIRECT: return op == WL_COLL_ALLTOALL;
+  case SIM_ALGO_DIRECT: return op == WL_COLL_ALLTOALL || op == WL_COLL_SHIFT;
   case SIM_ALGO_CHAIN: return op == WL_COLL_BROADCAST || op == WL_COLL_REDUCE;
   case SIM_ALGO_TREE: return op == WL_COLL_ALLREDUCE && nodes > 1;
   case SIM_ALGO_NVLS:
@@ -538,6 +540,13 @@ static double estimate(const sim_coll_ctx *c, int algo, int proto, int nch, cons
     break;
   }
   case SIM_ALGO_DIRECT:
+    if (c->op == WL_COLL_SHIFT) { /* S to the next member, at the rate of the link between */
+      if (N == 1)
+        t_i = S / Bi;
+      else
+        t_n = S / Bn;
+      break;
+    }
     t_i = (N == 1 ? (n - 1.0) / n : (m - 1.0) / n) * S / (Bi * md.e_intra);
     if (N > 1)
       t_n = (double)(n - m) / n * S / (Bn * md.e_nic);
@@ -550,7 +559,8 @@ static double estimate(const sim_coll_ctx *c, int algo, int proto, int nch, cons
 static int default_algo(int op)
 {
   switch (op) {
-  case WL_COLL_ALLTOALL: return SIM_ALGO_DIRECT;
+  case WL_COLL_ALLTOALL:
+  case WL_COLL_SHIFT: return SIM_ALGO_DIRECT;
   case WL_COLL_BROADCAST:
   case WL_COLL_REDUCE: return SIM_ALGO_CHAIN;
   default: return SIM_ALGO_RING;
@@ -900,6 +910,15 @@ static void edges_direct(const sim_coll_ctx *c, const model *md, int m, edge_lis
 #undef RAIL
 }
 
+/* One ring step: S to the next member, from the previous one, at the link's
+ * rate (the copies of a ring exchange are not NCCL kernels). */
+static void edges_shift(const sim_coll_ctx *c, int m, edge_list *e)
+{
+  int n = c->n;
+  snd(e, (m + 1) % n, c->bytes, 1.0);
+  rcv(e, (m - 1 + n) % n);
+}
+
 static void edges_chain(const sim_coll_ctx *c, const model *md, int m, edge_list *e)
 {
   int n = c->n, root = c->root;
@@ -949,7 +968,12 @@ static void edges_for(const sim_coll_ctx *c, const model *md, int m, edge_list *
   int mk = l->node_cnt[l->node_of[m]];
   switch (c->ch.algo) {
   case SIM_ALGO_RING: edges_ring(c, md, c->ch.nch, m, e); break;
-  case SIM_ALGO_DIRECT: edges_direct(c, md, m, e); break;
+  case SIM_ALGO_DIRECT:
+    if (c->op == WL_COLL_SHIFT)
+      edges_shift(c, m, e);
+    else
+      edges_direct(c, md, m, e);
+    break;
   case SIM_ALGO_CHAIN: edges_chain(c, md, m, e); break;
   case SIM_ALGO_TREE: edges_tree(c, md, c->ch.nch, m, e); break;
   case SIM_ALGO_NVLS:
@@ -1023,7 +1047,7 @@ int sim_coll_plan(const sim_coll_ctx *c, int m, sim_sched *out)
   }
   double L = c->ch.lat_s;
   int rounds = 1;
-  if (c->fidelity == SIM_FID_STEP && c->op != WL_COLL_BARRIER) {
+  if (c->fidelity == SIM_FID_STEP && c->op != WL_COLL_BARRIER && c->op != WL_COLL_SHIFT) {
     if (c->ch.algo == SIM_ALGO_RING)
       rounds = c->op == WL_COLL_ALLREDUCE ? 2 * (c->n - 1) : c->n - 1;
     else

@@ -225,6 +225,33 @@ static void test_direct__matches_closed_form(void **state)
   wl_workload_destroy(wl);
 }
 
+/* Shift (one ring-exchange step): every GPU sends S to the next at its route's
+ * line rate after the route's latency, no NCCL terms (node8: NVLink route
+ * 2 x 0.5 us at 450 GB/s; across its two nodes, NIC route 2 x 1 us at
+ * 50 GB/s, which members 7 -> 8 and 15 -> 0 take).  The closed form and the
+ * simulated flows give the same time. */
+static void test_shift__moves_at_line_rate(void **state)
+{
+  (void)state;
+  double S = 256 * MiB;
+  for (int fast = 0; fast < 2; fast++) {
+    sim_options o;
+    sim_options_init(&o);
+    o.fast_colls = fast;
+    wl_workload *one = first_n(8, 8, WL_COLL_SHIFT, 1, &S);
+    forked_result *f = run(one, "node8", NULL, &o);
+    assert_int_equal(f->colls[0].algo, SIM_ALGO_DIRECT);
+    check_rel(dur(f, 0), 1e-6 + S / 450e9, 1e-9, "shift on one node");
+    forked_result_free(f);
+    wl_workload_destroy(one);
+    wl_workload *two = first_n(16, 16, WL_COLL_SHIFT, 1, &S);
+    f = run(two, "node8:2", NULL, &o);
+    check_rel(dur(f, 0), 2e-6 + S / 50e9, 1e-9, "shift across two nodes");
+    forked_result_free(f);
+    wl_workload_destroy(two);
+  }
+}
+
 /* ---- tuner --------------------------------------------------------------- */
 
 /* Small messages take LL, medium LL128, large Simple (or NVLS where there is
@@ -780,6 +807,7 @@ int main(void)
       cmocka_unit_test(test_nvls__matches_link_loads),
       cmocka_unit_test(test_tree__matches_link_loads),
       cmocka_unit_test(test_direct__matches_closed_form),
+      cmocka_unit_test(test_shift__moves_at_line_rate),
       cmocka_unit_test(test_tuner__picks_protocol_by_size),
       cmocka_unit_test(test_fidelity__step_matches_flow_from_64MiB),
       cmocka_unit_test(test_ring__two_nodes_drive_every_nic),

@@ -823,10 +823,22 @@ static void test_tp_overlap__off_is_the_default_byte_for_byte(void **state)
   }
 }
 
-/* Sum of one rank's TP p2p sends (the ring exchange) */
+/* Sum of one rank's TP ring-exchange sends (shift steps) */
 static double tp_ring_bytes(const wl_workload *wl, int rank)
 {
-  return rank_bytes(wl, rank, WL_COMM_TP, WL_OP_SEND, -1);
+  return rank_bytes(wl, rank, WL_COMM_TP, WL_OP_COLL, WL_COLL_SHIFT);
+}
+
+/* Ops of one rank's program with this name and collective. */
+static int count_colls(const wl_workload *wl, int rank, const char *name, int coll)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[rank]];
+  int n = 0;
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (p->ops[i].kind == WL_OP_COLL && p->ops[i].sub == coll &&
+        !strcmp(wl_op_name(p, &p->ops[i]), name))
+      n++;
+  return n;
 }
 
 /* The same data moves and the same model FLOPs are computed: an all-gather
@@ -872,10 +884,11 @@ static void test_tp_overlap__same_bytes_and_flops(void **state)
      * default split of its "pipeline" method) */
     assert_int_equal(count_ops(wl, 0, "qkv"), (int)(m * L) * t);
     assert_int_equal(count_ops(wl, 0, "mlp.fc2.dgrad"), (int)(m * L) * t);
-    assert_int_equal(count_ops(wl, 0, "attn.tp.ag.send"), (int)(m * L) * (t - 1));
+    assert_int_equal(count_colls(wl, 0, "attn.tp.ag", WL_COLL_SHIFT), (int)(m * L) * (t - 1));
+    assert_int_equal(count_colls(wl, 0, "attn.tp.ag", WL_COLL_ALLGATHER), 0);
     assert_int_equal(count_ops(wl, 0, "attn.tp.rs"), (int)(m * L) * 4);
-    /* every TP collective on the "tp" stream, the ring on its own streams;
-     * the chunk GEMMs share the SMs with their k - 1 siblings (TE's round-
+    /* every TP collective on the "tp" stream, the ring's steps included (one
+     * issue order for the communicator), and no send/recv; the chunk GEMMs share the SMs with their k - 1 siblings (TE's round-
      * robin compute streams), the unsplit ones run alone */
     const wl_program *p = &wl->programs[0];
     for (size_t i = 0; i < p->num_ops; i++) {
@@ -890,9 +903,7 @@ static void test_tp_overlap__same_bytes_and_flops(void **state)
         assert_int_equal(o->concurrent, 0);
       if (o->kind == WL_OP_COLL && wl->roles[o->role] && !strcmp(wl->roles[o->role], "tp"))
         assert_string_equal(p->stream_names[o->stream], "tp");
-      if (o->kind == WL_OP_SEND || o->kind == WL_OP_RECV)
-        assert_string_equal(p->stream_names[o->stream],
-                            o->kind == WL_OP_SEND ? "tp_send" : "tp_recv");
+      assert_true(o->kind != WL_OP_SEND && o->kind != WL_OP_RECV);
     }
     wl_workload_destroy(wl);
     wl_workload_destroy(w0);
@@ -925,6 +936,28 @@ static void test_tp_overlap__replays_faster_on_dgx_h100(void **state)
       fail();
     }
     step[o] = f->step_time_s;
+    if (o) {
+      /* the ring steps are collectives of the TP communicator, whose NVLink
+       * links carry nothing else here: every TP instance has a closed form */
+      uint64_t tp_instances = 0, shifts = 0;
+      for (int r = 0; r < wl->num_ranks; r++) {
+        const wl_program *p = &wl->programs[wl->rank_program[r]];
+        for (size_t i = 0; i < p->num_ops; i++) {
+          const wl_op *op = &p->ops[i];
+          if (op->kind == WL_OP_COLL && wl->comms[wl_rank_comm(wl, r, op->role)].kind == WL_COMM_TP) {
+            tp_instances++;
+            shifts += op->sub == WL_COLL_SHIFT;
+          }
+        }
+      }
+      tp_instances /= 8;
+      assert_true(shifts > 0);
+      if (f->fast_colls < tp_instances) {
+        print_error("%llu closed-form instances, %llu TP instances\n",
+                    (unsigned long long)f->fast_colls, (unsigned long long)tp_instances);
+        fail();
+      }
+    }
     forked_result_free(f);
     if (o) {
       double bound = 0;

@@ -1234,7 +1234,7 @@ static const bad_doc bad_docs[] = {
      "programs[0].ops[0]: 'recompute' is a number, expected true or false"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduc','role':'tp'}") RMAP "}",
      "programs[0].ops[0]: 'coll' is 'allreduc', expected one of allreduce, allgather, "
-     "reducescatter, broadcast, reduce, alltoall, barrier"},
+     "reducescatter, broadcast, reduce, alltoall, barrier, shift"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduce'}") RMAP "}",
      "programs[0].ops[0]: key 'role' is missing"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduce','role':'tp','root':1}") RMAP "}",

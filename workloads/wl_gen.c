@@ -41,16 +41,13 @@
 #include "wl_gen_int.h"
 #include "workload.h"
 
-/* The last two roles and streams exist only with tp_overlap (the ring
- * exchange), so that workloads without it are unchanged. */
-enum { R_TP, R_DP, R_DPX, R_EP, R_CPN, R_CPP, R_PPN, R_PPP, R_EMBD, R_TPN, R_TPP, R_COUNT };
-static const char *const role_names[R_COUNT] = {"tp",      "dp",      "dp_expert", "ep",
-                                                "cp_next", "cp_prev", "pp_next",   "pp_prev",
-                                                "embd",    "tp_next", "tp_prev"};
-enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CPS, S_CPR, S_TPS, S_TPR, S_COUNT };
-static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",      "pp_send",
-                                                  "pp_recv", "cp_send", "cp_recv", "tp_send",
-                                                  "tp_recv"};
+enum { R_TP, R_DP, R_DPX, R_EP, R_CPN, R_CPP, R_PPN, R_PPP, R_EMBD, R_COUNT };
+static const char *const role_names[R_COUNT] = {"tp",      "dp",      "dp_expert",
+                                                "ep",      "cp_next", "cp_prev",
+                                                "pp_next", "pp_prev", "embd"};
+enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CPS, S_CPR, S_COUNT };
+static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",     "pp_send",
+                                                  "pp_recv", "cp_send", "cp_recv"};
 
 #define MAXPEND 16
 
@@ -227,11 +224,10 @@ static long coll_c(gen *g, const char *name, int coll, int role, double bytes)
 static long p2p(gen *g, int stream, int kind, int role, int peer, int tag, double bytes,
                 const char *name, long extra);
 
-/* The tag of every TP and CP ring step.  Each pair's sends run on one stream
- * and its receives on another, in the same order, so the n-th send meets the
- * n-th receive (docs/workload-format.md) with no tag of its own; one tag keeps
- * the engine at one channel per pair instead of one per message (a 6,144-GPU
- * run with tp_overlap sends tens of millions of them). */
+/* The tag of every CP ring step.  Each pair's sends run on one stream and its
+ * receives on another, in the same order, so the n-th send meets the n-th
+ * receive (docs/workload-format.md) with no tag of its own; one tag keeps the
+ * engine at one channel per pair instead of one per message. */
 #define RING_TAG 0
 
 /* ---- tensor-parallel linear layers ------------------------------------------ */
@@ -265,38 +261,33 @@ static void col_fwd(gen *g, const col_gemm *c, int n)
  * method "ring_exchange"): the SP all-gather of a [T, h] tensor becomes tp - 1
  * ring steps; in step j every rank sends the shard it holds (its own, then
  * the one it received in step j - 1) to the next rank and receives one from
- * the previous (T/tp tokens, "tp_send"/"tp_recv" streams).  The GEMMs that
- * consume the gathered tensor run in k = tp chunks of T/tp rows: chunk 0 on
- * the local shard, chunk j after the receive of step j - 1.  Returns the
- * first receive; receive j is that + 2j (sends and receives alternate). */
-static long ag_ring(gen *g, const char *name, long *last_send)
+ * the previous (T/tp tokens).  Each step is one "shift" collective of the TP
+ * communicator on the "tp" stream: every member sends and receives at once,
+ * so the steps keep the communicator's one issue order, and on links the TP
+ * group has to itself a step has a closed form (sim.c) where n send/recv
+ * pairs would be n simulated flows.  The GEMMs that consume the gathered
+ * tensor run in k = tp chunks of T/tp rows: chunk 0 on the local shard,
+ * chunk j after step j - 1.  Returns the first step; step j is that + j. */
+static long ag_ring(gen *g, const char *name)
 {
   int t = g->l->tp;
   double shard = g->T * g->h * g->ab / t;
-  char ns[48], nr[48];
-  snprintf(ns, sizeof ns, "%s.send", name);
-  snprintf(nr, sizeof nr, "%s.recv", name);
-  long first = -1, r = -1, sd = -1;
+  long first = -1;
   for (int j = 0; j < t - 1; j++) {
-    sd = p2p(g, S_TPS, WL_OP_SEND, R_TPN, 1, RING_TAG, shard, ns, r);
-    r = p2p(g, S_TPR, WL_OP_RECV, R_TPP, 0, RING_TAG, shard, nr, -1);
+    long i = coll_s(g, S_TP, name, WL_COLL_SHIFT, R_TP, shard, -1);
     if (j == 0)
-      first = r;
+      first = i;
   }
-  *last_send = sd;
   return first;
 }
 
-/* Before GEMM chunk i of k fed by a ring exchange (ag_ring: first receive r,
- * last send sd): chunk 0 runs on the local shard, chunk i after receive i - 1;
- * the last also waits for the last send (the gathered buffer is complete and
- * free). */
-static void ag_ring_chunk_wait(gen *g, long r, long sd, int i, int k)
+/* Before GEMM chunk i of k fed by a ring exchange (ag_ring: first step r):
+ * chunk 0 runs on the local shard, chunk i after step i - 1 (the last chunk
+ * after the last step: the gathered buffer is complete). */
+static void ag_ring_chunk_wait(gen *g, long r, int i)
 {
-  if (i > 0)
-    need(g, r + 2 * (i - 1));
-  if (i == k - 1)
-    need(g, sd);
+  if (i > 0 && r >= 0)
+    need(g, r + (i - 1));
 }
 
 #define TE_PIPELINE_SPLITS 4
@@ -326,9 +317,9 @@ static void col_fwd_sp(gen *g, const col_gemm *c, int n, const char *ag_name)
     return;
   }
   int k = g->l->tp;
-  long sd, r = ag_ring(g, ag_name, &sd);
+  long r = ag_ring(g, ag_name);
   for (int i = 0; i < k; i++) {
-    ag_ring_chunk_wait(g, r, sd, i, k);
+    ag_ring_chunk_wait(g, r, i);
     for (int j = 0; j < n; j++)
       gemm_chunk(g, c[j].fwd, g->T / k, c[j].N, c[j].K, c[j].scale, k);
   }
@@ -389,9 +380,9 @@ static void row_bwd(gen *g, const char *dgrad, const char *wgrad, double Kloc, c
      * (ag_ring), dgrad chunk i on the shard received in step i - 1; wgrad
      * needs all of it and follows the last dgrad chunk */
     int k = g->l->tp;
-    long sd, r = ag_ring(g, ag_name, &sd);
+    long r = ag_ring(g, ag_name);
     for (int i = 0; i < k; i++) {
-      ag_ring_chunk_wait(g, r, sd, i, k);
+      ag_ring_chunk_wait(g, r, i);
       gemm_chunk(g, dgrad, g->T / k, Kloc, g->h, 1, k);
     }
   }
@@ -975,7 +966,7 @@ static int emit_stage(gen *g, int s, st_err *err)
   const wl_layout *l = g->l;
   char pname[32];
   snprintf(pname, sizeof pname, "stage%d", s);
-  int pi = wl_program_add(g->wl, pname, l->tp_overlap ? S_COUNT : S_TPS, stream_names);
+  int pi = wl_program_add(g->wl, pname, S_COUNT, stream_names);
   if (pi < 0)
     return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
   g->p = &g->wl->programs[pi];
@@ -1232,18 +1223,6 @@ static int build_comms(const wl_model *m, const wl_layout *l, wl_workload *wl)
         }
       }
     }
-  /* tp_overlap: the ring exchange's neighbours, {me, next} as for CP */
-  for (int pp = 0; pp < P && l->tp_overlap && T > 1; pp++)
-    for (int dp = 0; dp < D; dp++)
-      for (int cp = 0; cp < C; cp++)
-        for (int t = 0; t < T; t++) {
-          r[0] = rank_of(l, t, cp, dp, pp);
-          r[1] = rank_of(l, (t + 1) % T, cp, dp, pp);
-          snprintf(name, sizeof name, "tp/%d->%d", r[0], r[1]);
-          ADD(R_TPN, WL_COMM_TP, 2, 0);
-          wl_rank_set_comm(wl, r[0], R_TPN, rc);
-          wl_rank_set_comm(wl, r[1], R_TPP, rc);
-        }
   rc = 0;
 done:
 #undef ADD
@@ -1257,7 +1236,7 @@ int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err
     return st_err_set(err, ST_EINPUT, "layout '%s': too many micro-batches x stages to tag",
                       l->spec);
   wl_workload *wl =
-      wl_workload_create(l->num_gpus, l->tp_overlap ? R_COUNT : R_TPN, role_names);
+      wl_workload_create(l->num_gpus, R_COUNT, role_names);
   if (!wl)
     return st_err_set(err, ST_ENOMEM, "out of memory creating a workload of %d ranks",
                       l->num_gpus);

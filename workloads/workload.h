@@ -57,6 +57,7 @@ typedef enum wl_coll_op {
   WL_COLL_REDUCE,
   WL_COLL_ALLTOALL, /* uniform, or per-peer sizes when the op has splits (all-to-all-v) */
   WL_COLL_BARRIER,
+  WL_COLL_SHIFT, /* one ring step: member i sends bytes to i + 1, receives from i - 1 (mod n) */
   WL_COLL_COUNT
 } wl_coll_op;
 

@@ -24,7 +24,8 @@ static const char usage_text[] =
     "the time, algorithm bandwidth and bus bandwidth as nccl-tests does.\n"
     "\n"
     "  OP                  allreduce, allgather, reducescatter, alltoall, broadcast,\n"
-    "                      reduce, sendrecv\n"
+    "                      reduce, shift (GPU i to i+1 as one collective), sendrecv\n"
+    "                      (the same ring as point-to-point pairs)\n"
     "  --gpus N            GPUs taking part (the first N of the cluster)\n"
     "  --cluster C         NAME[:NODES] preset, spec .json or SimGrid .xml\n"
     "  --bytes B           one size (nccl-tests convention), e.g. 64M, 1G, 4096\n"
@@ -202,7 +203,7 @@ int cmd_coll(int argc, char **argv)
   int op = !strcmp(opname, "sendrecv") ? OP_SENDRECV : wl_coll_from_name(opname);
   if (op < 0 || op == WL_COLL_BARRIER)
     return cli_usage_error("coll", "'%s' is not a collective (allreduce, allgather, "
-                                   "reducescatter, alltoall, broadcast, reduce, sendrecv)",
+                                   "reducescatter, alltoall, broadcast, reduce, shift, sendrecv)",
                            opname);
   if (!gpus)
     return cli_usage_error("coll", "--gpus is required");
@@ -261,27 +262,36 @@ int cmd_coll(int argc, char **argv)
     printf("# %14s %14s %12s %12s %12s  %-9s %-6s %s\n", "size(B)", "count(float)", "time(us)",
            "algbw(GB/s)", "busbw(GB/s)", "algo", "proto", "channels");
   }
-  int per = op == OP_SENDRECV ? gpus : 1;
+  /* A collective's sizes complete in order, one record each; the pairs of a
+   * sendrecv sweep do not wait for each other, so records of different sizes
+   * interleave: take a size's records by their bytes (the sizes differ), and
+   * time it from the last pair's start (all GPUs there) to the last end. */
+  int p2p = op == OP_SENDRECV;
   for (int k = 0; k < nsizes; k++) {
-    double t0 = INFINITY, t1 = 0;
-    const sim_coll_record *first = (size_t)k * per < res->num_colls ? &res->colls[(size_t)k * per] : NULL;
-    for (int i = 0; i < per && (size_t)(k * per + i) < res->num_colls; i++) {
-      const sim_coll_record *rc = &res->colls[(size_t)k * per + i];
-      t0 = fmin(t0, rc->start_s);
+    double t0 = 0, t1 = 0;
+    const sim_coll_record *first = NULL;
+    for (size_t i = 0; i < res->num_colls; i++) {
+      const sim_coll_record *rc = &res->colls[i];
+      if (p2p ? rc->bytes != sizes[k] : i != (size_t)k)
+        continue;
+      if (!first)
+        first = rc;
+      t0 = fmax(t0, rc->start_s);
       t1 = fmax(t1, rc->end_s);
     }
     double t = t1 - t0;
     double algbw = sizes[k] / t / 1e9;
-    double busbw = algbw * (op == OP_SENDRECV ? 1.0 : sim_busbw_factor(op, gpus));
+    double busbw = algbw * (p2p ? 1.0 : sim_busbw_factor(op, gpus));
+    const char *an = p2p ? "p2p" : first ? sim_coll_algo_name(first->algo) : "?";
+    const char *pn = p2p ? "-" : first ? sim_coll_proto_name(first->proto) : "?";
+    int nch = p2p ? 1 : first ? first->channels : 0;
     if (json)
       printf("%s{\"bytes\":%.17g,\"time_s\":%.17g,\"algbw_GBps\":%.17g,\"busbw_GBps\":%.17g,"
              "\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d}",
-             k ? "," : "", sizes[k], t, algbw, busbw, first ? sim_coll_algo_name(first->algo) : "?",
-             first ? sim_coll_proto_name(first->proto) : "?", first ? first->channels : 0);
+             k ? "," : "", sizes[k], t, algbw, busbw, an, pn, nch);
     else
       printf("  %14.0f %14.0f %12.2f %12.2f %12.2f  %-9s %-6s %d\n", sizes[k], floor(sizes[k] / 4),
-             t * 1e6, algbw, busbw, first ? sim_coll_algo_name(first->algo) : "?",
-             first ? sim_coll_proto_name(first->proto) : "?", first ? first->channels : 0);
+             t * 1e6, algbw, busbw, an, pn, nch);
   }
   if (json)
     fputs("]\n", stdout);
