@@ -910,6 +910,49 @@ static void test_tp_overlap__same_bytes_and_flops(void **state)
   }
 }
 
+/* What the compute model reads survives the workload file: every op of a
+ * generated workload (flash attention with its causal mask, TP-overlap chunks
+ * marked concurrent, recomputation, fp8 GEMMs) is priced the same after a
+ * write and a read. */
+static void test_file__prices_every_op_as_generated(void **state)
+{
+  (void)state;
+  wl_model g;
+  model_of(GPT_T, &g);
+  plat_cluster *cl = NULL;
+  st_err err;
+  st_err_clear(&err);
+  assert_int_equal(plat_cluster_load("dgx-h100:1", &cl, &err), 0);
+  static const char *const specs[] = {"tp=4,sp=1,pp=2,gbs=4,tp_overlap=1",
+                                      "tp=2,sp=1,gbs=4,recompute=selective,dtype=fp8"};
+  for (size_t c = 0; c < sizeof specs / sizeof specs[0]; c++) {
+    wl_workload *a = gen(&g, specs[c], 8, NULL), *b = NULL;
+    char *json = wl_workload_to_json(a, 0);
+    assert_non_null(json);
+    if (wl_workload_parse(json, strlen(json), "generated", &b, &err)) {
+      print_error("%s: %s\n", specs[c], err.msg);
+      fail();
+    }
+    int causal = 0;
+    for (int pi = 0; pi < a->num_programs; pi++)
+      for (size_t i = 0; i < a->programs[pi].num_ops; i++) {
+        const wl_op *x = &a->programs[pi].ops[i], *y = &b->programs[pi].ops[i];
+        causal += (x->flags & WL_OPF_CAUSAL) != 0;
+        double tx = plat_compute_time(&cl->device, x), ty = plat_compute_time(&cl->device, y);
+        if (x->kind == WL_OP_COMPUTE && tx != ty) {
+          print_error("%s: op %zu '%s' priced %.17g s as generated, %.17g s from the file\n",
+                      specs[c], i, wl_op_name(&a->programs[pi], x), tx, ty);
+          fail();
+        }
+      }
+    assert_true(causal > 0);
+    free(json);
+    wl_workload_destroy(a);
+    wl_workload_destroy(b);
+  }
+  plat_cluster_destroy(cl);
+}
+
 /* On the engine: TP=8, PP=2 on two DGX H100 replays to the end, faster with
  * the overlap, and never faster than the compute of its busiest stage
  * (compute ops run one after the other on the compute stream). */
@@ -1003,6 +1046,7 @@ int main(void)
       cmocka_unit_test(test_tp_overlap__off_is_the_default_byte_for_byte),
       cmocka_unit_test(test_tp_overlap__same_bytes_and_flops),
       cmocka_unit_test(test_tp_overlap__replays_faster_on_dgx_h100),
+      cmocka_unit_test(test_file__prices_every_op_as_generated),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -239,6 +239,13 @@ static wl_workload *build_everything(void)
   op.flags = WL_OPF_RECOMPUTE;
   op.name = wl_program_string(p, "gemm \"quoted\"");
   wl_program_append(p, &op, NULL, 0);
+  op = wl_op_compute(1, -1); /* causal attention: the mask travels with the op */
+  op.sub = WL_CLASS_ATTENTION;
+  op.flops = 3e12;
+  op.m = op.n = 4096, op.k = 128;
+  op.batch = 32;
+  op.flags = WL_OPF_CAUSAL;
+  wl_program_append(p, &op, NULL, 0);
   op = wl_op_compute(2, -0.0); /* -0 is a given duration of zero, kept bit for bit */
   op.sub = WL_CLASS_ELEMENTWISE;
   wl_program_append(p, &op, NULL, 0);
@@ -1232,6 +1239,10 @@ static const bad_doc bad_docs[] = {
      "programs[0].ops[0]: 'concurrent' is 256, outside 1..255"},
     {HEAD COMMS PROG("{'op':'compute','flops':1,'recompute':1}") RMAP "}",
      "programs[0].ops[0]: 'recompute' is a number, expected true or false"},
+    {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'attention','causal':'yes'}") RMAP "}",
+     "programs[0].ops[0]: 'causal' is a string, expected true or false"},
+    {HEAD COMMS PROG("{'op':'coll','coll':'allreduce','role':'tp','causal':true}") RMAP "}",
+     "programs[0].ops[0]: key 'causal' does not apply to a 'coll' op"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduc','role':'tp'}") RMAP "}",
      "programs[0].ops[0]: 'coll' is 'allreduc', expected one of allreduce, allgather, "
      "reducescatter, broadcast, reduce, alltoall, barrier, shift"},

@@ -251,6 +251,11 @@ static void w_op(wr *w, const wl_workload *wl, int pi, size_t oi, const unsigned
       w_key(w, "dtype");
       w_quoted(w, wl_dtype_name(o->dtype));
     }
+    if (o->flags & WL_OPF_CAUSAL) {
+      w_sep(w);
+      w_key(w, "causal");
+      w_str(w, "true");
+    }
     break;
   case WL_OP_COLL:
   case WL_OP_SEND:
@@ -841,12 +846,14 @@ enum {
   K_COLL, K_ROLE, K_ROOT, K_SPLITS, K_PEER, K_TAG,              /* communication */
   K_MARK, K_VALUE,                                              /* marker */
   K_CONCURRENT,                                                 /* compute (GEMM) */
+  K_CAUSAL,                                                     /* compute (attention) */
   K_COUNT
 };
 static const char *const op_keys[K_COUNT] = {
     "op",    "stream", "name",  "phase", "waits", "recompute", "class", "duration_s",
     "flops", "m",      "n",     "k",     "batch", "dtype",     "bytes", "coll",
-    "role",  "root",   "splits", "peer", "tag",   "mark",      "value", "concurrent"};
+    "role",  "root",   "splits", "peer", "tag",   "mark",      "value", "concurrent",
+    "causal"};
 
 #define KB(k) (1u << (k))
 #define K_ANY (KB(K_OP) | KB(K_STREAM) | KB(K_NAME) | KB(K_PHASE) | KB(K_WAITS))
@@ -854,7 +861,7 @@ static const char *const op_keys[K_COUNT] = {
 static const uint32_t op_kind_keys[WL_OP_KIND_COUNT] = {
     [WL_OP_COMPUTE] = K_ANY | KB(K_RECOMPUTE) | KB(K_CLASS) | KB(K_DURATION) | KB(K_FLOPS) |
                       KB(K_M) | KB(K_N) | KB(K_K) | KB(K_BATCH) | KB(K_DTYPE) | KB(K_BYTES) |
-                      KB(K_CONCURRENT),
+                      KB(K_CONCURRENT) | KB(K_CAUSAL),
     [WL_OP_COLL] = K_ANY | KB(K_RECOMPUTE) | KB(K_COLL) | KB(K_ROLE) | KB(K_ROOT) | KB(K_SPLITS) |
                    KB(K_BYTES),
     [WL_OP_SEND] = K_ANY | KB(K_RECOMPUTE) | KB(K_ROLE) | KB(K_PEER) | KB(K_TAG) | KB(K_BYTES),
@@ -1005,6 +1012,12 @@ static int rd_op(rd *r, const jpath *at, const cJSON *obj, wl_program *p, size_t
       if (rd_enum(r, at, s[K_DTYPE], wl_dtype_from_name, wl_dtype_name, WL_DTYPE_COUNT, &e))
         return ST_EINPUT;
       op.dtype = (uint8_t)e;
+    }
+    if (s[K_CAUSAL]) {
+      if (!cJSON_IsBool(s[K_CAUSAL]))
+        return rd_fail(r, at, "'causal' is %s, expected true or false", type_name(s[K_CAUSAL]));
+      if (cJSON_IsTrue(s[K_CAUSAL]))
+        op.flags |= WL_OPF_CAUSAL;
     }
     if (!s[K_DURATION] && !(op.flops > 0) && !(op.bytes > 0))
       return rd_fail(r, at, "a compute op needs 'duration_s', or 'flops'/'bytes' for the "
