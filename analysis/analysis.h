@@ -274,6 +274,13 @@ typedef struct an_case_result {
 int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
                     const plat_compute_params *overrides, int num_overrides, int jobs,
                     int timeout_s, an_case_result *res, st_err *err);
+/* The same with overrides per case: case i installs
+ * overrides[i * num_overrides .. (i + 1) * num_overrides - 1].  One queue for
+ * differently parametrised runs (the grid of --fit): a slot never waits for a
+ * pass to end. */
+int an_validate_run_each(const an_case *cases, int n, an_predict_fn fn,
+                         const plat_compute_params *overrides, int num_overrides, int jobs,
+                         int timeout_s, an_case_result *res, st_err *err);
 /* Where an_validate_run reports each case as it ends ("[k/n] name: error in
  * T s", wall time), or NULL (the default) for nothing. */
 void an_validate_progress(FILE *f);

@@ -324,9 +324,10 @@ static double wall_s(void)
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
-                    const plat_compute_params *overrides, int num_overrides, int jobs,
-                    int timeout_s, an_case_result *res, st_err *err)
+/* Case i runs with overrides + i * stride (num_overrides of them). */
+static int run_cases(const an_case *cases, int n, an_predict_fn fn,
+                     const plat_compute_params *overrides, int num_overrides, size_t stride,
+                     int jobs, int timeout_s, an_case_result *res, st_err *err)
 {
   if (jobs < 1)
     jobs = 1;
@@ -355,7 +356,8 @@ int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
     for (int j = 0; j < jobs && next < n && !rc; j++) {
       if (slot_case[j] >= 0)
         continue;
-      rc = start_child(&cases[next], fn, overrides, num_overrides, timeout_s, &kids[next], err);
+      const plat_compute_params *ov = overrides ? overrides + (size_t)next * stride : NULL;
+      rc = start_child(&cases[next], fn, ov, num_overrides, timeout_s, &kids[next], err);
       if (rc)
         break;
       slot_t0[j] = wall_s();
@@ -421,6 +423,21 @@ int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
     return first.code;
   }
   return ST_OK;
+}
+
+int an_validate_run(const an_case *cases, int n, an_predict_fn fn,
+                    const plat_compute_params *overrides, int num_overrides, int jobs,
+                    int timeout_s, an_case_result *res, st_err *err)
+{
+  return run_cases(cases, n, fn, overrides, num_overrides, 0, jobs, timeout_s, res, err);
+}
+
+int an_validate_run_each(const an_case *cases, int n, an_predict_fn fn,
+                         const plat_compute_params *overrides, int num_overrides, int jobs,
+                         int timeout_s, an_case_result *res, st_err *err)
+{
+  return run_cases(cases, n, fn, overrides, num_overrides, (size_t)num_overrides, jobs, timeout_s,
+                   res, err);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -309,6 +309,35 @@ static void test_load__bad_files_are_named_with_the_key(void **state)
   assert_string_equal(err.msg, want);
 }
 
+/* an_validate_run_each: one queue, each job with its own compute parameters
+ * (the --fit grid): job k's step is a_k / g_k + b_k for its own g_k. */
+static void test_run_each__every_job_gets_its_own_overrides(void **state)
+{
+  (void)state;
+  clear_dir();
+  write_case("a.json", "x", "A=3,B=1", 100);
+  write_case("b.json", "y", "A=5,B=0.5", 100);
+  an_case *cases;
+  int n;
+  st_err err = {0};
+  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
+  static const double g[] = {0.6, 0.8, 1.0};
+  an_case job[6];
+  plat_compute_params ov[6];
+  memset(ov, 0, sizeof ov);
+  for (int k = 0; k < 6; k++) {
+    job[k] = cases[k / 3];
+    ov[k].gemm_eff = g[k % 3];
+  }
+  an_case_result res[6];
+  assert_int_equal(an_validate_run_each(job, 6, fake_predict, ov, 1, 2, 0, res, &err), 0);
+  for (int k = 0; k < 6; k++) {
+    double a = k < 3 ? 3 : 5, b = k < 3 ? 1 : 0.5;
+    assert_true(fabs(res[k].predicted_step_s - (a / g[k % 3] + b)) < 1e-12);
+  }
+  an_cases_free(cases, n);
+}
+
 /* Cases whose step is a / g + b: measured at a true g* per group, the
  * leave-one-out fit recovers g* (to its 0.001 search step) and the errors
  * vanish, because step is exactly linear in 1 / g like the interpolation. */
@@ -388,6 +417,7 @@ int main(void)
       cmocka_unit_test(test_stats__even_count_median_is_mean_of_middle),
       cmocka_unit_test(test_run__failing_and_crashing_cases_are_named),
       cmocka_unit_test(test_load__bad_files_are_named_with_the_key),
+      cmocka_unit_test(test_run_each__every_job_gets_its_own_overrides),
       cmocka_unit_test(test_loo__recovers_true_efficiency_per_group),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -43,11 +43,11 @@ static int run_fit(const an_case *cases, int n, int jobs, int timeout_s, int jso
   char (*devices)[48] = calloc((size_t)n, sizeof *devices);
   int *group = calloc((size_t)n, sizeof *group);
   an_case_result *pred = calloc((size_t)n * FIT_NGRID, sizeof *pred);
-  an_case_result *res = calloc((size_t)n, sizeof *res), *loo = calloc((size_t)n, sizeof *loo);
+  an_case_result *loo = calloc((size_t)n, sizeof *loo);
   double *fit = calloc((size_t)n, sizeof *fit), *loo_eff = calloc((size_t)n, sizeof *loo_eff);
   plat_compute_params *ov = calloc((size_t)n, sizeof *ov);
   int ngroups = 0, rc = ST_OK;
-  if (!devices || !group || !pred || !res || !loo || !fit || !loo_eff || !ov) {
+  if (!devices || !group || !pred || !loo || !fit || !loo_eff || !ov) {
     rc = st_err_set(err, ST_ENOMEM, "out of memory");
     goto out;
   }
@@ -69,16 +69,51 @@ static int run_fit(const an_case *cases, int n, int jobs, int timeout_s, int jso
     group[c] = g;
     plat_cluster_destroy(cl);
   }
-  for (int j = 0; j < FIT_NGRID && !rc; j++) {
-    for (int g = 0; g < ngroups; g++)
-      ov[g].gemm_eff = fit_grid[j];
-    int r = an_validate_run(cases, n, an_predict_generated, ov, ngroups, jobs, timeout_s, res, err);
-    if (r == ST_ENOMEM || r == ST_EIO) {
-      rc = r;
-      goto out;
+  /* Every (case, grid point) is one job of one queue, the cases with the most
+   * GPUs first (the longest, roughly): with passes per grid point every pass
+   * waited for its longest case while the other slots idled. */
+  if (!rc) {
+    int nj = n * FIT_NGRID;
+    an_case *job = calloc((size_t)nj, sizeof *job);
+    int *job_of = calloc((size_t)nj, sizeof *job_of); /* job -> c * FIT_NGRID + j */
+    plat_compute_params *jov = calloc((size_t)nj * (size_t)ngroups, sizeof *jov);
+    an_case_result *jres = calloc((size_t)nj, sizeof *jres);
+    char (*names)[160] = calloc((size_t)nj, sizeof *names);
+    if (!job || !job_of || !jov || !jres || !names)
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    for (int k = 0; !rc && k < nj; k++) { /* stable insertion sort, most GPUs first */
+      int q = k;
+      while (q > 0 && cases[job_of[q - 1] / FIT_NGRID].num_gpus < cases[k / FIT_NGRID].num_gpus) {
+        job_of[q] = job_of[q - 1];
+        q--;
+      }
+      job_of[q] = k;
     }
-    for (int c = 0; c < n; c++)
-      pred[(size_t)c * FIT_NGRID + j] = res[c];
+    for (int k = 0; !rc && k < nj; k++) {
+      int c = job_of[k] / FIT_NGRID, j = job_of[k] % FIT_NGRID;
+      job[k] = cases[c];
+      snprintf(names[k], sizeof names[k], "%s (gemm_eff %.2f)", cases[c].name, fit_grid[j]);
+      job[k].name = names[k];
+      for (int g = 0; g < ngroups; g++) {
+        jov[(size_t)k * ngroups + g] = ov[g];
+        jov[(size_t)k * ngroups + g].gemm_eff = fit_grid[j];
+      }
+    }
+    if (!rc) {
+      int r = an_validate_run_each(job, nj, an_predict_generated, jov, ngroups, jobs, timeout_s,
+                                   jres, err);
+      if (r == ST_ENOMEM || r == ST_EIO)
+        rc = r;
+      for (int k = 0; k < nj && !rc; k++)
+        pred[job_of[k]] = jres[k]; /* a failure names the case and its grid point */
+    }
+    free(job);
+    free(job_of);
+    free(jov);
+    free(jres);
+    free(names);
+    if (rc)
+      goto out;
   }
   an_validate_loo(pred, n, fit_grid, FIT_NGRID, group, ngroups, fit, loo_eff, loo);
   double med, mx;
@@ -121,7 +156,6 @@ out:
   free(devices);
   free(group);
   free(pred);
-  free(res);
   free(loo);
   free(fit);
   free(loo_eff);
