@@ -888,8 +888,9 @@ static void test_tp_overlap__same_bytes_and_flops(void **state)
     assert_int_equal(count_colls(wl, 0, "attn.tp.ag", WL_COLL_ALLGATHER), 0);
     assert_int_equal(count_ops(wl, 0, "attn.tp.rs"), (int)(m * L) * 4);
     /* every TP collective on the "tp" stream, the ring's steps included (one
-     * issue order for the communicator), and no send/recv; the chunk GEMMs share the SMs with their k - 1 siblings (TE's round-
-     * robin compute streams), the unsplit ones run alone */
+     * issue order for the communicator), and no send/recv; the chunk GEMMs
+     * share the SMs with their k - 1 siblings (TE's round-robin compute
+     * streams), the unsplit ones run alone */
     const wl_program *p = &wl->programs[0];
     for (size_t i = 0; i < p->num_ops; i++) {
       const wl_op *o = &p->ops[i];
@@ -987,7 +988,8 @@ static void test_tp_overlap__replays_faster_on_dgx_h100(void **state)
         const wl_program *p = &wl->programs[wl->rank_program[r]];
         for (size_t i = 0; i < p->num_ops; i++) {
           const wl_op *op = &p->ops[i];
-          if (op->kind == WL_OP_COLL && wl->comms[wl_rank_comm(wl, r, op->role)].kind == WL_COMM_TP) {
+          int c = op->kind == WL_OP_COLL ? wl_rank_comm(wl, r, op->role) : -1;
+          if (c >= 0 && wl->comms[c].kind == WL_COMM_TP) {
             tp_instances++;
             shifts += op->sub == WL_COLL_SHIFT;
           }

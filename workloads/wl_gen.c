@@ -1235,8 +1235,7 @@ int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err
   if ((double)l->num_microbatches * l->vpp * l->pp * 2 > 2e9)
     return st_err_set(err, ST_EINPUT, "layout '%s': too many micro-batches x stages to tag",
                       l->spec);
-  wl_workload *wl =
-      wl_workload_create(l->num_gpus, R_COUNT, role_names);
+  wl_workload *wl = wl_workload_create(l->num_gpus, R_COUNT, role_names);
   if (!wl)
     return st_err_set(err, ST_ENOMEM, "out of memory creating a workload of %d ranks",
                       l->num_gpus);

@@ -9,7 +9,8 @@
 static const char *const kind_names[WL_OP_KIND_COUNT] = {"compute", "coll", "send", "recv",
                                                          "marker"};
 static const char *const coll_names[WL_COLL_COUNT] = {
-    "allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "barrier", "shift"};
+    "allreduce", "allgather", "reducescatter", "broadcast",
+    "reduce",    "alltoall",  "barrier",       "shift"};
 static const char *const class_names[WL_CLASS_COUNT] = {
     "other", "gemm", "attention", "elementwise", "optimizer", "comm_kernel"};
 static const char *const marker_names[WL_MARK_COUNT] = {"iteration", "phase", "layer",

@@ -37,6 +37,57 @@ static void usage(FILE *out)
 static const double fit_grid[] = {0.60, 0.80, 1.00};
 #define FIT_NGRID ((int)(sizeof fit_grid / sizeof fit_grid[0]))
 
+/* Every case at every grid point: pred[c * FIT_NGRID + j].  Each (case, grid
+ * point) is one job of one queue, the cases with the most GPUs first (the
+ * longest, roughly): with passes per grid point every pass waited for its
+ * longest case while the other slots idled.  Returns 0, or ST_ENOMEM/ST_EIO
+ * (a failed prediction stays in its pred entry). */
+static int predict_grid(const an_case *cases, int n, const plat_compute_params *ov, int ngroups,
+                        int jobs, int timeout_s, an_case_result *pred, st_err *err)
+{
+  int nj = n * FIT_NGRID, rc = ST_OK;
+  an_case *job = calloc((size_t)nj, sizeof *job);
+  int *job_of = calloc((size_t)nj, sizeof *job_of); /* job -> c * FIT_NGRID + j */
+  plat_compute_params *jov = calloc((size_t)nj * (size_t)ngroups, sizeof *jov);
+  an_case_result *jres = calloc((size_t)nj, sizeof *jres);
+  char (*names)[160] = calloc((size_t)nj, sizeof *names);
+  if (!job || !job_of || !jov || !jres || !names) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (int k = 0; k < nj; k++) { /* stable insertion sort, most GPUs first */
+    int q = k;
+    while (q > 0 && cases[job_of[q - 1] / FIT_NGRID].num_gpus < cases[k / FIT_NGRID].num_gpus) {
+      job_of[q] = job_of[q - 1];
+      q--;
+    }
+    job_of[q] = k;
+  }
+  for (int k = 0; k < nj; k++) {
+    int c = job_of[k] / FIT_NGRID, j = job_of[k] % FIT_NGRID;
+    job[k] = cases[c];
+    snprintf(names[k], sizeof names[k], "%s (gemm_eff %.2f)", cases[c].name, fit_grid[j]);
+    job[k].name = names[k];
+    for (int g = 0; g < ngroups; g++) {
+      jov[(size_t)k * ngroups + g] = ov[g];
+      jov[(size_t)k * ngroups + g].gemm_eff = fit_grid[j];
+    }
+  }
+  int r = an_validate_run_each(job, nj, an_predict_generated, jov, ngroups, jobs, timeout_s, jres,
+                               err);
+  if (r == ST_ENOMEM || r == ST_EIO)
+    rc = r;
+  for (int k = 0; k < nj && !rc; k++)
+    pred[job_of[k]] = jres[k]; /* a failure names the case and its grid point */
+out:
+  free(job);
+  free(job_of);
+  free(jov);
+  free(jres);
+  free(names);
+  return rc;
+}
+
 static int run_fit(const an_case *cases, int n, int jobs, int timeout_s, int json, st_err *err)
 {
   /* device of each case, groups in order of first appearance */
@@ -69,52 +120,8 @@ static int run_fit(const an_case *cases, int n, int jobs, int timeout_s, int jso
     group[c] = g;
     plat_cluster_destroy(cl);
   }
-  /* Every (case, grid point) is one job of one queue, the cases with the most
-   * GPUs first (the longest, roughly): with passes per grid point every pass
-   * waited for its longest case while the other slots idled. */
-  if (!rc) {
-    int nj = n * FIT_NGRID;
-    an_case *job = calloc((size_t)nj, sizeof *job);
-    int *job_of = calloc((size_t)nj, sizeof *job_of); /* job -> c * FIT_NGRID + j */
-    plat_compute_params *jov = calloc((size_t)nj * (size_t)ngroups, sizeof *jov);
-    an_case_result *jres = calloc((size_t)nj, sizeof *jres);
-    char (*names)[160] = calloc((size_t)nj, sizeof *names);
-    if (!job || !job_of || !jov || !jres || !names)
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    for (int k = 0; !rc && k < nj; k++) { /* stable insertion sort, most GPUs first */
-      int q = k;
-      while (q > 0 && cases[job_of[q - 1] / FIT_NGRID].num_gpus < cases[k / FIT_NGRID].num_gpus) {
-        job_of[q] = job_of[q - 1];
-        q--;
-      }
-      job_of[q] = k;
-    }
-    for (int k = 0; !rc && k < nj; k++) {
-      int c = job_of[k] / FIT_NGRID, j = job_of[k] % FIT_NGRID;
-      job[k] = cases[c];
-      snprintf(names[k], sizeof names[k], "%s (gemm_eff %.2f)", cases[c].name, fit_grid[j]);
-      job[k].name = names[k];
-      for (int g = 0; g < ngroups; g++) {
-        jov[(size_t)k * ngroups + g] = ov[g];
-        jov[(size_t)k * ngroups + g].gemm_eff = fit_grid[j];
-      }
-    }
-    if (!rc) {
-      int r = an_validate_run_each(job, nj, an_predict_generated, jov, ngroups, jobs, timeout_s,
-                                   jres, err);
-      if (r == ST_ENOMEM || r == ST_EIO)
-        rc = r;
-      for (int k = 0; k < nj && !rc; k++)
-        pred[job_of[k]] = jres[k]; /* a failure names the case and its grid point */
-    }
-    free(job);
-    free(job_of);
-    free(jov);
-    free(jres);
-    free(names);
-    if (rc)
-      goto out;
-  }
+  if (rc || (rc = predict_grid(cases, n, ov, ngroups, jobs, timeout_s, pred, err)))
+    goto out;
   an_validate_loo(pred, n, fit_grid, FIT_NGRID, group, ngroups, fit, loo_eff, loo);
   double med, mx;
   int k = an_validate_stats(loo, n, &med, &mx);
