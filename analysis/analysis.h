@@ -235,6 +235,7 @@ typedef struct an_case {
   int num_gpus;
   double measured;     /* tokens/s per GPU */
   double measured_step_s; /* derived step time, NaN when the file has none */
+  double params_b;     /* the source's stated model size in billions, NaN when none */
 } an_case;
 
 /* Every *.json file of dir, in name order.  Errors name the file and key:
@@ -242,6 +243,13 @@ typedef struct an_case {
  * folder is an error too. */
 int an_cases_load(const char *dir, an_case **out, int *n, st_err *err);
 void an_cases_free(an_case *cases, int n);
+
+/* Checks a case's model against the size its source states: params (the
+ * model's parameter count) must lie within one unit of the last digit of
+ * params_b (sizes are labels, rounded or cut: "1.7" allows 1.6e9 to 1.8e9,
+ * "177" 176e9 to 178e9).  No stated size: nothing to check.  The error names
+ * the case file and both sizes. */
+int an_case_check_size(const an_case *c, double params, st_err *err);
 
 typedef struct an_prediction {
   double step_time_s;

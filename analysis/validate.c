@@ -124,6 +124,15 @@ static int parse_case(const char *path, const char *text, an_case *c, st_err *er
     }
     c->measured_step_s = st->valuedouble;
   }
+  c->params_b = NAN;
+  const cJSON *pb = cJSON_GetObjectItemCaseSensitive(root, "params_b");
+  if (pb) {
+    if (!cJSON_IsNumber(pb) || !(pb->valuedouble > 0) || !isfinite(pb->valuedouble)) {
+      rc = st_err_set(err, ST_EINPUT, "case '%s': 'params_b' is not a positive number", path);
+      goto out;
+    }
+    c->params_b = pb->valuedouble;
+  }
   if (!c->model_json)
     rc = st_err_set(err, ST_ENOMEM, "out of memory");
 out:
@@ -215,6 +224,33 @@ int an_cases_load(const char *dir, an_case **out, int *n, st_err *err)
   *out = cases;
   *n = (int)num;
   return ST_OK;
+}
+
+/* One unit of the last non-zero decimal digit of x (1 for a whole number):
+ * 1.7 -> 0.1, 18.4 -> 0.1, 0.25 -> 0.01, 177 -> 1. */
+static double last_digit_unit(double x)
+{
+  double unit = 1;
+  for (int d = 0; d < 6; d++, unit /= 10) {
+    double scaled = x / unit;
+    if (fabs(scaled - round(scaled)) <= 1e-9 * scaled)
+      break;
+  }
+  return unit;
+}
+
+int an_case_check_size(const an_case *c, double params, st_err *err)
+{
+  if (isnan(c->params_b))
+    return ST_OK;
+  double unit = last_digit_unit(c->params_b), have = params / 1e9;
+  if (fabs(have - c->params_b) <= unit * (1 + 1e-9))
+    return ST_OK;
+  return st_err_set(err, ST_EINPUT,
+                    "case '%s': the model has %.3f B parameters but the source states %g B "
+                    "(allowed %g to %g); check its layers, hidden, ffn_hidden, vocab and "
+                    "tie_embeddings",
+                    c->path, have, c->params_b, c->params_b - unit, c->params_b + unit);
 }
 
 /* ---- running the cases ---------------------------------------------------- */

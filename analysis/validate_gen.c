@@ -23,12 +23,12 @@ int an_predict_generated(const an_case *c, const plat_compute_params *overrides,
   if (rc)
     return rc;
   plat_cluster *cl = NULL;
-  if ((rc = plat_cluster_load(c->cluster, &cl, err)))
-    return rc;
   wl_layout l;
   wl_workload *wl = NULL;
   sim_result *r = NULL;
-  if ((rc = wl_layout_parse(c->layout, c->num_gpus, &m, &l, err)) ||
+  if ((rc = an_case_check_size(c, wl_model_params(&m), err)) ||
+      (rc = plat_cluster_load(c->cluster, &cl, err)) ||
+      (rc = wl_layout_parse(c->layout, c->num_gpus, &m, &l, err)) ||
       (rc = wl_generate(&m, &l, &wl, err)))
     goto out;
   sim_options opt;

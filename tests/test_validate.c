@@ -280,6 +280,9 @@ static void test_load__bad_files_are_named_with_the_key(void **state)
       {"{\"name\": \"x\", \"model\": {}, \"layout\": \"l\", \"cluster\": \"c\", \"num_gpus\": 8, "
        "\"measured\": {\"tokens_per_s_per_gpu\": -4}}",
        "'measured.tokens_per_s_per_gpu' is not a positive number"},
+      {"{\"name\": \"x\", \"model\": {}, \"layout\": \"l\", \"cluster\": \"c\", \"num_gpus\": 8, "
+       "\"measured\": {\"tokens_per_s_per_gpu\": 4}, \"params_b\": \"1.7\"}",
+       "'params_b' is not a positive number"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     clear_dir();
@@ -409,6 +412,68 @@ static void test_loo__recovers_true_efficiency_per_group(void **state)
   an_cases_free(cases, nc);
 }
 
+/* The stated size allows one unit of its last digit either way. */
+static void test_size__within_one_unit_of_the_stated_digit(void **state)
+{
+  (void)state;
+  an_case c = {.path = "p.json", .params_b = NAN};
+  st_err err = {0};
+  assert_int_equal(an_case_check_size(&c, 123e9, &err), 0); /* nothing stated */
+  static const struct {
+    double stated, have;
+    int ok;
+  } rows[] = {
+      {1.7, 1.754e9, 1},   {1.7, 1.6e9, 1},     {1.7, 1.8e9, 1},     {1.7, 1.485e9, 0},
+      {1.7, 1.81e9, 0},    {177, 177.23e9, 1},  {177, 175.62e9, 0},  {177, 178.0e9, 1},
+      {18.4, 18.45e9, 1},  {0.25, 0.26e9, 1},   {0.25, 0.27e9, 0},   {1008, 1009.3e9, 0},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    c.params_b = rows[i].stated;
+    int rc = an_case_check_size(&c, rows[i].have, &err);
+    if (rc != (rows[i].ok ? 0 : ST_EINPUT))
+      fail_msg("stated %g, have %g: rc %d", rows[i].stated, rows[i].have, rc);
+  }
+  c.params_b = 7.1;
+  assert_int_equal(an_case_check_size(&c, 6.595e9, &err), ST_EINPUT);
+  assert_string_equal(err.msg,
+                      "case 'p.json': the model has 6.595 B parameters but the source states 7.1 B "
+                      "(allowed 7 to 7.2); check its layers, hidden, ffn_hidden, vocab and "
+                      "tie_embeddings");
+}
+
+/* Every committed case states its source's model size and its model has it;
+ * the H100 models with the output layer tied to the embedding would not
+ * (their stated sizes count the vocabulary twice: 7.1B is 7.13e9 untied,
+ * 6.60e9 tied). */
+static void test_cases__committed_models_have_their_stated_sizes(void **state)
+{
+  (void)state;
+  an_case *cases;
+  int n;
+  st_err err = {0};
+  assert_int_equal(an_cases_load(ST_SOURCE_DIR "/bench/validation", &cases, &n, &err), 0);
+  int h100 = 0, h100_tied_off = 0;
+  for (int i = 0; i < n; i++) {
+    wl_model m;
+    if (wl_model_parse(cases[i].model_json, cases[i].name, &m, &err))
+      fail_msg("%s", err.msg);
+    if (isnan(cases[i].params_b))
+      fail_msg("case %s: no params_b", cases[i].name);
+    if (an_case_check_size(&cases[i], wl_model_params(&m), &err))
+      fail_msg("%s", err.msg);
+    if (strstr(cases[i].name, "h100")) {
+      h100++;
+      m.tie_embeddings = 1;
+      h100_tied_off += an_case_check_size(&cases[i], wl_model_params(&m), &err) != 0;
+    }
+    wl_model_release(&m);
+  }
+  assert_int_equal(n, 19);
+  assert_int_equal(h100, 9);
+  assert_int_equal(h100_tied_off, 8); /* 16B: 15.33e9 tied is within 15 to 17 */
+  an_cases_free(cases, n);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -419,6 +484,8 @@ int main(void)
       cmocka_unit_test(test_load__bad_files_are_named_with_the_key),
       cmocka_unit_test(test_run_each__every_job_gets_its_own_overrides),
       cmocka_unit_test(test_loo__recovers_true_efficiency_per_group),
+      cmocka_unit_test(test_size__within_one_unit_of_the_stated_digit),
+      cmocka_unit_test(test_cases__committed_models_have_their_stated_sizes),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
