@@ -91,6 +91,8 @@ static double rank_bytes(const wl_workload *wl, int rank, int comm_kind, int opk
   return sum;
 }
 
+static int count_colls(const wl_workload *wl, int rank, const char *name, int coll);
+
 static int count_ops(const wl_workload *wl, int rank, const char *name)
 {
   const wl_program *p = &wl->programs[wl->rank_program[rank]];
@@ -520,15 +522,29 @@ static void test_bytes__per_rank_match_closed_forms(void **state)
   wl_workload_destroy(wl);
 
   /* CP ring: per layer and micro-batch, cp - 1 KV chunks forward, cp - 1 KV
-   * chunks and cp dKV chunks backward; KV = 2 b (s/cp) kv_heads d bytes(2);
-   * DP gradients reduced over dp x cp */
+   * chunks and cp dKV chunks backward, each one shift step of the whole CP
+   * group (no send/recv); KV = 2 b (s/cp) kv_heads d bytes(2); DP gradients
+   * reduced over dp x cp */
   for (int cp = 2; cp <= 4; cp += 2) {
     char spec[64];
     snprintf(spec, sizeof spec, "cp=%d,gbs=2", cp);
     wl = gen(&g, spec, cp, &l);
     double m = 2, kvb = 2 * (s / cp) * h * 2;
-    check_rel(rank_bytes(wl, 1, WL_COMM_CP, WL_OP_SEND, -1), m * L * (3.0 * cp - 2) * kvb, 1e-12,
-              spec);
+    check_rel(rank_bytes(wl, 1, WL_COMM_CP, WL_OP_COLL, WL_COLL_SHIFT),
+              m * L * (3.0 * cp - 2) * kvb, 1e-12, spec);
+    assert_int_equal(count_colls(wl, 1, "cp.kv", WL_COLL_SHIFT), m * L * 2 * (cp - 1));
+    assert_int_equal(count_colls(wl, 1, "cp.dkv", WL_COLL_SHIFT), m * L * cp);
+    assert_true(rank_bytes(wl, 1, WL_COMM_CP, WL_OP_SEND, -1) == 0);
+    assert_true(rank_bytes(wl, 1, WL_COMM_CP, WL_OP_RECV, -1) == 0);
+    int role = -1;
+    for (int i = 0; i < wl->num_roles; i++)
+      if (!strcmp(wl->roles[i], "cp"))
+        role = i;
+    int c = wl_rank_comm(wl, 1, role);
+    assert_true(c >= 0);
+    assert_int_equal(wl->comms[c].size, cp);
+    for (int i = 0; i < cp; i++) /* ring order: CP rank order */
+      assert_int_equal(wl->comms[c].ranks[i], i);
     check_rel(rank_bytes(wl, 1, WL_COMM_DP, WL_OP_COLL, WL_COLL_ALLREDUCE), 4 * P, 1e-12, spec);
     wl_workload_destroy(wl);
   }

@@ -18,8 +18,11 @@
  *   stream "dp"       overlapped DP bucket reductions and parameter gathers
  *                     (FSDP: all-gathers and reduce-scatters, in issue order, as
  *                     NCCL runs one communicator's operations);
- *   "pp_send"/"pp_recv", "cp_send"/"cp_recv": point-to-point transfers, each
- *                     waited on by the compute op that needs them.
+ *   "pp_send"/"pp_recv": point-to-point transfers, each waited on by the
+ *                     compute op that needs them;
+ *   stream "cp"       the context-parallel ring's steps (shift collectives of
+ *                     the CP group), each waited on by the attention step
+ *                     that needs it.
  *
  * The order of units (forward/backward of a micro-batch's model chunk) comes
  * from wl__schedule().  Between two units, the previous unit's output send and
@@ -41,13 +44,12 @@
 #include "wl_gen_int.h"
 #include "workload.h"
 
-enum { R_TP, R_DP, R_DPX, R_EP, R_CPN, R_CPP, R_PPN, R_PPP, R_EMBD, R_COUNT };
-static const char *const role_names[R_COUNT] = {"tp",      "dp",      "dp_expert",
-                                                "ep",      "cp_next", "cp_prev",
-                                                "pp_next", "pp_prev", "embd"};
-enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CPS, S_CPR, S_COUNT };
-static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",     "pp_send",
-                                                  "pp_recv", "cp_send", "cp_recv"};
+enum { R_TP, R_DP, R_DPX, R_EP, R_CP, R_PPN, R_PPP, R_EMBD, R_COUNT };
+static const char *const role_names[R_COUNT] = {"tp", "dp",      "dp_expert", "ep",
+                                                "cp", "pp_next", "pp_prev",   "embd"};
+enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CP, S_COUNT };
+static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",
+                                                  "pp_send", "pp_recv", "cp"};
 
 #define MAXPEND 16
 
@@ -189,6 +191,7 @@ static int role_size(const gen *g, int role)
   case R_DP: return g->dp_size;
   case R_DPX: return g->edp_size;
   case R_EP: return g->l->ep;
+  case R_CP: return g->l->cp;
   default: return 2;
   }
 }
@@ -220,15 +223,6 @@ static long coll_c(gen *g, const char *name, int coll, int role, double bytes)
   op.name = nm(g, name);
   return put_c(g, op);
 }
-
-static long p2p(gen *g, int stream, int kind, int role, int peer, int tag, double bytes,
-                const char *name, long extra);
-
-/* The tag of every CP ring step.  Each pair's sends run on one stream and its
- * receives on another, in the same order, so the n-th send meets the n-th
- * receive (docs/workload-format.md) with no tag of its own; one tag keeps the
- * engine at one channel per pair instead of one per message. */
-#define RING_TAG 0
 
 /* ---- tensor-parallel linear layers ------------------------------------------ */
 typedef struct col_gemm {
@@ -492,7 +486,11 @@ static long p2p(gen *g, int stream, int kind, int role, int peer, int tag, doubl
 
 /* Attention core forward; with CP, the ring of TransformerEngine's
  * AttnFuncWithCPAndKVP2P: cp steps, each on 1/cp of the causal work, the next
- * KV chunk travelling to the ring neighbour during the current step. */
+ * KV chunk travelling to the ring neighbour during the current step.  Each
+ * hop of the ring is one "shift" collective of the CP group (member i sends
+ * to i + 1 and receives from i - 1 at once) on the "cp" stream: the same
+ * transfers as a send/recv pair per member, with one issue order and, on
+ * links the group has to itself, a closed form (sim.c). */
 static void attn_fwd(gen *g)
 {
   int cp = g->l->cp;
@@ -507,18 +505,12 @@ static void attn_fwd(gen *g)
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
   double kv_bytes = g->b * g->sl * kv * (dqk + dv) * g->ab;
-  long ps = -1, pr = -1;
+  long prev = -1;
   for (int j = 0; j < cp; j++) {
-    long s = -1, r = -1;
-    if (j < cp - 1) {
-      s = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, RING_TAG, kv_bytes, "cp.kv.send", pr);
-      r = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, RING_TAG, kv_bytes, "cp.kv.recv", -1);
-    }
-    need(g, ps);
-    need(g, pr);
+    long hop = j < cp - 1 ? coll_s(g, S_CP, "cp.kv", WL_COLL_SHIFT, R_CP, kv_bytes, -1) : -1;
+    need(g, prev);
     attn_kernel(g, "attn.cp", g->sl, g->s, 1.0 / cp, 0);
-    ps = s;
-    pr = r;
+    prev = hop;
   }
 }
 
@@ -536,26 +528,17 @@ static void attn_bwd(gen *g)
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
   double kv_bytes = g->b * g->sl * kv * (dqk + dv) * g->ab;
-  long ps = -1, pr = -1, ds = -1, dr = -1;
+  long prev = -1, dprev = -1;
   for (int j = 0; j < cp; j++) {
-    long s = -1, r = -1;
-    if (j < cp - 1) {
-      s = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, RING_TAG, kv_bytes, "cp.kv.send", pr);
-      r = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, RING_TAG, kv_bytes, "cp.kv.recv", -1);
-    }
-    need(g, ps);
-    need(g, pr);
-    need(g, ds);
-    need(g, dr);
+    long hop = j < cp - 1 ? coll_s(g, S_CP, "cp.kv", WL_COLL_SHIFT, R_CP, kv_bytes, -1) : -1;
+    need(g, prev);
+    need(g, dprev);
     attn_kernel(g, "attn.cp.bwd", g->sl, g->s, 1.0 / cp, 1);
     /* the partial dKV follows its KV chunk round the ring, back to its owner */
-    ds = p2p(g, S_CPS, WL_OP_SEND, R_CPN, 1, RING_TAG, kv_bytes, "cp.dkv.send", -1);
-    dr = p2p(g, S_CPR, WL_OP_RECV, R_CPP, 0, RING_TAG, kv_bytes, "cp.dkv.recv", -1);
-    ps = s;
-    pr = r;
+    dprev = coll_s(g, S_CP, "cp.dkv", WL_COLL_SHIFT, R_CP, kv_bytes, -1);
+    prev = hop;
   }
-  need(g, ds);
-  need(g, dr);
+  need(g, dprev);
 }
 
 /* ---- MLP and MoE --------------------------------------------------------------- */
@@ -1171,13 +1154,12 @@ static int build_comms(const wl_model *m, const wl_layout *l, wl_workload *wl)
         }
         for (int t = 0; t < T; t++) {
           int me = rank_of(l, t, cp, dp, pp);
-          if (C > 1) {
-            r[0] = me;
-            r[1] = rank_of(l, t, (cp + 1) % C, dp, pp);
-            snprintf(name, sizeof name, "cp/%d->%d", r[0], r[1]);
-            ADD(R_CPN, WL_COMM_CP, 2, 0);
-            wl_rank_set_comm(wl, r[0], R_CPN, rc);
-            wl_rank_set_comm(wl, r[1], R_CPP, rc);
+          if (C > 1 && cp == 0) {
+            /* the CP ring, in CP rank order (shift: i sends to i + 1) */
+            for (int c = 0; c < C; c++)
+              r[c] = rank_of(l, t, c, dp, pp);
+            snprintf(name, sizeof name, "cp/pp%d/dp%d/tp%d", pp, dp, t);
+            ADD(R_CP, WL_COMM_CP, C, 1);
           }
           if (P > 1 && (pp < P - 1 || l->vpp > 1)) {
             r[0] = me;
