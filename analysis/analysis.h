@@ -244,6 +244,11 @@ typedef struct an_case {
 int an_cases_load(const char *dir, an_case **out, int *n, st_err *err);
 void an_cases_free(an_case *cases, int n);
 
+/* Keeps the cases whose name matches the shell pattern (fnmatch: "*", "?",
+ * "[...]"), in order, and frees the others; *n becomes their count.  None
+ * matching is an error that names the pattern (the list is then unchanged). */
+int an_cases_select(an_case *cases, int *n, const char *pattern, st_err *err);
+
 /* Checks a case's model against the size its source states: params (the
  * model's parameter count) must lie within one unit of the last digit of
  * params_b (sizes are labels, rounded or cut: "1.7" allows 1.6e9 to 1.8e9,

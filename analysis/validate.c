@@ -16,6 +16,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -155,6 +156,28 @@ void an_cases_free(an_case *cases, int n)
   for (int i = 0; cases && i < n; i++)
     case_release(&cases[i]);
   free(cases);
+}
+
+int an_cases_select(an_case *cases, int *n, const char *pattern, st_err *err)
+{
+  int k = 0;
+  for (int i = 0; i < *n; i++)
+    k += fnmatch(pattern, cases[i].name, 0) == 0;
+  if (k == 0)
+    return st_err_set(err, ST_EINPUT, "no case name matches '%s'", pattern);
+  k = 0;
+  for (int i = 0; i < *n; i++) {
+    if (fnmatch(pattern, cases[i].name, 0) == 0) {
+      an_case keep = cases[i];
+      cases[k++] = keep;
+    } else {
+      case_release(&cases[i]);
+    }
+  }
+  for (int i = k; i < *n; i++)
+    memset(&cases[i], 0, sizeof cases[i]);
+  *n = k;
+  return ST_OK;
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -412,6 +412,33 @@ static void test_loo__recovers_true_efficiency_per_group(void **state)
   an_cases_free(cases, nc);
 }
 
+/* --cases: the matching cases stay, in order; the others are freed (ASan
+ * would see a leak or a double free); none matching leaves the list alone. */
+static void test_select__keeps_matching_cases_in_order(void **state)
+{
+  (void)state;
+  clear_dir();
+  write_case("a.json", "sc21-a", "err=0", 1);
+  write_case("b.json", "h100-b", "err=0", 1);
+  write_case("c.json", "sc21-c", "err=0", 1);
+  write_case("d.json", "h100-d", "err=0", 1);
+  an_case *cases;
+  int n;
+  st_err err = {0};
+  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
+  assert_int_equal(an_cases_select(cases, &n, "x*", &err), ST_EINPUT);
+  assert_string_equal(err.msg, "no case name matches 'x*'");
+  assert_int_equal(n, 4);
+  assert_int_equal(an_cases_select(cases, &n, "h100-*", &err), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(cases[0].name, "h100-b");
+  assert_string_equal(cases[1].name, "h100-d");
+  assert_int_equal(an_cases_select(cases, &n, "*-[d]", &err), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(cases[0].name, "h100-d");
+  an_cases_free(cases, n);
+}
+
 /* The stated size allows one unit of its last digit either way. */
 static void test_size__within_one_unit_of_the_stated_digit(void **state)
 {
@@ -484,6 +511,7 @@ int main(void)
       cmocka_unit_test(test_load__bad_files_are_named_with_the_key),
       cmocka_unit_test(test_run_each__every_job_gets_its_own_overrides),
       cmocka_unit_test(test_loo__recovers_true_efficiency_per_group),
+      cmocka_unit_test(test_select__keeps_matching_cases_in_order),
       cmocka_unit_test(test_size__within_one_unit_of_the_stated_digit),
       cmocka_unit_test(test_cases__committed_models_have_their_stated_sizes),
   };

@@ -15,13 +15,16 @@
 static void usage(FILE *out)
 {
   fprintf(out,
-          "usage: simtrain validate [DIR] [--json] [-j N] [--timeout S] [--fit] [--quiet]\n\n"
+          "usage: simtrain validate [DIR] [--cases PATTERN] [--json] [-j N] [--timeout S]\n"
+          "                         [--fit] [--quiet]\n\n"
           "Predict every case of the validation set (DIR, default " DEFAULT_DIR "): one\n"
           "published training run per file, bench/validation/README.md.  Prints measured and\n"
           "predicted tokens/s per GPU and the signed error (predicted / measured - 1) per\n"
           "case, then the count, the median |error| and the largest |error|.  Cases that\n"
           "cannot be predicted are listed and make the exit status 3 (2: bad input).\n\n"
           "options:\n"
+          "  --cases PATTERN  only the cases whose name matches the shell pattern, e.g.\n"
+          "              'megatron-h100-*' (quote it from the shell)\n"
           "  --json      one JSON object: {\"cases\":[{\"name\",\"measured\",\"predicted\",\n"
           "              \"error\"}...],\"count\",\"median_abs_error\",\"max_abs_error\"}\n"
           "  -j N        predict N cases at once (each in its own process; default 1)\n"
@@ -174,7 +177,7 @@ const char cmd_validate_help[] = "predict the published runs of the validation s
 
 int cmd_validate(int argc, char **argv)
 {
-  const char *dir = NULL;
+  const char *dir = NULL, *pattern = NULL;
   int json = 0, fit = 0, quiet = 0, jobs = 1, timeout_s = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -186,6 +189,10 @@ int cmd_validate(int argc, char **argv)
       fit = 1;
     } else if (!strcmp(argv[i], "--quiet")) {
       quiet = 1;
+    } else if (!strcmp(argv[i], "--cases")) {
+      if (i + 1 >= argc || !argv[i + 1][0])
+        return cli_usage_error("validate", "--cases needs a pattern of case names");
+      pattern = argv[++i];
     } else if (!strcmp(argv[i], "-j")) {
       char *end;
       if (i + 1 >= argc)
@@ -217,6 +224,11 @@ int cmd_validate(int argc, char **argv)
   int n = 0;
   if (an_cases_load(dir, &cases, &n, &err))
     return cli_fail(&err);
+  if (pattern && an_cases_select(cases, &n, pattern, &err)) {
+    st_err_prefix(&err, "validation folder '%s': ", dir);
+    an_cases_free(cases, n);
+    return cli_fail(&err);
+  }
   if (!quiet)
     an_validate_progress(stderr);
   int rc;

@@ -25,6 +25,12 @@ err=$("$simtrain" validate "$tmp/empty" 2>&1 >/dev/null); rc=$?
 check "empty folder exits 2" "[ $rc -eq 2 ]"
 check "empty folder message" "[ \"\$err\" = \"simtrain: error: validation folder '$tmp/empty': no case files (*.json)\" ]"
 
+err=$("$simtrain" validate "$cases" --cases 'nothing-*' 2>&1 >/dev/null); rc=$?
+check "--cases matching nothing exits 2" "[ $rc -eq 2 ]"
+check "--cases matching nothing message" "[ \"\$err\" = \"simtrain: error: validation folder '$cases': no case name matches 'nothing-*'\" ]"
+err=$("$simtrain" validate --cases 2>&1 >/dev/null); rc=$?
+check "--cases without a pattern exits 1" "[ $rc -eq 1 ]"
+
 # every committed case file loads (a bad one would stop validate before predicting)
 n=$(ls "$cases"/*.json | wc -l)
 check "19 committed cases" "[ $n -eq 19 ]"
@@ -41,6 +47,11 @@ check "--json exits 0" "[ $rc -eq 0 ]"
 check "--json keys" "grep -q '^{\"cases\":\[{\"name\":\"megatron-h100-gpt-1.7b\",\"measured\":36259.5,\"predicted\":[0-9.e+]*,\"error\":[-0-9.e]*},{\"name\":\"sc21-gpt-1.7b\",.*\],\"count\":2,\"median_abs_error\":[0-9.e-]*,\"max_abs_error\":[0-9.e-]*}$' <<<\"\$a\""
 b=$("$simtrain" validate "$tmp/small" --json -j 2 2>/dev/null)
 check "two runs, same bytes" "[ \"\$a\" = \"\$b\" ]"
+c=$("$simtrain" validate "$cases" --cases 'megatron-h100-gpt-1.7?' --json 2>/dev/null)
+pa=$(grep -o '{"name":"megatron-h100-gpt-1.7b"[^}]*}' <<<"$a")
+pc=$(grep -o '{"name":"megatron-h100-gpt-1.7b"[^}]*}' <<<"$c")
+check "--cases: that case only" "grep -q '\"count\":1,' <<<\"\$c\""
+check "--cases: the same prediction" "[ -n \"\$pa\" ] && [ \"\$pa\" = \"\$pc\" ]"
 
 [ $fails -eq 0 ] || exit 1
 echo "validate: all checks passed"
