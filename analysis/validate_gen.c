@@ -34,6 +34,8 @@ int an_predict_generated(const an_case *c, const plat_compute_params *overrides,
   sim_options opt;
   sim_options_init(&opt);
   opt.quiet = 1;
+  opt.link_stats = 0;   /* a prediction needs the step time only */
+  opt.record_colls = 0;
   if ((rc = sim_run(wl, cl, &opt, &r, err)))
     goto out;
   out->step_time_s = r->step_time_s;

@@ -298,6 +298,8 @@ static void timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, dou
 static sim_coll_record *coll_record_new(void)
 {
   sim_result *r = E.res;
+  if (!E.opt->record_colls)
+    return NULL;
   if (r->num_colls == E.cap_colls) {
     size_t cap = E.cap_colls ? E.cap_colls * 2 : 1024;
     sim_coll_record *n = realloc(r->colls, cap * sizeof *n);

@@ -77,6 +77,9 @@ typedef struct sim_options {
                          touch their links (same answer, fewer activities) */
   int link_stats;     /* per-link bytes and peak load (SimGrid's link-load
                          plugin; costs about 45% more time at 2,048 GPUs) */
+  int record_colls;   /* one sim_coll_record per collective instance and
+                         send/recv pair (the results file's /collectives);
+                         80 bytes each, millions at thousands of GPUs */
   int coll_algo;      /* sim_coll_algo, -1 = automatic */
   int coll_proto;     /* -1 = automatic */
   int coll_channels;  /* 0 = automatic */

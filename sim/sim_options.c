@@ -11,6 +11,7 @@ void sim_options_init(sim_options *o)
   o->net_model = SIM_NET_IDEAL;
   o->fidelity = SIM_FID_FLOW;
   o->link_stats = 1;
+  o->record_colls = 1;
   o->fast_colls = 1;
   o->coll_algo = -1;
   o->coll_proto = -1;

@@ -391,6 +391,32 @@ static void test_pipeline__two_stages_match_hand_critical_path(void **state)
   wl_workload_destroy(wl);
 }
 
+/* Without the results file's per-instance records and link loads (what
+ * `run` without -o and `validate` ask for) the replay is the same to the bit;
+ * only the records and the link table are missing. */
+static void test_options__records_and_link_stats_do_not_change_the_replay(void **state)
+{
+  (void)state;
+  wl_workload *wl = pipeline2(64.0 * (1 << 20));
+  sim_options lean = *ideal_options();
+  lean.record_colls = 0;
+  lean.link_stats = 0;
+  forked_result *full = sim_run_forked(wl, "node8", ideal_options());
+  forked_result *f = sim_run_forked(wl, "node8", &lean);
+  assert_non_null(full);
+  assert_non_null(f);
+  assert_int_equal(full->rc, 0);
+  assert_int_equal(f->rc, 0);
+  assert_true(full->num_colls == 2 && full->num_links > 0);
+  assert_true(f->num_colls == 0 && f->num_links == 0);
+  assert_true(f->step_time_s == full->step_time_s);
+  for (int r = 0; r < 2; r++)
+    assert_memory_equal(&f->ranks[r], &full->ranks[r], sizeof f->ranks[r]);
+  forked_result_free(full);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
 /* A compute stream and a communication stream: the all-reduce waits for the
  * first compute op, then runs under the second one. */
 static void test_overlap__comm_hidden_under_compute_is_not_exposed(void **state)
@@ -730,6 +756,7 @@ int main(void)
       cmocka_unit_test(test_link_usage__bytes_per_communicator_add_up_to_the_link),
       cmocka_unit_test(test_link_usage__closed_form_collective_is_attributed),
       cmocka_unit_test(test_pipeline__two_stages_match_hand_critical_path),
+      cmocka_unit_test(test_options__records_and_link_stats_do_not_change_the_replay),
       cmocka_unit_test(test_overlap__comm_hidden_under_compute_is_not_exposed),
       cmocka_unit_test(test_overlap__modelled_compute_under_transfer_is_stretched),
       cmocka_unit_test(test_waits__random_dags_match_longest_path),

@@ -333,6 +333,10 @@ int cmd_run(int argc, char **argv)
   int want_timeline = a.opt.timeline;
   if (a.trace)
     a.opt.timeline = 1;
+  /* per-link loads and per-instance collective records only go to the
+   * results file: without one they would cost time and memory for nothing */
+  if (!a.output)
+    a.opt.link_stats = a.opt.record_colls = 0;
   if ((rc = sim_run(wl, cl, &a.opt, &res, &err)))
     goto fail;
   a.opt.timeline = want_timeline;
