@@ -148,6 +148,8 @@ typedef struct prog_info {
   uint32_t *stream_len;
   uint32_t *pos;          /* per op: position within its stream */
   uint8_t *is_target;     /* per op: some op of another stream waits on it */
+  double *dur;            /* per op: compute time on the cluster's device (priced
+                             once per program, not once per rank), else 0 */
 } prog_info;
 
 static struct engine {
@@ -1177,7 +1179,6 @@ static void stream_actor(int argc, char **argv)
   int pidx = E.wl->rank_program[rank];
   const wl_program *p = &E.wl->programs[pidx];
   const prog_info *pi = &E.progs[pidx];
-  const plat_device *dev = &E.cl->device;
 
   for (uint32_t k = 0; k < a->num_ops && !E.failed;) {
     uint32_t opi = a->ops[k];
@@ -1195,7 +1196,7 @@ static void stream_actor(int argc, char **argv)
       double total = 0, modelled = 0;
       for (;;) {
         const wl_op *o = &p->ops[a->ops[k2]];
-        double d = plat_compute_time(dev, o);
+        double d = pi->dur[a->ops[k2]];
         total += d;
         if (o->duration_s < 0)
           modelled += d;
@@ -1231,7 +1232,7 @@ static void stream_actor(int argc, char **argv)
       double scale = modelled > 0 ? 1.0 + extra / modelled : 1.0, off = 0;
       for (uint32_t j = k; (E.opt->timeline || extra > 0) && j <= k2; j++) {
         const wl_op *o = &p->ops[a->ops[j]];
-        double d = plat_compute_time(dev, o);
+        double d = pi->dur[a->ops[j]];
         if (o->duration_s < 0) {
           E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d * (scale - 1);
           d *= scale;
@@ -1283,10 +1284,12 @@ static int build_prog_info(st_err *err)
     pi->stream_len = st_arena_alloc(&E.arena, (size_t)p->num_streams * sizeof *pi->stream_len);
     pi->pos = st_arena_alloc(&E.arena, (p->num_ops + 1) * sizeof *pi->pos);
     pi->is_target = st_arena_alloc(&E.arena, p->num_ops + 1);
-    if (!pi->stream_ops || !pi->stream_len || !pi->pos || !pi->is_target)
+    pi->dur = st_arena_alloc(&E.arena, (p->num_ops + 1) * sizeof *pi->dur);
+    if (!pi->stream_ops || !pi->stream_len || !pi->pos || !pi->is_target || !pi->dur)
       return st_err_set(err, ST_ENOMEM, "out of memory");
     for (size_t i = 0; i < p->num_ops; i++) {
       const wl_op *o = &p->ops[i];
+      pi->dur[i] = o->kind == WL_OP_COMPUTE ? plat_compute_time(&E.cl->device, o) : 0;
       pi->pos[i] = pi->stream_len[o->stream]++;
       for (uint32_t w = 0; w < o->wait_count; w++) {
         uint32_t t = p->waits[o->wait_first + w];
