@@ -78,7 +78,7 @@ static const struct {
  *  gemm_eff: A100: 0.757, FITTED on the SC'21 runs by `simtrain validate
  *    --fit` (docs/calibration.md, sections 4-5; leave-one-out errors there).
  *    H100/H200: 0.76, the large-GEMM figure of cuBLAS benchmarks (about 750
- *    of 989 TF/s); the H100 fit (0.666) is not adopted because the H100
+ *    of 989 TF/s); the H100 fit (0.668) is not adopted because the H100
  *    cases' errors come from what the workloads lack (section 5), not from
  *    GEMM efficiency.
  *  gemm_k_overhead: 128 K elements (two K-stages of pipeline fill plus the
