@@ -167,15 +167,13 @@ int an_cases_select(an_case *cases, int *n, const char *pattern, st_err *err)
     return st_err_set(err, ST_EINPUT, "no case name matches '%s'", pattern);
   k = 0;
   for (int i = 0; i < *n; i++) {
-    if (fnmatch(pattern, cases[i].name, 0) == 0) {
-      an_case keep = cases[i];
-      cases[k++] = keep;
-    } else {
+    if (fnmatch(pattern, cases[i].name, 0) == 0)
+      cases[k++] = cases[i];
+    else
       case_release(&cases[i]);
-    }
   }
-  for (int i = k; i < *n; i++)
-    memset(&cases[i], 0, sizeof cases[i]);
+  /* slots past k hold released cases or copies of moved ones */
+  memset(&cases[k], 0, (size_t)(*n - k) * sizeof *cases);
   *n = k;
   return ST_OK;
 }
