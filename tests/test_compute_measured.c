@@ -1,18 +1,26 @@
-/* test_compute_measured.c — the compute model against kernels timed on a GPU.
+/* test_compute_measured.c — the compute model against timed kernels.
  *
- * platforms/measure/<device>.json tables are written by
- * platforms/measure/measure_kernels.py (PyTorch on the device).  For every
+ * platforms/measure/<name>.json tables hold kernel times: written by
+ * platforms/measure/measure_kernels.py (PyTorch on a GPU), or transcribed
+ * from a published measurement (the table's "source" says which).  For every
  * table present, each row becomes a workload op with the same shape and the
  * model's time is compared with the measured one, per kind of kernel:
  *
- *   kind                    rows          median |error|   max |error|
- *   GEMM bf16 and fp8       >= 10 GFLOP   <= 15%           <= 40%
- *   attention (fused)       all           <= 20%           <= 50%
- *   copy, layernorm         >= 16 MiB     <= 15%           <= 30%
+ *   kind                  rows          bounds
+ *   GEMM bf16 and fp8     >= 10 GFLOP   shape: max |error| <= 10%; level: 0.75-1.00
+ *   attention (fused)     all           median |error| <= 20%, max <= 50%
+ *   copy, layernorm       >= 16 MiB     median |error| <= 15%, max <= 30%
  *
- * (error = predicted / measured - 1).  Smaller kernels are printed but not
- * held to a bound: their time is mostly launch and tail effects.  Without a
- * table the test skips. */
+ * (error = predicted / measured - 1).  A device's gemm_eff (and with it
+ * fp8_gemm_eff) is an end-to-end value, fitted on published training runs,
+ * that sits below microbenchmarks (docs/calibration.md), so GEMMs are
+ * judged in two parts: the "shape", the largest |error| once both
+ * efficiencies are scaled by the one factor that fits the table best (what
+ * the tile, wave and K model must get right on its own), and the "level",
+ * the built-in efficiency over the fitted one (an end-to-end value may sit
+ * up to 25% below the kernels, not above them).  Smaller kernels are not
+ * held to a bound: their time is mostly launch and tail effects.
+ * Without a table the test skips. */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -44,8 +52,10 @@ static const char *preset_for(const char *device)
 
 enum { K_GEMM, K_ATTN, K_MEM, K_COUNT };
 static const char *const kind_names[K_COUNT] = {"GEMM", "attention", "memory-bound"};
-static const double med_bound[K_COUNT] = {0.15, 0.20, 0.15};
-static const double max_bound[K_COUNT] = {0.40, 0.50, 0.30};
+static const double med_bound[K_COUNT] = {0, 0.20, 0.15}; /* GEMMs: shape and level */
+static const double max_bound[K_COUNT] = {0, 0.50, 0.30};
+static const double shape_bound = 0.10;             /* GEMMs, efficiencies refitted */
+static const double level_lo = 0.75, level_hi = 1.00; /* built-in / refitted efficiency */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -63,6 +73,38 @@ static const char *str(const cJSON *row, const char *key)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
   return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* The GEMMs' shape error: the device's gemm_eff and fp8_gemm_eff scaled by
+ * the one factor that fits the table best (least squares of
+ * log(predicted / measured), factors 0.500 to 2.000 in steps of 0.001), and
+ * the largest |predicted / measured - 1| left; *factor_out gets the factor. */
+static double gemm_shape_error(const plat_device *d, const wl_op *ops, const double *meas, int n,
+                               double *factor_out)
+{
+  const plat_compute_params *base = plat_compute_params_for(d);
+  plat_compute_params p = *base;
+  double best_f = 1, best = INFINITY;
+  for (int i = 500; i <= 2000; i++) {
+    p.gemm_eff = base->gemm_eff * i / 1000.0;
+    p.fp8_gemm_eff = base->fp8_gemm_eff * i / 1000.0;
+    double ss = 0;
+    for (int j = 0; j < n; j++) {
+      double l = log(plat_compute_time_with(&p, d, &ops[j]) / meas[j]);
+      ss += l * l;
+    }
+    if (ss < best) {
+      best = ss;
+      best_f = i / 1000.0;
+    }
+  }
+  p.gemm_eff = base->gemm_eff * best_f;
+  p.fp8_gemm_eff = base->fp8_gemm_eff * best_f;
+  double worst = 0;
+  for (int j = 0; j < n; j++)
+    worst = fmax(worst, fabs(plat_compute_time_with(&p, d, &ops[j]) / meas[j] - 1));
+  *factor_out = best_f;
+  return worst;
 }
 
 static int check_table(const char *path)
@@ -89,6 +131,8 @@ static int check_table(const char *path)
   int nerr[K_COUNT] = {0};
   for (int k = 0; k < K_COUNT; k++)
     errs[k] = calloc((size_t)nrows + 1, sizeof(double));
+  wl_op *gemm_op = calloc((size_t)nrows + 1, sizeof(wl_op)); /* held GEMMs, for the shape */
+  double *gemm_meas = calloc((size_t)nrows + 1, sizeof(double));
   const cJSON *row;
   cJSON_ArrayForEach(row, rows)
   {
@@ -122,8 +166,13 @@ static int check_table(const char *path)
     }
     double meas = num(row, "time_s"), pred = plat_compute_time(&cl->device, &op);
     double e = pred / meas - 1;
-    if (held && isfinite(e))
+    if (held && isfinite(e)) {
+      if (k == K_GEMM) {
+        gemm_op[nerr[k]] = op;
+        gemm_meas[nerr[k]] = meas;
+      }
       errs[k][nerr[k]++] = fabs(e);
+    }
   }
   int bad = 0;
   for (int k = 0; k < K_COUNT; k++) {
@@ -133,13 +182,28 @@ static int check_table(const char *path)
     double med = nerr[k] % 2 ? errs[k][nerr[k] / 2]
                              : 0.5 * (errs[k][nerr[k] / 2 - 1] + errs[k][nerr[k] / 2]);
     double mx = errs[k][nerr[k] - 1];
-    printf("%s %-13s %4d rows: median |error| %5.1f%% (bound %.0f%%), max %5.1f%% (bound %.0f%%)\n",
-           device, kind_names[k], nerr[k], 100 * med, 100 * med_bound[k], 100 * mx,
-           100 * max_bound[k]);
-    if (med > med_bound[k] || mx > max_bound[k])
-      bad = 1;
+    if (k == K_GEMM) {
+      double f, shape = gemm_shape_error(&cl->device, gemm_op, gemm_meas, nerr[k], &f);
+      double eff = plat_compute_params_for(&cl->device)->gemm_eff, level = 1 / f;
+      printf("%s %-13s %4d rows: at the built-in gemm_eff %.3f median |error| %5.1f%%, max "
+             "%5.1f%%; refitted %.3f: shape max |error| %5.1f%% (bound %.0f%%), level %.3f "
+             "(bounds %.2f-%.2f)\n",
+             device, kind_names[k], nerr[k], eff, 100 * med, 100 * mx, eff * f, 100 * shape,
+             100 * shape_bound, level, level_lo, level_hi);
+      if (shape > shape_bound || level < level_lo || level > level_hi)
+        bad = 1;
+    } else {
+      printf("%s %-13s %4d rows: median |error| %5.1f%% (bound %.0f%%), max %5.1f%% (bound "
+             "%.0f%%)\n",
+             device, kind_names[k], nerr[k], 100 * med, 100 * med_bound[k], 100 * mx,
+             100 * max_bound[k]);
+      if (med > med_bound[k] || mx > max_bound[k])
+        bad = 1;
+    }
     free(errs[k]);
   }
+  free(gemm_op);
+  free(gemm_meas);
   plat_cluster_destroy(cl);
   cJSON_Delete(root);
   return bad;
