@@ -14,7 +14,9 @@
  *     (plat_compute_overlap_factor() - 1) x the time it ran beside a transfer
  *     of the same rank (the overlapped time that accounting charged during
  *     the run), in extra timed waits until the extension no longer overlaps
- *     (a geometric series, at most 16 waits).  Only the modelled share of
+ *     (a geometric series: a transfer still running over the whole last
+ *     wait gets the series' remaining sum in one wait, so one to three
+ *     waits per run, at most 16).  Only the modelled share of
  *     the run is stretched; given durations (traces) were measured as they
  *     ran.  Deterministic, and a run with no transfer beside it costs one
  *     wait as before.
@@ -1215,17 +1217,31 @@ static void stream_actor(int argc, char **argv)
         sg_actor_sleep_for(total);
       double extra = 0;
       if (modelled > 0 && E.overlap_slowdown > 0) {
-        double seen = 0; /* overlapped time already paid for */
+        /* Each overlapped second costs q more; the stretch may overlap a
+         * transfer too, and so on.  A transfer that covered the whole last
+         * sleep and is still running covers the rest of that series as
+         * well: add (1 + q + q^2 + ...) = add / (1 - q) in one sleep, the
+         * limit the step-by-step stretches reach (a transfer that ends
+         * inside it leaves at most q / (1 - q) of its uncovered part too
+         * much).  One to three sleeps instead of one per factor q. */
+        double q = E.overlap_slowdown * (modelled / total);
+        double seen = 0, slept = total; /* overlapped time already paid for */
         acct(rank, 0, 0, 0);
         for (int it = 0; it < 16; it++) {
           double ov = st->overlapped_comm_s - ov0 - seen;
           seen += ov;
-          double add = E.overlap_slowdown * ov * (modelled / total);
+          double add = q * ov;
           if (!(add > 1e-12))
             break;
+          int whole = q < 0.5 && E.ranks[rank].n_xfer > 0 && ov >= slept * (1 - 1e-9);
+          if (whole)
+            add /= 1 - q;
           extra += add;
           sg_actor_sleep_for(add);
+          slept = add;
           acct(rank, 0, 0, 0);
+          if (whole)
+            break;
         }
       }
       acct(rank, -1, 0, 0);

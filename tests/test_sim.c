@@ -456,11 +456,11 @@ static void test_overlap__comm_hidden_under_compute_is_not_exposed(void **state)
 /* A modelled compute op that runs beside the rank's all-reduce is lengthened
  * by the device's overlap slowdown x the overlapped time; the same op with
  * nothing in flight is not.  node8's device is H100-SXM. */
-static void overlap_case(int with_comm, double *step, double *xfer_s)
+static void overlap_case(int with_comm, double S, double *step, double *xfer_s,
+                         double *compute_s)
 {
   const char *roles[] = {"dp"};
   const char *streams[] = {"compute", "dp"};
-  double S = 900e6;
   wl_workload *wl = wl_workload_create(2, 1, roles);
   int p = wl_program_add(wl, "p", 2, streams);
   wl_op c1 = wl_op_compute(0, 1e-3);
@@ -492,6 +492,7 @@ static void overlap_case(int with_comm, double *step, double *xfer_s)
   assert_int_equal(f->rc, 0);
   *step = f->step_time_s;
   *xfer_s = f->num_colls ? f->colls[0].end_s - f->colls[0].start_s : 0;
+  *compute_s = f->ranks[0].compute_s;
   forked_result_free(f);
   wl_workload_destroy(wl);
 }
@@ -505,15 +506,22 @@ static void test_overlap__modelled_compute_under_transfer_is_stretched(void **st
   const plat_compute_params *cp = plat_compute_params_for(&d);
   assert_string_equal(cp->device, "H100-SXM");
   double t2 = cp->launch_s + 8e9 / (3.35e12 * cp->mem_eff); /* about 2.7 ms */
-  double with, without, tc, none;
-  overlap_case(1, &with, &tc);
-  overlap_case(0, &without, &none);
+  double s = cp->overlap_slowdown, with, without, tc, none, comp;
+  overlap_case(1, 900e6, &with, &tc, &comp);
+  overlap_case(0, 900e6, &without, &none, &comp);
   check_rel(without, 1e-3 + t2, 1e-9, "no transfer: not stretched");
   /* the all-reduce (900 MB over 2 GPUs: about 2 ms) starts with c2 and ends
    * before it: c2 is lengthened by slowdown x the all-reduce's duration */
   assert_true(tc > 1e-3 && tc < t2);
-  check_rel(with, 1e-3 + t2 + cp->overlap_slowdown * tc, 1e-9, "under the all-reduce");
-  assert_true(cp->overlap_slowdown > 0);
+  check_rel(with, 1e-3 + t2 + s * tc, 1e-9, "under the all-reduce");
+  assert_true(s > 0);
+  /* a 4x larger all-reduce (about 8 ms) outlasts c2: every stretch is
+   * overlapped too, s t2 (1 + s + s^2 + ...), so c2 takes t2 / (1 - s) and
+   * the step ends with the all-reduce */
+  overlap_case(1, 3.6e9, &with, &tc, &comp);
+  assert_true(tc > t2 / (1 - s));
+  check_rel(comp, 1e-3 + t2 / (1 - s), 1e-9, "compute under a longer all-reduce");
+  check_rel(with, 1e-3 + tc, 1e-9, "the step ends with the all-reduce");
 }
 
 static void test_failure__unmatched_collective_names_comm_and_ranks(void **state)
