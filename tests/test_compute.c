@@ -403,10 +403,12 @@ static void test_params__lookup_by_name_generic_and_override(void **state)
 }
 
 /* The built-in sets against published kernel figures (independent of the
- * fitting): a large bf16 GEMM (8192^3) reaches 70-88% of the dense peak in
+ * fitting): a large bf16 GEMM (8192^3) reaches 77-88% of the dense peak in
  * cuBLAS on both devices (published figures: A100 about 250-270 of 312
- * TFLOP/s, H100 SXM about 700-790 of 989; a gemm_eff fitted on end-to-end
- * runs may sit below the best kernel, not below 70%); a copy kernel streams
+ * TFLOP/s, H100 SXM about 760-800 of 989, XLA's sm_90 table 793 at
+ * 4 x 4096^3).  gemm_eff is fitted on end-to-end runs and may sit up to 25%
+ * below the kernels (as test_compute_measured.c holds it), so the model's
+ * 8192^3 GEMM must run at 58-88% of the peak; a copy kernel streams
  * 1.6-1.9 TB/s on A100-80GB and 2.7-3.1 TB/s on H100. */
 static void test_builtin__large_gemm_and_stream_match_published_figures(void **state)
 {
@@ -415,8 +417,8 @@ static void test_builtin__large_gemm_and_stream_match_published_figures(void **s
     const char *name;
     double peak, hbm, lo, hi, bw_lo, bw_hi;
   } devs[] = {
-      {"A100-SXM4-80GB", 312e12, 2.039e12, 0.70 * 312e12, 0.88 * 312e12, 1.6e12, 1.9e12},
-      {"H100-SXM", 989.4e12, 3.35e12, 0.70 * 989.4e12, 0.88 * 989.4e12, 2.7e12, 3.1e12},
+      {"A100-SXM4-80GB", 312e12, 2.039e12, 0.58 * 312e12, 0.88 * 312e12, 1.6e12, 1.9e12},
+      {"H100-SXM", 989.4e12, 3.35e12, 0.58 * 989.4e12, 0.88 * 989.4e12, 2.7e12, 3.1e12},
   };
   for (size_t i = 0; i < 2; i++) {
     plat_device d;
