@@ -176,8 +176,10 @@ static int check_table(const char *path)
   }
   int bad = 0;
   for (int k = 0; k < K_COUNT; k++) {
-    if (!nerr[k])
+    if (!nerr[k]) {
+      free(errs[k]);
       continue;
+    }
     qsort(errs[k], (size_t)nerr[k], sizeof(double), cmp_double);
     double med = nerr[k] % 2 ? errs[k][nerr[k] / 2]
                              : 0.5 * (errs[k][nerr[k] / 2 - 1] + errs[k][nerr[k] / 2]);
