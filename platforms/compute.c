@@ -80,8 +80,9 @@ static const struct {
  *    errors there): A100 0.757 on the ten SC'21 runs, H100/H200 0.668 on the
  *    nine Megatron-LM H100 runs (H200: the same SMs and clocks).  An
  *    end-to-end value: it carries what a step loses outside the kernels'
- *    best rates (sustained clocks, data loading, optimizer, logging) and sits
- *    below microbenchmarks: fitted to XLA's published sm_90 GEMM table
+ *    best rates (data loading, optimizer, logging, any clock difference
+ *    between a short benchmark and a long run) and sits below
+ *    microbenchmarks: fitted to XLA's published sm_90 GEMM table
  *    (platforms/measure/H100-SXM-xla.json) the same model needs 0.810, and
  *    with it reproduces every GEMM of 10 GFLOP or more within 8%
  *    (tests/test_compute_measured.c).
