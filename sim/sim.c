@@ -1225,7 +1225,8 @@ static void stream_actor(int argc, char **argv)
          * inside it leaves at most q / (1 - q) of its uncovered part too
          * much).  One to three sleeps instead of one per factor q. */
         double q = E.overlap_slowdown * (modelled / total);
-        double seen = 0, slept = total; /* overlapped time already paid for */
+        double seen = 0;     /* overlapped time already paid for */
+        double slept = total; /* length of the last sleep */
         acct(rank, 0, 0, 0);
         for (int it = 0; it < 16; it++) {
           double ov = st->overlapped_comm_s - ov0 - seen;
