@@ -57,6 +57,8 @@ typedef struct an_summary {
   double device_memory_bytes;
   double sim_wall_s;
   double events;
+  double simulated_ranks;  /* ranks the engine simulated (the rest copied, see reduction) */
+  char reduction[200];     /* the engine's symmetry reduction, or "none (why)" */
 } an_summary;
 
 void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim_result *r,

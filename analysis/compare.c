@@ -137,20 +137,6 @@ void an_compare_print(const an_results *const *runs, size_t n, FILE *out)
   }
 }
 
-static void json_str(FILE *out, const char *s)
-{
-  fputc('"', out);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(out, "\\%c", *p);
-    else if (*p < 0x20)
-      fprintf(out, "\\u%04x", *p);
-    else
-      fputc(*p, out);
-  }
-  fputc('"', out);
-}
-
 static void json_num(FILE *out, double v)
 {
   if (isfinite(v))
@@ -183,11 +169,11 @@ void an_compare_print_json(const an_results *const *runs, size_t n, FILE *out)
   for (size_t i = 0; i < n; i++) {
     const an_results *r = runs[i];
     fputs(i ? ",{\"path\":" : "{\"path\":", out);
-    json_str(out, r->path);
+    st_json_str(out, r->path);
     fputs(",\"workload\":", out);
-    json_str(out, r->workload_name);
+    st_json_str(out, r->workload_name);
     fputs(",\"cluster\":", out);
-    json_str(out, r->cluster_name);
+    st_json_str(out, r->cluster_name);
     fputs(",\"values\":", out);
     json_metrics(out, &r->summary, &r->summary, second);
     fputs(",\"delta\":", out);

@@ -69,6 +69,7 @@ static const struct {
     F(model_flops_per_step), F(model_tflops_per_gpu), F(mfu),        F(compute_s),
     F(exposed_comm_s),    F(overlapped_comm_s), F(bubble_s),          F(idle_s),
     F(peak_memory_bytes), F(device_memory_bytes), F(sim_wall_s),      F(events),
+    F(simulated_ranks),
 #undef F
 };
 #define NUM_SUMMARY_DOUBLES (sizeof summary_doubles / sizeof summary_doubles[0])
@@ -675,6 +676,7 @@ static int write_body(writer *w)
   for (size_t i = 0; !bad && i < NUM_SUMMARY_DOUBLES; i++)
     bad = attr_write_num(g, summary_doubles[i].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                          (const char *)s + summary_doubles[i].off) < 0;
+  bad = bad || attr_write_str(g, "reduction", s->reduction) < 0;
   close_id(&g, H5Gclose);
   if (bad)
     return wfail(w, "group '/summary': cannot write its attributes");
@@ -1076,9 +1078,24 @@ static int read_body(reader *rd, an_results *res)
   rc = attr_read_num(rd, g, "group '/summary'", "num_gpus", H5T_NATIVE_INT, &s->num_gpus);
   if (!rc)
     rc = attr_read_num(rd, g, "group '/summary'", "iterations", H5T_NATIVE_INT, &s->iterations);
-  for (size_t i = 0; !rc && i < NUM_SUMMARY_DOUBLES; i++)
+  /* files written before the symmetry reduction have neither
+   * simulated_ranks nor reduction: every rank was simulated */
+  s->simulated_ranks = s->num_gpus;
+  snprintf(s->reduction, sizeof s->reduction, "none");
+  for (size_t i = 0; !rc && i < NUM_SUMMARY_DOUBLES; i++) {
+    if (!strcmp(summary_doubles[i].name, "simulated_ranks") &&
+        H5Aexists(g, "simulated_ranks") <= 0)
+      continue;
     rc = attr_read_num(rd, g, "group '/summary'", summary_doubles[i].name, H5T_NATIVE_DOUBLE,
                        (char *)s + summary_doubles[i].off);
+  }
+  if (!rc && H5Aexists(g, "reduction") > 0) {
+    char *red = NULL;
+    rc = attr_read_str(rd, g, "group '/summary'", "reduction", &red);
+    if (!rc)
+      snprintf(s->reduction, sizeof s->reduction, "%s", red);
+    free(red);
+  }
   H5Gclose(g);
   if (rc)
     return rc;

@@ -52,6 +52,8 @@ void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim
   s->device_memory_bytes = cl ? cl->device.hbm_bytes : NAN;
   s->sim_wall_s = r->wall_s;
   s->events = (double)r->events;
+  s->simulated_ranks = r->simulated_ranks > 0 ? r->simulated_ranks : r->num_ranks;
+  snprintf(s->reduction, sizeof s->reduction, "%s", r->reduction[0] ? r->reduction : "none");
 }
 
 /* %.17g round-trips a double exactly, so report --json reprints the same numbers. */
@@ -83,6 +85,9 @@ void an_summary_print_json(const an_summary *s, FILE *out)
   fprintf(out, ",\"iterations\":%d", s->iterations);
   num(out, "sim_wall_s", s->sim_wall_s, 0);
   num(out, "events", s->events, 0);
+  num(out, "simulated_ranks", s->simulated_ranks, 0);
+  fputs(",\"reduction\":", out);
+  st_json_str(out, s->reduction);
   fprintf(out, "}\n");
 }
 
@@ -121,4 +126,6 @@ void an_summary_print_text(const an_summary *s, const char *workload_name,
             st_format_bytes(s->device_memory_bytes, b, sizeof b));
   }
   fprintf(out, "  (simulated in %.2f s wall, %.0f activities)\n", s->sim_wall_s, s->events);
+  if (isfinite(s->simulated_ranks) && s->simulated_ranks < s->num_gpus)
+    fprintf(out, "  (%s: the others are exact copies)\n", s->reduction);
 }

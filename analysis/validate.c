@@ -570,31 +570,16 @@ void an_validate_print(const an_case *cases, const an_case_result *res, int n, F
   fprintf(out, "error = predicted / measured - 1, in per-GPU throughput\n");
 }
 
-static void json_str(FILE *out, const char *s)
-{
-  fputc('"', out);
-  for (const char *p = s; *p; p++) {
-    unsigned char ch = (unsigned char)*p;
-    if (ch == '"' || ch == '\\')
-      fprintf(out, "\\%c", ch);
-    else if (ch < 0x20)
-      fprintf(out, "\\u%04x", ch);
-    else
-      fputc(ch, out);
-  }
-  fputc('"', out);
-}
-
 void an_validate_print_json(const an_case *cases, const an_case_result *res, int n, FILE *out)
 {
   fprintf(out, "{\"cases\":[");
   for (int i = 0; i < n; i++) {
     fprintf(out, "%s{\"name\":", i ? "," : "");
-    json_str(out, cases[i].name);
+    st_json_str(out, cases[i].name);
     if (res[i].rc) {
       fprintf(out, ",\"measured\":%.10g,\"predicted\":null,\"error\":null,\"failure\":",
               res[i].measured);
-      json_str(out, res[i].msg);
+      st_json_str(out, res[i].msg);
       fputc('}', out);
       continue;
     }

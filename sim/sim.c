@@ -172,6 +172,7 @@ static struct engine {
   int actors_total, actors_done;
   actor_ctx **actors;     /* to release their scratch */
   uint64_t ops_total, ops_done;
+  sim_map memo;           /* (comm, op, bytes, root) -> coll_memo */
   sim_map link_index;     /* sg_link_t -> index + 1 */
   sim_map routes;         /* (src gpu, dst gpu) -> route_entry */
   double *link_bytes;     /* bytes each link carried (exact, per flow), or NULL */
@@ -186,6 +187,9 @@ static struct engine {
   double last_progress;
   uint64_t events;
   double overlap_slowdown; /* plat_compute_overlap_factor() - 1 for the cluster's device */
+  sim_sym sym;            /* rank classes (sim_sym.c); sym.on when used */
+  double *class_bytes;    /* with sym.on: bytes of class-0 flows per link, copied to the
+                             images after the run (the groups' closed forms count all) */
   char dummy_payload;
 } E;
 
@@ -424,8 +428,11 @@ static void account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int k
   route_entry *re = route_get(src_gpu, dst_gpu);
   if (!re)
     return;
+  int copied = E.sym.on && !E.sym.comm_collapse[comm];
   for (uint32_t i = 0; i < re->n; i++) {
     E.link_bytes[re->links[i]] += bytes;
+    if (copied)
+      E.class_bytes[re->links[i]] += bytes;
     usage_slot *u = usage_slot_for(re->links[i], comm, (uint8_t)kind, (uint8_t)op);
     if (!u) {
       fail(ST_ENOMEM, "out of memory counting link usage");
@@ -845,7 +852,7 @@ static int cmp_u32(const void *a, const void *b)
 
 /* The closed-form duration of the instance just assembled on c, or < 0 when
  * it must be simulated.  Called by the last member to arrive. */
-static double fast_duration(int c, comm_state *cs, const wl_op *op, sim_sched *sched)
+static double fast_duration(int c, comm_state *cs, const wl_op *op, sim_sched *sched, int account)
 {
   const wl_comm *cm = &E.wl->comms[c];
   if (!cs->fast || (op->sub == WL_COLL_ALLTOALL && (op->flags & WL_OPF_SPLITS)))
@@ -951,7 +958,7 @@ static double fast_duration(int c, comm_state *cs, const wl_op *op, sim_sched *s
       T = flows[0].pre + flows[0].re->lat_s + flows[0].bytes / r0;
   }
   free(ids);
-  if (T >= 0)
+  if (T >= 0 && account)
     for (size_t f = 0; f < nf; f++)
       account_flow(flows[f].src, flows[f].dst, flows[f].bytes, c, WL_OP_COLL, op->sub);
 out:
@@ -982,6 +989,41 @@ static void coll_record_add(int c, const comm_state *cs, int opk, int n, double 
   rec->busbw_GBps = rec->algbw_GBps * sim_busbw_factor(opk, n);
 }
 
+/* What an instance's (communicator, op, bytes, root, splits) decides once
+ * for all its instances: the tuner's choice, and the closed-form duration
+ * (both depend on nothing else: not on time, not on other traffic). */
+typedef struct coll_memo {
+  int32_t comm, root;
+  uint16_t op, splits;
+  double bytes;
+  sim_coll_choice ch;
+  double T; /* closed-form duration, < 0 none, NAN not computed yet */
+} coll_memo;
+
+static coll_memo *memo_get(int c, comm_state *cs, const wl_op *op)
+{
+  int root = op->peer >= 0 ? op->peer : 0;
+  uint16_t splits = (op->flags & WL_OPF_SPLITS) != 0;
+  uint64_t bits;
+  memcpy(&bits, &op->bytes, sizeof bits);
+  uint64_t key = sim_key4((uint64_t)c, op->sub | ((uint64_t)splits << 8), bits, (uint64_t)(uint32_t)root);
+  coll_memo *mm = sim_map_get(&E.memo, key);
+  if (mm && mm->comm == c && mm->op == op->sub && mm->bytes == op->bytes && mm->root == root &&
+      mm->splits == splits)
+    return mm;
+  mm = st_arena_alloc(&E.arena, sizeof *mm);
+  if (!mm)
+    return NULL;
+  sim_coll_ctx cx;
+  route_ctx rcx;
+  coll_ctx_fill(c, cs, &cx, &rcx);
+  sim_coll_choose(&cx);
+  *mm = (coll_memo){c, root, op->sub, splits, op->bytes, cx.ch, NAN};
+  if (!sim_map_get(&E.memo, key) && sim_map_put(&E.memo, key, mm))
+    return NULL;
+  return mm;
+}
+
 static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *sched)
 {
   const wl_workload *wl = E.wl;
@@ -990,6 +1032,8 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
   const wl_comm *cm = &wl->comms[c];
   comm_state *cs = &E.comms[c];
   int n = cm->size;
+  /* members that run here: all, or with rank classes those of class 0 */
+  int live = E.sym.on ? E.sym.live[c] : n;
 
   if (n == 1) /* a communicator of one: nothing to move */
     return;
@@ -1014,7 +1058,7 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
   uint64_t my_gen = cs->gen;
   cs->arrived_gen[m] = my_gen + 1;
   int last = 0;
-  if (++cs->arrived == n) {
+  if (++cs->arrived == live) {
     last = 1;
     /* A communicator runs one collective at a time, in the order its members
      * issue them, as NCCL does: wait for the previous instance to end. */
@@ -1026,7 +1070,7 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
     cs->gen++;
     cs->arrived = 0;
     cs->start = t;
-    cs->pending = n;
+    cs->pending = live;
     if (!cs->have_ring_lat)
       comm_ring_latency(c, cs);
     if (!cs->have_lay) {
@@ -1037,12 +1081,25 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
       }
       cs->have_lay = 1;
     }
-    sim_coll_ctx cx;
-    route_ctx rcx;
-    coll_ctx_fill(c, cs, &cx, &rcx);
-    sim_coll_choose(&cx);
-    cs->ch = cx.ch;
-    double T = cs->fast ? fast_duration(c, cs, op, sched) : -1;
+    coll_memo *mm = memo_get(c, cs, op);
+    if (!mm) {
+      fail(ST_ENOMEM, "out of memory");
+      sg_actor_kill_all();
+      return;
+    }
+    cs->ch = mm->ch;
+    double T = -1;
+    if (cs->fast) {
+      /* the flows are planned again only when links count their bytes */
+      if (isnan(mm->T) || (E.link_bytes && mm->T >= 0))
+        mm->T = fast_duration(c, cs, op, sched, 1);
+      T = mm->T;
+    }
+    if (T < 0 && E.sym.on && E.sym.comm_collapse[c]) {
+      fail(ST_ESIM, "internal error: a rank-class group's collective has no closed form");
+      sg_actor_kill_all();
+      return;
+    }
     cs->fast_end = T >= 0 ? t + T : -1;
     if (T >= 0) {
       cs->done_gen++; /* nothing to wait for: the end is known */
@@ -1063,7 +1120,7 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
     /* closed form: everyone knows the end; the last to arrive records it */
     if (last) {
       coll_record_add(c, cs, opk, n, bytes, first, start, fast_end);
-      E.fast_instances++;
+      E.fast_instances += E.sym.on && !E.sym.comm_collapse[c] ? (uint64_t)E.sym.C : 1;
     }
     if (fast_end > now())
       sg_actor_sleep_until(fast_end);
@@ -1168,6 +1225,133 @@ static void run_p2p(int rank, const wl_op *op)
   E.events++;
   acct(rank, 0, -1, 0);
   E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += now() - start;
+}
+
+/* ---- rank classes: what sim_sym.c asks of the engine ------------------------ */
+
+static const uint32_t *sym_route(void *u, int src, int dst, uint32_t *n, double *lat_s)
+{
+  (void)u;
+  route_entry *re = route_get(src, dst);
+  if (!re)
+    return NULL;
+  *n = re->n;
+  *lat_s = re->lat_s;
+  return re->links;
+}
+
+static int sym_walk(void *u, int c, int op, double bytes, int root, void (*fn)(void *, int, int),
+                    void *fn_u)
+{
+  (void)u;
+  fast_tuple t = {.comm = c, .op = (uint8_t)op, .root = root, .bytes = bytes};
+  sim_sched sched;
+  sim_sched_init(&sched);
+  int rc = fast_walk_flows(c, &t, &sched, fn, fn_u);
+  sim_sched_release(&sched);
+  return rc;
+}
+
+/* Whether communicator c's (op, bytes, root) instance has a closed form; the
+ * communicator's state is left as it was. */
+static int sym_closed(void *u, int c, int op, double bytes, int root)
+{
+  (void)u;
+  comm_state *cs = &E.comms[c];
+  const wl_comm *cm = &E.wl->comms[c];
+  if (!cs->have_ring_lat)
+    comm_ring_latency(c, cs);
+  if (!cs->have_lay) {
+    if (sim_coll_layout_build(&E.arena, cm->ranks, cm->size, E.cl, &cs->lay))
+      return 0;
+    cs->have_lay = 1;
+  }
+  int save_op = cs->op;
+  double save_bytes = cs->bytes;
+  sim_coll_choice save_ch = cs->ch;
+  cs->op = op;
+  cs->bytes = bytes;
+  sim_coll_ctx ctx;
+  route_ctx rctx;
+  coll_ctx_fill(c, cs, &ctx, &rctx);
+  sim_coll_choose(&ctx);
+  cs->ch = ctx.ch;
+  wl_op o;
+  memset(&o, 0, sizeof o);
+  o.kind = WL_OP_COLL;
+  o.sub = (uint8_t)op;
+  o.peer = root;
+  sim_sched sched;
+  sim_sched_init(&sched);
+  double T = fast_duration(c, cs, &o, &sched, 0);
+  sim_sched_release(&sched);
+  cs->op = save_op;
+  cs->bytes = save_bytes;
+  cs->ch = save_ch;
+  return T >= 0;
+}
+
+static int sym_prepare(st_err *err)
+{
+  const wl_workload *wl = E.wl;
+  if (!E.opt->symmetry) {
+    memset(&E.sym, 0, sizeof E.sym);
+    E.sym.C = 1;
+    snprintf(E.sym.desc, sizeof E.sym.desc, "none (turned off)");
+    return ST_OK;
+  }
+  uint8_t *fast = malloc((size_t)wl->num_comms + 1);
+  if (!fast)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  for (int c = 0; c < wl->num_comms; c++)
+    fast[c] = (uint8_t)E.comms[c].fast;
+  sim_sym_env env = {wl,         fast,      E.member,   E.num_links, E.link_bw, E.link_shared,
+                     sym_route,  sym_walk,  sym_closed, NULL};
+  int rc = sim_sym_prepare(&E.sym, &env);
+  free(fast);
+  if (!rc && E.sym.on && E.link_bytes && !(E.class_bytes = calloc(E.num_links + 1, sizeof(double))))
+    rc = ST_ENOMEM;
+  if (rc)
+    return st_err_set(err, rc, "out of memory checking rank classes");
+  return E.failed ? (err ? err->code : ST_ENOMEM) : ST_OK;
+}
+
+/* Class k's links carry copies of class 0's bytes and usage; their peak
+ * load is their original's. */
+static void sym_expand_links(void)
+{
+  if (!E.sym.on || !E.link_bytes)
+    return;
+  int C = E.sym.C;
+  for (size_t l = 0; l < E.num_links; l++)
+    for (int k = 1; k < C; k++) {
+      uint32_t y = E.sym.link_img[l * C + k];
+      if (y != UINT32_MAX)
+        E.link_bytes[y] += E.class_bytes[l];
+    }
+  size_t n = 0;
+  usage_slot *copy = malloc((E.usage_len + 1) * sizeof *copy);
+  if (!copy) {
+    fail(ST_ENOMEM, "out of memory");
+    return;
+  }
+  for (size_t i = 0; i < E.usage_cap; i++)
+    if (E.usage[i].used && E.usage[i].comm >= 0 && !E.sym.comm_collapse[E.usage[i].comm])
+      copy[n++] = E.usage[i];
+  for (size_t i = 0; i < n && !E.failed; i++)
+    for (int k = 1; k < C; k++) {
+      uint32_t y = E.sym.link_img[(size_t)copy[i].link * C + k];
+      int32_t c = E.sym.comm_img[(size_t)copy[i].comm * C + k];
+      if (y == UINT32_MAX || c < 0)
+        continue;
+      usage_slot *u = usage_slot_for(y, c, copy[i].kind, copy[i].op);
+      if (!u) {
+        fail(ST_ENOMEM, "out of memory");
+        break;
+      }
+      u->bytes += copy[i].bytes;
+    }
+  free(copy);
 }
 
 /* ---- the stream actor ---------------------------------------------------- */
@@ -1500,7 +1684,10 @@ static void collect_links(void)
     l->bytes = bytes;
     /* the time the link spends moving these bytes at full rate */
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
-    l->peak_util = l->bandwidth_Bps > 0 ? sg_link_get_max_instantaneous_load(links[i]) / l->bandwidth_Bps : 0;
+    sg_link_t src = links[i];
+    if (E.sym.on && E.sym.link_src[v - 1] != UINT32_MAX && E.sym.link_src[v - 1] < n)
+      src = links[E.sym.link_src[v - 1]];
+    l->peak_util = l->bandwidth_Bps > 0 ? sg_link_get_max_instantaneous_load(src) / l->bandwidth_Bps : 0;
   }
   collect_usage(row, n);
   free(row);
@@ -1569,6 +1756,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   st_arena_init(&E.arena, 1 << 20);
   sim_map_init(&E.mailboxes);
   sim_map_init(&E.p2ps);
+  sim_map_init(&E.memo);
 
   sim_result *r = calloc(1, sizeof *r);
   if (!r)
@@ -1611,7 +1799,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     rc = st_err_set(err, ST_ENOMEM, "out of memory indexing links");
     goto out;
   }
-  if ((rc = fast_prepare(err)))
+  if ((rc = fast_prepare(err)) || (rc = sym_prepare(err)))
     goto out;
 
   /* actors */
@@ -1624,6 +1812,8 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     goto out;
   }
   for (int rank = 0; rank < wl->num_ranks; rank++) {
+    if (E.sym.on && E.sym.cls[rank] != 0)
+      continue; /* a copy of its class-0 representative */
     int pidx = wl->rank_program[rank];
     const wl_program *p = &wl->programs[pidx];
     const prog_info *pi = &E.progs[pidx];
@@ -1657,7 +1847,8 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   }
 
   for (int rank = 0; rank < wl->num_ranks; rank++)
-    E.ops_total += wl->programs[wl->rank_program[rank]].num_ops;
+    if (!E.sym.on || E.sym.cls[rank] == 0)
+      E.ops_total += wl->programs[wl->rank_program[rank]].num_ops;
   E.progress_on = !opt->quiet && isatty(STDERR_FILENO);
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
@@ -1670,6 +1861,8 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   r->sim_time_s = now();
   r->events = E.events;
   r->fast_colls = E.fast_instances;
+  snprintf(r->reduction, sizeof r->reduction, "%s", E.sym.desc);
+  r->simulated_ranks = E.sym.on ? E.sym.simulated : wl->num_ranks;
 
   if (!E.failed && E.actors_done != E.actors_total)
     describe_deadlock();
@@ -1681,6 +1874,17 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
    * finish): from its own last op to there a rank waits for the slowest one
    * (idle, as such waits are inside the run), so every rank's parts add up
    * to the run time */
+  if (E.sym.on) {
+    sim_sym_expand_ranks(&E.sym, wl, r->ranks);
+    for (int rank = 0; rank < wl->num_ranks; rank++)
+      E.ranks[rank].last_t = E.ranks[sim_sym_rep(&E.sym, wl, rank)].last_t;
+    if (sim_sym_expand_colls(&E.sym, wl, &r->colls, &r->num_colls) ||
+        sim_sym_expand_timeline(&E.sym, wl, &r->timeline, &r->num_timeline)) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory expanding rank classes");
+      goto out;
+    }
+    sym_expand_links();
+  }
   double last = 0;
   for (int rank = 0; rank < wl->num_ranks; rank++)
     if (r->ranks[rank].finish_s > last)
@@ -1722,11 +1926,14 @@ out:
       wq_release(&((p2p_state *)E.p2ps.vals[i])->wq);
   sim_map_release(&E.p2ps);
   sim_map_release(&E.link_index);
+  sim_map_release(&E.memo);
   sim_map_release(&E.routes);
   free(E.link_bytes);
   free(E.usage);
   free(E.link_bw);
   free(E.link_shared);
+  free(E.class_bytes);
+  sim_sym_release(&E.sym);
   st_arena_release(&E.arena);
   return rc;
 }

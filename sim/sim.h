@@ -80,6 +80,8 @@ typedef struct sim_options {
   int record_colls;   /* one sim_coll_record per collective instance and
                          send/recv pair (the results file's /collectives);
                          80 bytes each, millions at thousands of GPUs */
+  int symmetry;       /* simulate one rank per class of symmetric ranks where
+                         the checks of sim_sym.c hold (same answer) */
   int coll_algo;      /* sim_coll_algo, -1 = automatic */
   int coll_proto;     /* -1 = automatic */
   int coll_channels;  /* 0 = automatic */
@@ -176,6 +178,8 @@ typedef struct sim_result {
   st_arena arena;       /* strings owned by the result */
   sim_link_usage *link_usage; /* by link, then most bytes first (link_stats only) */
   size_t num_link_usage;
+  int simulated_ranks;  /* ranks simulated; the others copied from symmetric ones */
+  char reduction[200];  /* the symmetry reduction used, or "none (why)" */
 } sim_result;
 
 int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,

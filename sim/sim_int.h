@@ -113,4 +113,55 @@ void sim_coll_choose(sim_coll_ctx *ctx);
 /* Member m's rounds.  Returns 0 or ST_ENOMEM. */
 int sim_coll_plan(const sim_coll_ctx *ctx, int m, sim_sched *out);
 
+/* ---- rank classes (sim_sym.c) -------------------------------------------
+ * Ranks that are copies of each other on isomorphic, disjoint links: one of
+ * each class is simulated and the others take its timings (sim_sym.c's
+ * header gives the conditions, all checked). */
+#include "sim.h"
+
+typedef struct sim_sym {
+  int on;               /* the reduction is used */
+  int role;             /* role whose groups define the classes */
+  int C;                /* classes (1 = none) */
+  int simulated;        /* ranks simulated */
+  int32_t *cls;         /* rank -> class */
+  int32_t *comm_img;    /* [c0 * C + k]: class k's copy of class-0 communicator c0, or -1 */
+  uint8_t *comm_collapse; /* communicator is one of role's groups */
+  uint32_t *link_img;   /* [l * C + k]: phi_k(l) for a class-0 link, or UINT32_MAX */
+  uint32_t *link_src;   /* link -> the class-0 link it copies (itself for class 0) */
+  int8_t *link_cls;     /* scratch: class whose traffic uses the link, -1 none */
+  int32_t *live;        /* per communicator: members simulated */
+  char desc[200];       /* what was used, or "none (why)" */
+} sim_sym;
+
+/* What the analysis needs from the engine. */
+typedef struct sim_sym_env {
+  const wl_workload *wl;
+  const uint8_t *comm_fast; /* per communicator: its links carry nothing else */
+  const int32_t *member;    /* [rank * num_roles + role]: member index */
+  size_t num_links;
+  const double *link_bw;
+  const uint8_t *link_shared;
+  /* route between two GPUs: link indices (valid until the next call), count, latency */
+  const uint32_t *(*route)(void *u, int src, int dst, uint32_t *n, double *lat_s);
+  /* call fn on every flow of communicator c's (op, bytes, root) instance; 0 or ST_ENOMEM */
+  int (*walk)(void *u, int c, int op, double bytes, int root, void (*fn)(void *, int, int),
+              void *fn_u);
+  /* whether that instance has a closed form */
+  int (*closed)(void *u, int c, int op, double bytes, int root);
+  void *u;
+} sim_sym_env;
+
+/* Returns 0 (s->on says whether the reduction applies; s->desc why not) or
+ * ST_ENOMEM.  Release with sim_sym_release. */
+int sim_sym_prepare(sim_sym *s, const sim_sym_env *env);
+void sim_sym_release(sim_sym *s);
+int sim_sym_img(const sim_sym *s, const wl_workload *wl, int r0, int k);
+int sim_sym_rep(const sim_sym *s, const wl_workload *wl, int r);
+void sim_sym_expand_ranks(const sim_sym *s, const wl_workload *wl, sim_rank_stats *ranks);
+int sim_sym_expand_colls(const sim_sym *s, const wl_workload *wl, sim_coll_record **recs,
+                         size_t *n);
+int sim_sym_expand_timeline(const sim_sym *s, const wl_workload *wl, sim_timeline_row **rows,
+                            size_t *n);
+
 #endif

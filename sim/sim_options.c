@@ -13,6 +13,7 @@ void sim_options_init(sim_options *o)
   o->link_stats = 1;
   o->record_colls = 1;
   o->fast_colls = 1;
+  o->symmetry = 1;
   o->coll_algo = -1;
   o->coll_proto = -1;
 }

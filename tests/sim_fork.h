@@ -27,6 +27,9 @@ typedef struct forked_result {
   double *link_bytes;
   size_t num_link_usage;
   sim_link_usage *link_usage;
+  int simulated_ranks;
+  char reduction[200];
+  uint64_t events;
 } forked_result;
 
 static int fr_write_all(int fd, const void *p, size_t n)
@@ -102,6 +105,9 @@ static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *
     if (!rc) {
       fr_write_all(fds[1], &r->step_time_s, sizeof r->step_time_s);
       fr_write_all(fds[1], &r->fast_colls, sizeof r->fast_colls);
+      fr_write_all(fds[1], &r->simulated_ranks, sizeof r->simulated_ranks);
+      fr_write_all(fds[1], r->reduction, sizeof r->reduction);
+      fr_write_all(fds[1], &r->events, sizeof r->events);
       fr_write_all(fds[1], &r->num_ranks, sizeof r->num_ranks);
       fr_write_all(fds[1], r->ranks, (size_t)r->num_ranks * sizeof *r->ranks);
       fr_write_all(fds[1], &r->num_colls, sizeof r->num_colls);
@@ -126,6 +132,9 @@ static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *
   if (ok && !f->rc) {
     ok = !fr_read_all(fds[0], &f->step_time_s, sizeof f->step_time_s) &&
          !fr_read_all(fds[0], &f->fast_colls, sizeof f->fast_colls) &&
+         !fr_read_all(fds[0], &f->simulated_ranks, sizeof f->simulated_ranks) &&
+         !fr_read_all(fds[0], f->reduction, sizeof f->reduction) &&
+         !fr_read_all(fds[0], &f->events, sizeof f->events) &&
          !fr_read_all(fds[0], &f->num_ranks, sizeof f->num_ranks);
     if (ok) {
       f->ranks = calloc((size_t)f->num_ranks + 1, sizeof *f->ranks);

@@ -18,6 +18,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -88,6 +89,9 @@ int st_file_read_all(const char *path, char **data, size_t *len, st_err *err);
 int st_file_write_atomic(const char *path, const void *data, size_t len, int gzip, st_err *err);
 /* 1 if the path ends with suffix. */
 int st_str_ends_with(const char *s, const char *suffix);
+/* s as a JSON string, quoted and escaped ('"', '\\', control characters);
+ * NULL prints as "". */
+void st_json_str(FILE *out, const char *s);
 
 /* Parse a size like "4G", "64MiB", "1M", "512", "1.5K" into bytes (K=1024).
  * Returns 0 on success. */

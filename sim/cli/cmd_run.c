@@ -49,6 +49,9 @@ static const char usage_text[] =
     "  --cfg SETTING       extra SimGrid setting, e.g. --cfg=network/model:LV08 (repeatable)\n"
     "  --no-closed-form    simulate every collective's flows, even where a closed form\n"
     "                      gives the same answer (collectives alone on their links)\n"
+    "  --no-symmetry       simulate every rank, even where ranks are exact copies of\n"
+    "                      others on disjoint, isomorphic links (rank classes)\n"
+    "  --exact             the full simulation: --no-closed-form and --no-symmetry\n"
     "  --strict            fail when the workload does not fit in device memory\n"
     "  --quiet             no progress or warnings on stderr\n"
     "  -h, --help          this text\n";
@@ -214,7 +217,8 @@ int cmd_run(int argc, char **argv)
       {"fidelity", required_argument, NULL, 'f'}, {"net-model", required_argument, NULL, 'n'},
       {"cfg", required_argument, NULL, 'C'},      {"strict", no_argument, NULL, 's'},
       {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
-      {"no-closed-form", no_argument, NULL, 'X'},
+      {"no-closed-form", no_argument, NULL, 'X'}, {"no-symmetry", no_argument, NULL, 'Y'},
+      {"exact", no_argument, NULL, 'Z'},
       {"step", required_argument, NULL, 'S'},     {"et", required_argument, NULL, 'E'},
       {"no-launch-gaps", no_argument, NULL, 'G'}, {"gpus", required_argument, NULL, 'g'},
       {"from-device", required_argument, NULL, 'F'},
@@ -239,6 +243,8 @@ int cmd_run(int argc, char **argv)
     case 's': a.strict = 1; break;
     case 'q': a.quiet = 1; break;
     case 'X': a.opt.fast_colls = 0; break;
+    case 'Y': a.opt.symmetry = 0; break;
+    case 'Z': a.opt.fast_colls = 0; a.opt.symmetry = 0; break;
     case 'f':
       if (!strcmp(optarg, "flow"))
         a.opt.fidelity = SIM_FID_FLOW;

@@ -1,0 +1,505 @@
+/* sim_sym.c — rank classes: simulate one rank of each symmetric class and
+ * give the others its timings.
+ *
+ * Why: in an SPMD step on a rail-optimised cluster, the k-th GPU of every
+ * tensor-parallel group runs the same program as the first, with
+ * communicators that are copies of the first's shifted onto rail k, and
+ * their traffic crosses links that no other rail's traffic touches.  Their
+ * timings are then identical, and simulating the first GPU of each group
+ * gives every one of them (8x fewer actors and activities on a DGX).
+ *
+ * The reduction is exact, not approximate, when these hold, and each is
+ * checked on the actual workload and platform before it is used (any
+ * failure falls back to the full simulation and says why):
+ *  1. A role R whose communicators partition the ranks into groups of the
+ *     same size C >= 2; class(r) = r's member index in its R group, the
+ *     representative of r the group's member 0, and sigma_k(r0) the group's
+ *     member k.  Every R communicator is closed-form (its links carry
+ *     nothing else, sim.c) for every instance the programs issue, so its
+ *     duration depends only on when its members arrive; they arrive
+ *     together, by the symmetry below.  No send/recv on role R.
+ *  2. Every rank runs its representative's program, and for every other
+ *     role its programs use, its communicator is the image under sigma_k
+ *     of the representative's, member by member (the representative's lies
+ *     inside class 0).
+ *  3. Every flow the class-0 communicators and send/recv pairs can put on
+ *     the network, mapped by sigma_k, has a route of the same length, the
+ *     same latency and, link by link, the same bandwidth and sharing; the
+ *     link map phi_k so defined is one function per class, one-to-one on
+ *     shared links, and no shared link carries flows of two classes.  Then
+ *     class k's flows and links are an isomorphic copy of class 0's that
+ *     never meets it, and SimGrid's max-min sharing, which is the same
+ *     computation on each copy, gives the same rates.
+ * Results are expanded afterwards: per-rank stats, collective records and
+ * timeline rows are copied to the images, link bytes and usage are added
+ * to phi_k's images (the R communicators' closed forms account every
+ * member's flows already).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_int.h"
+
+void sim_sym_release(sim_sym *s)
+{
+  free(s->cls);
+  free(s->comm_img);
+  free(s->comm_collapse);
+  free(s->link_img);
+  free(s->link_src);
+  free(s->link_cls);
+  free(s->live);
+  memset(s, 0, sizeof *s);
+}
+
+/* sigma_k of a class-0 rank: member k of its R group. */
+int sim_sym_img(const sim_sym *s, const wl_workload *wl, int r0, int k)
+{
+  int c = wl_rank_comm(wl, r0, s->role);
+  return wl->comms[c].ranks[k];
+}
+
+static void why(sim_sym *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void why(sim_sym *s, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->desc, sizeof s->desc, fmt, ap);
+  va_end(ap);
+}
+
+/* Roles each program's ops use, as a flag per (program, role). */
+static uint8_t *used_roles(const wl_workload *wl)
+{
+  uint8_t *u = calloc((size_t)wl->num_programs * (size_t)wl->num_roles + 1, 1);
+  if (!u)
+    return NULL;
+  for (int p = 0; p < wl->num_programs; p++) {
+    const wl_program *pg = &wl->programs[p];
+    for (size_t i = 0; i < pg->num_ops; i++) {
+      const wl_op *o = &pg->ops[i];
+      if ((o->kind == WL_OP_COLL || o->kind == WL_OP_SEND || o->kind == WL_OP_RECV) &&
+          o->role >= 0 && o->role < wl->num_roles)
+        u[(size_t)p * wl->num_roles + o->role] = 1;
+    }
+  }
+  return u;
+}
+
+/* Condition 1 for role R: its groups partition the ranks, size C >= 2, all
+ * closed-form.  Fills s->role, s->C, s->cls. */
+static int try_role(sim_sym *s, const sim_sym_env *env, int R)
+{
+  const wl_workload *wl = env->wl;
+  int C = 0;
+  for (int r = 0; r < wl->num_ranks; r++) {
+    int c = wl_rank_comm(wl, r, R);
+    if (c < 0)
+      return 0;
+    const wl_comm *cm = &wl->comms[c];
+    if (C == 0)
+      C = cm->size;
+    if (cm->size != C || C < 2 || !env->comm_fast[c])
+      return 0;
+  }
+  if (C < 2)
+    return 0;
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    for (int i = 0; i < cm->size; i++)
+      if (wl_rank_comm(wl, cm->ranks[0], R) == c && wl_rank_comm(wl, cm->ranks[i], R) != c)
+        return 0;
+  }
+  s->role = R;
+  s->C = C;
+  for (int r = 0; r < wl->num_ranks; r++)
+    s->cls[r] = env->member[(size_t)r * wl->num_roles + R];
+  return 1;
+}
+
+/* Condition 2: programs and communicators map, member by member. */
+static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
+{
+  const wl_workload *wl = env->wl;
+  int C = s->C, NR = wl->num_roles;
+  for (int r = 0; r < wl->num_ranks; r++) {
+    int k = s->cls[r];
+    int c_r = wl_rank_comm(wl, r, s->role);
+    int r0 = wl->comms[c_r].ranks[0];
+    if (k == 0)
+      continue;
+    int p = wl->rank_program[r];
+    if (p != wl->rank_program[r0]) {
+      why(s, "rank %d runs program %d, rank %d of its '%s' group program %d", r, p, r0,
+          wl->roles[s->role], wl->rank_program[r0]);
+      return 0;
+    }
+    for (int role = 0; role < NR; role++) {
+      if (role == s->role || !used[(size_t)p * NR + role])
+        continue;
+      int c = wl_rank_comm(wl, r, role), c0 = wl_rank_comm(wl, r0, role);
+      if ((c < 0) != (c0 < 0)) {
+        why(s, "rank %d and rank %d differ in playing role '%s'", r, r0, wl->roles[role]);
+        return 0;
+      }
+      if (c < 0)
+        continue;
+      int32_t *img = &s->comm_img[(size_t)c0 * C + k];
+      if (*img == c)
+        continue;
+      if (*img >= 0) {
+        why(s, "communicator '%s' has two images in class %d", wl->comms[c0].name, k);
+        return 0;
+      }
+      const wl_comm *a = &wl->comms[c0], *b = &wl->comms[c];
+      if (a->size != b->size || a->kind != b->kind) {
+        why(s, "communicators '%s' and '%s' differ in size or kind", a->name, b->name);
+        return 0;
+      }
+      for (int i = 0; i < a->size; i++) {
+        int m = a->ranks[i];
+        if (s->cls[m] != 0 || sim_sym_img(s, wl, m, k) != b->ranks[i]) {
+          why(s, "communicator '%s' (role '%s') spans several '%s' positions", a->name,
+              wl->roles[role], wl->roles[s->role]);
+          return 0;
+        }
+      }
+      *img = c;
+    }
+  }
+  return 1;
+}
+
+typedef struct walk_ctx {
+  sim_sym *s;
+  const sim_sym_env *env;
+  int ok;
+} walk_ctx;
+
+/* Condition 3 for one class-0 flow and its images. */
+static void check_flow(void *u, int s0, int d0)
+{
+  walk_ctx *w = u;
+  sim_sym *s = w->s;
+  const sim_sym_env *env = w->env;
+  if (!w->ok || s0 == d0)
+    return;
+  uint32_t n0;
+  double lat0;
+  const uint32_t *l0 = env->route(env->u, s0, d0, &n0, &lat0);
+  if (!l0) {
+    w->ok = 0;
+    why(s, "out of memory");
+    return;
+  }
+  /* the route's links may be freed by the next call: copy them */
+  uint32_t local[64], *a = n0 <= 64 ? local : malloc(n0 * sizeof *a);
+  if (!a) {
+    w->ok = 0;
+    why(s, "out of memory");
+    return;
+  }
+  memcpy(a, l0, n0 * sizeof *a);
+  for (uint32_t i = 0; i < n0; i++) {
+    uint32_t l = a[i];
+    if (s->link_cls[l] < 0) {
+      s->link_cls[l] = 0;
+      s->link_src[l] = l;
+    } else if (s->link_cls[l] != 0 && env->link_shared[l]) {
+      why(s, "link %u (route %d->%d) carries traffic of two classes", l, s0, d0);
+      w->ok = 0;
+    }
+  }
+  for (int k = 1; k < s->C && w->ok; k++) {
+    int sk = sim_sym_img(s, env->wl, s0, k), dk = sim_sym_img(s, env->wl, d0, k);
+    uint32_t nk;
+    double latk;
+    const uint32_t *lk = env->route(env->u, sk, dk, &nk, &latk);
+    if (!lk || nk != n0 || latk != lat0) {
+      why(s, "the route %d->%d and its image %d->%d differ", s0, d0, sk, dk);
+      w->ok = 0;
+      break;
+    }
+    for (uint32_t i = 0; i < n0; i++) {
+      uint32_t x = a[i], y = lk[i];
+      uint32_t *img = &s->link_img[(size_t)x * s->C + k];
+      if (*img == UINT32_MAX) {
+        if (env->link_bw[x] != env->link_bw[y] || env->link_shared[x] != env->link_shared[y]) {
+          why(s, "links %u and %u (route %d->%d and its image) differ in bandwidth", x, y, s0, d0);
+          w->ok = 0;
+          break;
+        }
+        if (env->link_shared[y] && s->link_cls[y] >= 0 &&
+            (s->link_cls[y] != k || s->link_src[y] != x)) {
+          why(s, "link %u (route %d->%d) carries traffic of two classes", y, sk, dk);
+          w->ok = 0;
+          break;
+        }
+        *img = y;
+        if (s->link_cls[y] < 0) {
+          s->link_cls[y] = (int8_t)k;
+          s->link_src[y] = x;
+        }
+      } else if (*img != y) {
+        why(s, "link %u has two images in class %d", x, k);
+        w->ok = 0;
+        break;
+      }
+    }
+  }
+  if (a != local)
+    free(a);
+}
+
+int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
+{
+  const wl_workload *wl = env->wl;
+  memset(s, 0, sizeof *s);
+  s->C = 1;
+  snprintf(s->desc, sizeof s->desc, "none");
+  if (wl->num_roles == 0 || wl->num_ranks < 2) {
+    why(s, "no communicators");
+    return ST_OK;
+  }
+  int rc = ST_OK;
+  uint8_t *used = used_roles(wl);
+  s->cls = calloc((size_t)wl->num_ranks, sizeof *s->cls);
+  s->link_cls = NULL;
+  if (!used || !s->cls) {
+    rc = ST_ENOMEM;
+    goto out;
+  }
+  int found = 0;
+  for (int R = 0; R < wl->num_roles && !found; R++)
+    found = try_role(s, env, R);
+  if (!found) {
+    why(s, "no role whose groups partition the ranks and run in closed form");
+    goto fallback;
+  }
+  int C = s->C;
+  s->comm_img = malloc(((size_t)wl->num_comms * C + 1) * sizeof *s->comm_img);
+  s->comm_collapse = calloc((size_t)wl->num_comms + 1, 1);
+  s->link_img = malloc((env->num_links * C + 1) * sizeof *s->link_img);
+  s->link_src = malloc((env->num_links + 1) * sizeof *s->link_src);
+  s->link_cls = malloc(env->num_links + 1);
+  s->live = malloc(((size_t)wl->num_comms + 1) * sizeof *s->live);
+  if (!s->comm_img || !s->comm_collapse || !s->link_img || !s->link_src || !s->link_cls ||
+      !s->live) {
+    rc = ST_ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < (size_t)wl->num_comms * C; i++)
+    s->comm_img[i] = -1;
+  for (size_t i = 0; i < env->num_links * C; i++)
+    s->link_img[i] = UINT32_MAX;
+  memset(s->link_cls, 0xff, env->num_links + 1);
+  for (int r = 0; r < wl->num_ranks; r++)
+    s->comm_collapse[wl_rank_comm(wl, r, s->role)] = 1;
+  if (!check_ranks(s, env, used))
+    goto fallback;
+  /* condition 1's closed forms and 3's flows, once per distinct instance */
+  sim_map seen;
+  sim_map_init(&seen);
+  walk_ctx w = {s, env, 1};
+  for (int r = 0; r < wl->num_ranks && w.ok; r++) {
+    if (s->cls[r] != 0)
+      continue;
+    const wl_program *pg = &wl->programs[wl->rank_program[r]];
+    for (size_t i = 0; i < pg->num_ops && w.ok; i++) {
+      const wl_op *o = &pg->ops[i];
+      if (o->kind != WL_OP_COLL && o->kind != WL_OP_SEND && o->kind != WL_OP_RECV)
+        continue;
+      int c = wl_rank_comm(wl, r, o->role);
+      if (c < 0)
+        continue;
+      if (o->kind != WL_OP_COLL) {
+        if (s->comm_collapse[c]) {
+          why(s, "send/recv on the '%s' communicators", wl->roles[s->role]);
+          w.ok = 0;
+        } else if (o->kind == WL_OP_SEND) {
+          uint64_t key = sim_key4((uint64_t)r, (uint64_t)wl->comms[c].ranks[o->peer], 0x7032, 2);
+          if (!sim_map_get(&seen, key)) {
+            if (sim_map_put(&seen, key, (void *)1)) {
+              rc = ST_ENOMEM;
+              break;
+            }
+            check_flow(&w, r, wl->comms[c].ranks[o->peer]);
+          }
+        }
+        continue;
+      }
+      if (wl->comms[c].size < 2)
+        continue;
+      int splits = o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
+      uint64_t bits;
+      memcpy(&bits, &o->bytes, sizeof bits);
+      uint64_t key = sim_key4((uint64_t)c, o->sub | (splits ? 0x100u : 0), bits,
+                              (uint64_t)(uint32_t)(o->peer + 1));
+      if (sim_map_get(&seen, key))
+        continue;
+      if (sim_map_put(&seen, key, (void *)1)) {
+        rc = ST_ENOMEM;
+        break;
+      }
+      int root = o->peer >= 0 ? o->peer : 0;
+      if (s->comm_collapse[c]) {
+        if (splits || !env->closed(env->u, c, o->sub, o->bytes, root)) {
+          why(s, "a %s on a '%s' communicator has no closed form", wl_coll_name(o->sub),
+              wl->roles[s->role]);
+          w.ok = 0;
+        }
+      } else if (splits) {
+        const wl_comm *cm = &wl->comms[c];
+        for (int a = 0; a < cm->size && w.ok; a++)
+          for (int b = 0; b < cm->size && w.ok; b++)
+            check_flow(&w, cm->ranks[a], cm->ranks[b]);
+      } else if (env->walk(env->u, c, o->sub, o->bytes, root, check_flow, &w)) {
+        rc = ST_ENOMEM;
+        break;
+      }
+    }
+  }
+  sim_map_release(&seen);
+  if (rc)
+    goto out;
+  if (!w.ok)
+    goto fallback;
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    int n = 0;
+    for (int i = 0; i < cm->size; i++)
+      n += s->cls[cm->ranks[i]] == 0;
+    s->live[c] = n;
+  }
+  s->on = 1;
+  s->simulated = 0;
+  for (int r = 0; r < wl->num_ranks; r++)
+    s->simulated += s->cls[r] == 0;
+  snprintf(s->desc, sizeof s->desc,
+           "rank classes: %d positions in the '%s' groups, one simulated, %d of %d ranks", C,
+           wl->roles[s->role], s->simulated, wl->num_ranks);
+  free(used);
+  free(s->link_cls);
+  s->link_cls = NULL;
+  return ST_OK;
+
+fallback:;
+  char d[sizeof s->desc];
+  snprintf(d, sizeof d, "none (%s)", s->desc);
+  free(used);
+  used = NULL;
+  sim_sym_release(s);
+  s->C = 1;
+  snprintf(s->desc, sizeof s->desc, "%s", d);
+  return ST_OK;
+out:
+  free(used);
+  sim_sym_release(s);
+  return rc;
+}
+
+/* ---- expanding the results ------------------------------------------------ */
+
+static int rep_of(const sim_sym *s, const wl_workload *wl, int r)
+{
+  return wl->comms[wl_rank_comm(wl, r, s->role)].ranks[0];
+}
+
+void sim_sym_expand_ranks(const sim_sym *s, const wl_workload *wl, sim_rank_stats *ranks)
+{
+  if (!s->on)
+    return;
+  for (int r = 0; r < wl->num_ranks; r++) {
+    if (s->cls[r] == 0)
+      continue;
+    ranks[r] = ranks[rep_of(s, wl, r)];
+    ranks[r].rank = r;
+    ranks[r].host = r;
+  }
+}
+
+int sim_sym_rep(const sim_sym *s, const wl_workload *wl, int r)
+{
+  return s->on ? rep_of(s, wl, r) : r;
+}
+
+/* Chronological by end, then start; ties by communicator and ranks. */
+static int cmp_rec(const void *a, const void *b)
+{
+  const sim_coll_record *x = a, *y = b;
+  if (x->end_s != y->end_s)
+    return x->end_s < y->end_s ? -1 : 1;
+  if (x->start_s != y->start_s)
+    return x->start_s < y->start_s ? -1 : 1;
+  if (x->comm != y->comm)
+    return x->comm < y->comm ? -1 : 1;
+  if (x->src != y->src)
+    return x->src < y->src ? -1 : 1;
+  return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+int sim_sym_expand_colls(const sim_sym *s, const wl_workload *wl, sim_coll_record **recs,
+                         size_t *n)
+{
+  if (!s->on || !*n)
+    return ST_OK;
+  size_t n0 = *n, add = 0;
+  for (size_t i = 0; i < n0; i++)
+    if (!s->comm_collapse[(*recs)[i].comm])
+      add += (size_t)(s->C - 1);
+  sim_coll_record *r = realloc(*recs, (n0 + add + 1) * sizeof *r);
+  if (!r)
+    return ST_ENOMEM;
+  size_t m = n0;
+  for (size_t i = 0; i < n0; i++) {
+    if (s->comm_collapse[r[i].comm])
+      continue;
+    for (int k = 1; k < s->C; k++) {
+      sim_coll_record x = r[i];
+      x.comm = s->comm_img[(size_t)r[i].comm * s->C + k];
+      if (x.src >= 0)
+        x.src = sim_sym_img(s, wl, x.src, k);
+      if (x.dst >= 0)
+        x.dst = sim_sym_img(s, wl, x.dst, k);
+      r[m++] = x;
+    }
+  }
+  qsort(r, m, sizeof *r, cmp_rec);
+  *recs = r;
+  *n = m;
+  return ST_OK;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+  const sim_timeline_row *x = a, *y = b;
+  if (x->start_s != y->start_s)
+    return x->start_s < y->start_s ? -1 : 1;
+  if (x->rank != y->rank)
+    return x->rank < y->rank ? -1 : 1;
+  return (x->op > y->op) - (x->op < y->op);
+}
+
+int sim_sym_expand_timeline(const sim_sym *s, const wl_workload *wl, sim_timeline_row **rows,
+                            size_t *n)
+{
+  if (!s->on || !*n)
+    return ST_OK;
+  size_t n0 = *n;
+  sim_timeline_row *r = realloc(*rows, (n0 * (size_t)s->C + 1) * sizeof *r);
+  if (!r)
+    return ST_ENOMEM;
+  size_t m = n0;
+  for (size_t i = 0; i < n0; i++)
+    for (int k = 1; k < s->C; k++) {
+      r[m] = r[i];
+      r[m].rank = sim_sym_img(s, wl, r[i].rank, k);
+      m++;
+    }
+  qsort(r, m, sizeof *r, cmp_row);
+  *rows = r;
+  *n = m;
+  return ST_OK;
+}

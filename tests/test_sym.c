@@ -1,0 +1,275 @@
+/* test_sym.c — rank classes (sim/sim_sym.c): simulating one rank of each
+ * symmetric class gives what simulating every rank gives.
+ *
+ * Each case runs three ways in forked children: the full simulation
+ * (`--exact`: no closed forms, every rank), closed forms on every rank
+ * (`--no-symmetry`), and the default (closed forms and rank classes).  The
+ * default must agree with the second to 1e-9 in every per-rank number, every
+ * link's bytes and the collectives' count and total time, and with the
+ * first in step time; and it must say whether the reduction was used, as
+ * each case expects (used where the checks hold, the full simulation where
+ * they do not). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sim.h"
+#include "sim_fork.h"
+#include "workload.h"
+
+static int close_enough(double got, double want, double tol)
+{
+  double scale = fmax(fabs(want), 1e-12);
+  return fabs(got - want) <= tol * scale;
+}
+
+static void check_rel(double got, double want, double tol, const char *what, const char *name)
+{
+  if (!close_enough(got, want, tol)) {
+    print_error("%s: %s: got %.12g, want %.12g\n", name, what, got, want);
+    fail();
+  }
+}
+
+static forked_result *run(const wl_workload *wl, const char *cluster, int fast, int sym)
+{
+  sim_options o;
+  sim_options_init(&o);
+  o.quiet = 1;
+  o.fast_colls = fast;
+  o.symmetry = sym;
+  forked_result *r = sim_run_forked(wl, cluster, &o);
+  assert_non_null(r);
+  if (r->rc)
+    print_error("%s\n", r->msg);
+  assert_int_equal(r->rc, 0);
+  return r;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
+
+/* links by name: bytes must agree */
+static void check_links(const forked_result *a, const forked_result *b, const char *name)
+{
+  assert_int_equal(a->num_links, b->num_links);
+  for (size_t i = 0; i < a->num_links; i++) {
+    size_t j;
+    for (j = 0; j < b->num_links; j++)
+      if (!strcmp(a->link_names[i], b->link_names[j]))
+        break;
+    if (j == b->num_links) {
+      print_error("%s: link %s missing\n", name, a->link_names[i]);
+      fail();
+    }
+    check_rel(a->link_bytes[i], b->link_bytes[j], 1e-9, a->link_names[i], name);
+  }
+  /* usage: per link, the shares add up to the same bytes */
+  double ua = 0, ub = 0;
+  for (size_t i = 0; i < a->num_link_usage; i++)
+    ua += a->link_usage[i].bytes;
+  for (size_t i = 0; i < b->num_link_usage; i++)
+    ub += b->link_usage[i].bytes;
+  check_rel(ua, ub, 1e-9, "link usage bytes", name);
+  assert_int_equal(a->num_link_usage, b->num_link_usage);
+  (void)cmp_name;
+}
+
+static void check_same(const forked_result *got, const forked_result *want, const char *name)
+{
+  check_rel(got->step_time_s, want->step_time_s, 1e-9, "step time", name);
+  assert_int_equal(got->num_ranks, want->num_ranks);
+  for (int k = 0; k < got->num_ranks; k++) {
+    const sim_rank_stats *x = &got->ranks[k], *y = &want->ranks[k];
+    assert_int_equal(x->rank, y->rank);
+    assert_int_equal(x->host, y->host);
+    check_rel(x->finish_s, y->finish_s, 1e-9, "finish", name);
+    check_rel(x->compute_s, y->compute_s, 1e-9, "compute", name);
+    check_rel(x->exposed_comm_s, y->exposed_comm_s, 1e-9, "exposed comm", name);
+    check_rel(x->overlapped_comm_s, y->overlapped_comm_s, 1e-9, "overlapped comm", name);
+    check_rel(x->bubble_s, y->bubble_s, 1e-9, "bubble", name);
+    check_rel(x->idle_s, y->idle_s, 1e-9, "idle", name);
+    for (int i = 0; i < WL_PHASE_COUNT; i++)
+      check_rel(x->phase_s[i], y->phase_s[i], 1e-9, "phase", name);
+    for (int i = 0; i < WL_COMM_KIND_COUNT; i++)
+      check_rel(x->comm_kind_s[i], y->comm_kind_s[i], 1e-9, "comm kind", name);
+  }
+}
+
+static void check_colls(const forked_result *got, const forked_result *want, const char *name)
+{
+  assert_int_equal(got->num_colls, want->num_colls);
+  double d0 = 0, d1 = 0, b0 = 0, b1 = 0;
+  for (size_t k = 0; k < got->num_colls; k++) {
+    d0 += want->colls[k].end_s - want->colls[k].start_s;
+    d1 += got->colls[k].end_s - got->colls[k].start_s;
+    b0 += want->colls[k].bytes;
+    b1 += got->colls[k].bytes;
+  }
+  check_rel(d1, d0, 1e-9, "total collective time", name);
+  check_rel(b1, b0, 1e-12, "total collective bytes", name);
+  assert_int_equal(got->fast_colls, want->fast_colls);
+}
+
+static wl_workload *generate(const char *model, const char *layout, const char *cluster)
+{
+  wl_model m;
+  wl_layout l;
+  wl_workload *wl = NULL;
+  st_err err;
+  plat_cluster *cl;
+  if (plat_cluster_load(cluster, &cl, &err))
+    print_error("%s\n", err.msg);
+  assert_non_null(cl);
+  assert_int_equal(wl_model_load(model, &m, &err), 0);
+  if (wl_layout_parse(layout, cl->num_gpus, &m, &l, &err) || wl_generate(&m, &l, &wl, &err))
+    print_error("%s\n", err.msg);
+  assert_non_null(wl);
+  wl_model_release(&m);
+  plat_cluster_destroy(cl);
+  return wl;
+}
+
+/* expect: 1 the reduction applies, 0 it must not (the checks fail) */
+static void check_case(const wl_workload *wl, const char *cluster, int expect, const char *name)
+{
+  forked_result *ex = run(wl, cluster, 0, 0);
+  forked_result *full = run(wl, cluster, 1, 0);
+  forked_result *red = run(wl, cluster, 1, 1);
+  print_message("%-52s %.9f s, %d of %d ranks simulated, %llu vs %llu activities: %s\n", name,
+                red->step_time_s, red->simulated_ranks, red->num_ranks,
+                (unsigned long long)red->events, (unsigned long long)full->events, red->reduction);
+  assert_int_equal(full->simulated_ranks, full->num_ranks);
+  assert_true(!strncmp(full->reduction, "none (", 6));
+  if (expect) {
+    assert_true(red->simulated_ranks < red->num_ranks);
+    assert_true(!strncmp(red->reduction, "rank classes: ", 14));
+    assert_true(red->events < full->events);
+  } else {
+    assert_int_equal(red->simulated_ranks, red->num_ranks);
+    assert_true(!strncmp(red->reduction, "none (", 6));
+  }
+  check_rel(red->step_time_s, ex->step_time_s, 1e-9, "step time against --exact", name);
+  check_same(red, full, name);
+  check_colls(red, full, name);
+  check_links(red, full, name);
+  forked_result_free(ex);
+  forked_result_free(full);
+  forked_result_free(red);
+}
+
+#define DATA(f) ST_TEST_DATA_DIR "/" f
+
+static void test_sym__generated_layouts_match_full_simulation(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *model, *layout, *cluster;
+    int expect;
+  } cases[] = {
+      /* tensor, pipeline and data parallelism on rail-optimised DGX fabrics */
+      {"llama3-8b", "tp=8,pp=2,dp=2,mbs=1,gbs=8,sp=1", "dgx-h100:4", 1},
+      {"llama3-8b", "tp=8,pp=2,vpp=2,dp=2,mbs=1,gbs=8", "dgx-h100:4", 1},
+      {"llama3-8b", "tp=8,pp=4,dp=1,mbs=1,gbs=8,schedule=gpipe", "dgx-h100:4", 1},
+      {"llama3-8b", "tp=8,pp=1,dp=4,zero=1,mbs=1,gbs=8,sp=1", "dgx-h100:4", 1},
+      {"llama3-8b", "tp=8,pp=1,dp=2,zero=3,mbs=1,gbs=4", "dgx-h100:2", 1},
+      {"llama3-8b", "tp=8,cp=2,pp=1,dp=2,mbs=1,gbs=4,sp=1", "dgx-h100:4", 1},
+      {"llama3-8b", "tp=8,pp=2,dp=2,mbs=1,gbs=8,recompute=full", "selene:4", 1},
+      {"mixtral-8x7b", "tp=8,pp=1,dp=2,ep=2,mbs=1,gbs=4,sp=1", "dgx-h100:2", 1},
+      /* one non-blocking switch; an oversubscribed rail fat-tree */
+      {"llama3-8b", "tp=8,pp=2,mbs=1,gbs=8,sp=1", "node8:2", 1},
+      {"llama3-8b", "tp=4,pp=1,dp=4,mbs=1,gbs=8", DATA("rail_oversub_2.json"), 1},
+      /* data parallelism inside a node crosses the TP groups' NVLinks */
+      {"llama3-8b", "tp=4,pp=2,dp=2,mbs=1,gbs=8", "dgx-h100:2", 0},
+      /* a fat-tree whose leaves hold whole nodes, oversubscribed: each NIC
+       * still has an up port of its own (D-mod-k), the positions stay apart */
+      {"llama3-8b", "tp=4,pp=1,dp=2,mbs=1,gbs=4", DATA("leaf_oversub_2.json"), 1},
+      /* the GPUs of a node share one NIC: the positions' traffic meets there */
+      {"llama3-8b", "tp=4,pp=1,dp=2,mbs=1,gbs=4", DATA("one_nic.json"), 0},
+      /* a TP group on a cube-mesh shares its NVLinks with data parallelism
+       * (no closed form); on the torus the checks find the groups' links
+       * their own and the positions' traffic apart */
+      {"llama3-8b", "tp=8,pp=1,dp=2,mbs=1,gbs=4", "dgx-v100:2", 0},
+      {"llama3-8b", "tp=4,pp=1,dp=16,mbs=1,gbs=16", "tpu-v4:16", 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_workload *wl = generate(cases[i].model, cases[i].layout, cases[i].cluster);
+    char name[160];
+    snprintf(name, sizeof name, "%s %s on %s", cases[i].model, cases[i].layout,
+             strrchr(cases[i].cluster, '/') ? strrchr(cases[i].cluster, '/') + 1 : cases[i].cluster);
+    check_case(wl, cases[i].cluster, cases[i].expect, name);
+    wl_workload_destroy(wl);
+  }
+}
+
+/* Give rank `slow` a program of its own whose compute takes `f` times as
+ * long on the cluster's device: a slow GPU. */
+static void slow_down(wl_workload *wl, int slow, double f, const char *cluster)
+{
+  plat_cluster *cl;
+  st_err err;
+  assert_int_equal(plat_cluster_load(cluster, &cl, &err), 0);
+  const wl_program *p = &wl->programs[wl->rank_program[slow]];
+  int np = wl_program_add(wl, "slow", p->num_streams, (const char *const *)p->stream_names);
+  assert_true(np >= 0);
+  p = &wl->programs[wl->rank_program[slow]]; /* the array may have moved */
+  wl_program *q = &wl->programs[np];
+  for (size_t i = 0; i < p->num_ops; i++) {
+    wl_op o = p->ops[i];
+    if (o.kind == WL_OP_COMPUTE)
+      o.duration_s = f * plat_compute_time(&cl->device, &o);
+    assert_int_equal(o.flags & WL_OPF_SPLITS, 0);
+    o.name = wl_program_string(q, wl_op_name(p, &p->ops[i]));
+    assert_true(wl_program_append(q, &o, &p->waits[p->ops[i].wait_first], p->ops[i].wait_count) >= 0);
+  }
+  wl_rank_set(wl, slow, np);
+  plat_cluster_destroy(cl);
+}
+
+static void test_sym__a_slow_rank_falls_back_to_full_simulation(void **state)
+{
+  (void)state;
+  wl_workload *wl = generate("llama3-8b", "tp=8,pp=2,dp=2,mbs=1,gbs=8,sp=1", "dgx-h100:4");
+  slow_down(wl, 13, 1.3, "dgx-h100:4");
+  forked_result *red = run(wl, "dgx-h100:4", 1, 1);
+  assert_int_equal(red->simulated_ranks, red->num_ranks);
+  if (!strstr(red->reduction, "rank 13 runs program")) {
+    print_error("reduction: %s\n", red->reduction);
+    fail();
+  }
+  forked_result_free(red);
+  check_case(wl, "dgx-h100:4", 0, "llama3-8b with rank 13 slowed 1.3x");
+  wl_workload_destroy(wl);
+}
+
+/* A slow rank in one class slows everyone through the TP collectives: the
+ * step is longer than with no slow rank (the fallback really simulates it). */
+static void test_sym__slow_rank_slows_the_step(void **state)
+{
+  (void)state;
+  wl_workload *a = generate("llama3-8b", "tp=8,pp=1,dp=2,mbs=1,gbs=4,sp=1", "dgx-h100:2");
+  wl_workload *b = generate("llama3-8b", "tp=8,pp=1,dp=2,mbs=1,gbs=4,sp=1", "dgx-h100:2");
+  slow_down(b, 5, 1.3, "dgx-h100:2");
+  forked_result *ra = run(a, "dgx-h100:2", 1, 1), *rb = run(b, "dgx-h100:2", 1, 1);
+  assert_true(ra->simulated_ranks < ra->num_ranks);
+  assert_int_equal(rb->simulated_ranks, rb->num_ranks);
+  assert_true(rb->step_time_s > ra->step_time_s * 1.05);
+  forked_result_free(ra);
+  forked_result_free(rb);
+  wl_workload_destroy(a);
+  wl_workload_destroy(b);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sym__generated_layouts_match_full_simulation),
+      cmocka_unit_test(test_sym__a_slow_rank_falls_back_to_full_simulation),
+      cmocka_unit_test(test_sym__slow_rank_slows_the_step),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
