@@ -217,6 +217,11 @@ typedef struct plat_route {
 int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_err *err);
 /* Link id -> name, kind, bandwidth, latency (0 <= id < c->num_links). */
 void plat_link_get(const plat_cluster *c, int id, plat_link_info *out);
+/* Direct links (lanes) joining local GPUs a and b of one node: 1 on a full
+ * mesh, 1 or 2 on the DGX-1 cube-mesh, 0 where the two are not joined by
+ * their own link (not adjacent on the cube-mesh; NVSwitch and rack nodes,
+ * where every GPU reaches the switch and none another GPU; a = b). */
+int plat_intra_lanes(const plat_cluster *c, int a, int b);
 /* Bisection bandwidth per direction, bytes/s (see docs/platforms.md for the cut). */
 double plat_cluster_bisection_Bps(const plat_cluster *c);
 /* Switches of the fabric (0 for torus and XML). */

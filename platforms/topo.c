@@ -42,6 +42,18 @@ static const int cube_lanes[8][8] = {
 
 int plat__cube_lanes(int i, int j) { return cube_lanes[i][j]; }
 
+int plat_intra_lanes(const plat_cluster *c, int a, int b)
+{
+  int gpn = c->gpus_per_node;
+  if (a == b || a < 0 || b < 0 || a >= gpn || b >= gpn)
+    return 0;
+  switch (c->intra_kind) {
+  case PLAT_INTRA_FULLMESH: return 1;
+  case PLAT_INTRA_CUBEMESH: return gpn == 8 ? cube_lanes[a][b] : 0;
+  default: return 0;
+  }
+}
+
 /* slot of neighbour j among i's neighbours in increasing order, -1 if not adjacent */
 static int cube_slot(int i, int j)
 {

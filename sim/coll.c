@@ -201,13 +201,15 @@ static int lay_member(const sim_coll_layout *l, int node, int pos)
 
 /* ---- the cost model (NCCL_MODEL) ----------------------------------------- */
 
-enum { ARCH_VOLTA = 0, ARCH_AMPERE, ARCH_HOPPER, ARCH_BLACKWELL, ARCH_COUNT };
+enum { ARCH_VOLTA = 0, ARCH_AMPERE, ARCH_HOPPER, ARCH_BLACKWELL, ARCH_CDNA3, ARCH_COUNT };
 
 static int device_arch(const plat_device *d)
 {
   const char *s = d->name;
   if (strstr(s, "V100"))
     return ARCH_VOLTA;
+  if (strstr(s, "MI300") || strstr(s, "MI325"))
+    return ARCH_CDNA3;
   if (strstr(s, "A100") || strstr(s, "A800") || strstr(s, "A30") || strstr(s, "A10"))
     return ARCH_AMPERE;
   if (strstr(s, "B100") || strstr(s, "B200") || strstr(s, "B300"))
@@ -217,13 +219,19 @@ static int device_arch(const plat_device *d)
 
 /* NVLink payload efficiency with the Simple protocol: NCCL's per-link
  * bandwidth over the link's line rate (src/graph/topo.h: SM70/SM80 20.0,
- * SM90 20.6, SM100 40.1 GB/s per link of 25, 25, 25, 50 GB/s). */
-static const double nvl_eff[ARCH_COUNT] = {0.80, 0.80, 0.824, 0.802};
+ * SM90 20.6, SM100 40.1 GB/s per link of 25, 25, 25, 50 GB/s).  CDNA3
+ * (MI300X xGMI): RCCL's per-link bandwidth the same way, GFX94X_XGMI_WIDTH
+ * 48.0 GB/s (ROCm/rccl src/graph/topo.h) of 64 GB/s per link, which AMD's
+ * TransferBench run measures at 45-47 GB/s per link (ROCm blog "Understanding
+ * RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", 2025-03-02). */
+static const double nvl_eff[ARCH_COUNT] = {0.80, 0.80, 0.824, 0.802, 0.75};
 /* NVLS efficiency (src/graph/tuning.cc nvlsEfficiency): Hopper 0.85, Blackwell 0.74. */
-static const double nvls_eff[ARCH_COUNT] = {0, 0, 0.85, 0.74};
+static const double nvls_eff[ARCH_COUNT] = {0, 0, 0.85, 0.74, 0};
 /* LL's single-node bandwidth ceiling in GB/s of busBw (tuning.cc llMaxBws, N1 column)
- * and the multi-node ones (x86 Intel row: 2 nodes 39.0, more 20.4). */
-static const double ll_max_GBps[ARCH_COUNT] = {39.0, 87.7, 141.0, 282.0};
+ * and the multi-node ones (x86 Intel row: 2 nodes 39.0, more 20.4).  RCCL's
+ * tuner has no such ceiling (it scales LL by a ratio of its own channel
+ * model); CDNA3 takes Hopper's. */
+static const double ll_max_GBps[ARCH_COUNT] = {39.0, 87.7, 141.0, 282.0, 141.0};
 /* NIC payload efficiency with Simple: 400 Gb/s NDR reaches 46-48 GB/s of 50
  * per NIC in nccl-tests (NVIDIA/nccl-tests issue #290, maintainer). */
 #define NIC_EFF 0.94
@@ -256,7 +264,7 @@ static const double hw_lat_net[NA_COUNT][SIM_PROTO_COUNT] = {
  * per GPU of the node (src/graph/search.cc: "NVLS channels correspond to GPUs
  * pulling from NVLS").  Volta and Ampere have no NVLS. */
 static const double nvls_tree_ch_max_GBps[ARCH_COUNT][2] = {
-    {0, 0}, {0, 0}, {57.7, 45.5}, {96.0, 80.0}};
+    {0, 0}, {0, 0}, {57.7, 45.5}, {96.0, 80.0}, {0, 0}};
 /* NVLS pipeline fill, fitted: NCCL's tuning latency for NVLS (25 us) is a
  * ranking figure; DGX H100 nccl-tests all_reduce times from 64 MiB to 1 GiB
  * sit 80-110 us above the bandwidth term (docs/collectives.md, "Calibration"). */
@@ -271,11 +279,45 @@ static const double nvls_tree_ch_max_GBps[ARCH_COUNT][2] = {
  * 32 MiB (docs/collectives.md, "Calibration"); Hopper's all-reduce runs NVLS
  * at those sizes and its only ring Simple figure (16 GiB) cannot see a fill,
  * so it has none. */
-static const double ring_fill[ARCH_COUNT] = {0, 0.29, 0, 0};
+static const double ring_fill[ARCH_COUNT] = {0, 0.29, 0, 0, 0};
 #define RING_FILL_LOOP_B (16.0 * 1048576)
 /* Network post overhead per inter-node step (tuning.cc getNetOverhead: 1 us
  * on x86, three times that with Simple). */
 #define NET_OVERHEAD_US 1.0
+
+/* The collective library each device runs, for what differs from NCCL:
+ * which algorithms its tuner picks on which fabric, its protocols and (RCCL)
+ * its latency table.  XLA: any chip on a torus fabric. */
+enum { LIB_NCCL = 0, LIB_RCCL, LIB_HCCL, LIB_XLA };
+
+static int coll_lib(const plat_cluster *cl)
+{
+  if (cl->fabric_kind == PLAT_FABRIC_TORUS)
+    return LIB_XLA;
+  if (device_arch(&cl->device) == ARCH_CDNA3)
+    return LIB_RCCL;
+  if (strstr(cl->device.name, "Ascend"))
+    return LIB_HCCL;
+  return LIB_NCCL;
+}
+
+/* RCCL's latencies for the MI300X single node (ROCm/rccl src/graph/tuning.cc,
+ * baseLat and tuning_model_5, the model its rome_models.cc assigns to 8
+ * MI300X on one xGMI mesh), microseconds: baseLat {12, 12, 17} for Tree and
+ * Ring; xGMI hwLat Tree {0.9, 0, 2.3}, Ring {0.8, 0, 2.1}, CollNet 0.9.
+ * Network latencies stay NCCL's (tuning_model_5's network Ring Simple, 320
+ * us a step, ranks rather than times). */
+static const double rccl_base_lat[NA_COUNT][SIM_PROTO_COUNT] = {
+    {12.0, 12.0, 17.0}, {12.0, 12.0, 17.0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+static const double rccl_hw_lat_nvl[NA_COUNT][SIM_PROTO_COUNT] = {
+    {0.9, 0, 2.3}, {0.8, 0, 2.1}, {0, 0, 0.9}, {0, 0, 0}, {0, 0, 0}};
+
+/* RCCL's direct all-reduce on one node of 8 MI300X: MSCCL's all-pairs
+ * algorithms (ROCm/rccl tools/msccl-algorithms/allreduce-allpairs-8n-*.xml,
+ * enabled by rome_models.cc "mscclEnabled=1" for that node), LL from 0 to
+ * 524287 bytes, Simple from 524288 to 16 MiB; rings above. */
+#define RCCL_DIRECT_LL_MAX_B 524287.0
+#define RCCL_DIRECT_MAX_B (16.0 * 1048576)
 
 static double log2i(int n)
 {
@@ -349,7 +391,7 @@ static double algo_hops(int algo, int op, int n, int nodes, int m, const int *di
   switch (algo) {
   case SIM_ALGO_RING:
     return op == WL_COLL_ALLREDUCE || op == WL_COLL_BARRIER ? 2.0 * (n - 1) : n - 1;
-  case SIM_ALGO_DIRECT: return 1;
+  case SIM_ALGO_DIRECT: return op == WL_COLL_ALLREDUCE ? 2 : 1; /* all-reduce: RS + AG */
   case SIM_ALGO_CHAIN: return n - 1;
   case SIM_ALGO_TREE: return 2 * ((m - 1) + log2i(nodes));
   case SIM_ALGO_NVLS: return nodes > 1 ? 4 : 2;
@@ -377,7 +419,10 @@ static double algo_latency(const sim_coll_ctx *c, int algo, int proto, const int
   if (c->model == SIM_COLL_IDEAL)
     return algo_hops(algo, c->op, n, nodes, ppn, dims) * c->ring_lat_max;
   int a = nccl_algo_of(algo), p = proto;
-  double intra = hw_lat_nvl[a][p], inter = hw_lat_net[a][p], lat = base_lat[a][p];
+  int rccl = coll_lib(c->cl) == LIB_RCCL;
+  const double(*bl)[SIM_PROTO_COUNT] = rccl ? rccl_base_lat : base_lat;
+  const double(*hn)[SIM_PROTO_COUNT] = rccl ? rccl_hw_lat_nvl : hw_lat_nvl;
+  double intra = hn[a][p], inter = hw_lat_net[a][p], lat = bl[a][p];
   int op = c->op;
   switch (algo) {
   case SIM_ALGO_RING:
@@ -398,11 +443,12 @@ static double algo_latency(const sim_coll_ctx *c, int algo, int proto, const int
     break;
   }
   case SIM_ALGO_CHAIN: /* ring broadcast/reduce: nsteps x chunk latency of the tree column */
-    lat += n * (nodes > 1 ? hw_lat_net[NA_RING][p] : p == SIM_PROTO_SIMPLE ? hw_lat_nvl[NA_TREE][p]
-                                                                           : hw_lat_nvl[NA_RING][p]);
+    lat += n * (nodes > 1 ? hw_lat_net[NA_RING][p] : p == SIM_PROTO_SIMPLE ? hn[NA_TREE][p]
+                                                                           : hn[NA_RING][p]);
     break;
-  case SIM_ALGO_DIRECT: /* one exchange: a ring step on the slowest link */
-    lat = base_lat[NA_RING][p] + (nodes > 1 ? hw_lat_net[NA_RING][p] : hw_lat_nvl[NA_RING][p]);
+  case SIM_ALGO_DIRECT: /* one exchange (all-reduce: two, RS then AG), a ring step each */
+    lat = bl[NA_RING][p] + algo_hops(algo, op, n, nodes, ppn, dims) *
+                               (nodes > 1 ? hw_lat_net[NA_RING][p] : hn[NA_RING][p]);
     break;
   case SIM_ALGO_TREE: lat += 2 * ((ppn - 1) * intra + log2i(nodes) * inter); break;
   case SIM_ALGO_COLLNET: lat += 2 * (ppn - 1) * intra + inter; break;
@@ -412,6 +458,96 @@ static double algo_latency(const sim_coll_ctx *c, int algo, int proto, const int
   case SIM_ALGO_NVLS_TREE: lat = intra + NVLS_FILL_US + 2 * log2i(nodes) * inter; break;
   }
   return lat * 1e-6;
+}
+
+/* ---- rings on meshes ---------------------------------------------------------
+ * On a node whose GPUs are joined pairwise (full mesh, DGX-1 cube-mesh) a
+ * ring that runs down the members uses one link of each GPU.  The libraries
+ * lay many rings over disjoint links instead:
+ *  - RCCL on 8 MI300X (rome_models.cc, the single-node 7-link model): 14
+ *    rings, which together cross every directed xGMI link exactly twice;
+ *    NCCL on the DGX-1 finds rings over disjoint NVLinks, the 2-lane pairs
+ *    carrying two.  The lanes of the DGX-1 cube-mesh split into 3 Hamiltonian
+ *    cycles (0-1-5-4-7-6-2-3, 0-4-6-5-7-3-1-2, 0-3-2-1-5-6-7-4), i.e. 6
+ *    directed rings, one per lane of every GPU.  Either way every directed
+ *    lane carries the same share of the ring's bytes, so member m sends
+ *    f S x lanes(m, j) / (its lanes) to each linked member j (f = 2(n-1)/n
+ *    for all-reduce) and nothing over two hops.  A full mesh of k members
+ *    has k-1 such rings where a decomposition exists (not for k = 4 or 6,
+ *    where the same loads need rings of unequal shares; the loads are what
+ *    is modelled).
+ *  - Across nodes on a full mesh, RCCL's 8-NIC MI300X model lays 8 channels,
+ *    each a Hamiltonian path through the node from one GPU's NIC to
+ *    another's, which together cross every directed xGMI link once.  Here:
+ *    Walecki's zigzag paths (i, i+1, i-1, i+2, ...; k/2 of them cover K_k)
+ *    taken both ways, channel ch entering at position ch and leaving at
+ *    ch + k/2 on even nodes, the reverse on odd ones, so that every
+ *    inter-node edge stays on one rail as the NVSwitch rings do. */
+
+enum { MESH_NO = 0, MESH_ONE_NODE, MESH_ACROSS };
+
+static int ring_mesh(const sim_coll_ctx *c)
+{
+  const plat_cluster *cl = c->cl;
+  const sim_coll_layout *l = c->lay;
+  if (cl->fabric_kind == PLAT_FABRIC_TORUS || cl->fabric_kind == PLAT_FABRIC_XML || c->n < 2)
+    return MESH_NO;
+  if (l->nnodes == 1) {
+    if (cl->intra_kind == PLAT_INTRA_FULLMESH)
+      return MESH_ONE_NODE;
+    if (cl->intra_kind == PLAT_INTRA_CUBEMESH && c->n == 8)
+      return MESH_ONE_NODE; /* the whole DGX-1 */
+    return MESH_NO;
+  }
+  if (cl->intra_kind == PLAT_INTRA_FULLMESH && l->m_min == l->m_max && l->m_min % 2 == 0)
+    return MESH_ACROSS;
+  return MESH_NO;
+}
+
+static int member_lanes(const sim_coll_ctx *c, int a, int b)
+{
+  return plat_intra_lanes(c->cl, c->lay->local[a], c->lay->local[b]);
+}
+
+/* Lanes from member m to the other members (all on m's node). */
+static int lanes_out(const sim_coll_ctx *c, int m)
+{
+  int w = 0;
+  for (int j = 0; j < c->n; j++)
+    w += member_lanes(c, m, j);
+  return w;
+}
+
+/* Vertex j of zigzag path i of K_k (k even): i, i+1, i-1, i+2, i-2, ..., i+k/2. */
+static int zigzag(int k, int i, int j)
+{
+  int v = j == 0 ? i : j % 2 ? i + (j + 1) / 2 : i - j / 2;
+  return ((v % k) + k) % k;
+}
+
+/* Position of the j-th member channel ch visits on a node of k members:
+ * path ch (ch < k/2) or path ch - k/2 backwards, from ch to ch + k/2;
+ * odd nodes run it backwards. */
+static int mesh_visit(int k, int node, int ch, int j)
+{
+  int h = k / 2;
+  ch %= k;
+  if (node % 2)
+    j = k - 1 - j;
+  return ch < h ? zigzag(k, ch, j) : zigzag(k, ch - h, k - 1 - j);
+}
+
+static void mesh_neighbours(const sim_coll_layout *l, int ch, int m, int *next, int *prev)
+{
+  int k = l->node_of[m], p = l->pos[m], mk = l->node_cnt[k], N = l->nnodes;
+  int j = 0;
+  while (j < mk - 1 && mesh_visit(mk, k, ch, j) != p)
+    j++;
+  int kn = (k + 1) % N, kp = (k - 1 + N) % N;
+  *next = j < mk - 1 ? lay_member(l, k, mesh_visit(mk, k, ch, j + 1))
+                     : lay_member(l, kn, mesh_visit(l->node_cnt[kn], kn, ch, 0));
+  *prev = j > 0 ? lay_member(l, k, mesh_visit(mk, k, ch, j - 1))
+                : lay_member(l, kp, mesh_visit(l->node_cnt[kp], kp, ch, l->node_cnt[kp] - 1));
 }
 
 /* ---- which algorithms may run -------------------------------------------- */
@@ -433,13 +569,22 @@ static int algo_allowed(const sim_coll_ctx *c, int algo, int forced)
   const sim_coll_layout *l = c->lay;
   int nodes = l->nnodes, op = c->op;
   int uniform = l->m_min == l->m_max;
+  /* XLA on a torus runs its rings per dimension, never NCCL's tree, NVLS or
+   * CollNet (those need switches the torus does not have) */
+  int torus = cl->fabric_kind == PLAT_FABRIC_TORUS;
   switch (algo) {
   case SIM_ALGO_RING:
-    return op == WL_COLL_ALLREDUCE || op == WL_COLL_ALLGATHER || op == WL_COLL_REDUCESCATTER ||
-           op == WL_COLL_BARRIER;
-  case SIM_ALGO_DIRECT: return op == WL_COLL_ALLTOALL || op == WL_COLL_SHIFT;
+    return (op == WL_COLL_ALLREDUCE || op == WL_COLL_ALLGATHER || op == WL_COLL_REDUCESCATTER ||
+            op == WL_COLL_BARRIER) &&
+           (forced || !torus || op == WL_COLL_BARRIER);
+  case SIM_ALGO_DIRECT:
+    /* all-pairs reduce-scatter / all-gather on one node: chosen by the
+     * library rule (lib_rule), or when asked */
+    return op == WL_COLL_ALLTOALL || op == WL_COLL_SHIFT ||
+           (forced && nodes == 1 && cl->intra_kind != PLAT_INTRA_CUBEMESH && !torus &&
+            (op == WL_COLL_ALLREDUCE || op == WL_COLL_ALLGATHER || op == WL_COLL_REDUCESCATTER));
   case SIM_ALGO_CHAIN: return op == WL_COLL_BROADCAST || op == WL_COLL_REDUCE;
-  case SIM_ALGO_TREE: return op == WL_COLL_ALLREDUCE && nodes > 1;
+  case SIM_ALGO_TREE: return op == WL_COLL_ALLREDUCE && nodes > 1 && (forced || !torus);
   case SIM_ALGO_NVLS:
     return op == WL_COLL_ALLREDUCE && cl->nvls && l->m_min >= 2 && uniform &&
            (nodes == 1 || cl->in_network_reduction);
@@ -456,10 +601,18 @@ static int algo_allowed(const sim_coll_ctx *c, int algo, int forced)
   return 0;
 }
 
-static int proto_allowed(int algo, int proto, int ideal)
+static int proto_allowed(const sim_coll_ctx *c, int algo, int proto, int ideal)
 {
   if (ideal)
     return proto == SIM_PROTO_SIMPLE;
+  switch (coll_lib(c->cl)) {
+  case LIB_HCCL: /* copies by DMA engines: no LL protocols */
+  case LIB_XLA: return proto == SIM_PROTO_SIMPLE;
+  case LIB_RCCL: /* LL128 only on gfx90a (rccl tuning.cc; tuning_model_5 rates it 0) */
+    if (proto == SIM_PROTO_LL128)
+      return 0;
+    break;
+  }
   switch (algo) {
   case SIM_ALGO_NVLS:
   case SIM_ALGO_NVLS_TREE:
@@ -474,9 +627,37 @@ static int default_channels(const sim_coll_ctx *c, int algo)
   const sim_coll_layout *l = c->lay;
   if (c->force_nch > 0)
     return c->force_nch;
+  if (algo == SIM_ALGO_RING && ring_mesh(c) == MESH_ONE_NODE)
+    return lanes_out(c, 0); /* one ring per lane (see "rings on meshes") */
   if (l->nnodes == 1 || (algo != SIM_ALGO_RING && algo != SIM_ALGO_TREE))
     return 1; /* on one switch every channel loads the same links in the same shares */
   return l->m_min > 0 ? l->m_min : 1;
+}
+
+/* Torus all-reduce / reduce-scatter / all-gather as XLA runs it on TPU: a
+ * bidirectional ring per torus dimension, every dimension busy at once.  The
+ * data is cut into one part per dimension of more than one chip; part p runs
+ * its reduce-scatter over the dimensions in the order starting at the p-th
+ * (x y z, y z x, z x y), each step on 1/k_d of what the previous one left,
+ * and its all-gather back.  A dimension's ring carries half of its part each
+ * way.  load[d]: bytes on each directed link of dimension d, payload. */
+static void torus_loads(const sim_coll_ctx *c, const int *dims, double *load)
+{
+  double mult = c->op == WL_COLL_ALLREDUCE ? 2.0 : 1.0;
+  int act[3], na = 0;
+  for (int d = 0; d < 3; d++) {
+    load[d] = 0;
+    if (dims[d] > 1)
+      act[na++] = d;
+  }
+  for (int p = 0; p < na; p++) {
+    double Sd = c->bytes / na;
+    for (int j = 0; j < na; j++) {
+      int d = act[(p + j) % na];
+      load[d] += mult * (dims[d] - 1.0) / dims[d] * Sd / 2;
+      Sd /= dims[d];
+    }
+  }
 }
 
 /* ---- closed forms for the tuner --------------------------------------------
@@ -498,9 +679,16 @@ static double estimate(const sim_coll_ctx *c, int algo, int proto, int nch, cons
   double u = fmax(1.0, fmin((double)m, (double)m * nics / gpn));
   double t_i = 0, t_n = 0;
   double f = c->op == WL_COLL_ALLREDUCE ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
+  double Bl = cl->intra_link_Bps > 0 ? cl->intra_link_Bps : Bi; /* one mesh lane */
+  int mesh = algo == SIM_ALGO_RING ? ring_mesh(c) : MESH_NO;
   switch (algo) {
   case SIM_ALGO_RING:
-    if (N == 1)
+    if (mesh == MESH_ONE_NODE) /* every lane f S / (lanes per member) */
+      t_i = f * S / lanes_out(c, 0) / (Bl * md.e_intra);
+    else if (mesh == MESH_ACROSS) { /* one channel per directed link and per NIC */
+      t_i = f * S / nch / (Bl * md.e_intra);
+      t_n = f * S / nch * ceil(nch / fmin(u, nch)) / (Bn * md.e_nic);
+    } else if (N == 1)
       t_i = f * S / (Bi * md.e_intra);
     else {
       t_i = f * S * (m - 1) / m / (Bi * md.e_intra);
@@ -529,12 +717,13 @@ static double estimate(const sim_coll_ctx *c, int algo, int proto, int nch, cons
     t_n = 2.0 * (N - 1) / N * S / m / (Bn * md.e_nic);
     break;
   case SIM_ALGO_TORUS: {
-    double Sd = S, t = 0;
+    double load[3], t = 0;
+    torus_loads(c, dims, load);
     for (int d = 0; d < 3; d++) {
-      if (dims[d] > 1)
-        t += (c->op == WL_COLL_ALLREDUCE ? 2.0 : 1.0) * (dims[d] - 1.0) / dims[d] * Sd /
-             ((N > 1 ? Bn * md.e_nic : Bi * md.e_intra));
-      Sd /= dims[d];
+      if (cl->fabric_kind == PLAT_FABRIC_TORUS) /* each direction its own ICI link */
+        t = fmax(t, load[d] / (cl->fabric_link_Bps * md.e_nic));
+      else /* both directions through the member's one port */
+        t += 2 * load[d] / (N > 1 ? Bn * md.e_nic : Bi * md.e_intra);
     }
     t_i = t;
     break;
@@ -545,6 +734,12 @@ static double estimate(const sim_coll_ctx *c, int algo, int proto, int nch, cons
         t_i = S / Bi;
       else
         t_n = S / Bn;
+      break;
+    }
+    if (c->op != WL_COLL_ALLTOALL) { /* all-pairs RS and/or AG on one node: D to every peer */
+      double D = (c->op == WL_COLL_ALLREDUCE ? 2.0 : 1.0) * S / n;
+      t_i = cl->intra_kind == PLAT_INTRA_FULLMESH ? D / (Bl * md.e_intra)
+                                                   : (n - 1) * D / (Bi * md.e_intra);
       break;
     }
     t_i = (N == 1 ? (n - 1.0) / n : (m - 1.0) / n) * S / (Bi * md.e_intra);
@@ -567,6 +762,40 @@ static int default_algo(int op)
   }
 }
 
+/* Where a library picks by a fixed rule rather than by its cost model, the
+ * rule (the sizes come from the libraries' sources, docs/collectives.md):
+ *  - RCCL, all 8 MI300X of one node, all-reduce up to 16 MiB: MSCCL's
+ *    all-pairs algorithm (direct), LL below 512 KiB, Simple from there;
+ *  - HCCL, one node of a full mesh (Ascend 910B, 8 NPUs on HCCS), all-reduce,
+ *    reduce-scatter, all-gather: the mesh algorithm (direct) at every size;
+ *    HCCL's SelectAlgfor910B (all_reduce_operator.cc) takes
+ *    AllReduceMeshSmallCountExecutor up to 256 KiB and
+ *    AllReduceMeshOpbaseLoopExecutor above, both over the full mesh; the
+ *    one-shot small-count variant is modelled as the two-shot one.
+ * Returns 1 with the algorithm and protocol, or 0 for the ranking. */
+static int lib_rule(const sim_coll_ctx *c, int *algo, int *proto)
+{
+  const plat_cluster *cl = c->cl;
+  if (c->lay->nnodes != 1 || cl->intra_kind != PLAT_INTRA_FULLMESH || c->n < 2)
+    return 0;
+  int op = c->op;
+  switch (coll_lib(cl)) {
+  case LIB_RCCL:
+    if (op != WL_COLL_ALLREDUCE || c->n != 8 || c->bytes > RCCL_DIRECT_MAX_B)
+      return 0;
+    *algo = SIM_ALGO_DIRECT;
+    *proto = c->bytes <= RCCL_DIRECT_LL_MAX_B ? SIM_PROTO_LL : SIM_PROTO_SIMPLE;
+    return 1;
+  case LIB_HCCL:
+    if (op != WL_COLL_ALLREDUCE && op != WL_COLL_ALLGATHER && op != WL_COLL_REDUCESCATTER)
+      return 0;
+    *algo = SIM_ALGO_DIRECT;
+    *proto = SIM_PROTO_SIMPLE;
+    return 1;
+  }
+  return 0;
+}
+
 void sim_coll_choose(sim_coll_ctx *c)
 {
   int dims[3];
@@ -581,9 +810,9 @@ void sim_coll_choose(sim_coll_ctx *c)
     if (fa >= 0 ? a != fa : !algo_allowed(c, a, 0))
       continue;
     for (int p = 0; p < SIM_PROTO_COUNT; p++) {
-      if (!proto_allowed(a, p, ideal))
+      if (!proto_allowed(c, a, p, ideal))
         continue;
-      if (c->force_proto >= 0 && p != c->force_proto && proto_allowed(a, c->force_proto, ideal))
+      if (c->force_proto >= 0 && p != c->force_proto && proto_allowed(c, a, c->force_proto, ideal))
         continue;
       double t = estimate(c, a, p, default_channels(c, a), dims);
       if (t < best) { /* ties: the first in table order */
@@ -592,6 +821,12 @@ void sim_coll_choose(sim_coll_ctx *c)
         best_p = p;
       }
     }
+  }
+  int ra, rp;
+  if (fa < 0 && c->force_proto < 0 && lib_rule(c, &ra, &rp)) {
+    best_a = ra;
+    best_p = ideal ? SIM_PROTO_SIMPLE : rp;
+    best = estimate(c, best_a, best_p, default_channels(c, best_a), dims);
   }
   if (best_a < 0) {
     best_a = default_algo(c->op);
@@ -647,6 +882,8 @@ static void rcv(edge_list *e, int peer) { edge_push(e, 0, peer, 0); }
 
 static double eff_between(const sim_coll_ctx *c, const model *md, int a, int b)
 {
+  if (c->cl->fabric_kind == PLAT_FABRIC_TORUS) /* every chip-to-chip link is ICI */
+    return md->e_nic;
   return c->lay->node_of[a] == c->lay->node_of[b] ? md->e_intra : md->e_nic;
 }
 
@@ -679,17 +916,46 @@ static void edges_ring(const sim_coll_ctx *c, const model *md, int nch, int m, e
   double f = c->op == WL_COLL_ALLREDUCE ? 2.0 * (n - 1) / n
              : c->op == WL_COLL_BARRIER ? 0
                                         : (double)(n - 1) / n;
+  int mesh = ring_mesh(c);
+  if (mesh == MESH_ONE_NODE) { /* rings over every lane: f S x lanes / W to each linked member */
+    double w = lanes_out(c, m);
+    for (int j = 0; j < n; j++)
+      if (member_lanes(c, m, j) > 0)
+        snd(e, j, f * c->bytes * member_lanes(c, m, j) / w, md->e_intra);
+    for (int j = 0; j < n; j++)
+      if (member_lanes(c, j, m) > 0)
+        rcv(e, j);
+    return;
+  }
   double per = f * c->bytes / nch;
   for (int ch = 0; ch < nch; ch++) {
     int next, prev;
-    ring_neighbours(c->lay, ch, m, &next, &prev);
+    if (mesh == MESH_ACROSS)
+      mesh_neighbours(c->lay, ch, m, &next, &prev);
+    else
+      ring_neighbours(c->lay, ch, m, &next, &prev);
     snd(e, next, per, eff_between(c, md, m, next));
   }
   for (int ch = 0; ch < nch; ch++) {
     int next, prev;
-    ring_neighbours(c->lay, ch, m, &next, &prev);
+    if (mesh == MESH_ACROSS)
+      mesh_neighbours(c->lay, ch, m, &next, &prev);
+    else
+      ring_neighbours(c->lay, ch, m, &next, &prev);
     rcv(e, prev);
   }
+}
+
+/* All-pairs reduce-scatter and/or all-gather on one node (RCCL's MSCCL
+ * all-pairs, HCCL's mesh): S/n to every peer per phase, 2 S/n for all-reduce. */
+static void edges_direct_reduce(const sim_coll_ctx *c, const model *md, int m, edge_list *e)
+{
+  int n = c->n;
+  double D = (c->op == WL_COLL_ALLREDUCE ? 2.0 : 1.0) * c->bytes / n;
+  for (int s = 1; s < n; s++)
+    snd(e, (m + s) % n, D, eff_between(c, md, m, (m + s) % n));
+  for (int s = 1; s < n; s++)
+    rcv(e, (m - s + n) % n);
 }
 
 /* NCCL's binary tree (src/graph/trees.cc ncclGetBtree): rank r's parent and
@@ -940,24 +1206,22 @@ static void edges_torus(const sim_coll_ctx *c, const model *md, int m, edge_list
   torus_dims(c, dims);
   int coord[3] = {m % dims[0], (m / dims[0]) % dims[1], m / (dims[0] * dims[1])};
   int stride[3] = {1, dims[0], dims[0] * dims[1]};
-  double Sd = c->bytes, mult = c->op == WL_COLL_ALLREDUCE ? 2.0 : 1.0;
+  double load[3];
+  torus_loads(c, dims, load);
   for (int pass = 0; pass < 2; pass++) {
-    Sd = c->bytes;
     for (int d = 0; d < 3; d++) {
       int k = dims[d];
       if (k > 1) {
         int up = m + (((coord[d] + 1) % k) - coord[d]) * stride[d];
         int dn = m + (((coord[d] - 1 + k) % k) - coord[d]) * stride[d];
-        double b = mult * (k - 1.0) / k * Sd / 2; /* bidirectional: half each way */
         if (pass == 0) {
-          snd(e, up, b, eff_between(c, md, m, up));
-          snd(e, dn, b, eff_between(c, md, m, dn));
+          snd(e, up, load[d], eff_between(c, md, m, up));
+          snd(e, dn, load[d], eff_between(c, md, m, dn));
         } else {
           rcv(e, dn);
           rcv(e, up);
         }
       }
-      Sd /= k;
     }
   }
 }
@@ -971,8 +1235,10 @@ static void edges_for(const sim_coll_ctx *c, const model *md, int m, edge_list *
   case SIM_ALGO_DIRECT:
     if (c->op == WL_COLL_SHIFT)
       edges_shift(c, m, e);
-    else
+    else if (c->op == WL_COLL_ALLTOALL)
       edges_direct(c, md, m, e);
+    else
+      edges_direct_reduce(c, md, m, e);
     break;
   case SIM_ALGO_CHAIN: edges_chain(c, md, m, e); break;
   case SIM_ALGO_TREE: edges_tree(c, md, c->ch.nch, m, e); break;
