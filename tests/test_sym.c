@@ -153,7 +153,15 @@ static void check_case(const wl_workload *wl, const char *cluster, int expect, c
     assert_int_equal(red->simulated_ranks, red->num_ranks);
     assert_true(!strncmp(red->reduction, "none (", 6));
   }
-  check_rel(red->step_time_s, ex->step_time_s, 1e-9, "step time against --exact", name);
+  /* against the flows simulated one by one: SimGrid ends each activity on its
+   * time grid (surf/precision, 1e-9 s), so closed forms and simulated flows
+   * may differ by that much per collective on the critical path */
+  double grid = 1e-9 * (double)ex->num_colls;
+  if (fabs(red->step_time_s - ex->step_time_s) > fmax(grid, 1e-9 * ex->step_time_s)) {
+    print_error("%s: step time against --exact: %.12g vs %.12g\n", name, red->step_time_s,
+                ex->step_time_s);
+    fail();
+  }
   check_same(red, full, name);
   check_colls(red, full, name);
   check_links(red, full, name);
@@ -190,9 +198,9 @@ static void test_sym__generated_layouts_match_full_simulation(void **state)
       {"llama3-8b", "tp=4,pp=1,dp=2,mbs=1,gbs=4", DATA("leaf_oversub_2.json"), 1},
       /* the GPUs of a node share one NIC: the positions' traffic meets there */
       {"llama3-8b", "tp=4,pp=1,dp=2,mbs=1,gbs=4", DATA("one_nic.json"), 0},
-      /* a TP group on a cube-mesh shares its NVLinks with data parallelism
-       * (no closed form); on the torus the checks find the groups' links
-       * their own and the positions' traffic apart */
+      /* the DGX-1: two GPUs share each NIC, the positions' traffic meets
+       * there; on the torus the checks find the groups' links their own
+       * and the positions' traffic apart */
       {"llama3-8b", "tp=8,pp=1,dp=2,mbs=1,gbs=4", "dgx-v100:2", 0},
       {"llama3-8b", "tp=4,pp=1,dp=16,mbs=1,gbs=16", "tpu-v4:16", 1},
   };
