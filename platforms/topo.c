@@ -12,7 +12,7 @@
  *           cube-mesh: 4 per GPU (one per neighbour); full mesh: gpn-1 per GPU
  *   pcie    2 per GPU when the spec models PCIe
  *   nic     2 per NIC (up to the first switch, down from it); none for a torus
- *   fabric  fat-tree: for each level i >= 2, 2 per (level i-1 node, up port);
+ *   fabric  fat-tree: for each level i >= 2, 2 per level-(i-1) group (below);
  *           dragonfly: local links (a-1 per router), then global links
  *           (a*h per group); torus: 6 per chip (+x -x +y -y +z -z)
  *
@@ -24,9 +24,24 @@
  *   rail-fat-tree  e = ((node / m_1) * nics + k) * m_1 + node % m_1
  *                  (leaf = (group of m_1 nodes, rail k): one leaf per rail
  *                  per scalable unit, the rails of a unit side by side)
- * Up ports are chosen D-mod-k, as InfiniBand's ftree routing does: at level
- * i the port is (e_dst / prod_{2<=j<i} w_j) mod w_i; the way down is then
- * unique.  A route crosses 2l-1 switches, l the lowest common level.
+ * A level-i group is the subtree of the M_i endpoints with the same e / M_i
+ * and its W_i level-i switches: a level-1 group is one leaf, a level-2 group
+ * the m_2 leaves and W_2 spines of a spine-leaf group.
+ *
+ * Routing is adaptive, as InfiniBand fat-trees run it: the subnet manager
+ * puts every up port towards a destination in one adaptive-routing group
+ * (TREE) and switches pick a port per packet by load; NCCL enables adaptive
+ * routing on IB by default.  A flow's packets thus spread over all up ports
+ * of its group, and the W_{i+1} up links of a level-i group act as one link
+ * of W_{i+1} x link rate / oversub (and likewise the down links into it).
+ * A route is NIC up, the up links of the source's groups of levels
+ * 1..l-1, the down links of the destination's groups of levels l-1..1, NIC
+ * down, l the lowest common level; it crosses 2l-1 switches.  Single-path
+ * D-mod-k (ftree without adaptive routing), the earlier model, puts two
+ * flows on one up port whenever they leave a group towards destinations with
+ * the same port residue: the rail rings of DP groups that straddle
+ * spine-leaf groups ran at half rate from 1,280 DGX H100 nodes on
+ * (docs/platforms.md, "Fat-tree routing").
  */
 #include <stdio.h>
 #include <string.h>
@@ -102,7 +117,7 @@ void plat__layout(const plat_cluster *c, plat_lay *L)
       L->N[i] = (emax + L->M[i] - 1) / L->M[i] * L->W[i];
     for (int i = 2; i <= h; i++) {
       L->ft_base[i] = id;
-      id += 2 * L->N[i - 1] * L->w[i];
+      id += 2 * ((emax + L->M[i - 1] - 1) / L->M[i - 1]);
     }
   } else if (c->fabric_kind == PLAT_FABRIC_DRAGONFLY) {
     long E = (long)c->num_nodes * c->nics_per_node;
@@ -228,20 +243,10 @@ int plat__route_ids(const plat_cluster *c, const plat_lay *L, int s, int d, int 
     int l = 1;
     while (es / L->M[l] != ed / L->M[l])
       l++;
-    long B = 0, wp = 1;
-    for (int i = 2; i <= l; i++) {
-      long port = (ed / wp) % L->w[i];
-      long child = (es / L->M[i - 1]) * L->W[i - 1] + B;
-      PUSH(L->ft_base[i] + 2 * (child * L->w[i] + port));
-      B = B * L->w[i] + port;
-      wp *= L->w[i];
-    }
-    for (int i = l; i >= 2; i--) {
-      long port = B % L->w[i];
-      B /= L->w[i];
-      long child = (ed / L->M[i - 1]) * L->W[i - 1] + B;
-      PUSH(L->ft_base[i] + 2 * (child * L->w[i] + port) + 1);
-    }
+    for (int i = 2; i <= l; i++)
+      PUSH(L->ft_base[i] + 2 * (es / L->M[i - 1]));
+    for (int i = l; i >= 2; i--)
+      PUSH(L->ft_base[i] + 2 * (ed / L->M[i - 1]) + 1);
     *switches = 2 * l - 1;
   } else if (c->fabric_kind == PLAT_FABRIC_DRAGONFLY) {
     long es = endpoint(c, ns, ks), ed = endpoint(c, nd, kd);
@@ -349,11 +354,10 @@ void plat__link_info(const plat_cluster *c, const plat_lay *L, long id, plat_lin
     while (i > 2 && id < L->ft_base[i])
       i--;
     long r = id - L->ft_base[i], q = r / 2;
-    long child = q / L->w[i], port = q % L->w[i];
-    /* level i-1 node "child" (s<level>-<index>), its up port "port" */
-    snprintf(o->name, sizeof o->name, "ft-s%d.%ld-p%ld-%s", i - 1, child, port, dir_name[r % 2]);
+    /* the up (down) links of level-(i-1) group q, one link of their sum */
+    snprintf(o->name, sizeof o->name, "ft-g%d.%ld-%s", i - 1, q, dir_name[r % 2]);
     o->kind = PLAT_LINK_FABRIC;
-    o->bw_Bps = c->fabric_link_Bps / c->oversub[i - 2];
+    o->bw_Bps = (double)L->W[i] * c->fabric_link_Bps / c->oversub[i - 2];
     o->lat_s = c->fabric_link_lat_s;
   }
 }
@@ -402,10 +406,17 @@ long plat_cluster_switch_count(const plat_cluster *c)
   case PLAT_FABRIC_SWITCH: return 1;
   case PLAT_FABRIC_FATTREE:
   case PLAT_FABRIC_RAIL_FATTREE: {
-    long s = 0;
-    for (int i = 1; i <= L.h; i++)
+    /* Levels below the top as the XGFT has them.  The top level as it is
+     * cabled: its switches form W_{h-1} core groups, group g joining switch g
+     * of every level-(h-1) group; a group's m_h x w_h links fill
+     * ceil(m_h w_h / radix) switches, each reaching every level-(h-1) group
+     * (the DGX SuperPOD counts: 16 SU 64 core switches, 32 SU 128, 64 SU 256). */
+    if (L.h == 1)
+      return 1;
+    long s = 0, R = c->fabric_radix;
+    for (int i = 1; i < L.h; i++)
       s += L.N[i];
-    return s;
+    return s + L.W[L.h - 1] * ((L.m[L.h] * L.w[L.h] + R - 1) / R);
   }
   case PLAT_FABRIC_DRAGONFLY: return L.groups * L.a;
   default: return 0;

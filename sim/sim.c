@@ -1311,6 +1311,19 @@ static int sym_prepare(st_err *err)
   free(fast);
   if (!rc && E.sym.on && E.link_bytes && !(E.class_bytes = calloc(E.num_links + 1, sizeof(double))))
     rc = ST_ENOMEM;
+  if (!rc && E.sym.on && E.sym.fixed) {
+    /* links every class crosses carry C identical loads: class 0 alone gets
+     * 1/C of them (sim_sym.c, condition 3) */
+    sg_link_t *links = sg_link_list();
+    if (!links)
+      rc = ST_ENOMEM;
+    for (size_t l = 0; links && l < E.num_links; l++)
+      if (E.sym.link_fixed[l]) {
+        E.link_bw[l] /= E.sym.C;
+        sg_link_set_bandwidth(links[l], E.link_bw[l]);
+      }
+    free(links);
+  }
   if (rc)
     return st_err_set(err, rc, "out of memory checking rank classes");
   return E.failed ? (err ? err->code : ST_ENOMEM) : ST_OK;
@@ -1681,6 +1694,7 @@ static void collect_links(void)
     sim_link_stats *l = &r->links[r->num_links++];
     l->name = st_arena_strdup(&r->arena, sg_link_get_name(links[i]));
     l->bandwidth_Bps = sg_link_get_bandwidth(links[i]);
+    double scale = E.sym.on && E.sym.link_fixed[v - 1] ? E.sym.C : 1; /* see sym_prepare */
     l->bytes = bytes;
     /* the time the link spends moving these bytes at full rate */
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
@@ -1688,6 +1702,8 @@ static void collect_links(void)
     if (E.sym.on && E.sym.link_src[v - 1] != UINT32_MAX && E.sym.link_src[v - 1] < n)
       src = links[E.sym.link_src[v - 1]];
     l->peak_util = l->bandwidth_Bps > 0 ? sg_link_get_max_instantaneous_load(src) / l->bandwidth_Bps : 0;
+    l->bandwidth_Bps *= scale;
+    l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
   }
   collect_usage(row, n);
   free(row);

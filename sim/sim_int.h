@@ -130,6 +130,9 @@ typedef struct sim_sym {
   uint32_t *link_img;   /* [l * C + k]: phi_k(l) for a class-0 link, or UINT32_MAX */
   uint32_t *link_src;   /* link -> the class-0 link it copies (itself for class 0) */
   int8_t *link_cls;     /* scratch: class whose traffic uses the link, -1 none */
+  uint16_t *fixed_cnt;  /* scratch: classes k >= 1 whose copy of a class-0 link is itself */
+  uint8_t *link_fixed;  /* shared link every class crosses: simulated at 1/C capacity */
+  size_t fixed;         /* such links */
   int32_t *live;        /* per communicator: members simulated */
   char desc[200];       /* what was used, or "none (why)" */
 } sim_sym;

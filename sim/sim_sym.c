@@ -29,7 +29,14 @@
  *     shared links, and no shared link carries flows of two classes.  Then
  *     class k's flows and links are an isomorphic copy of class 0's that
  *     never meets it, and SimGrid's max-min sharing, which is the same
- *     computation on each copy, gives the same rates.
+ *     computation on each copy, gives the same rates.  One exception: a
+ *     shared link that every class's copy crosses (phi_k(l) = l for all k,
+ *     such as a spine group's up links under adaptive routing, or one NIC
+ *     for a whole node) carries C identical loads; the max-min allocation is
+ *     unique, hence symmetric, so each copy gets exactly what it would get
+ *     alone on a link of 1/C the capacity, and the simulation gives the link
+ *     that capacity.  A link crossed by some classes' copies but not all
+ *     falls back.
  * Results are expanded afterwards: per-rank stats, collective records and
  * timeline rows are copied to the images, link bytes and usage are added
  * to phi_k's images (the R communicators' closed forms account every
@@ -50,6 +57,8 @@ void sim_sym_release(sim_sym *s)
   free(s->link_img);
   free(s->link_src);
   free(s->link_cls);
+  free(s->fixed_cnt);
+  free(s->link_fixed);
   free(s->live);
   memset(s, 0, sizeof *s);
 }
@@ -231,6 +240,11 @@ static void check_flow(void *u, int s0, int d0)
           w->ok = 0;
           break;
         }
+        if (y == x) { /* class k's copy crosses the same link (see condition 3) */
+          *img = y;
+          s->fixed_cnt[x]++;
+          continue;
+        }
         if (env->link_shared[y] && s->link_cls[y] >= 0 &&
             (s->link_cls[y] != k || s->link_src[y] != x)) {
           why(s, "link %u (route %d->%d) carries traffic of two classes", y, sk, dk);
@@ -284,9 +298,11 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
   s->link_img = malloc((env->num_links * C + 1) * sizeof *s->link_img);
   s->link_src = malloc((env->num_links + 1) * sizeof *s->link_src);
   s->link_cls = malloc(env->num_links + 1);
+  s->fixed_cnt = calloc(env->num_links + 1, sizeof *s->fixed_cnt);
+  s->link_fixed = calloc(env->num_links + 1, 1);
   s->live = malloc(((size_t)wl->num_comms + 1) * sizeof *s->live);
   if (!s->comm_img || !s->comm_collapse || !s->link_img || !s->link_src || !s->link_cls ||
-      !s->live) {
+      !s->live || !s->fixed_cnt || !s->link_fixed) {
     rc = ST_ENOMEM;
     goto out;
   }
@@ -366,6 +382,16 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
     goto out;
   if (!w.ok)
     goto fallback;
+  for (size_t l = 0; l < env->num_links; l++) {
+    if (s->link_cls[l] != 0 || !env->link_shared[l] || s->fixed_cnt[l] == 0)
+      continue;
+    if (s->fixed_cnt[l] != C - 1) {
+      why(s, "link %zu carries the traffic of %d of %d classes", l, s->fixed_cnt[l] + 1, C);
+      goto fallback;
+    }
+    s->link_fixed[l] = 1;
+    s->fixed++;
+  }
   for (int c = 0; c < wl->num_comms; c++) {
     const wl_comm *cm = &wl->comms[c];
     int n = 0;
@@ -380,9 +406,14 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
   snprintf(s->desc, sizeof s->desc,
            "rank classes: %d positions in the '%s' groups, one simulated, %d of %d ranks", C,
            wl->roles[s->role], s->simulated, wl->num_ranks);
+  if (s->fixed)
+    snprintf(s->desc + strlen(s->desc), sizeof s->desc - strlen(s->desc),
+             ", %zu links shared by all", s->fixed);
   free(used);
   free(s->link_cls);
   s->link_cls = NULL;
+  free(s->fixed_cnt);
+  s->fixed_cnt = NULL;
   return ST_OK;
 
 fallback:;

@@ -508,8 +508,8 @@ static void test_rails__partial_overlap_slows_by_shared_load(void **state)
 /* All-to-all over two 4-GPU nodes, one node per leaf of a two-level fat-tree
  * (tests/data/leaf_*.json): each GPU sends 4 blocks of S/8 to the other node,
  * S/2 per NIC; with non-blocking leaves that is S/2 / (0.94 x 50 GB/s), with
- * the leaves' up links at half rate (oversub [2]; D-mod-k spreads the four
- * destinations over the four up ports) twice that. */
+ * the leaves' up links at half their capacity (oversub [2]: the four NICs'
+ * S/2 each share up links worth two NICs) twice that. */
 static double alltoall_on(const char *spec, double S)
 {
   wl_workload *wl = first_n(8, 8, WL_COLL_ALLTOALL, 1, &S);
@@ -683,6 +683,118 @@ static void test_torus__rings_on_every_dimension_at_once(void **state)
   check_rel(link_bytes(f, "ici-0-z-"), all, 1e-6, "ici-0-z-");
   forked_result_free(f);
   wl_workload_destroy(wl);
+}
+
+/* ---- large fat-trees ------------------------------------------------------- */
+
+/* The DP groups of a tp x pp layout of 8-GPU nodes, as the generators lay
+ * ranks out (rank = t + tp (d + dp p), docs/workloads.md): group (p, t) is
+ * GPU t of dp consecutive nodes, so the tp groups of a stage sit side by side
+ * on the 8 rails.  With pp = 0 only rail 0 of every node (one group). */
+static wl_workload *dp_groups(int nodes, int tp, int pp, int op, double S)
+{
+  const char *roles[] = {"dp"};
+  const char *streams[] = {"comm"};
+  int G = nodes * 8, groups = pp ? tp * pp : 1, dp = pp ? G / (tp * pp) : nodes;
+  wl_workload *wl = wl_workload_create(G, 1, roles);
+  int p = wl_program_add(wl, "ar", 1, streams);
+  int idle = wl_program_add(wl, "idle", 1, streams);
+  wl_op o = wl_op_coll(0, op, 0, S);
+  wl_program_append(&wl->programs[p], &o, NULL, 0);
+  wl_op z = wl_op_compute(0, 0);
+  wl_program_append(&wl->programs[idle], &z, NULL, 0);
+  for (int r = 0; r < G; r++)
+    wl_rank_set(wl, r, idle);
+  int32_t *ranks = malloc((size_t)dp * sizeof *ranks);
+  for (int g = 0; g < groups; g++) {
+    int t = g % tp, st = g / tp;
+    for (int d = 0; d < dp; d++)
+      ranks[d] = pp ? t + tp * (d + dp * st) : 8 * d;
+    int c = wl_comm_add(wl, "dp", WL_COMM_DP, dp, ranks);
+    for (int d = 0; d < dp; d++) {
+      wl_rank_set(wl, ranks[d], p);
+      wl_rank_set_comm(wl, ranks[d], 0, c);
+    }
+  }
+  free(ranks);
+  return wl;
+}
+
+/* NCCL's ring Simple all-reduce over n GPUs, one per node, on 400 Gb/s NICs
+ * (tuning.cc; docs/collectives.md): latency 1.4 x (8.4 + 2(n-1) x 14) us
+ * (every step crosses the network; x1.4 multi-node Simple all-reduce), then
+ * 2(n-1)/n S at 0.94 x 50 GB/s on each NIC. */
+static double ring_ar_closed_form(int n, double S)
+{
+  return 1.4 * (8.4 + 2.0 * (n - 1) * 14.0) * 1e-6 + 2.0 * (n - 1) / n * S / (0.94 * 50e9);
+}
+
+/* Ring Simple all-reduces on cluster:NODES for three sizes: every DP group
+ * runs at its closed form, and bus bandwidth stays within 5% across the
+ * sizes, as on any non-blocking fat-tree.  Returns the busbw spread
+ * (max / min - 1). */
+static double fattree_ring_case(const char *cluster, const int *sizes, int pp, double S,
+                                const char *what)
+{
+  double bmin = INFINITY, bmax = 0;
+  sim_options o = opts(SIM_ALGO_RING, SIM_PROTO_SIMPLE, SIM_FID_FLOW);
+  for (int k = 0; k < 3; k++) {
+    int nodes = sizes[k], n = pp ? nodes / pp : nodes;
+    char spec[512];
+    snprintf(spec, sizeof spec, "%s:%d", cluster, nodes);
+    wl_workload *wl = dp_groups(nodes, 8, pp, WL_COLL_ALLREDUCE, S);
+    forked_result *f = run(wl, spec, NULL, &o);
+    double want = ring_ar_closed_form(n, S), t = 0;
+    for (size_t i = 0; i < f->num_colls; i++)
+      t = fmax(t, dur(f, i));
+    double busbw = 2.0 * (n - 1) / n * S / t;
+    print_message("%s, %d nodes: %zu groups of %d, %.3f ms, busbw %.2f GB/s (closed form %.3f ms)\n",
+                  what, nodes, f->num_colls, n, t * 1e3, busbw / 1e9, want * 1e3);
+    check_rel(t, want, 1e-6, what);
+    bmin = fmin(bmin, busbw);
+    bmax = fmax(bmax, busbw);
+    forked_result_free(f);
+    wl_workload_destroy(wl);
+  }
+  return bmax / bmin - 1;
+}
+
+/* dgx-h100 at 1,024, 1,280 and 1,344 nodes: 3 levels of 64-port switches,
+ * 8, 10 and 11 spine-leaf groups of 128 nodes under the top level. */
+static const int H100_SIZES[] = {1024, 1280, 1344};
+
+/* One rail: rail 0 of every node in one ring (16 GiB, so that the latency
+ * terms, which grow with n, stay under 2% of the time).  Its flows leave
+ * each spine-leaf group once, so even single-path routing kept them apart;
+ * the test pins the closed form at the three sizes. */
+static void test_fattree__rail_ring_busbw_flat_from_1024_to_1344_nodes(void **state)
+{
+  (void)state;
+  assert_true(fattree_ring_case("dgx-h100", H100_SIZES, 0, 16 * GiB, "rail 0 ring") < 0.05);
+}
+
+/* A whole tp=8,pp=8 layout: its 64 DP groups (128, 160, 168 nodes) at once,
+ * 8 per stage side by side on the rails.  From 1,280 nodes a stage's groups
+ * straddle spine-leaf groups, and single-path D-mod-k routing put two
+ * groups' crossing flows on one spine up port: 97.1 ms at 1,280 nodes, 1.88
+ * x the closed form.  Adaptive routing spreads them over the group's up
+ * links. */
+static void test_fattree__tp8_pp8_dp_rings_flat_from_1024_to_1344_nodes(void **state)
+{
+  (void)state;
+  assert_true(fattree_ring_case("dgx-h100", H100_SIZES, 8, 1 * GiB, "tp=8,pp=8 DP rings") < 0.05);
+}
+
+/* The same on four levels with a partial top (tests/data/rail_fattree_4level.json,
+ * 8-port switches: 4, 5 and 6 level-3 groups at 32, 40 and 48 nodes): the DP
+ * groups of tp=8,pp=4 (8, 10, 12 nodes) straddle groups at every level from
+ * 40 nodes (D-mod-k: 2 x the transfer time at 40 and 48 nodes). */
+static void test_fattree__four_levels_dp_rings_flat_with_partial_top(void **state)
+{
+  (void)state;
+  static const int sizes[] = {32, 40, 48};
+  assert_true(fattree_ring_case(ST_TEST_DATA_DIR "/rail_fattree_4level.json", sizes, 4, 1 * GiB,
+                                "4 levels, tp=8,pp=4 DP rings") < 0.05);
 }
 
 /* ---- published measurements -------------------------------------------------- */
@@ -1022,6 +1134,9 @@ int main(void)
       cmocka_unit_test(test_direct__rccl_all_pairs_up_to_16MiB),
       cmocka_unit_test(test_direct__hccl_mesh_at_every_size),
       cmocka_unit_test(test_torus__rings_on_every_dimension_at_once),
+      cmocka_unit_test(test_fattree__rail_ring_busbw_flat_from_1024_to_1344_nodes),
+      cmocka_unit_test(test_fattree__tp8_pp8_dp_rings_flat_from_1024_to_1344_nodes),
+      cmocka_unit_test(test_fattree__four_levels_dp_rings_flat_with_partial_top),
       cmocka_unit_test(test_calibration__hopper_single_node),
       cmocka_unit_test(test_calibration__a100_single_node),
       cmocka_unit_test(test_calibration__subset_matches_shared_csv),

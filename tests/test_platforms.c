@@ -274,6 +274,8 @@ static plat_cluster *load_spec_text(const char *text, int nodes)
     "\"lat_us\":1}}," \
     "\"fabric\":{\"kind\":\"rail-fat-tree\",\"radix\":4,\"levels\":2,\"oversub\":[%g],\"switch_lat_us\":0}}"
 
+/* A leaf's 2 up links (radix 4) are one link of their sum (adaptive routing
+ * spreads a flow over both), at 1/o of it with oversub [o]. */
 static void test_oversub__two_to_one_halves_leaf_uplinks(void **state)
 {
   (void)state;
@@ -285,11 +287,42 @@ static void test_oversub__two_to_one_halves_leaf_uplinks(void **state)
     route(c, 0, 2, &r); /* leaf 0 -> leaf 1 */
     assert_int_equal(r.n, 4);
     assert_true(r.links[0].bw_Bps == 100e9);
-    assert_true(r.links[1].bw_Bps == 100e9 / o);
-    assert_true(r.links[2].bw_Bps == 100e9 / o);
+    assert_string_equal(r.links[1].name, "ft-g1.0-up");
+    assert_string_equal(r.links[2].name, "ft-g1.1-down");
+    assert_true(r.links[1].bw_Bps == 2 * 100e9 / o);
+    assert_true(r.links[2].bw_Bps == 2 * 100e9 / o);
     route(c, 0, 1, &r); /* same leaf: no uplink */
     assert_int_equal(r.n, 2);
     assert_true(r.bw_Bps == 100e9);
+    plat_cluster_destroy(c);
+  }
+}
+
+/* Switch counts of dgx-h100 against the DGX SuperPOD reference architectures'
+ * tables (leaves + spines + cores; 64-port NDR switches, 32-node SUs, 8
+ * rails): 4 SU 32 + 16, 16 SU 128 + 128 + 64, 32 SU 256 + 256 + 128, 64 SU
+ * 512 + 512 + 256.  A partial top level counts its core groups' switches as
+ * cabled: 10 SLGs (1,280 nodes) 32 groups x ceil(10 x 32 / 64). */
+static void test_summary__switch_counts_match_superpod_tables(void **state)
+{
+  (void)state;
+  static const struct {
+    int nodes;
+    long switches;
+  } rows[] = {
+      {128, 32 + 16},
+      {512, 128 + 128 + 64},
+      {1024, 256 + 256 + 128},
+      {1280, 320 + 320 + 32 * 5},
+      {2048, 512 + 512 + 256},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    char spec[32];
+    snprintf(spec, sizeof spec, "dgx-h100:%d", rows[i].nodes);
+    plat_cluster *c = load(spec);
+    long got = plat_cluster_switch_count(c);
+    if (got != rows[i].switches)
+      fail_msg("%s: %ld switches, expected %ld", spec, got, rows[i].switches);
     plat_cluster_destroy(c);
   }
 }
@@ -602,11 +635,11 @@ static void child_alltoall(void)
   ptask_case = 2;
   sg_actor_create("driver", child_hosts[0], driver, 0, NULL);
   simgrid_run();
-  /* Each NIC sends (or receives) 2 S: 2S / 100 GB/s.  Leaf 0's up port p
-   * carries the two flows to the leaf-1 GPU at position p (D-mod-k): 2 S at
-   * 100/o GB/s.  A ptask moves at its most loaded link's pace. */
+  /* Each NIC sends (or receives) 2 S: 2S / 100 GB/s.  Leaf 0's up links
+   * carry the four flows to leaf 1: 4 S at 2 x 100/o GB/s.  A ptask moves at
+   * its most loaded link's pace. */
   double S = 1e9, B = 100e9, o = oversub_value;
-  double t = 2e-6 + fmax(2 * S / B, 2 * S / (B / o));
+  double t = 2e-6 + fmax(2 * S / B, 4 * S / (2 * B / o));
   CHECK(fabs(ptask_times[0] - t) < 1e-9, "oversub %g: %.12g s, expected %.12g", o, ptask_times[0], t);
 }
 
@@ -662,6 +695,7 @@ int main(void)
       cmocka_unit_test(test_route__tpu_v4_follows_dimension_order_with_wraparound),
       cmocka_unit_test(test_route__dragonfly_takes_minimal_paths),
       cmocka_unit_test(test_oversub__two_to_one_halves_leaf_uplinks),
+      cmocka_unit_test(test_summary__switch_counts_match_superpod_tables),
       cmocka_unit_test(test_spec__bad_input_is_named),
       cmocka_unit_test(test_xml__user_platform_follows_the_naming_rule),
       cmocka_unit_test(test_simgrid__routes_match_plat_route),

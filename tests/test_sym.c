@@ -193,13 +193,13 @@ static void test_sym__generated_layouts_match_full_simulation(void **state)
       {"llama3-8b", "tp=4,pp=1,dp=4,mbs=1,gbs=8", DATA("rail_oversub_2.json"), 1},
       /* data parallelism inside a node crosses the TP groups' NVLinks */
       {"llama3-8b", "tp=4,pp=2,dp=2,mbs=1,gbs=8", "dgx-h100:2", 0},
-      /* a fat-tree whose leaves hold whole nodes, oversubscribed: each NIC
-       * still has an up port of its own (D-mod-k), the positions stay apart */
+      /* links every position's traffic crosses alike, simulated at 1/C of
+       * their capacity: a leaf holding whole nodes (its up links one
+       * adaptive-routing group), oversubscribed; one NIC for a node */
       {"llama3-8b", "tp=4,pp=1,dp=2,mbs=1,gbs=4", DATA("leaf_oversub_2.json"), 1},
-      /* the GPUs of a node share one NIC: the positions' traffic meets there */
-      {"llama3-8b", "tp=4,pp=1,dp=2,mbs=1,gbs=4", DATA("one_nic.json"), 0},
-      /* the DGX-1: two GPUs share each NIC, the positions' traffic meets
-       * there; on the torus the checks find the groups' links their own
+      {"llama3-8b", "tp=4,pp=1,dp=2,mbs=1,gbs=4", DATA("one_nic.json"), 1},
+      /* the DGX-1: two GPUs share each NIC, two positions' traffic meets
+       * there and not the others' (falls back); on the torus the checks find the groups' links their own
        * and the positions' traffic apart */
       {"llama3-8b", "tp=8,pp=1,dp=2,mbs=1,gbs=4", "dgx-v100:2", 0},
       {"llama3-8b", "tp=4,pp=1,dp=16,mbs=1,gbs=16", "tpu-v4:16", 1},
