@@ -99,10 +99,14 @@ static uint8_t *used_roles(const wl_workload *wl)
 
 /* Condition 1 for role R: its groups partition the ranks, size C >= 2, all
  * closed-form.  Fills s->role, s->C, s->cls. */
-static int try_role(sim_sym *s, const sim_sym_env *env, int R)
+static int try_role(sim_sym *s, const sim_sym_env *env, const uint8_t *used, int R)
 {
   const wl_workload *wl = env->wl;
-  int C = 0;
+  int C = 0, in_use = 0;
+  for (int p = 0; p < wl->num_programs; p++)
+    in_use |= used[(size_t)p * wl->num_roles + R];
+  if (!in_use) /* a role no op plays says nothing about the timings */
+    return 0;
   for (int r = 0; r < wl->num_ranks; r++) {
     int c = wl_rank_comm(wl, r, R);
     if (c < 0)
@@ -128,22 +132,58 @@ static int try_role(sim_sym *s, const sim_sym_env *env, int R)
   return 1;
 }
 
+/* Whether programs a and b time alike: the same ops on the same streams with
+ * the same waits and sizes (names aside).  Imported traces give every rank a
+ * program of its own, often identical. */
+static int same_program(const wl_program *a, const wl_program *b)
+{
+  if (a->num_ops != b->num_ops || a->num_streams != b->num_streams)
+    return 0;
+  for (size_t i = 0; i < a->num_ops; i++) {
+    const wl_op *x = &a->ops[i], *y = &b->ops[i];
+    if (x->kind != y->kind || x->sub != y->sub || x->phase != y->phase || x->dtype != y->dtype ||
+        x->stream != y->stream || x->flags != y->flags || x->role != y->role ||
+        x->peer != y->peer || x->tag != y->tag || x->wait_count != y->wait_count ||
+        x->concurrent != y->concurrent || x->duration_s != y->duration_s ||
+        x->flops != y->flops || x->bytes != y->bytes || x->m != y->m || x->n != y->n ||
+        x->k != y->k || x->batch != y->batch)
+      return 0;
+    if (x->wait_count && memcmp(&a->waits[x->wait_first], &b->waits[y->wait_first],
+                                x->wait_count * sizeof *a->waits))
+      return 0;
+  }
+  if (a->num_splits != b->num_splits ||
+      (a->num_splits && memcmp(a->splits, b->splits, a->num_splits * sizeof *a->splits)))
+    return 0;
+  return 1;
+}
+
 /* Condition 2: programs and communicators map, member by member. */
 static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
 {
   const wl_workload *wl = env->wl;
   int C = s->C, NR = wl->num_roles;
+  sim_map same; /* (program, program) pairs found alike */
+  sim_map_init(&same);
+  int ok = 0;
   for (int r = 0; r < wl->num_ranks; r++) {
     int k = s->cls[r];
     int c_r = wl_rank_comm(wl, r, s->role);
     int r0 = wl->comms[c_r].ranks[0];
     if (k == 0)
       continue;
-    int p = wl->rank_program[r];
-    if (p != wl->rank_program[r0]) {
-      why(s, "rank %d runs program %d, rank %d of its '%s' group program %d", r, p, r0,
-          wl->roles[s->role], wl->rank_program[r0]);
-      return 0;
+    int p = wl->rank_program[r], p0 = wl->rank_program[r0];
+    uint64_t key = sim_key4((uint64_t)p, (uint64_t)p0, 0x73616d65, 3);
+    if (p != p0 && !sim_map_get(&same, key)) {
+      if (!same_program(&wl->programs[p], &wl->programs[p0])) {
+        why(s, "rank %d runs program %d, rank %d of its '%s' group program %d", r, p, r0,
+            wl->roles[s->role], p0);
+        goto out;
+      }
+      if (sim_map_put(&same, key, (void *)1)) {
+        why(s, "out of memory");
+        goto out;
+      }
     }
     for (int role = 0; role < NR; role++) {
       if (role == s->role || !used[(size_t)p * NR + role])
@@ -151,7 +191,7 @@ static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
       int c = wl_rank_comm(wl, r, role), c0 = wl_rank_comm(wl, r0, role);
       if ((c < 0) != (c0 < 0)) {
         why(s, "rank %d and rank %d differ in playing role '%s'", r, r0, wl->roles[role]);
-        return 0;
+        goto out;
       }
       if (c < 0)
         continue;
@@ -160,25 +200,28 @@ static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
         continue;
       if (*img >= 0) {
         why(s, "communicator '%s' has two images in class %d", wl->comms[c0].name, k);
-        return 0;
+        goto out;
       }
       const wl_comm *a = &wl->comms[c0], *b = &wl->comms[c];
       if (a->size != b->size || a->kind != b->kind) {
         why(s, "communicators '%s' and '%s' differ in size or kind", a->name, b->name);
-        return 0;
+        goto out;
       }
       for (int i = 0; i < a->size; i++) {
         int m = a->ranks[i];
         if (s->cls[m] != 0 || sim_sym_img(s, wl, m, k) != b->ranks[i]) {
           why(s, "communicator '%s' (role '%s') spans several '%s' positions", a->name,
               wl->roles[role], wl->roles[s->role]);
-          return 0;
+          goto out;
         }
       }
       *img = c;
     }
   }
-  return 1;
+  ok = 1;
+out:
+  sim_map_release(&same);
+  return ok;
 }
 
 typedef struct walk_ctx {
@@ -287,7 +330,7 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
   }
   int found = 0;
   for (int R = 0; R < wl->num_roles && !found; R++)
-    found = try_role(s, env, R);
+    found = try_role(s, env, used, R);
   if (!found) {
     why(s, "no role whose groups partition the ranks and run in closed form");
     goto fallback;
@@ -527,6 +570,7 @@ int sim_sym_expand_timeline(const sim_sym *s, const wl_workload *wl, sim_timelin
     for (int k = 1; k < s->C; k++) {
       r[m] = r[i];
       r[m].rank = sim_sym_img(s, wl, r[i].rank, k);
+      r[m].program = wl->rank_program[r[m].rank]; /* alike, maybe another index */
       m++;
     }
   qsort(r, m, sizeof *r, cmp_row);

@@ -215,7 +215,7 @@ static void test_sym__generated_layouts_match_full_simulation(void **state)
 }
 
 /* Give rank `slow` a program of its own whose compute takes `f` times as
- * long on the cluster's device: a slow GPU. */
+ * long on the cluster's device: a slow GPU (f = 0: an unchanged copy). */
 static void slow_down(wl_workload *wl, int slow, double f, const char *cluster)
 {
   plat_cluster *cl;
@@ -228,7 +228,7 @@ static void slow_down(wl_workload *wl, int slow, double f, const char *cluster)
   wl_program *q = &wl->programs[np];
   for (size_t i = 0; i < p->num_ops; i++) {
     wl_op o = p->ops[i];
-    if (o.kind == WL_OP_COMPUTE)
+    if (o.kind == WL_OP_COMPUTE && f > 0)
       o.duration_s = f * plat_compute_time(&cl->device, &o);
     assert_int_equal(o.flags & WL_OPF_SPLITS, 0);
     o.name = wl_program_string(q, wl_op_name(p, &p->ops[i]));
@@ -251,6 +251,18 @@ static void test_sym__a_slow_rank_falls_back_to_full_simulation(void **state)
   }
   forked_result_free(red);
   check_case(wl, "dgx-h100:4", 0, "llama3-8b with rank 13 slowed 1.3x");
+  wl_workload_destroy(wl);
+}
+
+/* An imported trace gives every rank a program of its own: programs that
+ * are copies (same ops, waits and sizes) count as one. */
+static void test_sym__identical_programs_count_as_one(void **state)
+{
+  (void)state;
+  wl_workload *wl = generate("llama3-8b", "tp=8,pp=2,dp=2,mbs=1,gbs=8,sp=1", "dgx-h100:4");
+  slow_down(wl, 13, 0, "dgx-h100:4");
+  slow_down(wl, 21, 0, "dgx-h100:4");
+  check_case(wl, "dgx-h100:4", 1, "llama3-8b with ranks 13 and 21 on copied programs");
   wl_workload_destroy(wl);
 }
 
@@ -277,6 +289,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sym__generated_layouts_match_full_simulation),
       cmocka_unit_test(test_sym__a_slow_rank_falls_back_to_full_simulation),
+      cmocka_unit_test(test_sym__identical_programs_count_as_one),
       cmocka_unit_test(test_sym__slow_rank_slows_the_step),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
