@@ -789,6 +789,10 @@ static void test_schedule__layouts_replay_without_deadlock(void **state)
       {0, "tp=2,sp=1,pp=2,vpp=2,gbs=8,recompute=full,tp_overlap=1", 8},
       {0, "cp=2,tp=4,sp=1,gbs=4,recompute=selective,zero=1,overlap_grad_reduce=1,tp_overlap=1", 8},
       {1, "tp=2,sp=1,ep=2,pp=2,cp=2,gbs=8,tp_overlap=1", 16},
+      {0, "tp=2,pp=2,gbs=4,account_embedding=1,account_loss=1,zero=1,overlap_grad_reduce=1", 4},
+      {0, "pp=2,gbs=4,pp_layout=Et|ttt|ttt|tL", 2},
+      {1, "tp=2,sp=1,pp=2,ep=8,etp=1,gbs=8,zero=1,overlap_grad_reduce=1,bucket=1M", 16},
+      {1, "tp=4,sp=1,ep=4,etp=2,gbs=2,tp_overlap=1", 8},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_workload *wl = gen(cases[i].moe ? &x : &g, cases[i].spec, cases[i].gpus, NULL);
@@ -1291,6 +1295,165 @@ static void test_pipeline__defaults_spelt_out_keep_the_workload(void **state)
   }
 }
 
+/* ---- MoE parallel folding ------------------------------------------------------------ */
+static int role_of(const wl_workload *wl, const char *name)
+{
+  for (int i = 0; i < wl->num_roles; i++)
+    if (!strcmp(wl->roles[i], name))
+      return i;
+  return -1;
+}
+
+/* The members, in order, of the communicator that plays `role` for `rank`
+ * against a list (n = 0: the role is not played). */
+static void check_group(const wl_workload *wl, int rank, const char *role, const int *want,
+                        int n, const char *what)
+{
+  int ri = role_of(wl, role);
+  int c = ri >= 0 ? wl_rank_comm(wl, rank, ri) : -1;
+  if (n == 0) {
+    if (c >= 0) {
+      print_error("%s: rank %d plays '%s' (%s)\n", what, rank, role, wl->comms[c].name);
+      fail();
+    }
+    return;
+  }
+  if (c < 0) {
+    print_error("%s: rank %d has no '%s'\n", what, rank, role);
+    fail();
+  }
+  const wl_comm *cm = &wl->comms[c];
+  int same = cm->size == n;
+  for (int i = 0; same && i < n; i++)
+    same = cm->ranks[i] == want[i];
+  if (!same) {
+    print_error("%s: rank %d '%s' is %s of %d ranks, first %d\n", what, rank, role, cm->name,
+                cm->size, cm->ranks[0]);
+    fail();
+  }
+}
+
+/* Expert groups against Megatron-core's RankGenerator, computed by hand with
+ * generate_masked_orthogonal_rank_groups on the expert order tp-ep-dp-pp
+ * (sizes etp, ep, edp, pp): global strides 1, etp, etp ep, etp ep edp; the EP
+ * group of (etp rank a, edp rank x, stage p) is a + etp (e + ep x) + 8p for
+ * e = 0..ep-1, the expert-DP group the same over x, the expert-TP group over
+ * a.  The dense groups keep tp-cp-dp-pp. */
+static void test_experts__groups_follow_megatron_rank_generator(void **state)
+{
+  (void)state;
+  wl_model x;
+  model_of(MOE_T, &x);
+  wl_layout l;
+  /* tp=2, dp=4, pp=2, ep=4, etp=1: edp = 2*1*4 / (1*4) = 2 */
+  wl_workload *wl = gen(&x, "tp=2,sp=1,pp=2,ep=4,etp=1,gbs=8", 16, &l);
+  assert_int_equal(l.edp, 2);
+  {
+    static const int ep0[] = {0, 1, 2, 3}, ep5[] = {4, 5, 6, 7}, ep9[] = {8, 9, 10, 11};
+    static const int edp0[] = {0, 4}, edp6[] = {2, 6}, edp13[] = {9, 13};
+    static const int tp5[] = {4, 5}, dp5[] = {1, 3, 5, 7};
+    check_group(wl, 0, "ep", ep0, 4, "etp=1");
+    check_group(wl, 5, "ep", ep5, 4, "etp=1");
+    check_group(wl, 9, "ep", ep9, 4, "etp=1");
+    check_group(wl, 0, "dp_expert", edp0, 2, "etp=1");
+    check_group(wl, 6, "dp_expert", edp6, 2, "etp=1");
+    check_group(wl, 13, "dp_expert", edp13, 2, "etp=1");
+    check_group(wl, 5, "tp", tp5, 2, "etp=1");
+    check_group(wl, 5, "dp", dp5, 4, "etp=1");
+    check_group(wl, 5, "etp", NULL, 0, "etp=1"); /* one rank: no communicator */
+  }
+  /* no expert-TP collectives with etp = 1; the all-to-all on the EP group */
+  assert_int_equal(count_ops(wl, 0, "moe.tp.ag"), 0);
+  assert_true(count_ops(wl, 0, "ep.dispatch") > 0);
+  wl_workload_destroy(wl);
+
+  /* ep = 8 > dp = 4: the EP group spans the stage's TP ranks too (edp = 1) */
+  wl = gen(&x, "tp=2,sp=1,pp=2,ep=8,etp=1,gbs=8", 16, &l);
+  assert_int_equal(l.edp, 1);
+  {
+    static const int ep3[] = {0, 1, 2, 3, 4, 5, 6, 7}, ep12[] = {8, 9, 10, 11, 12, 13, 14, 15};
+    check_group(wl, 3, "ep", ep3, 8, "ep=8");
+    check_group(wl, 12, "ep", ep12, 8, "ep=8");
+    check_group(wl, 3, "dp_expert", NULL, 0, "ep=8");
+  }
+  wl_workload_destroy(wl);
+
+  /* etp = 2 < tp = 4 (dp = 2, one stage): expert grid etp 2 x ep 4 x edp 1;
+   * the expert-TP groups are pairs, not the TP group */
+  wl = gen(&x, "tp=4,sp=1,ep=4,etp=2,gbs=2", 8, &l);
+  assert_int_equal(l.edp, 1);
+  {
+    static const int etp6[] = {6, 7}, ep2[] = {0, 2, 4, 6}, ep5[] = {1, 3, 5, 7};
+    static const int tp6[] = {4, 5, 6, 7};
+    check_group(wl, 6, "etp", etp6, 2, "etp=2");
+    check_group(wl, 2, "ep", ep2, 4, "etp=2");
+    check_group(wl, 5, "ep", ep5, 4, "etp=2");
+    check_group(wl, 6, "tp", tp6, 4, "etp=2");
+  }
+  /* the gather of the received tokens is on the expert-TP group: T/tp own
+   * tokens x etp x top_k, h values of 2 bytes, per MoE layer (4) and
+   * micro-batch (1) */
+  double tokens = 1024.0 / 4 * 2 * 2;
+  int ri = role_of(wl, "etp");
+  const wl_program *p = &wl->programs[wl->rank_program[6]];
+  double ag = 0;
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (!strcmp(wl_op_name(p, &p->ops[i]), "moe.tp.ag")) {
+      assert_int_equal(p->ops[i].role, ri);
+      ag += p->ops[i].bytes;
+    }
+  check_rel(ag, 4 * tokens * 1024 * 2, 1e-12, "expert-TP all-gather bytes");
+  wl_workload_destroy(wl);
+}
+
+/* Expert gradients are reduced over the expert-DP group, as the DP path does
+ * (all-reduce with zero=0, reduce-scatter + parameter all-gather with the
+ * distributed optimizer); the memory model shards expert weights by etp x ep
+ * and their optimizer state over edp.  MOE_T: h = 1024, 8 experts of
+ * swiglu width 1024 (3 h f parameters each), 4 MoE layers, 2 per stage. */
+static void test_experts__gradients_and_memory_follow_the_expert_groups(void **state)
+{
+  (void)state;
+  wl_model x;
+  model_of(MOE_T, &x);
+  const double h = 1024, f = 1024;
+  /* tp=2, dp=4, pp=2, ep=4, etp=1: 8/4 = 2 experts per rank, unsharded by
+   * TP: 2 x 3 h f per layer, 2 layers on the stage */
+  double expert = 2 * 2 * 3 * h * f;
+  for (int zero = 0; zero <= 1; zero++) {
+    char spec[96];
+    snprintf(spec, sizeof spec, "tp=2,sp=1,pp=2,ep=4,etp=1,gbs=8,zero=%d", zero);
+    wl_layout l;
+    wl_workload *wl = gen(&x, spec, 16, &l);
+    const char *red = zero ? "dp_expert.grad.rs" : "dp_expert.grad.ar";
+    check_rel(named_bytes(wl, 0, red), 4 * expert, 1e-12, red);
+    if (zero)
+      check_rel(named_bytes(wl, 0, "dp_expert.param.ag"), 2 * expert, 1e-12, "param ag");
+    int ri = role_of(wl, "dp_expert");
+    const wl_program *p = &wl->programs[wl->rank_program[0]];
+    for (size_t i = 0; i < p->num_ops; i++)
+      if (!strcmp(wl_op_name(p, &p->ops[i]), red))
+        assert_int_equal(p->ops[i].role, ri);
+    wl_workload_destroy(wl);
+
+    /* memory of stage 0: dense = 2 layers x (attention + router + norm) +
+     * embedding; attention: QKV (q 1024 + 2 kv 256 columns) and projection
+     * over tp 2, norm h; router h x 8 + norm h; embedding V/tp x h */
+    double attn = (h * (1024 + 2 * 256) + 1024 * h) / 2 + h;
+    double dense = 2 * (attn + h * 8 + h) + 32768.0 / 2 * h;
+    wl_memory mem;
+    st_err err;
+    assert_int_equal(wl_memory_estimate(&x, &l, &mem, &err), 0);
+    const wl_memory_stage *st = &mem.stages[0];
+    check_rel(st->params, dense + expert, 1e-12, "stage 0 parameters");
+    check_rel(st->weights_bytes, 2 * (dense + expert), 1e-12, "weights");
+    /* distributed optimizer: 12 bytes per parameter over dp x cp = 4 ranks
+     * for dense, over edp = 2*4 / (1*4) = 2 for experts */
+    double opt = zero ? 12 * (dense / 4 + expert / 2) : 12 * (dense + expert);
+    check_rel(st->optimizer_bytes, opt, 1e-12, "optimizer");
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1316,6 +1479,8 @@ int main(void)
       cmocka_unit_test(test_pipeline__layout_strings_follow_megatron),
       cmocka_unit_test(test_pipeline__bad_splits_name_the_place),
       cmocka_unit_test(test_pipeline__defaults_spelt_out_keep_the_workload),
+      cmocka_unit_test(test_experts__groups_follow_megatron_rank_generator),
+      cmocka_unit_test(test_experts__gradients_and_memory_follow_the_expert_groups),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
