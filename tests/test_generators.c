@@ -1348,6 +1348,7 @@ static void test_experts__groups_follow_megatron_rank_generator(void **state)
   /* tp=2, dp=4, pp=2, ep=4, etp=1: edp = 2*1*4 / (1*4) = 2 */
   wl_workload *wl = gen(&x, "tp=2,sp=1,pp=2,ep=4,etp=1,gbs=8", 16, &l);
   assert_int_equal(l.edp, 2);
+  assert_non_null(strstr(l.spec, ",etp=1"));
   {
     static const int ep0[] = {0, 1, 2, 3}, ep5[] = {4, 5, 6, 7}, ep9[] = {8, 9, 10, 11};
     static const int edp0[] = {0, 4}, edp6[] = {2, 6}, edp13[] = {9, 13};
