@@ -1366,6 +1366,12 @@ static void test_experts__groups_follow_megatron_rank_generator(void **state)
   /* no expert-TP collectives with etp = 1; the all-to-all on the EP group */
   assert_int_equal(count_ops(wl, 0, "moe.tp.ag"), 0);
   assert_true(count_ops(wl, 0, "ep.dispatch") > 0);
+  /* folding moves work between ranks, not the job's model FLOPs: those of
+   * the etp = tp layout (checked against 6 N T + attention above) */
+  wl_workload *ref = gen(&x, "tp=2,sp=1,pp=2,ep=2,gbs=8", 16, NULL);
+  check_rel(wl->meta.model_flops_per_step, ref->meta.model_flops_per_step, 1e-12,
+            "model FLOPs with etp=1, ep=4");
+  wl_workload_destroy(ref);
   wl_workload_destroy(wl);
 
   /* ep = 8 > dp = 4: the EP group spans the stage's TP ranks too (edp = 1) */
