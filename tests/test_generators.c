@@ -235,13 +235,15 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
       {0, "tp=3", 8, "layout 'tp=3': 8 GPUs are not divisible by tp*pp*cp = 3*1*1 = 3"},
       {0, "pp=3", 3,
        "layout 'pp=3': layers (8) not divisible by pp*vpp = 3*1 = 3 (first_stage_layers and "
-       "last_stage_layers give an uneven split)"},
-      {0, "pp=2,vpp=8,gbs=2", 2, "layout 'pp=2,vpp=8,gbs=2': layers (8) not divisible by pp*vpp = 2*8 = 16 (first_stage_layers and last_stage_layers give an uneven split)"},
+       "last_stage_layers, account_embedding and account_loss, or pp_layout give other splits)"},
+      {0, "pp=2,vpp=8,gbs=2", 2, "layout 'pp=2,vpp=8,gbs=2': layers (8) not divisible by pp*vpp = 2*8 = 16 (first_stage_layers and last_stage_layers, account_embedding and account_loss, or pp_layout give other splits)"},
       {0, "tp=32", 32, "layout 'tp=32': heads (16) not divisible by tp (32)"},
       {1, "tp=8", 8, "layout 'tp=8': kv_heads (4) not divisible by tp (8)"},
       {0, "gbs=3,mbs=1", 2, "layout 'gbs=3,mbs=1': gbs (3) not divisible by mbs*dp = 1*2 = 2"},
       {0, "ep=2", 2, "layout 'ep=2': ep (2) needs a model with 'moe'"},
-      {1, "ep=3", 4, "layout 'ep=3': ep (3) does not divide dp*cp = 4*1 = 4"},
+      {1, "ep=3", 4,
+       "layout 'ep=3': etp*ep = 1*3 = 3 does not divide tp*cp*dp = 1*1*4 = 4 (the "
+       "expert-parallel group is drawn from the TP x CP x DP ranks of a stage)"},
       {1, "ep=16", 16, "layout 'ep=16': moe.experts (8) not divisible by ep (16)"},
       {1, "tp=2,sp=0", 2, "layout 'tp=2,sp=0': a MoE model with tp (2) > 1 needs sp=1 (as Megatron-LM requires)"},
       {0, "pp=2,vpp=2", 2,
@@ -264,7 +266,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "layout 'foo=1': key 'foo' is unknown (known: tp, pp, dp, cp, ep, vpp, sp, mbs, gbs, "
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
-       "tp_overlap)"},
+       "tp_overlap, etp, account_embedding, account_loss, pp_layout)"},
       {0, "tp=2,tp_overlap=1", 2,
        "layout 'tp=2,tp_overlap=1': tp_overlap=1 needs sp=1 and tp > 1 (Megatron-LM's "
        "--tp-comm-overlap overlaps the sequence-parallel all-gathers and reduce-scatters); sp "
@@ -787,6 +789,10 @@ static void test_schedule__layouts_replay_without_deadlock(void **state)
       {0, "tp=2,sp=1,pp=2,vpp=2,gbs=8,recompute=full,tp_overlap=1", 8},
       {0, "cp=2,tp=4,sp=1,gbs=4,recompute=selective,zero=1,overlap_grad_reduce=1,tp_overlap=1", 8},
       {1, "tp=2,sp=1,ep=2,pp=2,cp=2,gbs=8,tp_overlap=1", 16},
+      {0, "tp=2,pp=2,gbs=4,account_embedding=1,account_loss=1,zero=1,overlap_grad_reduce=1", 4},
+      {0, "pp=2,gbs=4,pp_layout=Et|ttt|ttt|tL", 2},
+      {1, "tp=2,sp=1,pp=2,ep=8,etp=1,gbs=8,zero=1,overlap_grad_reduce=1,bucket=1M", 16},
+      {1, "tp=4,sp=1,ep=4,etp=2,gbs=2,tp_overlap=1", 8},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_workload *wl = gen(cases[i].moe ? &x : &g, cases[i].spec, cases[i].gpus, NULL);
@@ -1044,6 +1050,417 @@ static void test_tp_overlap__replays_faster_on_dgx_h100(void **state)
   plat_cluster_destroy(cl);
 }
 
+/* ---- Megatron's pipeline splits ------------------------------------------------------ */
+/* NeMo's Llama-3 405B split: account_for_embedding_in_pipeline_split and
+ * account_for_loss_in_pipeline_split with pp=8, vpp=8.  Expected counts from
+ * Megatron-core's rules, written out here: get_num_layers_to_build gives
+ * (126 + 2) / (8 * 8) = 2 layers per virtual stage, one fewer on the first
+ * virtual stage of the first stage (the embedding) and on the last virtual
+ * stage of the last stage (the loss); get_transformer_layer_offset gives
+ * chunk c of stage s the first layer c (128 / 8) + 2 s, minus 1 unless it is
+ * virtual stage 0. */
+static void test_pipeline__nemo_405b_split_counts_embedding_and_loss(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of("llama3-405b", &m);
+  wl_layout l, a;
+  st_err err;
+  const char *spec = "tp=8,pp=8,vpp=8,cp=2,sp=1,gbs=64,account_embedding=1,account_loss=1";
+  assert_int_equal(wl_layout_parse(spec, 1024, &m, &l, &err), 0);
+  assert_int_equal(l.dp, 8);
+  assert_int_equal(l.vpp, 8);
+  for (int vs = 0; vs < 64; vs++)
+    assert_int_equal(wl_layout_vstage_layers(&l, vs), 2 - (vs == 0) - (vs == 63));
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 0), 15);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 3), 16);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 7), 15);
+  /* NeMo's names are the same keys */
+  assert_int_equal(wl_layout_parse("tp=8,pp=8,vpp=8,cp=2,sp=1,gbs=64,"
+                                   "account_for_embedding_in_pipeline_split=1,"
+                                   "account_for_loss_in_pipeline_split=1",
+                                   1024, &m, &a, &err),
+                   0);
+  assert_string_equal(a.spec, l.spec);
+  assert_non_null(strstr(l.spec, ",account_embedding=1,account_loss=1"));
+  /* the embedding on virtual stage 0 (stage 0's first chunk), the output
+   * layer and loss on the last (stage 7's last chunk); every stage runs its
+   * chunks' layers (layer markers, forward and backward, 2 x m each), at
+   * Megatron's offsets */
+  wl_workload *wl = gen(&m, spec, 1024, NULL);
+  int per_stage = 1024 / 8, mb = 64 / 8; /* micro-batches: gbs / dp */
+  for (int s = 0; s < 8; s++) {
+    int r = s * per_stage;
+    assert_int_equal(count_ops(wl, r, "emb.lookup"), s == 0 ? mb : 0);
+    assert_int_equal(count_ops(wl, r, "out.logits"), s == 7 ? mb : 0);
+    int want[126] = {0}, got[126] = {0};
+    for (int c = 0; c < 8; c++) {
+      int vs = c * 8 + s;
+      int count = 2 - (vs == 0) - (vs == 63);
+      int first = c * 16 + 2 * s - (vs == 0 ? 0 : 1);
+      for (int i = first; i < first + count; i++)
+        want[i] = 2 * mb;
+    }
+    const wl_program *p = &wl->programs[wl->rank_program[r]];
+    for (size_t i = 0; i < p->num_ops; i++)
+      if (p->ops[i].kind == WL_OP_MARKER && p->ops[i].sub == WL_MARK_LAYER) {
+        assert_in_range(p->ops[i].tag, 0, 125);
+        got[p->ops[i].tag]++;
+      }
+    for (int i = 0; i < 126; i++)
+      if (got[i] != want[i]) {
+        print_error("stage %d: layer %d runs %d times, want %d\n", s, i, got[i], want[i]);
+        fail();
+      }
+  }
+  wl_workload_destroy(wl);
+}
+
+/* Megatron-core's pipeline_model_parallel_layout strings: stage i of the
+ * unrolled string is virtual stage i (chunk i / pp of stage i % pp), its 't'
+ * are its transformer layers.  Expected values unrolled by hand. */
+static void test_pipeline__layout_strings_follow_megatron(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of("deepseek-v3", &m);
+  wl_layout l;
+  st_err err;
+  /* Megatron-Bridge's DeepSeek-V3 layout for pp=8, vpp=2 (without its MTP
+   * layer): E + 4t, 14 x 4t, t + L: 16 stages, vpp = 16 / 8 */
+  assert_int_equal(wl_layout_parse("tp=2,pp=8,ep=64,etp=1,sp=1,gbs=256,"
+                                   "pp_layout=Et*4|(t*4|)*14tL",
+                                   512, &m, &l, &err),
+                   0);
+  assert_int_equal(l.vpp, 2);
+  assert_int_equal(l.schedule, WL_SCHED_INTERLEAVED);
+  for (int vs = 0; vs < 16; vs++)
+    assert_int_equal(wl_layout_vstage_layers(&l, vs), vs == 15 ? 1 : 4);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 0), 8);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 6), 8);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 7), 5);
+  /* the task's "Et|(tt|)*30L": 32 stages, so vpp = 4 with pp = 8: E + t,
+   * 30 x tt, L alone */
+  assert_int_equal(wl_layout_parse("tp=2,pp=8,ep=64,etp=1,sp=1,gbs=256,pp_layout=Et|(tt|)*30L",
+                                   512, &m, &l, &err),
+                   0);
+  assert_int_equal(l.vpp, 4);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 0), 1 + 2 + 2 + 2);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 7), 2 + 2 + 2 + 0);
+  /* PipelineParallelLayerLayout's docstring example without its MTP layer,
+   * with the cosmetic comma: "Ettt|(tt|)*29,|L" is E + 3t, 29 x tt, an empty
+   * stage, L: 32 stages, vpp = 2 with pp = 16 */
+  assert_int_equal(wl_layout_parse("tp=1,pp=16,gbs=16,pp_layout=Ettt|(tt|)*29,|L,zero=0", 16,
+                                   &m, &l, &err),
+                   0);
+  assert_int_equal(l.vpp, 2);
+  assert_string_equal(l.pp_layout, "Ettt|(tt|)*29|L");
+  assert_int_equal(wl_layout_vstage_layers(&l, 0), 3);
+  assert_int_equal(wl_layout_vstage_layers(&l, 29), 2);
+  assert_int_equal(wl_layout_vstage_layers(&l, 30), 0);
+  assert_int_equal(wl_layout_vstage_layers(&l, 31), 0);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 14), 2 + 0);
+  assert_int_equal(wl_layout_stage_layers(&l, &m, 15), 2 + 0);
+  /* the canonical spec parses to the same layout */
+  wl_layout l2;
+  assert_int_equal(wl_layout_parse(l.spec, 16, &m, &l2, &err), 0);
+  assert_string_equal(l2.spec, l.spec);
+  assert_memory_equal(l2.vs_layers, l.vs_layers, sizeof l.vs_layers);
+  /* an empty virtual stage and one with only the loss generate and replay */
+  wl_model g;
+  model_of(GPT_T, &g);
+  wl_workload *wl = gen(&g, "pp=2,gbs=4,pp_layout=Ett|ttt||tttL", 2, NULL);
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  if (f->rc) {
+    print_error("%s\n", f->msg);
+    fail();
+  }
+  assert_true(f->step_time_s > 0);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+}
+
+static void test_pipeline__bad_splits_name_the_place(void **state)
+{
+  (void)state;
+  wl_model g;
+  model_of(GPT_T, &g);
+  static const struct {
+    const char *spec;
+    int gpus;
+    const char *msg;
+  } cases[] = {
+      {"pp=2,pp_layout=Etttt|ttttX", 2,
+       "layout 'pp=2,pp_layout=Etttt|ttttX': pp_layout 'Etttt|ttttX' position 11: 'X' is not a "
+       "layer (known: E embedding, t transformer layer, L loss, | stage boundary, (...)*N and "
+       "x*N repetitions)"},
+      {"pp=2,pp_layout=Etttt|tttmL", 2,
+       "layout 'pp=2,pp_layout=Etttt|tttmL': pp_layout 'Etttt|tttmL' position 10: 'm' (a "
+       "multi-token-prediction layer) is not modelled"},
+      {"pp=2,pp_layout=Etttt|tttt", 2,
+       "layout 'pp=2,pp_layout=Etttt|tttt': pp_layout 'Etttt|tttt' has no 'L' (the loss must "
+       "close the last stage)"},
+      {"pp=2,pp_layout=tEttt|ttttL", 2,
+       "layout 'pp=2,pp_layout=tEttt|ttttL': pp_layout 'tEttt|ttttL' position 2: 'E' must open "
+       "the first stage (Megatron builds the embedding on virtual stage 0)"},
+      {"pp=2,pp_layout=Etttt|ttLtt", 2,
+       "layout 'pp=2,pp_layout=Etttt|ttLtt': pp_layout 'Etttt|ttLtt' position 9: 'L' must close "
+       "the last stage (Megatron builds the output layer and loss on the last virtual stage)"},
+      {"pp=2,pp_layout=Ettt|ttttL", 2,
+       "layout 'pp=2,pp_layout=Ettt|ttttL': pp_layout 'Ettt|ttttL' holds 7 transformer layers "
+       "'t', but the model has 8"},
+      {"pp=2,pp_layout=Et*4|(tttt|L", 2,
+       "layout 'pp=2,pp_layout=Et*4|(tttt|L': pp_layout 'Et*4|(tttt|L' position 6: '(' without "
+       "its ')'"},
+      {"pp=2,pp_layout=Et*4|(tt)tL", 2,
+       "layout 'pp=2,pp_layout=Et*4|(tt)tL': pp_layout 'Et*4|(tt)tL' position 9: ')' is not "
+       "followed by a repetition count '*N'"},
+      {"pp=2,pp_layout=Et*4|((t)*2)*2L", 2,
+       "layout 'pp=2,pp_layout=Et*4|((t)*2)*2L': pp_layout 'Et*4|((t)*2)*2L' position 7: '(' "
+       "inside '(' at position 6 (groups do not nest)"},
+      {"pp=2,pp_layout=E*t4|ttttL", 2,
+       "layout 'pp=2,pp_layout=E*t4|ttttL': pp_layout 'E*t4|ttttL' position 2: '*' is not "
+       "followed by a repetition count"},
+      {"pp=2,pp_layout=Et*4|tttt|L", 2,
+       "layout 'pp=2,pp_layout=Et*4|tttt|L': pp_layout 'Et*4|tttt|L' has 3 stages, not "
+       "divisible by pp (2)"},
+      {"pp=2,vpp=2,gbs=2,pp_layout=Etttt|ttttL", 2,
+       "layout 'pp=2,vpp=2,gbs=2,pp_layout=Etttt|ttttL': pp_layout 'Etttt|ttttL' has 2 stages, "
+       "but pp*vpp = 2*2 = 4"},
+      {"pp=2,pp_layout=Etttt|ttttL,account_loss=1", 2,
+       "layout 'pp=2,pp_layout=Etttt|ttttL,account_loss=1': pp_layout cannot be combined with "
+       "first_stage_layers, last_stage_layers, account_embedding or account_loss (Megatron-core: "
+       "the layout says it all)"},
+      {"pp=2,first_stage_layers=3,account_embedding=1", 2,
+       "layout 'pp=2,first_stage_layers=3,account_embedding=1': first_stage_layers/"
+       "last_stage_layers cannot be combined with account_embedding or account_loss "
+       "(Megatron-core rejects the combination)"},
+      {"pp=4,account_embedding=1", 4,
+       "layout 'pp=4,account_embedding=1': layers (8) + embedding (1) + loss (0) = 9 not "
+       "divisible by pp*vpp = 4*1 = 4"},
+      {"pp=2,account_loss=2", 2, "layout 'pp=2,account_loss=2': key 'account_loss' is 2 (must be 0 or 1)"},
+      {"pp=2,account_loss=1,account_for_loss_in_pipeline_split=1", 2,
+       "layout 'pp=2,account_loss=1,account_for_loss_in_pipeline_split=1': key 'account_loss' "
+       "is given twice"},
+      {"pp=2,pp_layout=", 2, "layout 'pp=2,pp_layout=': key 'pp_layout' is empty"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_layout l;
+    st_err err;
+    st_err_clear(&err);
+    int rc = wl_layout_parse(cases[i].spec, cases[i].gpus, &g, &l, &err);
+    if (rc != ST_EINPUT || strcmp(err.msg, cases[i].msg)) {
+      print_error("case %zu '%s': rc %d, message\n  got:  %s\n  want: %s\n", i, cases[i].spec,
+                  rc, err.msg, cases[i].msg);
+      fail();
+    }
+  }
+}
+
+/* Keys at their defaults (etp = tp, no accounting) and a layout string that
+ * spells the even split give the workload of the plain layout byte for byte
+ * (but for the layout spec the meta records). */
+static void test_pipeline__defaults_spelt_out_keep_the_workload(void **state)
+{
+  (void)state;
+  wl_model g, x;
+  model_of(GPT_T, &g);
+  model_of(MOE_T, &x);
+  static const struct {
+    int moe;
+    const char *plain, *spelt;
+    int gpus;
+  } cases[] = {
+      {1, "tp=2,sp=1,ep=2,pp=2,gbs=4", "tp=2,sp=1,ep=2,pp=2,gbs=4,etp=2,account_embedding=0", 8},
+      {0, "pp=2,gbs=4", "pp=2,gbs=4,pp_layout=Etttt|ttttL", 2},
+      {0, "tp=2,pp=2,vpp=2,gbs=4", "tp=2,pp=2,gbs=4,pp_layout=Ett|(tt|)*2ttL,account_loss=0", 4},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const wl_model *m = cases[i].moe ? &x : &g;
+    wl_workload *a = gen(m, cases[i].plain, cases[i].gpus, NULL);
+    wl_workload *b = gen(m, cases[i].spelt, cases[i].gpus, NULL);
+    wl_meta_set_str(&b->meta.layout, a->meta.layout);
+    char *ja = wl_workload_to_json(a, 0), *jb = wl_workload_to_json(b, 0);
+    assert_non_null(ja);
+    assert_non_null(jb);
+    if (strcmp(ja, jb)) {
+      print_error("'%s' and '%s' give different workloads\n", cases[i].plain, cases[i].spelt);
+      fail();
+    }
+    free(ja);
+    free(jb);
+    wl_workload_destroy(a);
+    wl_workload_destroy(b);
+  }
+}
+
+/* ---- MoE parallel folding ------------------------------------------------------------ */
+static int role_of(const wl_workload *wl, const char *name)
+{
+  for (int i = 0; i < wl->num_roles; i++)
+    if (!strcmp(wl->roles[i], name))
+      return i;
+  return -1;
+}
+
+/* The members, in order, of the communicator that plays `role` for `rank`
+ * against a list (n = 0: the role is not played). */
+static void check_group(const wl_workload *wl, int rank, const char *role, const int *want,
+                        int n, const char *what)
+{
+  int ri = role_of(wl, role);
+  int c = ri >= 0 ? wl_rank_comm(wl, rank, ri) : -1;
+  if (n == 0) {
+    if (c >= 0) {
+      print_error("%s: rank %d plays '%s' (%s)\n", what, rank, role, wl->comms[c].name);
+      fail();
+    }
+    return;
+  }
+  if (c < 0) {
+    print_error("%s: rank %d has no '%s'\n", what, rank, role);
+    fail();
+  }
+  const wl_comm *cm = &wl->comms[c];
+  int same = cm->size == n;
+  for (int i = 0; same && i < n; i++)
+    same = cm->ranks[i] == want[i];
+  if (!same) {
+    print_error("%s: rank %d '%s' is %s of %d ranks, first %d\n", what, rank, role, cm->name,
+                cm->size, cm->ranks[0]);
+    fail();
+  }
+}
+
+/* Expert groups against Megatron-core's RankGenerator, computed by hand with
+ * generate_masked_orthogonal_rank_groups on the expert order tp-ep-dp-pp
+ * (sizes etp, ep, edp, pp): global strides 1, etp, etp ep, etp ep edp; the EP
+ * group of (etp rank a, edp rank x, stage p) is a + etp (e + ep x) + 8p for
+ * e = 0..ep-1, the expert-DP group the same over x, the expert-TP group over
+ * a.  The dense groups keep tp-cp-dp-pp. */
+static void test_experts__groups_follow_megatron_rank_generator(void **state)
+{
+  (void)state;
+  wl_model x;
+  model_of(MOE_T, &x);
+  wl_layout l;
+  /* tp=2, dp=4, pp=2, ep=4, etp=1: edp = 2*1*4 / (1*4) = 2 */
+  wl_workload *wl = gen(&x, "tp=2,sp=1,pp=2,ep=4,etp=1,gbs=8", 16, &l);
+  assert_int_equal(l.edp, 2);
+  assert_non_null(strstr(l.spec, ",etp=1"));
+  {
+    static const int ep0[] = {0, 1, 2, 3}, ep5[] = {4, 5, 6, 7}, ep9[] = {8, 9, 10, 11};
+    static const int edp0[] = {0, 4}, edp6[] = {2, 6}, edp13[] = {9, 13};
+    static const int tp5[] = {4, 5}, dp5[] = {1, 3, 5, 7};
+    check_group(wl, 0, "ep", ep0, 4, "etp=1");
+    check_group(wl, 5, "ep", ep5, 4, "etp=1");
+    check_group(wl, 9, "ep", ep9, 4, "etp=1");
+    check_group(wl, 0, "dp_expert", edp0, 2, "etp=1");
+    check_group(wl, 6, "dp_expert", edp6, 2, "etp=1");
+    check_group(wl, 13, "dp_expert", edp13, 2, "etp=1");
+    check_group(wl, 5, "tp", tp5, 2, "etp=1");
+    check_group(wl, 5, "dp", dp5, 4, "etp=1");
+    check_group(wl, 5, "etp", NULL, 0, "etp=1"); /* one rank: no communicator */
+  }
+  /* no expert-TP collectives with etp = 1; the all-to-all on the EP group */
+  assert_int_equal(count_ops(wl, 0, "moe.tp.ag"), 0);
+  assert_true(count_ops(wl, 0, "ep.dispatch") > 0);
+  /* folding moves work between ranks, not the job's model FLOPs: those of
+   * the etp = tp layout (checked against 6 N T + attention above) */
+  wl_workload *ref = gen(&x, "tp=2,sp=1,pp=2,ep=2,gbs=8", 16, NULL);
+  check_rel(wl->meta.model_flops_per_step, ref->meta.model_flops_per_step, 1e-12,
+            "model FLOPs with etp=1, ep=4");
+  wl_workload_destroy(ref);
+  wl_workload_destroy(wl);
+
+  /* ep = 8 > dp = 4: the EP group spans the stage's TP ranks too (edp = 1) */
+  wl = gen(&x, "tp=2,sp=1,pp=2,ep=8,etp=1,gbs=8", 16, &l);
+  assert_int_equal(l.edp, 1);
+  {
+    static const int ep3[] = {0, 1, 2, 3, 4, 5, 6, 7}, ep12[] = {8, 9, 10, 11, 12, 13, 14, 15};
+    check_group(wl, 3, "ep", ep3, 8, "ep=8");
+    check_group(wl, 12, "ep", ep12, 8, "ep=8");
+    check_group(wl, 3, "dp_expert", NULL, 0, "ep=8");
+  }
+  wl_workload_destroy(wl);
+
+  /* etp = 2 < tp = 4 (dp = 2, one stage): expert grid etp 2 x ep 4 x edp 1;
+   * the expert-TP groups are pairs, not the TP group */
+  wl = gen(&x, "tp=4,sp=1,ep=4,etp=2,gbs=2", 8, &l);
+  assert_int_equal(l.edp, 1);
+  {
+    static const int etp6[] = {6, 7}, ep2[] = {0, 2, 4, 6}, ep5[] = {1, 3, 5, 7};
+    static const int tp6[] = {4, 5, 6, 7};
+    check_group(wl, 6, "etp", etp6, 2, "etp=2");
+    check_group(wl, 2, "ep", ep2, 4, "etp=2");
+    check_group(wl, 5, "ep", ep5, 4, "etp=2");
+    check_group(wl, 6, "tp", tp6, 4, "etp=2");
+  }
+  /* the gather of the received tokens is on the expert-TP group: T/tp own
+   * tokens x etp x top_k, h values of 2 bytes, per MoE layer (4) and
+   * micro-batch (1) */
+  double tokens = 1024.0 / 4 * 2 * 2;
+  int ri = role_of(wl, "etp");
+  const wl_program *p = &wl->programs[wl->rank_program[6]];
+  double ag = 0;
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (!strcmp(wl_op_name(p, &p->ops[i]), "moe.tp.ag")) {
+      assert_int_equal(p->ops[i].role, ri);
+      ag += p->ops[i].bytes;
+    }
+  check_rel(ag, 4 * tokens * 1024 * 2, 1e-12, "expert-TP all-gather bytes");
+  wl_workload_destroy(wl);
+}
+
+/* Expert gradients are reduced over the expert-DP group, as the DP path does
+ * (all-reduce with zero=0, reduce-scatter + parameter all-gather with the
+ * distributed optimizer); the memory model shards expert weights by etp x ep
+ * and their optimizer state over edp.  MOE_T: h = 1024, 8 experts of
+ * swiglu width 1024 (3 h f parameters each), 4 MoE layers, 2 per stage. */
+static void test_experts__gradients_and_memory_follow_the_expert_groups(void **state)
+{
+  (void)state;
+  wl_model x;
+  model_of(MOE_T, &x);
+  const double h = 1024, f = 1024;
+  /* tp=2, dp=4, pp=2, ep=4, etp=1: 8/4 = 2 experts per rank, unsharded by
+   * TP: 2 x 3 h f per layer, 2 layers on the stage */
+  double expert = 2 * 2 * 3 * h * f;
+  for (int zero = 0; zero <= 1; zero++) {
+    char spec[96];
+    snprintf(spec, sizeof spec, "tp=2,sp=1,pp=2,ep=4,etp=1,gbs=8,zero=%d", zero);
+    wl_layout l;
+    wl_workload *wl = gen(&x, spec, 16, &l);
+    const char *red = zero ? "dp_expert.grad.rs" : "dp_expert.grad.ar";
+    check_rel(named_bytes(wl, 0, red), 4 * expert, 1e-12, red);
+    if (zero)
+      check_rel(named_bytes(wl, 0, "dp_expert.param.ag"), 2 * expert, 1e-12, "param ag");
+    int ri = role_of(wl, "dp_expert");
+    const wl_program *p = &wl->programs[wl->rank_program[0]];
+    for (size_t i = 0; i < p->num_ops; i++)
+      if (!strcmp(wl_op_name(p, &p->ops[i]), red))
+        assert_int_equal(p->ops[i].role, ri);
+    wl_workload_destroy(wl);
+
+    /* memory of stage 0: dense = 2 layers x (attention + router + norm) +
+     * embedding; attention: QKV (q 1024 + 2 kv 256 columns) and projection
+     * over tp 2, norm h; router h x 8 + norm h; embedding V/tp x h */
+    double attn = (h * (1024 + 2 * 256) + 1024 * h) / 2 + h;
+    double dense = 2 * (attn + h * 8 + h) + 32768.0 / 2 * h;
+    wl_memory mem;
+    st_err err;
+    assert_int_equal(wl_memory_estimate(&x, &l, &mem, &err), 0);
+    const wl_memory_stage *st = &mem.stages[0];
+    check_rel(st->params, dense + expert, 1e-12, "stage 0 parameters");
+    check_rel(st->weights_bytes, 2 * (dense + expert), 1e-12, "weights");
+    /* distributed optimizer: 12 bytes per parameter over dp x cp = 4 ranks
+     * for dense, over edp = 2*4 / (1*4) = 2 for experts */
+    double opt = zero ? 12 * (dense / 4 + expert / 2) : 12 * (dense + expert);
+    check_rel(st->optimizer_bytes, opt, 1e-12, "optimizer");
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1065,6 +1482,12 @@ int main(void)
       cmocka_unit_test(test_tp_overlap__same_bytes_and_flops),
       cmocka_unit_test(test_tp_overlap__replays_faster_on_dgx_h100),
       cmocka_unit_test(test_file__prices_every_op_as_generated),
+      cmocka_unit_test(test_pipeline__nemo_405b_split_counts_embedding_and_loss),
+      cmocka_unit_test(test_pipeline__layout_strings_follow_megatron),
+      cmocka_unit_test(test_pipeline__bad_splits_name_the_place),
+      cmocka_unit_test(test_pipeline__defaults_spelt_out_keep_the_workload),
+      cmocka_unit_test(test_experts__groups_follow_megatron_rank_generator),
+      cmocka_unit_test(test_experts__gradients_and_memory_follow_the_expert_groups),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

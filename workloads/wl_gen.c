@@ -44,9 +44,12 @@
 #include "wl_gen_int.h"
 #include "workload.h"
 
-enum { R_TP, R_DP, R_DPX, R_EP, R_CP, R_PPN, R_PPP, R_EMBD, R_COUNT };
-static const char *const role_names[R_COUNT] = {"tp", "dp",      "dp_expert", "ep",
-                                                "cp", "pp_next", "pp_prev",   "embd"};
+/* R_ETP (the expert-TP group) is last: a workload has it only when the
+ * layout's etp differs from tp (otherwise the expert-TP group is the TP group
+ * and the workload keeps the roles it always had) */
+enum { R_TP, R_DP, R_DPX, R_EP, R_CP, R_PPN, R_PPP, R_EMBD, R_ETP, R_COUNT };
+static const char *const role_names[R_COUNT] = {"tp", "dp",      "dp_expert", "ep",  "cp",
+                                                "pp_next", "pp_prev", "embd", "etp"};
 enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CP, S_COUNT };
 static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",
                                                   "pp_send", "pp_recv", "cp"};
@@ -74,6 +77,7 @@ typedef struct gen {
   double cf;                     /* MoE capacity factor (1 when dropless) */
   int gemm_dtype;
   int dp_size, edp_size; /* dp x cp, expert dp */
+  int etp, r_etp;        /* expert TP size, and the role its collectives use */
   /* emission state */
   uint32_t pend[MAXPEND];
   int npend;
@@ -190,6 +194,7 @@ static int role_size(const gen *g, int role)
   case R_TP: return g->l->tp;
   case R_DP: return g->dp_size;
   case R_DPX: return g->edp_size;
+  case R_ETP: return g->etp;
   case R_EP: return g->l->ep;
   case R_CP: return g->l->cp;
   default: return 2;
@@ -575,23 +580,26 @@ static void mlp_bwd(gen *g, double f, const char *pre)
   col_bwd(g, &c, 1, e, f1);
 }
 
-/* Megatron-core MoE with the all-to-all token dispatcher; expert TP = tp.
+/* Megatron-core MoE with the all-to-all token dispatcher
+ * (MoEAlltoAllTokenDispatcher): the all-to-all over the EP group, then the
+ * all-gather of the received tokens over the expert-TP group (etp ranks;
+ * the TP group itself when etp = tp), expert GEMMs on ef/etp columns.
  * Tokens routed by this rank: T/tp with SP; balanced routing. */
 static void moe_fwd(gen *g)
 {
   const wl_moe *mo = &g->m->moe;
   double E = mo->experts, k = mo->top_k, ep = g->l->ep, ef = mo->expert_ffn_hidden;
-  double Tl = g->Tsp;
-  double Te = g->T * k * g->cf; /* tokens through this rank's experts (after the TP gather) */
-  double Me = Te * ep / E;      /* per local expert */
+  double Tl = g->Tsp, et = g->etp;
+  double Te = Tl * et * k * g->cf; /* tokens through this rank's experts (after the gather) */
+  double Me = Te * ep / E;         /* per local expert */
   gemm(g, "router", Tl, E, g->h, 1, 1);
   elem(g, "moe.permute", Tl * k * g->cf * g->h, 2, 0);
   coll_c(g, "ep.dispatch", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
-  coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, R_TP, Te * g->h * g->ab);
-  gemm(g, "expert.fc1", Me, act_in(g->m, ef) / g->t, g->h, E / ep, 1 / g->cf);
-  elem(g, "expert.act", Te * act_in(g->m, ef) / g->t, 1.5, 8);
-  gemm(g, "expert.fc2", Me, g->h, ef / g->t, E / ep, 1 / g->cf);
-  coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, R_TP, Te * g->h * g->ab);
+  coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
+  gemm(g, "expert.fc1", Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
+  elem(g, "expert.act", Te * act_in(g->m, ef) / et, 1.5, 8);
+  gemm(g, "expert.fc2", Me, g->h, ef / et, E / ep, 1 / g->cf);
+  coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
   coll_c(g, "ep.combine", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
   elem(g, "moe.unpermute", Tl * k * g->cf * g->h, 2, 2);
   if (mo->shared_experts)
@@ -602,20 +610,20 @@ static void moe_bwd(gen *g)
 {
   const wl_moe *mo = &g->m->moe;
   double E = mo->experts, k = mo->top_k, ep = g->l->ep, ef = mo->expert_ffn_hidden;
-  double Tl = g->Tsp;
-  double Te = g->T * k * g->cf;
+  double Tl = g->Tsp, et = g->etp;
+  double Te = Tl * et * k * g->cf;
   double Me = Te * ep / E;
   if (mo->shared_experts)
     mlp_bwd(g, mo->shared_experts * ef, "shared");
   elem(g, "moe.unpermute.bwd", Tl * k * g->cf * g->h, 2, 2);
   coll_c(g, "ep.combine.bwd", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
-  coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, R_TP, Te * g->h * g->ab);
-  gemm(g, "expert.fc2.dgrad", Me, ef / g->t, g->h, E / ep, 1 / g->cf);
-  gemm(g, "expert.fc2.wgrad", ef / g->t, g->h, Me, E / ep, 1 / g->cf);
-  elem(g, "expert.act.bwd", Te * act_in(g->m, ef) / g->t, 2.5, 12);
-  gemm(g, "expert.fc1.dgrad", Me, g->h, act_in(g->m, ef) / g->t, E / ep, 1 / g->cf);
-  gemm(g, "expert.fc1.wgrad", g->h, act_in(g->m, ef) / g->t, Me, E / ep, 1 / g->cf);
-  coll_c(g, "moe.tp.ag.bwd", WL_COLL_REDUCESCATTER, R_TP, Te * g->h * g->ab);
+  coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
+  gemm(g, "expert.fc2.dgrad", Me, ef / et, g->h, E / ep, 1 / g->cf);
+  gemm(g, "expert.fc2.wgrad", ef / et, g->h, Me, E / ep, 1 / g->cf);
+  elem(g, "expert.act.bwd", Te * act_in(g->m, ef) / et, 2.5, 12);
+  gemm(g, "expert.fc1.dgrad", Me, g->h, act_in(g->m, ef) / et, E / ep, 1 / g->cf);
+  gemm(g, "expert.fc1.wgrad", g->h, act_in(g->m, ef) / et, Me, E / ep, 1 / g->cf);
+  coll_c(g, "moe.tp.ag.bwd", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
   coll_c(g, "ep.dispatch.bwd", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
   elem(g, "moe.permute.bwd", Tl * k * g->cf * g->h, 2, 0);
   gemm(g, "router.dgrad", Tl, g->h, E, 1, 1);
@@ -632,7 +640,9 @@ static int chunk_groups(gen *g, int c, dp_group **out)
   wl__chunk_layers(l, g->m, g->stage, c, &first, &count);
   int vs = c * l->pp + g->stage, last_vs = l->pp * l->vpp - 1;
   int n = 2 * count + (vs == last_vs) + (vs == 0);
-  dp_group *gr = calloc((size_t)n, sizeof *gr);
+  /* n is 0 for a virtual stage without layers, embedding or loss (an empty
+   * stage of a pp_layout string) */
+  dp_group *gr = calloc((size_t)(n ? n : 1), sizeof *gr);
   if (!gr)
     return -1;
   int k = 0;
@@ -640,7 +650,7 @@ static int chunk_groups(gen *g, int c, dp_group **out)
     gr[k++].dense = wl__output_params(g->m, l->tp, l->pp);
   for (int i = first + count - 1; i >= first; i--) {
     wl__params lp;
-    wl__layer_params(g->m, l->tp, l->ep, i, &lp);
+    wl__layer_params(g->m, l->tp, l->etp, l->ep, i, &lp);
     gr[k].dense = lp.mlp;
     gr[k++].expert = lp.expert;
     gr[k++].dense = lp.attn;
@@ -723,7 +733,7 @@ static void param_wait(gen *g, int c, int gi)
 static double z3_bytes(const gen *g, int layer, int grads, int expert)
 {
   wl__params lp;
-  wl__layer_params(g->m, g->l->tp, g->l->ep, layer, &lp);
+  wl__layer_params(g->m, g->l->tp, g->l->etp, g->l->ep, layer, &lp);
   double p = expert ? lp.expert : lp.attn + lp.mlp;
   return p * (grads ? g->gb : g->pb);
 }
@@ -1130,19 +1140,25 @@ static int add_comm(wl_workload *wl, const char *name, int kind, int n, const in
 
 static int build_comms(const wl_model *m, const wl_layout *l, wl_workload *wl)
 {
-  int T = l->tp, C = l->cp, D = l->dp, P = l->pp, E = l->ep;
-  int dpcp = D * C, edp = dpcp / E;
-  int maxn = T > dpcp ? T : dpcp;
-  int32_t *r = malloc(sizeof *r * (size_t)(maxn + 2));
+  int T = l->tp, C = l->cp, D = l->dp, P = l->pp, E = l->ep, ET = l->etp, EDP = l->edp;
+  int dpcp = D * C, stage_ranks = T * C * D;
+  int32_t *r = malloc(sizeof *r * (size_t)(stage_ranks + 2));
   if (!r)
     return ST_ENOMEM;
   char name[64];
+  /* the expert groups name their expert-TP rank "tp" when the expert-TP
+   * group is the TP group */
+  const char *et_label = ET == T ? "tp" : "etp";
   int rc = 0;
 #define ADD(role, kind, n, all)                                                          \
   do {                                                                                   \
     if ((rc = add_comm(wl, name, kind, n, r, role, all)) < 0)                            \
       goto done;                                                                         \
   } while (0)
+/* Megatron-core's expert RankGenerator (initialize_model_parallel, order
+ * tp-ep-dp-pp with tp = etp and dp = edp): the TP x CP x DP ranks of stage
+ * pp, re-read as etp (inner) x ep x edp (outer) */
+#define EXPERT_RANK(pp, et, e, x) ((pp) * stage_ranks + (et) + ET * ((e) + E * (x)))
   for (int pp = 0; pp < P; pp++)
     for (int dp = 0; dp < D; dp++)
       for (int cp = 0; cp < C; cp++) {
@@ -1178,35 +1194,43 @@ static int build_comms(const wl_model *m, const wl_layout *l, wl_workload *wl)
         }
       }
   for (int pp = 0; pp < P; pp++)
-    for (int t = 0; t < T; t++) {
-      if (dpcp > 1) {
+    for (int t = 0; t < (T > ET ? T : ET); t++) {
+      if (t < T && dpcp > 1) {
         for (int i = 0; i < dpcp; i++)
           r[i] = rank_of(l, t, i % C, i / C, pp);
         snprintf(name, sizeof name, "dp/pp%d/tp%d", pp, t);
         ADD(R_DP, WL_COMM_DP, dpcp, 1);
       }
-      if (m->has_moe) {
-        /* the dp x cp dimension is ep (inner) x expert-dp (outer) */
-        for (int x = 0; x < edp && E > 1; x++) {
-          for (int e = 0; e < E; e++) {
-            int i = e + E * x;
-            r[e] = rank_of(l, t, i % C, i / C, pp);
-          }
-          snprintf(name, sizeof name, "ep/pp%d/tp%d/edp%d", pp, t, x);
+      if (m->has_moe && t < ET) {
+        /* get_ranks('ep'): ep varies, etp and edp ranks fixed */
+        for (int x = 0; x < EDP && E > 1; x++) {
+          for (int e = 0; e < E; e++)
+            r[e] = EXPERT_RANK(pp, t, e, x);
+          snprintf(name, sizeof name, "ep/pp%d/%s%d/edp%d", pp, et_label, t, x);
           ADD(R_EP, WL_COMM_EP, E, 1);
         }
-        for (int e = 0; e < E && edp > 1; e++) {
-          for (int x = 0; x < edp; x++) {
-            int i = e + E * x;
-            r[x] = rank_of(l, t, i % C, i / C, pp);
-          }
-          snprintf(name, sizeof name, "dp_expert/pp%d/tp%d/ep%d", pp, t, e);
-          ADD(R_DPX, WL_COMM_DP, edp, 1);
+        /* get_ranks('dp') of the expert generator: the expert data-parallel group */
+        for (int e = 0; e < E && EDP > 1; e++) {
+          for (int x = 0; x < EDP; x++)
+            r[x] = EXPERT_RANK(pp, t, e, x);
+          snprintf(name, sizeof name, "dp_expert/pp%d/%s%d/ep%d", pp, et_label, t, e);
+          ADD(R_DPX, WL_COMM_DP, EDP, 1);
         }
       }
     }
+  /* get_ranks('tp') of the expert generator, when it is not the TP group */
+  if (m->has_moe && ET != T && ET > 1)
+    for (int pp = 0; pp < P; pp++)
+      for (int x = 0; x < EDP; x++)
+        for (int e = 0; e < E; e++) {
+          for (int t = 0; t < ET; t++)
+            r[t] = EXPERT_RANK(pp, t, e, x);
+          snprintf(name, sizeof name, "etp/pp%d/ep%d/edp%d", pp, e, x);
+          ADD(R_ETP, WL_COMM_TP, ET, 1);
+        }
   rc = 0;
 done:
+#undef EXPERT_RANK
 #undef ADD
   free(r);
   return rc < 0 ? rc : ST_OK;
@@ -1217,7 +1241,7 @@ int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err
   if ((double)l->num_microbatches * l->vpp * l->pp * 2 > 2e9)
     return st_err_set(err, ST_EINPUT, "layout '%s': too many micro-batches x stages to tag",
                       l->spec);
-  wl_workload *wl = wl_workload_create(l->num_gpus, R_COUNT, role_names);
+  wl_workload *wl = wl_workload_create(l->num_gpus, l->etp == l->tp ? R_ETP : R_COUNT, role_names);
   if (!wl)
     return st_err_set(err, ST_ENOMEM, "out of memory creating a workload of %d ranks",
                       l->num_gpus);
@@ -1239,7 +1263,9 @@ int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err
   g.cf = m->has_moe && m->moe.capacity_factor > 0 ? m->moe.capacity_factor : 1;
   g.gemm_dtype = l->dtype;
   g.dp_size = l->dp * l->cp;
-  g.edp_size = g.dp_size / l->ep;
+  g.edp_size = l->edp;
+  g.etp = l->etp;
+  g.r_etp = l->etp == l->tp ? R_TP : R_ETP;
   g.groups = calloc((size_t)l->vpp, sizeof *g.groups);
   g.ngroups = calloc((size_t)l->vpp, sizeof *g.ngroups);
   int maxl = 0;

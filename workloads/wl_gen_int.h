@@ -6,7 +6,8 @@
 
 #include "workload.h"
 
-/* Parameters one rank holds for one transformer layer, TP- and EP-sharded. */
+/* Parameters one rank holds for one transformer layer: dense ones sharded by
+ * tp, routed experts by etp (expert tensor parallel) and ep. */
 typedef struct wl__params {
   double attn;   /* attention block incl. its norm (dense, reduced over dp x cp) */
   double mlp;    /* dense MLP or router + shared experts, incl. norm (dense) */
@@ -15,7 +16,7 @@ typedef struct wl__params {
 
 int wl__vocab_padded(const wl_model *m, int tp);
 int wl__is_moe_layer(const wl_model *m, int layer);
-void wl__layer_params(const wl_model *m, int tp, int ep, int layer, wl__params *p);
+void wl__layer_params(const wl_model *m, int tp, int etp, int ep, int layer, wl__params *p);
 double wl__embedding_params(const wl_model *m, int tp);
 /* final norm + output layer (0 for the output weight when tied and pp == 1) */
 double wl__output_params(const wl_model *m, int tp, int pp);
@@ -33,7 +34,9 @@ typedef struct wl__unit {
 
 /* Units of stage s in execution order; *n = 2 * m * vpp.  Caller frees. */
 wl__unit *wl__schedule(const wl_layout *l, int stage, int *n);
-/* Largest number of forward chunks alive (forwarded, not yet backwarded) at once. */
-int wl__max_inflight_chunks(const wl_layout *l, int stage);
+/* The moment of stage s's schedule with the most transformer layers alive
+ * (chunks forwarded, not yet backwarded; ties: the most chunks): how many
+ * chunks and layers are alive then. */
+void wl__peak_alive(const wl_layout *l, int stage, int *chunks, int *layers);
 
 #endif

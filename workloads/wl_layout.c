@@ -1,10 +1,29 @@
 /* wl_layout.c — parallel layout specs ("tp=8,pp=4,mbs=1,gbs=512,...") and the
  * pipeline schedules.
  *
- * A layout is parsed against a model and a GPU count and every disagreement
- * between the numbers is an error that names them; what is left unsaid takes
- * Megatron-LM's defaults (docs/workloads.md lists them).  The canonical spec
- * (every key, resolved) is what the workload's meta records.
+ * A layout is parsed into a request (the keys given) and resolved against a
+ * model and a GPU count by wl_layout_resolve(), the one place that holds the
+ * validity rules, so that anything enumerating layouts judges them as the
+ * parser does.  Every disagreement between the numbers is an error that
+ * names them; what is left unsaid takes Megatron-LM's defaults
+ * (docs/workloads.md lists them).  The canonical spec (every key, resolved)
+ * is what the workload's meta records.
+ *
+ * Layers go to virtual stages the four ways Megatron-core knows
+ * (transformer_block.py get_num_layers_to_build, transformer_layer.py
+ * get_transformer_layer_offset): an even split; uneven first and last
+ * stages (num_layers_in_{first,last}_pipeline_stage, each divided by vpp);
+ * the embedding and the loss counted as layers
+ * (account_for_{embedding,loss}_in_pipeline_split: (layers + 2) / (pp vpp)
+ * per virtual stage, one fewer transformer layer on the first and the last);
+ * or a pipeline_model_parallel_layout string
+ * (pipeline_parallel_layer_layout.py).  The result is a table of layers per
+ * virtual stage; the embedding is always on virtual stage 0 and the output
+ * layer on the last, where Megatron builds them (pre_process/post_process).
+ *
+ * Experts follow Megatron-core's MoE parallel folding
+ * (parallel_state.initialize_model_parallel): the tp x cp x dp ranks of a
+ * stage are re-read as etp x ep x edp, so ep need not divide dp.
  *
  * Schedules follow Megatron-LM's megatron/core/pipeline_parallel/schedules.py:
  * forward_backward_pipelining_without_interleaving (1F1B: warm-up of
@@ -39,13 +58,27 @@ const char *wl_schedule_name(int s)
 enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
-  K_TP_OVERLAP, K_COUNT
+  K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
     "sp",    "mbs",       "gbs",      "zero",  "recompute",  "schedule",
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
-    "first_stage_layers", "last_stage_layers", "tp_overlap"};
+    "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
+    "account_loss", "pp_layout"};
+/* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
+ * names differ; a key and its alias are one key ("given twice" if both). */
+static const struct {
+  const char *name;
+  int key;
+} key_aliases[] = {
+    {"expert_tensor_parallel_size", K_ETP},
+    {"account_for_embedding_in_pipeline_split", K_ACCOUNT_EMB},
+    {"account_for_loss_in_pipeline_split", K_ACCOUNT_LOSS},
+    {"pipeline_model_parallel_layout", K_PP_LAYOUT},
+    {"num_layers_in_first_pipeline_stage", K_FIRST},
+    {"num_layers_in_last_pipeline_stage", K_LAST},
+};
 
 static int parse_int(const char *s, long *v)
 {
@@ -88,15 +121,28 @@ static int lookup(const char *const *names, int n, const char *v)
   return -1;
 }
 
+static int lookup_key(const char *name)
+{
+  int k = lookup(key_names, K_COUNT, name);
+  for (size_t i = 0; k < 0 && i < sizeof key_aliases / sizeof key_aliases[0]; i++)
+    if (!strcmp(key_aliases[i].name, name))
+      k = key_aliases[i].key;
+  return k;
+}
+
+void wl_layout_request_init(wl_layout *l)
+{
+  memset(l, 0, sizeof *l);
+  l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = -1;
+}
+
 int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout *out, st_err *err)
 {
-  long iv[K_COUNT];
   int given[K_COUNT] = {0};
   char sv[K_COUNT][32];
-  memset(iv, 0, sizeof iv);
   memset(sv, 0, sizeof sv);
   wl_layout l;
-  memset(&l, 0, sizeof l);
+  wl_layout_request_init(&l);
 
 #define ERR(...)                                                                         \
   do {                                                                                   \
@@ -104,7 +150,9 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     return st_err_prefix(err, "layout '%s': ", spec);                                    \
   } while (0)
 
-  /* split on ',' into key=value */
+  /* split on ',' into key=value; pp_layout's value runs on over the pieces
+   * that hold no '=' (Megatron-LM's layout strings use commas cosmetically:
+   * "Et*3|(tt|)*29,m|L"; they are dropped) */
   const char *p = spec;
   while (*p) {
     while (*p == ',' || isspace((unsigned char)*p))
@@ -113,21 +161,40 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       break;
     const char *end = strchr(p, ',');
     size_t n = end ? (size_t)(end - p) : strlen(p);
-    char item[96];
-    if (n >= sizeof item)
+    char item[WL_PP_LAYOUT_MAX + 64];
+    if (n >= 96 && !(n < sizeof item && !strncmp(p, "pp_layout=", 10)) &&
+        !(n < sizeof item && !strncmp(p, "pipeline_model_parallel_layout=", 31)))
       ERR("item '%.*s...' is too long", 20, p);
     memcpy(item, p, n);
     item[n] = '\0';
+    p += n;
+    char *eq = strchr(item, '=');
+    if (!eq) {
+      while (n && isspace((unsigned char)item[n - 1]))
+        item[--n] = '\0';
+      ERR("item '%s' is not key=value", item);
+    }
+    *eq = '\0';
+    int k = lookup_key(item);
+    if (k == K_PP_LAYOUT) {
+      while (*p == ',') {
+        const char *q = p + 1, *qe = strchr(q, ',');
+        size_t qn = qe ? (size_t)(qe - q) : strlen(q);
+        if (memchr(q, '=', qn))
+          break;
+        if (n + qn >= sizeof item)
+          ERR("key '%s' value is too long (at most %d characters)", item, WL_PP_LAYOUT_MAX - 1);
+        memcpy(item + n, q, qn);
+        n += qn;
+        item[n] = '\0';
+        p = q + qn;
+      }
+    }
     while (n && isspace((unsigned char)item[n - 1]))
       item[--n] = '\0';
-    char *eq = strchr(item, '=');
-    if (!eq)
-      ERR("item '%s' is not key=value", item);
-    *eq = '\0';
     const char *key = item, *val = eq + 1;
-    int k = lookup(key_names, K_COUNT, key);
     if (k < 0) {
-      char known[400] = "";
+      char known[600] = "";
       for (int i = 0; i < K_COUNT; i++) {
         strcat(known, i ? ", " : "");
         strcat(known, key_names[i]);
@@ -135,48 +202,339 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       ERR("key '%s' is unknown (known: %s)", key, known);
     }
     if (given[k])
-      ERR("key '%s' is given twice", key);
+      ERR("key '%s' is given twice", key_names[k]);
     given[k] = 1;
+    long iv = 0;
     if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
-    } else if (k == K_BUCKET) {
+      continue;
+    }
+    if (k == K_PP_LAYOUT) {
+      if (strlen(val) >= sizeof l.pp_layout)
+        ERR("key '%s' value is too long (at most %d characters)", key,
+            (int)sizeof l.pp_layout - 1);
+      if (!*val)
+        ERR("key '%s' is empty", key);
+      snprintf(l.pp_layout, sizeof l.pp_layout, "%s", val);
+      continue;
+    }
+    if (k == K_BUCKET) {
       double b;
       if (parse_count(val, &b) || b < 1)
         ERR("key 'bucket' value '%s' is not a positive parameter count (like 40M)", val);
       l.bucket_params = b;
-    } else {
-      if (parse_int(val, &iv[k]))
-        ERR("key '%s' value '%s' is not a non-negative integer", key, val);
-      int positive = k != K_ZERO && k != K_SP && k != K_OVERLAP_GRAD && k != K_OVERLAP_PARAM &&
-                     k != K_FLASH && k != K_FIRST && k != K_LAST && k != K_TP_OVERLAP;
-      if (positive && iv[k] < 1)
-        ERR("key '%s' is 0 (must be >= 1)", key);
-      int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH ||
-                    k == K_TP_OVERLAP;
-      if (boolean && iv[k] > 1)
-        ERR("key '%s' is %ld (must be 0 or 1)", key, iv[k]);
-      if (k == K_ZERO && iv[k] > 3)
-        ERR("key 'zero' is %ld (must be 0, 1, 2 or 3)", iv[k]);
+      continue;
     }
-    p += n;
+    if (parse_int(val, &iv))
+      ERR("key '%s' value '%s' is not a non-negative integer", key, val);
+    int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH ||
+                  k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS;
+    if (!boolean && k != K_ZERO && iv < 1) {
+      if (k == K_FIRST || k == K_LAST)
+        ERR("first_stage_layers/last_stage_layers must be >= 1");
+      ERR("key '%s' is 0 (must be >= 1)", key);
+    }
+    if (boolean && iv > 1)
+      ERR("key '%s' is %ld (must be 0 or 1)", key, iv);
+    if (k == K_ZERO && iv > 3)
+      ERR("key 'zero' is %ld (must be 0, 1, 2 or 3)", iv);
+    int v = (int)iv;
+    switch (k) {
+    case K_TP: l.tp = v; break;
+    case K_PP: l.pp = v; break;
+    case K_DP: l.dp = v; break;
+    case K_CP: l.cp = v; break;
+    case K_EP: l.ep = v; break;
+    case K_ETP: l.etp = v; break;
+    case K_VPP: l.vpp = v; break;
+    case K_SP: l.sp = v; break;
+    case K_MBS: l.mbs = v; break;
+    case K_GBS: l.gbs = v; break;
+    case K_ZERO: l.zero = v; break;
+    case K_OVERLAP_GRAD: l.overlap_grad_reduce = v; break;
+    case K_OVERLAP_PARAM: l.overlap_param_gather = v; break;
+    case K_FLASH: l.flash = v; break;
+    case K_FIRST: l.first_stage_layers = v; break;
+    case K_LAST: l.last_stage_layers = v; break;
+    case K_TP_OVERLAP: l.tp_overlap = v; break;
+    case K_ACCOUNT_EMB: l.account_embedding = v; break;
+    case K_ACCOUNT_LOSS: l.account_loss = v; break;
+    default: break;
+    }
   }
+  if (sv[K_SCHEDULE][0]) {
+    l.schedule = lookup(schedule_names, WL_SCHED_COUNT, sv[K_SCHEDULE]);
+    if (l.schedule < 0)
+      ERR("key 'schedule' value '%s' is unknown (known: 1f1b, gpipe, interleaved)",
+          sv[K_SCHEDULE]);
+  }
+  if (sv[K_RECOMPUTE][0]) {
+    l.recompute = lookup(recompute_names, WL_RECOMPUTE_COUNT, sv[K_RECOMPUTE]);
+    if (l.recompute < 0)
+      ERR("key 'recompute' value '%s' is unknown (known: none, selective, full)", sv[K_RECOMPUTE]);
+  }
+  if (sv[K_DTYPE][0]) {
+    l.dtype = wl_dtype_from_name(sv[K_DTYPE]);
+    if (l.dtype != WL_DTYPE_BF16 && l.dtype != WL_DTYPE_FP16 && l.dtype != WL_DTYPE_FP8)
+      ERR("key 'dtype' value '%s' is unknown (known: bf16, fp16, fp8)", sv[K_DTYPE]);
+  }
+  if (sv[K_GRAD_DTYPE][0]) {
+    l.grad_dtype = wl_dtype_from_name(sv[K_GRAD_DTYPE]);
+    if (l.grad_dtype != WL_DTYPE_FP32 && l.grad_dtype != WL_DTYPE_BF16 &&
+        l.grad_dtype != WL_DTYPE_FP16)
+      ERR("key 'grad_dtype' value '%s' is unknown (known: fp32, bf16, fp16)", sv[K_GRAD_DTYPE]);
+  }
+#undef ERR
+  int rc = wl_layout_resolve(&l, num_gpus, m, spec, err);
+  if (rc == ST_OK)
+    *out = l;
+  return rc;
+}
 
-  l.tp = given[K_TP] ? (int)iv[K_TP] : 1;
-  l.pp = given[K_PP] ? (int)iv[K_PP] : 1;
-  l.cp = given[K_CP] ? (int)iv[K_CP] : 1;
-  l.ep = given[K_EP] ? (int)iv[K_EP] : 1;
-  l.vpp = given[K_VPP] ? (int)iv[K_VPP] : 1;
-  l.mbs = given[K_MBS] ? (int)iv[K_MBS] : 1;
-  l.zero = (int)iv[K_ZERO];
-  l.flash = given[K_FLASH] ? (int)iv[K_FLASH] : 1;
-  l.overlap_grad_reduce = (int)iv[K_OVERLAP_GRAD];
-  l.overlap_param_gather = (int)iv[K_OVERLAP_PARAM];
-  l.first_stage_layers = (int)iv[K_FIRST];
-  l.last_stage_layers = (int)iv[K_LAST];
-  l.tp_overlap = (int)iv[K_TP_OVERLAP];
+/* ---- Megatron-core's pipeline_model_parallel_layout strings ---------------------------- */
+/* The grammar of PipelineParallelLayerLayout.parse_str_to_list
+ * (megatron/core/transformer/pipeline_parallel_layer_layout.py): '(...)*N'
+ * groups are unrolled first (one level: the regex takes no ')' inside), then
+ * 'x*N' repeats one character; '|' separates stages; E embedding,
+ * t transformer layer, L loss, m multi-token prediction (not modelled here).
+ * Positions in messages are 1-based, in the string as given (commas dropped). */
+typedef struct pp_str {
+  char *c;
+  int *pos; /* position in the given string of each character */
+  size_t n, cap;
+} pp_str;
+
+#define PP_EXPAND_MAX 1000000
+
+static int pp_push(pp_str *s, char c, int pos)
+{
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 256;
+    if (cap > PP_EXPAND_MAX)
+      cap = PP_EXPAND_MAX;
+    if (s->n >= cap)
+      return -1;
+    char *nc = realloc(s->c, cap);
+    if (!nc)
+      return -2;
+    s->c = nc;
+    int *np = realloc(s->pos, cap * sizeof *np);
+    if (!np)
+      return -2;
+    s->pos = np;
+    s->cap = cap;
+  }
+  s->c[s->n] = c;
+  s->pos[s->n++] = pos;
+  return 0;
+}
+
+/* A repetition count after '*' at src[*i]; returns -1 when there is none. */
+static long pp_count(const char *src, size_t len, size_t *i)
+{
+  size_t j = *i;
+  if (j >= len || src[j] != '*' || j + 1 >= len || !isdigit((unsigned char)src[j + 1]))
+    return -1;
+  long v = 0;
+  for (j++; j < len && isdigit((unsigned char)src[j]); j++) {
+    v = v * 10 + (src[j] - '0');
+    if (v > PP_EXPAND_MAX)
+      v = PP_EXPAND_MAX + 1;
+  }
+  *i = j;
+  return v;
+}
+
+static void pp_free(pp_str *s)
+{
+  free(s->c);
+  free(s->pos);
+  memset(s, 0, sizeof *s);
+}
+
+/* Expand the layout string s into one character per layer or boundary.
+ * Returns 0, or fills msg with what is wrong (and returns -1; -2 out of memory). */
+static int pp_expand(const char *s, pp_str *out, char *msg, size_t msgn)
+{
+  size_t len = strlen(s);
+  pp_str a = {0};
+  int rc = 0;
+#define PPERR(...)                                                                       \
+  do {                                                                                   \
+    snprintf(msg, msgn, __VA_ARGS__);                                                    \
+    rc = -1;                                                                             \
+    goto done;                                                                           \
+  } while (0)
+#define PUSH(s_, c_, p_)                                                                 \
+  do {                                                                                   \
+    int pr_ = pp_push(s_, c_, p_);                                                       \
+    if (pr_ == -2) {                                                                     \
+      rc = -2;                                                                           \
+      goto done;                                                                         \
+    }                                                                                    \
+    if (pr_)                                                                             \
+      PPERR("expands to more than %d characters", PP_EXPAND_MAX);                        \
+  } while (0)
+  /* pass 1: '(...)*N' */
+  for (size_t i = 0; i < len;) {
+    if (s[i] == ')')
+      PPERR("position %zu: ')' without its '('", i + 1);
+    if (s[i] != '(') {
+      PUSH(&a, s[i], (int)i + 1);
+      i++;
+      continue;
+    }
+    size_t close = i + 1;
+    while (close < len && s[close] != ')') {
+      if (s[close] == '(')
+        PPERR("position %zu: '(' inside '(' at position %zu (groups do not nest)", close + 1,
+              i + 1);
+      close++;
+    }
+    if (close >= len)
+      PPERR("position %zu: '(' without its ')'", i + 1);
+    if (close == i + 1)
+      PPERR("position %zu: '()' repeats nothing", i + 1);
+    size_t j = close + 1;
+    long reps = pp_count(s, len, &j);
+    if (reps < 0)
+      PPERR("position %zu: ')' is not followed by a repetition count '*N'", close + 1);
+    for (long r = 0; r < reps; r++)
+      for (size_t k = i + 1; k < close; k++)
+        PUSH(&a, s[k], (int)k + 1);
+    i = j;
+  }
+  /* pass 2: 'x*N' */
+  for (size_t i = 0; i < a.n;) {
+    if (a.c[i] == '*')
+      PPERR("position %d: '*' repeats nothing", a.pos[i]);
+    if (i + 1 < a.n && a.c[i + 1] == '*') {
+      size_t j = i + 1;
+      long reps = pp_count(a.c, a.n, &j);
+      if (reps < 0)
+        PPERR("position %d: '*' is not followed by a repetition count", a.pos[i + 1]);
+      for (long r = 0; r < reps; r++)
+        PUSH(out, a.c[i], a.pos[i]);
+      i = j;
+      continue;
+    }
+    PUSH(out, a.c[i], a.pos[i]);
+    i++;
+  }
+  for (size_t i = 0; i < out->n; i++) {
+    char c = out->c[i];
+    if (c == 'm')
+      PPERR("position %d: 'm' (a multi-token-prediction layer) is not modelled", out->pos[i]);
+    if (c != 'E' && c != 't' && c != 'L' && c != '|')
+      PPERR("position %d: '%c' is not a layer (known: E embedding, t transformer layer, "
+            "L loss, | stage boundary, (...)*N and x*N repetitions)",
+            out->pos[i], c);
+  }
+done:
+#undef PUSH
+#undef PPERR
+  pp_free(&a);
+  return rc;
+}
+
+/* The layers of each virtual stage from a layout string, with Megatron-core's
+ * validate_layer_layout rules: exactly one E, opening the first stage (where
+ * Megatron builds the embedding: pre_process on virtual stage 0), exactly
+ * one L closing the last, as many t as the model has layers, pp*vpp stages
+ * (the string's stage count sets vpp when vpp is not given). */
+static int pp_layout_split(wl_layout *l, const wl_model *m, int vpp_given, char *msg, size_t msgn)
+{
+  pp_str e = {0};
+  int rc = pp_expand(l->pp_layout, &e, msg, msgn);
+  if (rc)
+    goto done;
+  int nstages = 1, ts = 0, ne = 0, nl = 0;
+  for (size_t i = 0; i < e.n; i++)
+    nstages += e.c[i] == '|';
+#define PPERR(...)                                                                       \
+  do {                                                                                   \
+    snprintf(msg, msgn, __VA_ARGS__);                                                    \
+    rc = -1;                                                                             \
+    goto done;                                                                           \
+  } while (0)
+  if (nstages % l->pp)
+    PPERR("has %d stages, not divisible by pp (%d)", nstages, l->pp);
+  if (vpp_given && nstages != l->pp * l->vpp)
+    PPERR("has %d stages, but pp*vpp = %d*%d = %d", nstages, l->pp, l->vpp, l->pp * l->vpp);
+  if (nstages > WL_MAX_VSTAGES)
+    PPERR("has %d stages, more than the %d virtual stages supported", nstages, WL_MAX_VSTAGES);
+  l->vpp = nstages / l->pp;
+  int vs = 0;
+  memset(l->vs_layers, 0, sizeof l->vs_layers);
+  for (size_t i = 0; i < e.n; i++) {
+    char c = e.c[i];
+    if (c == '|') {
+      vs++;
+      continue;
+    }
+    if (c == 't') {
+      l->vs_layers[vs]++;
+      ts++;
+    } else if (c == 'E') {
+      if (ne++)
+        PPERR("position %d: a second 'E' (the embedding is one layer)", e.pos[i]);
+      if (i != 0)
+        PPERR("position %d: 'E' must open the first stage (Megatron builds the embedding "
+              "on virtual stage 0)",
+              e.pos[i]);
+    } else if (c == 'L') {
+      if (nl++)
+        PPERR("position %d: a second 'L' (the loss is one layer)", e.pos[i]);
+      if (i != e.n - 1)
+        PPERR("position %d: 'L' must close the last stage (Megatron builds the output layer "
+              "and loss on the last virtual stage)",
+              e.pos[i]);
+    }
+  }
+  if (!ne)
+    PPERR("has no 'E' (the embedding must open the first stage)");
+  if (!nl)
+    PPERR("has no 'L' (the loss must close the last stage)");
+  if (ts != m->layers)
+    PPERR("holds %d transformer layers 't', but the model has %d", ts, m->layers);
+#undef PPERR
+done:
+  pp_free(&e);
+  return rc;
+}
+
+int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char *what,
+                      st_err *err)
+{
+  wl_layout l = *io;
+  int given_dp = l.dp > 0, given_gbs = l.gbs > 0, given_vpp = l.vpp > 0;
+  int given_bucket = l.bucket_params > 0, given_etp = l.etp > 0;
+  int given_first = l.first_stage_layers > 0, given_last = l.last_stage_layers > 0;
+
+#define ERR(...)                                                                         \
+  do {                                                                                   \
+    st_err_set(err, ST_EINPUT, __VA_ARGS__);                                             \
+    return st_err_prefix(err, "layout '%s': ", what);                                    \
+  } while (0)
+
+  if (l.tp < 1)
+    l.tp = 1;
+  if (l.pp < 1)
+    l.pp = 1;
+  if (l.cp < 1)
+    l.cp = 1;
+  if (l.ep < 1)
+    l.ep = 1;
+  if (l.vpp < 1)
+    l.vpp = 1;
+  if (l.mbs < 1)
+    l.mbs = 1;
+  if (l.flash < 0)
+    l.flash = 1;
+  if (l.first_stage_layers < 0 || l.last_stage_layers < 0)
+    ERR("first_stage_layers/last_stage_layers must be >= 1");
   long tpc = (long)l.tp * l.pp * l.cp;
-  if (given[K_DP]) {
-    l.dp = (int)iv[K_DP];
+  if (given_dp) {
     if (num_gpus > 0 && tpc * l.dp != num_gpus)
       ERR("tp*pp*dp*cp = %d*%d*%d*%d = %ld, but there are %d GPUs", l.tp, l.pp, l.dp, l.cp,
           tpc * l.dp, num_gpus);
@@ -193,47 +551,99 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
   l.num_gpus = (int)(tpc * l.dp);
   if (l.pp > WL_MAX_STAGES)
     ERR("pp %d exceeds the %d pipeline stages supported", l.pp, WL_MAX_STAGES);
+  /* Megatron-LM: expert_tensor_parallel_size defaults to the TP size */
+  if (!given_etp)
+    l.etp = l.tp;
 
   /* model shape against the layout */
   if (m->heads % l.tp)
     ERR("heads (%d) not divisible by tp (%d)", m->heads, l.tp);
   if (!m->has_mla && m->kv_heads % l.tp)
     ERR("kv_heads (%d) not divisible by tp (%d)", m->kv_heads, l.tp);
-  if ((m->ffn_hidden % l.tp) || (m->has_moe && m->moe.expert_ffn_hidden % l.tp))
-    ERR("ffn_hidden (%d) not divisible by tp (%d)",
-        m->ffn_hidden % l.tp ? m->ffn_hidden : m->moe.expert_ffn_hidden, l.tp);
+  if (m->ffn_hidden % l.tp)
+    ERR("ffn_hidden (%d) not divisible by tp (%d)", m->ffn_hidden, l.tp);
+  if (m->has_moe && m->moe.expert_ffn_hidden % l.etp)
+    ERR("%s (%d) not divisible by %s (%d)", given_etp ? "moe.expert_ffn_hidden" : "ffn_hidden",
+        m->moe.expert_ffn_hidden, given_etp ? "etp" : "tp", l.etp);
+
+  /* layers per virtual stage: one of Megatron's four ways */
+  int stacking = (l.pp_layout[0] != 0) + (given_first || given_last) +
+                 (l.account_embedding || l.account_loss);
+  if (l.pp_layout[0] && stacking > 1)
+    ERR("pp_layout cannot be combined with first_stage_layers, last_stage_layers, "
+        "account_embedding or account_loss (Megatron-core: the layout says it all)");
+  if ((given_first || given_last) && (l.account_embedding || l.account_loss))
+    ERR("first_stage_layers/last_stage_layers cannot be combined with account_embedding or "
+        "account_loss (Megatron-core rejects the combination)");
+  if (l.pp_layout[0]) {
+    char msg[400];
+    int prc = pp_layout_split(&l, m, given_vpp, msg, sizeof msg);
+    if (prc == -2)
+      return st_err_set(err, ST_ENOMEM, "out of memory expanding pp_layout");
+    if (prc)
+      ERR("pp_layout '%s' %s", l.pp_layout, msg);
+  }
   if (l.vpp > 1 && l.pp == 1)
     ERR("vpp (%d) needs pp > 1", l.vpp);
-  /* layers per stage */
-  if (given[K_FIRST] || given[K_LAST]) {
+  if ((long)l.pp * l.vpp > WL_MAX_VSTAGES)
+    ERR("pp*vpp = %d*%d = %ld virtual stages exceed the %d supported", l.pp, l.vpp,
+        (long)l.pp * l.vpp, WL_MAX_VSTAGES);
+  int nvs = l.pp * l.vpp;
+  if (given_first || given_last) {
+    /* Megatron-core get_num_layers_to_build with num_layers_in_{first,last}_pipeline_stage:
+     * the stage's count covers all its virtual stages */
     if (l.pp < 2)
       ERR("first_stage_layers/last_stage_layers need pp > 1 (pp is %d)", l.pp);
-    int fixed = (given[K_FIRST] ? 1 : 0) + (given[K_LAST] ? 1 : 0);
+    int fixed = given_first + given_last;
     int rest_stages = l.pp - fixed;
     long rest = (long)m->layers - l.first_stage_layers - l.last_stage_layers;
-    if ((given[K_FIRST] && l.first_stage_layers < 1) || (given[K_LAST] && l.last_stage_layers < 1))
-      ERR("first_stage_layers/last_stage_layers must be >= 1");
     if (rest < 0 || (rest_stages == 0 && rest != 0) ||
         (rest_stages > 0 && (rest % rest_stages || rest == 0)))
       ERR("layers (%d) minus first_stage_layers (%d) and last_stage_layers (%d) = %ld not "
           "divisible into the %d other stages",
           m->layers, l.first_stage_layers, l.last_stage_layers, rest, rest_stages);
-    for (int s = 0; s < l.pp; s++)
-      if (wl_layout_stage_layers(&l, m, s) % l.vpp)
-        ERR("stage %d has %d layers, not divisible by vpp (%d)", s,
-            wl_layout_stage_layers(&l, m, s), l.vpp);
-  } else if (m->layers % (l.pp * l.vpp)) {
-    ERR("layers (%d) not divisible by pp*vpp = %d*%d = %d (first_stage_layers and "
-        "last_stage_layers give an uneven split)",
-        m->layers, l.pp, l.vpp, l.pp * l.vpp);
+    for (int s = 0; s < l.pp; s++) {
+      int n = s == 0 && given_first            ? l.first_stage_layers
+              : s == l.pp - 1 && given_last    ? l.last_stage_layers
+                                               : (int)(rest / rest_stages);
+      if (n % l.vpp)
+        ERR("stage %d has %d layers, not divisible by vpp (%d)", s, n, l.vpp);
+      for (int c = 0; c < l.vpp; c++)
+        l.vs_layers[c * l.pp + s] = n / l.vpp;
+    }
+  } else if (!l.pp_layout[0]) {
+    /* even split; with account_for_{embedding,loss}_in_pipeline_split the
+     * embedding and the loss count as one layer each and the first (last)
+     * virtual stage builds one transformer layer fewer */
+    long n = (long)m->layers + l.account_embedding + l.account_loss;
+    if (n % nvs) {
+      if (l.account_embedding || l.account_loss)
+        ERR("layers (%d) + embedding (%d) + loss (%d) = %ld not divisible by pp*vpp = %d*%d = "
+            "%d",
+            m->layers, l.account_embedding, l.account_loss, n, l.pp, l.vpp, nvs);
+      ERR("layers (%d) not divisible by pp*vpp = %d*%d = %d (first_stage_layers and "
+          "last_stage_layers, account_embedding and account_loss, or pp_layout give other "
+          "splits)",
+          m->layers, l.pp, l.vpp, nvs);
+    }
+    for (int vs = 0; vs < nvs; vs++)
+      l.vs_layers[vs] = (int)(n / nvs);
+    l.vs_layers[0] -= l.account_embedding;
+    l.vs_layers[nvs - 1] -= l.account_loss;
+    if (l.vs_layers[0] < 0 || l.vs_layers[nvs - 1] < 0)
+      ERR("layers (%d) + embedding (%d) + loss (%d) = %ld over pp*vpp = %d virtual stages "
+          "leave none for the embedding or the loss to replace",
+          m->layers, l.account_embedding, l.account_loss, n, nvs);
   }
+  for (int vs = nvs; vs < WL_MAX_VSTAGES; vs++)
+    l.vs_layers[vs] = 0;
   /* batch */
-  l.gbs = given[K_GBS] ? (int)iv[K_GBS] : l.mbs * l.dp;
+  l.gbs = given_gbs ? l.gbs : l.mbs * l.dp;
   if (l.gbs % ((long)l.mbs * l.dp))
     ERR("gbs (%d) not divisible by mbs*dp = %d*%d = %d", l.gbs, l.mbs, l.dp, l.mbs * l.dp);
   l.num_microbatches = l.gbs / (l.mbs * l.dp);
   /* sequence */
-  l.sp = l.tp > 1 ? (int)iv[K_SP] : 0; /* Megatron turns SP off when tp == 1 */
+  l.sp = l.tp > 1 ? l.sp : 0; /* Megatron turns SP off when tp == 1 */
   if (l.cp > 1 && m->seq_len % (2 * l.cp))
     ERR("seq_len (%d) not divisible by 2*cp = %d (context parallelism splits it into 2*cp "
         "chunks)",
@@ -247,24 +657,25 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     ERR("tp_overlap=1 needs sp=1 and tp > 1 (Megatron-LM's --tp-comm-overlap overlaps the "
         "sequence-parallel all-gathers and reduce-scatters); sp is %d, tp is %d",
         l.sp, l.tp);
-  /* experts */
+  /* experts: Megatron-core's MoE parallel folding (initialize_model_parallel):
+   * the expert grid of a stage is etp x ep x edp over its tp x cp x dp ranks */
   if (l.ep > 1 && !m->has_moe)
     ERR("ep (%d) needs a model with 'moe'", l.ep);
-  if (((long)l.dp * l.cp) % l.ep)
-    ERR("ep (%d) does not divide dp*cp = %d*%d = %d", l.ep, l.dp, l.cp, l.dp * l.cp);
+  if (given_etp && !m->has_moe)
+    ERR("etp (%d) needs a model with 'moe'", l.etp);
+  long dense = (long)l.tp * l.cp * l.dp, grid = (long)l.etp * l.ep;
+  if (dense % grid)
+    ERR("etp*ep = %d*%d = %ld does not divide tp*cp*dp = %d*%d*%d = %ld (the expert-parallel "
+        "group is drawn from the TP x CP x DP ranks of a stage)",
+        l.etp, l.ep, grid, l.tp, l.cp, l.dp, dense);
+  l.edp = (int)(dense / grid);
   if (m->has_moe && m->moe.experts % l.ep)
     ERR("moe.experts (%d) not divisible by ep (%d)", m->moe.experts, l.ep);
   if (m->has_moe && l.tp > 1 && !l.sp)
     ERR("a MoE model with tp (%d) > 1 needs sp=1 (as Megatron-LM requires)", l.tp);
   /* schedule */
-  if (sv[K_SCHEDULE][0]) {
-    l.schedule = lookup(schedule_names, WL_SCHED_COUNT, sv[K_SCHEDULE]);
-    if (l.schedule < 0)
-      ERR("key 'schedule' value '%s' is unknown (known: 1f1b, gpipe, interleaved)",
-          sv[K_SCHEDULE]);
-  } else {
+  if (l.schedule < 0)
     l.schedule = l.vpp > 1 ? WL_SCHED_INTERLEAVED : WL_SCHED_1F1B;
-  }
   if (l.schedule == WL_SCHED_INTERLEAVED && l.vpp < 2)
     ERR("schedule 'interleaved' needs vpp > 1 (vpp is %d)", l.vpp);
   if (l.schedule != WL_SCHED_INTERLEAVED && l.vpp > 1)
@@ -274,26 +685,13 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     ERR("schedule 'interleaved': micro-batches gbs/(mbs*dp) = %d not divisible by pp (%d)",
         l.num_microbatches, l.pp);
   /* recomputation and precision */
-  l.recompute = WL_RECOMPUTE_NONE;
-  if (sv[K_RECOMPUTE][0]) {
-    l.recompute = lookup(recompute_names, WL_RECOMPUTE_COUNT, sv[K_RECOMPUTE]);
-    if (l.recompute < 0)
-      ERR("key 'recompute' value '%s' is unknown (known: none, selective, full)", sv[K_RECOMPUTE]);
-  }
-  l.dtype = WL_DTYPE_BF16;
-  if (sv[K_DTYPE][0]) {
-    l.dtype = wl_dtype_from_name(sv[K_DTYPE]);
-    if (l.dtype != WL_DTYPE_BF16 && l.dtype != WL_DTYPE_FP16 && l.dtype != WL_DTYPE_FP8)
-      ERR("key 'dtype' value '%s' is unknown (known: bf16, fp16, fp8)", sv[K_DTYPE]);
-  }
+  if (l.recompute < 0)
+    l.recompute = WL_RECOMPUTE_NONE;
+  if (l.dtype < 0)
+    l.dtype = WL_DTYPE_BF16;
   /* Megatron accumulates and all-reduces bf16 gradients in fp32; fp16 in fp16. */
-  l.grad_dtype = l.dtype == WL_DTYPE_FP16 ? WL_DTYPE_FP16 : WL_DTYPE_FP32;
-  if (sv[K_GRAD_DTYPE][0]) {
-    l.grad_dtype = wl_dtype_from_name(sv[K_GRAD_DTYPE]);
-    if (l.grad_dtype != WL_DTYPE_FP32 && l.grad_dtype != WL_DTYPE_BF16 &&
-        l.grad_dtype != WL_DTYPE_FP16)
-      ERR("key 'grad_dtype' value '%s' is unknown (known: fp32, bf16, fp16)", sv[K_GRAD_DTYPE]);
-  }
+  if (l.grad_dtype < 0)
+    l.grad_dtype = l.dtype == WL_DTYPE_FP16 ? WL_DTYPE_FP16 : WL_DTYPE_FP32;
   /* data parallelism */
   if (l.zero == 3 && l.pp > 1)
     ERR("zero=3 (FSDP) with pp (%d) > 1 is not supported (DeepSpeed and PyTorch FSDP do not "
@@ -302,59 +700,77 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
   if (l.overlap_param_gather && (l.zero == 0 || l.zero == 3))
     ERR("overlap_param_gather=1 needs zero=1 or zero=2 (the distributed optimizer); zero is %d",
         l.zero);
-  if (given[K_BUCKET] && (!l.overlap_grad_reduce || l.zero == 3))
+  if (given_bucket && (!l.overlap_grad_reduce || l.zero == 3))
     ERR("bucket has no effect without overlap_grad_reduce=1 and zero < 3 (the whole gradient "
         "buffer is reduced at once)");
-  if (!given[K_BUCKET] && l.overlap_grad_reduce && l.zero < 3) {
+  if (!given_bucket && l.overlap_grad_reduce && l.zero < 3) {
     /* Megatron DistributedDataParallel: max(40M, 1M x data-parallel size) parameters */
     double d = (double)l.dp * l.cp;
     l.bucket_params = fmax(4e7, 1e6 * d);
   }
 
-  int off = snprintf(l.spec, sizeof l.spec,
-                     "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d,vpp=%d,sp=%d,mbs=%d,gbs=%d,zero=%d,"
-                     "recompute=%s,schedule=%s,dtype=%s,grad_dtype=%s,overlap_grad_reduce=%d,"
-                     "overlap_param_gather=%d,flash=%d",
-                     l.tp, l.pp, l.dp, l.cp, l.ep, l.vpp, l.sp, l.mbs, l.gbs, l.zero,
-                     recompute_names[l.recompute], schedule_names[l.schedule],
-                     wl_dtype_name(l.dtype), wl_dtype_name(l.grad_dtype), l.overlap_grad_reduce,
-                     l.overlap_param_gather, l.flash);
-  if (l.bucket_params > 0 && off > 0 && (size_t)off < sizeof l.spec)
-    off += snprintf(l.spec + off, sizeof l.spec - (size_t)off, ",bucket=%.0f", l.bucket_params);
-  if (l.first_stage_layers && off > 0 && (size_t)off < sizeof l.spec)
-    off += snprintf(l.spec + off, sizeof l.spec - (size_t)off, ",first_stage_layers=%d",
-                    l.first_stage_layers);
-  if (l.last_stage_layers && off > 0 && (size_t)off < sizeof l.spec)
-    off += snprintf(l.spec + off, sizeof l.spec - (size_t)off, ",last_stage_layers=%d",
-                    l.last_stage_layers);
-  /* only when set, so that layouts without it keep their canonical spec */
-  if (l.tp_overlap && off > 0 && (size_t)off < sizeof l.spec)
-    snprintf(l.spec + off, sizeof l.spec - (size_t)off, ",tp_overlap=1");
-  *out = l;
+  /* the canonical spec; keys added after the first version appear only when
+   * they differ from their defaults, so older layouts keep their spec */
+  st_buf b;
+  st_buf_init(&b);
+  st_buf_printf(&b,
+                "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d,vpp=%d,sp=%d,mbs=%d,gbs=%d,zero=%d,"
+                "recompute=%s,schedule=%s,dtype=%s,grad_dtype=%s,overlap_grad_reduce=%d,"
+                "overlap_param_gather=%d,flash=%d",
+                l.tp, l.pp, l.dp, l.cp, l.ep, l.vpp, l.sp, l.mbs, l.gbs, l.zero,
+                recompute_names[l.recompute], schedule_names[l.schedule],
+                wl_dtype_name(l.dtype), wl_dtype_name(l.grad_dtype), l.overlap_grad_reduce,
+                l.overlap_param_gather, l.flash);
+  if (l.bucket_params > 0)
+    st_buf_printf(&b, ",bucket=%.0f", l.bucket_params);
+  if (l.first_stage_layers)
+    st_buf_printf(&b, ",first_stage_layers=%d", l.first_stage_layers);
+  if (l.last_stage_layers)
+    st_buf_printf(&b, ",last_stage_layers=%d", l.last_stage_layers);
+  if (l.tp_overlap)
+    st_buf_printf(&b, ",tp_overlap=1");
+  if (l.etp != l.tp)
+    st_buf_printf(&b, ",etp=%d", l.etp);
+  if (l.account_embedding)
+    st_buf_printf(&b, ",account_embedding=1");
+  if (l.account_loss)
+    st_buf_printf(&b, ",account_loss=1");
+  if (l.pp_layout[0])
+    st_buf_printf(&b, ",pp_layout=%s", l.pp_layout);
+  if (!b.data || b.len >= sizeof l.spec) {
+    st_buf_release(&b);
+    ERR("the canonical spec is longer than %zu characters", sizeof l.spec - 1);
+  }
+  memcpy(l.spec, b.data, b.len + 1);
+  st_buf_release(&b);
+  *io = l;
 #undef ERR
   return ST_OK;
 }
 
+int wl_layout_vstage_layers(const wl_layout *l, int vs)
+{
+  return vs >= 0 && vs < l->pp * l->vpp && vs < WL_MAX_VSTAGES ? l->vs_layers[vs] : 0;
+}
+
 int wl_layout_stage_layers(const wl_layout *l, const wl_model *m, int s)
 {
-  if (!l->first_stage_layers && !l->last_stage_layers)
-    return m->layers / l->pp;
-  if (s == 0 && l->first_stage_layers)
-    return l->first_stage_layers;
-  if (s == l->pp - 1 && l->last_stage_layers)
-    return l->last_stage_layers;
-  int fixed = (l->first_stage_layers ? 1 : 0) + (l->last_stage_layers ? 1 : 0);
-  return (m->layers - l->first_stage_layers - l->last_stage_layers) / (l->pp - fixed);
+  (void)m;
+  int n = 0;
+  for (int c = 0; c < l->vpp; c++)
+    n += wl_layout_vstage_layers(l, c * l->pp + s);
+  return n;
 }
 
 void wl__chunk_layers(const wl_layout *l, const wl_model *m, int stage, int chunk, int *first,
                       int *count)
 {
+  (void)m;
   int f = 0;
   for (int vs = 0; vs < chunk * l->pp + stage; vs++)
-    f += wl_layout_stage_layers(l, m, vs % l->pp) / l->vpp;
+    f += wl_layout_vstage_layers(l, vs);
   *first = f;
-  *count = wl_layout_stage_layers(l, m, stage) / l->vpp;
+  *count = wl_layout_vstage_layers(l, chunk * l->pp + stage);
 }
 
 wl__unit *wl__schedule(const wl_layout *l, int s, int *n)
@@ -406,18 +822,27 @@ wl__unit *wl__schedule(const wl_layout *l, int s, int *n)
   return u;
 }
 
-int wl__max_inflight_chunks(const wl_layout *l, int stage)
+void wl__peak_alive(const wl_layout *l, int stage, int *chunks, int *layers)
 {
   int n = 0;
   wl__unit *u = wl__schedule(l, stage, &n);
-  if (!u)
-    return l->num_microbatches * l->vpp;
-  int cur = 0, best = 0;
+  if (!u) {
+    /* out of memory: every chunk of every micro-batch, the most there can be */
+    *chunks = l->num_microbatches * l->vpp;
+    *layers = l->num_microbatches * wl_layout_stage_layers(l, NULL, stage);
+    return;
+  }
+  int cur = 0, cur_layers = 0, best = 0, best_layers = 0;
   for (int i = 0; i < n; i++) {
+    int k = wl_layout_vstage_layers(l, u[i].chunk * l->pp + stage);
     cur += u[i].fwd ? 1 : -1;
-    if (cur > best)
+    cur_layers += u[i].fwd ? k : -k;
+    if (cur_layers > best_layers || (cur_layers == best_layers && cur > best)) {
       best = cur;
+      best_layers = cur_layers;
+    }
   }
   free(u);
-  return best;
+  *chunks = best;
+  *layers = best_layers;
 }

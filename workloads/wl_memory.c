@@ -14,7 +14,12 @@
  * selective recomputation and 2sbh(/t) with full recomputation.  Fused
  * (flash) attention stores no s^2 tensors, only the softmax statistics.
  * The number of micro-batches alive at the peak comes from the schedule
- * itself (wl__max_inflight_chunks).
+ * itself (wl__peak_alive), layers counted per virtual stage.
+ *
+ * Expert weights are sharded by etp x ep (Megatron-core's expert tensor and
+ * expert model parallel groups) and their optimizer state over the expert
+ * data-parallel group (tp cp dp / (etp ep) ranks); the embedding sits on the
+ * first stage and the output layer on the last, whatever the split.
  */
 #include <math.h>
 #include <string.h>
@@ -55,12 +60,14 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
   if (wl__is_moe_layer(m, layer)) {
     const wl_moe *mo = &m->moe;
     double cf = mo->capacity_factor > 0 ? mo->capacity_factor : 1;
-    double te = tok * mo->top_k * cf, ef = mo->expert_ffn_hidden;
+    /* tokens through this rank's experts: its own (T/tp with SP) x top_k,
+     * gathered over the expert-TP group */
+    double te = tok * l->etp / (l->sp ? t : 1) * mo->top_k * cf, ef = mo->expert_ffn_hidden;
     x += 2 * sbh * rep                      /* router input */
          + 4 * tok * rep * mo->experts      /* router probabilities, fp32 */
-         + 2 * te * h                       /* expert fc1 input (TP-gathered) */
-         + 2 * te * gate * ef / t           /* activation input */
-         + 2 * te * ef / t                  /* expert fc2 input */
+         + 2 * te * h                       /* expert fc1 input (expert-TP-gathered) */
+         + 2 * te * gate * ef / l->etp      /* activation input */
+         + 2 * te * ef / l->etp             /* expert fc2 input */
          + 2 * tok * rep * mo->top_k * cf * h; /* combine input */
     if (mo->shared_experts) {
       double f = mo->shared_experts * ef;
@@ -83,7 +90,7 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
   memset(out, 0, sizeof *out);
   out->num_stages = l->pp;
   double pb = 2, gb = wl_dtype_bytes(l->grad_dtype);
-  double dpcp = (double)l->dp * l->cp, edp = dpcp / l->ep;
+  double dpcp = (double)l->dp * l->cp, edp = l->edp;
   double b = l->mbs, sl = (double)m->seq_len / l->cp, h = m->hidden, t = l->tp;
   double rep = l->sp ? 1.0 / t : 1.0;
   for (int s = 0; s < l->pp; s++) {
@@ -96,7 +103,7 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
       wl__chunk_layers(l, m, s, c, &first, &count);
       for (int i = first; i < first + count; i++) {
         wl__params lp;
-        wl__layer_params(m, l->tp, l->ep, i, &lp);
+        wl__layer_params(m, l->tp, l->etp, l->ep, i, &lp);
         dense += lp.attn + lp.mlp;
         expert += lp.expert;
         double a = layer_act(m, l, i, l->recompute);
@@ -118,8 +125,11 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
     st->grads_bytes = (l->zero >= 2 ? dshard + xshard : dense + expert) * gb;
     st->optimizer_bytes = 12 * (l->zero >= 1 ? dshard + xshard : dense + expert);
     st->act_layer_bytes = act_max;
-    int chunks = wl__max_inflight_chunks(l, s);
-    int per_chunk = nl / l->vpp;
+    /* the schedule's moment with the most layers alive; a chunk's layers
+     * are per virtual stage (account_embedding, pp_layout: not all alike) */
+    int chunks = 0, alive_layers = 0;
+    wl__peak_alive(l, s, &chunks, &alive_layers);
+    double per_chunk = chunks ? (double)alive_layers / chunks : 0;
     st->inflight = (double)chunks / l->vpp;
     st->activations_bytes = act_max * per_chunk * chunks;
     /* embedding output's dropout mask on the first stage, per micro-batch alive;

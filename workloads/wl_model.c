@@ -324,7 +324,7 @@ int wl__is_moe_layer(const wl_model *m, int layer)
  * position embeddings; Llama-style (swiglu) have none of the three. */
 static int gpt_style(const wl_model *m) { return m->ffn_act == WL_ACT_GELU; }
 
-void wl__layer_params(const wl_model *m, int tp, int ep, int layer, wl__params *p)
+void wl__layer_params(const wl_model *m, int tp, int etp, int ep, int layer, wl__params *p)
 {
   double h = m->hidden, t = tp;
   double norm = gpt_style(m) ? 2 * h : h;
@@ -346,7 +346,7 @@ void wl__layer_params(const wl_model *m, int tp, int ep, int layer, wl__params *
     double ef = m->moe.expert_ffn_hidden;
     p->mlp = h * m->moe.experts + norm; /* router (replicated) */
     p->mlp += gate * h * (m->moe.shared_experts * ef) / t;
-    p->expert = (double)m->moe.experts / ep * gate * h * ef / t;
+    p->expert = (double)m->moe.experts / ep * gate * h * ef / etp;
   } else {
     double f = m->ffn_hidden;
     p->mlp = gate * h * f / t + bias * (f / t + h) + norm;
@@ -375,7 +375,7 @@ double wl_model_params(const wl_model *m)
   double p = 0;
   for (int l = 0; l < m->layers; l++) {
     wl__params lp;
-    wl__layer_params(m, 1, 1, l, &lp);
+    wl__layer_params(m, 1, 1, 1, l, &lp);
     p += lp.attn + lp.mlp + lp.expert;
   }
   /* unpadded vocabulary for the model's own size */

@@ -332,11 +332,18 @@ typedef enum wl_schedule {
 } wl_schedule;
 
 #define WL_MAX_STAGES 256
+#define WL_MAX_VSTAGES 1024  /* pipeline stages x virtual stages */
+#define WL_PP_LAYOUT_MAX 512 /* characters of a pp_layout string, NUL included */
 
-/* A parallel layout, resolved against a model and a GPU count.  Plain data. */
+/* A parallel layout, resolved against a model and a GPU count.  Plain data.
+ * Before wl_layout_resolve() it is a request (wl_layout_request_init): a
+ * size of 0 and an enum of -1 mean "not given, take the default". */
 typedef struct wl_layout {
   int num_gpus;          /* tp * pp * dp * cp */
   int tp, pp, dp, cp, ep, vpp, sp;
+  int etp;               /* expert tensor-parallel size (Megatron's
+                            expert_tensor_parallel_size; default tp) */
+  int edp;               /* expert data-parallel size: tp * cp * dp / (etp * ep) */
   int mbs, gbs, num_microbatches; /* num_microbatches = gbs / (mbs * dp) */
   int zero;              /* 0 DDP, 1/2 distributed optimizer, 3 FSDP */
   int recompute;         /* wl_recompute */
@@ -346,17 +353,33 @@ typedef struct wl_layout {
   double bucket_params;  /* DP bucket size in parameters (Megatron's default when 0) */
   int flash;             /* fused attention: no s^2 activations stored (default 1) */
   int first_stage_layers, last_stage_layers; /* 0 = even split */
+  int account_embedding, account_loss; /* Megatron's account_for_{embedding,loss}_in_
+                                          pipeline_split: each counts as a layer */
+  char pp_layout[WL_PP_LAYOUT_MAX]; /* Megatron's pipeline_model_parallel_layout, "" = none */
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
                             overlapped with their GEMMs (needs sp) */
-  char spec[320];        /* canonical spec: every key, resolved */
+  int vs_layers[WL_MAX_VSTAGES]; /* transformer layers of virtual stage c * pp + s
+                                    (chunk c of stage s); resolved */
+  char spec[1024];       /* canonical spec: every key, resolved */
 } wl_layout;
 
 /* Parse "tp=8,pp=4,mbs=1,gbs=512,...".  num_gpus 0 means "what the layout
  * says" (dp defaults to 1); otherwise dp defaults to what the GPU count
- * leaves.  Every inconsistency is an error that names the numbers. */
+ * leaves.  Every inconsistency is an error that names the numbers.  Parsing
+ * fills a request and hands it to wl_layout_resolve(). */
 int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout *l, st_err *err);
+/* An empty request: every key not given. */
+void wl_layout_request_init(wl_layout *l);
+/* Apply the defaults to a request and check it against the model and the GPU
+ * count: every validity rule of a layout lives here, so that parsing and an
+ * enumeration of layouts agree.  Messages start "layout 'WHAT': ".  On error
+ * *l is unchanged. */
+int wl_layout_resolve(wl_layout *l, int num_gpus, const wl_model *m, const char *what,
+                      st_err *err);
 /* Transformer layers held by pipeline stage s (all its virtual chunks). */
 int wl_layout_stage_layers(const wl_layout *l, const wl_model *m, int stage);
+/* Transformer layers of virtual stage vs = chunk * pp + stage (0 outside). */
+int wl_layout_vstage_layers(const wl_layout *l, int vs);
 const char *wl_recompute_name(int r);
 const char *wl_schedule_name(int s);
 
