@@ -74,13 +74,34 @@ typedef struct waitq {
   int n, cap;
 } waitq;
 
+struct chain_seg;
+struct actor_ctx;
 typedef struct rank_state {
   uint32_t *done;       /* ops completed per stream of the rank's program */
   waitq wq;             /* streams waiting for another stream of this rank */
   int waiters;
   int n_compute, n_xfer, n_bubble;
   double last_t;
+  /* A stream running ahead (design note 7): its planned segments stand in
+   * for its counters until ahead_end; a transfer of another stream starting
+   * before then interrupts it. */
+  const struct chain_seg *ahead;
+  int ahead_n, ahead_pos, interrupted;
+  double ahead_end;
+  struct actor_ctx *ahead_actor;
+  int first_actor, n_actors; /* its streams' actors in E.actors */
 } rank_state;
+
+/* One planned piece of a run-ahead chain: a compute run (ops k..k2 of the
+ * stream) or a closed-form collective (k == k2): arrival t0, transfer start
+ * ts (collective), end t1. */
+typedef struct chain_seg {
+  uint32_t k, k2;
+  uint8_t coll;
+  double t0, ts, t1;
+  double total, modelled; /* compute run: duration, and its modelled share */
+  struct coll_memo *mm;   /* collective: its memo (choice, closed form) */
+} chain_seg;
 
 typedef struct comm_state {
   uint64_t gen;         /* instances started */
@@ -143,6 +164,9 @@ struct actor_ctx {
   int64_t waiting_for; /* op index of another stream it waits for, or -1 */
   int wait_stream;     /* ... on this stream, */
   uint32_t wait_pos;   /* ... at this position in it */
+  struct chain_seg *segs; /* run-ahead plan (design note 7) */
+  size_t cap_segs;
+  int finished;        /* its last op is done */
 };
 
 typedef struct prog_info {
@@ -152,6 +176,8 @@ typedef struct prog_info {
   uint8_t *is_target;     /* per op: some op of another stream waits on it */
   double *dur;            /* per op: compute time on the cluster's device (priced
                              once per program, not once per rank), else 0 */
+  uint32_t *role_streams; /* per role: bit s set when ops of stream s play it
+                             (all bits when the program has over 32 streams) */
 } prog_info;
 
 static struct engine {
@@ -205,29 +231,82 @@ static void fail(int code, const char *msg)
   }
 }
 
-/* Account the time since the last change to one bucket, then apply deltas. */
+static void charge(sim_rank_stats *st, double dt, int nc, int nx, int nb)
+{
+  if (!(dt > 0))
+    return;
+  if (nc > 0) {
+    st->compute_s += dt;
+    if (nx > 0)
+      st->overlapped_comm_s += dt;
+  } else if (nx > 0) {
+    st->exposed_comm_s += dt;
+  } else if (nb > 0) {
+    st->bubble_s += dt;
+  } else {
+    st->idle_s += dt;
+  }
+}
+
+/* What a running-ahead stream is doing at time u: 1 computing, 2
+ * transferring, 0 waiting; *until: when that changes. */
+static int ahead_state(rank_state *rs, double u, double *until)
+{
+  while (rs->ahead_pos < rs->ahead_n && rs->ahead[rs->ahead_pos].t1 <= u)
+    rs->ahead_pos++;
+  if (rs->ahead_pos >= rs->ahead_n || u >= rs->ahead_end) {
+    *until = INFINITY;
+    return 0;
+  }
+  const chain_seg *g = &rs->ahead[rs->ahead_pos];
+  if (!g->coll) {
+    *until = fmin(g->t1, rs->ahead_end);
+    return 1;
+  }
+  if (u < g->ts) {
+    *until = g->ts;
+    return 0;
+  }
+  *until = fmin(g->t1, rs->ahead_end);
+  return 2;
+}
+
+/* Account the time since the last change to one bucket, then apply deltas.
+ * With a stream running ahead, the time is cut where its state changes. */
 static void acct(int rank, int dc, int dx, int db)
 {
   rank_state *rs = &E.ranks[rank];
   sim_rank_stats *st = &E.res->ranks[rank];
-  double t = now(), dt = t - rs->last_t;
-  if (dt > 0) {
-    if (rs->n_compute > 0) {
-      st->compute_s += dt;
-      if (rs->n_xfer > 0)
-        st->overlapped_comm_s += dt;
-    } else if (rs->n_xfer > 0) {
-      st->exposed_comm_s += dt;
-    } else if (rs->n_bubble > 0) {
-      st->bubble_s += dt;
-    } else {
-      st->idle_s += dt;
+  double t = now();
+  if (!rs->ahead) {
+    charge(st, t - rs->last_t, rs->n_compute, rs->n_xfer, rs->n_bubble);
+  } else {
+    for (double u = rs->last_t; u < t;) {
+      double until;
+      int a = ahead_state(rs, u, &until);
+      double v = fmin(until, t);
+      charge(st, v - u, rs->n_compute + (a == 1), rs->n_xfer + (a == 2), rs->n_bubble);
+      u = v;
+    }
+    if (dx > 0 && !rs->interrupted && t < rs->ahead_end) {
+      rs->interrupted = 1; /* a transfer beside its compute: it must see it */
+      sg_sem_release(rs->ahead_actor->sem);
     }
   }
   rs->last_t = t;
   rs->n_compute += dc;
   rs->n_xfer += dx;
   rs->n_bubble += db;
+}
+
+/* Transfers of the rank running now, a running-ahead stream's included. */
+static int xfer_now(int rank)
+{
+  rank_state *rs = &E.ranks[rank];
+  if (!rs->ahead)
+    return rs->n_xfer;
+  double until;
+  return rs->n_xfer + (ahead_state(rs, now(), &until) == 2);
 }
 
 static void wq_wait(waitq *q)
@@ -1369,6 +1448,317 @@ static void sym_expand_links(void)
 
 /* ---- the stream actor ---------------------------------------------------- */
 
+/* The compute run starting at stream position k: up to the next op another
+ * stream waits on, or the next op that itself waits or is not compute.
+ * Returns its last position; *total its time, *modelled the share the
+ * compute model priced; phase times are charged when charge_phase. */
+static uint32_t compute_run_end(const actor_ctx *a, int rank, const wl_program *p,
+                                const prog_info *pi, uint32_t k, double *total, double *modelled,
+                                int charge_phase)
+{
+  uint32_t k2 = k;
+  double tot = 0, mod = 0;
+  for (;;) {
+    const wl_op *o = &p->ops[a->ops[k2]];
+    double d = pi->dur[a->ops[k2]];
+    tot += d;
+    if (o->duration_s < 0)
+      mod += d;
+    if (charge_phase)
+      E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d;
+    if (pi->is_target[a->ops[k2]] || k2 + 1 >= a->num_ops)
+      break;
+    const wl_op *nx = &p->ops[a->ops[k2 + 1]];
+    if (nx->kind != WL_OP_COMPUTE || nx->wait_count > 0)
+      break;
+    k2++;
+  }
+  *total = tot;
+  *modelled = mod;
+  return k2;
+}
+
+/* A compute run k..k2 that began at t0 after its first wait (of `slept`
+ * seconds; ov0 the rank's overlapped time when that wait began): the
+ * overlap stretch, its rows and phase times, and the stream's progress. */
+static void compute_run_tail(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
+                             uint32_t k, uint32_t k2, double t0, double total, double modelled,
+                             double ov0, double slept)
+{
+  sim_rank_stats *st = &E.res->ranks[rank];
+  double extra = 0;
+  if (modelled > 0 && E.overlap_slowdown > 0) {
+    /* Each overlapped second costs q more; the stretch may overlap a
+     * transfer too, and so on.  A transfer that covered the whole last
+     * sleep and is still running covers the rest of that series as
+     * well: add (1 + q + q^2 + ...) = add / (1 - q) in one sleep, the
+     * limit the step-by-step stretches reach (a transfer that ends
+     * inside it leaves at most q / (1 - q) of its uncovered part too
+     * much).  One to three sleeps instead of one per factor q. */
+    double q = E.overlap_slowdown * (modelled / total);
+    double seen = 0; /* overlapped time already paid for */
+    acct(rank, 0, 0, 0);
+    for (int it = 0; it < 16; it++) {
+      double ov = st->overlapped_comm_s - ov0 - seen;
+      seen += ov;
+      double add = q * ov;
+      if (!(add > 1e-12))
+        break;
+      int whole = q < 0.5 && xfer_now(rank) > 0 && ov >= slept * (1 - 1e-9);
+      if (whole)
+        add /= 1 - q;
+      extra += add;
+      sg_actor_sleep_for(add);
+      slept = add; /* length of the last sleep */
+      acct(rank, 0, 0, 0);
+      if (whole)
+        break;
+    }
+  }
+  acct(rank, -1, 0, 0);
+  double scale = modelled > 0 ? 1.0 + extra / modelled : 1.0, off = 0;
+  for (uint32_t j = k; (E.opt->timeline || extra > 0) && j <= k2; j++) {
+    const wl_op *o = &p->ops[a->ops[j]];
+    double d = pi->dur[a->ops[j]];
+    if (o->duration_s < 0) {
+      st->phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d * (scale - 1);
+      d *= scale;
+    }
+    timeline_add(rank, o, a->ops[j], t0 + off, t0 + off + d);
+    off += d;
+  }
+  E.events++;
+  stream_progress(rank, a->stream, k2 - k + 1);
+}
+
+/* ---- running ahead ------------------------------------------------------------
+ * Design note 7.  With rank classes, a communicator of the classes' groups
+ * has one simulated member: its collective starts when that member arrives
+ * (or when its previous instance ends) and its closed form gives the end.
+ * A stream whose next ops are compute runs and such collectives, with no
+ * transfer of the rank running, then knows their times in advance and
+ * waits once for the whole chain, up to the first op another stream waits
+ * on, an op that waits itself, or any other kind of op.  Its planned
+ * states stand in for its counters in the rank's accounting (acct cuts the
+ * time at their changes), so every bucket is what stepping through the
+ * chain gives.  A transfer of another stream starting during the chain
+ * would stretch the chain's compute: it interrupts the chain (acct
+ * releases the stream's semaphore), the pieces already over are applied,
+ * and the piece in progress goes on as it would have: a compute run
+ * continues its wait and its stretch counts from where it began, a
+ * collective waits for its known end. */
+
+/* A collective the chain may hold: closed form on a group with one
+ * simulated member, and every other stream of the rank that issues ops on
+ * it finished or waiting for this stream (so none can issue one before the
+ * chain has ended and published its progress). */
+static int chain_coll_ok(int rank, const prog_info *pi, const actor_ctx *a, const wl_op *op)
+{
+  if (op->kind != WL_OP_COLL || (op->flags & WL_OPF_SPLITS))
+    return 0;
+  int c = wl_rank_comm(E.wl, rank, op->role);
+  if (c < 0 || E.wl->comms[c].size < 2 || !E.sym.comm_collapse[c] || E.sym.live[c] != 1 ||
+      !E.comms[c].fast)
+    return 0;
+  uint32_t others = pi->role_streams[op->role] & ~(1u << (a->stream & 31));
+  const rank_state *rs = &E.ranks[rank];
+  for (int i = 0; others && i < rs->n_actors; i++) {
+    const actor_ctx *b = E.actors[rs->first_actor + i];
+    if (b == a || !(others & (1u << (b->stream & 31))))
+      continue;
+    /* waiting for a position of this stream not reached yet (released
+     * waiters that have not run yet do not count) */
+    if (!b->finished && !(b->waiting_for >= 0 && b->wait_stream == a->stream &&
+                          rs->done[a->stream] <= b->wait_pos))
+      return 0;
+  }
+  return 1;
+}
+
+static chain_seg *seg_new(actor_ctx *a, size_t n)
+{
+  if (n == a->cap_segs) {
+    size_t cap = a->cap_segs ? 2 * a->cap_segs : 64;
+    chain_seg *g = realloc(a->segs, cap * sizeof *g);
+    if (!g)
+      return NULL;
+    a->segs = g;
+    a->cap_segs = cap;
+  }
+  return &a->segs[n];
+}
+
+/* The chain from stream position k (its waits met): number of pieces
+ * planned in a->segs, 0 when there is none worth running. */
+static size_t chain_plan(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
+                         uint32_t k)
+{
+  double t = now();
+  size_t n = 0;
+  int c0 = -1;
+  double busy = 0;
+  for (uint32_t j = k; j < a->num_ops;) {
+    const wl_op *op = &p->ops[a->ops[j]];
+    if (j > k && op->wait_count > 0)
+      break;
+    if (op->kind == WL_OP_MARKER) {
+      if (pi->is_target[a->ops[j]])
+        break;
+      j++;
+      continue;
+    }
+    chain_seg *g;
+    if (op->kind == WL_OP_COMPUTE) {
+      if (!(g = seg_new(a, n)))
+        return 0;
+      double total, modelled;
+      uint32_t k2 = compute_run_end(a, rank, p, pi, j, &total, &modelled, 0);
+      *g = (chain_seg){j, k2, 0, t, t, t + total, total, modelled, NULL};
+      t = g->t1;
+      n++;
+      j = k2 + 1;
+      if (pi->is_target[a->ops[k2]])
+        break;
+      continue;
+    }
+    if (!chain_coll_ok(rank, pi, a, op))
+      break;
+    int c = wl_rank_comm(E.wl, rank, op->role);
+    comm_state *cs = &E.comms[c];
+    if (c0 < 0) {
+      c0 = c;
+      busy = cs->busy_until;
+    } else if (c != c0) {
+      break;
+    }
+    if (!cs->have_ring_lat)
+      comm_ring_latency(c, cs);
+    if (!cs->have_lay) {
+      if (sim_coll_layout_build(&E.arena, E.wl->comms[c].ranks, E.wl->comms[c].size, E.cl,
+                                &cs->lay))
+        return 0;
+      cs->have_lay = 1;
+    }
+    /* the instance as run_coll assembles it (one member: nobody else is
+     * assembling one) */
+    cs->op = op->sub;
+    cs->bytes = op->bytes;
+    coll_memo *mm = memo_get(c, cs, op);
+    if (!mm)
+      return 0;
+    if (isnan(mm->T)) {
+      cs->ch = mm->ch;
+      mm->T = fast_duration(c, cs, op, &a->sched, 0);
+    }
+    if (!(mm->T >= 0) || !(g = seg_new(a, n)))
+      break;
+    double ts = fmax(t, busy);
+    *g = (chain_seg){j, j, 1, t, ts, ts + mm->T, 0, 0, mm};
+    busy = t = g->t1;
+    n++;
+    j++;
+    if (pi->is_target[a->ops[j - 1]])
+      break;
+  }
+  return n >= 2 ? n : 0;
+}
+
+/* Apply a finished piece: what stepping through it records. */
+static void chain_apply(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
+                        const chain_seg *g)
+{
+  sim_rank_stats *st = &E.res->ranks[rank];
+  if (!g->coll) {
+    double off = 0;
+    for (uint32_t j = g->k; j <= g->k2; j++) {
+      const wl_op *o = &p->ops[a->ops[j]];
+      double d = pi->dur[a->ops[j]];
+      st->phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d;
+      timeline_add(rank, o, a->ops[j], g->t0 + off, g->t0 + off + d);
+      off += d;
+    }
+    return;
+  }
+  const wl_op *op = &p->ops[a->ops[g->k]];
+  int c = wl_rank_comm(E.wl, rank, op->role);
+  comm_state *cs = &E.comms[c];
+  const wl_comm *cm = &E.wl->comms[c];
+  cs->ch = g->mm->ch;
+  cs->op = op->sub;
+  cs->bytes = op->bytes;
+  cs->first_arrival = g->t0;
+  cs->start = g->ts;
+  cs->gen++;
+  cs->done_gen++;
+  cs->busy_until = cs->fast_end = g->t1;
+  if (E.link_bytes) /* the flows' bytes on their links */
+    fast_duration(c, cs, op, &a->sched, 1);
+  coll_record_add(c, cs, op->sub, cm->size, op->bytes, g->t0, g->ts, g->t1);
+  E.fast_instances++;
+  st->comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += g->t1 - g->ts;
+  timeline_add(rank, op, a->ops[g->k], g->t0, g->t1);
+}
+
+/* Run the chain planned from position k (n pieces); returns the position
+ * to go on from. */
+static uint32_t chain_run(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
+                          uint32_t k, size_t n)
+{
+  rank_state *rs = &E.ranks[rank];
+  const chain_seg *g = a->segs;
+  double end = g[n - 1].t1;
+  acct(rank, 0, 0, 0); /* the time before the chain, by the counters alone */
+  rs->ahead = g;
+  rs->ahead_n = (int)n;
+  rs->ahead_pos = 0;
+  rs->ahead_end = end;
+  rs->ahead_actor = a;
+  rs->interrupted = 0;
+  int timed_out = sg_sem_acquire_timeout(a->sem, end - now());
+  if (rs->interrupted && timed_out)
+    sg_sem_acquire(a->sem); /* the interrupt's release, issued as time ran out */
+  E.events++;
+  E.res->chains++;
+  E.res->chains_cut += rs->interrupted != 0;
+  double t = now();
+  acct(rank, 0, 0, 0); /* up to now, by the plan */
+  rs->ahead = NULL;
+  size_t i = 0;
+  while (i < n && g[i].t1 <= t)
+    chain_apply(a, rank, p, pi, &g[i++]);
+  uint32_t done_to = i ? g[i - 1].k2 + 1 : k; /* stream positions finished */
+  if (i == n) {
+    stream_progress(rank, a->stream, done_to - k);
+    return done_to;
+  }
+  /* interrupted inside piece i: a collective in progress holds its
+   * communicator before anyone can see this stream's progress */
+  const chain_seg *h = &g[i];
+  if (h->coll)
+    chain_apply(a, rank, p, pi, h);
+  if (done_to > k)
+    stream_progress(rank, a->stream, done_to - k);
+  if (h->coll) {
+    if (t < h->ts)
+      sg_actor_sleep_until(h->ts);
+    acct(rank, 0, 1, 0);
+    sg_actor_sleep_until(h->t1);
+    acct(rank, 0, -1, 0);
+    stream_progress(rank, a->stream, 1);
+    return h->k2 + 1;
+  }
+  for (uint32_t j = h->k; j <= h->k2; j++) {
+    const wl_op *o = &p->ops[a->ops[j]];
+    E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += pi->dur[a->ops[j]];
+  }
+  acct(rank, 1, 0, 0);
+  double ov0 = E.res->ranks[rank].overlapped_comm_s;
+  if (h->t1 > t)
+    sg_actor_sleep_for(h->t1 - t);
+  compute_run_tail(a, rank, p, pi, h->k, h->k2, h->t0, h->total, h->modelled, ov0, h->total);
+  return h->k2 + 1;
+}
+
 static void stream_actor(int argc, char **argv)
 {
   (void)argc;
@@ -1384,78 +1774,27 @@ static void stream_actor(int argc, char **argv)
     const wl_op *op = &p->ops[opi];
     a->cur = opi;
     wait_deps(a, rank, p, pi, op);
+    if (E.sym.on && E.opt->run_ahead && E.ranks[rank].n_xfer == 0 && !E.ranks[rank].ahead &&
+        (op->kind == WL_OP_COMPUTE || chain_coll_ok(rank, pi, a, op))) {
+      size_t n = chain_plan(a, rank, p, pi, k);
+      if (n) {
+        k = chain_run(a, rank, p, pi, k, n);
+        continue;
+      }
+    }
     double t0 = now();
     switch (op->kind) {
     case WL_OP_COMPUTE: {
       /* Coalesce a run of compute ops into one timed wait, then lengthen it
        * by the overlap slowdown x the time it ran beside a transfer of this
-       * rank (design note 2); rows are written afterwards, and rows and
-       * phase times stretch the modelled ops by the same proportion. */
-      uint32_t k2 = k;
-      double total = 0, modelled = 0;
-      for (;;) {
-        const wl_op *o = &p->ops[a->ops[k2]];
-        double d = pi->dur[a->ops[k2]];
-        total += d;
-        if (o->duration_s < 0)
-          modelled += d;
-        E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d;
-        if (pi->is_target[a->ops[k2]] || k2 + 1 >= a->num_ops)
-          break;
-        const wl_op *nx = &p->ops[a->ops[k2 + 1]];
-        if (nx->kind != WL_OP_COMPUTE || nx->wait_count > 0)
-          break;
-        k2++;
-      }
+       * rank (design note 2). */
+      double total, modelled;
+      uint32_t k2 = compute_run_end(a, rank, p, pi, k, &total, &modelled, 1);
       acct(rank, 1, 0, 0);
-      sim_rank_stats *st = &E.res->ranks[rank];
-      double ov0 = st->overlapped_comm_s; /* charged up to t0 */
+      double ov0 = E.res->ranks[rank].overlapped_comm_s; /* charged up to t0 */
       if (total > 0)
         sg_actor_sleep_for(total);
-      double extra = 0;
-      if (modelled > 0 && E.overlap_slowdown > 0) {
-        /* Each overlapped second costs q more; the stretch may overlap a
-         * transfer too, and so on.  A transfer that covered the whole last
-         * sleep and is still running covers the rest of that series as
-         * well: add (1 + q + q^2 + ...) = add / (1 - q) in one sleep, the
-         * limit the step-by-step stretches reach (a transfer that ends
-         * inside it leaves at most q / (1 - q) of its uncovered part too
-         * much).  One to three sleeps instead of one per factor q. */
-        double q = E.overlap_slowdown * (modelled / total);
-        double seen = 0;     /* overlapped time already paid for */
-        double slept = total; /* length of the last sleep */
-        acct(rank, 0, 0, 0);
-        for (int it = 0; it < 16; it++) {
-          double ov = st->overlapped_comm_s - ov0 - seen;
-          seen += ov;
-          double add = q * ov;
-          if (!(add > 1e-12))
-            break;
-          int whole = q < 0.5 && E.ranks[rank].n_xfer > 0 && ov >= slept * (1 - 1e-9);
-          if (whole)
-            add /= 1 - q;
-          extra += add;
-          sg_actor_sleep_for(add);
-          slept = add;
-          acct(rank, 0, 0, 0);
-          if (whole)
-            break;
-        }
-      }
-      acct(rank, -1, 0, 0);
-      double scale = modelled > 0 ? 1.0 + extra / modelled : 1.0, off = 0;
-      for (uint32_t j = k; (E.opt->timeline || extra > 0) && j <= k2; j++) {
-        const wl_op *o = &p->ops[a->ops[j]];
-        double d = pi->dur[a->ops[j]];
-        if (o->duration_s < 0) {
-          E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d * (scale - 1);
-          d *= scale;
-        }
-        timeline_add(rank, o, a->ops[j], t0 + off, t0 + off + d);
-        off += d;
-      }
-      E.events++;
-      stream_progress(rank, a->stream, k2 - k + 1);
+      compute_run_tail(a, rank, p, pi, k, k2, t0, total, modelled, ov0, total);
       k = k2 + 1;
       continue;
     }
@@ -1480,6 +1819,7 @@ static void stream_actor(int argc, char **argv)
     if (t > st->finish_s)
       st->finish_s = t;
   }
+  a->finished = 1;
   E.actors_done++;
 }
 
@@ -1499,8 +1839,18 @@ static int build_prog_info(st_err *err)
     pi->pos = st_arena_alloc(&E.arena, (p->num_ops + 1) * sizeof *pi->pos);
     pi->is_target = st_arena_alloc(&E.arena, p->num_ops + 1);
     pi->dur = st_arena_alloc(&E.arena, (p->num_ops + 1) * sizeof *pi->dur);
-    if (!pi->stream_ops || !pi->stream_len || !pi->pos || !pi->is_target || !pi->dur)
+    pi->role_streams = st_arena_alloc(&E.arena, ((size_t)wl->num_roles + 1) * sizeof(uint32_t));
+    if (!pi->stream_ops || !pi->stream_len || !pi->pos || !pi->is_target || !pi->dur ||
+        !pi->role_streams)
       return st_err_set(err, ST_ENOMEM, "out of memory");
+    memset(pi->role_streams, 0, ((size_t)wl->num_roles + 1) * sizeof(uint32_t));
+    for (size_t i = 0; i < p->num_ops; i++) {
+      const wl_op *o = &p->ops[i];
+      if (o->kind == WL_OP_MARKER || o->kind == WL_OP_COMPUTE || o->role < 0 ||
+          o->role >= wl->num_roles)
+        continue;
+      pi->role_streams[o->role] |= p->num_streams > 32 ? 0xffffffffu : 1u << o->stream;
+    }
     for (size_t i = 0; i < p->num_ops; i++) {
       const wl_op *o = &p->ops[i];
       pi->dur[i] = o->kind == WL_OP_COMPUTE ? plat_compute_time(&E.cl->device, o) : 0;
@@ -1838,9 +2188,11 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
       goto out;
     }
+    E.ranks[rank].first_actor = E.actors_total;
     for (int s = 0; s < p->num_streams; s++) {
       if (!pi->stream_len[s])
         continue;
+      E.ranks[rank].n_actors++;
       actor_ctx *a = st_arena_alloc(&E.arena, sizeof *a);
       if (!a) {
         rc = st_err_set(err, ST_ENOMEM, "out of memory");
@@ -1927,6 +2279,7 @@ out:
     wq_release(&E.comms[c].wq);
   for (int i = 0; E.actors && i < E.actors_total; i++) {
     sim_sched_release(&E.actors[i]->sched);
+    free(E.actors[i]->segs);
     if (E.actors[i]->sem)
       sg_sem_destroy(E.actors[i]->sem);
   }

@@ -14,6 +14,7 @@ void sim_options_init(sim_options *o)
   o->record_colls = 1;
   o->fast_colls = 1;
   o->symmetry = 1;
+  o->run_ahead = 1;
   o->coll_algo = -1;
   o->coll_proto = -1;
 }

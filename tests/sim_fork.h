@@ -30,6 +30,7 @@ typedef struct forked_result {
   int simulated_ranks;
   char reduction[200];
   uint64_t events;
+  uint64_t chains, chains_cut;
 } forked_result;
 
 static int fr_write_all(int fd, const void *p, size_t n)
@@ -108,6 +109,8 @@ static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *
       fr_write_all(fds[1], &r->simulated_ranks, sizeof r->simulated_ranks);
       fr_write_all(fds[1], r->reduction, sizeof r->reduction);
       fr_write_all(fds[1], &r->events, sizeof r->events);
+      fr_write_all(fds[1], &r->chains, sizeof r->chains);
+      fr_write_all(fds[1], &r->chains_cut, sizeof r->chains_cut);
       fr_write_all(fds[1], &r->num_ranks, sizeof r->num_ranks);
       fr_write_all(fds[1], r->ranks, (size_t)r->num_ranks * sizeof *r->ranks);
       fr_write_all(fds[1], &r->num_colls, sizeof r->num_colls);
@@ -135,6 +138,8 @@ static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *
          !fr_read_all(fds[0], &f->simulated_ranks, sizeof f->simulated_ranks) &&
          !fr_read_all(fds[0], f->reduction, sizeof f->reduction) &&
          !fr_read_all(fds[0], &f->events, sizeof f->events) &&
+         !fr_read_all(fds[0], &f->chains, sizeof f->chains) &&
+         !fr_read_all(fds[0], &f->chains_cut, sizeof f->chains_cut) &&
          !fr_read_all(fds[0], &f->num_ranks, sizeof f->num_ranks);
     if (ok) {
       f->ranks = calloc((size_t)f->num_ranks + 1, sizeof *f->ranks);

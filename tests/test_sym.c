@@ -134,15 +134,24 @@ static wl_workload *generate(const char *model, const char *layout, const char *
   return wl;
 }
 
+/* run-ahead chains over all cases, and those a transfer interrupted: the
+ * matrix must exercise both */
+static unsigned long long chains_seen, cuts_seen;
+
 /* expect: 1 the reduction applies, 0 it must not (the checks fail) */
 static void check_case(const wl_workload *wl, const char *cluster, int expect, const char *name)
 {
   forked_result *ex = run(wl, cluster, 0, 0);
   forked_result *full = run(wl, cluster, 1, 0);
   forked_result *red = run(wl, cluster, 1, 1);
-  print_message("%-52s %.9f s, %d of %d ranks simulated, %llu vs %llu activities: %s\n", name,
-                red->step_time_s, red->simulated_ranks, red->num_ranks,
-                (unsigned long long)red->events, (unsigned long long)full->events, red->reduction);
+  print_message("%-52s %.9f s, %d of %d ranks simulated, %llu vs %llu activities, %llu chains "
+                "(%llu cut): %s\n",
+                name, red->step_time_s, red->simulated_ranks, red->num_ranks,
+                (unsigned long long)red->events, (unsigned long long)full->events,
+                (unsigned long long)red->chains, (unsigned long long)red->chains_cut,
+                red->reduction);
+  chains_seen += red->chains;
+  cuts_seen += red->chains_cut;
   assert_int_equal(full->simulated_ranks, full->num_ranks);
   assert_true(!strncmp(full->reduction, "none (", 6));
   if (expect) {
@@ -212,6 +221,9 @@ static void test_sym__generated_layouts_match_full_simulation(void **state)
     check_case(wl, cases[i].cluster, cases[i].expect, name);
     wl_workload_destroy(wl);
   }
+  print_message("%llu run-ahead chains, %llu of them interrupted\n", chains_seen, cuts_seen);
+  assert_true(chains_seen > 0);
+  assert_true(cuts_seen > 0);
 }
 
 /* Give rank `slow` a program of its own whose compute takes `f` times as
