@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 # Without the shared traces: options, errors, a trace of our own.
 err=$("$simtrain" run --workload x --step 3 --cluster node8 2>&1 >/dev/null); rc=$?
 check "trace option without --trace exits 1" "[ $rc -eq 1 ]"
-check "trace option without --trace message" "[ \"\$err\" = \"simtrain: error: --step, --et, --no-launch-gaps, --gpus and --from-device go with --trace (see 'simtrain run --help')\" ]"
+check "trace option without --trace message" "[ \"\$err\" = \"simtrain: error: --step, --et, --no-launch-gaps, --gpus, --dims and --from-device go with --trace (see 'simtrain run --help')\" ]"
 err=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --gpus zero 2>&1 >/dev/null); rc=$?
 check "bad --gpus exits 1" "[ $rc -eq 1 ]"
 json=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --json --quiet); rc=$?
