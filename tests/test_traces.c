@@ -1012,6 +1012,9 @@ static void test_chakra__involved_dim_errors_name_file_and_node(void **state)
       {"FTF", "2,4", 0, ST_EINPUT,
        "trace '%s': node 2: 'involved_dim' has 3 entries but --dims 2,4 has 2"},
       {"T", "2,4", 0, ST_OK, NULL}, /* all true: the world, whatever its length */
+      {"TTTTTTTTTT", NULL, 0, ST_OK, NULL},
+      {"TTTTTTTTF", "2,4", 0, ST_EINPUT,
+       "trace '%s': node 2: 'involved_dim' has 9 entries (at most 8 dimensions)"},
       {"F", "8", 0, ST_EINPUT,
        "trace '%s': node 2: 'involved_dim' involves no dimension"},
       {"FF", "2,4", 0, ST_EINPUT, "trace '%s': node 2: 'involved_dim' involves no dimension"},

@@ -10,7 +10,9 @@
  *     duration but a num_ops attr, FLOPs for the compute model);
  *   - COMM_COLL nodes run by the GPU: collectives of comm_type with
  *     comm_size bytes (Chakra's sizes are the whole buffer, the nccl-tests
- *     convention of workload.h) over the world; COMM_COLL nodes with
+ *     convention of workload.h) over the world, or over the topology
+ *     dimensions that ASTRA-sim's involved_dim names (groups below, sizes
+ *     from tr_options.dims); COMM_COLL nodes with
  *     is_cpu_op set are the host side of a collective call and replay as
  *     host time;
  *   - COMM_SEND / COMM_RECV: point-to-point with comm_dst / comm_src and
@@ -135,9 +137,18 @@ static int read_involved_dim(const char *path, ck_node *k, const StChakra__Attr 
   const int64_t *i64 = NULL;
   const uint64_t *u64 = NULL;
   switch (a->value_case) {
-  case ST_CHAKRA__ATTR__VALUE_BOOL_LIST: n = a->bool_list->n_values; b = a->bool_list->values; break;
-  case ST_CHAKRA__ATTR__VALUE_INT64_LIST: n = a->int64_list->n_values; i64 = a->int64_list->values; break;
-  case ST_CHAKRA__ATTR__VALUE_UINT64_LIST: n = a->uint64_list->n_values; u64 = a->uint64_list->values; break;
+  case ST_CHAKRA__ATTR__VALUE_BOOL_LIST:
+    n = a->bool_list->n_values;
+    b = a->bool_list->values;
+    break;
+  case ST_CHAKRA__ATTR__VALUE_INT64_LIST:
+    n = a->int64_list->n_values;
+    i64 = a->int64_list->values;
+    break;
+  case ST_CHAKRA__ATTR__VALUE_UINT64_LIST:
+    n = a->uint64_list->n_values;
+    u64 = a->uint64_list->values;
+    break;
   default:
     return st_err_set(err, ST_EINPUT, "trace '%s': node %llu: 'involved_dim' is not a list of bools",
                       path, (unsigned long long)k->id);
@@ -145,31 +156,39 @@ static int read_involved_dim(const char *path, ck_node *k, const StChakra__Attr 
   if (n == 0)
     return st_err_set(err, ST_EINPUT, "trace '%s': node %llu: 'involved_dim' is empty", path,
                       (unsigned long long)k->id);
+  uint64_t mask = 0;
+  size_t on = 0;
+  for (size_t d = 0; d < n; d++) {
+    int bit;
+    if (b) {
+      bit = b[d] != 0;
+    } else if (i64 ? i64[d] != 0 && i64[d] != 1 : u64[d] > 1) {
+      char v[32];
+      if (i64)
+        snprintf(v, sizeof v, "%lld", (long long)i64[d]);
+      else
+        snprintf(v, sizeof v, "%llu", (unsigned long long)u64[d]);
+      return st_err_set(err, ST_EINPUT,
+                        "trace '%s': node %llu: 'involved_dim' entry %zu is %s, not 0 or 1", path,
+                        (unsigned long long)k->id, d, v);
+    } else {
+      bit = i64 ? (int)i64[d] : (int)u64[d];
+    }
+    on += (size_t)bit;
+    if (bit && d < TR_MAX_DIMS)
+      mask |= 1u << d;
+  }
+  if (!on)
+    return st_err_set(err, ST_EINPUT, "trace '%s': node %llu: 'involved_dim' involves no dimension",
+                      path, (unsigned long long)k->id);
+  if (on == n) /* every dimension, however many: the world (inv_len stays -1) */
+    return ST_OK;
   if (n > TR_MAX_DIMS)
     return st_err_set(err, ST_EINPUT,
                       "trace '%s': node %llu: 'involved_dim' has %zu entries (at most %d dimensions)",
                       path, (unsigned long long)k->id, n, TR_MAX_DIMS);
-  uint32_t mask = 0;
-  for (size_t d = 0; d < n; d++) {
-    int on;
-    if (b)
-      on = b[d] != 0;
-    else {
-      long long v = i64 ? (long long)i64[d] : (long long)(u64[d] > 1 ? 2 : u64[d]);
-      if (v != 0 && v != 1)
-        return st_err_set(err, ST_EINPUT,
-                          "trace '%s': node %llu: 'involved_dim' entry %zu is %lld, not 0 or 1",
-                          path, (unsigned long long)k->id, d,
-                          i64 ? (long long)i64[d] : (long long)u64[d]);
-      on = (int)v;
-    }
-    mask |= (uint32_t)on << d;
-  }
-  if (!mask)
-    return st_err_set(err, ST_EINPUT, "trace '%s': node %llu: 'involved_dim' involves no dimension",
-                      path, (unsigned long long)k->id);
   k->inv_len = (int)n;
-  k->inv_mask = mask;
+  k->inv_mask = (uint32_t)mask;
   return ST_OK;
 }
 
