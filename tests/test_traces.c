@@ -783,6 +783,356 @@ static void test_whatif__trace_device_names_match_builtin_devices(void **state)
                                "(platforms/data/devices.json)");
 }
 
+/* ---- Chakra involved_dim: a small .et written here -------------------------
+ *
+ * The file is encoded by hand from the protobuf wire format (a varint
+ * length before each message; field tags (number << 3 | wire type)), not
+ * with the importer's generated code, so that a mistake in one does not
+ * hide in the other.  Field numbers are Chakra's: Node id 1, name 2, type 3,
+ * data_deps 5, attr 10; Attr name 1, int64_val 9, int64_list 10,
+ * uint64_val 13, bool_list 28; GlobalMetadata version 1. */
+typedef struct pb {
+  uint8_t b[4096];
+  size_t n;
+} pb;
+
+static void pb_varint(pb *p, uint64_t v)
+{
+  do {
+    p->b[p->n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+    v >>= 7;
+  } while (v);
+}
+static void pb_key(pb *p, int field, int wire) { pb_varint(p, (uint64_t)(field << 3 | wire)); }
+static void pb_uint(pb *p, int field, uint64_t v)
+{
+  pb_key(p, field, 0);
+  pb_varint(p, v);
+}
+static void pb_bytes(pb *p, int field, const void *d, size_t n)
+{
+  pb_key(p, field, 2);
+  pb_varint(p, n);
+  memcpy(p->b + p->n, d, n);
+  p->n += n;
+}
+static void pb_sub(pb *p, int field, const pb *sub) { pb_bytes(p, field, sub->b, sub->n); }
+
+static void attr_uint(pb *node, const char *name, uint64_t v)
+{
+  pb a = {.n = 0};
+  pb_bytes(&a, 1, name, strlen(name));
+  pb_uint(&a, 13, v);
+  pb_sub(node, 10, &a);
+}
+
+/* "TF": a bool_list of those entries; "i10": an int64_list; "" none */
+static void attr_dims(pb *node, const char *spec)
+{
+  if (!spec[0])
+    return;
+  pb list = {.n = 0}, a = {.n = 0};
+  int as_int = spec[0] == 'i';
+  for (const char *c = spec + as_int; *c; c++) /* unpacked repeated: one key per value */
+    pb_uint(&list, 1, as_int ? (uint64_t)(*c - '0') : *c == 'T');
+  pb_bytes(&a, 1, "involved_dim", 12);
+  pb_sub(&a, as_int ? 10 : 28, &list);
+  pb_sub(node, 10, &a);
+}
+
+/* One rank's file: node 1..n, each an all-reduce (comm_type 0) of
+ * bytes[i] that depends on the one before, with involved_dim dims[i]. */
+static void write_et(const char *path, int n, const char *const *dims, const double *bytes)
+{
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  pb msg = {.n = 0}, len = {.n = 0};
+  pb_bytes(&msg, 1, "0.0.4", 5);
+  pb_varint(&len, msg.n);
+  fwrite(len.b, 1, len.n, f);
+  fwrite(msg.b, 1, msg.n, f);
+  for (int i = 0; i < n; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "ar%d", i);
+    msg.n = len.n = 0;
+    pb_uint(&msg, 1, (uint64_t)i + 1);
+    pb_bytes(&msg, 2, name, strlen(name));
+    pb_uint(&msg, 3, 7); /* COMM_COLL */
+    if (i)
+      pb_uint(&msg, 5, (uint64_t)i);
+    attr_uint(&msg, "comm_type", 0);
+    attr_uint(&msg, "comm_size", (uint64_t)bytes[i]);
+    attr_dims(&msg, dims[i]);
+    pb_varint(&len, msg.n);
+    fwrite(len.b, 1, len.n, f);
+    fwrite(msg.b, 1, msg.n, f);
+  }
+  fclose(f);
+}
+
+static int role_index(const wl_workload *wl, const char *name)
+{
+  for (int i = 0; i < wl->num_roles; i++)
+    if (!strcmp(wl->roles[i], name))
+      return i;
+  return -1;
+}
+
+/* The members of rank r's communicator for a role, as "0,2,4,6". */
+static void group_text(const wl_workload *wl, int r, int role, char *b, size_t cap)
+{
+  int c = wl_rank_comm(wl, r, role);
+  size_t m = 0;
+  b[0] = '\0';
+  for (int i = 0; c >= 0 && i < wl->comms[c].size; i++)
+    m += (size_t)snprintf(b + m, cap - m, "%s%d", i ? "," : "", wl->comms[c].ranks[i]);
+}
+
+static void ck_opts(tr_options *o, int gpus, const char *dims)
+{
+  tr_options_init(o);
+  o->num_gpus = gpus;
+  if (dims) {
+    st_err e;
+    assert_int_equal(tr_dims_parse(dims, o, &e), 0);
+  }
+}
+
+/* 8 ranks as 2 x 4 (dimension 0 fastest: rank r = x + 2 y, x < 2, y < 4).
+ * dim0 groups: pairs {2y, 2y+1}; dim1 groups: {x, x+2, x+4, x+6}; no
+ * involved_dim and [T,T] are the world.  One file copied to 8 ranks: one
+ * program, each rank its own groups. */
+static void test_chakra__involved_dim_groups_by_coordinates(void **state)
+{
+  (void)state;
+  char prefix[128], file[160];
+  snprintf(prefix, sizeof prefix, "%s/ck", tmpdir);
+  snprintf(file, sizeof file, "%s.0.et", prefix);
+  static const char *const dims[] = {"TF", "FT", "", "TT", "i10"};
+  static const double bytes[] = {1048576, 2097152, 4096, 8192, 512};
+  write_et(file, 5, dims, bytes);
+  char spec[192];
+  snprintf(spec, sizeof spec, "chakra:%s", prefix);
+  tr_options o;
+  ck_opts(&o, 8, "2,4");
+  wl_workload *wl;
+  tr_import_stats st;
+  st_err err;
+  assert_int_equal(do_import(spec, &o, &wl, &st, &err), 0);
+  assert_int_equal(wl->num_ranks, 8);
+  assert_int_equal(wl->num_programs, 1);
+  assert_int_equal(wl->num_roles, 3);
+  int d0 = role_index(wl, "dim0"), d1 = role_index(wl, "dim1"), w = role_index(wl, "world");
+  assert_true(d0 >= 0 && d1 >= 0 && w >= 0);
+  assert_int_equal(wl->num_comms, 4 + 2 + 1); /* each group once */
+  static const char *const want0[8] = {"0,1", "0,1", "2,3", "2,3", "4,5", "4,5", "6,7", "6,7"};
+  static const char *const want1[8] = {"0,2,4,6", "1,3,5,7", "0,2,4,6", "1,3,5,7",
+                                       "0,2,4,6", "1,3,5,7", "0,2,4,6", "1,3,5,7"};
+  for (int r = 0; r < 8; r++) {
+    char b[64];
+    group_text(wl, r, d0, b, sizeof b);
+    assert_string_equal(b, want0[r]);
+    group_text(wl, r, d1, b, sizeof b);
+    assert_string_equal(b, want1[r]);
+    group_text(wl, r, w, b, sizeof b);
+    assert_string_equal(b, "0,1,2,3,4,5,6,7");
+    assert_int_equal(wl->comms[wl_rank_comm(wl, r, d0)].kind, WL_COMM_OTHER);
+    assert_int_equal(wl->comms[wl_rank_comm(wl, r, w)].kind, WL_COMM_WORLD);
+  }
+  const wl_program *p = &wl->programs[0];
+  assert_int_equal(p->num_ops, 5);
+  int want_role[5] = {d0, d1, w, w, d0}; /* the int64 list [1,0] is dim 0 too */
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(p->ops[i].kind, WL_OP_COLL);
+    assert_int_equal(p->ops[i].role, want_role[i]);
+    assert_true(p->ops[i].bytes == bytes[i]);
+  }
+  tr_import_stats_release(&st);
+  wl_workload_destroy(wl);
+
+  /* no --dims, 2 GPUs per node (run's default from the cluster): 2 x 4 again */
+  ck_opts(&o, 8, NULL);
+  o.gpus_per_node = 2;
+  assert_int_equal(do_import(spec, &o, &wl, &st, &err), 0);
+  for (int r = 0; r < 8; r++) {
+    char b[64];
+    group_text(wl, r, role_index(wl, "dim1"), b, sizeof b);
+    assert_string_equal(b, want1[r]);
+  }
+  tr_import_stats_release(&st);
+  wl_workload_destroy(wl);
+  unlink(file);
+}
+
+/* A trace without involved_dim (or only all-true ones) is the world
+ * workload it always was: one role, one communicator. */
+static void test_chakra__without_involved_dim_one_world(void **state)
+{
+  (void)state;
+  char prefix[128], file[160], spec[192];
+  snprintf(prefix, sizeof prefix, "%s/cw", tmpdir);
+  snprintf(file, sizeof file, "%s.0.et", prefix);
+  snprintf(spec, sizeof spec, "chakra:%s", prefix);
+  static const char *const dims[] = {"", "TTTT"}; /* ASTRA-sim's default: four trues */
+  static const double bytes[] = {4096, 4096};
+  write_et(file, 2, dims, bytes);
+  tr_options o;
+  ck_opts(&o, 4, NULL); /* no --dims needed */
+  wl_workload *wl;
+  tr_import_stats st;
+  st_err err;
+  assert_int_equal(do_import(spec, &o, &wl, &st, &err), 0);
+  assert_int_equal(wl->num_roles, 1);
+  assert_string_equal(wl->roles[0], "world");
+  assert_int_equal(wl->num_comms, 1);
+  assert_int_equal(wl->comms[0].size, 4);
+  assert_int_equal(wl->comms[0].kind, WL_COMM_WORLD);
+  tr_import_stats_release(&st);
+  wl_workload_destroy(wl);
+  unlink(file);
+}
+
+static void test_chakra__involved_dim_errors_name_file_and_node(void **state)
+{
+  (void)state;
+  char prefix[128], file[160], spec[192], want[512];
+  snprintf(prefix, sizeof prefix, "%s/ce", tmpdir);
+  snprintf(file, sizeof file, "%s.0.et", prefix);
+  snprintf(spec, sizeof spec, "chakra:%s", prefix);
+  static const struct {
+    const char *dim, *dims; /* node 2's involved_dim; --dims */
+    int gpus_per_node, rc;
+    const char *msg; /* %s: the file (or the prefix for --dims) */
+  } cases[] = {
+      {"FT", NULL, 0, ST_EUSAGE,
+       "trace '%s': node 2: 'involved_dim' refers to topology dimensions: pass --dims "
+       "N0,N1,... (their product the 8 ranks)"},
+      {"FT", "2,2", 0, ST_EUSAGE,
+       "--dims 2,2 makes 4 ranks but trace '%s' has 8 (its files, or --gpus)"},
+      {"FTF", "2,4", 0, ST_EINPUT,
+       "trace '%s': node 2: 'involved_dim' has 3 entries but --dims 2,4 has 2"},
+      {"T", "2,4", 0, ST_OK, NULL}, /* all true: the world, whatever its length */
+      {"TTTTTTTTTT", NULL, 0, ST_OK, NULL},
+      {"TTTTTTTTF", "2,4", 0, ST_EINPUT,
+       "trace '%s': node 2: 'involved_dim' has 9 entries (at most 8 dimensions)"},
+      {"F", "8", 0, ST_EINPUT,
+       "trace '%s': node 2: 'involved_dim' involves no dimension"},
+      {"FF", "2,4", 0, ST_EINPUT, "trace '%s': node 2: 'involved_dim' involves no dimension"},
+      {"i12", "2,4", 0, ST_EINPUT,
+       "trace '%s': node 2: 'involved_dim' entry 1 is 2, not 0 or 1"},
+      {"TFT", NULL, 8, ST_EINPUT,
+       "trace '%s': node 2: 'involved_dim' has 3 entries but the default dims (GPUs per node, "
+       "nodes) 8,1 has 2: pass --dims"},
+      {"FT", NULL, 3, ST_EUSAGE,
+       "trace '%s': node 2: 'involved_dim' refers to topology dimensions and 8 ranks are not "
+       "whole nodes of 3 GPUs: pass --dims N0,N1,..."},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *dims[] = {"", cases[i].dim};
+    const double bytes[] = {64, 64};
+    write_et(file, 2, dims, bytes);
+    tr_options o;
+    ck_opts(&o, 8, cases[i].dims);
+    o.gpus_per_node = cases[i].gpus_per_node;
+    wl_workload *wl;
+    tr_import_stats st;
+    st_err err;
+    int rc = do_import(spec, &o, &wl, &st, &err);
+    assert_int_equal(rc, cases[i].rc);
+    if (rc == ST_OK) {
+      tr_import_stats_release(&st);
+      wl_workload_destroy(wl);
+      continue;
+    }
+    assert_null(wl);
+    const char *hole = strstr(cases[i].msg, "%s");
+    snprintf(want, sizeof want, "%.*s%s%s", (int)(hole - cases[i].msg), cases[i].msg,
+             strncmp(cases[i].msg, "--dims", 6) ? file : prefix, hole + 2);
+    assert_string_equal(err.msg, want);
+  }
+  unlink(file);
+  /* the option's text */
+  static const struct {
+    const char *text, *msg;
+  } bad[] = {
+      {"8,", "--dims '8,': sizes must be positive whole numbers, as in 8,16"},
+      {"0,8", "--dims '0,8': sizes must be positive whole numbers, as in 8,16"},
+      {"8x8", "--dims '8x8': sizes must be positive whole numbers, as in 8,16"},
+      {"-8", "--dims '-8': sizes must be positive whole numbers, as in 8,16"},
+      {"1,1,1,1,1,1,1,1,1", "--dims '1,1,1,1,1,1,1,1,1': more than 8 dimensions"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tr_options o;
+    tr_options_init(&o);
+    st_err err;
+    assert_int_equal(tr_dims_parse(bad[i].text, &o, &err), ST_EUSAGE);
+    assert_string_equal(err.msg, bad[i].msg);
+    assert_int_equal(o.num_dims, 0);
+  }
+  tr_options o;
+  tr_options_init(&o);
+  st_err err;
+  assert_int_equal(tr_dims_parse("8,128", &o, &err), 0);
+  assert_int_equal(o.num_dims, 2);
+  assert_int_equal(o.dims[0], 8);
+  assert_int_equal(o.dims[1], 128);
+}
+
+/* The side-by-side ASTRA-sim workload (peer-astra README): per layer four
+ * TP all-reduces of 16 MiB over dimension 0 and one DP all-reduce of 48 MiB
+ * over dimension 1.  On 64 ranks as 8 x 8: TP groups are the 8 consecutive
+ * ranks of a node, DP groups the ranks with one local index. */
+static void test_chakra__peer_astra_tp_on_dim0_dp_on_dim1(void **state)
+{
+  (void)state;
+  if (!shared_has("peer-astra/transformer_L10.0.et")) {
+    print_message("shared peer-astra workload not found under %s: skipped\n", ST_SHARED_DIR);
+    skip();
+  }
+  tr_options o;
+  ck_opts(&o, 64, "8,8");
+  wl_workload *wl;
+  tr_import_stats st;
+  st_err err;
+  assert_int_equal(
+      do_import("chakra:" ST_SHARED_DIR "/peer-astra/transformer_L10.0.et", &o, &wl, &st, &err), 0);
+  assert_int_equal(wl->num_ranks, 64);
+  assert_int_equal(wl->num_programs, 1);
+  int d0 = role_index(wl, "dim0"), d1 = role_index(wl, "dim1");
+  assert_true(d0 >= 0 && d1 >= 0);
+  assert_int_equal(wl->num_roles, 2);
+  const wl_program *p = &wl->programs[0];
+  long tp = 0, dp = 0;
+  for (size_t i = 0; i < p->num_ops; i++) {
+    const wl_op *op = &p->ops[i];
+    if (op->kind != WL_OP_COLL)
+      continue;
+    assert_int_equal(op->sub, WL_COLL_ALLREDUCE);
+    if (op->role == d0) {
+      assert_true(op->bytes == 16.0 * 1048576);
+      tp++;
+    } else {
+      assert_int_equal(op->role, d1);
+      assert_true(op->bytes == 48.0 * 1048576);
+      dp++;
+    }
+  }
+  assert_int_equal(tp, 10 * 4);
+  assert_int_equal(dp, 10);
+  for (int r = 0; r < 64; r++) {
+    const wl_comm *c0 = &wl->comms[wl_rank_comm(wl, r, d0)];
+    const wl_comm *c1 = &wl->comms[wl_rank_comm(wl, r, d1)];
+    assert_int_equal(c0->size, 8);
+    assert_int_equal(c1->size, 8);
+    for (int i = 0; i < 8; i++) {
+      assert_int_equal(c0->ranks[i], r / 8 * 8 + i);
+      assert_int_equal(c1->ranks[i], r % 8 + 8 * i);
+    }
+  }
+  tr_import_stats_release(&st);
+  wl_workload_destroy(wl);
+}
+
 int main(void)
 {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/st_traces_XXXXXX");
@@ -796,6 +1146,10 @@ int main(void)
       cmocka_unit_test(test_kineto__dlrm_v100x8_counts_and_measured_step),
       cmocka_unit_test(test_chakra__resnet50_every_node_accounted),
       cmocka_unit_test(test_chakra__astra_microbenchmarks_are_one_collective),
+      cmocka_unit_test(test_chakra__involved_dim_groups_by_coordinates),
+      cmocka_unit_test(test_chakra__without_involved_dim_one_world),
+      cmocka_unit_test(test_chakra__involved_dim_errors_name_file_and_node),
+      cmocka_unit_test(test_chakra__peer_astra_tp_on_dim0_dp_on_dim1),
       cmocka_unit_test(test_smpi__shared_split_traces_list),
       cmocka_unit_test(test_astra__transformer_groups_and_phases),
       cmocka_unit_test(test_astra__errors_name_file_and_line),

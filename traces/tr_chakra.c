@@ -10,7 +10,9 @@
  *     duration but a num_ops attr, FLOPs for the compute model);
  *   - COMM_COLL nodes run by the GPU: collectives of comm_type with
  *     comm_size bytes (Chakra's sizes are the whole buffer, the nccl-tests
- *     convention of workload.h) over the world; COMM_COLL nodes with
+ *     convention of workload.h) over the world, or over the topology
+ *     dimensions that ASTRA-sim's involved_dim names (groups below, sizes
+ *     from tr_options.dims); COMM_COLL nodes with
  *     is_cpu_op set are the host side of a collective call and replay as
  *     host time;
  *   - COMM_SEND / COMM_RECV: point-to-point with comm_dst / comm_src and
@@ -55,6 +57,8 @@ typedef struct ck_node {
   double comm_size, num_ops, tensor_size;
   long src, dst, tag;
   double dur_us, start_us;
+  int inv_len;       /* entries of involved_dim, -1 if absent */
+  uint32_t inv_mask; /* bit d: dimension d involved */
   char *name;
   uint64_t *data;
   size_t ndata;
@@ -72,13 +76,17 @@ typedef struct ck_rank {
   size_t *by_id; /* node indices sorted by id */
 } ck_rank;
 
+static void rank_release_node(ck_node *k)
+{
+  free(k->name);
+  free(k->data);
+  free(k->ctrl);
+}
+
 static void rank_release(ck_rank *r)
 {
-  for (size_t i = 0; i < r->n; i++) {
-    free(r->nodes[i].name);
-    free(r->nodes[i].data);
-    free(r->nodes[i].ctrl);
-  }
+  for (size_t i = 0; i < r->n; i++)
+    rank_release_node(&r->nodes[i]);
   free(r->nodes);
   free(r->by_id);
 }
@@ -116,6 +124,72 @@ static double attr_number(const StChakra__Attr *a, int *ok)
   case ST_CHAKRA__ATTR__VALUE_BOOL_VAL: return a->bool_val;
   default: *ok = 0; return 0;
   }
+}
+
+/* ASTRA-sim's involved_dim: a bool_list, one entry per topology dimension
+ * (Workload::issue_coll_comm reads attr.bool_list(); Sys::generate_collective
+ * runs a phase on every dimension whose entry is true).  Lists of 0/1
+ * integers are taken too, for writers that used them. */
+static int read_involved_dim(const char *path, ck_node *k, const StChakra__Attr *a, st_err *err)
+{
+  size_t n;
+  const protobuf_c_boolean *b = NULL;
+  const int64_t *i64 = NULL;
+  const uint64_t *u64 = NULL;
+  switch (a->value_case) {
+  case ST_CHAKRA__ATTR__VALUE_BOOL_LIST:
+    n = a->bool_list->n_values;
+    b = a->bool_list->values;
+    break;
+  case ST_CHAKRA__ATTR__VALUE_INT64_LIST:
+    n = a->int64_list->n_values;
+    i64 = a->int64_list->values;
+    break;
+  case ST_CHAKRA__ATTR__VALUE_UINT64_LIST:
+    n = a->uint64_list->n_values;
+    u64 = a->uint64_list->values;
+    break;
+  default:
+    return st_err_set(err, ST_EINPUT, "trace '%s': node %llu: 'involved_dim' is not a list of bools",
+                      path, (unsigned long long)k->id);
+  }
+  if (n == 0)
+    return st_err_set(err, ST_EINPUT, "trace '%s': node %llu: 'involved_dim' is empty", path,
+                      (unsigned long long)k->id);
+  uint64_t mask = 0;
+  size_t on = 0;
+  for (size_t d = 0; d < n; d++) {
+    int bit;
+    if (b) {
+      bit = b[d] != 0;
+    } else if (i64 ? i64[d] != 0 && i64[d] != 1 : u64[d] > 1) {
+      char v[32];
+      if (i64)
+        snprintf(v, sizeof v, "%lld", (long long)i64[d]);
+      else
+        snprintf(v, sizeof v, "%llu", (unsigned long long)u64[d]);
+      return st_err_set(err, ST_EINPUT,
+                        "trace '%s': node %llu: 'involved_dim' entry %zu is %s, not 0 or 1", path,
+                        (unsigned long long)k->id, d, v);
+    } else {
+      bit = i64 ? (int)i64[d] : (int)u64[d];
+    }
+    on += (size_t)bit;
+    if (bit && d < TR_MAX_DIMS)
+      mask |= 1u << d;
+  }
+  if (!on)
+    return st_err_set(err, ST_EINPUT, "trace '%s': node %llu: 'involved_dim' involves no dimension",
+                      path, (unsigned long long)k->id);
+  if (on == n) /* every dimension, however many: the world (inv_len stays -1) */
+    return ST_OK;
+  if (n > TR_MAX_DIMS)
+    return st_err_set(err, ST_EINPUT,
+                      "trace '%s': node %llu: 'involved_dim' has %zu entries (at most %d dimensions)",
+                      path, (unsigned long long)k->id, n, TR_MAX_DIMS);
+  k->inv_len = (int)n;
+  k->inv_mask = (uint32_t)mask;
+  return ST_OK;
 }
 
 static ck_node *g_sort_nodes; /* qsort has no context argument in C11 */
@@ -202,6 +276,7 @@ static int read_rank(const char *path, ck_rank *r, tr_import_stats *stats, st_er
     k->dur_us = (double)nd->duration_micros;
     k->start_us = (double)nd->start_time_micros;
     k->op = -1;
+    k->inv_len = -1;
     k->name = strdup(nd->name ? nd->name : "");
     k->ndata = nd->n_data_deps;
     k->nctrl = nd->n_ctrl_deps;
@@ -224,6 +299,11 @@ static int read_rank(const char *path, ck_rank *r, tr_import_stats *stats, st_er
       int ok;
       double x = attr_number(at_, &ok);
       const char *an = at_->name ? at_->name : "";
+      if (!strcmp(an, "involved_dim") && k->type == CK_COLL) {
+        if ((rc = read_involved_dim(path, k, at_, err)))
+          break;
+        continue;
+      }
       if (!ok)
         continue;
       if (!strcmp(an, "is_cpu_op"))
@@ -246,6 +326,10 @@ static int read_rank(const char *path, ck_rank *r, tr_import_stats *stats, st_er
         k->tensor_size = x;
     }
     st_chakra__node__free_unpacked(nd, NULL);
+    if (rc) {
+      rank_release_node(k);
+      break;
+    }
     r->n++;
   }
   free(data);
@@ -455,8 +539,40 @@ typedef struct ck_stream {
   int comm;
 } ck_stream;
 
+/* ---- groups over topology dimensions (involved_dim) -------------------------
+ *
+ * A collective whose involved_dim is absent, or true on every entry, spans
+ * every rank (ASTRA-sim's Workload::issue_coll_comm assumes all dimensions
+ * when the attribute is absent).  Otherwise it spans the ranks that share
+ * the rank's coordinates on every dimension not involved.  One role per
+ * distinct mask ("dim0", "dim1", "dim0+1"; every dimension is "world"), one
+ * communicator per distinct group; programs name roles, so ranks copied from
+ * one file keep one program while each finds its own groups in the rank map. */
+typedef struct ck_roles {
+  int num_dims;
+  int dims[TR_MAX_DIMS];
+  int n;                /* roles */
+  uint32_t mask[1u << TR_MAX_DIMS]; /* role i's mask (the world's: every dimension) */
+  int world;            /* role of the world, -1 if none */
+} ck_roles;
+
+static int node_is_world(const ck_node *k)
+{
+  return k->inv_len < 0 || k->inv_mask == (1u << k->inv_len) - 1;
+}
+
+static int role_of_node(const ck_roles *ro, const ck_node *k)
+{
+  if (node_is_world(k))
+    return ro->world;
+  for (int i = 0; i < ro->n; i++)
+    if (ro->mask[i] == k->inv_mask)
+      return i;
+  return -1; /* not reached: every mask was collected */
+}
+
 static int build_program(const char *path, ck_rank *r, int rank, wl_workload *wl,
-                         tr_import_stats *stats, st_err *err, int *prog)
+                         const ck_roles *ro, tr_import_stats *stats, st_err *err, int *prog)
 {
   size_t *order = NULL;
   int rc = order_nodes(r, &order, stats, err);
@@ -563,7 +679,7 @@ static int build_program(const char *path, ck_rank *r, int rank, wl_workload *wl
                         path, (unsigned long long)k->id, k->comm_type);
       if (rc)
         break;
-      op = wl_op_coll(s, c, 0, k->comm_size);
+      op = wl_op_coll(s, c, role_of_node(ro, k), k->comm_size);
       stats->coll_ops++;
     } else if ((k->type == CK_SEND || k->type == CK_RECV) && !k->cpu) {
       long peer = k->type == CK_SEND ? k->dst : k->src;
@@ -572,7 +688,7 @@ static int build_program(const char *path, ck_rank *r, int rank, wl_workload *wl
                         path, (unsigned long long)k->id, peer, wl->num_ranks - 1);
         break;
       }
-      op = wl_op_p2p(s, k->type == CK_SEND ? WL_OP_SEND : WL_OP_RECV, 0, (int)peer, (int)k->tag,
+      op = wl_op_p2p(s, k->type == CK_SEND ? WL_OP_SEND : WL_OP_RECV, ro->world, (int)peer, (int)k->tag,
                      k->comm_size);
       stats->p2p_ops++;
     } else {
@@ -636,6 +752,182 @@ static void measure_rank(const ck_rank *r, double *first_us, double *last_us, do
   *comm_s = timed ? cm : NAN;
 }
 
+/* ---- roles and groups -------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The roles the ranks' GPU collectives and send/recv use, and the dimension
+ * sizes they need; errors name the first node that cannot be placed. */
+static void dims_text(const int *dims, int n, char *b, size_t cap)
+{
+  size_t m = 0;
+  b[0] = '\0';
+  for (int d = 0; d < n && m < cap; d++)
+    m += (size_t)snprintf(b + m, cap - m, "%s%d", d ? "," : "", dims[d]);
+}
+
+static int plan_roles(const char *path, char **files, const ck_rank *ranks, int nf, int nranks,
+                      const tr_options *opt, ck_roles *ro, st_err *err)
+{
+  memset(ro, 0, sizeof *ro);
+  ro->world = -1;
+  char dt[128];
+  if (opt && opt->num_dims > 0) {
+    long long prod = 1;
+    for (int d = 0; d < opt->num_dims; d++)
+      prod *= opt->dims[d];
+    dims_text(opt->dims, opt->num_dims, dt, sizeof dt);
+    if (prod != nranks)
+      return st_err_set(err, ST_EUSAGE,
+                        "--dims %s makes %lld ranks but trace '%s' has %d (its files, or --gpus)",
+                        dt, prod, path, nranks);
+    ro->num_dims = opt->num_dims;
+    memcpy(ro->dims, opt->dims, sizeof ro->dims);
+  }
+  int any_world = 0, first_f = -1;
+  const ck_node *first = NULL;
+  for (int f = 0; f < nf; f++)
+    for (size_t i = 0; i < ranks[f].n; i++) {
+      const ck_node *k = &ranks[f].nodes[i];
+      if (k->cpu || k->type < CK_SEND || k->type > CK_COLL)
+        continue;
+      if (k->type != CK_COLL || node_is_world(k)) {
+        any_world = 1;
+      } else if (!first) {
+        first = k;
+        first_f = f;
+      }
+    }
+  if (!first) { /* every collective over every rank: the world, as without involved_dim */
+    ro->n = 1;
+    ro->world = 0;
+    ro->mask[0] = UINT32_MAX;
+    return ST_OK;
+  }
+  int defaulted = 0;
+  if (ro->num_dims == 0) {
+    int g = opt ? opt->gpus_per_node : 0;
+    if (g <= 0)
+      return st_err_set(err, ST_EUSAGE,
+                        "trace '%s': node %llu: 'involved_dim' refers to topology dimensions: pass "
+                        "--dims N0,N1,... (their product the %d ranks)",
+                        files[first_f], (unsigned long long)first->id, nranks);
+    if (nranks > g && nranks % g)
+      return st_err_set(err, ST_EUSAGE,
+                        "trace '%s': node %llu: 'involved_dim' refers to topology dimensions and "
+                        "%d ranks are not whole nodes of %d GPUs: pass --dims N0,N1,...",
+                        files[first_f], (unsigned long long)first->id, nranks, g);
+    ro->num_dims = 2;
+    ro->dims[0] = nranks < g ? nranks : g;
+    ro->dims[1] = nranks / ro->dims[0];
+    defaulted = 1;
+    dims_text(ro->dims, 2, dt, sizeof dt);
+  }
+  int nm = 0;
+  uint32_t seen[1u << TR_MAX_DIMS];
+  for (int f = 0; f < nf; f++)
+    for (size_t i = 0; i < ranks[f].n; i++) {
+      const ck_node *k = &ranks[f].nodes[i];
+      if (k->cpu || k->type != CK_COLL || node_is_world(k))
+        continue;
+      if (k->inv_len != ro->num_dims)
+        return st_err_set(err, ST_EINPUT,
+                          "trace '%s': node %llu: 'involved_dim' has %d entries but %s %s has "
+                          "%d%s",
+                          files[f], (unsigned long long)k->id, k->inv_len,
+                          defaulted ? "the default dims (GPUs per node, nodes)" : "--dims", dt,
+                          ro->num_dims, defaulted ? ": pass --dims" : "");
+      int dup = 0;
+      for (int q = 0; q < nm && !dup; q++)
+        dup = seen[q] == k->inv_mask;
+      if (!dup)
+        seen[nm++] = k->inv_mask;
+    }
+  qsort(seen, (size_t)nm, sizeof *seen, cmp_u32);
+  memcpy(ro->mask, seen, (size_t)nm * sizeof *seen);
+  ro->n = nm;
+  if (any_world) {
+    ro->world = ro->n;
+    ro->mask[ro->n++] = (1u << ro->num_dims) - 1;
+  }
+  return ST_OK;
+}
+
+/* The workload's roles and communicators: for a mask, the group of rank r is
+ * the ranks equal to r on every dimension not in the mask, in rank order (so
+ * a ring over a group steps along its lowest dimension first). */
+static wl_workload *roles_workload(int nranks, const ck_roles *ro, st_err *err)
+{
+  if (ro->n == 1 && ro->world == 0)
+    return tr_world_workload(nranks, err);
+  char names[1u << TR_MAX_DIMS][8 + 3 * TR_MAX_DIMS];
+  const char *np[1u << TR_MAX_DIMS];
+  for (int i = 0; i < ro->n; i++) {
+    if (i == ro->world) {
+      snprintf(names[i], sizeof names[i], "world");
+    } else {
+      int m = snprintf(names[i], sizeof names[i], "dim");
+      for (int d = 0, any = 0; d < ro->num_dims; d++)
+        if (ro->mask[i] >> d & 1) {
+          m += snprintf(names[i] + m, sizeof names[i] - (size_t)m, "%s%d", any ? "+" : "", d);
+          any = 1;
+        }
+    }
+    np[i] = names[i];
+  }
+  wl_workload *wl = wl_workload_create(nranks, ro->n, np);
+  int32_t *members = malloc((size_t)nranks * sizeof *members);
+  int32_t *comm_of = malloc((size_t)nranks * sizeof *comm_of);
+  int ok = wl && members && comm_of;
+  long stride[TR_MAX_DIMS];
+  for (int d = 0; d < ro->num_dims; d++)
+    stride[d] = d ? stride[d - 1] * ro->dims[d - 1] : 1;
+  for (int i = 0; i < ro->n && ok; i++) {
+    uint32_t mask = i == ro->world ? (1u << ro->num_dims) - 1 : ro->mask[i];
+    int groups = 0;
+    for (int r = 0; r < nranks && ok; r++) {
+      long base = r;
+      for (int d = 0; d < ro->num_dims; d++)
+        if (mask >> d & 1)
+          base -= (r / stride[d]) % ro->dims[d] * stride[d];
+      if (base == r) { /* r leads its group: members by the involved coordinates, the
+                          lowest dimension fastest, which is rank order */
+        int n = 1;
+        members[0] = r;
+        for (int d = 0; d < ro->num_dims; d++)
+          if (mask >> d & 1) {
+            int have = n;
+            for (int c = 1; c < ro->dims[d]; c++)
+              for (int q = 0; q < have; q++)
+                members[n++] = members[q] + (int32_t)(c * stride[d]);
+          }
+        char cn[48];
+        if (i == ro->world)
+          snprintf(cn, sizeof cn, "world");
+        else
+          snprintf(cn, sizeof cn, "%s g%d", names[i], groups);
+        groups++;
+        comm_of[r] = wl_comm_add(wl, cn, i == ro->world ? WL_COMM_WORLD : WL_COMM_OTHER, n, members);
+        ok = comm_of[r] >= 0;
+      }
+      if (ok)
+        wl_rank_set_comm(wl, r, i, comm_of[base]);
+    }
+  }
+  free(members);
+  free(comm_of);
+  if (!ok) {
+    wl_workload_destroy(wl);
+    st_err_set(err, ST_ENOMEM, "out of memory");
+    return NULL;
+  }
+  return wl;
+}
+
 /* ---- entry ------------------------------------------------------------------- */
 
 static int file_exists(const char *p)
@@ -685,13 +977,18 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
   for (int i = 0; i < nf && !rc; i++)
     rc = read_rank(files[i], &ranks[i], stats, err);
   wl_workload *wl = NULL;
+  ck_roles *ro = rc ? NULL : malloc(sizeof *ro);
+  if (!rc && !ro)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  if (!rc)
+    rc = plan_roles(path, files, ranks, nf, nranks, opt, ro, err);
   if (!rc) {
-    if (!(wl = tr_world_workload(nranks, err)))
+    if (!(wl = roles_workload(nranks, ro, err)))
       rc = ST_ENOMEM;
   }
   for (int i = 0; i < nf && !rc; i++) {
     int pi;
-    rc = build_program(files[i], &ranks[i], i, wl, stats, err, &pi);
+    rc = build_program(files[i], &ranks[i], i, wl, ro, stats, err, &pi);
     for (int r = i; !rc && r < nranks; r += nf)
       wl_rank_set(wl, r, pi);
   }
@@ -713,6 +1010,7 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
   }
   if (!rc)
     rc = tr_finish(wl, "chakra", path, err);
+  free(ro);
   for (int i = 0; i < nf; i++)
     rank_release(&ranks[i]);
   free(ranks);

@@ -30,6 +30,33 @@ void tr_options_init(tr_options *o)
   o->keep_launch_gaps = 1;
 }
 
+int tr_dims_parse(const char *text, tr_options *o, st_err *err)
+{
+  int dims[TR_MAX_DIMS], n = 0;
+  const char *s = text;
+  for (;;) {
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (end == s || *s == '-' || *s == '+' || *s == ' ' || errno || x < 1 || x > 100000000)
+      return st_err_set(err, ST_EUSAGE, "--dims '%s': sizes must be positive whole numbers, "
+                        "as in 8,16", text);
+    if (n == TR_MAX_DIMS)
+      return st_err_set(err, ST_EUSAGE, "--dims '%s': more than %d dimensions", text,
+                        TR_MAX_DIMS);
+    dims[n++] = (int)x;
+    if (!*end)
+      break;
+    if (*end != ',')
+      return st_err_set(err, ST_EUSAGE, "--dims '%s': sizes must be positive whole numbers, "
+                        "as in 8,16", text);
+    s = end + 1;
+  }
+  memcpy(o->dims, dims, (size_t)n * sizeof *dims);
+  o->num_dims = n;
+  return ST_OK;
+}
+
 const tr_format *tr_formats(size_t *count)
 {
   size_t n = 0;

@@ -19,11 +19,22 @@
 extern "C" {
 #endif
 
+#define TR_MAX_DIMS 8
+
 typedef struct tr_options {
   int step;             /* iteration to import (kineto ProfilerStep#N); -1 = last complete */
   int keep_launch_gaps; /* keep gaps where the CPU launched late (default 1) */
   const char *et_dir;   /* host execution traces to join (kineto), or NULL */
   int num_gpus;         /* astra: GPUs to expand a layer-wise workload over; 0 = from file */
+  /* chakra: the topology dimensions that a node's involved_dim refers to
+   * (ASTRA-sim's npus_count, dimension 0 fastest: rank r's coordinate on
+   * dimension d is (r / (dims[0] x ... x dims[d-1])) mod dims[d]); their
+   * product must be the number of ranks.  num_dims 0 = not given: then
+   * (gpus_per_node, ranks / gpus_per_node) when gpus_per_node > 0 (run sets
+   * it from the cluster), else a trace that names dimensions is an error. */
+  int dims[TR_MAX_DIMS];
+  int num_dims;
+  int gpus_per_node;
 } tr_options;
 
 typedef struct tr_import_stats {
@@ -62,6 +73,9 @@ typedef struct tr_format {
 } tr_format;
 
 void tr_options_init(tr_options *o);
+/* "N0,N1,..." (1 to TR_MAX_DIMS positive sizes) into o->dims / o->num_dims;
+ * ST_EUSAGE naming the text when it is not that, o unchanged. */
+int tr_dims_parse(const char *text, tr_options *o, st_err *err);
 const tr_format *tr_format_find(const char *name);
 const tr_format *tr_formats(size_t *count);
 /* "FORMAT:PATH" -> import. */

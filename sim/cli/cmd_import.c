@@ -21,6 +21,9 @@ static void import_usage(FILE *out)
           "  --et DIR              kineto: host execution traces to join by pid\n"
           "  --gpus N              astra: GPUs to expand over; chakra: ranks (missing ranks\n"
           "                        copy rank r mod files)\n"
+          "  --dims N0,N1,...      chakra: the topology dimensions that involved_dim names,\n"
+          "                        dimension 0 fastest, product = ranks (required when a\n"
+          "                        collective names dimensions: import has no cluster)\n"
           "  --no-launch-gaps      kineto: drop the delays made from idle gaps on streams\n"
           "  -h, --help            this text\n\nformats:\n");
   size_t n;
@@ -47,6 +50,7 @@ int cmd_import(int argc, char **argv)
       {"output", required_argument, NULL, 'o'},     {"step", required_argument, NULL, 's'},
       {"et", required_argument, NULL, 'e'},         {"gpus", required_argument, NULL, 'g'},
       {"no-launch-gaps", no_argument, NULL, 'n'},   {"help", no_argument, NULL, 'h'},
+      {"dims", required_argument, NULL, 'd'},
       {NULL, 0, NULL, 0}};
   tr_options opt;
   tr_options_init(&opt);
@@ -66,6 +70,13 @@ int cmd_import(int argc, char **argv)
         return cli_usage_error("import", "--gpus '%s' is not a positive count", optarg);
       break;
     case 'n': opt.keep_launch_gaps = 0; break;
+    case 'd': {
+      st_err e;
+      st_err_clear(&e);
+      if (tr_dims_parse(optarg, &opt, &e))
+        return cli_usage_error("import", "%s", e.msg);
+      break;
+    }
     case 'h': import_usage(stdout); return 0;
     default: return cli_usage_error("import", "unknown option");
     }

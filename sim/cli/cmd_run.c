@@ -39,6 +39,9 @@ static const char usage_text[] =
     "  --no-launch-gaps    with --trace (kineto): drop the delays made from idle stream gaps\n"
     "  --gpus N            with --trace: astra: GPUs to expand over (default: the cluster's);\n"
     "                      chakra: ranks, missing ones copy rank r mod files (default: files)\n"
+    "  --dims N0,N1,...    with --trace (chakra): the topology dimensions that involved_dim\n"
+    "                      names, dimension 0 fastest, product = ranks (default: the\n"
+    "                      cluster's GPUs per node, ranks / GPUs per node)\n"
     "  --from-device NAME  with --trace: the device it was measured on, when the trace does\n"
     "                      not say; compute is rescaled when the cluster's device differs\n"
     "  -o, --output FILE   write the HDF5 results file\n"
@@ -136,6 +139,8 @@ static int load_workload(struct run_args *a, const plat_cluster *cl, wl_workload
      * when asked, so that a 4-rank trace never turns into 8 ranks) */
     if (a->topt.num_gpus == 0 && !strncmp(a->trace, "astra:", 6))
       a->topt.num_gpus = cl->num_gpus;
+    /* chakra's involved_dim without --dims: the cluster's nodes are the dimensions */
+    a->topt.gpus_per_node = cl->gpus_per_node;
     st_buf_printf(desc, "{\"kind\":\"trace\",\"trace\":\"%s\"}", a->trace);
     if ((rc = tr_import(a->trace, &a->topt, wl, &a->st, err)))
       return rc;
@@ -221,7 +226,7 @@ int cmd_run(int argc, char **argv)
       {"exact", no_argument, NULL, 'Z'},
       {"step", required_argument, NULL, 'S'},     {"et", required_argument, NULL, 'E'},
       {"no-launch-gaps", no_argument, NULL, 'G'}, {"gpus", required_argument, NULL, 'g'},
-      {"from-device", required_argument, NULL, 'F'},
+      {"from-device", required_argument, NULL, 'F'}, {"dims", required_argument, NULL, 'D'},
       {NULL, 0, NULL, 0}};
   struct run_args a;
   memset(&a, 0, sizeof a);
@@ -278,6 +283,14 @@ int cmd_run(int argc, char **argv)
       a.trace_opts = 1;
       break;
     case 'F': a.from_device = optarg; a.trace_opts = 1; break;
+    case 'D': {
+      st_err e;
+      st_err_clear(&e);
+      if (tr_dims_parse(optarg, &a.topt, &e))
+        return cli_usage_error("run", "%s", e.msg);
+      a.trace_opts = 1;
+      break;
+    }
     case 'h': fputs(usage_text, stdout); return 0;
     default: return cli_bad_option("run", argv);
     }
@@ -298,8 +311,8 @@ int cmd_run(int argc, char **argv)
     a.cluster = EXAMPLE_CLUSTER;
   }
   if (a.trace_opts && !a.trace)
-    return cli_usage_error("run", "--step, --et, --no-launch-gaps, --gpus and --from-device go "
-                                  "with --trace");
+    return cli_usage_error("run", "--step, --et, --no-launch-gaps, --gpus, --dims and --from-device "
+                                  "go with --trace");
   if ((a.model && !a.layout) || (a.layout && !a.model))
     return cli_usage_error("run", "--model and --layout go together");
   if (!a.cluster)

@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 # Without the shared traces: options, errors, a trace of our own.
 err=$("$simtrain" run --workload x --step 3 --cluster node8 2>&1 >/dev/null); rc=$?
 check "trace option without --trace exits 1" "[ $rc -eq 1 ]"
-check "trace option without --trace message" "[ \"\$err\" = \"simtrain: error: --step, --et, --no-launch-gaps, --gpus and --from-device go with --trace (see 'simtrain run --help')\" ]"
+check "trace option without --trace message" "[ \"\$err\" = \"simtrain: error: --step, --et, --no-launch-gaps, --gpus, --dims and --from-device go with --trace (see 'simtrain run --help')\" ]"
 err=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --gpus zero 2>&1 >/dev/null); rc=$?
 check "bad --gpus exits 1" "[ $rc -eq 1 ]"
 json=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --json --quiet); rc=$?
@@ -30,6 +30,34 @@ check "astra --gpus 4" "grep -q '\"num_gpus\":4,' <<<\"\$json\""
 err=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --from-device TPU-v9 2>&1 >/dev/null); rc=$?
 check "unknown --from-device exits 2" "[ $rc -eq 2 ]"
 check "unknown --from-device names it" "grep -q \"^simtrain: error: --from-device: device 'TPU-v9' is unknown (known: V100-SXM2, \" <<<\"\$err\""
+err=$("$simtrain" run --trace "chakra:$tmp/none" --cluster node8 --dims 8,0 2>&1 >/dev/null); rc=$?
+check "bad --dims exits 1" "[ $rc -eq 1 ]"
+check "bad --dims message" "[ \"\$err\" = \"simtrain: error: --dims '8,0': sizes must be positive whole numbers, as in 8,16 (see 'simtrain run --help')\" ]"
+err=$("$simtrain" import "chakra:$tmp/none" --dims 8,,8 -o "$tmp/x.json" 2>&1 >/dev/null); rc=$?
+check "import: bad --dims exits 1" "[ $rc -eq 1 ]"
+check "run --help names --dims" "\"$simtrain\" run --help | grep -q '^  --dims N0,N1,\.\.\. '"
+check "import --help names --dims" "\"$simtrain\" import --help | grep -q '^  --dims N0,N1,\.\.\. '"
+
+# Chakra's involved_dim (ASTRA-sim's side-by-side workload, when present):
+# import needs --dims; run defaults to the cluster's nodes; the dimensions
+# change the groups, so the step.
+P=${shared:+$shared/peer-astra}
+if [ -n "$P" ] && [ -f "$P/transformer_L10.0.et" ]; then
+  mkdir -p "$tmp/pa"
+  for r in $(seq 0 15); do ln -s "$P/transformer_L10.0.et" "$tmp/pa/t.$r.et"; done
+  err=$("$simtrain" import "chakra:$tmp/pa/t" -o "$tmp/pa.json" 2>&1 >/dev/null); rc=$?
+  check "involved_dim without --dims: import exits 1" "[ $rc -eq 1 ]"
+  check "involved_dim without --dims: file, node, --dims" "grep -Eq \"^simtrain: error: trace '$tmp/pa/t.0.et': node [0-9]+: 'involved_dim' refers to topology dimensions: pass --dims N0,N1,\\.\\.\\. \\(their product the 16 ranks\\)\\$\" <<<\"\$err\""
+  out=$("$simtrain" import "chakra:$tmp/pa/t" --dims 8,2 -o "$tmp/pa.json"); rc=$?
+  check "import --dims 8,2 exits 0" "[ $rc -eq 0 ]"
+  err=$("$simtrain" import "chakra:$tmp/pa/t" --dims 8,4 -o "$tmp/pa.json" 2>&1 >/dev/null); rc=$?
+  check "--dims against the ranks: message" "[ \"\$err\" = \"simtrain: error: --dims 8,4 makes 32 ranks but trace '$tmp/pa/t' has 16 (its files, or --gpus)\" ]"
+  a=$("$simtrain" run --trace "chakra:$tmp/pa/t" --cluster node8:2 --json --quiet 2>&1 | sed 's/"sim_wall_s":[^,]*,//')
+  b=$("$simtrain" run --trace "chakra:$tmp/pa/t" --cluster node8:2 --dims 8,2 --json --quiet 2>&1 | sed 's/"sim_wall_s":[^,]*,//')
+  c=$("$simtrain" run --trace "chakra:$tmp/pa/t" --cluster node8:2 --dims 2,8 --json --quiet 2>&1 | sed 's/"sim_wall_s":[^,]*,//')
+  check "run without --dims: the cluster's 8 GPUs per node x 2 nodes" "[ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ]"
+  check "other dimensions, other groups, another step" "grep -q '\"step_time_s\"' <<<\"\$c\" && [ \"\$c\" != \"\$b\" ]"
+fi
 
 if [ -z "$shared" ] || [ ! -d "$shared/traces/param-dlrm-v100x8" ]; then
   echo "shared traces not found: the checks on real traces are skipped"
