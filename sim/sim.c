@@ -39,6 +39,15 @@
  *  6. Failure.  A member that never arrives leaves the others blocked; when
  *     SimGrid runs out of events the run ends and the rendezvous states say
  *     which communicator, op and ranks were stuck (ST_ESIM).
+ *  7. Rank classes and running ahead.  Where sim_sym.c finds ranks that are
+ *     exact copies of others (the positions of the TP groups on a rail-
+ *     optimised fabric), only one rank per class has actors; results are
+ *     copied to the others after the run.  A group's collective then has one
+ *     simulated member and a closed form, so a stream whose next ops are
+ *     compute runs and such collectives knows their times and waits once for
+ *     the chain (see "running ahead" below for how accounting and the overlap
+ *     stretch stay exact).  The tuner's choice and closed forms are memoised
+ *     per (communicator, op, bytes, root): they do not depend on time.
  */
 #include <math.h>
 #include <stdio.h>

@@ -18,8 +18,11 @@
 
 #include <cmocka.h>
 
+#include <sys/stat.h>
+
 #include "sim.h"
 #include "sim_fork.h"
+#include "traces.h"
 #include "workload.h"
 
 static int close_enough(double got, double want, double tol)
@@ -278,6 +281,35 @@ static void test_sym__identical_programs_count_as_one(void **state)
   wl_workload_destroy(wl);
 }
 
+/* An imported trace: ASTRA-sim's transformer (Chakra, involved_dim over 8 x
+ * 8 ranks, every rank a copy of rank 0's file) on the network it was
+ * written for, with its TP groups on NVSwitch. */
+static void test_sym__imported_chakra_trace_matches_full_simulation(void **state)
+{
+  (void)state;
+  struct stat sb;
+  const char *f = ST_SHARED_DIR "/peer-astra/transformer_L10.0.et";
+  if (stat(f, &sb)) {
+    print_message("%s not found: skipped\n", f);
+    skip();
+  }
+  tr_options o;
+  tr_options_init(&o);
+  o.num_gpus = 64;
+  st_err err;
+  assert_int_equal(tr_dims_parse("8,8", &o, &err), 0);
+  wl_workload *wl = NULL;
+  tr_import_stats st;
+  memset(&st, 0, sizeof st);
+  if (tr_import("chakra:" ST_SHARED_DIR "/peer-astra/transformer_L10.0.et", &o, &wl, &st, &err))
+    print_error("%s\n", err.msg);
+  assert_non_null(wl);
+  check_case(wl, ST_SOURCE_DIR "/bench/peer-astra/astra_2d_switch.json", 1,
+             "peer-astra transformer_L10, 64 ranks");
+  tr_import_stats_release(&st);
+  wl_workload_destroy(wl);
+}
+
 /* A slow rank in one class slows everyone through the TP collectives: the
  * step is longer than with no slow rank (the fallback really simulates it). */
 static void test_sym__slow_rank_slows_the_step(void **state)
@@ -302,6 +334,7 @@ int main(void)
       cmocka_unit_test(test_sym__generated_layouts_match_full_simulation),
       cmocka_unit_test(test_sym__a_slow_rank_falls_back_to_full_simulation),
       cmocka_unit_test(test_sym__identical_programs_count_as_one),
+      cmocka_unit_test(test_sym__imported_chakra_trace_matches_full_simulation),
       cmocka_unit_test(test_sym__slow_rank_slows_the_step),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
