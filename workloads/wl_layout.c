@@ -517,18 +517,11 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     return st_err_prefix(err, "layout '%s': ", what);                                    \
   } while (0)
 
-  if (l.tp < 1)
-    l.tp = 1;
-  if (l.pp < 1)
-    l.pp = 1;
-  if (l.cp < 1)
-    l.cp = 1;
-  if (l.ep < 1)
-    l.ep = 1;
-  if (l.vpp < 1)
-    l.vpp = 1;
-  if (l.mbs < 1)
-    l.mbs = 1;
+  /* sizes not given are 1 */
+  int *one[] = {&l.tp, &l.pp, &l.cp, &l.ep, &l.vpp, &l.mbs};
+  for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
+    if (*one[i] < 1)
+      *one[i] = 1;
   if (l.flash < 0)
     l.flash = 1;
   if (l.first_stage_layers < 0 || l.last_stage_layers < 0)

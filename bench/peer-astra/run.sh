@@ -12,6 +12,7 @@
 # span the dimensions involved_dim names (--dims 8,RANKS/8).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../measure.sh"
 shared=${1:-$here/../../../shared}
 simtrain=${2:-$here/../../build/simtrain}
 wl=${3:-transformer_L100}
@@ -23,15 +24,6 @@ if [ ! -f "$shared/peer-astra/$wl.0.et" ]; then
 fi
 printf 'ranks\twall_s\tpeak_rss_mib\tstep_time_s\tactivities\tsimulated_ranks\n'
 for n in $sizes; do
-  log=$(mktemp)
-  json=$(/usr/bin/time -v "$simtrain" run --trace "chakra:$shared/peer-astra/$wl" --gpus "$n" \
-    --dims "8,$((n / 8))" --cluster "$here/astra_2d_switch.json" --json --quiet 2>"$log")
-  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0;
-           for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$log")
-  rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.0f", $2 / 1024 }' "$log")
-  rm -f "$log"
-  step=$(sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' <<<"$json")
-  ev=$(sed -n 's/.*"events":\([^,]*\),.*/\1/p' <<<"$json")
-  sr=$(sed -n 's/.*"simulated_ranks":\([^,]*\),.*/\1/p' <<<"$json")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$wall" "$rss" "$step" "$ev" "$sr"
+  printf '%s\t%s\n' "$n" "$(measure "$simtrain" run --trace "chakra:$shared/peer-astra/$wl" \
+    --gpus "$n" --dims "8,$((n / 8))" --cluster "$here/astra_2d_switch.json" --json --quiet)"
 done

@@ -11,6 +11,7 @@
 # --no-symmetry for the reference).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../measure.sh"
 simtrain=${1:-$here/../../build/simtrain}
 out=${2:-$here}
 shift $(( $# > 2 ? 2 : $# ))
@@ -21,17 +22,8 @@ printf 'gpus\twall_s\tpeak_rss_mib\tstep_time_s\tactivities\tsimulated_ranks\n' 
 for g in $sizes; do
   dp=$((g / 128))
   nodes=$((g / 8))
-  log=$(mktemp)
-  json=$(/usr/bin/time -v "$simtrain" run --model llama3-405b \
+  printf '%s\t%s\n' "$g" "$(measure "$simtrain" run --model llama3-405b \
     --layout "tp=8,pp=16,dp=$dp,mbs=1,gbs=$((16 * dp)),sp=1,first_stage_layers=7,last_stage_layers=7" \
-    --cluster "dgx-h100:$nodes" --json --quiet ${SIMTRAIN_OPTS:-} 2>"$log")
-  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0;
-           for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$log")
-  rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.0f", $2 / 1024 }' "$log")
-  rm -f "$log"
-  step=$(sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' <<<"$json")
-  ev=$(sed -n 's/.*"events":\([^,]*\),.*/\1/p' <<<"$json")
-  sr=$(sed -n 's/.*"simulated_ranks":\([^,]*\),.*/\1/p' <<<"$json")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$g" "$wall" "$rss" "$step" "$ev" "$sr" | tee -a "$tsv"
+    --cluster "dgx-h100:$nodes" --json --quiet ${SIMTRAIN_OPTS:-})" | tee -a "$tsv"
 done
 bash "$here/plot.sh" "$tsv" >"$out/scaling.svg"
