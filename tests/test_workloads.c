@@ -808,6 +808,51 @@ static void test_err__set_and_prefix(void **state)
   assert_int_equal(st_err_exit_status(ST_ESIM), 3);
 }
 
+static void test_num_check__finite_in_range_and_whole(void **state)
+{
+  (void)state;
+  struct {
+    double v;
+    int kind;
+    double lo, hi;
+    const char *msg; /* NULL: accepted */
+  } t[] = {
+      {512, ST_NUM_INTEGER, 0, ST_BYTES_MAX, NULL},
+      {ST_BYTES_MAX, ST_NUM_INTEGER, 0, ST_BYTES_MAX, NULL},
+      {1e19, ST_NUM_INTEGER, 0, ST_BYTES_MAX,
+       "spec 'x.json': 'bytes' is 1e+19, above the largest allowed 9007199254740992"},
+      {-1, ST_NUM_INTEGER, 0, ST_BYTES_MAX,
+       "spec 'x.json': 'bytes' is -1, below the smallest allowed 0"},
+      {2.5, ST_NUM_INTEGER, 0, 10, "spec 'x.json': 'bytes' is 2.5, not a whole number"},
+      {2.5, ST_NUM_REAL, 0, 10, NULL},
+      {NAN, ST_NUM_REAL, 0, 10, "spec 'x.json': 'bytes' is not a finite number"},
+      {INFINITY, ST_NUM_REAL, 0, INFINITY, "spec 'x.json': 'bytes' is not a finite number"},
+      {-INFINITY, ST_NUM_REAL, -INFINITY, 0, "spec 'x.json': 'bytes' is not a finite number"},
+      {1e308, ST_NUM_REAL, 0, 1e6,
+       "spec 'x.json': 'bytes' is 1e+308, above the largest allowed 1000000"},
+      {3e9, ST_NUM_INTEGER, ST_INT32_MIN, ST_INT32_MAX,
+       "spec 'x.json': 'bytes' is 3000000000, above the largest allowed 2147483647"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    st_err err;
+    st_err_clear(&err);
+    int rc = st_num_check(t[i].v, t[i].kind, t[i].lo, t[i].hi, &err, "spec '%s': '%s'", "x.json",
+                          "bytes");
+    if (!t[i].msg) {
+      if (rc != 0)
+        fail_msg("row %zu: rejected: %s", i, err.msg);
+      continue;
+    }
+    assert_int_equal(rc, ST_EINPUT);
+    assert_int_equal(err.code, ST_EINPUT);
+    assert_string_equal(err.msg, t[i].msg);
+  }
+  /* the limits are what they say: every byte count up to ST_BYTES_MAX is exact in a double */
+  assert_true(ST_BYTES_MAX == 9007199254740992.0);
+  assert_true(ST_BYTES_MAX + 1 == ST_BYTES_MAX);
+  assert_true((double)(int32_t)ST_INT32_MAX == ST_INT32_MAX);
+}
+
 static void test_read_all__plain_and_gzip_give_the_same_bytes(void **state)
 {
   (void)state;
@@ -1518,6 +1563,7 @@ int main(void)
       cmocka_unit_test(test_parse_bytes__table),
       cmocka_unit_test(test_format_bytes__binary_units),
       cmocka_unit_test(test_err__set_and_prefix),
+      cmocka_unit_test(test_num_check__finite_in_range_and_whole),
       cmocka_unit_test(test_read_all__plain_and_gzip_give_the_same_bytes),
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),
       cmocka_unit_test(test_write_atomic__replaces_and_leaves_no_temp_file),

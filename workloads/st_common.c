@@ -75,6 +75,52 @@ int st_err_exit_status(int code)
   }
 }
 
+/* ---- checked numbers -------------------------------------------------------- */
+/* v in the fewest digits that read back as v ("1e+308", not 1.0000000000000001e+308). */
+static const char *num_shortest(double v, char *buf, size_t n)
+{
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, n, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v)
+      break;
+  }
+  return buf;
+}
+
+int st_num_check(double v, int kind, double lo, double hi, st_err *err, const char *fmt, ...)
+{
+  const char *why = NULL;
+  double bound = 0;
+  if (!isfinite(v))
+    why = "not finite";
+  else if (v < lo)
+    why = "below", bound = lo;
+  else if (v > hi)
+    why = "above", bound = hi;
+  else if (kind == ST_NUM_INTEGER && v != floor(v))
+    why = "whole";
+  if (!why)
+    return ST_OK;
+  if (err) {
+    char subject[ST_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(subject, sizeof subject, fmt, ap);
+    va_end(ap);
+    char a[32], b[32];
+    num_shortest(v, a, sizeof a);
+    num_shortest(bound, b, sizeof b);
+    if (why[0] == 'n')
+      st_err_set(err, ST_EINPUT, "%s is not a finite number", subject);
+    else if (why[0] == 'w')
+      st_err_set(err, ST_EINPUT, "%s is %s, not a whole number", subject, a);
+    else
+      st_err_set(err, ST_EINPUT, "%s is %s, %s the %s allowed %s", subject, a, why,
+                 why[0] == 'b' ? "smallest" : "largest", b);
+  }
+  return ST_EINPUT;
+}
+
 /* ---- arena ---------------------------------------------------------------- */
 struct st_arena_block {
   st_arena_block *next;

@@ -53,6 +53,24 @@ const char *st_strerror(int code);
 /* Exit status for a code: 0 ok, 1 usage, 2 input/io/memory, 3 simulation. */
 int st_err_exit_status(int code);
 
+/* ---- checked numbers ------------------------------------------------------ */
+/* Every size, count and rate read from an input passes through st_num_check
+ * before it is stored, so nothing downstream sees inf, nan, a negative size
+ * or a value its integer type would wrap.  The documented limits: */
+#define ST_BYTES_MAX 9007199254740992.0 /* 2^53: every byte count up to it is exact in a double */
+#define ST_INT32_MAX 2147483647.0
+#define ST_INT32_MIN (-2147483648.0)
+enum { ST_NUM_REAL = 0, ST_NUM_INTEGER = 1 };
+/* 0 if v is finite, lo <= v <= hi and (kind ST_NUM_INTEGER) a whole number;
+ * else ST_EINPUT with err saying, after the subject that fmt names (file,
+ * place and key: "cluster 'c.json': 'nic_GBps'"), one of
+ *   <subject> is not a finite number
+ *   <subject> is 1e+19, above the largest allowed 9007199254740992
+ *   <subject> is -1, below the smallest allowed 0
+ *   <subject> is 2.5, not a whole number */
+int st_num_check(double v, int kind, double lo, double hi, st_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
 /* ---- arena: many small same-lifetime allocations freed at once ---------- */
 typedef struct st_arena_block st_arena_block;
 typedef struct st_arena {

@@ -1,0 +1,35 @@
+#!/bin/bash
+# Bad and hostile inputs (tests/data/bad/): each row runs simtrain on one and
+# asserts the exit status (README "Exit status": 1 usage, 2 bad input) and the
+# exact first line of stderr.  A crash (abort, segfault) shows as 134/139 and
+# an uncaught C++ exception as 134, so a row that once crashed fails loudly.
+# usage: bad_inputs.sh <simtrain> <shared-dir>
+set -u
+ST=$1
+fail() { echo "FAIL: $*"; exit 1; }
+cd "$(dirname "$0")/../data" || fail "no tests/data"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# exit status | first line of stderr | arguments (split on spaces)
+cases=$(cat <<'EOF'
+2|simtrain: error: trace 'bad/kineto_pg_ranks_spaces.json': imported workload is inconsistent: communicator 'pg g': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_ranks_spaces.json --cluster node8
+2|simtrain: error: trace 'bad/kineto_pg_config_spaces.json': imported workload is inconsistent: communicator 'pg h': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_config_spaces.json --cluster node8
+2|simtrain: error: trace 'bad/kineto_split_negative.json': event 2: 'In split size' entry 0 is -1, below the smallest allowed 0|run --trace kineto:bad/kineto_split_negative.json --cluster node8
+EOF
+)
+
+n=0
+while IFS='|' read -r want_rc want_err args; do
+  [ -n "$want_rc" ] || continue
+  n=$((n + 1))
+  # shellcheck disable=SC2086
+  "$ST" $args >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  got=$(head -n 1 "$tmp/err")
+  [ "$rc" = "$want_rc" ] || fail "simtrain $args: exit $rc, want $want_rc; stderr: $got"
+  [ "$got" = "$want_err" ] || fail "simtrain $args: stderr
+   got: $got
+  want: $want_err"
+done <<<"$cases"
+echo "ok ($n bad inputs)"
