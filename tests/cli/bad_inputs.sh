@@ -11,11 +11,14 @@ cd "$(dirname "$0")/../data" || fail "no tests/data"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# exit status | first line of stderr | arguments (split on spaces)
+# exit status | first line of stderr | arguments (split on spaces; TMP is a
+# scratch folder)
 cases=$(cat <<'EOF'
 2|simtrain: error: trace 'bad/kineto_pg_ranks_spaces.json': imported workload is inconsistent: communicator 'pg g': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_ranks_spaces.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_pg_config_spaces.json': imported workload is inconsistent: communicator 'pg h': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_config_spaces.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_split_negative.json': event 2: 'In split size' entry 0 is -1, below the smallest allowed 0|run --trace kineto:bad/kineto_split_negative.json --cluster node8
+2|simtrain: error: spec 'bad/cluster_link_1e308.json': key 'node.intra.link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
+2|simtrain: error: spec 'bad/cluster_nic_1e308.json': key 'node.nics.Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
 EOF
 )
 
@@ -23,6 +26,7 @@ n=0
 while IFS='|' read -r want_rc want_err args; do
   [ -n "$want_rc" ] || continue
   n=$((n + 1))
+  args=${args//TMP/$tmp}
   # shellcheck disable=SC2086
   "$ST" $args >"$tmp/out" 2>"$tmp/err"
   rc=$?
@@ -32,4 +36,5 @@ while IFS='|' read -r want_rc want_err args; do
    got: $got
   want: $want_err"
 done <<<"$cases"
+[ ! -e "$tmp/p.xml" ] || fail "a rejected platform must not be written"
 echo "ok ($n bad inputs)"
