@@ -18,6 +18,7 @@
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,20 @@ extern "C" int plat_cluster_build(const plat_cluster* c, void** hosts, st_err* e
     auto* e = sg4::Engine::get_instance();
     if (c->fabric_kind == PLAT_FABRIC_XML) {
       e->load_platform(c->xml_path);
+      /* SimGrid accepts any rate and divides by it: a link of 0, negative or
+       * NaN bandwidth aborted the run instead of being reported. */
+      for (const sg4::Link* l : e->get_all_links()) {
+        double bw = l->get_bandwidth(), lat = l->get_latency();
+        if (!(bw > 0) || !std::isfinite(bw))
+          return st_err_set(err, ST_EINPUT,
+                            "platform '%s': link '%s': bandwidth %g B/s is not a positive finite "
+                            "rate",
+                            c->xml_path, l->get_cname(), bw);
+        if (!(lat >= 0) || !std::isfinite(lat))
+          return st_err_set(err, ST_EINPUT,
+                            "platform '%s': link '%s': latency %g s is not a finite time >= 0",
+                            c->xml_path, l->get_cname(), lat);
+      }
       for (int g = 0; g < c->num_gpus; g++) {
         sg4::Host* h = e->host_by_name_or_null("gpu-" + std::to_string(g));
         if (!h)

@@ -19,6 +19,11 @@ cases=$(cat <<'EOF'
 2|simtrain: error: trace 'bad/kineto_split_negative.json': event 2: 'In split size' entry 0 is -1, below the smallest allowed 0|run --trace kineto:bad/kineto_split_negative.json --cluster node8
 2|simtrain: error: spec 'bad/cluster_link_1e308.json': key 'node.intra.link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
 2|simtrain: error: spec 'bad/cluster_nic_1e308.json': key 'node.nics.Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
+2|simtrain: error: platform 'bad/xml_link_zero.xml': link 'l01': bandwidth 0 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_zero.xml
+2|simtrain: error: platform 'bad/xml_link_negative.xml': link 'l01': bandwidth -5e+09 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_negative.xml
+2|simtrain: error: platform 'bad/xml_link_nan.xml': link 'l01': bandwidth nan B/s is not a positive finite rate|coll allreduce --gpus 2 --bytes 1M --cluster bad/xml_link_nan.xml
+2|simtrain: error: platform 'bad/xml_no_routes.xml': line 4: zone 'two' (routing Full) has no route from gpu-0 to gpu-1|run --workload ../../examples/pipeline2.json --cluster bad/xml_no_routes.xml
+2|simtrain: error: platform 'bad/xml_one_route_missing.xml': line 4: zone 'two' (routing Full) has no route from gpu-1 to gpu-0|run --workload ../../examples/pipeline2.json --cluster bad/xml_one_route_missing.xml
 EOF
 )
 
