@@ -24,6 +24,9 @@ cases=$(cat <<'EOF'
 2|simtrain: error: platform 'bad/xml_link_nan.xml': link 'l01': bandwidth nan B/s is not a positive finite rate|coll allreduce --gpus 2 --bytes 1M --cluster bad/xml_link_nan.xml
 2|simtrain: error: platform 'bad/xml_no_routes.xml': line 4: zone 'two' (routing Full) has no route from gpu-0 to gpu-1|run --workload ../../examples/pipeline2.json --cluster bad/xml_no_routes.xml
 2|simtrain: error: platform 'bad/xml_one_route_missing.xml': line 4: zone 'two' (routing Full) has no route from gpu-1 to gpu-0|run --workload ../../examples/pipeline2.json --cluster bad/xml_one_route_missing.xml
+1|simtrain: error: --cfg 'foo:1': unknown SimGrid setting|run --workload ../../examples/pipeline2.json --cluster node8 --cfg foo:1
+1|simtrain: error: --cfg 'surf/precision:abc': bad value for SimGrid setting 'surf/precision': invalid double|run --workload ../../examples/pipeline2.json --cluster node8 --cfg surf/precision:abc
+1|simtrain: error: --cfg 'network/model:XX': SimGrid rejects this value of 'network/model'|run --workload ../../examples/pipeline2.json --cluster node8 --cfg network/model:XX
 EOF
 )
 
