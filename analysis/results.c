@@ -20,6 +20,11 @@
  *     when reading, so files written earlier stay readable.
  *   - HDF5's own error stack printing is off while we work; errors come back
  *     as st_err messages naming the file and the dataset.
+ *   - HDF5's exit-time cleanup is off (H5dont_atexit, before the library
+ *     starts): when H5Fclose fails (disk full) HDF5 keeps the file open with
+ *     its cache in a state that its own cleanup then crashes on (segfault at
+ *     exit, HDF5 1.10); every file we open is closed by us, so the cleanup
+ *     has nothing else to do.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -37,6 +42,9 @@
 
 #define ROWS_PER_WRITE 65536 /* rows converted and written at once */
 #define CHUNK_ROWS 16384     /* HDF5 chunk of a row dataset */
+
+/* Runs when the program loads, before any HDF5 call (see the header). */
+__attribute__((constructor)) static void h5_no_atexit(void) { H5dont_atexit(); }
 
 /* ---- HDF5 error printing off, restored afterwards ------------------------ */
 typedef struct quiet_h5 {
