@@ -410,12 +410,19 @@ int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
     free(L.host);
     return st_err_set(err, ST_ENOMEM, "trace '%s': out of memory matching send/recv", path);
   }
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  st_outfile of;
+  int orc = st_out_begin(&of, path, err);
+  if (orc) {
+    free(pairs);
+    free(L.host);
+    return orc;
+  }
+  const char *tmp = of.tmp;
   int gz = st_str_ends_with(path, ".gz");
   out_t o = {gzopen(tmp, gz ? "wb6" : "wbT"), 0};
   if (!o.gz) {
     int e = errno;
+    st_out_commit(&of, 0, path, NULL);
     free(pairs);
     free(L.host);
     return st_err_set(err, ST_EIO, "trace '%s': cannot create '%s': %s", path, tmp,
@@ -425,7 +432,7 @@ int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
   thread_key *threads = malloc(r->num_timeline * sizeof *threads);
   if (!threads) {
     gzclose(o.gz);
-    remove(tmp);
+    st_out_commit(&of, 0, path, NULL);
     free(pairs);
     free(L.host);
     return st_err_set(err, ST_ENOMEM, "trace '%s': out of memory", path);
@@ -441,12 +448,14 @@ int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
   int e = errno;
   if (gzclose(o.gz) != Z_OK)
     o.bad = 1;
-  if (o.bad || rename(tmp, path) != 0) {
+  if (o.bad) {
     e = errno ? errno : e;
-    remove(tmp);
+    st_out_commit(&of, 0, path, NULL);
     return st_err_set(err, ST_EIO, "trace '%s': writing failed: %s", path,
                       e ? strerror(e) : "unknown error");
   }
+  if ((orc = st_out_commit(&of, 1, path, err)))
+    return orc;
   if (counts)
     *counts = cnt;
   return ST_OK;

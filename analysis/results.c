@@ -4,7 +4,9 @@
  * Invariants:
  *   - The file is written to "<path>.tmp.<pid>" and renamed onto <path> only
  *     after H5Fclose succeeded; on any failure the temporary is removed, so
- *     <path> is either the previous file (or absent) or a complete new one.
+ *     <path> is either the previous file (or absent) or a complete new one
+ *     (st_out_begin: through a symlink to its target, never onto a device,
+ *     FIFO or folder, and removed on SIGINT/SIGTERM/SIGHUP).
  *   - Row datasets are 1-D compound datasets whose member names are the
  *     column names of docs/results-format.md.  The reader matches columns by
  *     name (HDF5 converts by name), so columns may be added later without
@@ -735,14 +737,19 @@ int an_results_write(const char *path, const an_run_info *info, st_err *err)
   if (!info || !info->wl || !info->result || !info->summary)
     return st_err_set(err, ST_EUSAGE, "results '%s': nothing to write (no workload, result or "
                                       "summary)", path);
-  char tmp[4096];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
-    return st_err_set(err, ST_EIO, "results '%s': the path is too long", path);
+  st_outfile o;
+  int orc = st_out_begin(&o, path, err);
+  if (orc)
+    return orc;
+  const char *tmp = o.tmp;
   /* Create it with stdio first: HDF5 does not say why a create failed. */
   FILE *probe = fopen(tmp, "wb");
-  if (!probe)
+  if (!probe) {
+    int e = errno;
+    st_out_commit(&o, 0, path, NULL);
     return st_err_set(err, ST_EIO, "results '%s': cannot create '%s': %s", path, tmp,
-                      strerror(errno));
+                      strerror(e));
+  }
   fclose(probe);
 
   quiet_h5 q;
@@ -762,12 +769,11 @@ int an_results_write(const char *path, const an_run_info *info, st_err *err)
     rc = wfail(&w, "closing '%s' failed (disk full?)", tmp);
   close_id(&fapl, H5Pclose);
   h5_restore(&q);
-  if (rc == ST_OK && rename(tmp, path) != 0)
-    rc = st_err_set(err, ST_EIO, "results '%s': cannot rename '%s' onto it: %s", path, tmp,
-                    strerror(errno));
-  if (rc != ST_OK)
-    remove(tmp);
-  return rc;
+  if (rc != ST_OK) {
+    st_out_commit(&o, 0, path, NULL);
+    return rc;
+  }
+  return st_out_commit(&o, 1, path, err);
 }
 
 /* ---- reading ------------------------------------------------------------------- */

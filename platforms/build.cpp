@@ -113,6 +113,10 @@ private:
 
 extern "C" int plat_cluster_build(const plat_cluster* c, void** hosts, st_err* err)
 {
+  /* The engine, created just before, installs its own SIGINT handler
+   * (exit 1, nothing said): put back the one that removes temporary output
+   * files and exits 130 (st_common.h). */
+  st_signals_install();
   try {
     auto* e = sg4::Engine::get_instance();
     if (c->fabric_kind == PLAT_FABRIC_XML) {

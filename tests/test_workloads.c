@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -966,6 +967,61 @@ static void test_write_atomic__replaces_and_leaves_no_temp_file(void **state)
   assert_int_equal(count_tmp_files(), 0);
 }
 
+static void test_write_atomic__writes_through_symlinks_and_refuses_non_files(void **state)
+{
+  (void)state;
+  st_err err;
+  st_err_clear(&err);
+  /* a relative link to a file in a sub-folder: the target is replaced, the link stays */
+  char dir[600], target[700], link[700], back[4096];
+  snprintf(dir, sizeof dir, "%s/sub", tmpdir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(target, sizeof target, "%s/sub/t.json", tmpdir);
+  snprintf(link, sizeof link, "%s/l.json", tmpdir);
+  assert_int_equal(symlink("sub/t.json", link), 0);
+  assert_int_equal(st_file_write_atomic(link, "abc", 3, 0, &err), 0);
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  ssize_t n = readlink(link, back, sizeof back);
+  assert_int_equal(n, 10);
+  size_t len;
+  char *d = read_bytes(target, &len);
+  assert_int_equal(len, 3);
+  assert_memory_equal(d, "abc", 3);
+  free(d);
+  /* a folder is refused and stays */
+  assert_int_equal(st_file_write_atomic(dir, "x", 1, 0, &err), ST_EIO);
+  char want[800];
+  snprintf(want, sizeof want, "cannot write '%s': it is a directory, not a regular file", dir);
+  assert_string_equal(err.msg, want);
+  assert_int_equal(lstat(dir, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  /* a link to a folder likewise, naming the path given */
+  char dl[700];
+  snprintf(dl, sizeof dl, "%s/dl", tmpdir);
+  assert_int_equal(symlink("sub", dl), 0);
+  assert_int_equal(st_file_write_atomic(dl, "x", 1, 0, &err), ST_EIO);
+  snprintf(want, sizeof want, "cannot write '%s': it is a directory, not a regular file", dl);
+  assert_string_equal(err.msg, want);
+  /* a loop of links */
+  char a[700], b[700];
+  snprintf(a, sizeof a, "%s/loop-a", tmpdir);
+  snprintf(b, sizeof b, "%s/loop-b", tmpdir);
+  assert_int_equal(symlink("loop-b", a), 0);
+  assert_int_equal(symlink("loop-a", b), 0);
+  assert_int_equal(st_file_write_atomic(a, "x", 1, 0, &err), ST_EIO);
+  snprintf(want, sizeof want, "cannot write '%s': too many levels of symbolic links", a);
+  assert_string_equal(err.msg, want);
+  assert_int_equal(count_tmp_files(), 0);
+  unlink(a);
+  unlink(b);
+  unlink(dl);
+  unlink(link);
+  unlink(target);
+  rmdir(dir);
+}
+
 /* ---- on-disk form --------------------------------------------------------------- */
 
 static void test_example__reads_as_the_pipeline_built_in_c(void **state)
@@ -1567,6 +1623,7 @@ int main(void)
       cmocka_unit_test(test_read_all__plain_and_gzip_give_the_same_bytes),
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),
       cmocka_unit_test(test_write_atomic__replaces_and_leaves_no_temp_file),
+      cmocka_unit_test(test_write_atomic__writes_through_symlinks_and_refuses_non_files),
       cmocka_unit_test(test_example__reads_as_the_pipeline_built_in_c),
       cmocka_unit_test(test_example__is_in_the_writers_layout),
       cmocka_unit_test(test_round_trip__plain_keeps_every_field),

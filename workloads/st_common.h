@@ -102,9 +102,33 @@ char *st_buf_detach(st_buf *b, size_t *len);
 /* Read a whole file, inflating it if it is gzip-compressed (detected by the
  * magic bytes, not the name).  *data is NUL-terminated; caller frees. */
 int st_file_read_all(const char *path, char **data, size_t *len, st_err *err);
-/* Write data to path atomically: to "path.tmp.<pid>" first, renamed when
- * complete.  gzip != 0 compresses. */
+/* Write data to path atomically (st_out_begin/commit below).  gzip != 0
+ * compresses. */
 int st_file_write_atomic(const char *path, const void *data, size_t len, int gzip, st_err *err);
+
+/* ---- output files: one rule for every writer (-o of every command) ------
+ * st_out_begin() resolves a symlink to its final target (the temporary goes
+ * beside the target and the rename replaces the target; the link stays a
+ * link), refuses an existing target that is not a regular file (device,
+ * FIFO, directory, socket: "cannot write 'p': it is a FIFO, not a regular
+ * file"), names the temporary "<target>.tmp.<pid>" and registers it so that
+ * SIGINT, SIGTERM and SIGHUP remove it.  The writer creates o.tmp itself,
+ * then calls st_out_commit(ok) which renames it onto the target (ok != 0) or
+ * removes it, and unregisters it. */
+typedef struct st_outfile {
+  char target[4096];
+  char tmp[4200];
+  int slot; /* in the signal handler's table, -1 if none */
+} st_outfile;
+int st_out_begin(st_outfile *o, const char *path, st_err *err);
+/* ok == 0: remove the temporary and return ST_OK; else rename it, ST_EIO on failure. */
+int st_out_commit(st_outfile *o, int ok, const char *path, st_err *err);
+/* Handlers for SIGINT, SIGTERM and SIGHUP that remove the registered
+ * temporary files; SIGINT then exits 130 with "simtrain: error: interrupted
+ * (SIGINT); temporary files removed", the others end the process by their
+ * signal.  main() installs them; again after anything that installs its own
+ * (SimGrid's engine catches SIGINT when it starts). */
+void st_signals_install(void);
 /* 1 if the path ends with suffix. */
 int st_str_ends_with(const char *s, const char *suffix);
 /* s as a JSON string, quoted and escaped ('"', '\\', control characters);
