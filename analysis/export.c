@@ -291,7 +291,9 @@ static void write_trace(out_t *o, const an_results *r, const layout *L, thread_k
     put_str(o, t->name);
     put(o, ",\"cat\":");
     put_str(o, t->kind);
-    putf(o, ",\"args\":{\"bytes\":%.17g,\"flops\":%.17g", t->bytes, t->flops);
+    char nb[32], nf[32];
+    putf(o, ",\"args\":{\"bytes\":%s,\"flops\":%s", st_json_num(t->bytes, nb, sizeof nb),
+         st_json_num(t->flops, nf, sizeof nf));
     if (t->peer >= 0)
       putf(o, ",\"peer\":%d", t->peer);
     if (t->comm >= 0 && (size_t)t->comm < r->num_comms) {
@@ -400,6 +402,15 @@ int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
   if (r->num_timeline == 0)
     return st_err_set(err, ST_EINPUT,
                       "results '%s': no '/timeline' to export (run with --timeline)", r->path);
+  /* JSON has no NaN or inf: a row whose times are not finite is bad input */
+  for (size_t i = 0; i < r->num_timeline; i++) {
+    const an_timeline_row *t = &r->timeline[i];
+    if (st_num_check(t->start_s, ST_NUM_REAL, -INFINITY, INFINITY, err,
+                     "results '%s': /timeline row %zu: 'start_s'", r->path, i) ||
+        st_num_check(t->end_s, ST_NUM_REAL, -INFINITY, INFINITY, err,
+                     "results '%s': /timeline row %zu: 'end_s'", r->path, i))
+      return ST_EINPUT;
+  }
   layout L;
   int lrc = layout_init(r, group, path, &L, err);
   if (lrc != ST_OK)

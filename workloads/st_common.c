@@ -534,3 +534,12 @@ void st_json_str(FILE *out, const char *s)
   }
   fputc('"', out);
 }
+
+const char *st_json_num(double v, char *buf, size_t n)
+{
+  if (isfinite(v))
+    snprintf(buf, n, "%.17g", v);
+  else
+    snprintf(buf, n, "null");
+  return buf;
+}

@@ -134,6 +134,9 @@ int st_str_ends_with(const char *s, const char *suffix);
 /* s as a JSON string, quoted and escaped ('"', '\\', control characters);
  * NULL prints as "". */
 void st_json_str(FILE *out, const char *s);
+/* v as a JSON number ("%.17g") in buf, or "null" when v is NaN or infinite
+ * (JSON has neither); returns buf. */
+const char *st_json_num(double v, char *buf, size_t n);
 
 /* Parse a size like "4G", "64MiB", "1M", "512", "1.5K" into bytes (K=1024).
  * Returns 0 on success. */

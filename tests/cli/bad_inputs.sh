@@ -27,6 +27,9 @@ cases=$(cat <<'EOF'
 1|simtrain: error: --cfg 'foo:1': unknown SimGrid setting|run --workload ../../examples/pipeline2.json --cluster node8 --cfg foo:1
 1|simtrain: error: --cfg 'surf/precision:abc': bad value for SimGrid setting 'surf/precision': invalid double|run --workload ../../examples/pipeline2.json --cluster node8 --cfg surf/precision:abc
 1|simtrain: error: --cfg 'network/model:XX': SimGrid rejects this value of 'network/model'|run --workload ../../examples/pipeline2.json --cluster node8 --cfg network/model:XX
+2|simtrain: error: workload 'bad/wl_bytes_1e19.json': programs[0].ops[6]: 'bytes' is 1e+19, above the largest allowed 9007199254740992|run --workload bad/wl_bytes_1e19.json --cluster node8
+1|simtrain: error: --bytes '1e19' is 1e+19, above the largest allowed 9007199254740992 (see 'simtrain coll --help')|coll allreduce --gpus 8 --cluster dgx-h100:1 --bytes 1e19
+1|simtrain: error: --sweep '1K:1e16' is 1e+16, above the largest allowed 9007199254740992 (see 'simtrain coll --help')|coll allreduce --gpus 8 --cluster dgx-h100:1 --sweep 1K:1e16
 EOF
 )
 
