@@ -230,7 +230,7 @@ static wl_workload *build_everything(void)
   wl_program *p = &wl->programs[0];
   wl_op op = wl_op_compute(0, 1.0 / 7.0);
   op.flops = 1e300;
-  op.bytes = 123456789012345678.0;
+  op.bytes = 1234567890123456.75; /* 17 digits, below the 2^53 limit on byte counts */
   op.sub = WL_CLASS_GEMM;
   op.m = 1, op.n = 2147483647, op.k = 3;
   op.batch = 5;
@@ -1135,7 +1135,7 @@ static void test_write__numbers_print_exactly(void **state)
   char *json = wl_workload_to_json(wl, 0);
   const char *want[] = {
       "\"duration_s\":0.14285714285714285", "\"flops\":1e+300",
-      "\"bytes\":1.2345678901234568e+17",  "\"duration_s\":-0",
+      "\"bytes\":1234567890123456.8",      "\"duration_s\":-0",
       "\"bytes\":4.94065645841247e-324",   "\"flops\":0.30000000000000004",
       "\"bytes\":1.5",                     "\"splits\":[0,1000000000,3.25,7]",
       "\"tokens_per_step\":0.1",           "\"hw_flops_per_step\":0.33333333333333331",

@@ -30,6 +30,7 @@ cases=$(cat <<'EOF'
 2|simtrain: error: workload 'bad/wl_bytes_1e19.json': programs[0].ops[6]: 'bytes' is 1e+19, above the largest allowed 9007199254740992|run --workload bad/wl_bytes_1e19.json --cluster node8
 1|simtrain: error: --bytes '1e19' is 1e+19, above the largest allowed 9007199254740992 (see 'simtrain coll --help')|coll allreduce --gpus 8 --cluster dgx-h100:1 --bytes 1e19
 1|simtrain: error: --sweep '1K:1e16' is 1e+16, above the largest allowed 9007199254740992 (see 'simtrain coll --help')|coll allreduce --gpus 8 --cluster dgx-h100:1 --sweep 1K:1e16
+2|simtrain: error: model 'wide': program 'stage0': op 'qkv': 'n' is 4500000000, above the largest allowed 2147483647|gen --model bad/model_qkv_2e31.json --layout tp=1,pp=1,mbs=1,gbs=1 --gpus 1 -o TMP/p.xml
 EOF
 )
 
