@@ -236,14 +236,15 @@ static int zone_check_routes(const char *path, xml_zone *z, st_err *err)
 {
   if (!z->full || z->nhosts < 2 || z->nhosts > XML_ROUTE_CHECK_MAX_HOSTS)
     return ST_OK;
-  qsort(z->pairs, (size_t)z->npairs, sizeof *z->pairs, cmp_u64);
+  if (z->npairs > 0)
+    qsort(z->pairs, (size_t)z->npairs, sizeof *z->pairs, cmp_u64);
   for (long i = 0; i < z->nhosts; i++)
     for (long j = 0; j < z->nhosts; j++) {
       long a = z->hosts[i], b = z->hosts[j];
       if (a == b)
         continue;
       uint64_t key = (uint64_t)a << 32 | (uint64_t)b;
-      if (!bsearch(&key, z->pairs, (size_t)z->npairs, sizeof key, cmp_u64))
+      if (z->npairs == 0 || !bsearch(&key, z->pairs, (size_t)z->npairs, sizeof key, cmp_u64))
         return st_err_set(err, ST_EINPUT,
                           "platform '%s': line %d: zone '%s' (routing Full) has no route from "
                           "gpu-%ld to gpu-%ld",
