@@ -291,7 +291,9 @@ static void write_trace(out_t *o, const an_results *r, const layout *L, thread_k
     put_str(o, t->name);
     put(o, ",\"cat\":");
     put_str(o, t->kind);
-    putf(o, ",\"args\":{\"bytes\":%.17g,\"flops\":%.17g", t->bytes, t->flops);
+    char nb[32], nf[32];
+    putf(o, ",\"args\":{\"bytes\":%s,\"flops\":%s", st_json_num(t->bytes, nb, sizeof nb),
+         st_json_num(t->flops, nf, sizeof nf));
     if (t->peer >= 0)
       putf(o, ",\"peer\":%d", t->peer);
     if (t->comm >= 0 && (size_t)t->comm < r->num_comms) {
@@ -400,6 +402,15 @@ int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
   if (r->num_timeline == 0)
     return st_err_set(err, ST_EINPUT,
                       "results '%s': no '/timeline' to export (run with --timeline)", r->path);
+  /* JSON has no NaN or inf: a row whose times are not finite is bad input */
+  for (size_t i = 0; i < r->num_timeline; i++) {
+    const an_timeline_row *t = &r->timeline[i];
+    if (st_num_check(t->start_s, ST_NUM_REAL, -INFINITY, INFINITY, err,
+                     "results '%s': /timeline row %zu: 'start_s'", r->path, i) ||
+        st_num_check(t->end_s, ST_NUM_REAL, -INFINITY, INFINITY, err,
+                     "results '%s': /timeline row %zu: 'end_s'", r->path, i))
+      return ST_EINPUT;
+  }
   layout L;
   int lrc = layout_init(r, group, path, &L, err);
   if (lrc != ST_OK)
@@ -410,12 +421,19 @@ int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
     free(L.host);
     return st_err_set(err, ST_ENOMEM, "trace '%s': out of memory matching send/recv", path);
   }
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  st_outfile of;
+  int orc = st_out_begin(&of, path, err);
+  if (orc) {
+    free(pairs);
+    free(L.host);
+    return orc;
+  }
+  const char *tmp = of.tmp;
   int gz = st_str_ends_with(path, ".gz");
   out_t o = {gzopen(tmp, gz ? "wb6" : "wbT"), 0};
   if (!o.gz) {
     int e = errno;
+    st_out_commit(&of, 0, path, NULL);
     free(pairs);
     free(L.host);
     return st_err_set(err, ST_EIO, "trace '%s': cannot create '%s': %s", path, tmp,
@@ -425,7 +443,7 @@ int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
   thread_key *threads = malloc(r->num_timeline * sizeof *threads);
   if (!threads) {
     gzclose(o.gz);
-    remove(tmp);
+    st_out_commit(&of, 0, path, NULL);
     free(pairs);
     free(L.host);
     return st_err_set(err, ST_ENOMEM, "trace '%s': out of memory", path);
@@ -441,12 +459,14 @@ int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
   int e = errno;
   if (gzclose(o.gz) != Z_OK)
     o.bad = 1;
-  if (o.bad || rename(tmp, path) != 0) {
+  if (o.bad) {
     e = errno ? errno : e;
-    remove(tmp);
+    st_out_commit(&of, 0, path, NULL);
     return st_err_set(err, ST_EIO, "trace '%s': writing failed: %s", path,
                       e ? strerror(e) : "unknown error");
   }
+  if ((orc = st_out_commit(&of, 1, path, err)))
+    return orc;
   if (counts)
     *counts = cnt;
   return ST_OK;

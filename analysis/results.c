@@ -4,7 +4,9 @@
  * Invariants:
  *   - The file is written to "<path>.tmp.<pid>" and renamed onto <path> only
  *     after H5Fclose succeeded; on any failure the temporary is removed, so
- *     <path> is either the previous file (or absent) or a complete new one.
+ *     <path> is either the previous file (or absent) or a complete new one
+ *     (st_out_begin: through a symlink to its target, never onto a device,
+ *     FIFO or folder, and removed on SIGINT/SIGTERM/SIGHUP).
  *   - Row datasets are 1-D compound datasets whose member names are the
  *     column names of docs/results-format.md.  The reader matches columns by
  *     name (HDF5 converts by name), so columns may be added later without
@@ -20,6 +22,11 @@
  *     when reading, so files written earlier stay readable.
  *   - HDF5's own error stack printing is off while we work; errors come back
  *     as st_err messages naming the file and the dataset.
+ *   - HDF5's exit-time cleanup is off (H5dont_atexit, before the library
+ *     starts): when H5Fclose fails (disk full) HDF5 keeps the file open with
+ *     its cache in a state that its own cleanup then crashes on (segfault at
+ *     exit, HDF5 1.10); every file we open is closed by us, so the cleanup
+ *     has nothing else to do.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -37,6 +44,9 @@
 
 #define ROWS_PER_WRITE 65536 /* rows converted and written at once */
 #define CHUNK_ROWS 16384     /* HDF5 chunk of a row dataset */
+
+/* Runs when the program loads, before any HDF5 call (see the header). */
+__attribute__((constructor)) static void h5_no_atexit(void) { H5dont_atexit(); }
 
 /* ---- HDF5 error printing off, restored afterwards ------------------------ */
 typedef struct quiet_h5 {
@@ -727,14 +737,19 @@ int an_results_write(const char *path, const an_run_info *info, st_err *err)
   if (!info || !info->wl || !info->result || !info->summary)
     return st_err_set(err, ST_EUSAGE, "results '%s': nothing to write (no workload, result or "
                                       "summary)", path);
-  char tmp[4096];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
-    return st_err_set(err, ST_EIO, "results '%s': the path is too long", path);
+  st_outfile o;
+  int orc = st_out_begin(&o, path, err);
+  if (orc)
+    return orc;
+  const char *tmp = o.tmp;
   /* Create it with stdio first: HDF5 does not say why a create failed. */
   FILE *probe = fopen(tmp, "wb");
-  if (!probe)
+  if (!probe) {
+    int e = errno;
+    st_out_commit(&o, 0, path, NULL);
     return st_err_set(err, ST_EIO, "results '%s': cannot create '%s': %s", path, tmp,
-                      strerror(errno));
+                      strerror(e));
+  }
   fclose(probe);
 
   quiet_h5 q;
@@ -754,12 +769,11 @@ int an_results_write(const char *path, const an_run_info *info, st_err *err)
     rc = wfail(&w, "closing '%s' failed (disk full?)", tmp);
   close_id(&fapl, H5Pclose);
   h5_restore(&q);
-  if (rc == ST_OK && rename(tmp, path) != 0)
-    rc = st_err_set(err, ST_EIO, "results '%s': cannot rename '%s' onto it: %s", path, tmp,
-                    strerror(errno));
-  if (rc != ST_OK)
-    remove(tmp);
-  return rc;
+  if (rc != ST_OK) {
+    st_out_commit(&o, 0, path, NULL);
+    return rc;
+  }
+  return st_out_commit(&o, 1, path, err);
 }
 
 /* ---- reading ------------------------------------------------------------------- */

@@ -117,9 +117,7 @@ int an_svg_finish(an_svg *s, const char *path, st_err *err)
   }
   int rc = st_file_write_atomic(path, s->buf.data, s->buf.len, 0, err);
   an_svg_release(s);
-  if (rc)
-    st_err_prefix(err, "plot: ");
-  return rc;
+  return rc; /* "cannot write 'x.svg': ..." names the file already */
 }
 
 double an_nice_step(double max, int want)

@@ -18,6 +18,14 @@
 #include <simgrid/kernel/routing/NetPoint.hpp>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -105,10 +113,28 @@ private:
 
 extern "C" int plat_cluster_build(const plat_cluster* c, void** hosts, st_err* err)
 {
+  /* The engine, created just before, installs its own SIGINT handler
+   * (exit 1, nothing said): put back the one that removes temporary output
+   * files and exits 130 (st_common.h). */
+  st_signals_install();
   try {
     auto* e = sg4::Engine::get_instance();
     if (c->fabric_kind == PLAT_FABRIC_XML) {
       e->load_platform(c->xml_path);
+      /* SimGrid accepts any rate and divides by it: a link of 0, negative or
+       * NaN bandwidth aborted the run instead of being reported. */
+      for (const sg4::Link* l : e->get_all_links()) {
+        double bw = l->get_bandwidth(), lat = l->get_latency();
+        if (!(bw > 0) || !std::isfinite(bw))
+          return st_err_set(err, ST_EINPUT,
+                            "platform '%s': link '%s': bandwidth %g B/s is not a positive finite "
+                            "rate",
+                            c->xml_path, l->get_cname(), bw);
+        if (!(lat >= 0) || !std::isfinite(lat))
+          return st_err_set(err, ST_EINPUT,
+                            "platform '%s': link '%s': latency %g s is not a finite time >= 0",
+                            c->xml_path, l->get_cname(), lat);
+      }
       for (int g = 0; g < c->num_gpus; g++) {
         sg4::Host* h = e->host_by_name_or_null("gpu-" + std::to_string(g));
         if (!h)
@@ -130,4 +156,80 @@ extern "C" int plat_cluster_build(const plat_cluster* c, void** hosts, st_err* e
                       ex.what());
   }
   return ST_OK;
+}
+
+/* ---- --cfg settings SimGrid rejects ----------------------------------------
+ * SimGrid declares most of its settings when the engine is created and, while
+ * parsing --cfg there (inside simgrid_init(), called from C), throws on an
+ * unknown key or a value of the wrong type (an exception that cannot unwind
+ * through the C frames: abort, nothing said) or dies on an unknown model
+ * name.  Before the engine exists no API knows the keys (is_default() knows
+ * only a few), and once it exists it is too late; declaring them early
+ * (sg_config_init) would make the engine skip the settings simtrain passes.
+ * So each setting is tried in a child process: sg_config_init() declares
+ * every key and parses the one setting, and the child reports how it went. */
+void sg_config_init(int* argc, char** argv); /* exported by libsimgrid, in no public header */
+
+extern "C" int plat_simgrid_cfg_check(const char* setting, st_err* err)
+{
+  std::string key = std::string(setting).substr(0, std::string(setting).find(':'));
+  int fd[2];
+  if (pipe(fd))
+    return ST_OK; /* cannot check: SimGrid will say (or abort) */
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd[0]);
+    close(fd[1]);
+    return ST_OK;
+  }
+  if (pid == 0) {
+    close(fd[0]);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+    }
+    std::string arg = std::string("--cfg=") + setting;
+    char a0[] = "simtrain", a1[] = "--log=root.thres:critical";
+    char* argv[] = {a0, a1, &arg[0], nullptr};
+    int argc = 3;
+    int code = 0;
+    std::string what;
+    try {
+      sg_config_init(&argc, argv);
+    } catch (const std::out_of_range& e) {
+      code = 10;
+      what = e.what();
+    } catch (const std::exception& e) {
+      code = 11;
+      what = e.what();
+    } catch (...) {
+      code = 11;
+    }
+    what = what.substr(0, what.find('\n'));
+    if (write(fd[1], what.data(), what.size()) < 0)
+      code = 12;
+    _exit(code);
+  }
+  close(fd[1]);
+  char buf[512];
+  ssize_t n = 0, got;
+  while (n < (ssize_t)sizeof buf - 1 && (got = read(fd[0], buf + n, sizeof buf - 1 - n)) > 0)
+    n += got;
+  buf[n] = '\0';
+  close(fd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return ST_OK;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 10 && !strncmp(buf, "Bad config key", 14))
+    return st_err_set(err, ST_EUSAGE, "--cfg '%s': unknown SimGrid setting", setting);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 11 && buf[0])
+    return st_err_set(err, ST_EUSAGE, "--cfg '%s': bad value for SimGrid setting '%s': %s", setting,
+                      key.c_str(), buf);
+  return st_err_set(err, ST_EUSAGE, "--cfg '%s': SimGrid rejects this value of '%s'", setting,
+                    key.c_str());
 }

@@ -77,7 +77,27 @@ static int check_keys(jctx *j, const cJSON *obj, const char *path, const char *c
   return ST_OK;
 }
 
-/* number at obj.key; absent -> def (required when def is NAN); must be > lo (or >= lo if incl) */
+/* The largest value a key may hold, by its unit: rates up to 1 PB/s, times
+ * up to 1 s, capacities up to 1 PB, peaks up to 1 EFLOP/s per device.  Far
+ * above any real part, and low enough that the conversions to SI units
+ * (x 1e9, x 1e12) and SimGrid's arithmetic on them stay finite. */
+static double key_max(const char *path, const char *key)
+{
+  if (st_str_ends_with(key, "GBps"))
+    return 1e6;
+  if (st_str_ends_with(key, "Gbps"))
+    return 8e6;
+  if (st_str_ends_with(key, "_us"))
+    return 1e6;
+  if (st_str_ends_with(key, "_GB"))
+    return 1e6;
+  if (st_str_ends_with(path, "peak_TFLOPS"))
+    return 1e6;
+  return 1e12;
+}
+
+/* number at obj.key; absent -> def (required when def is NAN); must be > lo
+ * (or >= lo if incl) and at most key_max() */
 static int get_num(jctx *j, const cJSON *obj, const char *path, const char *key, double def,
                    double lo, int incl, double *out)
 {
@@ -96,6 +116,9 @@ static int get_num(jctx *j, const cJSON *obj, const char *path, const char *key,
   if (incl ? x < lo : x <= lo)
     return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' is %g; it must be %s %g", j->what, path,
                       dot, key, x, incl ? "at least" : "greater than", lo);
+  if (st_num_check(x, ST_NUM_REAL, lo, key_max(path, key), j->err, "%s: key '%s%s%s'", j->what,
+                   path, dot, key))
+    return ST_EINPUT;
   *out = x;
   return ST_OK;
 }

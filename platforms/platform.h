@@ -107,6 +107,11 @@ const char *const *plat_preset_names(void);
  * (an array of num_gpus sg_host_t, given as void* so this header does not
  * pull in SimGrid). */
 int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
+/* One extra SimGrid setting ("key:value") as SimGrid would take it, tried
+ * before the simulation (in a child process, see build.cpp): ST_EUSAGE with
+ * "--cfg 'foo:1': unknown SimGrid setting" or a bad-value message, where the
+ * engine would abort with an uncaught exception. */
+int plat_simgrid_cfg_check(const char *setting, st_err *err);
 
 /* Write an equivalent SimGrid XML platform. */
 int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err);

@@ -15,9 +15,13 @@
  * <cluster prefix=... radical=... suffix=...>; optional properties
  * simtrain.gpus_per_node (default 1) and simtrain.device (default H100-SXM).
  * This is a text scan, not an XML parser: SimGrid itself parses the file at
- * plat_cluster_build() and reports its own errors.
+ * plat_cluster_build() and reports its own errors.  What SimGrid would not
+ * report but crash on is checked here or there: every ordered pair of a Full
+ * zone's own GPU hosts needs a route (scan), and every link a positive,
+ * finite bandwidth (build.cpp, on the rates SimGrid parsed).
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,6 +180,86 @@ static long gpu_index(const char *name)
   return v;
 }
 
+/* A zone being scanned: its GPU hosts and, if its routing is Full, the
+ * routes it declares between them (src << 32 | dst).  SimGrid dereferences a
+ * missing Full route (a segfault, not an error), so every ordered pair of a
+ * Full zone's own hosts must have one; hosts of nested zones and <cluster>s
+ * are routed by those. */
+typedef struct xml_zone {
+  char id[64];
+  int full, line;
+  long *hosts;
+  long nhosts, caphosts;
+  uint64_t *pairs;
+  long npairs, cappairs;
+} xml_zone;
+
+#define XML_ZONE_DEPTH 32
+#define XML_ROUTE_CHECK_MAX_HOSTS 4096 /* n^2 pairs checked; larger Full zones are SimGrid's */
+
+static int push_long(long **v, long *n, long *cap, long x)
+{
+  if (*n == *cap) {
+    long nc = *cap ? 2 * *cap : 16;
+    long *nv = realloc(*v, (size_t)nc * sizeof *nv);
+    if (!nv)
+      return -1;
+    *v = nv;
+    *cap = nc;
+  }
+  (*v)[(*n)++] = x;
+  return 0;
+}
+
+static int push_pair(xml_zone *z, long a, long b)
+{
+  if (z->npairs == z->cappairs) {
+    long nc = z->cappairs ? 2 * z->cappairs : 64;
+    uint64_t *nv = realloc(z->pairs, (size_t)nc * sizeof *nv);
+    if (!nv)
+      return -1;
+    z->pairs = nv;
+    z->cappairs = nc;
+  }
+  z->pairs[z->npairs++] = (uint64_t)a << 32 | (uint64_t)b;
+  return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* 0, or an error naming the first ordered pair of z's hosts without a route */
+static int zone_check_routes(const char *path, xml_zone *z, st_err *err)
+{
+  if (!z->full || z->nhosts < 2 || z->nhosts > XML_ROUTE_CHECK_MAX_HOSTS)
+    return ST_OK;
+  if (z->npairs > 0)
+    qsort(z->pairs, (size_t)z->npairs, sizeof *z->pairs, cmp_u64);
+  for (long i = 0; i < z->nhosts; i++)
+    for (long j = 0; j < z->nhosts; j++) {
+      long a = z->hosts[i], b = z->hosts[j];
+      if (a == b)
+        continue;
+      uint64_t key = (uint64_t)a << 32 | (uint64_t)b;
+      if (z->npairs == 0 || !bsearch(&key, z->pairs, (size_t)z->npairs, sizeof key, cmp_u64))
+        return st_err_set(err, ST_EINPUT,
+                          "platform '%s': line %d: zone '%s' (routing Full) has no route from "
+                          "gpu-%ld to gpu-%ld",
+                          path, z->line, z->id, a, b);
+    }
+  return ST_OK;
+}
+
+static void zone_release(xml_zone *z)
+{
+  free(z->hosts);
+  free(z->pairs);
+  memset(z, 0, sizeof *z);
+}
+
 int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
 {
   char *text;
@@ -187,12 +271,54 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
   int gpn = 1;
   char device[48] = "H100-SXM";
   char buf[4096];
+  xml_zone zones[XML_ZONE_DEPTH];
+  memset(zones, 0, sizeof zones);
+  int depth = 0; /* open zones; only the innermost XML_ZONE_DEPTH are tracked */
   for (const char *p = strchr(text, '<'); p && !rc; p = strchr(p + 1, '<')) {
     if (!strncmp(p, "<!--", 4)) {
       const char *e = strstr(p, "-->");
       if (!e)
         break;
       p = e;
+      continue;
+    }
+    xml_zone *z = depth > 0 && depth <= XML_ZONE_DEPTH ? &zones[depth - 1] : NULL;
+    if ((!strncmp(p, "<zone", 5) && isspace((unsigned char)p[5])) ||
+        (!strncmp(p, "<AS", 3) && isspace((unsigned char)p[3]))) {
+      const char *e = strchr(p, '>');
+      if (e && e[-1] == '/')
+        continue; /* an empty zone */
+      depth++;
+      if (depth <= XML_ZONE_DEPTH) {
+        z = &zones[depth - 1];
+        char routing[32] = "";
+        if (attr(p, "id", z->id, sizeof z->id))
+          snprintf(z->id, sizeof z->id, "?");
+        attr(p, "routing", routing, sizeof routing);
+        z->full = !strcmp(routing, "Full");
+        z->line = line_of(text, p);
+      }
+      continue;
+    }
+    if (!strncmp(p, "</zone", 6) || !strncmp(p, "</AS", 4)) {
+      if (z) {
+        rc = zone_check_routes(path, z, err);
+        zone_release(z);
+      }
+      if (depth > 0)
+        depth--;
+      continue;
+    }
+    if (z && z->full && !strncmp(p, "<route", 6) && isspace((unsigned char)p[6])) {
+      char src[64], dst[64], sym[8] = "YES";
+      if (attr(p, "src", src, sizeof src) || attr(p, "dst", dst, sizeof dst))
+        continue;
+      attr(p, "symmetrical", sym, sizeof sym);
+      long a = gpu_index(src), b = gpu_index(dst);
+      if (a < 0 || b < 0)
+        continue;
+      if (push_pair(z, a, b) || (strcmp(sym, "NO") && strcmp(sym, "no") && push_pair(z, b, a)))
+        rc = st_err_set(err, ST_ENOMEM, "platform '%s': out of memory", path);
       continue;
     }
     int is_host = !strncmp(p, "<host", 5) && isspace((unsigned char)p[5]);
@@ -227,6 +353,8 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
         rc = st_err_set(err, rc == -2 ? ST_ENOMEM : ST_EINPUT,
                         "platform '%s': line %d: host '%s' is declared twice", path,
                         line_of(text, p), buf);
+      else if (z && push_long(&z->hosts, &z->nhosts, &z->caphosts, g))
+        rc = st_err_set(err, ST_ENOMEM, "platform '%s': out of memory", path);
     } else if (is_cluster) {
       char prefix[64] = "", suffix[64] = "";
       attr(p, "prefix", prefix, sizeof prefix);
@@ -254,6 +382,8 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
       }
     }
   }
+  for (int i = 0; i < XML_ZONE_DEPTH; i++)
+    zone_release(&zones[i]);
   free(text);
   if (!rc && s.count == 0)
     rc = st_err_set(err, ST_EINPUT, "platform '%s': no host named gpu-<index> (see the naming rule in "

@@ -1145,6 +1145,27 @@ static void test_export__rank_list_text(void **state)
                       "0,8,16,24,32,40,48,56,... (100 ranks)");
 }
 
+/* A results file whose timeline holds a NaN time (written by something else,
+ * or damaged) is an error naming the file and the row, never "ts":-nan in
+ * the trace (JSON has no NaN). */
+static void test_export__non_finite_time_is_an_error_not_nan(void **state)
+{
+  fixture *f = *state;
+  f->tl[2].start_s = NAN;
+  an_results *r = written(f, "run.h5");
+  char p[600], want[1400];
+  snprintf(p, sizeof p, "%s/trace.json", f->dir);
+  st_err err = {0};
+  assert_int_equal(an_export_perfetto(r, p, NULL, &err), ST_EINPUT);
+  snprintf(want, sizeof want, "results '%s/run.h5': /timeline row 2: 'start_s' is not a finite number",
+           f->dir);
+  assert_string_equal(err.msg, want);
+  an_results_destroy(r);
+  char list[1024];
+  dir_listing(f->dir, list, sizeof list);
+  assert_string_equal(list, "run.h5");
+}
+
 static void test_export__no_timeline_error_text(void **state)
 {
   fixture *f = *state;
@@ -1703,6 +1724,7 @@ int main(void)
       cmocka_unit_test_setup_teardown(test_export__flow_joins_matching_send_and_recv, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_export__no_timeline_error_text, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_export__non_finite_time_is_an_error_not_nan, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export__collective_slices_name_comm_and_peers, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_export__group_by_node_puts_gpus_under_their_node,

@@ -191,6 +191,122 @@ static void test_kineto__broken_events_fail_naming_file_and_event(void **state)
   }
 }
 
+/* The all-reduce (event 4) with more args. */
+static char *kineto_coll_json(const char *more_args)
+{
+  char ev[4096];
+  snprintf(ev, sizeof ev,
+           "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)\","
+           "\"pid\":0,\"tid\":20,\"ts\":1140,\"dur\":50,\"args\":{\"correlation\":2,\"Collective "
+           "name\":\"allreduce\",\"In msg nelems\":1024,\"Out msg nelems\":1024,\"dtype\":\"Float\","
+           "%s}}",
+           more_args);
+  return kineto_json(4, ev, NULL);
+}
+
+static int import_json(const char *js, st_err *err)
+{
+  char path[128], spec[160];
+  snprintf(path, sizeof path, "%s/rank0.json", tmpdir);
+  snprintf(spec, sizeof spec, "kineto:%s", path);
+  write_file(path, js, strlen(js));
+  wl_workload *wl;
+  tr_import_stats st;
+  int rc = do_import(spec, NULL, &wl, &st, err);
+  if (rc == 0) {
+    tr_import_stats_release(&st);
+    wl_workload_destroy(wl);
+  }
+  return rc;
+}
+
+/* Rank lists are read by their numbers, whatever separates them: a list of
+ * 64 ranks written with spaces once overflowed an array sized by its commas. */
+static void test_kineto__rank_lists_with_spaces_read_as_with_commas(void **state)
+{
+  (void)state;
+  char commas[1024] = "[", spaces[1024] = "[", args[1200];
+  for (int i = 0; i < 64; i++) {
+    char n[16];
+    snprintf(n, sizeof n, "%s%d", i ? ", " : "", i);
+    strcat(commas, n);
+    snprintf(n, sizeof n, "%s%d", i ? "  " : "", i);
+    strcat(spaces, n);
+  }
+  strcat(commas, "]");
+  strcat(spaces, "]");
+  const char *want = "communicator 'pg g': member 1 is rank 1, outside 0..0";
+  for (int k = 0; k < 2; k++) {
+    snprintf(args, sizeof args, "\"Process Group Name\":\"g\",\"Process Group Ranks\":\"%s\"",
+             k ? spaces : commas);
+    char *js = kineto_coll_json(args);
+    st_err err;
+    assert_int_equal(import_json(js, &err), ST_EINPUT);
+    free(js);
+    if (!strstr(err.msg, want))
+      fail_msg("%s list: %s", k ? "spaced" : "comma", err.msg);
+  }
+  /* distributedInfo.pg_config[].ranks likewise */
+  char *js = kineto_json(-1, NULL, NULL);
+  char *di = strstr(js, "\"world_size\":1}");
+  assert_non_null(di);
+  char buf[8192];
+  snprintf(buf, sizeof buf, "%.*s\"world_size\":1,\"pg_config\":[{\"pg_name\":\"h\",\"ranks\":\"%s\"}]%s",
+           (int)(di - js), js, spaces, di + strlen("\"world_size\":1"));
+  free(js);
+  st_err err;
+  assert_int_equal(import_json(buf, &err), ST_EINPUT);
+  if (!strstr(err.msg, "communicator 'pg h': member 1 is rank 1, outside 0..0"))
+    fail_msg("pg_config with spaces: %s", err.msg);
+}
+
+/* Negative or malformed entries are errors naming the key, not numbers with
+ * their sign dropped or text skipped. */
+static void test_kineto__bad_rank_and_split_entries_fail_naming_the_key(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *args, *msg;
+  } t[] = {
+      {"\"Process Group Name\":\"g\",\"Process Group Ranks\":\"[0, -1]\"",
+       "event 4: 'Process Group Ranks' entry 1 is -1, below the smallest allowed 0"},
+      {"\"Process Group Name\":\"g\",\"Process Group Ranks\":\"[0, x1]\"",
+       "event 4: 'Process Group Ranks' is not a list of integers at 'x1]'"},
+      {"\"Process Group Name\":\"g\",\"Process Group Ranks\":\"[0, 99999999999]\"",
+       "event 4: 'Process Group Ranks' entry 1 is 99999999999, above the largest allowed "
+       "2147483647"},
+      {"\"Process Group Name\":\"g\",\"Process Group Ranks\":[0, 1.5]",
+       "event 4: 'Process Group Ranks' entry 1 is 1.5, not a whole number"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    char *js = kineto_coll_json(t[i].args);
+    st_err err;
+    int rc = import_json(js, &err);
+    free(js);
+    char want[512];
+    snprintf(want, sizeof want, "trace '%s/rank0.json': %s", tmpdir, t[i].msg);
+    if (rc != ST_EINPUT || strcmp(err.msg, want))
+      fail_msg("row %zu: rc %d, '%s'\n  want '%s'", i, rc, err.msg, want);
+  }
+  /* an all-to-all's split sizes keep their sign: -1 is an error, not 1 */
+  const char *a2a =
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_SendRecv(x)\",\"pid\":0,"
+      "\"tid\":20,\"ts\":1140,\"dur\":50,\"args\":{\"correlation\":2,\"Collective "
+      "name\":\"all_to_all\",\"In msg nelems\":1024,\"Out msg nelems\":1024,\"dtype\":\"Float\","
+      "\"In split size\":\"[-1]\"}}";
+  char *js = kineto_json(4, a2a, NULL);
+  st_err err;
+  int rc = import_json(js, &err);
+  free(js);
+  char want[512];
+  snprintf(want, sizeof want,
+           "trace '%s/rank0.json': event 4: 'In split size' entry 0 is -1, below the smallest "
+           "allowed 0",
+           tmpdir);
+  assert_int_equal(rc, ST_EINPUT);
+  assert_string_equal(err.msg, want);
+}
+
 static void test_kineto__unknown_event_kind_is_skipped_and_counted(void **state)
 {
   (void)state;
@@ -1141,6 +1257,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kineto__small_trace_maps_gaps_waits_and_sizes),
       cmocka_unit_test(test_kineto__broken_events_fail_naming_file_and_event),
+      cmocka_unit_test(test_kineto__rank_lists_with_spaces_read_as_with_commas),
+      cmocka_unit_test(test_kineto__bad_rank_and_split_entries_fail_naming_the_key),
       cmocka_unit_test(test_kineto__unknown_event_kind_is_skipped_and_counted),
       cmocka_unit_test(test_kineto__truncated_at_any_byte_fails_cleanly),
       cmocka_unit_test(test_kineto__dlrm_v100x8_counts_and_measured_step),

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -229,7 +230,7 @@ static wl_workload *build_everything(void)
   wl_program *p = &wl->programs[0];
   wl_op op = wl_op_compute(0, 1.0 / 7.0);
   op.flops = 1e300;
-  op.bytes = 123456789012345678.0;
+  op.bytes = 1234567890123456.75; /* 17 digits, below the 2^53 limit on byte counts */
   op.sub = WL_CLASS_GEMM;
   op.m = 1, op.n = 2147483647, op.k = 3;
   op.batch = 5;
@@ -808,6 +809,51 @@ static void test_err__set_and_prefix(void **state)
   assert_int_equal(st_err_exit_status(ST_ESIM), 3);
 }
 
+static void test_num_check__finite_in_range_and_whole(void **state)
+{
+  (void)state;
+  struct {
+    double v;
+    int kind;
+    double lo, hi;
+    const char *msg; /* NULL: accepted */
+  } t[] = {
+      {512, ST_NUM_INTEGER, 0, ST_BYTES_MAX, NULL},
+      {ST_BYTES_MAX, ST_NUM_INTEGER, 0, ST_BYTES_MAX, NULL},
+      {1e19, ST_NUM_INTEGER, 0, ST_BYTES_MAX,
+       "spec 'x.json': 'bytes' is 1e+19, above the largest allowed 9007199254740992"},
+      {-1, ST_NUM_INTEGER, 0, ST_BYTES_MAX,
+       "spec 'x.json': 'bytes' is -1, below the smallest allowed 0"},
+      {2.5, ST_NUM_INTEGER, 0, 10, "spec 'x.json': 'bytes' is 2.5, not a whole number"},
+      {2.5, ST_NUM_REAL, 0, 10, NULL},
+      {NAN, ST_NUM_REAL, 0, 10, "spec 'x.json': 'bytes' is not a finite number"},
+      {INFINITY, ST_NUM_REAL, 0, INFINITY, "spec 'x.json': 'bytes' is not a finite number"},
+      {-INFINITY, ST_NUM_REAL, -INFINITY, 0, "spec 'x.json': 'bytes' is not a finite number"},
+      {1e308, ST_NUM_REAL, 0, 1e6,
+       "spec 'x.json': 'bytes' is 1e+308, above the largest allowed 1000000"},
+      {3e9, ST_NUM_INTEGER, ST_INT32_MIN, ST_INT32_MAX,
+       "spec 'x.json': 'bytes' is 3000000000, above the largest allowed 2147483647"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    st_err err;
+    st_err_clear(&err);
+    int rc = st_num_check(t[i].v, t[i].kind, t[i].lo, t[i].hi, &err, "spec '%s': '%s'", "x.json",
+                          "bytes");
+    if (!t[i].msg) {
+      if (rc != 0)
+        fail_msg("row %zu: rejected: %s", i, err.msg);
+      continue;
+    }
+    assert_int_equal(rc, ST_EINPUT);
+    assert_int_equal(err.code, ST_EINPUT);
+    assert_string_equal(err.msg, t[i].msg);
+  }
+  /* the limits are what they say: every byte count up to ST_BYTES_MAX is exact in a double */
+  assert_true(ST_BYTES_MAX == 9007199254740992.0);
+  assert_true(ST_BYTES_MAX + 1 == ST_BYTES_MAX);
+  assert_true((double)(int32_t)ST_INT32_MAX == ST_INT32_MAX);
+}
+
 static void test_read_all__plain_and_gzip_give_the_same_bytes(void **state)
 {
   (void)state;
@@ -919,6 +965,61 @@ static void test_write_atomic__replaces_and_leaves_no_temp_file(void **state)
   snprintf(want, sizeof want, "cannot write '%s': No such file or directory", bad);
   assert_string_equal(err.msg, want);
   assert_int_equal(count_tmp_files(), 0);
+}
+
+static void test_write_atomic__writes_through_symlinks_and_refuses_non_files(void **state)
+{
+  (void)state;
+  st_err err;
+  st_err_clear(&err);
+  /* a relative link to a file in a sub-folder: the target is replaced, the link stays */
+  char dir[600], target[700], link[700], back[4096];
+  snprintf(dir, sizeof dir, "%s/sub", tmpdir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(target, sizeof target, "%s/sub/t.json", tmpdir);
+  snprintf(link, sizeof link, "%s/l.json", tmpdir);
+  assert_int_equal(symlink("sub/t.json", link), 0);
+  assert_int_equal(st_file_write_atomic(link, "abc", 3, 0, &err), 0);
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  ssize_t n = readlink(link, back, sizeof back);
+  assert_int_equal(n, 10);
+  size_t len;
+  char *d = read_bytes(target, &len);
+  assert_int_equal(len, 3);
+  assert_memory_equal(d, "abc", 3);
+  free(d);
+  /* a folder is refused and stays */
+  assert_int_equal(st_file_write_atomic(dir, "x", 1, 0, &err), ST_EIO);
+  char want[800];
+  snprintf(want, sizeof want, "cannot write '%s': it is a directory, not a regular file", dir);
+  assert_string_equal(err.msg, want);
+  assert_int_equal(lstat(dir, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  /* a link to a folder likewise, naming the path given */
+  char dl[700];
+  snprintf(dl, sizeof dl, "%s/dl", tmpdir);
+  assert_int_equal(symlink("sub", dl), 0);
+  assert_int_equal(st_file_write_atomic(dl, "x", 1, 0, &err), ST_EIO);
+  snprintf(want, sizeof want, "cannot write '%s': it is a directory, not a regular file", dl);
+  assert_string_equal(err.msg, want);
+  /* a loop of links */
+  char a[700], b[700];
+  snprintf(a, sizeof a, "%s/loop-a", tmpdir);
+  snprintf(b, sizeof b, "%s/loop-b", tmpdir);
+  assert_int_equal(symlink("loop-b", a), 0);
+  assert_int_equal(symlink("loop-a", b), 0);
+  assert_int_equal(st_file_write_atomic(a, "x", 1, 0, &err), ST_EIO);
+  snprintf(want, sizeof want, "cannot write '%s': too many levels of symbolic links", a);
+  assert_string_equal(err.msg, want);
+  assert_int_equal(count_tmp_files(), 0);
+  unlink(a);
+  unlink(b);
+  unlink(dl);
+  unlink(link);
+  unlink(target);
+  rmdir(dir);
 }
 
 /* ---- on-disk form --------------------------------------------------------------- */
@@ -1034,7 +1135,7 @@ static void test_write__numbers_print_exactly(void **state)
   char *json = wl_workload_to_json(wl, 0);
   const char *want[] = {
       "\"duration_s\":0.14285714285714285", "\"flops\":1e+300",
-      "\"bytes\":1.2345678901234568e+17",  "\"duration_s\":-0",
+      "\"bytes\":1234567890123456.8",      "\"duration_s\":-0",
       "\"bytes\":4.94065645841247e-324",   "\"flops\":0.30000000000000004",
       "\"bytes\":1.5",                     "\"splits\":[0,1000000000,3.25,7]",
       "\"tokens_per_step\":0.1",           "\"hw_flops_per_step\":0.33333333333333331",
@@ -1518,9 +1619,11 @@ int main(void)
       cmocka_unit_test(test_parse_bytes__table),
       cmocka_unit_test(test_format_bytes__binary_units),
       cmocka_unit_test(test_err__set_and_prefix),
+      cmocka_unit_test(test_num_check__finite_in_range_and_whole),
       cmocka_unit_test(test_read_all__plain_and_gzip_give_the_same_bytes),
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),
       cmocka_unit_test(test_write_atomic__replaces_and_leaves_no_temp_file),
+      cmocka_unit_test(test_write_atomic__writes_through_symlinks_and_refuses_non_files),
       cmocka_unit_test(test_example__reads_as_the_pipeline_built_in_c),
       cmocka_unit_test(test_example__is_in_the_writers_layout),
       cmocka_unit_test(test_round_trip__plain_keeps_every_field),

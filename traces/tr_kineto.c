@@ -307,46 +307,101 @@ static int rank_from_name(const char *path)
   return -1;
 }
 
-static int parse_ranks(const cJSON *x, int32_t **out, int *n)
+/* A list of whole numbers in [0, hi]: a JSON array, or a string as PyTorch
+ * writes one ("[0, 1, 2]"; spaces alone also separate).  *out holds *n
+ * values (caller frees).  Errors name `what` (file, place and key) and the
+ * entry; nothing is skipped and no sign is dropped. */
+static int parse_int_list(const cJSON *x, double hi, const char *what, double **out, int *n,
+                          st_err *err)
 {
-  /* a JSON array of numbers, or a string "[0, 1, 2]" */
-  int32_t *v = NULL;
-  int k = 0;
-  if (cJSON_IsArray(x)) {
-    int m = cJSON_GetArraySize(x);
-    v = malloc((size_t)(m ? m : 1) * sizeof *v);
-    if (!v)
-      return -1;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, x)
-    {
+  double *v = NULL;
+  int k = 0, cap = 0;
+  if (!cJSON_IsArray(x) && !cJSON_IsString(x))
+    return st_err_set(err, ST_EINPUT, "%s is not a list", what);
+  const cJSON *e = cJSON_IsArray(x) ? x->child : NULL;
+  const char *s = cJSON_IsString(x) ? x->valuestring : NULL;
+  if (s) {
+    while (isspace((unsigned char)*s))
+      s++;
+    if (*s == '[')
+      s++;
+  }
+  for (;;) {
+    double d;
+    if (!s) {
+      if (!e)
+        break;
       if (!cJSON_IsNumber(e)) {
         free(v);
-        return -1;
+        return st_err_set(err, ST_EINPUT, "%s entry %d is not a number", what, k);
       }
-      v[k++] = (int32_t)e->valuedouble;
-    }
-  } else if (cJSON_IsString(x)) {
-    const char *s = x->valuestring;
-    size_t m = 1;
-    for (const char *p = s; *p; p++)
-      m += *p == ',';
-    v = malloc(m * sizeof *v);
-    if (!v)
-      return -1;
-    while (*s) {
-      if (isdigit((unsigned char)*s)) {
-        char *end;
-        v[k++] = (int32_t)strtol(s, &end, 10);
-        s = end;
-      } else
+      d = e->valuedouble;
+      e = e->next;
+    } else {
+      while (isspace((unsigned char)*s) || *s == ',')
         s++;
+      if (*s == ']') {
+        const char *t = s + 1;
+        while (isspace((unsigned char)*t))
+          t++;
+        if (*t) {
+          free(v);
+          return st_err_set(err, ST_EINPUT, "%s is not a list of integers at '%s'", what, s);
+        }
+        break;
+      }
+      if (!*s)
+        break;
+      size_t len = strspn(s, "0123456789+-.eE");
+      char *end = NULL;
+      d = len ? strtod(s, &end) : 0;
+      if (!len || end != s + len ||
+          !(*end == '\0' || *end == ',' || *end == ']' || isspace((unsigned char)*end))) {
+        free(v);
+        return st_err_set(err, ST_EINPUT, "%s is not a list of integers at '%s'", what, s);
+      }
+      s = end;
     }
-  } else
-    return -1;
+    if (st_num_check(d, ST_NUM_INTEGER, 0, hi, err, "%s entry %d", what, k)) {
+      free(v);
+      return ST_EINPUT;
+    }
+    if (k == cap) {
+      int nc = cap ? 2 * cap : 16;
+      double *nv = realloc(v, (size_t)nc * sizeof *nv);
+      if (!nv) {
+        free(v);
+        return st_err_set(err, ST_ENOMEM, "%s: out of memory", what);
+      }
+      v = nv;
+      cap = nc;
+    }
+    v[k++] = d;
+  }
   *out = v;
   *n = k;
-  return 0;
+  return ST_OK;
+}
+
+/* Ranks of a process group: parse_int_list in [0, INT32_MAX], as int32. */
+static int parse_ranks(const cJSON *x, const char *what, int32_t **out, int *n, st_err *err)
+{
+  double *d;
+  int k;
+  int rc = parse_int_list(x, ST_INT32_MAX, what, &d, &k, err);
+  if (rc)
+    return rc;
+  int32_t *v = malloc((size_t)(k ? k : 1) * sizeof *v);
+  if (!v) {
+    free(d);
+    return st_err_set(err, ST_ENOMEM, "%s: out of memory", what);
+  }
+  for (int i = 0; i < k; i++)
+    v[i] = (int32_t)d[i];
+  free(d);
+  *out = v;
+  *n = k;
+  return ST_OK;
 }
 
 static int pg_add(kt_ctx *c, const kt_file *f, const char *name, const int32_t *ranks, int n)
@@ -416,11 +471,17 @@ static int read_file(kt_ctx *c, kt_file *f)
       const char *name = str_item(pg, "pg_name");
       int32_t *ranks;
       int n;
-      if (!name || parse_ranks(cJSON_GetObjectItemCaseSensitive(pg, "ranks"), &ranks, &n))
+      if (!name)
         return st_err_set(c->err, ST_EINPUT,
-                          "trace '%s': distributedInfo.pg_config[%d]: 'pg_name' or 'ranks' is "
-                          "missing or malformed",
+                          "trace '%s': distributedInfo.pg_config[%d]: 'pg_name' is missing",
                           f->path, k);
+      char what[ST_ERR_MSG_MAX / 2];
+      snprintf(what, sizeof what, "trace '%s': distributedInfo.pg_config[%d]: 'ranks'", f->path,
+               k);
+      int prc = parse_ranks(cJSON_GetObjectItemCaseSensitive(pg, "ranks"), what, &ranks, &n,
+                            c->err);
+      if (prc)
+        return prc;
       int r = pg_add(c, f, name, ranks, n);
       free(ranks);
       if (r < 0)
@@ -894,7 +955,15 @@ static int coll_from_args(kt_ctx *c, const kt_file *f, const kt_gpu *g, kt_coll 
   if (out->pg < 0 && pgr) {
     int32_t *ranks;
     int n;
-    if (!parse_ranks(pgr, &ranks, &n) && n > 0) {
+    char what[ST_ERR_MSG_MAX / 2];
+    snprintf(what, sizeof what, "trace '%s': event %ld: 'Process Group Ranks'", f->path,
+             g->index);
+    int prc = parse_ranks(pgr, what, &ranks, &n, c->err);
+    if (prc)
+      return prc;
+    if (n == 0)
+      free(ranks);
+    else {
       char nm[96];
       snprintf(nm, sizeof nm, "%s", pgn ? pgn : "ranks");
       int world = 1;
@@ -917,9 +986,16 @@ static int coll_from_args(kt_ctx *c, const kt_file *f, const kt_gpu *g, kt_coll 
     cJSON tmp = {0};
     tmp.type = cJSON_String;
     tmp.valuestring = (char *)ss;
-    int32_t *sp;
+    double *sp;
     int n;
-    if (!parse_ranks(&tmp, &sp, &n) && n > 0) {
+    char what[ST_ERR_MSG_MAX / 2];
+    snprintf(what, sizeof what, "trace '%s': event %ld: 'In split size'", f->path, g->index);
+    int prc = parse_int_list(&tmp, ST_BYTES_MAX, what, &sp, &n, c->err);
+    if (prc)
+      return prc;
+    if (n == 0)
+      free(sp);
+    else {
       double sum = 0;
       for (int i = 0; i < n; i++)
         sum += sp[i];

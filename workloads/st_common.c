@@ -3,6 +3,8 @@
 #include "st_common.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +75,52 @@ int st_err_exit_status(int code)
   case ST_ESIM: return 3;
   default: return 2;
   }
+}
+
+/* ---- checked numbers -------------------------------------------------------- */
+/* v in the fewest digits that read back as v ("1e+308", not 1.0000000000000001e+308). */
+static const char *num_shortest(double v, char *buf, size_t n)
+{
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, n, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v)
+      break;
+  }
+  return buf;
+}
+
+int st_num_check(double v, int kind, double lo, double hi, st_err *err, const char *fmt, ...)
+{
+  const char *why = NULL;
+  double bound = 0;
+  if (!isfinite(v))
+    why = "not finite";
+  else if (v < lo)
+    why = "below", bound = lo;
+  else if (v > hi)
+    why = "above", bound = hi;
+  else if (kind == ST_NUM_INTEGER && v != floor(v))
+    why = "whole";
+  if (!why)
+    return ST_OK;
+  if (err) {
+    char subject[ST_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(subject, sizeof subject, fmt, ap);
+    va_end(ap);
+    char a[32], b[32];
+    num_shortest(v, a, sizeof a);
+    num_shortest(bound, b, sizeof b);
+    if (why[0] == 'n')
+      st_err_set(err, ST_EINPUT, "%s is not a finite number", subject);
+    else if (why[0] == 'w')
+      st_err_set(err, ST_EINPUT, "%s is %s, not a whole number", subject, a);
+    else
+      st_err_set(err, ST_EINPUT, "%s is %s, %s the %s allowed %s", subject, a, why,
+                 why[0] == 'b' ? "smallest" : "largest", b);
+  }
+  return ST_EINPUT;
 }
 
 /* ---- arena ---------------------------------------------------------------- */
@@ -248,41 +296,159 @@ int st_file_read_all(const char *path, char **data, size_t *len, st_err *err)
   return ST_OK;
 }
 
+/* ---- output files ---------------------------------------------------------- */
+#define ST_OUT_SLOTS 8
+static char out_tmp[ST_OUT_SLOTS][4200];
+static volatile sig_atomic_t out_used[ST_OUT_SLOTS];
+
+static void on_signal(int sig)
+{
+  /* async-signal-safe only: unlink, write, signal, raise, _exit */
+  for (int i = 0; i < ST_OUT_SLOTS; i++)
+    if (out_used[i])
+      unlink(out_tmp[i]);
+  if (sig == SIGINT) {
+    static const char msg[] = "simtrain: error: interrupted (SIGINT); temporary files removed\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(130);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+  _exit(128 + sig);
+}
+
+void st_signals_install(void)
+{
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sigs[i], &sa, NULL);
+  }
+}
+
+static const char *file_kind(mode_t m)
+{
+  if (S_ISDIR(m))
+    return "a directory";
+  if (S_ISCHR(m))
+    return "a character device";
+  if (S_ISBLK(m))
+    return "a block device";
+  if (S_ISFIFO(m))
+    return "a FIFO";
+  if (S_ISSOCK(m))
+    return "a socket";
+  return "not a plain file";
+}
+
+int st_out_begin(st_outfile *o, const char *path, st_err *err)
+{
+  o->slot = -1;
+  if (strlen(path) >= sizeof o->target)
+    return st_err_set(err, ST_EIO, "cannot write '%s': the path is too long", path);
+  snprintf(o->target, sizeof o->target, "%s", path);
+  /* follow symlinks (relative ones from the link's folder), at most 40 */
+  for (int hops = 0;; hops++) {
+    struct stat st;
+    if (lstat(o->target, &st) != 0) {
+      if (errno == ENOENT)
+        break; /* a new file (a dangling link writes its target) */
+      return st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
+    }
+    if (!S_ISLNK(st.st_mode)) {
+      if (!S_ISREG(st.st_mode))
+        return st_err_set(err, ST_EIO, "cannot write '%s': it is %s, not a regular file", path,
+                          file_kind(st.st_mode));
+      break;
+    }
+    if (hops == 40)
+      return st_err_set(err, ST_EIO, "cannot write '%s': too many levels of symbolic links", path);
+    char link[4096];
+    ssize_t n = readlink(o->target, link, sizeof link - 1);
+    if (n < 0)
+      return st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
+    link[n] = '\0';
+    if (link[0] != '/') {
+      const char *slash = strrchr(o->target, '/');
+      int dir = slash ? (int)(slash - o->target + 1) : 0;
+      char next[4096];
+      if ((size_t)snprintf(next, sizeof next, "%.*s%s", dir, o->target, link) >= sizeof next)
+        return st_err_set(err, ST_EIO, "cannot write '%s': the path is too long", path);
+      memcpy(o->target, next, sizeof next);
+    } else
+      memcpy(o->target, link, (size_t)n + 1);
+  }
+  snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", o->target, (long)getpid());
+  for (int i = 0; i < ST_OUT_SLOTS; i++)
+    if (!out_used[i]) {
+      memcpy(out_tmp[i], o->tmp, sizeof o->tmp);
+      out_used[i] = 1;
+      o->slot = i;
+      break;
+    }
+  return ST_OK;
+}
+
+int st_out_commit(st_outfile *o, int ok, const char *path, st_err *err)
+{
+  int rc = ST_OK;
+  if (ok && rename(o->tmp, o->target) != 0)
+    rc = st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
+  if (!ok || rc)
+    remove(o->tmp);
+  if (o->slot >= 0)
+    out_used[o->slot] = 0;
+  o->slot = -1;
+  return rc;
+}
+
 int st_file_write_atomic(const char *path, const void *data, size_t len, int gzip, st_err *err)
 {
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  int ok = 1;
+  st_outfile o;
+  int rc = st_out_begin(&o, path, err);
+  if (rc)
+    return rc;
+  int ok = 1, e = 0;
   if (gzip) {
-    gzFile gz = gzopen(tmp, "wb6");
-    if (!gz)
-      return st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
+    gzFile gz = gzopen(o.tmp, "wb6");
+    if (!gz) {
+      e = errno;
+      st_out_commit(&o, 0, path, NULL);
+      return st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(e));
+    }
     const char *p = data;
     size_t left = len;
     while (left > 0 && ok) {
       unsigned n = left > (1u << 30) ? (1u << 30) : (unsigned)left;
       if (gzwrite(gz, p, n) != (int)n)
-        ok = 0;
+        ok = 0, e = errno;
       p += n;
       left -= n;
     }
-    if (gzclose(gz) != Z_OK)
-      ok = 0;
+    if (gzclose(gz) != Z_OK && ok)
+      ok = 0, e = errno;
   } else {
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-      return st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(errno));
+    FILE *f = fopen(o.tmp, "wb");
+    if (!f) {
+      e = errno;
+      st_out_commit(&o, 0, path, NULL);
+      return st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(e));
+    }
     if (len && fwrite(data, 1, len, f) != len)
-      ok = 0;
-    if (fclose(f) != 0)
-      ok = 0;
+      ok = 0, e = errno;
+    if (fclose(f) != 0 && ok)
+      ok = 0, e = errno;
   }
-  if (!ok || rename(tmp, path) != 0) {
-    int e = errno;
-    remove(tmp);
-    return st_err_set(err, ST_EIO, "cannot write '%s': %s", path, strerror(e));
+  if (!ok) {
+    st_out_commit(&o, 0, path, NULL);
+    return st_err_set(err, ST_EIO, "cannot write '%s': %s", path,
+                      e ? strerror(e) : "write failed");
   }
-  return ST_OK;
+  return st_out_commit(&o, 1, path, err);
 }
 
 int st_str_ends_with(const char *s, const char *suffix)
@@ -367,4 +533,13 @@ void st_json_str(FILE *out, const char *s)
       fputc(*p, out);
   }
   fputc('"', out);
+}
+
+const char *st_json_num(double v, char *buf, size_t n)
+{
+  if (isfinite(v))
+    snprintf(buf, n, "%.17g", v);
+  else
+    snprintf(buf, n, "null");
+  return buf;
 }

@@ -53,6 +53,24 @@ const char *st_strerror(int code);
 /* Exit status for a code: 0 ok, 1 usage, 2 input/io/memory, 3 simulation. */
 int st_err_exit_status(int code);
 
+/* ---- checked numbers ------------------------------------------------------ */
+/* Every size, count and rate read from an input passes through st_num_check
+ * before it is stored, so nothing downstream sees inf, nan, a negative size
+ * or a value its integer type would wrap.  The documented limits: */
+#define ST_BYTES_MAX 9007199254740992.0 /* 2^53: every byte count up to it is exact in a double */
+#define ST_INT32_MAX 2147483647.0
+#define ST_INT32_MIN (-2147483648.0)
+enum { ST_NUM_REAL = 0, ST_NUM_INTEGER = 1 };
+/* 0 if v is finite, lo <= v <= hi and (kind ST_NUM_INTEGER) a whole number;
+ * else ST_EINPUT with err saying, after the subject that fmt names (file,
+ * place and key: "cluster 'c.json': 'nic_GBps'"), one of
+ *   <subject> is not a finite number
+ *   <subject> is 1e+19, above the largest allowed 9007199254740992
+ *   <subject> is -1, below the smallest allowed 0
+ *   <subject> is 2.5, not a whole number */
+int st_num_check(double v, int kind, double lo, double hi, st_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
 /* ---- arena: many small same-lifetime allocations freed at once ---------- */
 typedef struct st_arena_block st_arena_block;
 typedef struct st_arena {
@@ -84,14 +102,41 @@ char *st_buf_detach(st_buf *b, size_t *len);
 /* Read a whole file, inflating it if it is gzip-compressed (detected by the
  * magic bytes, not the name).  *data is NUL-terminated; caller frees. */
 int st_file_read_all(const char *path, char **data, size_t *len, st_err *err);
-/* Write data to path atomically: to "path.tmp.<pid>" first, renamed when
- * complete.  gzip != 0 compresses. */
+/* Write data to path atomically (st_out_begin/commit below).  gzip != 0
+ * compresses. */
 int st_file_write_atomic(const char *path, const void *data, size_t len, int gzip, st_err *err);
+
+/* ---- output files: one rule for every writer (-o of every command) ------
+ * st_out_begin() resolves a symlink to its final target (the temporary goes
+ * beside the target and the rename replaces the target; the link stays a
+ * link), refuses an existing target that is not a regular file (device,
+ * FIFO, directory, socket: "cannot write 'p': it is a FIFO, not a regular
+ * file"), names the temporary "<target>.tmp.<pid>" and registers it so that
+ * SIGINT, SIGTERM and SIGHUP remove it.  The writer creates o.tmp itself,
+ * then calls st_out_commit(ok) which renames it onto the target (ok != 0) or
+ * removes it, and unregisters it. */
+typedef struct st_outfile {
+  char target[4096];
+  char tmp[4200];
+  int slot; /* in the signal handler's table, -1 if none */
+} st_outfile;
+int st_out_begin(st_outfile *o, const char *path, st_err *err);
+/* ok == 0: remove the temporary and return ST_OK; else rename it, ST_EIO on failure. */
+int st_out_commit(st_outfile *o, int ok, const char *path, st_err *err);
+/* Handlers for SIGINT, SIGTERM and SIGHUP that remove the registered
+ * temporary files; SIGINT then exits 130 with "simtrain: error: interrupted
+ * (SIGINT); temporary files removed", the others end the process by their
+ * signal.  main() installs them; again after anything that installs its own
+ * (SimGrid's engine catches SIGINT when it starts). */
+void st_signals_install(void);
 /* 1 if the path ends with suffix. */
 int st_str_ends_with(const char *s, const char *suffix);
 /* s as a JSON string, quoted and escaped ('"', '\\', control characters);
  * NULL prints as "". */
 void st_json_str(FILE *out, const char *s);
+/* v as a JSON number ("%.17g") in buf, or "null" when v is NaN or infinite
+ * (JSON has neither); returns buf. */
+const char *st_json_num(double v, char *buf, size_t n);
 
 /* Parse a size like "4G", "64MiB", "1M", "512", "1.5K" into bytes (K=1024).
  * Returns 0 on success. */

@@ -71,6 +71,7 @@ typedef struct gen {
   wl_workload *wl;
   wl_program *p;
   int stage, oom;
+  char bad[ST_ERR_MSG_MAX / 2]; /* the first op whose numbers do not fit, or "" */
   /* shapes */
   double b, s, sl, T, Tsp, h, t; /* micro-batch, seq, local seq (s/cp), tokens, SP tokens */
   double ab, gb, pb;             /* activation, gradient, parameter bytes */
@@ -151,7 +152,27 @@ static void marker(gen *g, int kind, int value)
 
 static uint32_t nm(gen *g, const char *s) { return wl_program_string(g->p, s); }
 
-static int32_t i32(double x) { return (int32_t)llround(x); }
+/* A GEMM dimension as the int32 the op stores: one that does not fit (a qkv
+ * width above 2^31 once wrapped to a small positive n) is recorded in g->bad
+ * and the program fails, never written wrapped. */
+static int32_t i32(gen *g, const char *op, const char *key, double x)
+{
+  if (!g->bad[0]) {
+    st_err e;
+    if (st_num_check(x, ST_NUM_REAL, 0, ST_INT32_MAX, &e, "op '%s': '%s'", op, key))
+      snprintf(g->bad, sizeof g->bad, "%s", e.msg);
+  }
+  return g->bad[0] ? 0 : (int32_t)llround(x);
+}
+
+/* A byte count of a generated op: at most ST_BYTES_MAX, like any read one. */
+static double bytes_ok(gen *g, const char *op, double bytes)
+{
+  st_err e;
+  if (!g->bad[0] && st_num_check(bytes, ST_NUM_REAL, 0, ST_BYTES_MAX, &e, "op '%s': 'bytes'", op))
+    snprintf(g->bad, sizeof g->bad, "%s", e.msg);
+  return bytes;
+}
 
 static long gemm(gen *g, const char *name, double M, double N, double K, double batch,
                  double conv_scale)
@@ -160,13 +181,13 @@ static long gemm(gen *g, const char *name, double M, double N, double K, double 
   op.sub = WL_CLASS_GEMM;
   op.dtype = (uint8_t)g->gemm_dtype;
   op.flags = g->flags;
-  op.m = i32(M);
-  op.n = i32(N);
-  op.k = i32(K);
-  op.batch = i32(batch);
+  op.m = i32(g, name, "m", M);
+  op.n = i32(g, name, "n", N);
+  op.k = i32(g, name, "k", K);
+  op.batch = i32(g, name, "batch", batch);
   op.flops = 2 * M * N * K * batch;
   double in = wl_dtype_bytes(g->gemm_dtype);
-  op.bytes = ((M * K + K * N) * in + M * N * g->ab) * batch;
+  op.bytes = bytes_ok(g, name, ((M * K + K * N) * in + M * N * g->ab) * batch);
   op.name = nm(g, name);
   double conv = op.flops * conv_scale;
   g->conv_hw += conv;
@@ -437,10 +458,10 @@ static long attn_kernel(gen *g, const char *name, double sq, double sk, double s
   double exec = 0.5 * full * share; /* causal: half the score matrix */
   op.flops = bwd ? 2.5 * exec : exec;
   /* shape for the compute model (workload.h): queries, keys, head dim, b x heads */
-  op.m = i32(sq);
-  op.n = i32(sk);
-  op.k = i32(dqk);
-  op.batch = i32(g->b * a);
+  op.m = i32(g, "attention", "m", sq);
+  op.n = i32(g, "attention", "n", sk);
+  op.k = i32(g, "attention", "k", dqk);
+  op.batch = i32(g, "attention", "batch", g->b * a);
   op.flags |= WL_OPF_CAUSAL;
   double io = g->b * (sq * a * dqk + sk * kv * (dqk + dv) + sq * a * dv) * g->ab;
   op.bytes = bwd ? 2 * io : io;
@@ -1117,6 +1138,8 @@ static int emit_stage(gen *g, int s, st_err *err)
   }
   if (g->oom)
     return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
+  if (g->bad[0])
+    return st_err_set(err, ST_EINPUT, "program '%s': %s", pname, g->bad);
   return ST_OK;
 }
 
@@ -1286,8 +1309,11 @@ int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err
     goto fail;
   }
   for (int s = 0; s < l->pp; s++) {
-    if ((rc = emit_stage(&g, s, err)) != ST_OK)
+    if ((rc = emit_stage(&g, s, err)) != ST_OK) {
+      if (rc == ST_EINPUT)
+        st_err_prefix(err, "model '%s': ", m->name);
       goto fail;
+    }
     model_flops += g.conv_model * ranks_per_stage;
     hw_flops += g.conv_hw * ranks_per_stage;
   }

@@ -662,6 +662,20 @@ static int rd_size(rd *r, const jpath *at, const cJSON *v, double *out)
   return ST_OK;
 }
 
+/* A byte count: rd_size, and at most ST_BYTES_MAX (2^53, where a double
+ * still counts every byte; the engine stores sizes as integers). */
+static int rd_bytes(rd *r, const jpath *at, const cJSON *v, const char *key, double *out)
+{
+  double d;
+  if (rd_size(r, at, v, &d))
+    return ST_EINPUT;
+  st_err e;
+  if (st_num_check(d, ST_NUM_REAL, 0, ST_BYTES_MAX, &e, "'%s'", key))
+    return rd_fail(r, at, "%s", e.msg);
+  *out = d;
+  return ST_OK;
+}
+
 /* An integral number in lo..hi. */
 static int rd_int(rd *r, const jpath *at, const cJSON *v, long lo, long hi, long *out)
 {
@@ -977,7 +991,7 @@ static int rd_op(rd *r, const jpath *at, const cJSON *obj, wl_program *p, size_t
     if (cJSON_IsTrue(s[K_RECOMPUTE]))
       op.flags |= WL_OPF_RECOMPUTE;
   }
-  if (s[K_BYTES] && rd_size(r, at, s[K_BYTES], &op.bytes))
+  if (s[K_BYTES] && rd_bytes(r, at, s[K_BYTES], "bytes", &op.bytes))
     return ST_EINPUT;
 
   switch (kind) {
@@ -1085,6 +1099,9 @@ static int rd_op(rd *r, const jpath *at, const cJSON *obj, wl_program *p, size_t
           return rd_fail(r, &ep, "is not a finite number");
         if (x->valuedouble < 0)
           return rd_fail(r, &ep, "is negative");
+        st_err ne;
+        if (st_num_check(x->valuedouble, ST_NUM_REAL, 0, ST_BYTES_MAX, &ne, "it"))
+          return rd_fail(r, &ep, "%s", ne.msg + 3); /* "is 1e+19, above ..." */
         r->splits[i] = x->valuedouble;
       }
       uint32_t first = wl_program_splits(p, r->splits, n);

@@ -394,6 +394,9 @@ static int check_program(const wl_workload *wl, int pi, st_err *err)
         BAD("waits on op %u, which does not come before it", p->waits[o->wait_first + w]);
     if (!(o->bytes >= 0) || !isfinite(o->bytes))
       BAD("'bytes' is %g (must be finite and >= 0)", o->bytes);
+    st_err ne; /* importers and generators alike: the engine stores sizes as integers */
+    if (st_num_check(o->bytes, ST_NUM_REAL, 0, ST_BYTES_MAX, &ne, "'bytes'"))
+      BAD("%s", ne.msg);
     if (o->phase >= WL_PHASE_COUNT)
       BAD("phase %d is unknown", o->phase);
     switch (o->kind) {

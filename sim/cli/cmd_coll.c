@@ -219,6 +219,9 @@ int cmd_coll(int argc, char **argv)
   if (bytes_s) {
     if (st_parse_bytes(bytes_s, &sizes[0]) || sizes[0] < 1)
       return cli_usage_error("coll", "--bytes '%s' is not a size like 4096, 64M or 1G", bytes_s);
+    st_err e;
+    if (st_num_check(sizes[0], ST_NUM_REAL, 1, ST_BYTES_MAX, &e, "--bytes '%s'", bytes_s))
+      return cli_usage_error("coll", "%s", e.msg);
     nsizes = 1;
   } else {
     char lo_s[64], *colon;
@@ -230,6 +233,9 @@ int cmd_coll(int argc, char **argv)
     *colon = '\0';
     if (st_parse_bytes(lo_s, &lo) || st_parse_bytes(colon + 1, &hi) || lo < 1 || hi < lo)
       return cli_usage_error("coll", "--sweep '%s' is not MIN:MAX with 1 <= MIN <= MAX", sweep_s);
+    st_err e;
+    if (st_num_check(hi, ST_NUM_REAL, 1, ST_BYTES_MAX, &e, "--sweep '%s'", sweep_s))
+      return cli_usage_error("coll", "%s", e.msg);
     for (double s = lo; s <= hi * (1 + 1e-12) && nsizes < 64; s *= 2)
       sizes[nsizes++] = s;
   }
@@ -285,10 +291,12 @@ int cmd_coll(int argc, char **argv)
     const char *an = p2p ? "p2p" : first ? sim_coll_algo_name(first->algo) : "?";
     const char *pn = p2p ? "-" : first ? sim_coll_proto_name(first->proto) : "?";
     int nch = p2p ? 1 : first ? first->channels : 0;
+    char jt[32], ja[32], jb[32]; /* JSON has no inf/nan (a zero time): null */
     if (json)
-      printf("%s{\"bytes\":%.17g,\"time_s\":%.17g,\"algbw_GBps\":%.17g,\"busbw_GBps\":%.17g,"
+      printf("%s{\"bytes\":%.17g,\"time_s\":%s,\"algbw_GBps\":%s,\"busbw_GBps\":%s,"
              "\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d}",
-             k ? "," : "", sizes[k], t, algbw, busbw, an, pn, nch);
+             k ? "," : "", sizes[k], st_json_num(t, jt, sizeof jt),
+             st_json_num(algbw, ja, sizeof ja), st_json_num(busbw, jb, sizeof jb), an, pn, nch);
     else
       printf("  %14.0f %14.0f %12.2f %12.2f %12.2f  %-9s %-6s %d\n", sizes[k], floor(sizes[k] / 4),
              t * 1e6, algbw, busbw, an, pn, nch);

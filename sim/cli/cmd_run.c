@@ -264,10 +264,14 @@ int cmd_run(int argc, char **argv)
       break;
     case 'C': {
       size_t used = strlen(a.cfg);
-      if (strncmp(optarg, "--cfg=", 6) && strchr(optarg, ':') == NULL)
+      const char *setting = strncmp(optarg, "--cfg=", 6) ? optarg : optarg + 6;
+      if (strchr(setting, ':') == NULL || strchr(setting, ' '))
         return cli_usage_error("run", "--cfg '%s' is not KEY:VALUE", optarg);
-      snprintf(a.cfg + used, sizeof a.cfg - used, "%s--cfg=%s", used ? " " : "",
-               strncmp(optarg, "--cfg=", 6) ? optarg : optarg + 6);
+      st_err cerr;
+      st_err_clear(&cerr);
+      if (plat_simgrid_cfg_check(setting, &cerr))
+        return cli_fail(&cerr);
+      snprintf(a.cfg + used, sizeof a.cfg - used, "%s--cfg=%s", used ? " " : "", setting);
       break;
     }
     case 'S':

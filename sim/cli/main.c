@@ -106,6 +106,7 @@ static char *join_args(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+  st_signals_install(); /* temporary output files go when interrupted */
   if (argc < 2) {
     usage(stderr);
     return 1;

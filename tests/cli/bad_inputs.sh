@@ -1,0 +1,52 @@
+#!/bin/bash
+# Bad and hostile inputs (tests/data/bad/): each row runs simtrain on one and
+# asserts the exit status (README "Exit status": 1 usage, 2 bad input) and the
+# exact first line of stderr.  A crash (abort, segfault) shows as 134/139 and
+# an uncaught C++ exception as 134, so a row that once crashed fails loudly.
+# usage: bad_inputs.sh <simtrain> <shared-dir>
+set -u
+ST=$1
+fail() { echo "FAIL: $*"; exit 1; }
+cd "$(dirname "$0")/../data" || fail "no tests/data"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# exit status | first line of stderr | arguments (split on spaces; TMP is a
+# scratch folder)
+cases=$(cat <<'EOF'
+2|simtrain: error: trace 'bad/kineto_pg_ranks_spaces.json': imported workload is inconsistent: communicator 'pg g': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_ranks_spaces.json --cluster node8
+2|simtrain: error: trace 'bad/kineto_pg_config_spaces.json': imported workload is inconsistent: communicator 'pg h': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_config_spaces.json --cluster node8
+2|simtrain: error: trace 'bad/kineto_split_negative.json': event 2: 'In split size' entry 0 is -1, below the smallest allowed 0|run --trace kineto:bad/kineto_split_negative.json --cluster node8
+2|simtrain: error: spec 'bad/cluster_link_1e308.json': key 'node.intra.link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
+2|simtrain: error: spec 'bad/cluster_nic_1e308.json': key 'node.nics.Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
+2|simtrain: error: platform 'bad/xml_link_zero.xml': link 'l01': bandwidth 0 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_zero.xml
+2|simtrain: error: platform 'bad/xml_link_negative.xml': link 'l01': bandwidth -5e+09 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_negative.xml
+2|simtrain: error: platform 'bad/xml_link_nan.xml': link 'l01': bandwidth nan B/s is not a positive finite rate|coll allreduce --gpus 2 --bytes 1M --cluster bad/xml_link_nan.xml
+2|simtrain: error: platform 'bad/xml_no_routes.xml': line 4: zone 'two' (routing Full) has no route from gpu-0 to gpu-1|run --workload ../../examples/pipeline2.json --cluster bad/xml_no_routes.xml
+2|simtrain: error: platform 'bad/xml_one_route_missing.xml': line 4: zone 'two' (routing Full) has no route from gpu-1 to gpu-0|run --workload ../../examples/pipeline2.json --cluster bad/xml_one_route_missing.xml
+1|simtrain: error: --cfg 'foo:1': unknown SimGrid setting|run --workload ../../examples/pipeline2.json --cluster node8 --cfg foo:1
+1|simtrain: error: --cfg 'surf/precision:abc': bad value for SimGrid setting 'surf/precision': invalid double|run --workload ../../examples/pipeline2.json --cluster node8 --cfg surf/precision:abc
+1|simtrain: error: --cfg 'network/model:XX': SimGrid rejects this value of 'network/model'|run --workload ../../examples/pipeline2.json --cluster node8 --cfg network/model:XX
+2|simtrain: error: workload 'bad/wl_bytes_1e19.json': programs[0].ops[6]: 'bytes' is 1e+19, above the largest allowed 9007199254740992|run --workload bad/wl_bytes_1e19.json --cluster node8
+1|simtrain: error: --bytes '1e19' is 1e+19, above the largest allowed 9007199254740992 (see 'simtrain coll --help')|coll allreduce --gpus 8 --cluster dgx-h100:1 --bytes 1e19
+1|simtrain: error: --sweep '1K:1e16' is 1e+16, above the largest allowed 9007199254740992 (see 'simtrain coll --help')|coll allreduce --gpus 8 --cluster dgx-h100:1 --sweep 1K:1e16
+2|simtrain: error: model 'wide': program 'stage0': op 'qkv': 'n' is 4500000000, above the largest allowed 2147483647|gen --model bad/model_qkv_2e31.json --layout tp=1,pp=1,mbs=1,gbs=1 --gpus 1 -o TMP/p.xml
+EOF
+)
+
+n=0
+while IFS='|' read -r want_rc want_err args; do
+  [ -n "$want_rc" ] || continue
+  n=$((n + 1))
+  args=${args//TMP/$tmp}
+  # shellcheck disable=SC2086
+  "$ST" $args >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  got=$(head -n 1 "$tmp/err")
+  [ "$rc" = "$want_rc" ] || fail "simtrain $args: exit $rc, want $want_rc; stderr: $got"
+  [ "$got" = "$want_err" ] || fail "simtrain $args: stderr
+   got: $got
+  want: $want_err"
+done <<<"$cases"
+[ ! -e "$tmp/p.xml" ] || fail "a rejected platform must not be written"
+echo "ok ($n bad inputs)"
