@@ -132,6 +132,26 @@ static int try_role(sim_sym *s, const sim_sym_env *env, const uint8_t *used, int
   return 1;
 }
 
+/* "Seen" sets keyed by a hash: an entry keeps what it stands for, so that a
+ * collision is checked again rather than skipped.  1 when (a, b, c, d) is
+ * new (and now recorded), 0 when seen, -1 out of memory. */
+typedef struct seen_entry {
+  uint64_t a, b, c, d;
+} seen_entry;
+
+static int seen_first(sim_map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+  uint64_t key = sim_key4(a, b, c, d);
+  const seen_entry *e = sim_map_get(m, key);
+  if (e)
+    return e->a == a && e->b == b && e->c == c && e->d == d ? 0 : 1;
+  seen_entry *n = st_arena_alloc(ar, sizeof *n);
+  if (!n || sim_map_put(m, key, n))
+    return -1;
+  *n = (seen_entry){a, b, c, d};
+  return 1;
+}
+
 /* Whether programs a and b time alike: the same ops on the same streams with
  * the same waits and sizes (names aside).  Imported traces give every rank a
  * program of its own, often identical. */
@@ -165,6 +185,8 @@ static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
   int C = s->C, NR = wl->num_roles;
   sim_map same; /* (program, program) pairs found alike */
   sim_map_init(&same);
+  st_arena same_arena;
+  st_arena_init(&same_arena, 4096);
   int ok = 0;
   for (int r = 0; r < wl->num_ranks; r++) {
     int k = s->cls[r];
@@ -173,17 +195,15 @@ static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
     if (k == 0)
       continue;
     int p = wl->rank_program[r], p0 = wl->rank_program[r0];
-    uint64_t key = sim_key4((uint64_t)p, (uint64_t)p0, 0x73616d65, 3);
-    if (p != p0 && !sim_map_get(&same, key)) {
-      if (!same_program(&wl->programs[p], &wl->programs[p0])) {
-        why(s, "rank %d runs program %d, rank %d of its '%s' group program %d", r, p, r0,
-            wl->roles[s->role], p0);
-        goto out;
-      }
-      if (sim_map_put(&same, key, (void *)1)) {
-        why(s, "out of memory");
-        goto out;
-      }
+    int first = p != p0 ? seen_first(&same, &same_arena, (uint64_t)p, (uint64_t)p0, 0x73616d65, 3) : 0;
+    if (first < 0) {
+      why(s, "out of memory");
+      goto out;
+    }
+    if (first && !same_program(&wl->programs[p], &wl->programs[p0])) {
+      why(s, "rank %d runs program %d, rank %d of its '%s' group program %d", r, p, r0,
+          wl->roles[s->role], p0);
+      goto out;
     }
     for (int role = 0; role < NR; role++) {
       if (role == s->role || !used[(size_t)p * NR + role])
@@ -221,6 +241,7 @@ static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
   ok = 1;
 out:
   sim_map_release(&same);
+  st_arena_release(&same_arena);
   return ok;
 }
 
@@ -361,6 +382,8 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
   /* condition 1's closed forms and 3's flows, once per distinct instance */
   sim_map seen;
   sim_map_init(&seen);
+  st_arena seen_arena;
+  st_arena_init(&seen_arena, 1 << 16);
   walk_ctx w = {s, env, 1};
   for (int r = 0; r < wl->num_ranks && w.ok; r++) {
     if (s->cls[r] != 0)
@@ -378,14 +401,14 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
           why(s, "send/recv on the '%s' communicators", wl->roles[s->role]);
           w.ok = 0;
         } else if (o->kind == WL_OP_SEND) {
-          uint64_t key = sim_key4((uint64_t)r, (uint64_t)wl->comms[c].ranks[o->peer], 0x7032, 2);
-          if (!sim_map_get(&seen, key)) {
-            if (sim_map_put(&seen, key, (void *)1)) {
-              rc = ST_ENOMEM;
-              break;
-            }
-            check_flow(&w, r, wl->comms[c].ranks[o->peer]);
+          int first = seen_first(&seen, &seen_arena, (uint64_t)r,
+                                 (uint64_t)wl->comms[c].ranks[o->peer], 0x7032, UINT64_MAX);
+          if (first < 0) {
+            rc = ST_ENOMEM;
+            break;
           }
+          if (first)
+            check_flow(&w, r, wl->comms[c].ranks[o->peer]);
         }
         continue;
       }
@@ -394,14 +417,14 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
       int splits = o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
       uint64_t bits;
       memcpy(&bits, &o->bytes, sizeof bits);
-      uint64_t key = sim_key4((uint64_t)c, o->sub | (splits ? 0x100u : 0), bits,
-                              (uint64_t)(uint32_t)(o->peer + 1));
-      if (sim_map_get(&seen, key))
-        continue;
-      if (sim_map_put(&seen, key, (void *)1)) {
+      int first = seen_first(&seen, &seen_arena, (uint64_t)c, o->sub | (splits ? 0x100u : 0), bits,
+                             (uint64_t)(uint32_t)(o->peer + 1));
+      if (first < 0) {
         rc = ST_ENOMEM;
         break;
       }
+      if (!first)
+        continue;
       int root = o->peer >= 0 ? o->peer : 0;
       if (s->comm_collapse[c]) {
         if (splits || !env->closed(env->u, c, o->sub, o->bytes, root)) {
@@ -421,6 +444,7 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
     }
   }
   sim_map_release(&seen);
+  st_arena_release(&seen_arena);
   if (rc)
     goto out;
   if (!w.ok)
