@@ -129,16 +129,9 @@ static void jnum(FILE *out, const char *key, double v, int comma)
 
 static void jstr(FILE *out, const char *key, const char *v)
 {
-  fprintf(out, "\"%s\":\"", key);
-  for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
-    if (*c == '"' || *c == '\\')
-      fprintf(out, "\\%c", *c);
-    else if (*c < 0x20)
-      fprintf(out, "\\u%04x", *c);
-    else
-      fputc(*c, out);
-  }
-  fputc('"', out);
+  st_json_str(out, key);
+  fputc(':', out);
+  st_json_str(out, v);
 }
 
 void an_summary_print_json_replay(const an_summary *s, const an_replay *rp, FILE *out)

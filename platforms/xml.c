@@ -422,8 +422,11 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
   c->xml_path = strdup(path);
   st_buf b;
   st_buf_init(&b);
-  st_buf_printf(&b, "{\"xml\":\"%s\",\"gpus\":%d,\"gpus_per_node\":%d,\"device\":\"%s\"}", c->name,
-                c->num_gpus, gpn, c->device.name);
+  st_buf_printf(&b, "{\"xml\":");
+  st_buf_json_str(&b, c->name);
+  st_buf_printf(&b, ",\"gpus\":%d,\"gpus_per_node\":%d,\"device\":", c->num_gpus, gpn);
+  st_buf_json_str(&b, c->device.name);
+  st_buf_printf(&b, "}");
   c->spec_json = st_buf_detach(&b, NULL);
   if (!c->xml_path || !c->spec_json) {
     plat_cluster_destroy(c);

@@ -134,6 +134,8 @@ int st_str_ends_with(const char *s, const char *suffix);
 /* s as a JSON string, quoted and escaped ('"', '\\', control characters);
  * NULL prints as "". */
 void st_json_str(FILE *out, const char *s);
+/* The same, appended to b; 0 or -1 when out of memory. */
+int st_buf_json_str(st_buf *b, const char *s);
 /* v as a JSON number ("%.17g") in buf, or "null" when v is NaN or infinite
  * (JSON has neither); returns buf. */
 const char *st_json_num(double v, char *buf, size_t n);

@@ -103,11 +103,17 @@ int cmd_gen(int argc, char **argv)
   }
   const wl_meta *mt = &wl->meta;
   if (json) {
-    printf("{\"model\":\"%s\",\"layout\":\"%s\",\"file\":\"%s\",\"ranks\":%d,\"programs\":%d,"
+    fputs("{\"model\":", stdout);
+    st_json_str(stdout, m.name);
+    fputs(",\"layout\":", stdout);
+    st_json_str(stdout, l.spec);
+    fputs(",\"file\":", stdout);
+    st_json_str(stdout, outp);
+    printf(",\"ranks\":%d,\"programs\":%d,"
            "\"communicators\":%d,\"ops\":%zu,\"tokens_per_step\":%.17g,"
            "\"model_flops_per_step\":%.17g,\"hw_flops_per_step\":%.17g,"
            "\"peak_memory_bytes\":%.17g}\n",
-           m.name, l.spec, outp, wl->num_ranks, wl->num_programs, wl->num_comms,
+           wl->num_ranks, wl->num_programs, wl->num_comms,
            wl_workload_num_ops(wl), mt->tokens_per_step, mt->model_flops_per_step,
            mt->hw_flops_per_step, mt->peak_memory_bytes);
   } else {

@@ -76,10 +76,17 @@ int cmd_memory(int argc, char **argv)
   double cap = c->device.hbm_bytes;
   int fits = mem.peak_bytes <= cap;
   if (json) {
-    printf("{\"model\":\"%s\",\"layout\":\"%s\",\"cluster\":\"%s\",\"device\":\"%s\","
-           "\"device_bytes\":%.17g,\"peak_bytes\":%.17g,\"peak_stage\":%d,\"fits\":%s,"
+    fputs("{\"model\":", stdout);
+    st_json_str(stdout, m.name);
+    fputs(",\"layout\":", stdout);
+    st_json_str(stdout, l.spec);
+    fputs(",\"cluster\":", stdout);
+    st_json_str(stdout, c->name);
+    fputs(",\"device\":", stdout);
+    st_json_str(stdout, c->device.name);
+    printf(",\"device_bytes\":%.17g,\"peak_bytes\":%.17g,\"peak_stage\":%d,\"fits\":%s,"
            "\"stages\":[",
-           m.name, l.spec, c->name, c->device.name, cap, mem.peak_bytes, mem.peak_stage,
+           cap, mem.peak_bytes, mem.peak_stage,
            fits ? "true" : "false");
     for (int s = 0; s < mem.num_stages; s++) {
       const wl_memory_stage *st = &mem.stages[s];

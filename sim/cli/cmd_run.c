@@ -130,7 +130,9 @@ static int load_workload(struct run_args *a, const plat_cluster *cl, wl_workload
 {
   int rc;
   if (a->workload) {
-    st_buf_printf(desc, "{\"kind\":\"file\",\"path\":\"%s\"}", a->workload);
+    st_buf_printf(desc, "{\"kind\":\"file\",\"path\":");
+    st_buf_json_str(desc, a->workload);
+    st_buf_printf(desc, "}");
     return wl_workload_read(a->workload, wl, err);
   }
   if (a->trace) {
@@ -141,7 +143,9 @@ static int load_workload(struct run_args *a, const plat_cluster *cl, wl_workload
       a->topt.num_gpus = cl->num_gpus;
     /* chakra's involved_dim without --dims: the cluster's nodes are the dimensions */
     a->topt.gpus_per_node = cl->gpus_per_node;
-    st_buf_printf(desc, "{\"kind\":\"trace\",\"trace\":\"%s\"}", a->trace);
+    st_buf_printf(desc, "{\"kind\":\"trace\",\"trace\":");
+    st_buf_json_str(desc, a->trace);
+    st_buf_printf(desc, "}");
     if ((rc = tr_import(a->trace, &a->topt, wl, &a->st, err)))
       return rc;
     if ((rc = retarget(a, *wl, cl, err))) {
@@ -157,9 +161,13 @@ static int load_workload(struct run_args *a, const plat_cluster *cl, wl_workload
   rc = wl_layout_parse(a->layout, cl->num_gpus, &m, &l, err);
   if (!rc)
     rc = wl_generate(&m, &l, wl, err);
-  if (!rc)
-    st_buf_printf(desc, "{\"kind\":\"model\",\"model\":\"%s\",\"layout\":\"%s\"}", a->model,
-                  (*wl)->meta.layout ? (*wl)->meta.layout : a->layout);
+  if (!rc) {
+    st_buf_printf(desc, "{\"kind\":\"model\",\"model\":");
+    st_buf_json_str(desc, a->model);
+    st_buf_printf(desc, ",\"layout\":");
+    st_buf_json_str(desc, (*wl)->meta.layout ? (*wl)->meta.layout : a->layout);
+    st_buf_printf(desc, "}");
+  }
   wl_model_release(&m);
   return rc;
 }
@@ -170,10 +178,12 @@ static char *options_json(const struct run_args *a)
   st_buf_init(&b);
   st_buf_printf(&b,
                 "{\"fidelity\":\"%s\",\"net_model\":\"%s\",\"timeline\":%s,"
-                "\"closed_form\":%s,\"cfg\":\"%s\"}",
+                "\"closed_form\":%s,\"symmetry\":%s,\"cfg\":",
                 a->opt.fidelity == SIM_FID_STEP ? "step" : "flow",
                 sim_net_model_name(a->opt.net_model), a->opt.timeline ? "true" : "false",
-                a->opt.fast_colls ? "true" : "false", a->cfg);
+                a->opt.fast_colls ? "true" : "false", a->opt.symmetry ? "true" : "false");
+  st_buf_json_str(&b, a->cfg);
+  st_buf_printf(&b, "}");
   return st_buf_detach(&b, NULL);
 }
 

@@ -130,19 +130,22 @@ static int run_fit(const an_case *cases, int n, int jobs, int timeout_s, int jso
   int k = an_validate_stats(loo, n, &med, &mx);
   if (json) {
     printf("{\"fit\":[");
-    for (int g = 0; g < ngroups; g++)
-      printf("%s{\"device\":\"%s\",\"gemm_eff\":%.3f}", g ? "," : "", devices[g], fit[g]);
+    for (int g = 0; g < ngroups; g++) {
+      printf("%s{\"device\":", g ? "," : "");
+      st_json_str(stdout, devices[g]);
+      printf(",\"gemm_eff\":%.3f}", fit[g]);
+    }
     printf("],\"cases\":[");
-    for (int c = 0; c < n; c++)
+    for (int c = 0; c < n; c++) {
+      printf("%s{\"name\":", c ? "," : "");
+      st_json_str(stdout, cases[c].name);
       if (loo[c].rc)
-        printf("%s{\"name\":\"%s\",\"measured\":%.10g,\"predicted\":null,\"error\":null,"
-               "\"gemm_eff\":null}",
-               c ? "," : "", cases[c].name, loo[c].measured);
+        printf(",\"measured\":%.10g,\"predicted\":null,\"error\":null,\"gemm_eff\":null}",
+               loo[c].measured);
       else
-        printf("%s{\"name\":\"%s\",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g,"
-               "\"gemm_eff\":%.3f}",
-               c ? "," : "", cases[c].name, loo[c].measured, loo[c].predicted, loo[c].error,
-               loo_eff[c]);
+        printf(",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g,\"gemm_eff\":%.3f}",
+               loo[c].measured, loo[c].predicted, loo[c].error, loo_eff[c]);
+    }
     printf("],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", k, med, mx);
   } else {
     printf("gemm_eff fitted per device (least squares of log(predicted / measured), grid %.2f "

@@ -66,5 +66,13 @@ check "missing cluster exits 1" "[ $rc -eq 1 ]"
 "$simtrain" run --help >/dev/null; rc=$?
 check "run --help exits 0" "[ $rc -eq 0 ]"
 
+# a path with a quote is escaped in the results file's JSON (/config)
+mkdir -p "$tmp/q\"d"
+cp "$root/examples/pipeline2.json" "$tmp/q\"d/w.json"
+"$simtrain" run --workload "$tmp/q\"d/w.json" --cluster node8 -o "$tmp/q.h5" --quiet >/dev/null; rc=$?
+check "a quoted path runs" "[ $rc -eq 0 ]"
+cfg=$(h5dump -a /config/workload "$tmp/q.h5" 2>/dev/null)
+check "a quoted path is escaped in /config" "grep -qF 'q\\\"d/w.json\"}' <<<\"\$cfg\""
+
 [ $fails -eq 0 ] && echo "run: all checks passed"
 exit $((fails > 0))
