@@ -986,6 +986,54 @@ static void write_et(const char *path, int n, const char *const *dims, const dou
   fclose(f);
 }
 
+/* Node ids are any uint64: the largest one is a node like any other.  A
+ * compute node with id 2^64-1 on thread 1 and one that depends on it on
+ * thread 2: the second waits for the first, and nothing is dropped. */
+static void test_chakra__largest_node_id_is_a_node(void **state)
+{
+  (void)state;
+  char prefix[128], file[160];
+  snprintf(prefix, sizeof prefix, "%s/ckmax", tmpdir);
+  snprintf(file, sizeof file, "%s.0.et", prefix);
+  FILE *f = fopen(file, "wb");
+  assert_non_null(f);
+  pb msg = {.n = 0}, len = {.n = 0};
+  pb_bytes(&msg, 1, "0.0.4", 5);
+  pb_varint(&len, msg.n);
+  fwrite(len.b, 1, len.n, f);
+  fwrite(msg.b, 1, msg.n, f);
+  static const uint64_t ids[2] = {UINT64_MAX, 5};
+  for (int i = 0; i < 2; i++) {
+    msg.n = len.n = 0;
+    pb_uint(&msg, 1, ids[i]);
+    pb_bytes(&msg, 2, i ? "b" : "a", 1);
+    pb_uint(&msg, 3, 4); /* COMP */
+    if (i)
+      pb_uint(&msg, 5, UINT64_MAX); /* data dependency on the first */
+    pb_uint(&msg, 7, i ? 10 : 100); /* duration_micros */
+    attr_uint(&msg, "tid", (uint64_t)i + 1);
+    pb_varint(&len, msg.n);
+    fwrite(len.b, 1, len.n, f);
+    fwrite(msg.b, 1, msg.n, f);
+  }
+  fclose(f);
+  char spec[192];
+  snprintf(spec, sizeof spec, "chakra:%s", prefix);
+  wl_workload *wl;
+  tr_import_stats st;
+  st_err err;
+  assert_int_equal(do_import(spec, NULL, &wl, &st, &err), 0);
+  assert_int_equal(st.deps_dropped, 0);
+  const wl_program *p = &wl->programs[0];
+  int waits = 0;
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (!strcmp(wl_op_name(p, &p->ops[i]), "b"))
+      waits = (int)p->ops[i].wait_count;
+  assert_int_equal(waits, 1);
+  wl_workload_destroy(wl);
+  tr_import_stats_release(&st);
+}
+
 static int role_index(const wl_workload *wl, const char *name)
 {
   for (int i = 0; i < wl->num_roles; i++)
@@ -1268,6 +1316,7 @@ int main(void)
       cmocka_unit_test(test_chakra__without_involved_dim_one_world),
       cmocka_unit_test(test_chakra__involved_dim_errors_name_file_and_node),
       cmocka_unit_test(test_chakra__peer_astra_tp_on_dim0_dp_on_dim1),
+      cmocka_unit_test(test_chakra__largest_node_id_is_a_node),
       cmocka_unit_test(test_smpi__shared_split_traces_list),
       cmocka_unit_test(test_astra__transformer_groups_and_phases),
       cmocka_unit_test(test_astra__errors_name_file_and_line),

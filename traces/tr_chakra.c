@@ -61,6 +61,8 @@ typedef struct ck_node {
   uint32_t inv_mask; /* bit d: dimension d involved */
   char *name;
   uint64_t *data;
+  uint8_t *drop;   /* per data dependency: dropped (dangling, self or repeated);
+                      a flag, not a marker id: every uint64 is a valid node id */
   size_t ndata;
   uint64_t *ctrl;
   size_t nctrl;
@@ -80,6 +82,7 @@ static void rank_release_node(ck_node *k)
 {
   free(k->name);
   free(k->data);
+  free(k->drop);
   free(k->ctrl);
 }
 
@@ -281,10 +284,12 @@ static int read_rank(const char *path, ck_rank *r, tr_import_stats *stats, st_er
     k->ndata = nd->n_data_deps;
     k->nctrl = nd->n_ctrl_deps;
     k->data = malloc((k->ndata ? k->ndata : 1) * sizeof *k->data);
+    k->drop = calloc(k->ndata ? k->ndata : 1, 1);
     k->ctrl = malloc((k->nctrl ? k->nctrl : 1) * sizeof *k->ctrl);
-    if (!k->name || !k->data || !k->ctrl) {
+    if (!k->name || !k->data || !k->drop || !k->ctrl) {
       free(k->name);
       free(k->data);
+      free(k->drop);
       free(k->ctrl);
       st_chakra__node__free_unpacked(nd, NULL);
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
@@ -425,15 +430,15 @@ static int order_nodes(ck_rank *r, size_t **order_out, tr_import_stats *stats, s
       long j = find_node(r, k->data[d]);
       if (j < 0 || (size_t)j == i) {
         stats->deps_dropped++;
-        k->data[d] = UINT64_MAX; /* mark dropped */
+        k->drop[d] = 1;
         continue;
       }
       /* duplicate deps count once */
       int dup = 0;
       for (size_t e = 0; e < d && !dup; e++)
-        dup = k->data[e] == k->data[d];
+        dup = !k->drop[e] && k->data[e] == k->data[d];
       if (dup) {
-        k->data[d] = UINT64_MAX;
+        k->drop[d] = 1;
         continue;
       }
       k->indeg++;
@@ -455,7 +460,7 @@ static int order_nodes(ck_rank *r, size_t **order_out, tr_import_stats *stats, s
   for (size_t i = 0; i < n; i++) {
     ck_node *k = &r->nodes[i];
     for (size_t d = 0; d < k->ndata; d++)
-      if (k->data[d] != UINT64_MAX) {
+      if (!k->drop[d]) {
         long j = find_node(r, k->data[d]);
         succ[succ_first[j] + fill[j]++] = i;
       }
@@ -642,7 +647,7 @@ static int build_program(const char *path, ck_rank *r, int rank, wl_workload *wl
       uint64_t *deps = pass ? k->ctrl : k->data;
       size_t nd = pass ? k->nctrl : k->ndata;
       for (size_t d = 0; d < nd; d++) {
-        if (deps[d] == UINT64_MAX)
+        if (!pass && k->drop[d])
           continue;
         long j = find_node(r, deps[d]);
         if (j < 0 || (size_t)j == order[o]) {
