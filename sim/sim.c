@@ -1092,11 +1092,14 @@ static coll_memo *memo_get(int c, comm_state *cs, const wl_op *op)
 {
   int root = op->peer >= 0 ? op->peer : 0;
   uint16_t splits = (op->flags & WL_OPF_SPLITS) != 0;
+  /* the instance's bytes as assembled (cs->bytes: an all-to-all-v's first
+   * member's), which the tuner's choice depends on */
+  double bytes = cs->bytes;
   uint64_t bits;
-  memcpy(&bits, &op->bytes, sizeof bits);
+  memcpy(&bits, &bytes, sizeof bits);
   uint64_t key = sim_key4((uint64_t)c, op->sub | ((uint64_t)splits << 8), bits, (uint64_t)(uint32_t)root);
   coll_memo *mm = sim_map_get(&E.memo, key);
-  if (mm && mm->comm == c && mm->op == op->sub && mm->bytes == op->bytes && mm->root == root &&
+  if (mm && mm->comm == c && mm->op == op->sub && mm->bytes == bytes && mm->root == root &&
       mm->splits == splits)
     return mm;
   mm = st_arena_alloc(&E.arena, sizeof *mm);
@@ -1106,7 +1109,7 @@ static coll_memo *memo_get(int c, comm_state *cs, const wl_op *op)
   route_ctx rcx;
   coll_ctx_fill(c, cs, &cx, &rcx);
   sim_coll_choose(&cx);
-  *mm = (coll_memo){c, root, op->sub, splits, op->bytes, cx.ch, NAN};
+  *mm = (coll_memo){c, root, op->sub, splits, bytes, cx.ch, NAN};
   if (!sim_map_get(&E.memo, key) && sim_map_put(&E.memo, key, mm))
     return NULL;
   return mm;
@@ -1132,7 +1135,10 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
     cs->op = op->sub;
     cs->bytes = op->bytes;
     cs->first_rank = rank;
-  } else if (cs->op != op->sub || cs->bytes != op->bytes) {
+  } else if (cs->op != op->sub ||
+             (cs->bytes != op->bytes && !(op->flags & WL_OPF_SPLITS))) {
+    /* (an all-to-all-v's members send what their splits say: their totals
+     * differ; the instance keeps the first member's for the tuner) */
     char msg[512];
     snprintf(msg, sizeof msg,
              "collective mismatch on communicator '%s': rank %d called %s of %.17g bytes, "

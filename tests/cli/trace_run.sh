@@ -27,6 +27,12 @@ check "astra expands over the cluster's 8 GPUs" "grep -q '\"num_gpus\":8,' <<<\"
 check "astra has nothing measured: no replay object" "! grep -q '\"replay\"' <<<\"\$json\""
 json=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --gpus 4 --json --quiet)
 check "astra --gpus 4" "grep -q '\"num_gpus\":4,' <<<\"\$json\""
+
+# an all-to-all-v whose members send different totals (their splits) is one
+# collective, not a mismatch; rank 1's 0.5 s sleep is on the critical path
+json=$("$simtrain" run --trace "smpi:$here/../data/smpi_tiny.txt" --cluster node8 --json --quiet); rc=$?
+check "smpi alltoallv with unequal totals replays" "[ $rc -eq 0 ]"
+check "smpi alltoallv step after the 0.5 s sleep" "grep -Eq '\"step_time_s\":0\\.5[0-9]*,' <<<\"\$json\""
 err=$("$simtrain" run --trace "astra:$data/astra_tiny.txt" --cluster node8 --from-device TPU-v9 2>&1 >/dev/null); rc=$?
 check "unknown --from-device exits 2" "[ $rc -eq 2 ]"
 check "unknown --from-device names it" "grep -q \"^simtrain: error: --from-device: device 'TPU-v9' is unknown (known: V100-SXM2, \" <<<\"\$err\""
