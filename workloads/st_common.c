@@ -3,6 +3,7 @@
 #include "st_common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <math.h>
@@ -248,18 +249,18 @@ char *st_buf_detach(st_buf *b, size_t *len)
 /* ---- files ---------------------------------------------------------------- */
 int st_file_read_all(const char *path, char **data, size_t *len, st_err *err)
 {
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  /* opened once and read as a stream, so that a FIFO or standard input
+   * ("-") works: zlib tells gzip from plain data by the first bytes */
+  int fd = strcmp(path, "-") ? open(path, O_RDONLY) : dup(STDIN_FILENO);
+  if (fd < 0)
     return st_err_set(err, ST_EIO, "cannot open '%s': %s", path, strerror(errno));
-  unsigned char magic[2] = {0, 0};
-  size_t nm = fread(magic, 1, 2, f);
-  fclose(f);
-  int is_gz = nm == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-
-  gzFile gz = gzopen(path, "rb");
-  if (!gz)
+  gzFile gz = gzdopen(fd, "rb");
+  if (!gz) {
+    close(fd);
     return st_err_set(err, ST_EIO, "cannot open '%s': %s", path, strerror(errno));
+  }
   gzbuffer(gz, 1 << 17);
+  int is_gz = !gzdirect(gz);
   st_buf b;
   st_buf_init(&b);
   char chunk[1 << 16];

@@ -66,6 +66,17 @@ check "missing cluster exits 1" "[ $rc -eq 1 ]"
 "$simtrain" run --help >/dev/null; rc=$?
 check "run --help exits 0" "[ $rc -eq 0 ]"
 
+# inputs are read once, as streams: a FIFO and standard input ("-") replay
+# as the file does
+step() { sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p'; }
+ref=$("$simtrain" run --workload "$root/examples/pipeline2.json" --cluster node8 --json --quiet | step)
+mkfifo "$tmp/wl.fifo"
+(cat "$root/examples/pipeline2.json" >"$tmp/wl.fifo" &)
+out=$(timeout 30 "$simtrain" run --workload "$tmp/wl.fifo" --cluster node8 --json --quiet | step)
+check "a FIFO workload replays" "[ -n \"\$ref\" ] && [ \"\$out\" = \"\$ref\" ]"
+out=$(gzip -c "$root/examples/pipeline2.json" | "$simtrain" run --workload - --cluster node8 --json --quiet | step)
+check "a gzip workload on standard input replays" "[ \"\$out\" = \"\$ref\" ]"
+
 # a path with a quote is escaped in the results file's JSON (/config)
 mkdir -p "$tmp/q\"d"
 cp "$root/examples/pipeline2.json" "$tmp/q\"d/w.json"
