@@ -352,6 +352,15 @@ static void pp_free(pp_str *s)
   memset(s, 0, sizeof *s);
 }
 
+/* Both layout-string functions report into msg (msgn bytes), set rc and
+ * leave through their 'done' label. */
+#define PPERR(...)                                                                       \
+  do {                                                                                   \
+    snprintf(msg, msgn, __VA_ARGS__);                                                    \
+    rc = -1;                                                                             \
+    goto done;                                                                           \
+  } while (0)
+
 /* Expand the layout string s into one character per layer or boundary.
  * Returns 0, or fills msg with what is wrong (and returns -1; -2 out of memory). */
 static int pp_expand(const char *s, pp_str *out, char *msg, size_t msgn)
@@ -359,12 +368,6 @@ static int pp_expand(const char *s, pp_str *out, char *msg, size_t msgn)
   size_t len = strlen(s);
   pp_str a = {0};
   int rc = 0;
-#define PPERR(...)                                                                       \
-  do {                                                                                   \
-    snprintf(msg, msgn, __VA_ARGS__);                                                    \
-    rc = -1;                                                                             \
-    goto done;                                                                           \
-  } while (0)
 #define PUSH(s_, c_, p_)                                                                 \
   do {                                                                                   \
     int pr_ = pp_push(s_, c_, p_);                                                       \
@@ -432,7 +435,6 @@ static int pp_expand(const char *s, pp_str *out, char *msg, size_t msgn)
   }
 done:
 #undef PUSH
-#undef PPERR
   pp_free(&a);
   return rc;
 }
@@ -451,12 +453,6 @@ static int pp_layout_split(wl_layout *l, const wl_model *m, int vpp_given, char 
   int nstages = 1, ts = 0, ne = 0, nl = 0;
   for (size_t i = 0; i < e.n; i++)
     nstages += e.c[i] == '|';
-#define PPERR(...)                                                                       \
-  do {                                                                                   \
-    snprintf(msg, msgn, __VA_ARGS__);                                                    \
-    rc = -1;                                                                             \
-    goto done;                                                                           \
-  } while (0)
   if (nstages % l->pp)
     PPERR("has %d stages, not divisible by pp (%d)", nstages, l->pp);
   if (vpp_given && nstages != l->pp * l->vpp)
