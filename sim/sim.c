@@ -860,8 +860,12 @@ static int fast_prepare(st_err *err)
       uint64_t bits;
       memcpy(&bits, &o->bytes, sizeof bits);
       uint64_t key = sim_key4((uint64_t)c, o->sub, bits, (uint64_t)(uint32_t)(o->peer + 1));
-      if (sim_map_get(&seen, key))
-        continue;
+      /* the map holds tuple index + 1 (the array moves as it grows) */
+      uintptr_t hi = (uintptr_t)sim_map_get(&seen, key);
+      const fast_tuple *had = hi ? &tuples[hi - 1] : NULL;
+      int root = o->peer >= 0 ? o->peer : 0;
+      if (had && had->comm == c && had->op == o->sub && had->bytes == o->bytes && had->root == root)
+        continue; /* (a hash collision with another tuple is planned too) */
       if (nt == capt) {
         size_t cap = capt ? capt * 2 : 256;
         fast_tuple *nt_ = realloc(tuples, cap * sizeof *nt_);
@@ -874,7 +878,7 @@ static int fast_prepare(st_err *err)
       }
       tuples[nt] = (fast_tuple){.comm = c, .op = o->sub, .root = o->peer >= 0 ? o->peer : 0,
                                 .bytes = o->bytes};
-      if (sim_map_put(&seen, key, &tuples[nt])) {
+      if (!had && sim_map_put(&seen, key, (void *)(uintptr_t)(nt + 1))) {
         rc = st_err_set(err, ST_ENOMEM, "out of memory");
         goto done;
       }
