@@ -1745,18 +1745,20 @@ static uint32_t chain_run(actor_ctx *a, int rank, const wl_program *p, const pro
   size_t i = 0;
   while (i < n && g[i].t1 <= t)
     chain_apply(a, rank, p, pi, &g[i++]);
-  uint32_t done_to = i ? g[i - 1].k2 + 1 : k; /* stream positions finished */
   if (i == n) {
+    uint32_t done_to = g[n - 1].k2 + 1; /* markers between pieces included */
     stream_progress(rank, a->stream, done_to - k);
     return done_to;
   }
   /* interrupted inside piece i: a collective in progress holds its
-   * communicator before anyone can see this stream's progress */
+   * communicator before anyone can see this stream's progress; what is
+   * finished is every position before the piece (the markers between the
+   * pieces over count too, or the stream's count would lag its position) */
   const chain_seg *h = &g[i];
   if (h->coll)
     chain_apply(a, rank, p, pi, h);
-  if (done_to > k)
-    stream_progress(rank, a->stream, done_to - k);
+  if (h->k > k)
+    stream_progress(rank, a->stream, h->k - k);
   if (h->coll) {
     if (t < h->ts)
       sg_actor_sleep_until(h->ts);

@@ -310,6 +310,77 @@ static void test_sym__imported_chakra_trace_matches_full_simulation(void **state
   wl_workload_destroy(wl);
 }
 
+/* A chain interrupted after pieces with markers between them must count
+ * those markers in the stream's progress (it did not: a later wait was
+ * never met and the replay deadlocked).  The 177B Megatron-Core layout of
+ * the validation set on 4 replicas, interleaved, with every overlap on, at
+ * gemm_eff 1.0 (where it deadlocked): running ahead gives what stepping
+ * through gives. */
+static void gemm_eff_one(plat_cluster *cl, const void *u)
+{
+  (void)u;
+  plat_compute_params q = *plat_compute_params_for(&cl->device);
+  q.gemm_eff = 1.0;
+  plat_compute_params_override(&q);
+}
+
+static void test_sym__interrupted_chain_counts_its_markers(void **state)
+{
+  (void)state;
+  static const char model[] =
+      "{\"name\": \"gpt-177b\", \"layers\": 96, \"hidden\": 12288, \"heads\": 96, "
+      "\"kv_heads\": 96, \"ffn_hidden\": 49152, \"ffn_act\": \"gelu\", \"vocab\": 131072, "
+      "\"seq_len\": 4096, \"tie_embeddings\": false}";
+  wl_model m;
+  wl_layout l;
+  wl_workload *wl = NULL;
+  st_err err;
+  assert_int_equal(wl_model_parse(model, "gpt-177b", &m, &err), 0);
+  if (wl_layout_parse("tp=8,pp=6,dp=4,mbs=1,gbs=96,vpp=2,schedule=interleaved,sp=1,zero=1,"
+                      "overlap_grad_reduce=1,overlap_param_gather=1,tp_overlap=1",
+                      192, &m, &l, &err) ||
+      wl_generate(&m, &l, &wl, &err))
+    print_error("%s\n", err.msg);
+  assert_non_null(wl);
+  forked_result *r[2];
+  for (int ahead = 0; ahead < 2; ahead++) {
+    sim_options o;
+    sim_options_init(&o);
+    o.quiet = 1;
+    o.run_ahead = ahead;
+    r[ahead] = sim_run_forked_tweaked(wl, "dgx-h100:24", &o, gemm_eff_one, NULL);
+    assert_non_null(r[ahead]);
+    if (r[ahead]->rc)
+      print_error("%s\n", r[ahead]->msg);
+    assert_int_equal(r[ahead]->rc, 0);
+  }
+  print_message("%.9f s, %llu chains (%llu cut)\n", r[1]->step_time_s,
+                (unsigned long long)r[1]->chains, (unsigned long long)r[1]->chains_cut);
+  assert_true(r[1]->chains_cut > 0);
+  /* an interrupted piece resumes at SimGrid's clock, which keeps to a grid
+   * of 1e-9 s (surf/precision) where the plan is exact arithmetic: up to
+   * that much per interruption */
+  double grid = 1e-9 * (double)(r[1]->chains_cut + 1);
+  check_rel(r[1]->step_time_s, r[0]->step_time_s, 1e-9, "step time", "177b");
+  for (int k = 0; k < r[0]->num_ranks; k++) {
+    const sim_rank_stats *x = &r[1]->ranks[k], *y = &r[0]->ranks[k];
+    const double got[] = {x->finish_s, x->compute_s, x->exposed_comm_s, x->overlapped_comm_s,
+                          x->bubble_s, x->idle_s};
+    const double want[] = {y->finish_s, y->compute_s, y->exposed_comm_s, y->overlapped_comm_s,
+                           y->bubble_s, y->idle_s};
+    for (int i = 0; i < 6; i++)
+      if (fabs(got[i] - want[i]) > grid + 1e-9 * fabs(want[i])) {
+        print_error("177b rank %d, field %d: %.12g against %.12g\n", k, i, got[i], want[i]);
+        fail();
+      }
+  }
+  check_colls(r[1], r[0], "177b layout, chains against none");
+  forked_result_free(r[0]);
+  forked_result_free(r[1]);
+  wl_workload_destroy(wl);
+  wl_model_release(&m);
+}
+
 /* A slow rank in one class slows everyone through the TP collectives: the
  * step is longer than with no slow rank (the fallback really simulates it). */
 static void test_sym__slow_rank_slows_the_step(void **state)
@@ -335,6 +406,7 @@ int main(void)
       cmocka_unit_test(test_sym__a_slow_rank_falls_back_to_full_simulation),
       cmocka_unit_test(test_sym__identical_programs_count_as_one),
       cmocka_unit_test(test_sym__imported_chakra_trace_matches_full_simulation),
+      cmocka_unit_test(test_sym__interrupted_chain_counts_its_markers),
       cmocka_unit_test(test_sym__slow_rank_slows_the_step),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
