@@ -622,6 +622,21 @@ static void comm_ring_latency(int c, comm_state *cs)
   cs->have_ring_lat = 1;
 }
 
+/* What every instance of communicator c needs, built at its first: the
+ * largest ring-neighbour latency and the members' layout.  0 or ST_ENOMEM. */
+static int comm_prepare(int c, comm_state *cs)
+{
+  const wl_comm *cm = &E.wl->comms[c];
+  if (!cs->have_ring_lat)
+    comm_ring_latency(c, cs);
+  if (!cs->have_lay) {
+    if (sim_coll_layout_build(&E.arena, cm->ranks, cm->size, E.cl, &cs->lay))
+      return ST_ENOMEM;
+    cs->have_lay = 1;
+  }
+  return ST_OK;
+}
+
 typedef struct route_ctx {
   const int32_t *ranks;
 } route_ctx;
@@ -756,13 +771,8 @@ static int fast_walk_flows(int c, const fast_tuple *t, sim_sched *sched,
 {
   const wl_comm *cm = &E.wl->comms[c];
   comm_state *cs = &E.comms[c];
-  if (!cs->have_ring_lat)
-    comm_ring_latency(c, cs);
-  if (!cs->have_lay) {
-    if (sim_coll_layout_build(&E.arena, cm->ranks, cm->size, E.cl, &cs->lay))
-      return ST_ENOMEM;
-    cs->have_lay = 1;
-  }
+  if (comm_prepare(c, cs))
+    return ST_ENOMEM;
   int save_op = cs->op;
   double save_bytes = cs->bytes;
   cs->op = t->op;
@@ -1169,15 +1179,10 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *
     cs->arrived = 0;
     cs->start = t;
     cs->pending = live;
-    if (!cs->have_ring_lat)
-      comm_ring_latency(c, cs);
-    if (!cs->have_lay) {
-      if (sim_coll_layout_build(&E.arena, cm->ranks, n, E.cl, &cs->lay)) {
-        fail(ST_ENOMEM, "out of memory laying out a communicator");
-        sg_actor_kill_all();
-        return;
-      }
-      cs->have_lay = 1;
+    if (comm_prepare(c, cs)) {
+      fail(ST_ENOMEM, "out of memory laying out a communicator");
+      sg_actor_kill_all();
+      return;
     }
     coll_memo *mm = memo_get(c, cs, op);
     if (!mm) {
@@ -1356,14 +1361,8 @@ static int sym_closed(void *u, int c, int op, double bytes, int root)
 {
   (void)u;
   comm_state *cs = &E.comms[c];
-  const wl_comm *cm = &E.wl->comms[c];
-  if (!cs->have_ring_lat)
-    comm_ring_latency(c, cs);
-  if (!cs->have_lay) {
-    if (sim_coll_layout_build(&E.arena, cm->ranks, cm->size, E.cl, &cs->lay))
-      return 0;
-    cs->have_lay = 1;
-  }
+  if (comm_prepare(c, cs))
+    return 0;
   int save_op = cs->op;
   double save_bytes = cs->bytes;
   sim_coll_choice save_ch = cs->ch;
@@ -1650,14 +1649,8 @@ static size_t chain_plan(actor_ctx *a, int rank, const wl_program *p, const prog
     } else if (c != c0) {
       break;
     }
-    if (!cs->have_ring_lat)
-      comm_ring_latency(c, cs);
-    if (!cs->have_lay) {
-      if (sim_coll_layout_build(&E.arena, E.wl->comms[c].ranks, E.wl->comms[c].size, E.cl,
-                                &cs->lay))
-        return 0;
-      cs->have_lay = 1;
-    }
+    if (comm_prepare(c, cs))
+      return 0;
     /* the instance as run_coll assembles it (one member: nobody else is
      * assembling one) */
     cs->op = op->sub;
