@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <xbt/dynar.h>
 
+#include "driver.h"
 #include "platform.h"
 
 static double now(void)
@@ -91,6 +91,13 @@ static int run_one(const char *arg)
   return 0;
 }
 
+static int run_task(void *u, int index, st_buf *reply, st_err *err)
+{
+  (void)index;
+  (void)reply;
+  return run_one(u) ? st_err_set(err, ST_EIO, "the run failed") : ST_OK;
+}
+
 int main(int argc, char **argv)
 {
   const char *preset = argc > 1 ? argv[1] : "dgx-h100";
@@ -103,12 +110,15 @@ int main(int argc, char **argv)
   for (int i = 0; i < n; i++) {
     char arg[256];
     snprintf(arg, sizeof arg, "%s:%s", preset, argc > 2 ? argv[i + 2] : def[i]);
-    pid_t pid = fork();
-    if (pid == 0)
-      _exit(run_one(arg));
-    int st;
-    waitpid(pid, &st, 0);
-    fails += !WIFEXITED(st) || WEXITSTATUS(st);
+    /* one SimGrid engine per process: each size in a child of its own */
+    char *reply = NULL;
+    size_t len;
+    st_err err = {0};
+    if (drv_isolated(run_task, arg, 0, &reply, &len, &err)) {
+      fprintf(stderr, "bench_platform: %s: %s\n", arg, err.msg);
+      fails++;
+    }
+    free(reply);
   }
   return fails ? 1 : 0;
 }

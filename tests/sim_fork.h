@@ -1,17 +1,15 @@
-/* sim_fork.h — run sim_run in a forked child (SimGrid allows one engine per
- * process) and bring back what tests check: the return code, the error text,
- * the step time, per-rank stats, collective records and link stats. */
+/* sim_fork.h — run sim_run in a child process (drv_isolated: SimGrid allows
+ * one engine per process) and bring back what tests check: the return code,
+ * the error text, the step time, per-rank stats, collective records and
+ * link stats. */
 #ifndef ST_TEST_SIM_FORK_H
 #define ST_TEST_SIM_FORK_H
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "sim.h"
+#include "driver.h"
 
 typedef struct forked_result {
   int rc;
@@ -33,32 +31,6 @@ typedef struct forked_result {
   uint64_t chains, chains_cut;
 } forked_result;
 
-static int fr_write_all(int fd, const void *p, size_t n)
-{
-  const char *c = p;
-  while (n) {
-    ssize_t w = write(fd, c, n);
-    if (w <= 0)
-      return -1;
-    c += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-static int fr_read_all(int fd, void *p, size_t n)
-{
-  char *c = p;
-  while (n) {
-    ssize_t r = read(fd, c, n);
-    if (r <= 0)
-      return -1;
-    c += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
 static void forked_result_free(forked_result *f)
 {
   if (!f)
@@ -71,107 +43,117 @@ static void forked_result_free(forked_result *f)
   free(f);
 }
 
+typedef struct fork_job {
+  const wl_workload *wl;
+  const char *cluster;
+  const sim_options *opt;
+  void (*tweak)(plat_cluster *, const void *);
+  const void *u;
+} fork_job;
+
+#define FR_PUT(b, x) st_buf_append(b, &(x), sizeof(x))
+
+static int fork_task(void *u, int index, st_buf *b, st_err *err)
+{
+  (void)index;
+  const fork_job *j = u;
+  plat_cluster *cl = NULL;
+  sim_result *r = NULL;
+  int rc = plat_cluster_load(j->cluster, &cl, err);
+  if (!rc && j->tweak)
+    j->tweak(cl, j->u);
+  if (!rc)
+    rc = sim_run(j->wl, cl, j->opt, &r, err);
+  if (rc)
+    return rc;
+  FR_PUT(b, r->step_time_s);
+  FR_PUT(b, r->fast_colls);
+  FR_PUT(b, r->simulated_ranks);
+  FR_PUT(b, r->reduction);
+  FR_PUT(b, r->events);
+  FR_PUT(b, r->chains);
+  FR_PUT(b, r->chains_cut);
+  FR_PUT(b, r->num_ranks);
+  st_buf_append(b, r->ranks, (size_t)r->num_ranks * sizeof *r->ranks);
+  FR_PUT(b, r->num_colls);
+  st_buf_append(b, r->colls, r->num_colls * sizeof *r->colls);
+  FR_PUT(b, r->num_links);
+  for (size_t i = 0; i < r->num_links; i++) {
+    char name[64] = {0};
+    snprintf(name, sizeof name, "%s", r->links[i].name);
+    FR_PUT(b, name);
+    FR_PUT(b, r->links[i].bytes);
+  }
+  FR_PUT(b, r->num_link_usage);
+  st_buf_append(b, r->link_usage, r->num_link_usage * sizeof *r->link_usage);
+  sim_result_destroy(r);
+  plat_cluster_destroy(cl);
+  return ST_OK;
+}
+
+/* An array of n items read from the reply (NULL when it ran short). */
+static void *fr_array(drv_reader *rd, size_t n, size_t size)
+{
+  void *p = calloc(n + 1, size);
+  if (p)
+    drv_read(rd, p, n * size);
+  return p;
+}
+
 /* Runs sim_run(wl, cluster, opt) in a child, after tweak(cluster, u) when
  * tweak is not NULL (tests that change a preset's parameters).  Returns NULL
- * only if the child crashed or the pipe broke. */
+ * only if the child crashed or its answer was cut short. */
 static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *cluster,
                                              const sim_options *opt,
                                              void (*tweak)(plat_cluster *, const void *),
                                              const void *u)
 {
-  int fds[2];
-  if (pipe(fds))
-    return NULL;
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    /* cmocka's handlers would carry a crash back into the test loop here */
-    signal(SIGSEGV, SIG_DFL);
-    signal(SIGABRT, SIG_DFL);
-    signal(SIGBUS, SIG_DFL);
-    signal(SIGFPE, SIG_DFL);
-    signal(SIGILL, SIG_DFL);
-    close(fds[0]);
-    st_err err;
-    st_err_clear(&err);
-    plat_cluster *cl = NULL;
-    sim_result *r = NULL;
-    int rc = plat_cluster_load(cluster, &cl, &err);
-    if (!rc && tweak)
-      tweak(cl, u);
-    if (!rc)
-      rc = sim_run(wl, cl, opt, &r, &err);
-    fr_write_all(fds[1], &rc, sizeof rc);
-    fr_write_all(fds[1], err.msg, sizeof err.msg);
-    if (!rc) {
-      fr_write_all(fds[1], &r->step_time_s, sizeof r->step_time_s);
-      fr_write_all(fds[1], &r->fast_colls, sizeof r->fast_colls);
-      fr_write_all(fds[1], &r->simulated_ranks, sizeof r->simulated_ranks);
-      fr_write_all(fds[1], r->reduction, sizeof r->reduction);
-      fr_write_all(fds[1], &r->events, sizeof r->events);
-      fr_write_all(fds[1], &r->chains, sizeof r->chains);
-      fr_write_all(fds[1], &r->chains_cut, sizeof r->chains_cut);
-      fr_write_all(fds[1], &r->num_ranks, sizeof r->num_ranks);
-      fr_write_all(fds[1], r->ranks, (size_t)r->num_ranks * sizeof *r->ranks);
-      fr_write_all(fds[1], &r->num_colls, sizeof r->num_colls);
-      fr_write_all(fds[1], r->colls, r->num_colls * sizeof *r->colls);
-      fr_write_all(fds[1], &r->num_links, sizeof r->num_links);
-      for (size_t i = 0; i < r->num_links; i++) {
-        char name[64] = {0};
-        snprintf(name, sizeof name, "%s", r->links[i].name);
-        fr_write_all(fds[1], name, sizeof name);
-        fr_write_all(fds[1], &r->links[i].bytes, sizeof(double));
-      }
-      fr_write_all(fds[1], &r->num_link_usage, sizeof r->num_link_usage);
-      fr_write_all(fds[1], r->link_usage, r->num_link_usage * sizeof *r->link_usage);
-    }
-    close(fds[1]);
-    _exit(0);
-  }
-  close(fds[1]);
+  fork_job j = {wl, cluster, opt, tweak, u};
+  char *data = NULL;
+  size_t len = 0;
+  st_err err;
+  st_err_clear(&err);
+  int rc = drv_isolated(fork_task, &j, 0, &data, &len, &err);
   forked_result *f = calloc(1, sizeof *f);
-  int ok = f && !fr_read_all(fds[0], &f->rc, sizeof f->rc) &&
-           !fr_read_all(fds[0], f->msg, sizeof f->msg);
-  if (ok && !f->rc) {
-    ok = !fr_read_all(fds[0], &f->step_time_s, sizeof f->step_time_s) &&
-         !fr_read_all(fds[0], &f->fast_colls, sizeof f->fast_colls) &&
-         !fr_read_all(fds[0], &f->simulated_ranks, sizeof f->simulated_ranks) &&
-         !fr_read_all(fds[0], f->reduction, sizeof f->reduction) &&
-         !fr_read_all(fds[0], &f->events, sizeof f->events) &&
-         !fr_read_all(fds[0], &f->chains, sizeof f->chains) &&
-         !fr_read_all(fds[0], &f->chains_cut, sizeof f->chains_cut) &&
-         !fr_read_all(fds[0], &f->num_ranks, sizeof f->num_ranks);
-    if (ok) {
-      f->ranks = calloc((size_t)f->num_ranks + 1, sizeof *f->ranks);
-      ok = f->ranks && !fr_read_all(fds[0], f->ranks, (size_t)f->num_ranks * sizeof *f->ranks) &&
-           !fr_read_all(fds[0], &f->num_colls, sizeof f->num_colls);
-    }
-    if (ok) {
-      f->colls = calloc(f->num_colls + 1, sizeof *f->colls);
-      ok = f->colls && !fr_read_all(fds[0], f->colls, f->num_colls * sizeof *f->colls) &&
-           !fr_read_all(fds[0], &f->num_links, sizeof f->num_links);
-    }
-    if (ok) {
+  if (!f || (rc == ST_ESIM && (!strncmp(err.msg, "crashed (signal", 15) ||
+                                   !strcmp(err.msg, "ended without an answer"))) || rc == ST_EIO || rc == ST_ENOMEM) {
+    free(data);
+    free(f);
+    return NULL;
+  }
+  f->rc = rc;
+  snprintf(f->msg, sizeof f->msg, "%s", err.msg);
+  if (!rc) {
+    drv_reader rd = {data, data + len, 0};
+    drv_read(&rd, &f->step_time_s, sizeof f->step_time_s);
+    drv_read(&rd, &f->fast_colls, sizeof f->fast_colls);
+    drv_read(&rd, &f->simulated_ranks, sizeof f->simulated_ranks);
+    drv_read(&rd, f->reduction, sizeof f->reduction);
+    drv_read(&rd, &f->events, sizeof f->events);
+    drv_read(&rd, &f->chains, sizeof f->chains);
+    drv_read(&rd, &f->chains_cut, sizeof f->chains_cut);
+    drv_read(&rd, &f->num_ranks, sizeof f->num_ranks);
+    f->ranks = fr_array(&rd, (size_t)(f->num_ranks > 0 ? f->num_ranks : 0), sizeof *f->ranks);
+    drv_read(&rd, &f->num_colls, sizeof f->num_colls);
+    f->colls = rd.bad ? NULL : fr_array(&rd, f->num_colls, sizeof *f->colls);
+    drv_read(&rd, &f->num_links, sizeof f->num_links);
+    if (!rd.bad) {
       f->link_names = calloc(f->num_links + 1, sizeof *f->link_names);
       f->link_bytes = calloc(f->num_links + 1, sizeof *f->link_bytes);
-      for (size_t i = 0; ok && i < f->num_links; i++)
-        ok = !fr_read_all(fds[0], f->link_names[i], sizeof f->link_names[i]) &&
-             !fr_read_all(fds[0], &f->link_bytes[i], sizeof(double));
-      ok = ok && !fr_read_all(fds[0], &f->num_link_usage, sizeof f->num_link_usage);
     }
-    if (ok) {
-      f->link_usage = calloc(f->num_link_usage + 1, sizeof *f->link_usage);
-      ok = f->link_usage &&
-           !fr_read_all(fds[0], f->link_usage, f->num_link_usage * sizeof *f->link_usage);
+    for (size_t i = 0; !rd.bad && f->link_names && f->link_bytes && i < f->num_links; i++) {
+      drv_read(&rd, f->link_names[i], sizeof f->link_names[i]);
+      drv_read(&rd, &f->link_bytes[i], sizeof(double));
+    }
+    drv_read(&rd, &f->num_link_usage, sizeof f->num_link_usage);
+    f->link_usage = rd.bad ? NULL : fr_array(&rd, f->num_link_usage, sizeof *f->link_usage);
+    if (rd.bad || !f->ranks || !f->colls || !f->link_names || !f->link_bytes || !f->link_usage) {
+      free(data);
+      forked_result_free(f);
+      return NULL;
     }
   }
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!ok || !WIFEXITED(status)) {
-    forked_result_free(f);
-    return NULL;
-  }
+  free(data);
   return f;
 }
 

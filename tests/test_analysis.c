@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -25,6 +24,7 @@
 
 #include "an_int.h"
 #include "analysis.h"
+#include "driver.h"
 
 /* ---- the synthetic run ------------------------------------------------------ */
 typedef struct fixture {
@@ -1567,8 +1567,11 @@ static wl_workload *engine_workload(void)
 }
 
 /* In a child process (the engine runs once per process): simulate and write path. */
-static int engine_run_to_file(const char *path, char *msg, size_t n)
+static int engine_run_to_file(void *u, int index, st_buf *reply, st_err *errp)
 {
+  (void)index;
+  (void)reply;
+  const char *path = u;
   wl_workload *wl = engine_workload();
   st_err err = {0};
   plat_cluster *cl = NULL;
@@ -1591,7 +1594,7 @@ static int engine_run_to_file(const char *path, char *msg, size_t n)
     rc = an_results_write(path, &info, &err);
   }
   if (rc)
-    snprintf(msg, n, "%s", err.msg);
+    *errp = err;
   sim_result_destroy(res);
   plat_cluster_destroy(cl);
   wl_workload_destroy(wl);
@@ -1601,36 +1604,14 @@ static int engine_run_to_file(const char *path, char *msg, size_t n)
 static void test_end_to_end__engine_result_through_every_view(void **state)
 {
   fixture *f = *state;
-  char path[600], msgpath[600];
+  char path[600];
   snprintf(path, sizeof path, "%s/e2e.h5", f->dir);
-  snprintf(msgpath, sizeof msgpath, "%s/e2e.msg", f->dir);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    char msg[ST_ERR_MSG_MAX] = "";
-    int rc = engine_run_to_file(path, msg, sizeof msg);
-    if (rc) {
-      FILE *m = fopen(msgpath, "w");
-      if (m) {
-        fputs(msg, m);
-        fclose(m);
-      }
-    }
-    _exit(rc ? 1 : 0);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    char *msg = NULL;
-    size_t len;
-    st_err e2;
-    if (st_file_read_all(msgpath, &msg, &len, &e2) == ST_OK)
-      print_error("engine run failed: %s\n", msg);
-    free(msg);
-    fail();
-  }
+  char *reply = NULL;
+  size_t reply_len;
   st_err err = {0};
+  if (drv_isolated(engine_run_to_file, path, 0, &reply, &reply_len, &err))
+    fail_msg("engine run failed: %s", err.msg);
+  free(reply);
   an_results *r = NULL;
   assert_int_equal(an_results_read(path, &r, &err), ST_OK);
   assert_int_equal(r->num_ranks, 4);

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -25,6 +24,7 @@
 #include <xbt/config.h>
 #include <xbt/dynar.h>
 
+#include "driver.h"
 #include "platform.h"
 
 static plat_cluster *load(const char *arg)
@@ -422,19 +422,29 @@ static void test_spec__bad_input_is_named(void **state)
 
 /* ---- SimGrid: a forked child per engine ---------------------------------- */
 typedef void (*child_fn)(void);
+typedef struct child_job {
+  child_fn fn;
+} child_job;
+
+static int child_task(void *u, int index, st_buf *reply, st_err *err)
+{
+  (void)index;
+  (void)reply;
+  (void)err;
+  ((const child_job *)u)->fn(); /* a failed CHECK ends the child without an answer */
+  return ST_OK;
+}
+
 static void in_child(child_fn fn)
 {
-  fflush(stdout);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    fn();
-    _exit(0);
-  }
-  int status;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fail_msg("child failed (status %d)", status);
+  child_job j = {fn};
+  char *data = NULL;
+  size_t len;
+  st_err err = {0};
+  int rc = drv_isolated(child_task, &j, 0, &data, &len, &err);
+  free(data);
+  if (rc)
+    fail_msg("child failed: %s", err.msg);
 }
 
 #define CHECK(cond, ...)                                                                           \

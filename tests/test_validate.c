@@ -1,4 +1,4 @@
-/* test_validate.c — the validation runner (analysis/validate.c) with a fake
+/* test_validate.c — the validation runner (sim/driver/drv_validate.c) with a fake
  * predictor, so that loading, forking, statistics, output and the
  * leave-one-out fit are checked against hand-computed numbers without the
  * generators or SimGrid.
@@ -24,12 +24,12 @@
 
 #include <cmocka.h>
 
-#include "analysis.h"
+#include "driver.h"
 
 static char tmpdir[64];
 
-static int fake_predict(const an_case *c, const plat_compute_params *ov, int nov,
-                        an_prediction *out, st_err *err)
+static int fake_predict(const drv_case *c, const plat_compute_params *ov, int nov,
+                        drv_prediction *out, st_err *err)
 {
   double e, a, b;
   int ms;
@@ -111,8 +111,8 @@ static int teardown(void **state)
   return 0;
 }
 
-static char *capture(void (*print)(const an_case *, const an_case_result *, int, FILE *),
-                     const an_case *cases, const an_case_result *res, int n)
+static char *capture(void (*print)(const drv_case *, const drv_case_result *, int, FILE *),
+                     const drv_case *cases, const drv_case_result *res, int n)
 {
   char *buf = NULL;
   size_t len = 0;
@@ -130,41 +130,41 @@ static void test_run__errors_stats_and_json_match_hand_values(void **state)
   write_case("a.json", "alpha", "err=0.01", 1000);
   write_case("b.json", "beta", "err=-0.03", 200);
   write_case("c.json", "gamma", "err=0.02", 50);
-  an_case *cases;
+  drv_case *cases;
   int n;
   st_err err = {0};
-  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
+  assert_int_equal(drv_cases_load(tmpdir, &cases, &n, &err), 0);
   assert_int_equal(n, 3);
   assert_string_equal(cases[1].name, "beta");
   assert_string_equal(cases[0].model_json, "{\"layers\":2}");
-  an_case_result res[3];
-  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 2, 0, res, &err), 0);
+  drv_case_result res[3];
+  assert_int_equal(drv_validate_run(cases, n, fake_predict, NULL, 0, 2, 0, res, &err), 0);
   assert_true(fabs(res[0].error - 0.01) < 1e-12);
   assert_true(fabs(res[1].error + 0.03) < 1e-12);
   assert_true(fabs(res[2].predicted - 51) < 1e-9);
   double med, mx;
-  an_validate_stats(res, n, &med, &mx);
+  drv_validate_stats(res, n, &med, &mx);
   assert_true(fabs(med - 0.02) < 1e-12);
   assert_true(fabs(mx - 0.03) < 1e-12);
-  char *json = capture(an_validate_print_json, cases, res, n);
+  char *json = capture(drv_validate_print_json, cases, res, n);
   assert_string_equal(json, "{\"cases\":[{\"name\":\"alpha\",\"measured\":1000,\"predicted\":1010,"
                             "\"error\":0.01},{\"name\":\"beta\",\"measured\":200,\"predicted\":194,"
                             "\"error\":-0.03},{\"name\":\"gamma\",\"measured\":50,\"predicted\":51,"
                             "\"error\":0.02}],\"count\":3,\"median_abs_error\":0.02,"
                             "\"max_abs_error\":0.03}\n");
   /* a second run gives the same bytes */
-  an_case_result res2[3];
-  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 1, 0, res2, &err), 0);
-  char *json2 = capture(an_validate_print_json, cases, res2, n);
+  drv_case_result res2[3];
+  assert_int_equal(drv_validate_run(cases, n, fake_predict, NULL, 0, 1, 0, res2, &err), 0);
+  char *json2 = capture(drv_validate_print_json, cases, res2, n);
   assert_string_equal(json, json2);
-  char *text = capture(an_validate_print, cases, res, n);
+  char *text = capture(drv_validate_print, cases, res, n);
   assert_non_null(strstr(text, "beta"));
   assert_non_null(strstr(text, "-3.00%"));
   assert_non_null(strstr(text, "3 cases: median |error| 2.00%, max |error| 3.00% (beta)"));
   free(json);
   free(json2);
   free(text);
-  an_cases_free(cases, n);
+  drv_cases_free(cases, n);
 }
 
 /* A long case does not hold up the others: while it runs, the other slot
@@ -178,12 +178,12 @@ static void test_run__a_long_case_does_not_hold_the_queue(void **state)
   write_case("b.json", "s1", "nap=0", 100);
   write_case("c.json", "s2", "nap=0", 100);
   write_case("d.json", "s3", "nap=0", 100);
-  an_case *cases;
+  drv_case *cases;
   int n;
   st_err err = {0};
-  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
-  an_case_result res[4];
-  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 2, 0, res, &err), 0);
+  assert_int_equal(drv_cases_load(tmpdir, &cases, &n, &err), 0);
+  drv_case_result res[4];
+  assert_int_equal(drv_validate_run(cases, n, fake_predict, NULL, 0, 2, 0, res, &err), 0);
   char path[96], log[128] = "";
   snprintf(path, sizeof path, "%s/log", tmpdir);
   FILE *f = fopen(path, "r");
@@ -195,20 +195,20 @@ static void test_run__a_long_case_does_not_hold_the_queue(void **state)
     assert_int_equal(res[i].rc, 0);
     assert_true(res[i].measured == 100 && res[i].error == 0);
   }
-  an_cases_free(cases, n);
+  drv_cases_free(cases, n);
 }
 
 static void test_stats__even_count_median_is_mean_of_middle(void **state)
 {
   (void)state;
-  an_case_result r[4];
+  drv_case_result r[4];
   memset(r, 0, sizeof r);
   r[0].error = -0.10;
   r[1].error = 0.02;
   r[2].error = 0.04;
   r[3].error = -0.01;
   double med, mx;
-  an_validate_stats(r, 4, &med, &mx);
+  drv_validate_stats(r, 4, &med, &mx);
   assert_true(fabs(med - 0.03) < 1e-12); /* |e| sorted: .01 .02 .04 .10 */
   assert_true(fabs(mx - 0.10) < 1e-12);
 }
@@ -220,21 +220,21 @@ static void test_run__failing_and_crashing_cases_are_named(void **state)
   write_case("a.json", "ok", "err=0", 100);
   write_case("b.json", "bad", "fail", 100);
   write_case("c.json", "boom", "crash", 100);
-  an_case *cases;
+  drv_case *cases;
   int n;
   st_err err = {0};
-  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
-  an_case_result res[3];
+  assert_int_equal(drv_cases_load(tmpdir, &cases, &n, &err), 0);
+  drv_case_result res[3];
   /* every case runs; the first failure is the error; the others are kept */
-  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 3, 0, res, &err), ST_EINPUT);
+  assert_int_equal(drv_validate_run(cases, n, fake_predict, NULL, 0, 3, 0, res, &err), ST_EINPUT);
   assert_string_equal(err.msg, "case 'bad': layout 'fail': key 'x' is unknown");
   assert_int_equal(res[0].rc, 0);
   assert_int_equal(res[1].rc, ST_EINPUT);
   assert_int_equal(res[2].rc, ST_ESIM);
   assert_string_equal(res[2].msg, "case 'boom': the prediction crashed (signal 11)");
   double med, mx;
-  assert_int_equal(an_validate_stats(res, n, &med, &mx), 1);
-  char *json = capture(an_validate_print_json, cases, res, n);
+  assert_int_equal(drv_validate_stats(res, n, &med, &mx), 1);
+  char *json = capture(drv_validate_print_json, cases, res, n);
   assert_string_equal(json,
                       "{\"cases\":[{\"name\":\"ok\",\"measured\":100,\"predicted\":100,\"error\":0},"
                       "{\"name\":\"bad\",\"measured\":100,\"predicted\":null,\"error\":null,"
@@ -243,17 +243,17 @@ static void test_run__failing_and_crashing_cases_are_named(void **state)
                       "\"failure\":\"case 'boom': the prediction crashed (signal 11)\"}],"
                       "\"count\":1,\"median_abs_error\":0,\"max_abs_error\":0}\n");
   free(json);
-  char *text = capture(an_validate_print, cases, res, n);
+  char *text = capture(drv_validate_print, cases, res, n);
   assert_non_null(strstr(text, "2 cases not predicted:\n  case 'bad': layout 'fail'"));
   free(text);
-  an_cases_free(cases, n);
+  drv_cases_free(cases, n);
   /* a prediction over its time limit is stopped and named */
   clear_dir();
   write_case("a.json", "slow", "sleep", 100);
-  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
-  assert_int_equal(an_validate_run(cases, n, fake_predict, NULL, 0, 1, 1, res, &err), ST_ESIM);
+  assert_int_equal(drv_cases_load(tmpdir, &cases, &n, &err), 0);
+  assert_int_equal(drv_validate_run(cases, n, fake_predict, NULL, 0, 1, 1, res, &err), ST_ESIM);
   assert_string_equal(err.msg, "case 'slow': no prediction within 1 s");
-  an_cases_free(cases, n);
+  drv_cases_free(cases, n);
 }
 
 static void test_load__bad_files_are_named_with_the_key(void **state)
@@ -287,10 +287,10 @@ static void test_load__bad_files_are_named_with_the_key(void **state)
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     clear_dir();
     write_file("x.json", bad[i].text);
-    an_case *cases = NULL;
+    drv_case *cases = NULL;
     int n = 0;
     st_err err = {0};
-    assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), ST_EINPUT);
+    assert_int_equal(drv_cases_load(tmpdir, &cases, &n, &err), ST_EINPUT);
     char want[512];
     snprintf(want, sizeof want, "case '%s/x.json': %s", tmpdir, bad[i].msg);
     assert_string_equal(err.msg, want);
@@ -298,21 +298,21 @@ static void test_load__bad_files_are_named_with_the_key(void **state)
   clear_dir();
   write_case("a.json", "same", "err=0", 1);
   write_case("b.json", "same", "err=0", 1);
-  an_case *cases;
+  drv_case *cases;
   int n;
   st_err err = {0};
-  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), ST_EINPUT);
+  assert_int_equal(drv_cases_load(tmpdir, &cases, &n, &err), ST_EINPUT);
   char want[512];
   snprintf(want, sizeof want, "case '%s/b.json': name 'same' is already used by '%s/a.json'",
            tmpdir, tmpdir);
   assert_string_equal(err.msg, want);
   clear_dir();
-  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), ST_EINPUT);
+  assert_int_equal(drv_cases_load(tmpdir, &cases, &n, &err), ST_EINPUT);
   snprintf(want, sizeof want, "validation folder '%s': no case files (*.json)", tmpdir);
   assert_string_equal(err.msg, want);
 }
 
-/* an_validate_run_each: one queue, each job with its own compute parameters
+/* drv_validate_run_each: one queue, each job with its own compute parameters
  * (the --fit grid): job k's step is a_k / g_k + b_k for its own g_k. */
 static void test_run_each__every_job_gets_its_own_overrides(void **state)
 {
@@ -320,25 +320,25 @@ static void test_run_each__every_job_gets_its_own_overrides(void **state)
   clear_dir();
   write_case("a.json", "x", "A=3,B=1", 100);
   write_case("b.json", "y", "A=5,B=0.5", 100);
-  an_case *cases;
+  drv_case *cases;
   int n;
   st_err err = {0};
-  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
+  assert_int_equal(drv_cases_load(tmpdir, &cases, &n, &err), 0);
   static const double g[] = {0.6, 0.8, 1.0};
-  an_case job[6];
+  drv_case job[6];
   plat_compute_params ov[6];
   memset(ov, 0, sizeof ov);
   for (int k = 0; k < 6; k++) {
     job[k] = cases[k / 3];
     ov[k].gemm_eff = g[k % 3];
   }
-  an_case_result res[6];
-  assert_int_equal(an_validate_run_each(job, 6, fake_predict, ov, 1, 2, 0, res, &err), 0);
+  drv_case_result res[6];
+  assert_int_equal(drv_validate_run_each(job, 6, fake_predict, ov, 1, 2, 0, res, &err), 0);
   for (int k = 0; k < 6; k++) {
     double a = k < 3 ? 3 : 5, b = k < 3 ? 1 : 0.5;
     assert_true(fabs(res[k].predicted_step_s - (a / g[k % 3] + b)) < 1e-12);
   }
-  an_cases_free(cases, n);
+  drv_cases_free(cases, n);
 }
 
 /* Cases whose step is a / g + b: measured at a true g* per group, the
@@ -360,18 +360,18 @@ static void test_loo__recovers_true_efficiency_per_group(void **state)
     snprintf(layout, sizeof layout, "A=%g,B=%g", cs[i].a, cs[i].b);
     write_case(file, name, layout, 1000.0 / (cs[i].a / cs[i].gstar + cs[i].b));
   }
-  an_case *cases;
+  drv_case *cases;
   int nc;
   st_err err = {0};
-  assert_int_equal(an_cases_load(tmpdir, &cases, &nc, &err), 0);
+  assert_int_equal(drv_cases_load(tmpdir, &cases, &nc, &err), 0);
   assert_int_equal(nc, n);
   static const double grid[] = {0.6, 0.75, 0.9, 1.0};
-  an_case_result pred[5 * 4], res[5];
+  drv_case_result pred[5 * 4], res[5];
   plat_compute_params ov;
   memset(&ov, 0, sizeof ov);
   for (int j = 0; j < 4; j++) {
     ov.gemm_eff = grid[j];
-    assert_int_equal(an_validate_run(cases, n, fake_predict, &ov, 1, 2, 0, res, &err), 0);
+    assert_int_equal(drv_validate_run(cases, n, fake_predict, &ov, 1, 2, 0, res, &err), 0);
     for (int c = 0; c < n; c++)
       pred[c * 4 + j] = res[c];
   }
@@ -379,8 +379,8 @@ static void test_loo__recovers_true_efficiency_per_group(void **state)
   for (int c = 0; c < n; c++)
     group[c] = cs[c].group;
   double fit[2], loo_eff[5];
-  an_case_result loo[5];
-  an_validate_loo(pred, n, grid, 4, group, 2, fit, loo_eff, loo);
+  drv_case_result loo[5];
+  drv_validate_loo(pred, n, grid, 4, group, 2, fit, loo_eff, loo);
   assert_true(fabs(fit[0] - 0.8) < 1e-9);
   assert_true(fabs(fit[1] - 0.7) < 1e-9);
   for (int c = 0; c < n; c++) {
@@ -389,7 +389,7 @@ static void test_loo__recovers_true_efficiency_per_group(void **state)
   }
   /* one case measured 10% faster than its group's g* predicts pulls only the
    * other cases' fits, not its own: its leave-one-out error stays -9.1% */
-  an_cases_free(cases, nc);
+  drv_cases_free(cases, nc);
   clear_dir();
   for (int i = 0; i < 3; i++) {
     char file[16], name[16], layout[64];
@@ -398,18 +398,18 @@ static void test_loo__recovers_true_efficiency_per_group(void **state)
     snprintf(layout, sizeof layout, "A=%g,B=%g", cs[i].a, cs[i].b);
     write_case(file, name, layout, (i == 0 ? 1.1 : 1.0) * 1000.0 / (cs[i].a / 0.8 + cs[i].b));
   }
-  assert_int_equal(an_cases_load(tmpdir, &cases, &nc, &err), 0);
+  assert_int_equal(drv_cases_load(tmpdir, &cases, &nc, &err), 0);
   for (int j = 0; j < 4; j++) {
     ov.gemm_eff = grid[j];
-    assert_int_equal(an_validate_run(cases, 3, fake_predict, &ov, 1, 1, 0, res, &err), 0);
+    assert_int_equal(drv_validate_run(cases, 3, fake_predict, &ov, 1, 1, 0, res, &err), 0);
     for (int c = 0; c < 3; c++)
       pred[c * 4 + j] = res[c];
   }
   int g0[3] = {0, 0, 0};
-  an_validate_loo(pred, 3, grid, 4, g0, 1, fit, loo_eff, loo);
+  drv_validate_loo(pred, 3, grid, 4, g0, 1, fit, loo_eff, loo);
   assert_true(fabs(loo_eff[0] - 0.8) < 1e-9);
   assert_true(fabs(loo[0].error - (1 / 1.1 - 1)) < 1e-9);
-  an_cases_free(cases, nc);
+  drv_cases_free(cases, nc);
 }
 
 /* --cases: the matching cases stay, in order; the others are freed (ASan
@@ -422,30 +422,30 @@ static void test_select__keeps_matching_cases_in_order(void **state)
   write_case("b.json", "h100-b", "err=0", 1);
   write_case("c.json", "sc21-c", "err=0", 1);
   write_case("d.json", "h100-d", "err=0", 1);
-  an_case *cases;
+  drv_case *cases;
   int n;
   st_err err = {0};
-  assert_int_equal(an_cases_load(tmpdir, &cases, &n, &err), 0);
-  assert_int_equal(an_cases_select(cases, &n, "x*", &err), ST_EINPUT);
+  assert_int_equal(drv_cases_load(tmpdir, &cases, &n, &err), 0);
+  assert_int_equal(drv_cases_select(cases, &n, "x*", &err), ST_EINPUT);
   assert_string_equal(err.msg, "no case name matches 'x*'");
   assert_int_equal(n, 4);
-  assert_int_equal(an_cases_select(cases, &n, "h100-*", &err), 0);
+  assert_int_equal(drv_cases_select(cases, &n, "h100-*", &err), 0);
   assert_int_equal(n, 2);
   assert_string_equal(cases[0].name, "h100-b");
   assert_string_equal(cases[1].name, "h100-d");
-  assert_int_equal(an_cases_select(cases, &n, "*-[d]", &err), 0);
+  assert_int_equal(drv_cases_select(cases, &n, "*-[d]", &err), 0);
   assert_int_equal(n, 1);
   assert_string_equal(cases[0].name, "h100-d");
-  an_cases_free(cases, n);
+  drv_cases_free(cases, n);
 }
 
 /* The stated size allows one unit of its last digit either way. */
 static void test_size__within_one_unit_of_the_stated_digit(void **state)
 {
   (void)state;
-  an_case c = {.path = "p.json", .params_b = NAN};
+  drv_case c = {.path = "p.json", .params_b = NAN};
   st_err err = {0};
-  assert_int_equal(an_case_check_size(&c, 123e9, &err), 0); /* nothing stated */
+  assert_int_equal(drv_case_check_size(&c, 123e9, &err), 0); /* nothing stated */
   static const struct {
     double stated, have;
     int ok;
@@ -456,12 +456,12 @@ static void test_size__within_one_unit_of_the_stated_digit(void **state)
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     c.params_b = rows[i].stated;
-    int rc = an_case_check_size(&c, rows[i].have, &err);
+    int rc = drv_case_check_size(&c, rows[i].have, &err);
     if (rc != (rows[i].ok ? 0 : ST_EINPUT))
       fail_msg("stated %g, have %g: rc %d", rows[i].stated, rows[i].have, rc);
   }
   c.params_b = 7.1;
-  assert_int_equal(an_case_check_size(&c, 6.595e9, &err), ST_EINPUT);
+  assert_int_equal(drv_case_check_size(&c, 6.595e9, &err), ST_EINPUT);
   assert_string_equal(err.msg,
                       "case 'p.json': the model has 6.595 B parameters but the source states 7.1 B "
                       "(allowed 7 to 7.2); check its layers, hidden, ffn_hidden, vocab and "
@@ -475,10 +475,10 @@ static void test_size__within_one_unit_of_the_stated_digit(void **state)
 static void test_cases__committed_models_have_their_stated_sizes(void **state)
 {
   (void)state;
-  an_case *cases;
+  drv_case *cases;
   int n;
   st_err err = {0};
-  assert_int_equal(an_cases_load(ST_SOURCE_DIR "/bench/validation", &cases, &n, &err), 0);
+  assert_int_equal(drv_cases_load(ST_SOURCE_DIR "/bench/validation", &cases, &n, &err), 0);
   int h100 = 0, h100_tied_off = 0;
   for (int i = 0; i < n; i++) {
     wl_model m;
@@ -486,19 +486,19 @@ static void test_cases__committed_models_have_their_stated_sizes(void **state)
       fail_msg("%s", err.msg);
     if (isnan(cases[i].params_b))
       fail_msg("case %s: no params_b", cases[i].name);
-    if (an_case_check_size(&cases[i], wl_model_params(&m), &err))
+    if (drv_case_check_size(&cases[i], wl_model_params(&m), &err))
       fail_msg("%s", err.msg);
     if (strstr(cases[i].name, "h100")) {
       h100++;
       m.tie_embeddings = 1;
-      h100_tied_off += an_case_check_size(&cases[i], wl_model_params(&m), &err) != 0;
+      h100_tied_off += drv_case_check_size(&cases[i], wl_model_params(&m), &err) != 0;
     }
     wl_model_release(&m);
   }
   assert_int_equal(n, 19);
   assert_int_equal(h100, 9);
   assert_int_equal(h100_tied_off, 8); /* 16B: 15.33e9 tied is within 15 to 17 */
-  an_cases_free(cases, n);
+  drv_cases_free(cases, n);
 }
 
 int main(void)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
+#include "driver.h"
 #include "cli.h"
 
 #define DEFAULT_DIR "bench/validation"
@@ -35,145 +35,6 @@ static void usage(FILE *out)
           "  --quiet     no progress on stderr (by default one line per case as it ends:\n"
           "              its error and the wall time it took)\n"
           "  -h, --help  this help\n");
-}
-
-static const double fit_grid[] = {0.60, 0.80, 1.00};
-#define FIT_NGRID ((int)(sizeof fit_grid / sizeof fit_grid[0]))
-
-/* Every case at every grid point: pred[c * FIT_NGRID + j].  Each (case, grid
- * point) is one job of one queue, the cases with the most GPUs first (the
- * longest, roughly): with passes per grid point every pass waited for its
- * longest case while the other slots idled.  Returns 0, or ST_ENOMEM/ST_EIO
- * (a failed prediction stays in its pred entry). */
-static int predict_grid(const an_case *cases, int n, const plat_compute_params *ov, int ngroups,
-                        int jobs, int timeout_s, an_case_result *pred, st_err *err)
-{
-  int nj = n * FIT_NGRID, rc = ST_OK;
-  an_case *job = calloc((size_t)nj, sizeof *job);
-  int *job_of = calloc((size_t)nj, sizeof *job_of); /* job -> c * FIT_NGRID + j */
-  plat_compute_params *jov = calloc((size_t)nj * (size_t)ngroups, sizeof *jov);
-  an_case_result *jres = calloc((size_t)nj, sizeof *jres);
-  char (*names)[160] = calloc((size_t)nj, sizeof *names);
-  if (!job || !job_of || !jov || !jres || !names) {
-    rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    goto out;
-  }
-  for (int k = 0; k < nj; k++) { /* stable insertion sort, most GPUs first */
-    int q = k;
-    while (q > 0 && cases[job_of[q - 1] / FIT_NGRID].num_gpus < cases[k / FIT_NGRID].num_gpus) {
-      job_of[q] = job_of[q - 1];
-      q--;
-    }
-    job_of[q] = k;
-  }
-  for (int k = 0; k < nj; k++) {
-    int c = job_of[k] / FIT_NGRID, j = job_of[k] % FIT_NGRID;
-    job[k] = cases[c];
-    snprintf(names[k], sizeof names[k], "%s (gemm_eff %.2f)", cases[c].name, fit_grid[j]);
-    job[k].name = names[k];
-    for (int g = 0; g < ngroups; g++) {
-      jov[(size_t)k * ngroups + g] = ov[g];
-      jov[(size_t)k * ngroups + g].gemm_eff = fit_grid[j];
-    }
-  }
-  int r = an_validate_run_each(job, nj, an_predict_generated, jov, ngroups, jobs, timeout_s, jres,
-                               err);
-  if (r == ST_ENOMEM || r == ST_EIO)
-    rc = r;
-  for (int k = 0; k < nj && !rc; k++)
-    pred[job_of[k]] = jres[k]; /* a failure names the case and its grid point */
-out:
-  free(job);
-  free(job_of);
-  free(jov);
-  free(jres);
-  free(names);
-  return rc;
-}
-
-static int run_fit(const an_case *cases, int n, int jobs, int timeout_s, int json, st_err *err)
-{
-  /* device of each case, groups in order of first appearance */
-  char (*devices)[48] = calloc((size_t)n, sizeof *devices);
-  int *group = calloc((size_t)n, sizeof *group);
-  an_case_result *pred = calloc((size_t)n * FIT_NGRID, sizeof *pred);
-  an_case_result *loo = calloc((size_t)n, sizeof *loo);
-  double *fit = calloc((size_t)n, sizeof *fit), *loo_eff = calloc((size_t)n, sizeof *loo_eff);
-  plat_compute_params *ov = calloc((size_t)n, sizeof *ov);
-  int ngroups = 0, rc = ST_OK;
-  if (!devices || !group || !pred || !loo || !fit || !loo_eff || !ov) {
-    rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    goto out;
-  }
-  for (int c = 0; c < n && !rc; c++) {
-    plat_cluster *cl = NULL;
-    if ((rc = plat_cluster_load(cases[c].cluster, &cl, err))) {
-      st_err_prefix(err, "case '%s': ", cases[c].name);
-      break;
-    }
-    int g = 0;
-    while (g < ngroups && strcmp(devices[g], cl->device.name))
-      g++;
-    if (g == ngroups) {
-      snprintf(devices[g], sizeof devices[g], "%s", cl->device.name);
-      ov[g] = *plat_compute_params_for(&cl->device);
-      snprintf(ov[g].device, sizeof ov[g].device, "%s", cl->device.name);
-      ngroups++;
-    }
-    group[c] = g;
-    plat_cluster_destroy(cl);
-  }
-  if (rc || (rc = predict_grid(cases, n, ov, ngroups, jobs, timeout_s, pred, err)))
-    goto out;
-  an_validate_loo(pred, n, fit_grid, FIT_NGRID, group, ngroups, fit, loo_eff, loo);
-  double med, mx;
-  int k = an_validate_stats(loo, n, &med, &mx);
-  if (json) {
-    printf("{\"fit\":[");
-    for (int g = 0; g < ngroups; g++) {
-      printf("%s{\"device\":", g ? "," : "");
-      st_json_str(stdout, devices[g]);
-      printf(",\"gemm_eff\":%.3f}", fit[g]);
-    }
-    printf("],\"cases\":[");
-    for (int c = 0; c < n; c++) {
-      printf("%s{\"name\":", c ? "," : "");
-      st_json_str(stdout, cases[c].name);
-      if (loo[c].rc)
-        printf(",\"measured\":%.10g,\"predicted\":null,\"error\":null,\"gemm_eff\":null}",
-               loo[c].measured);
-      else
-        printf(",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g,\"gemm_eff\":%.3f}",
-               loo[c].measured, loo[c].predicted, loo[c].error, loo_eff[c]);
-    }
-    printf("],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", k, med, mx);
-  } else {
-    printf("gemm_eff fitted per device (least squares of log(predicted / measured), grid %.2f "
-           "to %.2f):\n",
-           fit_grid[0], fit_grid[FIT_NGRID - 1]);
-    for (int g = 0; g < ngroups; g++)
-      printf("  %-20s %.3f\n", devices[g], fit[g]);
-    printf("\nleave-one-out: each case predicted with gemm_eff fitted without it\n\n");
-    an_validate_print(cases, loo, n, stdout);
-    printf("\ngemm_eff fitted without each case:\n");
-    for (int c = 0; c < n; c++)
-      if (!loo[c].rc)
-        printf("  %-28s %.3f\n", cases[c].name, loo_eff[c]);
-  }
-  for (int c = 0; c < n && !rc; c++)
-    if (loo[c].rc) {
-      rc = loo[c].rc;
-      st_err_set(err, rc, "%s", loo[c].msg);
-    }
-out:
-  free(devices);
-  free(group);
-  free(pred);
-  free(loo);
-  free(fit);
-  free(loo_eff);
-  free(ov);
-  return rc;
 }
 
 const char cmd_validate_help[] = "predict the published runs of the validation set, with the errors";
@@ -223,34 +84,34 @@ int cmd_validate(int argc, char **argv)
   if (!dir)
     dir = DEFAULT_DIR;
   st_err err = {0};
-  an_case *cases = NULL;
+  drv_case *cases = NULL;
   int n = 0;
-  if (an_cases_load(dir, &cases, &n, &err))
+  if (drv_cases_load(dir, &cases, &n, &err))
     return cli_fail(&err);
-  if (pattern && an_cases_select(cases, &n, pattern, &err)) {
+  if (pattern && drv_cases_select(cases, &n, pattern, &err)) {
     st_err_prefix(&err, "validation folder '%s': ", dir);
-    an_cases_free(cases, n);
+    drv_cases_free(cases, n);
     return cli_fail(&err);
   }
   if (!quiet)
-    an_validate_progress(stderr);
+    drv_validate_progress(stderr);
   int rc;
   if (fit) {
-    rc = run_fit(cases, n, jobs, timeout_s, json, &err);
+    rc = drv_validate_fit(cases, n, jobs, timeout_s, json, stdout, &err);
   } else {
-    an_case_result *res = calloc((size_t)n, sizeof *res);
-    rc = res ? an_validate_run(cases, n, an_predict_generated, NULL, 0, jobs, timeout_s, res,
+    drv_case_result *res = calloc((size_t)n, sizeof *res);
+    rc = res ? drv_validate_run(cases, n, drv_predict_generated, NULL, 0, jobs, timeout_s, res,
                                &err)
              : st_err_set(&err, ST_ENOMEM, "out of memory");
     /* failed predictions are part of the report; only a failure to run stops it */
     if (res && rc != ST_ENOMEM && rc != ST_EIO) {
       if (json)
-        an_validate_print_json(cases, res, n, stdout);
+        drv_validate_print_json(cases, res, n, stdout);
       else
-        an_validate_print(cases, res, n, stdout);
+        drv_validate_print(cases, res, n, stdout);
     }
     free(res);
   }
-  an_cases_free(cases, n);
+  drv_cases_free(cases, n);
   return rc ? cli_fail(&err) : 0;
 }

@@ -1,0 +1,185 @@
+/* driver.h — the pipeline as a library: the one place that runs a prediction
+ * from its inputs (a workload file, a model and a layout, or a captured
+ * trace; a cluster; options) to its results, and the one runner of isolated
+ * processes that validation, search, tests and benchmarks share (SimGrid
+ * allows one engine per process).
+ *
+ * The front end (sim/cli) only turns options into a drv_job and prints what
+ * comes back; every modelling decision between the stages (rescaling a
+ * trace's compute to another device, the memory-fit check, what the engine
+ * records for a results file) is made here. */
+#ifndef DRV_DRIVER_H
+#define DRV_DRIVER_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "analysis.h"
+#include "platform.h"
+#include "sim.h"
+#include "st_common.h"
+#include "traces.h"
+#include "workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- isolated processes (drv_pool.c) --------------------------------------- */
+
+/* A task, run in a child process: it may append any bytes to reply (its
+ * answer) and returns 0 or an ST_E* code with err set. */
+typedef int (*drv_task_fn)(void *u, int index, st_buf *reply, st_err *err);
+
+typedef enum drv_end {
+  DRV_END_DONE = 0, /* the task returned: rc and msg say how */
+  DRV_END_TIMEOUT,  /* it ran past the time limit and was stopped */
+  DRV_END_CRASH,    /* it died of a signal (signal) */
+  DRV_END_SILENT,   /* it exited without an answer */
+} drv_end;
+
+/* How a task ended, as the parent sees it. */
+typedef struct drv_answer {
+  drv_end end;
+  int signal;                /* DRV_END_CRASH */
+  int rc;                    /* DRV_END_DONE: the task's return code */
+  char msg[ST_ERR_MSG_MAX];  /* its error message when rc != 0 */
+  const char *data;          /* its reply (valid during the callback) */
+  size_t len;
+  double wall_s;             /* how long it ran */
+} drv_answer;
+
+/* Called in the parent as each task ends, in the order they end. */
+typedef void (*drv_done_fn)(void *u, int index, const drv_answer *a);
+
+/* Run tasks 0..n-1, each in its own child process, at most `jobs` at once,
+ * each given at most timeout_s seconds (0: no limit): whichever child ends
+ * first is read first and its slot goes to the next task.  Returns 0, or
+ * ST_EIO / ST_ENOMEM when children cannot be started (the tasks' own
+ * failures are in their answers). */
+int drv_pool_run(int n, int jobs, int timeout_s, drv_task_fn task, drv_done_fn done, void *u,
+                 st_err *err);
+
+/* One task, waited for: its reply (malloc'ed, NUL-terminated; *data may be
+ * NULL when it wrote none) in *data and *len.  Returns the task's code with
+ * its message, or ST_ESIM when it crashed, ran out of time or said nothing
+ * ("crashed (signal 11)", "no answer within 5 s", "ended without an answer"). */
+int drv_isolated(drv_task_fn task, void *u, int timeout_s, char **data, size_t *len, st_err *err);
+
+/* The reply's bytes read back in order: a cursor and its end. */
+typedef struct drv_reader {
+  const char *p, *end;
+  int bad; /* a read ran past the end */
+} drv_reader;
+void drv_read(drv_reader *r, void *out, size_t n);
+
+/* ---- validation against published runs (drv_cases.c, drv_validate.c) ------------ */
+/* A case: one published training run (bench/validation/<name>.json, format
+ * in bench/validation/README.md): a model, a layout, a cluster and what was
+ * measured, as per-GPU throughput in tokens/s.  Strings are owned by the case
+ * list (drv_cases_free). */
+typedef struct drv_case {
+  char *path;          /* the file */
+  char *name;
+  char *model_json;    /* the "model" object, as JSON text (wl_model_parse) */
+  char *layout;        /* layout spec (wl_layout_parse) */
+  char *cluster;       /* NAME[:NODES], spec or XML (plat_cluster_load) */
+  int num_gpus;
+  double measured;     /* tokens/s per GPU */
+  double measured_step_s; /* derived step time, NaN when the file has none */
+  double params_b;     /* the source's stated model size in billions, NaN when none */
+} drv_case;
+
+/* Every *.json file of dir, in name order.  Errors name the file and key:
+ * "case 'dir/x.json': 'measured.tokens_per_s_per_gpu' is missing".  An empty
+ * folder is an error too. */
+int drv_cases_load(const char *dir, drv_case **out, int *n, st_err *err);
+void drv_cases_free(drv_case *cases, int n);
+
+/* Keeps the cases whose name matches the shell pattern (fnmatch: "*", "?",
+ * "[...]"), in order, and frees the others; *n becomes their count.  None
+ * matching is an error that names the pattern (the list is then unchanged). */
+int drv_cases_select(drv_case *cases, int *n, const char *pattern, st_err *err);
+
+/* Checks a case's model against the size its source states: params (the
+ * model's parameter count) must lie within one unit of the last digit of
+ * params_b (sizes are labels, rounded or cut: "1.7" allows 1.6e9 to 1.8e9,
+ * "177" 176e9 to 178e9).  No stated size: nothing to check.  The error names
+ * the case file and both sizes. */
+int drv_case_check_size(const drv_case *c, double params, st_err *err);
+
+typedef struct drv_prediction {
+  double step_time_s;
+  double tokens_per_s_per_gpu;
+} drv_prediction;
+
+/* Predicts one case.  Runs in a forked child (it may call sim_run, which
+ * allows one engine per process); overrides (may be NULL) are compute
+ * parameter sets to install first (plat_compute_params_override). */
+typedef int (*drv_predict_fn)(const drv_case *c, const plat_compute_params *overrides,
+                             int num_overrides, drv_prediction *out, st_err *err);
+/* The project's predictor: generators (model + layout -> workload), the
+ * cluster, sim_run, in this process. */
+int drv_predict_generated(const drv_case *c, const plat_compute_params *overrides,
+                         int num_overrides, drv_prediction *out, st_err *err);
+
+typedef struct drv_case_result {
+  double measured, predicted; /* tokens/s per GPU */
+  double error;               /* predicted / measured - 1 */
+  double measured_step_s, predicted_step_s;
+  int rc;                     /* 0, or the ST_E* code of a failed prediction */
+  char msg[256];              /* why it failed: "case 'x': ..." */
+} drv_case_result;
+
+/* Run every case, each in its own child process, at most jobs at once, each
+ * given at most timeout_s seconds (0: no limit).  res has n entries; a case
+ * that fails has res[i].rc and res[i].msg set and the others still run.
+ * Returns 0 when every case was predicted, else the first failure's code
+ * with its message in err. */
+int drv_validate_run(const drv_case *cases, int n, drv_predict_fn fn,
+                    const plat_compute_params *overrides, int num_overrides, int jobs,
+                    int timeout_s, drv_case_result *res, st_err *err);
+/* The same with overrides per case: case i installs
+ * overrides[i * num_overrides .. (i + 1) * num_overrides - 1].  One queue for
+ * differently parametrised runs (the grid of --fit): a slot never waits for a
+ * pass to end. */
+int drv_validate_run_each(const drv_case *cases, int n, drv_predict_fn fn,
+                         const plat_compute_params *overrides, int num_overrides, int jobs,
+                         int timeout_s, drv_case_result *res, st_err *err);
+/* Where drv_validate_run reports each case as it ends ("[k/n] name: error in
+ * T s", wall time), or NULL (the default) for nothing. */
+void drv_validate_progress(FILE *f);
+/* Median and largest |error| over the predicted results (rc == 0); returns
+ * their count (NaN statistics when 0). */
+int drv_validate_stats(const drv_case_result *res, int n, double *median_abs, double *max_abs);
+/* Text table (people) or one JSON object {"cases":[{"name","measured",
+ * "predicted","error"}...],"count","median_abs_error","max_abs_error"}; a
+ * failed case has "predicted" and "error" null and a "failure" message, and
+ * count is the number of cases predicted. */
+void drv_validate_print(const drv_case *cases, const drv_case_result *res, int n, FILE *out);
+void drv_validate_print_json(const drv_case *cases, const drv_case_result *res, int n, FILE *out);
+
+/* Leave-one-out calibration of one compute parameter (gemm_eff) per device.
+ * pred[c * ngrid + j] is case c predicted with gemm_eff = grid[j] (ascending);
+ * between grid points the step time is interpolated linearly in 1 / gemm_eff.
+ * group[c] is the case's device group.  For each case, gemm_eff is fitted on
+ * the other cases of its group (least squares of log(predicted / measured),
+ * searched in steps of 0.001 within the grid) and the case predicted with it:
+ * loo[c] (its result) and loo_eff[c].  fit_eff[g] is the fit on the whole
+ * group g (groups numbered 0..ngroups-1).  A case that failed at some grid
+ * point is left out of every fit and keeps that failure in loo[c]. */
+void drv_validate_loo(const drv_case_result *pred, int ncases, const double *grid, int ngrid,
+                     const int *group, int ngroups, double *fit_eff, double *loo_eff,
+                     drv_case_result *loo);
+/* The leave-one-out calibration over the grid of GEMM efficiencies
+ * (docs/calibration.md), every case at every grid point in one queue, the
+ * cases with the most GPUs first; prints the fit per device and the
+ * leave-one-out errors (a table, or one JSON object with json).  Returns 0,
+ * or the first failed case's code with its message. */
+int drv_validate_fit(const drv_case *cases, int n, int jobs, int timeout_s, int json, FILE *out,
+                     st_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DRV_DRIVER_H */

@@ -1,0 +1,257 @@
+/* drv_cases.c — the validation set's case files: one published training run per
+ * file (bench/validation/README.md), read, checked and selected by name, and
+ * the check of a case's model against the size its source states. */
+#include <dirent.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "driver.h"
+
+/* ---- case files ------------------------------------------------------------- */
+
+static char *dup_str(const char *s)
+{
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+static int json_line_of(const char *text, const char *at)
+{
+  int line = 1;
+  for (const char *p = text; p && at && p < at && *p; p++)
+    if (*p == '\n')
+      line++;
+  return line;
+}
+
+static int str_key(const cJSON *root, const char *key, const char *path, char **out, st_err *err)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+  if (!v)
+    return st_err_set(err, ST_EINPUT, "case '%s': '%s' is missing", path, key);
+  if (!cJSON_IsString(v) || !v->valuestring[0])
+    return st_err_set(err, ST_EINPUT, "case '%s': '%s' is not a non-empty string", path, key);
+  *out = dup_str(v->valuestring);
+  return *out ? ST_OK : st_err_set(err, ST_ENOMEM, "out of memory");
+}
+
+static int parse_case(const char *path, const char *text, drv_case *c, st_err *err)
+{
+  cJSON *root = cJSON_Parse(text);
+  if (!root)
+    return st_err_set(err, ST_EINPUT, "case '%s': not valid JSON (line %d)", path,
+                      json_line_of(text, cJSON_GetErrorPtr()));
+  int rc = ST_OK;
+  if (!cJSON_IsObject(root)) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': the file is not a JSON object", path);
+    goto out;
+  }
+  if ((rc = str_key(root, "name", path, &c->name, err)) ||
+      (rc = str_key(root, "layout", path, &c->layout, err)) ||
+      (rc = str_key(root, "cluster", path, &c->cluster, err)))
+    goto out;
+  const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+  if (!model) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'model' is missing", path);
+    goto out;
+  }
+  if (!cJSON_IsObject(model)) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'model' is not an object", path);
+    goto out;
+  }
+  c->model_json = cJSON_PrintUnformatted(model);
+  const cJSON *ng = cJSON_GetObjectItemCaseSensitive(root, "num_gpus");
+  if (!ng) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'num_gpus' is missing", path);
+    goto out;
+  }
+  if (!cJSON_IsNumber(ng) || ng->valuedouble < 1 || ng->valuedouble != floor(ng->valuedouble) ||
+      ng->valuedouble > 1e7) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'num_gpus' is not a positive integer", path);
+    goto out;
+  }
+  c->num_gpus = (int)ng->valuedouble;
+  const cJSON *meas = cJSON_GetObjectItemCaseSensitive(root, "measured");
+  if (!cJSON_IsObject(meas)) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'measured' is %s", path,
+                    meas ? "not an object" : "missing");
+    goto out;
+  }
+  const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meas, "tokens_per_s_per_gpu");
+  if (!tok) {
+    rc = st_err_set(err, ST_EINPUT, "case '%s': 'measured.tokens_per_s_per_gpu' is missing", path);
+    goto out;
+  }
+  if (!cJSON_IsNumber(tok) || !(tok->valuedouble > 0) || !isfinite(tok->valuedouble)) {
+    rc = st_err_set(err, ST_EINPUT,
+                    "case '%s': 'measured.tokens_per_s_per_gpu' is not a positive number", path);
+    goto out;
+  }
+  c->measured = tok->valuedouble;
+  c->measured_step_s = NAN;
+  const cJSON *st = cJSON_GetObjectItemCaseSensitive(meas, "step_time_s");
+  if (st) {
+    if (!cJSON_IsNumber(st) || !(st->valuedouble > 0)) {
+      rc = st_err_set(err, ST_EINPUT, "case '%s': 'measured.step_time_s' is not a positive number",
+                      path);
+      goto out;
+    }
+    c->measured_step_s = st->valuedouble;
+  }
+  c->params_b = NAN;
+  const cJSON *pb = cJSON_GetObjectItemCaseSensitive(root, "params_b");
+  if (pb) {
+    if (!cJSON_IsNumber(pb) || !(pb->valuedouble > 0) || !isfinite(pb->valuedouble)) {
+      rc = st_err_set(err, ST_EINPUT, "case '%s': 'params_b' is not a positive number", path);
+      goto out;
+    }
+    c->params_b = pb->valuedouble;
+  }
+  if (!c->model_json)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+out:
+  cJSON_Delete(root);
+  return rc;
+}
+
+static void case_release(drv_case *c)
+{
+  free(c->path);
+  free(c->name);
+  free(c->model_json);
+  free(c->layout);
+  free(c->cluster);
+  memset(c, 0, sizeof *c);
+}
+
+void drv_cases_free(drv_case *cases, int n)
+{
+  for (int i = 0; cases && i < n; i++)
+    case_release(&cases[i]);
+  free(cases);
+}
+
+int drv_cases_select(drv_case *cases, int *n, const char *pattern, st_err *err)
+{
+  int k = 0;
+  for (int i = 0; i < *n; i++)
+    k += fnmatch(pattern, cases[i].name, 0) == 0;
+  if (k == 0)
+    return st_err_set(err, ST_EINPUT, "no case name matches '%s'", pattern);
+  k = 0;
+  for (int i = 0; i < *n; i++) {
+    if (fnmatch(pattern, cases[i].name, 0) == 0)
+      cases[k++] = cases[i];
+    else
+      case_release(&cases[i]);
+  }
+  /* slots past k hold released cases or copies of moved ones */
+  memset(&cases[k], 0, (size_t)(*n - k) * sizeof *cases);
+  *n = k;
+  return ST_OK;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int drv_cases_load(const char *dir, drv_case **out, int *n, st_err *err)
+{
+  DIR *d = opendir(dir);
+  if (!d)
+    return st_err_set(err, ST_EIO, "validation folder '%s': cannot be opened", dir);
+  char **names = NULL;
+  size_t num = 0, cap = 0;
+  int rc = ST_OK;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.' || !st_str_ends_with(e->d_name, ".json"))
+      continue;
+    if (num == cap) {
+      cap = cap ? 2 * cap : 32;
+      char **nn = realloc(names, cap * sizeof *nn);
+      if (!nn) {
+        rc = st_err_set(err, ST_ENOMEM, "out of memory");
+        break;
+      }
+      names = nn;
+    }
+    if (!(names[num] = dup_str(e->d_name))) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      break;
+    }
+    num++;
+  }
+  closedir(d);
+  if (!rc && num == 0)
+    rc = st_err_set(err, ST_EINPUT, "validation folder '%s': no case files (*.json)", dir);
+  drv_case *cases = NULL;
+  if (!rc) {
+    qsort(names, num, sizeof *names, cmp_str);
+    cases = calloc(num, sizeof *cases);
+    if (!cases)
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; !rc && i < num; i++) {
+    st_buf path;
+    st_buf_init(&path);
+    st_buf_printf(&path, "%s/%s", dir, names[i]);
+    char *text = NULL;
+    size_t len;
+    cases[i].path = path.data;
+    rc = st_file_read_all(path.data, &text, &len, err);
+    if (!rc)
+      rc = parse_case(path.data, text, &cases[i], err);
+    free(text);
+    for (size_t j = 0; !rc && j < i; j++)
+      if (strcmp(cases[j].name, cases[i].name) == 0)
+        rc = st_err_set(err, ST_EINPUT, "case '%s': name '%s' is already used by '%s'",
+                        path.data, cases[i].name, cases[j].path);
+  }
+  for (size_t i = 0; i < num; i++)
+    free(names[i]);
+  free(names);
+  if (rc) {
+    drv_cases_free(cases, (int)num);
+    return rc;
+  }
+  *out = cases;
+  *n = (int)num;
+  return ST_OK;
+}
+
+/* One unit of the last non-zero decimal digit of x (1 for a whole number):
+ * 1.7 -> 0.1, 18.4 -> 0.1, 0.25 -> 0.01, 177 -> 1. */
+static double last_digit_unit(double x)
+{
+  double unit = 1;
+  for (int d = 0; d < 6; d++, unit /= 10) {
+    double scaled = x / unit;
+    if (fabs(scaled - round(scaled)) <= 1e-9 * scaled)
+      break;
+  }
+  return unit;
+}
+
+int drv_case_check_size(const drv_case *c, double params, st_err *err)
+{
+  if (isnan(c->params_b))
+    return ST_OK;
+  double unit = last_digit_unit(c->params_b), have = params / 1e9;
+  if (fabs(have - c->params_b) <= unit * (1 + 1e-9))
+    return ST_OK;
+  return st_err_set(err, ST_EINPUT,
+                    "case '%s': the model has %.3f B parameters but the source states %g B "
+                    "(allowed %g to %g); check its layers, hidden, ffn_hidden, vocab and "
+                    "tie_embeddings",
+                    c->path, have, c->params_b, c->params_b - unit, c->params_b + unit);
+}
+
