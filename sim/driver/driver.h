@@ -73,6 +73,50 @@ typedef struct drv_reader {
 } drv_reader;
 void drv_read(drv_reader *r, void *out, size_t n);
 
+/* ---- one prediction (drv_run.c) -------------------------------------------- */
+
+/* What to predict: exactly one workload source, a cluster and the engine's
+ * options. */
+typedef struct drv_job {
+  const char *workload;       /* a workload file (.json, .json.gz), or */
+  const char *model, *layout; /* a model (name or spec file) and a layout spec, or */
+  const char *trace;          /* a captured trace, FORMAT:PATH */
+  tr_options topt;            /* the importer's options (trace) */
+  const char *from_device;    /* the device the trace was measured on, when it does not say */
+  const char *cluster;        /* NAME[:NODES], cluster spec .json or SimGrid .xml */
+  sim_options opt;            /* opt.timeline: the timeline is kept in the result */
+  int strict;                 /* a workload that does not fit in device memory is an error */
+  int results_file;           /* the result goes to a results file: link loads and
+                               * per-instance collective records are recorded */
+  FILE *log;                  /* warnings and notes ("simtrain: warning: ..."); NULL: none */
+} drv_job;
+
+/* The defaults: no source, sim_options_init, tr_options_init. */
+void drv_job_init(drv_job *j);
+
+/* A prediction and everything it was made from. */
+typedef struct drv_run {
+  plat_cluster *cl;
+  wl_workload *wl;
+  sim_result *res;
+  an_summary sum;
+  an_replay replay; /* a trace that measured anything: measured against replayed */
+  int have_replay;
+  tr_import_stats st;       /* what the import measured (trace) */
+  int rescaled;             /* the trace's compute was moved to the cluster's device */
+  char source_device[64];   /* the device the trace names, or from_device */
+  char *workload_json;      /* where the workload came from (results file /config) */
+  char *options_json;       /* the options as JSON (results file /config) */
+  const char *name;         /* the workload's name for reports */
+} drv_run;
+
+/* Load, generate or import; check memory; simulate; summarise.  On failure
+ * r holds what was made so far (drv_run_release frees it). */
+int drv_run_job(const drv_job *j, drv_run *r, st_err *err);
+/* The HDF5 results file of the run (atomically). */
+int drv_run_write(const drv_run *r, const char *path, const char *command_line, st_err *err);
+void drv_run_release(drv_run *r);
+
 /* ---- validation against published runs (drv_cases.c, drv_validate.c) ------------ */
 /* A case: one published training run (bench/validation/<name>.json, format
  * in bench/validation/README.md): a model, a layout, a cluster and what was

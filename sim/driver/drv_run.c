@@ -1,0 +1,271 @@
+/* drv_run.c — one prediction from its inputs: the workload (a file, a model
+ * and a layout through the generators, or a captured trace through an
+ * importer), the cluster, the engine, the summary, and for a trace the
+ * measured-against-replayed comparison; then, when asked, the results file.
+ *
+ * The decisions between the stages are made here, not by the front end:
+ * a trace's compute is rescaled when the cluster's device is not the one it
+ * was measured on; a workload that does not fit in device memory is a
+ * warning (an error with strict); a trace replay records the timeline it
+ * needs for per-rank compute and communication and drops it unless asked;
+ * link loads and per-instance collective records are kept only for a
+ * results file. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+void drv_job_init(drv_job *j)
+{
+  memset(j, 0, sizeof *j);
+  sim_options_init(&j->opt);
+  tr_options_init(&j->topt);
+}
+
+static void say(const drv_job *j, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(const drv_job *j, const char *kind, const char *fmt, ...)
+{
+  if (!j->log)
+    return;
+  va_list ap;
+  fprintf(j->log, "simtrain: %s: ", kind);
+  va_start(ap, fmt);
+  vfprintf(j->log, fmt, ap);
+  va_end(ap);
+  fputc('\n', j->log);
+}
+
+/* A replayed trace keeps its measured compute times; on another device they
+ * are rescaled by the compute model (traces.h: tr_workload_retarget). */
+static int retarget(const drv_job *j, drv_run *r, st_err *err)
+{
+  const char *name = j->from_device ? j->from_device : r->st.source_device;
+  snprintf(r->source_device, sizeof r->source_device, "%s", name);
+  if (!name[0])
+    return ST_OK;
+  plat_device from;
+  int rc;
+  if (j->from_device) {
+    if ((rc = plat_device_find(name, &from, err)))
+      st_err_prefix(err, "--from-device: ");
+    if (rc)
+      return rc;
+  } else if ((rc = tr_device_match(name, &from, err))) {
+    say(j, "warning", "%s: measured compute is replayed as it is", err->msg);
+    st_err_clear(err);
+    return ST_OK;
+  }
+  if (!strcmp(from.name, r->cl->device.name))
+    return ST_OK;
+  tr_retarget_stats rs;
+  if ((rc = tr_workload_retarget(r->wl, &from, &r->cl->device, &rs, err)))
+    return rc;
+  r->rescaled = 1;
+  char b[256];
+  int n = snprintf(b, sizeof b, "compute moved from %s to %s (%ld kernels):", from.name,
+                   r->cl->device.name, rs.ops_scaled);
+  for (int c = 0; c < WL_CLASS_COUNT && n < (int)sizeof b; c++)
+    if (c != WL_CLASS_OTHER && rs.before_s[c] > 0)
+      n += snprintf(b + n, sizeof b - (size_t)n, " %s x%.3f", wl_class_name(c),
+                    rs.after_s[c] / rs.before_s[c]);
+  say(j, "note", "%s", b);
+  return ST_OK;
+}
+
+static int load_trace(const drv_job *j, drv_run *r, st_buf *desc, st_err *err)
+{
+  tr_options topt = j->topt;
+  /* astra needs a GPU count to expand over: the cluster's unless given; the
+   * other formats have their own rank count (chakra expands only when asked,
+   * so that a 4-rank trace never turns into 8 ranks) */
+  if (topt.num_gpus == 0 && !strncmp(j->trace, "astra:", 6))
+    topt.num_gpus = r->cl->num_gpus;
+  /* chakra's involved_dim without dims: the cluster's nodes are the dimensions */
+  topt.gpus_per_node = r->cl->gpus_per_node;
+  st_buf_printf(desc, "{\"kind\":\"trace\",\"trace\":");
+  st_buf_json_str(desc, j->trace);
+  st_buf_printf(desc, "}");
+  int rc = tr_import(j->trace, &topt, &r->wl, &r->st, err);
+  if (!rc)
+    rc = retarget(j, r, err);
+  return rc;
+}
+
+static int load_model(const drv_job *j, drv_run *r, st_buf *desc, st_err *err)
+{
+  wl_model m;
+  wl_layout l;
+  int rc = wl_model_load(j->model, &m, err);
+  if (rc)
+    return rc;
+  rc = wl_layout_parse(j->layout, r->cl->num_gpus, &m, &l, err);
+  if (!rc)
+    rc = wl_generate(&m, &l, &r->wl, err);
+  if (!rc) {
+    st_buf_printf(desc, "{\"kind\":\"model\",\"model\":");
+    st_buf_json_str(desc, j->model);
+    st_buf_printf(desc, ",\"layout\":");
+    st_buf_json_str(desc, r->wl->meta.layout ? r->wl->meta.layout : j->layout);
+    st_buf_printf(desc, "}");
+  }
+  wl_model_release(&m);
+  return rc;
+}
+
+static int load_workload(const drv_job *j, drv_run *r, st_err *err)
+{
+  st_buf desc;
+  st_buf_init(&desc);
+  int rc;
+  if (j->workload) {
+    st_buf_printf(&desc, "{\"kind\":\"file\",\"path\":");
+    st_buf_json_str(&desc, j->workload);
+    st_buf_printf(&desc, "}");
+    rc = wl_workload_read(j->workload, &r->wl, err);
+  } else if (j->trace) {
+    rc = load_trace(j, r, &desc, err);
+  } else {
+    rc = load_model(j, r, &desc, err);
+  }
+  r->workload_json = st_buf_detach(&desc, NULL);
+  return rc;
+}
+
+/* The memory-fit check: a warning, or an error with strict. */
+static int check_memory(const drv_job *j, const drv_run *r, st_err *err)
+{
+  double need = r->wl->meta.peak_memory_bytes, have = r->cl->device.hbm_bytes;
+  if (!isfinite(need) || need <= have)
+    return ST_OK;
+  char a[32], b[32];
+  st_format_bytes(need, a, sizeof a);
+  st_format_bytes(have, b, sizeof b);
+  if (j->strict)
+    return st_err_set(err, ST_EINPUT,
+                      "the workload needs %s per GPU at its peak but a %s has %s (--strict)", a,
+                      r->cl->device.name, b);
+  say(j, "warning", "the workload needs %s per GPU at its peak but a %s has %s: it would not fit",
+      a, r->cl->device.name, b);
+  return ST_OK;
+}
+
+static char *options_json(const sim_options *o)
+{
+  st_buf b;
+  st_buf_init(&b);
+  st_buf_printf(&b,
+                "{\"fidelity\":\"%s\",\"net_model\":\"%s\",\"timeline\":%s,"
+                "\"closed_form\":%s,\"symmetry\":%s,\"cfg\":",
+                o->fidelity == SIM_FID_STEP ? "step" : "flow", sim_net_model_name(o->net_model),
+                o->timeline ? "true" : "false", o->fast_colls ? "true" : "false",
+                o->symmetry ? "true" : "false");
+  st_buf_json_str(&b, o->simgrid_cfg ? o->simgrid_cfg : "");
+  st_buf_printf(&b, "}");
+  return st_buf_detach(&b, NULL);
+}
+
+/* Measured (from the import) against replayed (from the run), when the
+ * trace measured anything. */
+static int trace_replay(drv_run *r, st_err *err)
+{
+  const tr_import_stats *st = &r->st;
+  int measured = isfinite(st->measured_step_s);
+  for (int i = 0; i < st->num_ranks && !measured; i++)
+    measured = (st->rank_measured_s && isfinite(st->rank_measured_s[i])) ||
+               (st->rank_compute_s && isfinite(st->rank_compute_s[i]));
+  if (!measured)
+    return ST_OK;
+  const double *off = st->num_ranks >= r->res->num_ranks ? st->rank_start_s : NULL;
+  int rc = an_replay_init(&r->replay, r->wl, r->res, off, err);
+  if (rc)
+    return rc;
+  r->have_replay = 1;
+  an_replay *rp = &r->replay;
+  snprintf(rp->source_device, sizeof rp->source_device, "%s", r->source_device);
+  snprintf(rp->replay_device, sizeof rp->replay_device, "%s", r->cl->device.name);
+  rp->rescaled = r->rescaled;
+  rp->measured_step_s = st->measured_step_s;
+  for (int i = 0; i < rp->num_ranks && i < st->num_ranks; i++) {
+    an_replay_rank *x = &rp->ranks[i];
+    if (st->rank_measured_s)
+      x->measured_step_s = st->rank_measured_s[i];
+    if (st->rank_compute_s)
+      x->measured_compute_s = st->rank_compute_s[i];
+    if (st->rank_comm_s)
+      x->measured_comm_s = st->rank_comm_s[i];
+  }
+  return ST_OK;
+}
+
+static int simulate(const drv_job *j, drv_run *r, st_err *err)
+{
+  sim_options opt = j->opt;
+  /* a trace replay reports per-rank compute and communication: from the
+   * timeline, recorded for the purpose and dropped unless asked for */
+  if (j->trace)
+    opt.timeline = 1;
+  /* per-link loads and per-instance collective records only go to the
+   * results file: without one they would cost time and memory for nothing */
+  if (!j->results_file)
+    opt.link_stats = opt.record_colls = 0;
+  int rc = sim_run(r->wl, r->cl, &opt, &r->res, err);
+  if (!rc && j->trace)
+    rc = trace_replay(r, err);
+  if (!rc && !j->opt.timeline) {
+    free(r->res->timeline);
+    r->res->timeline = NULL;
+    r->res->num_timeline = 0;
+  }
+  return rc;
+}
+
+int drv_run_job(const drv_job *j, drv_run *r, st_err *err)
+{
+  memset(r, 0, sizeof *r);
+  int rc = plat_cluster_load(j->cluster, &r->cl, err);
+  if (!rc)
+    rc = load_workload(j, r, err);
+  if (!rc)
+    rc = check_memory(j, r, err);
+  if (!rc)
+    rc = simulate(j, r, err);
+  if (rc)
+    return rc;
+  an_summary_compute(r->wl, r->cl, r->res, &r->sum);
+  r->options_json = options_json(&j->opt);
+  r->name = r->wl->meta.model ? r->wl->meta.model
+                              : (j->workload ? j->workload : (j->trace ? j->trace : "?"));
+  return ST_OK;
+}
+
+int drv_run_write(const drv_run *r, const char *path, const char *command_line, st_err *err)
+{
+  an_run_info info = {
+      .command_line = command_line,
+      .workload_json = r->workload_json ? r->workload_json : "{}",
+      .cluster_json = r->cl->spec_json ? r->cl->spec_json : "{}",
+      .options_json = r->options_json ? r->options_json : "{}",
+      .workload_name = r->name,
+      .cluster_name = r->cl->name,
+      .wl = r->wl,
+      .result = r->res,
+      .summary = &r->sum,
+      .replay = r->have_replay ? &r->replay : NULL,
+  };
+  return an_results_write(path, &info, err);
+}
+
+void drv_run_release(drv_run *r)
+{
+  an_replay_release(&r->replay);
+  tr_import_stats_release(&r->st);
+  free(r->workload_json);
+  free(r->options_json);
+  sim_result_destroy(r->res);
+  wl_workload_destroy(r->wl);
+  plat_cluster_destroy(r->cl);
+  memset(r, 0, sizeof *r);
+}
