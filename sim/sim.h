@@ -200,6 +200,14 @@ int sim_coll_proto_from_name(const char *s);
  * allgather/reducescatter/alltoall (n-1)/n, broadcast/reduce/sendrecv 1). */
 double sim_busbw_factor(int coll_op, int n);
 
+/* The tuner's closed-form time of one collective (op, bytes in nccl-tests'
+ * convention) over the GPUs ranks[0..n-1] of cl, with NCCL's latency and
+ * bandwidth tables on the cluster's links and no other traffic: what NCCL's
+ * ncclTopoGetAlgoTime ranks algorithms by, without SimGrid (for analytic
+ * estimates; the engine simulates the flows).  NaN when the cluster has no
+ * routes of its own (SimGrid XML) or memory runs out. */
+double sim_coll_estimate(const plat_cluster *cl, const int32_t *ranks, int n, int op, double bytes);
+
 #ifdef __cplusplus
 }
 #endif

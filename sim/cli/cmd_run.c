@@ -28,6 +28,7 @@ static const char usage_text[] =
     "  --workload FILE     a workload file (.json or .json.gz, docs/workload-format.md)\n"
     "  --model M           built-in model name or model spec .json (with --layout)\n"
     "  --layout SPEC       tp=..,pp=..,dp=..,mbs=..,gbs=.. (docs/workloads.md)\n"
+    "  --seq S             with --model: the sequence length (default: the model's)\n"
     "  --trace FMT:PATH    import a captured trace (kineto, chakra, astra, smpi)\n"
     "  --cluster C         preset NAME[:NODES], cluster spec .json or SimGrid .xml\n"
     "  --step N            with --trace (kineto): replay ProfilerStep#N (default: last complete)\n"
@@ -103,6 +104,7 @@ int cmd_run(int argc, char **argv)
       {"step", required_argument, NULL, 'S'},     {"et", required_argument, NULL, 'E'},
       {"no-launch-gaps", no_argument, NULL, 'G'}, {"gpus", required_argument, NULL, 'g'},
       {"from-device", required_argument, NULL, 'F'}, {"dims", required_argument, NULL, 'D'},
+      {"seq", required_argument, NULL, 'Q'},
       {NULL, 0, NULL, 0}};
   struct run_args a;
   memset(&a, 0, sizeof a);
@@ -162,6 +164,10 @@ int cmd_run(int argc, char **argv)
       a.trace_opts = 1;
       break;
     case 'F': a.job.from_device = optarg; a.trace_opts = 1; break;
+    case 'Q':
+      if (parse_count(optarg, &a.job.seq_len) || a.job.seq_len == 0)
+        return cli_usage_error("run", "--seq '%s' is not a positive length", optarg);
+      break;
     case 'D': {
       st_err e;
       st_err_clear(&e);
@@ -194,6 +200,8 @@ int cmd_run(int argc, char **argv)
                                   "go with --trace");
   if ((a.job.model && !a.job.layout) || (a.job.layout && !a.job.model))
     return cli_usage_error("run", "--model and --layout go together");
+  if (a.job.seq_len && !a.job.model)
+    return cli_usage_error("run", "--seq goes with --model");
   if (!a.job.cluster)
     return cli_usage_error("run", "--cluster is required");
 

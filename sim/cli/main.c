@@ -64,7 +64,7 @@ void cli_warn(const char *fmt, ...)
 }
 
 /* The order 'simtrain --help' lists commands in; others follow alphabetically. */
-static const char *const display_order[] = {"run",    "gen",     "memory",  "import", "report",
+static const char *const display_order[] = {"run",    "search",  "gen",     "memory",  "import", "report",
                                             "compare", "export", "plot",    "coll",
                                             "platform", "validate", NULL};
 

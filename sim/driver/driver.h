@@ -88,6 +88,7 @@ typedef struct drv_job {
   int strict;                 /* a workload that does not fit in device memory is an error */
   int results_file;           /* the result goes to a results file: link loads and
                                * per-instance collective records are recorded */
+  int seq_len;                /* model: the sequence length, 0 = the model's */
   FILE *log;                  /* warnings and notes ("simtrain: warning: ..."); NULL: none */
 } drv_job;
 
@@ -116,6 +117,94 @@ int drv_run_job(const drv_job *j, drv_run *r, st_err *err);
 /* The HDF5 results file of the run (atomically). */
 int drv_run_write(const drv_run *r, const char *path, const char *command_line, st_err *err);
 void drv_run_release(drv_run *r);
+
+/* ---- analytic estimate (drv_estimate.c) ------------------------------------ */
+
+/* One pipeline stage's program run alone (no peers), in seconds. */
+typedef struct drv_stage_estimate {
+  double program_s; /* its end */
+  double compute_s; /* compute ops */
+  double comm_s;    /* collectives and sends, hidden or not */
+  double work_s;    /* the end of its last forward or backward compute op: the work of
+                       its micro-batches, with what the program leaves exposed */
+} drv_stage_estimate;
+
+typedef struct drv_estimate {
+  double step_s;         /* program_s + bubble_s */
+  double program_s;      /* the slowest stage's program */
+  double bubble_s;       /* the schedule's pipeline bubble */
+  double exposed_comm_s; /* the slowest stage's program less its compute */
+  drv_stage_estimate slowest;
+} drv_estimate;
+
+/* The step of a workload generated with that many micro-batches per step
+ * and virtual pipeline stages, without simulation (drv_estimate.c's header
+ * gives the model).  Errors when the cluster has no routes of its own. */
+int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int microbatches,
+                          int vstages, drv_estimate *out, st_err *err);
+
+/* ---- layout search (drv_search.c, drv_search_print.c) ---------------------- */
+
+typedef struct drv_search_opts {
+  const char *model;   /* built-in name, model spec or Hugging Face config.json */
+  const char *cluster; /* NAME[:NODES] or a cluster spec */
+  int gbs;             /* global batch, sequences */
+  int seq;             /* sequence length; 0: the model's */
+  const char *dtype;   /* the math's dtype (bf16, fp8, ...) */
+  int gpus;            /* 0: the cluster's; else a whole number of its nodes */
+  int top;             /* layouts simulated (0: estimates only) */
+  int jobs;            /* simulations at once */
+  FILE *progress;      /* progress lines, or NULL */
+} drv_search_opts;
+void drv_search_opts_init(drv_search_opts *o);
+
+/* The enumerated knobs of a layout. */
+typedef struct drv_knobs {
+  int tp, pp, dp, cp, ep, etp, vpp, sp, tp_overlap, mbs, zero, recompute, schedule;
+  int uneven;      /* 0 even; 1 embedding and loss counted as layers; 2 lighter edges */
+  int edge_layers; /* uneven 2: layers of the first and of the last stage */
+} drv_knobs;
+
+typedef struct drv_candidate {
+  drv_knobs k;
+  char layout[1024];        /* canonical spec (wl_layout.spec) */
+  int microbatches;
+  double peak_memory_bytes; /* wl_memory_estimate */
+  int fits, dominated;
+  size_t order;             /* enumeration order (ties) */
+  int estimate_rank;        /* 1-based among the estimated, 0: not estimated */
+  double estimate_s, est_bubble_s, est_exposed_comm_s;
+  int simulated, failed;
+  char failure[200];
+  double step_time_s, tokens_per_s_per_gpu, mfu, compute_s, exposed_comm_s, bubble_s;
+} drv_candidate;
+
+#define DRV_SEARCH_MAX_REASONS 32
+typedef struct drv_search_reason {
+  char why[160];
+  long count;
+} drv_search_reason;
+
+typedef struct drv_search {
+  char cluster[256];        /* as searched (NAME:NODES with --gpus) */
+  char device[64];
+  double hbm_bytes;
+  int num_gpus, gpus_per_node, seq;
+  long enumerated, fitting;
+  double min_peak_bytes;    /* smallest peak among valid layouts that do not fit */
+  drv_candidate *cands;     /* the fitting layouts: simulated first by step, then by estimate */
+  size_t num, cap;
+  size_t estimated, simulated;
+  drv_search_reason reasons[DRV_SEARCH_MAX_REASONS];
+  int num_reasons;
+} drv_search;
+
+/* Enumerate, prune, estimate, simulate the best (drv_search.c's header). */
+int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err);
+void drv_search_release(drv_search *s);
+/* The table for people (top rows), or one JSON object. */
+void drv_search_print(const drv_search_opts *o, const drv_search *s, int rows, FILE *out);
+void drv_search_print_json(const drv_search_opts *o, const drv_search *s, FILE *out);
 
 /* ---- validation against published runs (drv_cases.c, drv_validate.c) ------------ */
 /* A case: one published training run (bench/validation/<name>.json, format

@@ -101,6 +101,8 @@ static int load_model(const drv_job *j, drv_run *r, st_buf *desc, st_err *err)
   int rc = wl_model_load(j->model, &m, err);
   if (rc)
     return rc;
+  if (j->seq_len > 0)
+    m.seq_len = j->seq_len;
   rc = wl_layout_parse(j->layout, r->cl->num_gpus, &m, &l, err);
   if (!rc)
     rc = wl_generate(&m, &l, &r->wl, err);

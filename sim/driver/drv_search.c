@@ -1,0 +1,619 @@
+/* drv_search.c — the best layout for a model on a cluster.
+ *
+ * 1. Every layout is enumerated: tp (powers of two within a node), cp, pp
+ *    (dividing what tp x cp leaves, at most one stage per layer), dp (the
+ *    rest), mbs, vpp (dividing a stage's layers; interleaved schedule),
+ *    sp and Transformer Engine's tp_overlap (with tp > 1), ep and expert
+ *    tp (MoE), zero 0-3, recompute none/selective/full, 1F1B or GPipe, and
+ *    where the layers do not divide into the stages, Megatron's two ways of
+ *    evening them out (the embedding and the loss counted as layers, or
+ *    lighter first and last stages).  DP overlap is on wherever there is DP
+ *    (what every large run does).  Validity is wl_layout_parse's: the same
+ *    rules as `run`, counted by reason where they reject.
+ * 2. Those that do not fit in device memory (wl_memory_estimate, the
+ *    numbers `memory` prints) are counted out, and so are those another
+ *    fitting layout dominates: the same layout with less recomputation
+ *    (recomputing only adds work), 1F1B instead of GPipe (the same bubble,
+ *    less memory), ZeRO-1 instead of ZeRO-2 (the same traffic).
+ * 3. The rest are ranked by the analytic estimate (drv_estimate.c).
+ * 4. The best K are simulated, each in its own process, and ranked by the
+ *    simulated step.
+ * Ties keep enumeration order, so the output is the same bytes every run. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+void drv_search_opts_init(drv_search_opts *o)
+{
+  memset(o, 0, sizeof *o);
+  o->top = 16;
+  o->jobs = 1;
+  o->dtype = "bf16";
+}
+
+/* ---- pruning reasons -------------------------------------------------------- */
+
+static int reason_add(drv_search *s, const char *why)
+{
+  for (int i = 0; i < s->num_reasons; i++)
+    if (!strcmp(s->reasons[i].why, why)) {
+      s->reasons[i].count++;
+      return ST_OK;
+    }
+  if (s->num_reasons == DRV_SEARCH_MAX_REASONS) /* the rest under one name */
+    return reason_add(s, "other");
+  drv_search_reason *r = &s->reasons[s->num_reasons++];
+  snprintf(r->why, sizeof r->why, "%s", why);
+  r->count = 1;
+  return ST_OK;
+}
+
+/* "layout 'tp=8,...': key 'tp' (8) does not divide 'heads' (12)" -> the
+ * reason without the layout and with numbers as N, so that alike failures
+ * count together. */
+static void reason_of(const char *msg, char *out, size_t n)
+{
+  const char *p = strstr(msg, "': ");
+  p = p ? p + 3 : msg;
+  size_t k = 0;
+  while (*p && k + 2 < n) {
+    if (*p >= '0' && *p <= '9') {
+      while ((*p >= '0' && *p <= '9') || *p == '.')
+        p++;
+      out[k++] = 'N';
+    } else {
+      out[k++] = *p++;
+    }
+  }
+  out[k] = 0;
+}
+
+/* ---- enumeration ------------------------------------------------------------ */
+
+typedef struct enum_ctx {
+  drv_search *s;
+  const wl_model *m;
+  const drv_search_opts *o;
+  int n;     /* GPUs */
+  double hbm;
+  st_err *err;
+} enum_ctx;
+
+static int cand_push(drv_search *s, const drv_candidate *c)
+{
+  if (s->num == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 256;
+    drv_candidate *nc = realloc(s->cands, cap * sizeof *nc);
+    if (!nc)
+      return ST_ENOMEM;
+    s->cands = nc;
+    s->cap = cap;
+  }
+  s->cands[s->num++] = *c;
+  return ST_OK;
+}
+
+/* One request: valid?  fits?  Kept as a candidate either way when valid
+ * (dominance is decided once its alternatives are known). */
+static int try_layout(enum_ctx *x, const char *spec, const drv_knobs *k)
+{
+  drv_search *s = x->s;
+  s->enumerated++;
+  wl_layout l;
+  st_err e;
+  st_err_clear(&e);
+  if (wl_layout_parse(spec, x->n, x->m, &l, &e)) {
+    if (e.code == ST_ENOMEM)
+      return st_err_set(x->err, ST_ENOMEM, "out of memory");
+    char why[160];
+    reason_of(e.msg, why, sizeof why);
+    return reason_add(s, why);
+  }
+  wl_memory mem;
+  if (wl_memory_estimate(x->m, &l, &mem, &e))
+    return reason_add(s, "no memory estimate");
+  drv_candidate c;
+  memset(&c, 0, sizeof c);
+  c.k = *k;
+  snprintf(c.layout, sizeof c.layout, "%s", l.spec);
+  c.microbatches = l.num_microbatches;
+  c.peak_memory_bytes = mem.peak_bytes;
+  c.fits = mem.peak_bytes <= x->hbm;
+  c.estimate_s = c.step_time_s = NAN;
+  if (c.fits)
+    s->fitting++;
+  else if (mem.peak_bytes < s->min_peak_bytes || s->min_peak_bytes == 0)
+    s->min_peak_bytes = mem.peak_bytes;
+  if (!c.fits)
+    return reason_add(s, "does not fit in device memory");
+  return cand_push(s, &c) ? st_err_set(x->err, ST_ENOMEM, "out of memory") : ST_OK;
+}
+
+static const char *const recompute_names[] = {"none", "selective", "full"};
+static const char *const sched_names[] = {"1f1b", "gpipe", "interleaved"};
+
+/* The knobs as a layout request. */
+static void knobs_spec(const enum_ctx *x, const drv_knobs *k, int gbs, char *b, size_t n)
+{
+  int used = snprintf(b, n,
+                      "tp=%d,pp=%d,dp=%d,cp=%d,mbs=%d,gbs=%d,vpp=%d,sp=%d,zero=%d,recompute=%s,"
+                      "schedule=%s,dtype=%s",
+                      k->tp, k->pp, k->dp, k->cp, k->mbs, gbs, k->vpp, k->sp, k->zero,
+                      recompute_names[k->recompute], sched_names[k->schedule], x->o->dtype);
+  if (k->dp * k->cp > 1)
+    used += snprintf(b + used, n - (size_t)used, ",overlap_grad_reduce=1%s",
+                     k->zero == 1 || k->zero == 2 ? ",overlap_param_gather=1" : "");
+  if (k->tp_overlap)
+    used += snprintf(b + used, n - (size_t)used, ",tp_overlap=1");
+  if (k->ep > 1 || k->etp)
+    used += snprintf(b + used, n - (size_t)used, ",ep=%d,etp=%d", k->ep, k->etp ? k->etp : k->tp);
+  if (k->uneven == 1)
+    used += snprintf(b + used, n - (size_t)used, ",account_embedding=1,account_loss=1");
+  else if (k->uneven == 2)
+    snprintf(b + used, n - (size_t)used, ",first_stage_layers=%d,last_stage_layers=%d",
+             k->edge_layers, k->edge_layers);
+}
+
+/* Lighter first and last stages: the largest e <= the middle stages' layers
+ * with (layers - 2e) split evenly over pp - 2 stages; 0 when none. */
+static int edge_layers(int layers, int pp)
+{
+  if (pp < 3)
+    return 0;
+  for (int e = layers / pp; e >= 1; e--)
+    if ((layers - 2 * e) % (pp - 2) == 0 && e <= (layers - 2 * e) / (pp - 2))
+      return e;
+  return 0;
+}
+
+static int enum_inner(enum_ctx *x, drv_knobs k)
+{
+  int rc = ST_OK;
+  static const int mbs_v[] = {1, 2, 4, 8};
+  for (size_t a = 0; a < sizeof mbs_v / sizeof mbs_v[0] && !rc; a++) {
+    k.mbs = mbs_v[a];
+    if (x->o->gbs % (k.mbs * k.dp))
+      continue;
+    int per_stage = x->m->layers / k.pp;
+    for (k.vpp = 1; k.vpp <= (k.uneven || k.pp == 1 ? 1 : per_stage) && !rc; k.vpp++) {
+      if (k.vpp > 1 && per_stage % k.vpp)
+        continue;
+      int nsched = k.vpp > 1 ? 1 : (k.pp > 1 ? 2 : 1);
+      for (int sc = 0; sc < nsched && !rc; sc++) {
+        k.schedule = k.vpp > 1 ? 2 : sc;
+        for (k.zero = 0; k.zero <= (k.dp * k.cp > 1 ? 3 : 0) && !rc; k.zero++)
+          for (k.recompute = 0; k.recompute < 3 && !rc; k.recompute++) {
+            char spec[512];
+            knobs_spec(x, &k, x->o->gbs, spec, sizeof spec);
+            rc = try_layout(x, spec, &k);
+          }
+      }
+    }
+  }
+  return rc;
+}
+
+/* sp, tp_overlap, ep and expert tp for one (tp, cp, pp, dp, uneven). */
+static int enum_tp_ways(enum_ctx *x, drv_knobs k)
+{
+  int rc = ST_OK;
+  int experts = x->m->has_moe ? x->m->moe.experts : 1;
+  for (k.sp = 0; k.sp <= (k.tp > 1) && !rc; k.sp++)
+    for (k.tp_overlap = 0; k.tp_overlap <= k.sp && !rc; k.tp_overlap++)
+      for (k.ep = 1; k.ep <= experts && !rc; k.ep *= 2) {
+        if (experts % k.ep)
+          continue;
+        for (int et = 0; et <= (x->m->has_moe && k.tp > 1) && !rc; et++) {
+          k.etp = et ? 1 : 0; /* 0: expert tp = tp */
+          rc = enum_inner(x, k);
+        }
+      }
+  return rc;
+}
+
+static int enumerate(enum_ctx *x)
+{
+  int rc = ST_OK;
+  const wl_model *m = x->m;
+  int gpn = x->s->gpus_per_node;
+  for (int tp = 1; tp <= gpn && tp <= x->n && !rc; tp *= 2) {
+    if (x->n % tp)
+      continue;
+    for (int cp = 1; cp <= 16 && !rc; cp *= 2) {
+      if ((x->n / tp) % cp)
+        continue;
+      int rest = x->n / tp / cp;
+      for (int pp = 1; pp <= rest && pp <= m->layers && !rc; pp++) {
+        if (rest % pp)
+          continue;
+        drv_knobs k;
+        memset(&k, 0, sizeof k);
+        k.tp = tp;
+        k.cp = cp;
+        k.pp = pp;
+        k.dp = rest / pp;
+        if (m->layers % pp == 0) {
+          rc = enum_tp_ways(x, k);
+          continue;
+        }
+        /* uneven: Megatron's two ways */
+        if ((m->layers + 2) % pp == 0) {
+          k.uneven = 1;
+          rc = enum_tp_ways(x, k);
+        }
+        if (!rc && (k.edge_layers = edge_layers(m->layers, pp)) > 0) {
+          k.uneven = 2;
+          rc = enum_tp_ways(x, k);
+        }
+      }
+    }
+  }
+  return rc;
+}
+
+/* ---- dominance -------------------------------------------------------------- */
+
+/* b is a and differs only in the knobs a improves on (returns 1 when a
+ * dominates b): less recomputation, 1F1B for GPipe, ZeRO-1 for ZeRO-2. */
+static int dominates(const drv_knobs *a, const drv_knobs *b)
+{
+  drv_knobs x = *a, y = *b;
+  if (x.recompute > y.recompute || (x.schedule == 1 && y.schedule != 1) ||
+      (x.zero == 2 && y.zero != 2))
+    return 0;
+  int better = x.recompute < y.recompute || (x.schedule == 0 && y.schedule == 1) ||
+               (x.zero == 1 && y.zero == 2);
+  if (!better)
+    return 0;
+  x.recompute = y.recompute;
+  if (x.schedule == 0 && y.schedule == 1)
+    x.schedule = 1;
+  if (x.zero == 1 && y.zero == 2)
+    x.zero = 2;
+  return !memcmp(&x, &y, sizeof x);
+}
+
+/* Mark dominated candidates; those that share everything but the knobs
+ * compared sit close together in enumeration order, within one inner
+ * block: only neighbours up to 64 apart are compared. */
+static void mark_dominated(drv_search *s)
+{
+  for (size_t i = 0; i < s->num; i++)
+    for (size_t j = i > 64 ? i - 64 : 0; j < s->num && j < i + 64; j++)
+      if (j != i && dominates(&s->cands[j].k, &s->cands[i].k)) {
+        s->cands[i].dominated = 1;
+        break;
+      }
+  for (size_t i = 0; i < s->num; i++)
+    if (s->cands[i].dominated)
+      reason_add(s, "dominated (less recomputation, 1F1B or ZeRO-1 fits)");
+}
+
+/* ---- estimating ------------------------------------------------------------- */
+
+/* The estimate is made on the step with fewer micro-batches (two per
+ * pipeline stage, at most the step's), which the generator builds in a
+ * fraction of the time, and carried to the step's count by the per-micro-
+ * batch work of the slowest stage: its program is a fill of the pipeline,
+ * then one micro-batch after another at that pace, then the drain and the
+ * step's tail (gradient reduction, optimizer), which do not depend on the
+ * count. */
+static int estimate_one(const enum_ctx *x, const plat_cluster *cl, drv_candidate *c, st_err *err)
+{
+  int m_full = c->microbatches, m_est = 2 * c->k.pp < m_full ? 2 * c->k.pp : m_full;
+  char spec[1024];
+  knobs_spec(x, &c->k, m_est * c->k.mbs * c->k.dp, spec, sizeof spec);
+  wl_layout l;
+  wl_workload *wl = NULL;
+  int rc = wl_layout_parse(spec, x->n, x->m, &l, err);
+  if (!rc)
+    rc = wl_generate(x->m, &l, &wl, err);
+  drv_estimate e;
+  if (!rc)
+    rc = drv_estimate_workload(wl, cl, l.num_microbatches, l.vpp, &e, err);
+  if (!rc) {
+    double per_mb = e.slowest.work_s / m_est;
+    e.program_s += (m_full - m_est) * per_mb;
+    e.step_s = e.program_s + e.bubble_s;
+    c->estimate_s = e.step_s;
+    c->est_bubble_s = e.bubble_s;
+    c->est_exposed_comm_s = e.exposed_comm_s;
+  }
+  wl_workload_destroy(wl);
+  return rc;
+}
+
+static int by_estimate(const void *a, const void *b)
+{
+  const drv_candidate *x = a, *y = b;
+  if (x->dominated != y->dominated)
+    return x->dominated - y->dominated;
+  if (x->estimate_s < y->estimate_s)
+    return -1;
+  if (x->estimate_s > y->estimate_s)
+    return 1;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The estimates, in slices of candidates, each slice in a child process
+ * (jobs at once): a slice's answer is its estimates in order. */
+typedef struct est_pool {
+  enum_ctx *x;
+  const plat_cluster *cl;
+  size_t *todo; /* candidate indices to estimate */
+  size_t n, slice, done;
+} est_pool;
+
+typedef struct est_answer {
+  double estimate_s, bubble_s, exposed_s;
+} est_answer;
+
+static int estimate_task(void *u, int i, st_buf *reply, st_err *err)
+{
+  est_pool *p = u;
+  for (size_t j = (size_t)i * p->slice; j < p->n && j < (size_t)(i + 1) * p->slice; j++) {
+    drv_candidate *c = &p->x->s->cands[p->todo[j]];
+    int rc = estimate_one(p->x, p->cl, c, err);
+    if (rc)
+      return rc;
+    est_answer a = {c->estimate_s, c->est_bubble_s, c->est_exposed_comm_s};
+    if (st_buf_append(reply, &a, sizeof a))
+      return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  return ST_OK;
+}
+
+static void estimate_done(void *u, int i, const drv_answer *a)
+{
+  est_pool *p = u;
+  size_t first = (size_t)i * p->slice, count = 0;
+  if (a->end == DRV_END_DONE && !a->rc)
+    count = a->len / sizeof(est_answer);
+  for (size_t j = 0; j < count && first + j < p->n; j++) {
+    est_answer e;
+    memcpy(&e, a->data + j * sizeof e, sizeof e);
+    drv_candidate *c = &p->x->s->cands[p->todo[first + j]];
+    c->estimate_s = e.estimate_s;
+    c->est_bubble_s = e.bubble_s;
+    c->est_exposed_comm_s = e.exposed_s;
+  }
+  if (a->end != DRV_END_DONE || a->rc) /* the first failure stops the search */
+    if (!p->x->err->code)
+      st_err_set(p->x->err, a->rc ? a->rc : ST_ESIM, "estimating layouts: %s",
+                 a->rc ? a->msg : "a process ended without an answer");
+  p->done += p->slice;
+  FILE *f = p->x->o->progress;
+  if (f) {
+    fprintf(f, "search: estimated %zu of %zu layouts\n", p->done < p->n ? p->done : p->n, p->n);
+    fflush(f);
+  }
+}
+
+static int estimate_all(enum_ctx *x, const plat_cluster *cl)
+{
+  drv_search *s = x->s;
+  est_pool p = {x, cl, malloc((s->num + 1) * sizeof(size_t)), 0, 0, 0};
+  if (!p.todo)
+    return st_err_set(x->err, ST_ENOMEM, "out of memory");
+  for (size_t i = 0; i < s->num; i++) {
+    s->cands[i].order = i;
+    if (!s->cands[i].dominated)
+      p.todo[p.n++] = i;
+  }
+  /* about 8 slices a process, at least 16 layouts each: progress, and a
+   * slow slice does not hold the others */
+  int jobs = x->o->jobs > 0 ? x->o->jobs : 1;
+  p.slice = p.n / ((size_t)jobs * 8) + 1;
+  if (p.slice < 16)
+    p.slice = 16;
+  int slices = (int)((p.n + p.slice - 1) / p.slice);
+  int rc = drv_pool_run(slices, jobs, 0, estimate_task, estimate_done, &p, x->err);
+  free(p.todo);
+  if (!rc && x->err->code)
+    rc = x->err->code;
+  if (rc)
+    return rc;
+  s->estimated = p.n;
+  qsort(s->cands, s->num, sizeof *s->cands, by_estimate);
+  for (size_t i = 0; i < p.n; i++)
+    s->cands[i].estimate_rank = (int)i + 1;
+  return ST_OK;
+}
+
+/* ---- simulating the best ---------------------------------------------------- */
+
+typedef struct sim_ctx {
+  const drv_search_opts *o;
+  drv_search *s;
+  size_t done, todo;
+} sim_ctx;
+
+static int simulate_task(void *u, int i, st_buf *reply, st_err *err)
+{
+  const sim_ctx *x = u;
+  drv_job j;
+  drv_job_init(&j);
+  j.model = x->o->model;
+  j.layout = x->s->cands[i].layout;
+  j.cluster = x->s->cluster;
+  j.seq_len = x->o->seq;
+  j.opt.quiet = 1;
+  drv_run r;
+  int rc = drv_run_job(&j, &r, err);
+  if (!rc)
+    rc = st_buf_append(reply, &r.sum, sizeof r.sum);
+  drv_run_release(&r);
+  return rc;
+}
+
+static void simulate_done(void *u, int i, const drv_answer *a)
+{
+  sim_ctx *x = u;
+  drv_candidate *c = &x->s->cands[i];
+  c->simulated = 1;
+  if (a->end == DRV_END_DONE && !a->rc && a->len == sizeof(an_summary)) {
+    an_summary sum;
+    memcpy(&sum, a->data, sizeof sum);
+    c->step_time_s = sum.step_time_s;
+    c->tokens_per_s_per_gpu = sum.tokens_per_s_per_gpu;
+    c->mfu = sum.mfu;
+    c->exposed_comm_s = sum.exposed_comm_s;
+    c->bubble_s = sum.bubble_s;
+    c->compute_s = sum.compute_s;
+  } else {
+    c->failed = 1;
+    snprintf(c->failure, sizeof c->failure, "%s",
+             a->end == DRV_END_DONE ? a->msg
+             : a->end == DRV_END_TIMEOUT ? "no answer in time"
+             : a->end == DRV_END_CRASH  ? "the simulation crashed"
+                                        : "the simulation ended without an answer");
+  }
+  x->done++;
+  if (x->o->progress) {
+    if (c->failed)
+      fprintf(x->o->progress, "search: simulated %zu of %zu: %s: failed: %s\n", x->done, x->todo,
+              c->layout, c->failure);
+    else
+      fprintf(x->o->progress, "search: simulated %zu of %zu: %.4f s (estimate %.4f s) in %.0f s\n",
+              x->done, x->todo, c->step_time_s, c->estimate_s, a->wall_s);
+    fflush(x->o->progress);
+  }
+}
+
+static int by_simulated(const void *a, const void *b)
+{
+  const drv_candidate *x = a, *y = b;
+  int xs = x->simulated && !x->failed, ys = y->simulated && !y->failed;
+  if (xs != ys)
+    return ys - xs;
+  if (xs && x->step_time_s != y->step_time_s)
+    return x->step_time_s < y->step_time_s ? -1 : 1;
+  return by_estimate(a, b);
+}
+
+static int simulate_best(const drv_search_opts *o, drv_search *s, st_err *err)
+{
+  size_t k = (size_t)o->top < s->estimated ? (size_t)o->top : s->estimated;
+  sim_ctx x = {o, s, 0, k};
+  int rc = drv_pool_run((int)k, o->jobs, 0, simulate_task, simulate_done, &x, err);
+  if (rc)
+    return rc;
+  s->simulated = k;
+  qsort(s->cands, s->num, sizeof *s->cands, by_simulated);
+  return ST_OK;
+}
+
+/* ---- the search ------------------------------------------------------------- */
+
+/* The cluster to search: the preset at --gpus / GPUs-per-node nodes when
+ * fewer GPUs are asked for. */
+static int load_cluster(const drv_search_opts *o, drv_search *s, plat_cluster **cl, st_err *err)
+{
+  int rc = plat_cluster_load(o->cluster, cl, err);
+  if (rc)
+    return rc;
+  snprintf(s->cluster, sizeof s->cluster, "%s", o->cluster);
+  if (!o->gpus || o->gpus == (*cl)->num_gpus)
+    return ST_OK;
+  int gpn = (*cl)->gpus_per_node;
+  if (o->gpus > (*cl)->num_gpus || o->gpus % gpn)
+    return st_err_set(err, ST_EINPUT,
+                      "--gpus %d: cluster '%s' has %d GPUs, %d per node (a whole number of its "
+                      "nodes, at most all of them)",
+                      o->gpus, o->cluster, (*cl)->num_gpus, gpn);
+  if (st_str_ends_with(o->cluster, ".json") || st_str_ends_with(o->cluster, ".xml"))
+    return st_err_set(err, ST_EINPUT,
+                      "--gpus %d: cluster '%s' is a file; give the node count in the file",
+                      o->gpus, o->cluster);
+  size_t name = strcspn(o->cluster, ":");
+  snprintf(s->cluster, sizeof s->cluster, "%.*s:%d", (int)name, o->cluster, o->gpus / gpn);
+  plat_cluster_destroy(*cl);
+  *cl = NULL;
+  return plat_cluster_load(s->cluster, cl, err);
+}
+
+/* A model that fits no layout: how many GPUs would one need?  Doubling the
+ * count until some layout fits (sharded state shrinks with the GPUs,
+ * activations do not), memory only. */
+static int gpus_needed(const enum_ctx *x0)
+{
+  for (int n = x0->n * 2; n <= (1 << 22); n *= 2) {
+    drv_search t;
+    memset(&t, 0, sizeof t);
+    t.gpus_per_node = x0->s->gpus_per_node;
+    enum_ctx x = *x0;
+    x.s = &t;
+    x.n = n;
+    st_err e;
+    st_err_clear(&e);
+    x.err = &e;
+    int rc = enumerate(&x);
+    free(t.cands);
+    if (rc)
+      return 0;
+    if (t.fitting)
+      return n;
+  }
+  return 0;
+}
+
+int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
+{
+  memset(s, 0, sizeof *s);
+  if (o->gbs < 1)
+    return st_err_set(err, ST_EINPUT, "--gbs is required (the global batch in sequences)");
+  wl_model m;
+  plat_cluster *cl = NULL;
+  int rc = wl_model_load(o->model, &m, err);
+  if (rc)
+    return rc;
+  if (o->seq > 0)
+    m.seq_len = o->seq;
+  s->seq = m.seq_len;
+  if ((rc = load_cluster(o, s, &cl, err)))
+    goto out;
+  s->num_gpus = cl->num_gpus;
+  s->gpus_per_node = cl->gpus_per_node;
+  snprintf(s->device, sizeof s->device, "%s", cl->device.name);
+  s->hbm_bytes = cl->device.hbm_bytes;
+  enum_ctx x = {s, &m, o, cl->num_gpus, cl->device.hbm_bytes, err};
+  if (o->progress)
+    fprintf(o->progress, "search: %s on %s (%d GPUs), gbs %d, seq %d\n", o->model, s->cluster,
+            s->num_gpus, o->gbs, s->seq);
+  if ((rc = enumerate(&x)))
+    goto out;
+  if (!s->num) {
+    if (!s->fitting && s->min_peak_bytes > 0) {
+      char need[32], have[32];
+      st_format_bytes(s->min_peak_bytes, need, sizeof need);
+      st_format_bytes(s->hbm_bytes, have, sizeof have);
+      int more = gpus_needed(&x);
+      rc = st_err_set(err, ST_EINPUT,
+                      "model '%s' fits no layout on %d GPUs of '%s': the smallest peak any "
+                      "layout needs is %s per GPU, a %s has %s%s%d GPUs",
+                      o->model, s->num_gpus, s->cluster, need, s->device, have,
+                      more ? "; some layout fits on " : "; no layout fits on up to ",
+                      more ? more : (1 << 22));
+    } else {
+      rc = st_err_set(err, ST_EINPUT, "model '%s' has no valid layout on %d GPUs with gbs %d",
+                      o->model, s->num_gpus, o->gbs);
+    }
+    goto out;
+  }
+  mark_dominated(s);
+  if ((rc = estimate_all(&x, cl)))
+    goto out;
+  rc = o->top > 0 ? simulate_best(o, s, err) : ST_OK;
+out:
+  plat_cluster_destroy(cl);
+  wl_model_release(&m);
+  return rc;
+}
+
+void drv_search_release(drv_search *s)
+{
+  free(s->cands);
+  memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,63 @@
+/* sim_estimate.c — one collective's time by the tuner's closed form, with
+ * no engine: the members' layout, the largest ring-neighbour latency from
+ * the cluster's own routes (plat_route_get, the same links and latencies
+ * SimGrid is given), and sim_coll_choose's estimate. */
+#include <math.h>
+#include <string.h>
+
+#include "sim.h"
+#include "sim_int.h"
+
+typedef struct est_route {
+  const plat_cluster *cl;
+  const int32_t *ranks;
+} est_route;
+
+static double route_lat(const plat_cluster *cl, int a, int b)
+{
+  plat_route r;
+  st_err e;
+  st_err_clear(&e);
+  return plat_route_get(cl, a, b, &r, &e) ? NAN : r.latency_s;
+}
+
+static double member_lat(void *u, int a, int b)
+{
+  const est_route *x = u;
+  return route_lat(x->cl, x->ranks[a], x->ranks[b]);
+}
+
+double sim_coll_estimate(const plat_cluster *cl, const int32_t *ranks, int n, int op, double bytes)
+{
+  if (n < 2 || cl->fabric_kind == PLAT_FABRIC_XML)
+    return n < 2 ? 0.0 : NAN;
+  st_arena arena;
+  st_arena_init(&arena, 1 << 16);
+  sim_coll_layout lay;
+  double t = NAN;
+  if (!sim_coll_layout_build(&arena, ranks, n, cl, &lay)) {
+    est_route u = {cl, ranks};
+    sim_coll_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.op = op;
+    ctx.n = n;
+    ctx.bytes = bytes;
+    ctx.ranks = ranks;
+    ctx.cl = cl;
+    ctx.fidelity = SIM_FID_FLOW;
+    ctx.model = SIM_COLL_NCCL;
+    ctx.force_algo = ctx.force_proto = -1;
+    ctx.lay = &lay;
+    ctx.route_lat = member_lat;
+    ctx.route_u = &u;
+    for (int i = 0; i < n; i++) {
+      double l = route_lat(cl, ranks[i], ranks[(i + 1) % n]);
+      if (l > ctx.ring_lat_max)
+        ctx.ring_lat_max = l;
+    }
+    sim_coll_choose(&ctx);
+    t = ctx.ch.est_s;
+  }
+  st_arena_release(&arena);
+  return t;
+}
