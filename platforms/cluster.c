@@ -567,8 +567,8 @@ int plat__spec_parse(const char *what, const char *text, int nodes_override, pla
     return st_err_set(err, ST_EINPUT, "%s: line %d: not valid JSON", what, line);
   }
   jctx j = {what, err};
-  static const char *const keys[] = {"name", "description", "nodes", "device", "node", "fabric",
-                                     NULL};
+  static const char *const keys[] = {"name", "description", "nodes", "device", "device_memory_GB",
+                                     "node", "fabric", NULL};
   plat_cluster *c = calloc(1, sizeof *c);
   int rc = c ? ST_OK : st_err_set(err, ST_ENOMEM, "out of memory");
   if (!rc)
@@ -583,6 +583,12 @@ int plat__spec_parse(const char *what, const char *text, int nodes_override, pla
     rc = st_err_set(err, ST_EINPUT, "%s: key 'device' must be a device name (devices.json)", what);
   if (!rc && (rc = plat__device_find(dv->valuestring, &c->device, err)))
     st_err_prefix(err, "%s: key 'device': ", what);
+  if (!rc) { /* memory a job can use, when it is not the device's (another part, a reserve) */
+    double gb;
+    rc = get_num(&j, root, "", "device_memory_GB", 0, 0, 0, &gb);
+    if (!rc && gb > 0)
+      c->device.hbm_bytes = gb * 1e9;
+  }
   if (!rc)
     rc = parse_node(&j, cJSON_GetObjectItemCaseSensitive(root, "node"), c);
   if (!rc) {

@@ -293,8 +293,8 @@ static void mark_dominated(drv_search *s)
 
 /* ---- estimating ------------------------------------------------------------- */
 
-/* The estimate is made on the step with fewer micro-batches (two per
- * pipeline stage, at most the step's), which the generator builds in a
+/* The estimate is made on the step with one micro-batch (one per stage
+ * with an interleaved schedule, which needs whole rounds), which the generator builds in a
  * fraction of the time, and carried to the step's count by the per-micro-
  * batch work of the slowest stage: its program is a fill of the pipeline,
  * then one micro-batch after another at that pace, then the drain and the
@@ -302,7 +302,9 @@ static void mark_dominated(drv_search *s)
  * count. */
 static int estimate_one(const enum_ctx *x, const plat_cluster *cl, drv_candidate *c, st_err *err)
 {
-  int m_full = c->microbatches, m_est = 2 * c->k.pp < m_full ? 2 * c->k.pp : m_full;
+  int m_full = c->microbatches, m_est = c->k.vpp > 1 ? c->k.pp : 1;
+  if (m_est > m_full)
+    m_est = m_full;
   char spec[1024];
   knobs_spec(x, &c->k, m_est * c->k.mbs * c->k.dp, spec, sizeof spec);
   wl_layout l;

@@ -1,0 +1,77 @@
+#!/bin/bash
+# search.sh — `simtrain search` on a 2-layer model and one 4-GPU node, where
+# every count can be checked by hand:
+#   (tp, cp, pp, dp) with tp*cp*pp*dp = 4, pp <= 2 layers: (1,1,1,4) (1,1,2,2)
+#   (1,2,1,2) (1,2,2,1) (1,4,1,1) (2,1,1,2) (2,1,2,1) (2,2,1,1) (4,1,1,1);
+#   mbs in 1,2,4,8 dividing gbs/dp = 4/dp; schedules 1f1b+gpipe when pp = 2;
+#   zero 0-3 when dp*cp > 1; recompute x3; sp/tp_overlap (0,0) (1,0) (1,1)
+#   when tp > 1; vpp 1 (a stage of one layer, or pp = 1):
+#     12 + 48 + 24 + 72 + 36 + 72 + 54 + 108 + 27 = 453 enumerated;
+#   zero=3 with pp = 2 is refused (FSDP and pipelines): 2*2*3 + 3*2*3 = 30;
+#   undominated (recompute none, 1F1B, zero != 2, valid):
+#     3 + 4 + 6 + 6 + 9 + 18 + 9 + 27 + 9 = 91; dominated 423 - 91 = 332.
+set -u
+simtrain=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+data=$here/../data/search
+fails=0
+check() { if eval "$2"; then :; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+err=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" 2>&1 >/dev/null); rc=$?
+check "no --gbs exits 1" "[ $rc -eq 1 ]"
+check "no --gbs message" "[ \"\$err\" = \"simtrain: error: --model, --cluster and --gbs are required (see 'simtrain search --help')\" ]"
+err=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs x 2>&1 >/dev/null); rc=$?
+check "bad --gbs exits 1" "[ $rc -eq 1 ]"
+
+a=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 4 --top 2 --json --quiet); rc=$?
+check "search exits 0" "[ $rc -eq 0 ]"
+check "453 enumerated" "grep -q '\"enumerated\":453,' <<<\"\$a\""
+check "423 fit" "grep -q '\"fitting\":423,' <<<\"\$a\""
+check "91 estimated" "grep -q '\"estimated\":91,' <<<\"\$a\""
+check "2 simulated" "grep -q '\"simulated\":2,' <<<\"\$a\""
+check "30 refused: FSDP with pp" "grep -q 'with pp (N) > N is not supported[^\"]*\":30' <<<\"\$a\""
+check "332 dominated" "grep -q '\"dominated[^\"]*\":332' <<<\"\$a\""
+n=$(grep -o '{"layout"' <<<"$a" | wc -l)
+check "91 candidates and the best listed" "[ $n -eq 92 ]"
+b=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 4 --top 2 --json --quiet -j 2)
+check "two runs (one with -j 2): the same bytes" "[ \"\$a\" = \"\$b\" ]"
+
+# the best is simulated and is the fastest simulated; its command runs and
+# predicts the step the search printed
+best=$(grep -o '"best":{.*' <<<"$a")
+step=$(grep -o '"step_time_s":[0-9.e+-]*' <<<"$best" | head -1 | cut -d: -f2)
+cmd=$(grep -o '"command":"[^"]*"' <<<"$best" | cut -d'"' -f4)
+check "the best has a simulated step" "[ -n \"\$step\" ]"
+ran=$(cd "$data" && eval "\"$simtrain\" ${cmd#simtrain } --json --quiet" | grep -o '"step_time_s":[0-9.e+-]*' | cut -d: -f2)
+check "the best's command predicts its step ($ran vs $step)" "[ \"\$ran\" = \"\$step\" ]"
+first2=$(grep -o '"step_time_s":[0-9.e+-]*' <<<"$a" | head -2 | cut -d: -f2 | tr '\n' ' ')
+check "simulated ones come first, fastest first ($first2)" "awk '{exit !(\$1 <= \$2)}' <<<\"\$first2\""
+
+# memory at the boundary: with the device's memory 1 KiB above the largest
+# fitting peak every layout still fits; 1 KiB below it, the layouts with that
+# peak are pruned for memory
+peak=$(grep -o '"peak_memory_bytes":[0-9.e+]*' <<<"$a" | cut -d: -f2 | sort -g | tail -1)
+atpeak=$(grep -o '"peak_memory_bytes":[0-9.e+]*' <<<"$a" | cut -d: -f2 | sort -g | grep -c "^$peak\$")
+for side in above below; do
+  gb=$(awk -v p="$peak" -v s=$side 'BEGIN { printf "%.12f", (p + (s == "above" ? 1024 : -1024)) / 1e9 }')
+  sed "s/\"device\": \"H100-SXM\",/\"device\": \"H100-SXM\", \"device_memory_GB\": $gb,/" "$data/quad.json" >"$tmp/$side.json"
+  j=$("$simtrain" search --model "$data/tiny.json" --cluster "$tmp/$side.json" --gbs 4 --top 0 --json --quiet 2>"$tmp/err")
+  if [ $side = above ]; then
+    check "1 KiB above the peak: 423 fit ($(cat "$tmp/err"))" "grep -q '\"fitting\":423,' <<<\"\$j\""
+  else
+    fit=$(grep -o '"fitting":[0-9]*' <<<"$j" | cut -d: -f2)
+    mem=$(grep -o '"does not fit in device memory":[0-9]*' <<<"$j" | cut -d: -f2)
+    check "1 KiB below the peak: fewer fit ($fit)" "[ -n \"\$fit\" ] && [ \$fit -lt 423 ] && [ \$((fit + mem)) -eq 423 ]"
+  fi
+done
+
+# a model that fits no layout says so, with the smallest need and the GPUs it would take
+sed 's/"device_memory_GB": [0-9.]*/"device_memory_GB": 0.001/' "$tmp/above.json" >"$tmp/tiny_mem.json"
+err=$("$simtrain" search --model "$data/tiny.json" --cluster "$tmp/tiny_mem.json" --gbs 4 --quiet 2>&1 >/dev/null); rc=$?
+check "fits nowhere exits 2" "[ $rc -eq 2 ]"
+check "fits nowhere message ($err)" "grep -q \"fits no layout on 4 GPUs of .*: the smallest peak any layout needs is .* per GPU, a H100-SXM has 976.56 KiB; \" <<<\"\$err\""
+
+[ $fails -eq 0 ] || exit 1
+echo "search: all checks passed"
