@@ -9,8 +9,9 @@
 #include "driver.h"
 
 static const char usage_text[] =
-    "usage: simtrain search --model M --cluster C[:NODES] --gbs B [--seq S] [--dtype D]\n"
-    "                       [--gpus N] [--top K] [-j N] [--rows R] [--json] [--quiet]\n"
+    "usage: simtrain search (--model M --cluster C[:NODES] --gbs B | --case FILE) [--seq S]\n"
+    "                       [--dtype D] [--gpus N] [--fixed KEYS] [--top K] [-j N] [--rows R]\n"
+    "                       [--json] [--quiet]\n"
     "\n"
     "Find the best parallel layout for a model on a cluster: every valid layout is\n"
     "enumerated (tp, pp, vpp, dp, cp, ep, sp, tp_overlap, mbs, zero, recompute, schedule,\n"
@@ -30,6 +31,10 @@ static const char usage_text[] =
     "  --rows R       table rows (default 20)\n"
     "  --json         one JSON object: {\"candidates\":[{\"layout\",\"estimate_s\",\n"
     "                 \"step_time_s\",...}],\"pruned\":{reason:count},\"best\":{...}}\n"
+    "  --fixed KEYS   layout keys every candidate gets, e.g. flash=0,grad_dtype=bf16\n"
+    "  --case FILE    a validation case (bench/validation): its model, cluster, GPUs, batch,\n"
+    "                 sequence and dtypes, with its published layout placed among the\n"
+    "                 candidates (its estimate rank and simulated step)\n"
     "  --quiet        no progress on stderr\n"
     "  -h, --help     this text\n";
 
@@ -54,10 +59,12 @@ int cmd_search(int argc, char **argv)
       {"dtype", required_argument, NULL, 'd'}, {"gpus", required_argument, NULL, 'g'},
       {"top", required_argument, NULL, 'k'},   {"rows", required_argument, NULL, 'r'},
       {"json", no_argument, NULL, 'J'},        {"quiet", no_argument, NULL, 'q'},
+      {"case", required_argument, NULL, 'C'},   {"fixed", required_argument, NULL, 'F'},
       {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
   drv_search_opts o;
   drv_search_opts_init(&o);
   int json = 0, quiet = 0, rows = 20, ch, rc = 0;
+  const char *case_path = NULL;
   optind = 1;
   opterr = 0;
   while ((ch = getopt_long(argc, argv, "j:h", longopts, NULL)) != -1) {
@@ -72,6 +79,8 @@ int cmd_search(int argc, char **argv)
     case 'r': rc = count_arg("--rows", optarg, 1, 1000000, &rows); break;
     case 'j': rc = count_arg("-j", optarg, 1, 256, &o.jobs); break;
     case 'J': json = 1; break;
+    case 'C': case_path = optarg; break;
+    case 'F': o.fixed = optarg; break;
     case 'q': quiet = 1; break;
     case 'h': fputs(usage_text, stdout); return 0;
     default: return cli_bad_option("search", argv);
@@ -81,7 +90,9 @@ int cmd_search(int argc, char **argv)
   }
   if (optind < argc)
     return cli_usage_error("search", "unexpected argument '%s'", argv[optind]);
-  if (!o.model || !o.cluster || !o.gbs)
+  if (case_path && (o.model || o.cluster || o.gbs || o.seq || o.gpus || o.fixed))
+    return cli_usage_error("search", "--case gives the model, cluster, GPUs, batch and sequence");
+  if (!case_path && (!o.model || !o.cluster || !o.gbs))
     return cli_usage_error("search", "--model, --cluster and --gbs are required");
   if (strchr(o.dtype, ',') || strchr(o.dtype, '='))
     return cli_usage_error("search", "--dtype '%s' is not a dtype name", o.dtype);
@@ -89,6 +100,13 @@ int cmd_search(int argc, char **argv)
   st_err err;
   st_err_clear(&err);
   drv_search s;
+  memset(&s, 0, sizeof s);
+  drv_case c;
+  wl_model m;
+  char fixed[128];
+  memset(&c, 0, sizeof c);
+  if (case_path && (rc = drv_search_case_opts(case_path, &o, &c, &m, fixed, sizeof fixed, &err)))
+    return cli_fail(&err);
   rc = drv_search_run(&o, &s, &err);
   if (!rc) {
     if (json)
@@ -97,5 +115,7 @@ int cmd_search(int argc, char **argv)
       drv_search_print(&o, &s, rows, stdout);
   }
   drv_search_release(&s);
+  if (case_path)
+    drv_case_release(&c);
   return rc ? cli_fail(&err) : 0;
 }

@@ -89,6 +89,7 @@ typedef struct drv_job {
   int results_file;           /* the result goes to a results file: link loads and
                                * per-instance collective records are recorded */
   int seq_len;                /* model: the sequence length, 0 = the model's */
+  const wl_model *model_spec; /* the model itself, instead of loading `model` (named by it) */
   FILE *log;                  /* warnings and notes ("simtrain: warning: ..."); NULL: none */
 } drv_job;
 
@@ -154,6 +155,10 @@ typedef struct drv_search_opts {
   int gpus;            /* 0: the cluster's; else a whole number of its nodes */
   int top;             /* layouts simulated (0: estimates only) */
   int jobs;            /* simulations at once */
+  const wl_model *model_spec; /* the model itself (model names it), or NULL to load model */
+  const char *fixed;   /* layout keys every candidate gets (e.g. "flash=0"), or NULL */
+  const char *published; /* a layout to place among the candidates (its estimate rank and
+                            simulated step), or NULL */
   FILE *progress;      /* progress lines, or NULL */
 } drv_search_opts;
 void drv_search_opts_init(drv_search_opts *o);
@@ -197,6 +202,8 @@ typedef struct drv_search {
   size_t estimated, simulated;
   drv_search_reason reasons[DRV_SEARCH_MAX_REASONS];
   int num_reasons;
+  drv_candidate published; /* the published layout (opts.published), when have_published */
+  int have_published;
 } drv_search;
 
 /* Enumerate, prune, estimate, simulate the best (drv_search.c's header). */
@@ -227,6 +234,9 @@ typedef struct drv_case {
  * "case 'dir/x.json': 'measured.tokens_per_s_per_gpu' is missing".  An empty
  * folder is an error too. */
 int drv_cases_load(const char *dir, drv_case **out, int *n, st_err *err);
+/* One case file (drv_case_release frees it). */
+int drv_case_load(const char *path, drv_case *c, st_err *err);
+void drv_case_release(drv_case *c);
 void drv_cases_free(drv_case *cases, int n);
 
 /* Keeps the cases whose name matches the shell pattern (fnmatch: "*", "?",
@@ -311,6 +321,12 @@ void drv_validate_loo(const drv_case_result *pred, int ncases, const double *gri
  * or the first failed case's code with its message. */
 int drv_validate_fit(const drv_case *cases, int n, int jobs, int timeout_s, int json, FILE *out,
                      st_err *err);
+
+/* The options that search a validation case's cluster, GPUs, batch, sequence
+ * and dtypes, with its published layout placed among the candidates; c and m
+ * (the case and its model) must outlive the search. */
+int drv_search_case_opts(const char *path, drv_search_opts *o, drv_case *c, wl_model *m,
+                         char *fixed, size_t n, st_err *err);
 
 #ifdef __cplusplus
 }

@@ -255,3 +255,21 @@ int drv_case_check_size(const drv_case *c, double params, st_err *err)
                     c->path, have, c->params_b, c->params_b - unit, c->params_b + unit);
 }
 
+
+int drv_case_load(const char *path, drv_case *c, st_err *err)
+{
+  memset(c, 0, sizeof *c);
+  char *text = NULL;
+  size_t len;
+  int rc = st_file_read_all(path, &text, &len, err);
+  if (!rc && !(c->path = dup_str(path)))
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  if (!rc)
+    rc = parse_case(path, text, c, err);
+  free(text);
+  if (rc)
+    case_release(c);
+  return rc;
+}
+
+void drv_case_release(drv_case *c) { case_release(c); }

@@ -98,8 +98,10 @@ static int load_model(const drv_job *j, drv_run *r, st_buf *desc, st_err *err)
 {
   wl_model m;
   wl_layout l;
-  int rc = wl_model_load(j->model, &m, err);
-  if (rc)
+  int rc = ST_OK;
+  if (j->model_spec)
+    m = *j->model_spec;
+  else if ((rc = wl_model_load(j->model, &m, err)))
     return rc;
   if (j->seq_len > 0)
     m.seq_len = j->seq_len;

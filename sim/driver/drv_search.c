@@ -135,12 +135,12 @@ static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const sched_names[] = {"1f1b", "gpipe", "interleaved"};
 
 /* The knobs as a layout request. */
-static void knobs_spec(const enum_ctx *x, const drv_knobs *k, int gbs, char *b, size_t n)
+static void knobs_spec(const enum_ctx *x, const drv_knobs *k, char *b, size_t n)
 {
   int used = snprintf(b, n,
                       "tp=%d,pp=%d,dp=%d,cp=%d,mbs=%d,gbs=%d,vpp=%d,sp=%d,zero=%d,recompute=%s,"
                       "schedule=%s,dtype=%s",
-                      k->tp, k->pp, k->dp, k->cp, k->mbs, gbs, k->vpp, k->sp, k->zero,
+                      k->tp, k->pp, k->dp, k->cp, k->mbs, x->o->gbs, k->vpp, k->sp, k->zero,
                       recompute_names[k->recompute], sched_names[k->schedule], x->o->dtype);
   if (k->dp * k->cp > 1)
     used += snprintf(b + used, n - (size_t)used, ",overlap_grad_reduce=1%s",
@@ -152,8 +152,10 @@ static void knobs_spec(const enum_ctx *x, const drv_knobs *k, int gbs, char *b, 
   if (k->uneven == 1)
     used += snprintf(b + used, n - (size_t)used, ",account_embedding=1,account_loss=1");
   else if (k->uneven == 2)
-    snprintf(b + used, n - (size_t)used, ",first_stage_layers=%d,last_stage_layers=%d",
+    used += snprintf(b + used, n - (size_t)used, ",first_stage_layers=%d,last_stage_layers=%d",
              k->edge_layers, k->edge_layers);
+  if (x->o->fixed && *x->o->fixed)
+    snprintf(b + used, n - (size_t)used, ",%s", x->o->fixed);
 }
 
 /* Lighter first and last stages: the largest e <= the middle stages' layers
@@ -186,7 +188,7 @@ static int enum_inner(enum_ctx *x, drv_knobs k)
         for (k.zero = 0; k.zero <= (k.dp * k.cp > 1 ? 3 : 0) && !rc; k.zero++)
           for (k.recompute = 0; k.recompute < 3 && !rc; k.recompute++) {
             char spec[512];
-            knobs_spec(x, &k, x->o->gbs, spec, sizeof spec);
+            knobs_spec(x, &k, spec, sizeof spec);
             rc = try_layout(x, spec, &k);
           }
       }
@@ -300,13 +302,27 @@ static void mark_dominated(drv_search *s)
  * then one micro-batch after another at that pace, then the drain and the
  * step's tail (gradient reduction, optimizer), which do not depend on the
  * count. */
+/* spec with its "gbs=N" replaced by gbs (the canonical spec has it once). */
+static int with_gbs(const char *spec, int gbs, char *out, size_t n)
+{
+  const char *g = strstr(spec, "gbs=");
+  while (g && g != spec && g[-1] != ',')
+    g = strstr(g + 1, "gbs=");
+  if (!g)
+    return -1;
+  const char *end = g + 4 + strspn(g + 4, "0123456789");
+  int k = snprintf(out, n, "%.*sgbs=%d%s", (int)(g - spec), spec, gbs, end);
+  return k < 0 || (size_t)k >= n ? -1 : 0;
+}
+
 static int estimate_one(const enum_ctx *x, const plat_cluster *cl, drv_candidate *c, st_err *err)
 {
   int m_full = c->microbatches, m_est = c->k.vpp > 1 ? c->k.pp : 1;
   if (m_est > m_full)
     m_est = m_full;
   char spec[1024];
-  knobs_spec(x, &c->k, m_est * c->k.mbs * c->k.dp, spec, sizeof spec);
+  if (with_gbs(c->layout, m_est * c->k.mbs * c->k.dp, spec, sizeof spec))
+    return st_err_set(err, ST_EINPUT, "layout '%s': no gbs to estimate with", c->layout);
   wl_layout l;
   wl_workload *wl = NULL;
   int rc = wl_layout_parse(spec, x->n, x->m, &l, err);
@@ -432,13 +448,20 @@ typedef struct sim_ctx {
   size_t done, todo;
 } sim_ctx;
 
+/* Task i: the i-th candidate, or past the best K the published layout. */
+static drv_candidate *task_cand(const sim_ctx *x, int i)
+{
+  return (size_t)i < x->todo ? &x->s->cands[i] : &x->s->published;
+}
+
 static int simulate_task(void *u, int i, st_buf *reply, st_err *err)
 {
   const sim_ctx *x = u;
   drv_job j;
   drv_job_init(&j);
   j.model = x->o->model;
-  j.layout = x->s->cands[i].layout;
+  j.model_spec = x->o->model_spec;
+  j.layout = task_cand(x, i)->layout;
   j.cluster = x->s->cluster;
   j.seq_len = x->o->seq;
   j.opt.quiet = 1;
@@ -453,7 +476,7 @@ static int simulate_task(void *u, int i, st_buf *reply, st_err *err)
 static void simulate_done(void *u, int i, const drv_answer *a)
 {
   sim_ctx *x = u;
-  drv_candidate *c = &x->s->cands[i];
+  drv_candidate *c = task_cand(x, i);
   c->simulated = 1;
   if (a->end == DRV_END_DONE && !a->rc && a->len == sizeof(an_summary)) {
     an_summary sum;
@@ -499,11 +522,71 @@ static int simulate_best(const drv_search_opts *o, drv_search *s, st_err *err)
 {
   size_t k = (size_t)o->top < s->estimated ? (size_t)o->top : s->estimated;
   sim_ctx x = {o, s, 0, k};
-  int rc = drv_pool_run((int)k, o->jobs, 0, simulate_task, simulate_done, &x, err);
+  int rc = drv_pool_run((int)k + s->have_published, o->jobs, 0, simulate_task, simulate_done, &x,
+                        err);
   if (rc)
     return rc;
   s->simulated = k;
   qsort(s->cands, s->num, sizeof *s->cands, by_simulated);
+  return ST_OK;
+}
+
+/* ---- a published layout among the candidates ---------------------------------- */
+
+/* The published layout as a candidate: parsed, its memory, its estimate, its
+ * place among the estimated ones (1 + those estimated faster). */
+static int place_published(enum_ctx *x, const plat_cluster *cl)
+{
+  drv_search *s = x->s;
+  drv_candidate *c = &s->published;
+  memset(c, 0, sizeof *c);
+  wl_layout l;
+  wl_memory mem;
+  int rc = wl_layout_parse(x->o->published, x->n, x->m, &l, x->err);
+  if (!rc)
+    rc = wl_memory_estimate(x->m, &l, &mem, x->err);
+  if (rc)
+    return rc;
+  drv_knobs k = {l.tp, l.pp, l.dp, l.cp, l.ep, l.etp != l.tp ? l.etp : 0, l.vpp, l.sp, l.tp_overlap, l.mbs, l.zero,
+                 l.recompute, l.schedule, 0, 0};
+  c->k = k;
+  snprintf(c->layout, sizeof c->layout, "%s", l.spec);
+  c->microbatches = l.num_microbatches;
+  c->peak_memory_bytes = mem.peak_bytes;
+  c->fits = mem.peak_bytes <= x->hbm;
+  c->step_time_s = NAN;
+  if ((rc = estimate_one(x, cl, c, x->err)))
+    return rc;
+  c->estimate_rank = 1;
+  for (size_t i = 0; i < s->estimated; i++)
+    c->estimate_rank += s->cands[i].estimate_s < c->estimate_s;
+  s->have_published = 1;
+  return ST_OK;
+}
+
+int drv_search_case_opts(const char *path, drv_search_opts *o, drv_case *c, wl_model *m,
+                         char *fixed, size_t n, st_err *err)
+{
+  int rc = drv_case_load(path, c, err);
+  if (rc)
+    return rc;
+  wl_layout l;
+  if ((rc = wl_model_parse(c->model_json, c->name, m, err)) ||
+      (rc = wl_layout_parse(c->layout, c->num_gpus, m, &l, err))) {
+    drv_case_release(c);
+    return rc;
+  }
+  /* what the run's software and data fixed: its dtypes and attention kernel */
+  snprintf(fixed, n, "grad_dtype=%s,flash=%d", wl_dtype_name(l.grad_dtype), l.flash);
+  o->model = c->name;
+  o->model_spec = m;
+  o->cluster = c->cluster;
+  o->gpus = c->num_gpus;
+  o->gbs = l.gbs;
+  o->seq = m->seq_len;
+  o->dtype = wl_dtype_name(l.dtype);
+  o->fixed = fixed;
+  o->published = c->layout;
   return ST_OK;
 }
 
@@ -568,8 +651,10 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
     return st_err_set(err, ST_EINPUT, "--gbs is required (the global batch in sequences)");
   wl_model m;
   plat_cluster *cl = NULL;
-  int rc = wl_model_load(o->model, &m, err);
-  if (rc)
+  int rc = ST_OK;
+  if (o->model_spec)
+    m = *o->model_spec;
+  else if ((rc = wl_model_load(o->model, &m, err)))
     return rc;
   if (o->seq > 0)
     m.seq_len = o->seq;
@@ -606,6 +691,8 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
   }
   mark_dominated(s);
   if ((rc = estimate_all(&x, cl)))
+    goto out;
+  if (o->published && (rc = place_published(&x, cl)))
     goto out;
   rc = o->top > 0 ? simulate_best(o, s, err) : ST_OK;
 out:

@@ -27,6 +27,10 @@ static void knobs_short(const drv_knobs *k, char *b, size_t n)
 static void command_line(const drv_search_opts *o, const drv_search *s, const drv_candidate *c,
                          char *b, size_t n)
 {
+  if (o->model_spec) { /* a model without a name run knows: the layout only */
+    snprintf(b, n, "%s", c->layout);
+    return;
+  }
   int u = snprintf(b, n, "simtrain run --model %s --layout %s --cluster %s", o->model, c->layout,
                    s->cluster);
   if (o->seq > 0)
@@ -62,6 +66,18 @@ void drv_search_print(const drv_search_opts *o, const drv_search *s, int rows, F
               c->estimate_s, "-", "-", "-", c->peak_memory_bytes / 1073741824.0,
               c->est_exposed_comm_s, c->est_bubble_s, c->failed ? "  failed: " : "",
               c->failed ? c->failure : "");
+  }
+  if (s->have_published) {
+    const drv_candidate *p = &s->published;
+    char k[128];
+    knobs_short(&p->k, k, sizeof k);
+    fprintf(out, "\npublished: %s: estimate %.4f s, rank %d of %zu (top %.1f%%)", k,
+            p->estimate_s, p->estimate_rank, s->estimated,
+            100.0 * p->estimate_rank / (double)(s->estimated ? s->estimated : 1));
+    if (p->simulated && !p->failed)
+      fprintf(out, ", simulated %.4f s; the best found is %.4f s (%+.2f%%)", p->step_time_s,
+              s->cands[0].step_time_s, 100 * (s->cands[0].step_time_s / p->step_time_s - 1));
+    fputc('\n', out);
   }
   if (s->num && !s->cands[0].dominated) {
     char cmd[2048];
@@ -124,7 +140,12 @@ void drv_search_print_json(const drv_search_opts *o, const drv_search *s, FILE *
     st_json_str(out, s->reasons[i].why);
     fprintf(out, ":%ld", s->reasons[i].count);
   }
-  fprintf(out, "},\"best\":");
+  fprintf(out, "}");
+  if (s->have_published) {
+    fprintf(out, ",\"published\":");
+    candidate_json(&s->published, NULL, out);
+  }
+  fprintf(out, ",\"best\":");
   if (n) {
     char cmd[2048];
     command_line(o, s, &s->cands[0], cmd, sizeof cmd);
