@@ -95,6 +95,9 @@ typedef struct drv_job {
 
 /* The defaults: no source, sim_options_init, tr_options_init. */
 void drv_job_init(drv_job *j);
+/* The model: spec when not NULL, else loaded by name (built-in or file); its
+ * sequence length replaced by seq_len when > 0. */
+int drv_model_load(const char *name, const wl_model *spec, int seq_len, wl_model *m, st_err *err);
 
 /* A prediction and everything it was made from. */
 typedef struct drv_run {

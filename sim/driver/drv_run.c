@@ -94,17 +94,25 @@ static int load_trace(const drv_job *j, drv_run *r, st_buf *desc, st_err *err)
   return rc;
 }
 
+int drv_model_load(const char *name, const wl_model *spec, int seq_len, wl_model *m, st_err *err)
+{
+  int rc = ST_OK;
+  if (spec)
+    *m = *spec;
+  else if ((rc = wl_model_load(name, m, err)))
+    return rc;
+  if (seq_len > 0)
+    m->seq_len = seq_len;
+  return ST_OK;
+}
+
 static int load_model(const drv_job *j, drv_run *r, st_buf *desc, st_err *err)
 {
   wl_model m;
   wl_layout l;
-  int rc = ST_OK;
-  if (j->model_spec)
-    m = *j->model_spec;
-  else if ((rc = wl_model_load(j->model, &m, err)))
+  int rc = drv_model_load(j->model, j->model_spec, j->seq_len, &m, err);
+  if (rc)
     return rc;
-  if (j->seq_len > 0)
-    m.seq_len = j->seq_len;
   rc = wl_layout_parse(j->layout, r->cl->num_gpus, &m, &l, err);
   if (!rc)
     rc = wl_generate(&m, &l, &r->wl, err);

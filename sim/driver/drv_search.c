@@ -651,13 +651,9 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
     return st_err_set(err, ST_EINPUT, "--gbs is required (the global batch in sequences)");
   wl_model m;
   plat_cluster *cl = NULL;
-  int rc = ST_OK;
-  if (o->model_spec)
-    m = *o->model_spec;
-  else if ((rc = wl_model_load(o->model, &m, err)))
+  int rc = drv_model_load(o->model, o->model_spec, o->seq, &m, err);
+  if (rc)
     return rc;
-  if (o->seq > 0)
-    m.seq_len = o->seq;
   s->seq = m.seq_len;
   if ((rc = load_cluster(o, s, &cl, err)))
     goto out;
