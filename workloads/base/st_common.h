@@ -2,9 +2,10 @@
  * context, a bump arena, a growable string buffer and whole-file reading that
  * understands gzip.
  *
- * Why here: the workload library is the bottom of the dependency graph (every
- * other stage reads or writes workloads), so the few helpers all stages need
- * live beside it rather than in a folder of their own.
+ * Why workloads/base/: the workload library is the bottom of the dependency
+ * graph (every other stage reads or writes workloads), so the helpers all
+ * stages need are compiled into it; their folder keeps them apart from the
+ * workload code.  The `st_` prefix is the one exception to "prefix = folder".
  *
  * Errors are values.  A function that can fail returns 0 or a negative ST_E*
  * code and fills the caller's st_err with one line that says what failed
