@@ -804,9 +804,30 @@ static void test_err__set_and_prefix(void **state)
   assert_int_equal(st_err_prefix(&err, "trace '%s': ", "rank3.json.gz"), ST_EINPUT);
   assert_string_equal(err.msg, "trace 'rank3.json.gz': event 4031: 'dur' is negative");
   assert_int_equal(st_err_set(NULL, ST_EIO, "x"), ST_EIO);
-  assert_int_equal(st_err_exit_status(ST_EUSAGE), 1);
-  assert_int_equal(st_err_exit_status(ST_EINPUT), 2);
-  assert_int_equal(st_err_exit_status(ST_ESIM), 3);
+}
+
+/* The error table: every code keeps the value, text and exit status the
+ * command-line tests and docs promise (0 ok, 1 usage, 2 input, 3 simulation). */
+static void test_err__table_gives_code_text_and_status(void **state)
+{
+  (void)state;
+  static const struct {
+    int code, value, status;
+    const char *text;
+  } rows[] = {
+      {ST_OK, 0, 0, "success"},
+      {ST_EUSAGE, -1, 1, "usage error"},
+      {ST_EINPUT, -2, 2, "bad input"},
+      {ST_EIO, -3, 2, "input/output error"},
+      {ST_ENOMEM, -4, 2, "out of memory"},
+      {ST_ESIM, -5, 3, "simulation failure"},
+      {-99, -99, 2, "unknown error"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    assert_int_equal(rows[i].code, rows[i].value);
+    assert_int_equal(st_err_exit_status(rows[i].code), rows[i].status);
+    assert_string_equal(st_strerror(rows[i].code), rows[i].text);
+  }
 }
 
 static void test_num_check__finite_in_range_and_whole(void **state)
@@ -1619,6 +1640,7 @@ int main(void)
       cmocka_unit_test(test_parse_bytes__table),
       cmocka_unit_test(test_format_bytes__binary_units),
       cmocka_unit_test(test_err__set_and_prefix),
+      cmocka_unit_test(test_err__table_gives_code_text_and_status),
       cmocka_unit_test(test_num_check__finite_in_range_and_whole),
       cmocka_unit_test(test_read_all__plain_and_gzip_give_the_same_bytes),
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),

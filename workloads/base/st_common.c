@@ -58,12 +58,9 @@ void st_err_clear(st_err *err)
 const char *st_strerror(int code)
 {
   switch (code) {
-  case ST_OK: return "success";
-  case ST_EUSAGE: return "usage error";
-  case ST_EINPUT: return "bad input";
-  case ST_EIO: return "input/output error";
-  case ST_ENOMEM: return "out of memory";
-  case ST_ESIM: return "simulation failure";
+#define ST__ERR_TEXT(name, text, status) case ST_##name: return text;
+    ST_ERR_MAP(ST__ERR_TEXT)
+#undef ST__ERR_TEXT
   default: return "unknown error";
   }
 }
@@ -71,9 +68,9 @@ const char *st_strerror(int code)
 int st_err_exit_status(int code)
 {
   switch (code) {
-  case ST_OK: return 0;
-  case ST_EUSAGE: return 1;
-  case ST_ESIM: return 3;
+#define ST__ERR_STATUS(name, text, status) case ST_##name: return status;
+    ST_ERR_MAP(ST__ERR_STATUS)
+#undef ST__ERR_STATUS
   default: return 2;
   }
 }

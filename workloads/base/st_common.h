@@ -26,14 +26,27 @@
 extern "C" {
 #endif
 
-/* Error codes; main() maps them to exit statuses (see st_err_exit_status). */
+/* Error codes: one table gives each its name ST_<name>, its text
+ * (st_strerror) and the exit status main() ends with (st_err_exit_status),
+ * as libuv's UV_ERRNO_MAP.  The codes are 0, -1, -2, ... in table order. */
+#define ST_ERR_MAP(XX)                                                                      \
+  XX(OK, "success", 0)                                                                      \
+  XX(EUSAGE, "usage error", 1)      /* bad command line */                                  \
+  XX(EINPUT, "bad input", 2)        /* bad input file or spec */                            \
+  XX(EIO, "input/output error", 2)  /* a file could not be read or written */               \
+  XX(ENOMEM, "out of memory", 2)                                                            \
+  XX(ESIM, "simulation failure", 3) /* deadlock, engine failure */
+
+enum st__err_index {
+#define ST__ERR_INDEX(name, text, status) ST__ERR_INDEX_##name,
+  ST_ERR_MAP(ST__ERR_INDEX)
+#undef ST__ERR_INDEX
+};
+
 enum {
-  ST_OK = 0,
-  ST_EUSAGE = -1, /* bad command line                  -> exit 1 */
-  ST_EINPUT = -2, /* bad input file or spec             -> exit 2 */
-  ST_EIO = -3,    /* a file could not be read/written   -> exit 2 */
-  ST_ENOMEM = -4, /* out of memory                      -> exit 2 */
-  ST_ESIM = -5,   /* simulation failure (deadlock ...)  -> exit 3 */
+#define ST__ERR_CODE(name, text, status) ST_##name = -ST__ERR_INDEX_##name,
+  ST_ERR_MAP(ST__ERR_CODE)
+#undef ST__ERR_CODE
 };
 
 #define ST_ERR_MSG_MAX 1024
@@ -50,8 +63,10 @@ int st_err_set(st_err *err, int code, const char *fmt, ...)
 /* Prefix an existing message with more context: "file 'x': " + old message. */
 int st_err_prefix(st_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void st_err_clear(st_err *err);
+/* The table's text for a code; "unknown error" for a code not in it. */
 const char *st_strerror(int code);
-/* Exit status for a code: 0 ok, 1 usage, 2 input/io/memory, 3 simulation. */
+/* The table's exit status for a code (0 ok, 1 usage, 2 input/io/memory,
+ * 3 simulation); 2 for a code not in it. */
 int st_err_exit_status(int code);
 
 /* ---- checked numbers ------------------------------------------------------ */
