@@ -340,5 +340,3 @@ void an_report_print_ranks(const an_results *r, const int32_t *ranks, size_t num
     an_replay_print_text(r->replay, out);
   }
 }
-
-void an_report_print(const an_results *r, FILE *out) { an_report_print_ranks(r, NULL, 0, out); }

@@ -258,13 +258,6 @@ int plat__device_find(const char *name, plat_device *d, st_err *err)
   return rc;
 }
 
-/* Legacy helper kept for callers of the first version. */
-void plat_device_h100_sxm(plat_device *d)
-{
-  if (plat__device_find("H100-SXM", d, NULL))
-    memset(d, 0, sizeof *d);
-}
-
 /* ---- spec ---------------------------------------------------------------- */
 static const char *intra_name(int k) { return plat_intra_kind_name(k); }
 static const char *fabric_name(int k) { return plat_fabric_kind_name(k); }

@@ -391,13 +391,6 @@ int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_er
   return ST_OK;
 }
 
-void plat_link_get(const plat_cluster *c, int id, plat_link_info *out)
-{
-  plat_lay L;
-  plat__layout(c, &L);
-  plat__link_info(c, &L, id, out);
-}
-
 long plat_cluster_switch_count(const plat_cluster *c)
 {
   plat_lay L;

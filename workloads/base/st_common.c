@@ -500,17 +500,6 @@ const char *st_format_bytes(double bytes, char *buf, size_t n)
   return buf;
 }
 
-uint64_t st_hash64(const void *data, size_t len)
-{
-  const unsigned char *p = data;
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 uint64_t st_splitmix64(uint64_t *state)
 {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);

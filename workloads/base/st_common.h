@@ -162,8 +162,7 @@ int st_parse_bytes(const char *s, double *bytes);
 /* Format bytes with binary units into buf ("64 MiB"). */
 const char *st_format_bytes(double bytes, char *buf, size_t n);
 
-/* Deterministic 64-bit hash (FNV-1a) and a splitmix64 stream for seeded randomness. */
-uint64_t st_hash64(const void *data, size_t len);
+/* A splitmix64 stream for seeded randomness. */
 uint64_t st_splitmix64(uint64_t *state);
 
 #ifdef __cplusplus
