@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "commands.h"
 
 const char *cli_command_line = "";
 
