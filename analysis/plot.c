@@ -476,8 +476,7 @@ int an_plot_links(const an_results *r, const char *path, st_err *err)
 /* A run's label: its file name without the folder and ".h5". */
 static void run_label(const char *path, char *buf, size_t n)
 {
-  const char *b = strrchr(path, '/');
-  b = b ? b + 1 : path;
+  const char *b = st_path_basename(path);
   size_t l = strlen(b);
   if (l > 3 && !strcmp(b + l - 3, ".h5"))
     l -= 3;

@@ -1043,6 +1043,90 @@ static void test_write_atomic__writes_through_symlinks_and_refuses_non_files(voi
   rmdir(dir);
 }
 
+static void test_path__basename_and_dirname_table(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *path, *base, *dir;
+  } rows[] = {
+      {"runs/a.h5", "a.h5", "runs"}, {"a.h5", "a.h5", "."},       {"/a.h5", "a.h5", "/"},
+      {"x/y/z", "z", "x/y"},         {"x/", "", "x"},             {"", "", "."},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    assert_string_equal(st_path_basename(rows[i].path), rows[i].base);
+    char *d = st_path_dirname(rows[i].path);
+    assert_non_null(d);
+    assert_string_equal(d, rows[i].dir);
+    free(d);
+  }
+  assert_null(st_strdup(NULL));
+  char *c = st_strdup("copy");
+  assert_string_equal(c, "copy");
+  free(c);
+}
+
+static int is_json(const char *name) { return st_str_ends_with(name, ".json"); }
+
+static void test_dir_list__sorted_regular_files_that_pass_the_filter(void **state)
+{
+  (void)state;
+  char dir[600], p[700];
+  snprintf(dir, sizeof dir, "%s/list", tmpdir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  const char *files[] = {"c.json", "a.json", "b.txt", ".hidden.json"};
+  for (size_t i = 0; i < 4; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+    write_bytes(p, "{}", 2);
+  }
+  snprintf(p, sizeof p, "%s/sub.json", dir); /* a folder: not listed */
+  assert_int_equal(mkdir(p, 0700), 0);
+  char **names = NULL;
+  size_t n = 0;
+  st_err err;
+  st_err_clear(&err);
+  assert_int_equal(st_dir_list(dir, is_json, &names, &n, &err), 0);
+  assert_int_equal(n, 2);
+  snprintf(p, sizeof p, "%s/a.json", dir);
+  assert_string_equal(names[0], p);
+  snprintf(p, sizeof p, "%s/c.json", dir);
+  assert_string_equal(names[1], p);
+  assert_true(st_path_is_file(names[0]));
+  st_str_list_free(names, n);
+  assert_int_equal(st_dir_list(dir, NULL, &names, &n, &err), 0);
+  assert_int_equal(n, 3); /* b.txt too; never the dot file or the folder */
+  st_str_list_free(names, n);
+  snprintf(p, sizeof p, "%s/sub.json", dir);
+  assert_false(st_path_is_file(p));
+  assert_false(st_path_is_file(tmp_path("missing")));
+  rmdir(p);
+  for (size_t i = 0; i < 4; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  char want[800];
+  assert_int_equal(st_dir_list(dir, NULL, &names, &n, &err), ST_EIO);
+  snprintf(want, sizeof want, "cannot open folder '%s': No such file or directory", dir);
+  assert_string_equal(err.msg, want);
+}
+
+static void test_text_line_col__counts_from_one(void **state)
+{
+  (void)state;
+  static const char text[] = "ab\ncd\n\nx";
+  static const struct {
+    size_t off;
+    long line, col;
+  } rows[] = {{0, 1, 1}, {1, 1, 2}, {2, 1, 3}, {3, 2, 1}, {5, 2, 3}, {6, 3, 1}, {7, 4, 1},
+              {8, 4, 2}, {99, 4, 2}}; /* past the end: the end */
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    long line = 0, col = 0;
+    st_text_line_col(text, sizeof text - 1, rows[i].off, &line, &col);
+    assert_int_equal(line, rows[i].line);
+    assert_int_equal(col, rows[i].col);
+  }
+}
+
 /* ---- on-disk form --------------------------------------------------------------- */
 
 static void test_example__reads_as_the_pipeline_built_in_c(void **state)
@@ -1646,6 +1730,9 @@ int main(void)
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),
       cmocka_unit_test(test_write_atomic__replaces_and_leaves_no_temp_file),
       cmocka_unit_test(test_write_atomic__writes_through_symlinks_and_refuses_non_files),
+      cmocka_unit_test(test_path__basename_and_dirname_table),
+      cmocka_unit_test(test_dir_list__sorted_regular_files_that_pass_the_filter),
+      cmocka_unit_test(test_text_line_col__counts_from_one),
       cmocka_unit_test(test_example__reads_as_the_pipeline_built_in_c),
       cmocka_unit_test(test_example__is_in_the_writers_layout),
       cmocka_unit_test(test_round_trip__plain_keeps_every_field),

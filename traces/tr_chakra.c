@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "chakra.pb-c.h"
 #include "tr_int.h"
@@ -935,12 +934,6 @@ static wl_workload *roles_workload(int nranks, const ck_roles *ro, st_err *err)
 
 /* ---- entry ------------------------------------------------------------------- */
 
-static int file_exists(const char *p)
-{
-  struct stat s;
-  return !stat(p, &s) && S_ISREG(s.st_mode);
-}
-
 int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
                      tr_import_stats *stats, st_err *err)
 {
@@ -948,7 +941,7 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
   char **files = NULL;
   int nf = 0;
   int rc = ST_OK;
-  if (file_exists(path)) {
+  if (st_path_is_file(path)) {
     files = malloc(sizeof *files);
     if (!files || !(files[0] = strdup(path)))
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
@@ -958,7 +951,7 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
     for (;;) {
       char b[4096];
       snprintf(b, sizeof b, "%s.%d.et", path, nf);
-      if (!file_exists(b))
+      if (!st_path_is_file(b))
         break;
       char **nv = realloc(files, (size_t)(nf + 1) * sizeof *nv);
       if (!nv || !(nv[nf] = strdup(b))) {

@@ -24,17 +24,6 @@ int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
  * "trace '<path>': ..." . */
 int tr_read_file(const char *path, char **data, size_t *len, st_err *err);
 
-/* Sorted list of regular files in dir whose names pass keep() (NULL = all),
- * as "dir/name" strings; caller frees each and the array. */
-int tr_list_dir(const char *dir, int (*keep)(const char *name), char ***names, size_t *count,
-                st_err *err);
-void tr_free_list(char **names, size_t count);
-
-/* The folder part of a path ("." when there is none); caller frees. */
-char *tr_dirname(const char *path);
-/* Pointer to the last component of a path. */
-const char *tr_basename(const char *path);
-
 /* Set stats->rank_measured_s, rank_start_s, rank_compute_s and rank_comm_s to
  * n entries of NAN (owned by stats). */
 int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err);

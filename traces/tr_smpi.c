@@ -393,7 +393,7 @@ int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
     size_t len;
     rc = tr_read_file(path, &list, &len, err);
     if (!rc) {
-      char *dir = tr_dirname(path);
+      char *dir = st_path_dirname(path);
       char *save;
       for (char *l = strtok_r(list, "\r\n", &save); l && !rc; l = strtok_r(NULL, "\r\n", &save)) {
         while (isspace((unsigned char)*l))
@@ -416,7 +416,7 @@ int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
           snprintf(p, m, "%s/%s", dir, l);
         struct stat s;
         if (stat(p, &s))
-          snprintf(p, m, "%s/%s", dir, tr_basename(l));
+          snprintf(p, m, "%s/%s", dir, st_path_basename(l));
         paths[npaths++] = p;
         bufs[nbufs] = NULL;
         rc = add_file_lines(p, &lines, &n, &cap, &bufs[nbufs++], err);

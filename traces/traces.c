@@ -1,10 +1,7 @@
 /* traces.c — the importer table and "FORMAT:PATH" dispatch. */
 #include "traces.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <sys/stat.h>
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,81 +137,6 @@ int tr_read_file(const char *path, char **data, size_t *len, st_err *err)
       st_err_prefix(err, "trace '%s': ", path);
   }
   return rc;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int tr_list_dir(const char *dir, int (*keep)(const char *name), char ***names, size_t *count,
-                st_err *err)
-{
-  DIR *d = opendir(dir);
-  if (!d)
-    return st_err_set(err, ST_EIO, "trace '%s': cannot open folder: %s", dir, strerror(errno));
-  char **v = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.' || (keep && !keep(e->d_name)))
-      continue;
-    size_t len = strlen(dir) + strlen(e->d_name) + 2;
-    char *full = malloc(len);
-    if (!full)
-      break;
-    snprintf(full, len, "%s/%s", dir, e->d_name);
-    struct stat st;
-    if (stat(full, &st) || !S_ISREG(st.st_mode)) {
-      free(full);
-      continue;
-    }
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      char **nv = realloc(v, cap * sizeof *nv);
-      if (!nv) {
-        free(full);
-        break;
-      }
-      v = nv;
-    }
-    v[n++] = full;
-  }
-  closedir(d);
-  if (n)
-    qsort(v, n, sizeof *v, cmp_str);
-  *names = v;
-  *count = n;
-  return ST_OK;
-}
-
-void tr_free_list(char **names, size_t count)
-{
-  for (size_t i = 0; i < count; i++)
-    free(names[i]);
-  free(names);
-}
-
-const char *tr_basename(const char *path)
-{
-  const char *s = strrchr(path, '/');
-  return s ? s + 1 : path;
-}
-
-char *tr_dirname(const char *path)
-{
-  const char *s = strrchr(path, '/');
-  if (!s)
-    return strdup(".");
-  if (s == path)
-    return strdup("/");
-  size_t n = (size_t)(s - path);
-  char *d = malloc(n + 1);
-  if (d) {
-    memcpy(d, path, n);
-    d[n] = '\0';
-  }
-  return d;
 }
 
 int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)

@@ -1430,21 +1430,6 @@ static int rd_document(rd *r, const cJSON *root, wl_workload **out)
   return ST_OK;
 }
 
-/* "line L, column C" of a byte offset, for syntax errors. */
-static void line_col(const char *json, size_t len, size_t off, long *line, long *col)
-{
-  *line = 1;
-  *col = 1;
-  for (size_t i = 0; i < off && i < len; i++) {
-    if (json[i] == '\n') {
-      (*line)++;
-      *col = 1;
-    } else {
-      (*col)++;
-    }
-  }
-}
-
 int wl_workload_parse(const char *json, size_t len, const char *what, wl_workload **out,
                       st_err *err)
 {
@@ -1455,7 +1440,7 @@ int wl_workload_parse(const char *json, size_t len, const char *what, wl_workloa
   if (!root) {
     size_t off = end && end >= json ? (size_t)(end - json) : 0;
     long line, col;
-    line_col(json, len, off, &line, &col);
+    st_text_line_col(json, len, off, &line, &col);
     if (len == 0)
       return st_err_set(err, ST_EINPUT, "workload '%s': the file is empty", what);
     return st_err_set(err, ST_EINPUT, "workload '%s': JSON syntax error near line %ld, column %ld",
@@ -1465,7 +1450,7 @@ int wl_workload_parse(const char *json, size_t len, const char *what, wl_workloa
   for (const char *p = end; p && p < json + len; p++)
     if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
       long line, col;
-      line_col(json, len, (size_t)(p - json), &line, &col);
+      st_text_line_col(json, len, (size_t)(p - json), &line, &col);
       cJSON_Delete(root);
       return st_err_set(err, ST_EINPUT,
                         "workload '%s': unexpected text after the JSON document at line %ld, "

@@ -244,6 +244,38 @@ int st_str_ends_with(const char *s, const char *suffix)
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+char *st_strdup(const char *s)
+{
+  if (!s)
+    return NULL;
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+void st_str_list_free(char **v, size_t count)
+{
+  for (size_t i = 0; v && i < count; i++)
+    free(v[i]);
+  free(v);
+}
+
+void st_text_line_col(const char *text, size_t len, size_t off, long *line, long *col)
+{
+  *line = 1;
+  *col = 1;
+  for (size_t i = 0; i < off && i < len; i++) {
+    if (text[i] == '\n') {
+      (*line)++;
+      *col = 1;
+    } else {
+      (*col)++;
+    }
+  }
+}
+
 int st_parse_bytes(const char *s, double *bytes)
 {
   /* A plain decimal number: strtod alone would also take " 4", "0x10", "inf". */

@@ -145,8 +145,31 @@ int st_out_commit(st_outfile *o, int ok, const char *path, st_err *err);
  * signal.  main() installs them; again after anything that installs its own
  * (SimGrid's engine catches SIGINT when it starts). */
 void st_signals_install(void);
+/* ---- paths and folders --------------------------------------------------- */
+/* The last component of a path ("runs/a.h5" -> "a.h5"), a pointer into path. */
+const char *st_path_basename(const char *path);
+/* The folder part of a path: "runs/a.h5" -> "runs", "a.h5" -> ".", "/a.h5" ->
+ * "/"; caller frees; NULL when out of memory. */
+char *st_path_dirname(const char *path);
+/* 1 if path names a regular file (symlinks followed), else 0. */
+int st_path_is_file(const char *path);
+/* The regular files of folder dir whose names pass keep() (NULL: all; names
+ * starting with '.' never), as "dir/name" strings sorted by strcmp; free them
+ * with st_str_list_free.  On error nothing is returned and err says
+ * "cannot open folder 'dir': why" (ST_EIO) or "out of memory". */
+int st_dir_list(const char *dir, int (*keep)(const char *name), char ***names, size_t *count,
+                st_err *err);
+
+/* ---- strings -------------------------------------------------------------- */
 /* 1 if the path ends with suffix. */
 int st_str_ends_with(const char *s, const char *suffix);
+/* A copy of s on the heap (NULL for NULL, or when out of memory); caller frees. */
+char *st_strdup(const char *s);
+/* Free count strings and the array holding them (NULL is fine). */
+void st_str_list_free(char **v, size_t count);
+/* Line and column (both from 1) of byte offset off in text of len bytes, for
+ * messages that point into a file ("line 3, column 14"). */
+void st_text_line_col(const char *text, size_t len, size_t off, long *line, long *col);
 /* s as a JSON string, quoted and escaped ('"', '\\', control characters);
  * NULL prints as "". */
 void st_json_str(FILE *out, const char *s);

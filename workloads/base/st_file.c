@@ -1,8 +1,10 @@
-/* st_file.c — files: whole-file reading that understands gzip, and output
- * files written atomically (a temporary renamed onto the target, removed
- * when the process is interrupted).  See st_common.h for the contracts. */
+/* st_file.c — files: whole-file reading that understands gzip, output files
+ * written atomically (a temporary renamed onto the target, removed when the
+ * process is interrupted), paths and folder listings.  See st_common.h for
+ * the contracts. */
 #include "st_common.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -217,4 +219,85 @@ int st_file_write_atomic(const char *path, const void *data, size_t len, int gzi
                       e ? strerror(e) : "write failed");
   }
   return st_out_commit(&o, 1, path, err);
+}
+
+/* ---- paths and folders ------------------------------------------------------ */
+const char *st_path_basename(const char *path)
+{
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+char *st_path_dirname(const char *path)
+{
+  const char *s = strrchr(path, '/');
+  if (!s)
+    return st_strdup(".");
+  if (s == path)
+    return st_strdup("/");
+  size_t n = (size_t)(s - path);
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, path, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+int st_path_is_file(const char *path)
+{
+  struct stat st;
+  return !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int st_dir_list(const char *dir, int (*keep)(const char *name), char ***names, size_t *count,
+                st_err *err)
+{
+  DIR *d = opendir(dir);
+  if (!d)
+    return st_err_set(err, ST_EIO, "cannot open folder '%s': %s", dir, strerror(errno));
+  char **v = NULL;
+  size_t n = 0, cap = 0;
+  int rc = ST_OK;
+  for (struct dirent *e; !rc && (e = readdir(d));) {
+    if (e->d_name[0] == '.' || (keep && !keep(e->d_name)))
+      continue;
+    size_t len = strlen(dir) + strlen(e->d_name) + 2;
+    char *full = malloc(len);
+    if (!full) {
+      rc = ST_ENOMEM;
+      break;
+    }
+    snprintf(full, len, "%s/%s", dir, e->d_name);
+    if (!st_path_is_file(full)) {
+      free(full);
+      continue;
+    }
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **nv = realloc(v, cap * sizeof *nv);
+      if (!nv) {
+        free(full);
+        rc = ST_ENOMEM;
+        break;
+      }
+      v = nv;
+    }
+    v[n++] = full;
+  }
+  closedir(d);
+  if (rc) {
+    st_str_list_free(v, n);
+    return st_err_set(err, rc, "out of memory");
+  }
+  if (n)
+    qsort(v, n, sizeof *v, cmp_str);
+  *names = v;
+  *count = n;
+  return ST_OK;
 }
