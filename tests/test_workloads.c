@@ -1127,6 +1127,37 @@ static void test_text_line_col__counts_from_one(void **state)
   }
 }
 
+/* The one JSON string writer, against RFC 8259's escapes written out by hand. */
+static void test_json_str__escapes_quotes_backslashes_and_controls(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *in, *out;
+  } rows[] = {
+      {NULL, "\"\""},
+      {"", "\"\""},
+      {"plain", "\"plain\""},
+      {"q\"d", "\"q\\\"d\""},
+      {"a\\b", "\"a\\\\b\""},
+      {"l1\nl2\tx", "\"l1\\nl2\\tx\""},
+      {"\x01\x1f\r", "\"\\u0001\\u001f\\u000d\""},
+      {"\xc3\xa9 \x7f", "\"\xc3\xa9 \x7f\""}, /* UTF-8 and DEL pass as they are */
+      {"dir/q\"d\\w.json", "\"dir/q\\\"d\\\\w.json\""},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    st_buf b;
+    st_buf_init(&b);
+    assert_int_equal(st_buf_append(&b, "x", 1), 0);
+    assert_int_equal(st_buf_json_str(&b, rows[i].in), 0);
+    assert_string_equal(b.data + 1, rows[i].out); /* appended after what was there */
+    assert_int_equal(b.data[0], 'x');
+    st_buf_reset(&b);
+    assert_int_equal(b.len, 0);
+    assert_string_equal(b.data, "");
+    st_buf_release(&b);
+  }
+}
+
 /* ---- on-disk form --------------------------------------------------------------- */
 
 static void test_example__reads_as_the_pipeline_built_in_c(void **state)
@@ -1733,6 +1764,7 @@ int main(void)
       cmocka_unit_test(test_path__basename_and_dirname_table),
       cmocka_unit_test(test_dir_list__sorted_regular_files_that_pass_the_filter),
       cmocka_unit_test(test_text_line_col__counts_from_one),
+      cmocka_unit_test(test_json_str__escapes_quotes_backslashes_and_controls),
       cmocka_unit_test(test_example__reads_as_the_pipeline_built_in_c),
       cmocka_unit_test(test_example__is_in_the_writers_layout),
       cmocka_unit_test(test_round_trip__plain_keeps_every_field),

@@ -63,26 +63,8 @@ static void w_sep(wr *w) { w_raw(w, ", ", w->pretty ? 2 : 1); }
 
 static void w_quoted(wr *w, const char *s)
 {
-  w_raw(w, "\"", 1);
-  const char *run = s;
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p >= 0x20 && *p != '"' && *p != '\\')
-      continue;
-    w_raw(w, run, (size_t)((const char *)p - run));
-    char esc[8];
-    switch (*p) {
-    case '"': w_raw(w, "\\\"", 2); break;
-    case '\\': w_raw(w, "\\\\", 2); break;
-    case '\n': w_raw(w, "\\n", 2); break;
-    case '\t': w_raw(w, "\\t", 2); break;
-    default:
-      snprintf(esc, sizeof esc, "\\u%04x", *p);
-      w_raw(w, esc, 6);
-    }
-    run = (const char *)p + 1;
-  }
-  w_str(w, run);
-  w_raw(w, "\"", 1);
+  if (!w->oom && st_buf_json_str(&w->b, s))
+    w->oom = 1;
 }
 
 /* A double that reads back bit for bit.  Integral values below 1e16 (all

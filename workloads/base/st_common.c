@@ -185,6 +185,13 @@ void st_buf_release(st_buf *b)
   st_buf_init(b);
 }
 
+void st_buf_reset(st_buf *b)
+{
+  b->len = 0;
+  if (b->data)
+    b->data[0] = '\0';
+}
+
 static int buf_reserve(st_buf *b, size_t extra)
 {
   if (b->len + extra + 1 <= b->cap)

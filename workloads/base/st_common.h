@@ -109,6 +109,8 @@ typedef struct st_buf {
 
 void st_buf_init(st_buf *b);
 void st_buf_release(st_buf *b);
+/* Empty the buffer and keep its memory, for reuse. */
+void st_buf_reset(st_buf *b);
 int st_buf_append(st_buf *b, const void *data, size_t len);
 int st_buf_printf(st_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Hand the buffer to the caller (who frees it with free()); b is reset. */
@@ -170,10 +172,12 @@ void st_str_list_free(char **v, size_t count);
 /* Line and column (both from 1) of byte offset off in text of len bytes, for
  * messages that point into a file ("line 3, column 14"). */
 void st_text_line_col(const char *text, size_t len, size_t off, long *line, long *col);
-/* s as a JSON string, quoted and escaped ('"', '\\', control characters);
- * NULL prints as "". */
+/* s as a JSON string, quoted and escaped: \" \\ \n \t, other control
+ * characters as \u00XX, everything else (UTF-8 included) as it is; NULL
+ * prints as "".  The one JSON string writer: every JSON the project writes
+ * (workload files, --json output, results-file JSON, exports) uses it. */
 void st_json_str(FILE *out, const char *s);
-/* The same, appended to b; 0 or -1 when out of memory. */
+/* The same, appended to b; 0 or ST_ENOMEM. */
 int st_buf_json_str(st_buf *b, const char *s);
 /* v as a JSON number ("%.17g") in buf, or "null" when v is NaN or infinite
  * (JSON has neither); returns buf. */

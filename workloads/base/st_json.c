@@ -4,18 +4,31 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 int st_buf_json_str(st_buf *b, const char *s)
 {
+  if (!s)
+    s = "";
   int rc = st_buf_append(b, "\"", 1);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && !rc; p++) {
-    if (*p == '"' || *p == '\\')
-      rc = st_buf_printf(b, "\\%c", *p);
-    else if (*p < 0x20)
-      rc = st_buf_printf(b, "\\u%04x", *p);
-    else
-      rc = st_buf_append(b, p, 1);
+  const char *run = s; /* the characters since the last escape, copied at once */
+  for (const unsigned char *p = (const unsigned char *)s; *p && !rc; p++) {
+    if (*p >= 0x20 && *p != '"' && *p != '\\')
+      continue;
+    rc = st_buf_append(b, run, (size_t)((const char *)p - run));
+    if (rc)
+      break;
+    switch (*p) {
+    case '"': rc = st_buf_append(b, "\\\"", 2); break;
+    case '\\': rc = st_buf_append(b, "\\\\", 2); break;
+    case '\n': rc = st_buf_append(b, "\\n", 2); break;
+    case '\t': rc = st_buf_append(b, "\\t", 2); break;
+    default: rc = st_buf_printf(b, "\\u%04x", *p);
+    }
+    run = (const char *)p + 1;
   }
+  if (!rc)
+    rc = st_buf_append(b, run, strlen(run));
   return rc ? rc : st_buf_append(b, "\"", 1);
 }
 
