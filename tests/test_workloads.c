@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "traces.h"
 #include "workload.h"
@@ -1158,6 +1159,139 @@ static void test_json_str__escapes_quotes_backslashes_and_controls(void **state)
   }
 }
 
+static const char *const fabric_names[] = {"switch", "fat-tree"};
+static const char *fabric_name(int i) { return fabric_names[i]; }
+
+/* The shared JSON reader: each check's message, subject, path and key
+ * written out by hand. */
+static void test_jrd__messages_name_the_subject_the_path_and_the_value(void **state)
+{
+  (void)state;
+  st_err err;
+  st_err_clear(&err);
+  st_jrd r = {"spec 'c.json'", "docs/platforms.md", &err};
+  static const char text[] = "{'a': {'b': [1, 'x', 2.5, -1, 1e300]}, 's': 3, 't': true, "
+                             "'e': 'ring', 'n': 0, 'big': 1e308}";
+  char *json = doc(text);
+  cJSON *root = NULL;
+  assert_int_equal(st_json_parse(json, strlen(json), r.subject, &root, &err), 0);
+  free(json);
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "a");
+  const cJSON *b = cJSON_GetObjectItemCaseSensitive(a, "b");
+  st_jpath at_a = {NULL, "a", 0}, at_b = {&at_a, "b", 0};
+  st_jpath el[5];
+  const cJSON *e[5];
+  const cJSON *x = b->child;
+  for (int i = 0; i < 5; i++, x = x->next) {
+    el[i] = (st_jpath){&at_b, NULL, i};
+    e[i] = x;
+  }
+#define MEMBER(k) cJSON_GetObjectItemCaseSensitive(root, k)
+  const char *const top[] = {"a", "s", "t", "e", "n", "big"};
+  const cJSON *slots[6];
+  assert_int_equal(st_jrd_members(&r, NULL, root, top, 6, slots), 0);
+  assert_ptr_equal(slots[1], MEMBER("s"));
+  const char *const top_null[] = {"a", "s", "t", "e", "n", "big", NULL};
+  assert_int_equal(st_jrd_members(&r, NULL, root, top_null, -1, NULL), 0);
+  const char *sv = NULL;
+  double d = 0;
+  long l = 0;
+  int k = 0;
+  /* each check fails with exactly its message (and leaves *out alone) */
+#define CHECK(call, code, want)                                                                    \
+  do {                                                                                             \
+    st_err_clear(&err);                                                                            \
+    assert_int_equal(call, code);                                                                  \
+    assert_string_equal(err.msg, want);                                                            \
+  } while (0)
+  CHECK(st_jrd_members(&r, NULL, root, top, 5, NULL), ST_EINPUT,
+        "spec 'c.json': key 'big' is unknown (see docs/platforms.md)");
+  CHECK(st_jrd_members(&r, &at_a, a, top, 1, NULL), ST_EINPUT,
+        "spec 'c.json': a: key 'b' is unknown (see docs/platforms.md)");
+  CHECK(st_jrd_members(&r, NULL, b, top, 1, NULL), ST_EINPUT,
+        "spec 'c.json': the document is an array, expected an object");
+  CHECK(st_jrd_members(&r, &at_b, b, top, 1, NULL), ST_EINPUT,
+        "spec 'c.json': a.b: is an array, expected an object");
+  CHECK(st_jrd_missing(&r, &at_a, "z"), ST_EINPUT, "spec 'c.json': a: key 'z' is missing");
+  CHECK(st_jrd_string(&r, NULL, MEMBER("s"), &sv), ST_EINPUT,
+        "spec 'c.json': 's' is a number, expected a string");
+  CHECK(st_jrd_bool(&r, NULL, MEMBER("s"), &k), ST_EINPUT,
+        "spec 'c.json': 's' is a number, expected true or false");
+  CHECK(st_jrd_number(&r, NULL, MEMBER("n"), ST_NUM_REAL | ST_NUM_OPEN_LO, 0, 10, &d), ST_EINPUT,
+        "spec 'c.json': 'n' is 0; it must be greater than 0");
+  CHECK(st_jrd_number(&r, NULL, MEMBER("big"), ST_NUM_REAL, 0, 1e6, &d), ST_EINPUT,
+        "spec 'c.json': 'big' is 1e+308, above the largest allowed 1000000");
+  CHECK(st_jrd_number(&r, NULL, MEMBER("t"), ST_NUM_REAL, 0, 1e6, &d), ST_EINPUT,
+        "spec 'c.json': 't' is true, expected a number");
+  CHECK(st_jrd_number(&r, &el[2], e[2], ST_NUM_INTEGER, 0, 9, &d), ST_EINPUT,
+        "spec 'c.json': a.b[2]: is 2.5, not a whole number");
+  CHECK(st_jrd_size(&r, &el[1], e[1], &d), ST_EINPUT,
+        "spec 'c.json': a.b[1]: is a string, expected a number");
+  CHECK(st_jrd_size(&r, &el[3], e[3], &d), ST_EINPUT, "spec 'c.json': a.b[3]: is negative");
+  CHECK(st_jrd_bytes(&r, &el[4], e[4], &d), ST_EINPUT,
+        "spec 'c.json': a.b[4]: is 1e+300, above the largest allowed 9007199254740992");
+  CHECK(st_jrd_int(&r, &el[2], e[2], 0, 9, &l), ST_EINPUT,
+        "spec 'c.json': a.b[2]: is 2.5, expected an integer");
+  CHECK(st_jrd_int(&r, NULL, MEMBER("s"), 4, 9, &l), ST_EINPUT,
+        "spec 'c.json': 's' is 3, outside 4..9");
+  CHECK(st_jrd_elem_int(&r, &el[0], e[0], "rank", 2, 5, &l), ST_EINPUT,
+        "spec 'c.json': a.b[0]: rank 1 is outside 2..5");
+  CHECK(st_jrd_elem_int(&r, &el[1], e[1], "rank", 2, 5, &l), ST_EINPUT,
+        "spec 'c.json': a.b[1]: rank is a string, expected an integer");
+  CHECK(st_jrd_enum(&r, NULL, MEMBER("e"), NULL, fabric_name, 2, &k), ST_EINPUT,
+        "spec 'c.json': 'e' is 'ring', expected one of switch, fat-tree");
+  CHECK(st_jrd_oom(&r), ST_ENOMEM, "spec 'c.json': out of memory");
+  assert_null(sv);
+  assert_true(d == 0 && l == 0 && k == 0);
+  /* and succeed with the value */
+  assert_int_equal(st_jrd_int(&r, NULL, MEMBER("s"), 3, 3, &l), 0);
+  assert_int_equal(l, 3);
+  assert_int_equal(st_jrd_bool(&r, NULL, MEMBER("t"), &k), 0);
+  assert_int_equal(k, 1);
+  assert_int_equal(st_jrd_number(&r, &el[0], e[0], ST_NUM_INTEGER | ST_NUM_OPEN_LO, 0, 1, &d), 0);
+  assert_true(d == 1);
+  cJSON_Delete(root);
+  json = doc("{'k': 1, 'k': 2}");
+  assert_int_equal(st_json_parse(json, strlen(json), r.subject, &root, &err), 0);
+  free(json);
+  CHECK(st_jrd_members(&r, NULL, root, top_null, -1, NULL), ST_EINPUT,
+        "spec 'c.json': key 'k' is unknown (see docs/platforms.md)");
+  const char *const just_k[] = {"k"};
+  CHECK(st_jrd_members(&r, NULL, root, just_k, 1, NULL), ST_EINPUT,
+        "spec 'c.json': key 'k' appears twice");
+#undef CHECK
+#undef MEMBER
+  cJSON_Delete(root);
+}
+
+/* Syntax errors point at the line and column; what follows the document is
+ * an error; an empty file says so. */
+static void test_json_parse__errors_point_at_the_place(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *text, *msg;
+  } rows[] = {
+      {"", "m: the file is empty"},
+      {"{\n  \"a\": }", "m: JSON syntax error near line 2, column 8"},
+      {"{} x", "m: unexpected text after the JSON document at line 1, column 4"},
+      {"[1,\n2]\n\n  {}", "m: unexpected text after the JSON document at line 4, column 3"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    st_err err;
+    st_err_clear(&err);
+    cJSON *root = NULL;
+    assert_int_equal(st_json_parse(rows[i].text, strlen(rows[i].text), "m", &root, &err),
+                     ST_EINPUT);
+    assert_null(root);
+    assert_string_equal(err.msg, rows[i].msg);
+  }
+  cJSON *root = NULL;
+  assert_int_equal(st_json_parse("{\"k\": 1} \n", 10, "m", &root, NULL), 0);
+  assert_non_null(root);
+  cJSON_Delete(root);
+}
+
 /* ---- on-disk form --------------------------------------------------------------- */
 
 static void test_example__reads_as_the_pipeline_built_in_c(void **state)
@@ -1765,6 +1899,8 @@ int main(void)
       cmocka_unit_test(test_dir_list__sorted_regular_files_that_pass_the_filter),
       cmocka_unit_test(test_text_line_col__counts_from_one),
       cmocka_unit_test(test_json_str__escapes_quotes_backslashes_and_controls),
+      cmocka_unit_test(test_jrd__messages_name_the_subject_the_path_and_the_value),
+      cmocka_unit_test(test_json_parse__errors_point_at_the_place),
       cmocka_unit_test(test_example__reads_as_the_pipeline_built_in_c),
       cmocka_unit_test(test_example__is_in_the_writers_layout),
       cmocka_unit_test(test_round_trip__plain_keeps_every_field),

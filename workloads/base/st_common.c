@@ -88,11 +88,11 @@ int st_num_check(double v, int kind, double lo, double hi, st_err *err, const ch
   double bound = 0;
   if (!isfinite(v))
     why = "not finite";
-  else if (v < lo)
-    why = "below", bound = lo;
+  else if ((kind & ST_NUM_OPEN_LO) ? v <= lo : v < lo)
+    why = (kind & ST_NUM_OPEN_LO) ? "greater" : "below", bound = lo;
   else if (v > hi)
     why = "above", bound = hi;
-  else if (kind == ST_NUM_INTEGER && v != floor(v))
+  else if ((kind & ST_NUM_INTEGER) && v != floor(v))
     why = "whole";
   if (!why)
     return ST_OK;
@@ -109,6 +109,8 @@ int st_num_check(double v, int kind, double lo, double hi, st_err *err, const ch
       st_err_set(err, ST_EINPUT, "%s is not a finite number", subject);
     else if (why[0] == 'w')
       st_err_set(err, ST_EINPUT, "%s is %s, not a whole number", subject, a);
+    else if (why[0] == 'g')
+      st_err_set(err, ST_EINPUT, "%s is %s; it must be greater than %s", subject, a, b);
     else
       st_err_set(err, ST_EINPUT, "%s is %s, %s the %s allowed %s", subject, a, why,
                  why[0] == 'b' ? "smallest" : "largest", b);

@@ -76,13 +76,16 @@ int st_err_exit_status(int code);
 #define ST_BYTES_MAX 9007199254740992.0 /* 2^53: every byte count up to it is exact in a double */
 #define ST_INT32_MAX 2147483647.0
 #define ST_INT32_MIN (-2147483648.0)
-enum { ST_NUM_REAL = 0, ST_NUM_INTEGER = 1 };
+/* kind: ST_NUM_REAL or ST_NUM_INTEGER, either | ST_NUM_OPEN_LO (lo itself
+ * is out of range: lo < v, for rates that must be positive). */
+enum { ST_NUM_REAL = 0, ST_NUM_INTEGER = 1, ST_NUM_OPEN_LO = 2 };
 /* 0 if v is finite, lo <= v <= hi and (kind ST_NUM_INTEGER) a whole number;
  * else ST_EINPUT with err saying, after the subject that fmt names (file,
  * place and key: "cluster 'c.json': 'nic_GBps'"), one of
  *   <subject> is not a finite number
  *   <subject> is 1e+19, above the largest allowed 9007199254740992
  *   <subject> is -1, below the smallest allowed 0
+ *   <subject> is 0; it must be greater than 0          (ST_NUM_OPEN_LO)
  *   <subject> is 2.5, not a whole number */
 int st_num_check(double v, int kind, double lo, double hi, st_err *err, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
@@ -182,6 +185,81 @@ int st_buf_json_str(st_buf *b, const char *s);
 /* v as a JSON number ("%.17g") in buf, or "null" when v is NaN or infinite
  * (JSON has neither); returns buf. */
 const char *st_json_num(double v, char *buf, size_t n);
+
+/* ---- reading JSON: every value checked where it is read -----------------
+ * One reader for workload files, cluster specs and model specs.  A reader
+ * names its subject once ("workload 'w.json'", "spec 'c.json'"); each check
+ * is given the place of the object it reads in as a chain of st_jpath frames
+ * on the C stack, rendered only when an error is reported, so the happy path
+ * pays nothing for it.  Messages read
+ *     <subject>: <path>: <what is wrong>
+ *     workload 'w.json': programs[3].ops[7]: key 'byts' is unknown
+ *     spec 'c.json': node.intra: 'link_GBps' is a string, expected a number
+ *     model 'm.json': key 'vocab' is missing            (at the top: no path)
+ * where a value is named by its key, or by nothing when it is an array
+ * element (the path ends in its index).  Each check returns 0 or ST_EINPUT
+ * (ST_ENOMEM for st_jrd_oom) and writes nothing on error. */
+struct cJSON;
+
+typedef struct st_jpath {
+  const struct st_jpath *up; /* the enclosing place, NULL at the top */
+  const char *key;           /* ".key" when non-NULL, else "[idx]" */
+  long idx;
+} st_jpath;
+
+typedef struct st_jrd {
+  const char *subject; /* "workload 'w.json'" */
+  const char *doc;     /* named after an unknown key ("see docs/platforms.md"), or NULL */
+  st_err *err;         /* may be NULL */
+} st_jrd;
+
+/* Parse text (len bytes) as one JSON document; *root is the caller's to
+ * cJSON_Delete.  Errors name the subject and the place:
+ *     <subject>: the file is empty
+ *     <subject>: JSON syntax error near line 3, column 14
+ *     <subject>: unexpected text after the JSON document at line 9, column 2 */
+int st_json_parse(const char *text, size_t len, const char *subject, struct cJSON **root,
+                  st_err *err);
+/* "a number", "a string", "an array", "an object", "null", "true", "false". */
+const char *st_json_type_name(const struct cJSON *v);
+
+/* ST_EINPUT with "<subject>: <path>: " + the message. */
+int st_jrd_fail(const st_jrd *r, const st_jpath *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* ST_ENOMEM with "<subject>: out of memory". */
+int st_jrd_oom(const st_jrd *r);
+/* "key 'k' is missing" at the object's path. */
+int st_jrd_missing(const st_jrd *r, const st_jpath *at, const char *key);
+/* The object at `at` has only keys from keys[0..n-1] (n < 0: keys ends with
+ * NULL), each at most once: "key 'k' is unknown", "key 'k' appears twice",
+ * "is an array, expected an object" ("the document is ..." at the top).
+ * slots (n entries, may be NULL) receive each key's member or NULL. */
+int st_jrd_members(const st_jrd *r, const st_jpath *at, const struct cJSON *obj,
+                   const char *const *keys, int n, const struct cJSON **slots);
+/* Member v of the object at `at`, of the type asked for: */
+int st_jrd_string(const st_jrd *r, const st_jpath *at, const struct cJSON *v, const char **out);
+int st_jrd_bool(const st_jrd *r, const st_jpath *at, const struct cJSON *v, int *out);
+/* A finite number >= 0 ("'k' is negative"). */
+int st_jrd_size(const st_jrd *r, const st_jpath *at, const struct cJSON *v, double *out);
+/* A byte count: st_jrd_size, and at most ST_BYTES_MAX. */
+int st_jrd_bytes(const st_jrd *r, const st_jpath *at, const struct cJSON *v, double *out);
+/* A whole number in lo..hi ("'k' is 2.5, expected an integer", "'k' is 0,
+ * outside 1..255"). */
+int st_jrd_int(const st_jrd *r, const st_jpath *at, const struct cJSON *v, long lo, long hi,
+               long *out);
+/* A number checked by st_num_check (kind, lo, hi), for rates and limits:
+ * "'k' is 1e+308, above the largest allowed 1000000". */
+int st_jrd_number(const st_jrd *r, const st_jpath *at, const struct cJSON *v, int kind, double lo,
+                  double hi, double *out);
+/* An array element that must be a whole number in lo..hi, named by noun:
+ * "rank 99 is outside 0..1", "rank is a string, expected an integer". */
+int st_jrd_elem_int(const st_jrd *r, const st_jpath *at, const struct cJSON *v, const char *noun,
+                    long lo, long hi, long *out);
+/* A name from a table of count names: from_name(s) (NULL: the exact names
+ * name_of(0..count-1)) gives its index; "'k' is 'ring', expected one of
+ * switch, fat-tree, ...". */
+int st_jrd_enum(const st_jrd *r, const st_jpath *at, const struct cJSON *v,
+                int (*from_name)(const char *), const char *(*name_of)(int), int count, int *out);
 
 /* Parse a size like "4G", "64MiB", "1M", "512", "1.5K" into bytes (K=1024).
  * Returns 0 on success. */
