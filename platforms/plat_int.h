@@ -39,6 +39,11 @@ int plat__cube_lanes(int i, int j);
  * "presets/<name>.json" (caller frees), or NULL when there is no such file. */
 char *plat__data_read(const char *rel, st_err *err);
 
+/* The devices table, platform data "devices.json", parsed (caller frees it
+ * with cJSON_Delete); messages name it PLAT__DEVICES. */
+#define PLAT__DEVICES "devices 'devices.json'"
+struct cJSON;
+int plat__devices_json(struct cJSON **root, st_err *err);
 /* Parse the devices table and fill d for device 'name'. */
 int plat__device_find(const char *name, plat_device *d, st_err *err);
 
