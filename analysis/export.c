@@ -287,7 +287,7 @@ static void write_trace(out_t *o, const an_results *r, const layout *L, thread_k
       put_str(o, c->name);
       if (!strcmp(t->kind, "coll")) {
         char peers[256];
-        an_format_rank_list(&r->comm_ranks[c->first], (size_t)c->size, peers, sizeof peers);
+        an__format_rank_list(&r->comm_ranks[c->first], (size_t)c->size, peers, sizeof peers);
         putf(o, ",\"nranks\":%d,\"peers\":", c->size);
         put_str(o, peers);
       }

@@ -342,9 +342,9 @@ static int parse_fabric(const st_jrd *j, const cJSON *f, plat_cluster *c)
       return rc;
     if (c->fabric_radix % 2)
       return st_jrd_fail(j, &at_fab, "'radix' is %d; it must be even", c->fabric_radix);
-    if (c->fabric_levels > PLAT_MAX_LEVELS)
+    if (c->fabric_levels > PLAT__MAX_LEVELS)
       return st_jrd_fail(j, &at_fab, "'levels' is %d; at most %d are supported", c->fabric_levels,
-                         PLAT_MAX_LEVELS);
+                         PLAT__MAX_LEVELS);
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(f, "oversub");
     if (o) {
       if (!cJSON_IsArray(o) || cJSON_GetArraySize(o) > 4)
@@ -483,7 +483,7 @@ int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
   }
   if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
     int R = c->fabric_radix, want = c->fabric_levels;
-    int lo = want ? want : 1, hi = want ? want : PLAT_MAX_LEVELS;
+    int lo = want ? want : 1, hi = want ? want : PLAT__MAX_LEVELS;
     int found = 0;
     for (int h = lo; h <= hi && !found; h++) {
       c->fabric_levels = h;
@@ -518,7 +518,7 @@ int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
                         "%d routers x %d global links",
                         what, groups, groups - 1, c->dragonfly[0], c->dragonfly[2]);
   }
-  plat_lay L;
+  plat__lay L;
   plat__layout(c, &L);
   if (L.total > INT_MAX)
     return st_err_set(err, ST_EINPUT, "%s: %ld links is too many", what, L.total);

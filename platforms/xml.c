@@ -40,7 +40,7 @@ int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err)
                       "GPUs (it grows with the square of the GPUs); simtrain builds larger "
                       "clusters in memory",
                       c->name, c->num_gpus, PLAT_XML_MAX_GPUS);
-  plat_lay L;
+  plat__lay L;
   plat__layout(c, &L);
   /* the most switches any route crosses */
   int maxsw = 0;

@@ -434,7 +434,7 @@ static int pg_add(kt_ctx *c, const kt_file *f, const char *name, const int32_t *
 static int read_file(kt_ctx *c, kt_file *f)
 {
   size_t len;
-  int rc = tr_read_file(f->path, &f->data, &len, c->err);
+  int rc = tr__read_file(f->path, &f->data, &len, c->err);
   if (rc)
     return rc;
   const char *end = NULL;
@@ -699,7 +699,7 @@ static int et_load_dir(kt_ctx *c, const char *dir)
   for (size_t i = 0; i < n; i++) {
     char *data;
     size_t len;
-    if (tr_read_file(names[i], &data, &len, c->err)) {
+    if (tr__read_file(names[i], &data, &len, c->err)) {
       st_str_list_free(names, n);
       return c->err->code;
     }
@@ -1351,8 +1351,8 @@ static int list_inputs(const char *spec, char ***names, size_t *count, st_err *e
   return ST_OK;
 }
 
-int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
-                     tr_import_stats *stats, st_err *err)
+int tr__kineto_import(const char *path, const tr_options *opt, wl_workload **out,
+                      tr_import_stats *stats, st_err *err)
 {
   kt_ctx c;
   memset(&c, 0, sizeof c);
@@ -1476,7 +1476,7 @@ int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
     }
   }
   if (!rc)
-    rc = tr_stats_alloc_ranks(stats, world, err);
+    rc = tr__stats_alloc_ranks(stats, world, err);
   /* programs in rank order, so that program i is rank i's */
   for (int r = 0; !rc && r < world; r++)
     for (int i = 0; i < c.nfiles && !rc; i++)
@@ -1491,7 +1491,7 @@ int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
   if (!rc) {
     stats->measured_step_s = (t1 - t0) * 1e-6;
     wl->meta.iterations = 1;
-    rc = tr_finish(wl, "kineto", path, err);
+    rc = tr__finish(wl, "kineto", path, err);
   }
   ctx_release(&c);
   if (rc) {

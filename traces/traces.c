@@ -10,13 +10,14 @@
 
 /* Importers register here; each lives in tr_<format>.c. */
 static const tr_format formats[] = {
-    {"kineto", "PyTorch profiler Chrome-trace JSON (.json/.json.gz), one file per rank: DIR or FILE,FILE...",
-     tr_kineto_import},
-    {"chakra", "Chakra execution traces PREFIX.<rank>.et (or one .et file)", tr_chakra_import},
+    {"kineto",
+     "PyTorch profiler Chrome-trace JSON (.json/.json.gz), one file per rank: DIR or FILE,FILE...",
+     tr__kineto_import},
+    {"chakra", "Chakra execution traces PREFIX.<rank>.et (or one .et file)", tr__chakra_import},
     {"astra", "ASTRA-sim 1.0 / SimAI layer-wise text workload, expanded over --gpus N",
-     tr_astra_import},
+     tr__astra_import},
     {"smpi", "SimGrid time-independent trace (actions file, or a file listing per-rank files)",
-     tr_smpi_import},
+     tr__smpi_import},
     {NULL, NULL, NULL},
 };
 
@@ -126,7 +127,7 @@ void tr_import_stats_release(tr_import_stats *s)
 
 /* ---- helpers shared by the importers (tr_int.h) ------------------------- */
 
-int tr_read_file(const char *path, char **data, size_t *len, st_err *err)
+int tr__read_file(const char *path, char **data, size_t *len, st_err *err)
 {
   int rc = st_file_read_all(path, data, len, err);
   if (rc && err) {
@@ -139,7 +140,7 @@ int tr_read_file(const char *path, char **data, size_t *len, st_err *err)
   return rc;
 }
 
-int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
+int tr__stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
 {
   tr_import_stats_release(stats);
   size_t sz = (size_t)(n > 0 ? n : 1) * sizeof(double);
@@ -159,7 +160,7 @@ int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
   return ST_OK;
 }
 
-wl_workload *tr_world_workload(int n, st_err *err)
+wl_workload *tr__world_workload(int n, st_err *err)
 {
   const char *role = "world";
   wl_workload *wl = wl_workload_create(n, 1, &role);
@@ -181,7 +182,7 @@ wl_workload *tr_world_workload(int n, st_err *err)
   return wl;
 }
 
-int tr_finish(wl_workload *wl, const char *format, const char *path, st_err *err)
+int tr__finish(wl_workload *wl, const char *format, const char *path, st_err *err)
 {
   char src[512];
   snprintf(src, sizeof src, "%s:%s", format, path);
