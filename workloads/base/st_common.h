@@ -1,6 +1,9 @@
 /* st_common.h — project-wide basics every stage shares: error values with
- * context, a bump arena, a growable string buffer and whole-file reading that
- * understands gzip.
+ * context (one table of codes), checked numbers, a bump arena, a growable
+ * string buffer, strings and sizes (st_common.c); whole-file reading that
+ * understands gzip, atomic output files, paths and folder listings
+ * (st_file.c); the one JSON string writer and the checked JSON reader
+ * (st_json.c).
  *
  * Why workloads/base/: the workload library is the bottom of the dependency
  * graph (every other stage reads or writes workloads), so the helpers all
@@ -119,6 +122,25 @@ int st_buf_printf(st_buf *b, const char *fmt, ...) __attribute__((format(printf,
 /* Hand the buffer to the caller (who frees it with free()); b is reset. */
 char *st_buf_detach(st_buf *b, size_t *len);
 
+/* ---- strings -------------------------------------------------------------- */
+/* 1 if s ends with suffix. */
+int st_str_ends_with(const char *s, const char *suffix);
+/* A copy of s on the heap (NULL for NULL, or when out of memory); caller frees. */
+char *st_strdup(const char *s);
+/* Free count strings and the array holding them (NULL is fine). */
+void st_str_list_free(char **v, size_t count);
+/* Line and column (both from 1) of byte offset off in text of len bytes, for
+ * messages that point into a file ("line 3, column 14"). */
+void st_text_line_col(const char *text, size_t len, size_t off, long *line, long *col);
+/* Parse a size like "4G", "64MiB", "1M", "512", "1.5K" into bytes (K=1024).
+ * Returns 0 on success. */
+int st_parse_bytes(const char *s, double *bytes);
+/* Format bytes with binary units into buf ("64 MiB"). */
+const char *st_format_bytes(double bytes, char *buf, size_t n);
+
+/* A splitmix64 stream for seeded randomness. */
+uint64_t st_splitmix64(uint64_t *state);
+
 /* ---- files -------------------------------------------------------------- */
 /* Read a whole file, inflating it if it is gzip-compressed (detected by the
  * magic bytes, not the name).  *data is NUL-terminated; caller frees. */
@@ -150,6 +172,7 @@ int st_out_commit(st_outfile *o, int ok, const char *path, st_err *err);
  * signal.  main() installs them; again after anything that installs its own
  * (SimGrid's engine catches SIGINT when it starts). */
 void st_signals_install(void);
+
 /* ---- paths and folders --------------------------------------------------- */
 /* The last component of a path ("runs/a.h5" -> "a.h5"), a pointer into path. */
 const char *st_path_basename(const char *path);
@@ -165,16 +188,7 @@ int st_path_is_file(const char *path);
 int st_dir_list(const char *dir, int (*keep)(const char *name), char ***names, size_t *count,
                 st_err *err);
 
-/* ---- strings -------------------------------------------------------------- */
-/* 1 if the path ends with suffix. */
-int st_str_ends_with(const char *s, const char *suffix);
-/* A copy of s on the heap (NULL for NULL, or when out of memory); caller frees. */
-char *st_strdup(const char *s);
-/* Free count strings and the array holding them (NULL is fine). */
-void st_str_list_free(char **v, size_t count);
-/* Line and column (both from 1) of byte offset off in text of len bytes, for
- * messages that point into a file ("line 3, column 14"). */
-void st_text_line_col(const char *text, size_t len, size_t off, long *line, long *col);
+/* ---- writing JSON ------------------------------------------------------- */
 /* s as a JSON string, quoted and escaped: \" \\ \n \t, other control
  * characters as \u00XX, everything else (UTF-8 included) as it is; NULL
  * prints as "".  The one JSON string writer: every JSON the project writes
@@ -260,15 +274,6 @@ int st_jrd_elem_int(const st_jrd *r, const st_jpath *at, const struct cJSON *v, 
  * switch, fat-tree, ...". */
 int st_jrd_enum(const st_jrd *r, const st_jpath *at, const struct cJSON *v,
                 int (*from_name)(const char *), const char *(*name_of)(int), int count, int *out);
-
-/* Parse a size like "4G", "64MiB", "1M", "512", "1.5K" into bytes (K=1024).
- * Returns 0 on success. */
-int st_parse_bytes(const char *s, double *bytes);
-/* Format bytes with binary units into buf ("64 MiB"). */
-const char *st_format_bytes(double bytes, char *buf, size_t n);
-
-/* A splitmix64 stream for seeded randomness. */
-uint64_t st_splitmix64(uint64_t *state);
 
 #ifdef __cplusplus
 }
