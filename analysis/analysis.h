@@ -207,9 +207,8 @@ void an_results_destroy(an_results *r);
 int an_rank_list_parse(const char *spec, int32_t num_ranks, int32_t **out, size_t *n,
                        st_err *err);
 
-/* `simtrain report`: readable in 100 columns. */
-void an_report_print(const an_results *r, FILE *out);
-/* The same, with the per-rank table limited to the given ranks (in that order). */
+/* `simtrain report`: readable in 100 columns; the per-rank table limited to
+ * the given ranks (in that order), or every rank when ranks is NULL. */
 void an_report_print_ranks(const an_results *r, const int32_t *ranks, size_t num_ranks,
                            FILE *out);
 

@@ -45,6 +45,7 @@
 typedef struct out_t {
   gzFile gz;
   int bad;
+  st_buf str; /* scratch for one escaped string */
 } out_t;
 
 static void put(out_t *o, const char *s)
@@ -70,27 +71,11 @@ static void putf(out_t *o, const char *fmt, ...)
 
 static void put_str(out_t *o, const char *s)
 {
-  char buf[256];
-  size_t k = 0;
-  buf[k++] = '"';
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (k + 8 >= sizeof buf) {
-      buf[k] = '\0';
-      put(o, buf);
-      k = 0;
-    }
-    if (*p == '"' || *p == '\\') {
-      buf[k++] = '\\';
-      buf[k++] = (char)*p;
-    } else if (*p < 0x20) {
-      k += (size_t)snprintf(buf + k, sizeof buf - k, "\\u%04x", *p);
-    } else {
-      buf[k++] = (char)*p;
-    }
-  }
-  buf[k++] = '"';
-  buf[k] = '\0';
-  put(o, buf);
+  st_buf_reset(&o->str);
+  if (st_buf_json_str(&o->str, s))
+    o->bad = 1;
+  else
+    put(o, o->str.data);
 }
 
 /* Microseconds, to the nanosecond. */
@@ -302,7 +287,7 @@ static void write_trace(out_t *o, const an_results *r, const layout *L, thread_k
       put_str(o, c->name);
       if (!strcmp(t->kind, "coll")) {
         char peers[256];
-        an_format_rank_list(&r->comm_ranks[c->first], (size_t)c->size, peers, sizeof peers);
+        an__format_rank_list(&r->comm_ranks[c->first], (size_t)c->size, peers, sizeof peers);
         putf(o, ",\"nranks\":%d,\"peers\":", c->size);
         put_str(o, peers);
       }
@@ -430,7 +415,7 @@ int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
   }
   const char *tmp = of.tmp;
   int gz = st_str_ends_with(path, ".gz");
-  out_t o = {gzopen(tmp, gz ? "wb6" : "wbT"), 0};
+  out_t o = {gzopen(tmp, gz ? "wb6" : "wbT"), 0, {NULL, 0, 0}};
   if (!o.gz) {
     int e = errno;
     st_out_commit(&of, 0, path, NULL);
@@ -453,6 +438,7 @@ int an_export_perfetto_grouped(const an_results *r, const char *path, int group,
   qsort(threads, r->num_timeline, sizeof *threads, cmp_thread);
   an_export_counts cnt = {0};
   write_trace(&o, r, &L, threads, pairs, npairs, &cnt);
+  st_buf_release(&o.str);
   free(threads);
   free(pairs);
   free(L.host);

@@ -62,36 +62,36 @@ static void time_unit(double max_s, const char **name, double *scale)
 }
 
 /* Horizontal axis at y from x0 (value 0) to x0 + w (value max), in unit. */
-static void x_axis(an_svg *s, double x0, double w, double y, double max, const char *label)
+static void x_axis(an__svg *s, double x0, double w, double y, double max, const char *label)
 {
-  an_svg_line(s, x0, y, x0 + w, y, "black", 1);
-  double step = an_nice_step(max, 8);
+  an__svg_line(s, x0, y, x0 + w, y, "black", 1);
+  double step = an__nice_step(max, 8);
   for (int i = 0;; i++) {
     double v = i * step;
     if (v > max * (1 + 1e-9))
       break;
     double x = x0 + w * v / max;
-    an_svg_line(s, x, y, x, y + 5, "black", 1);
-    an_svg_text(s, x, y + 18, "middle", 11, 0, "%g", v);
+    an__svg_line(s, x, y, x, y + 5, "black", 1);
+    an__svg_text(s, x, y + 18, "middle", 11, 0, "%g", v);
   }
-  an_svg_text(s, x0 + w / 2, y + 36, "middle", 12, 0, "%s", label);
+  an__svg_text(s, x0 + w / 2, y + 36, "middle", 12, 0, "%s", label);
 }
 
 /* Vertical axis at x from y0 (value 0, bottom) up h (value max). */
-static void y_axis(an_svg *s, double x, double y0, double h, double max, const char *label)
+static void y_axis(an__svg *s, double x, double y0, double h, double max, const char *label)
 {
-  an_svg_line(s, x, y0, x, y0 - h, "black", 1);
-  double step = an_nice_step(max, 6);
+  an__svg_line(s, x, y0, x, y0 - h, "black", 1);
+  double step = an__nice_step(max, 6);
   for (int i = 0;; i++) {
     double v = i * step;
     if (v > max * (1 + 1e-9))
       break;
     double y = y0 - h * v / max;
-    an_svg_line(s, x - 5, y, x, y, "black", 1);
-    an_svg_line(s, x, y, WIDTH - RIGHT, y, "#dddddd", 0.5);
-    an_svg_text(s, x - 8, y + 4, "end", 11, 0, "%g", v);
+    an__svg_line(s, x - 5, y, x, y, "black", 1);
+    an__svg_line(s, x, y, WIDTH - RIGHT, y, "#dddddd", 0.5);
+    an__svg_text(s, x - 8, y + 4, "end", 11, 0, "%g", v);
   }
-  an_svg_text(s, x - 50, y0 - h / 2, "middle", 12, -90, "%s", label);
+  an__svg_text(s, x - 50, y0 - h / 2, "middle", 12, -90, "%s", label);
 }
 
 /* The top of a vertical axis: max rounded up to the axis's next tick. */
@@ -99,20 +99,20 @@ static double nice_top(double max)
 {
   if (!(max > 0) || !isfinite(max))
     return 1;
-  double step = an_nice_step(max, 6);
+  double step = an__nice_step(max, 6);
   return ceil(max / step * (1 - 1e-12)) * step;
 }
 
-static void legend(an_svg *s, double x, double y, const char *const *names,
+static void legend(an__svg *s, double x, double y, const char *const *names,
                    const char *const *colors, size_t n)
 {
-  an_svg_group(s, "legend");
+  an__svg_group(s, "legend");
   for (size_t i = 0; i < n; i++) {
-    an_svg_rect(s, x, y - 10, 12, 12, colors[i], NULL);
-    an_svg_text(s, x + 16, y, "start", 12, 0, "%s", names[i]);
+    an__svg_rect(s, x, y - 10, 12, 12, colors[i], NULL);
+    an__svg_text(s, x + 16, y, "start", 12, 0, "%s", names[i]);
     x += 30 + 7.0 * strlen(names[i]);
   }
-  an_svg_group_end(s);
+  an__svg_group_end(s);
 }
 
 static int no_timeline(const an_results *r, st_err *err)
@@ -242,20 +242,20 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
   }
   double lanes_bottom = nl ? lane_y[nl - 1] + lane_h + gap : TOP;
   double height = lanes_bottom + 90;
-  an_svg s;
+  an__svg s;
   char title[256];
   snprintf(title, sizeof title, "simtrain timeline: %s on %s", r->workload_name,
            r->cluster_name);
-  an_svg_begin(&s, WIDTH, height, title);
-  an_svg_text(&s, WIDTH / 2, 24, "middle", 16, 0, "Timeline: %s on %s (%zu of %zu ranks)",
-              r->workload_name, r->cluster_name, num_ranks, r->num_ranks);
+  an__svg_begin(&s, WIDTH, height, title);
+  an__svg_text(&s, WIDTH / 2, 24, "middle", 16, 0, "Timeline: %s on %s (%zu of %zu ranks)",
+               r->workload_name, r->cluster_name, num_ranks, r->num_ranks);
   for (size_t l = 0; l < nl; l++) {
     double y = lane_y[l];
-    an_svg_rect(&s, LEFT, y, plot_w, lane_h, "#f4f4f4", NULL);
-    an_svg_text(&s, LEFT - 8, y + lane_h - 5, "end", 11, 0, "rank %d %s", lanes[l].rank,
-                r->timeline[lanes[l].first_row].stream_name);
+    an__svg_rect(&s, LEFT, y, plot_w, lane_h, "#f4f4f4", NULL);
+    an__svg_text(&s, LEFT - 8, y + lane_h - 5, "end", 11, 0, "rank %d %s", lanes[l].rank,
+                 r->timeline[lanes[l].first_row].stream_name);
   }
-  an_svg_group(&s, "ops");
+  an__svg_group(&s, "ops");
   double px = plot_w / tmax; /* pixels per second */
   for (size_t i = 0; i < nr;) {
     /* one rectangle: a run of same-kind ops on one lane closer than half a pixel */
@@ -278,10 +278,10 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
     else
       snprintf(tip, sizeof tip, "%zu %s ops", j - i, t->kind);
     double w = x1 - x0 < 1 ? 1 : x1 - x0; /* at least a pixel, so short ops show */
-    an_svg_rect(&s, LEFT + x0, lane_y[l], w, lane_h, kind_colors[k].color, tip);
+    an__svg_rect(&s, LEFT + x0, lane_y[l], w, lane_h, kind_colors[k].color, tip);
     i = j;
   }
-  an_svg_group_end(&s);
+  an__svg_group_end(&s);
   double axis_y = lanes_bottom + 4;
   char label[64];
   snprintf(label, sizeof label, "time (%s)", unit);
@@ -295,7 +295,7 @@ int an_plot_timeline(const an_results *r, const int32_t *ranks, size_t num_ranks
   free(lane_y);
   free(lanes);
   free(rows);
-  return an_svg_finish(&s, path, err);
+  return an__svg_finish(&s, path, err);
 }
 
 /* ---- breakdown ---------------------------------------------------------------- */
@@ -334,13 +334,13 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
   time_unit(vmax, &unit, &scale);
   double ymax = nice_top(vmax * scale);
   double plot_w = WIDTH - LEFT - RIGHT, plot_h = 400, y0 = TOP + plot_h;
-  an_svg s;
+  an__svg s;
   char title[256];
   snprintf(title, sizeof title, "simtrain breakdown: %s on %s", r->workload_name,
            r->cluster_name);
-  an_svg_begin(&s, WIDTH, y0 + 90, title);
-  an_svg_text(&s, WIDTH / 2, 24, "middle", 16, 0, "Per-rank time per step: %s on %s",
-              r->workload_name, r->cluster_name);
+  an__svg_begin(&s, WIDTH, y0 + 90, title);
+  an__svg_text(&s, WIDTH / 2, 24, "middle", 16, 0, "Per-rank time per step: %s on %s",
+               r->workload_name, r->cluster_name);
   char label[64];
   snprintf(label, sizeof label, "time per step (%s)", unit);
   y_axis(&s, LEFT, y0, plot_h, ymax, label);
@@ -348,7 +348,7 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
   static const char *const colors[] = {"#4e79a7", "#e15759", "#edc948", "#bab0ac"};
   double slot = plot_w / n, bar = slot * 0.8;
   size_t label_every = n <= 64 ? 1 : (n + 63) / 64;
-  an_svg_group(&s, "bars");
+  an__svg_group(&s, "bars");
   for (size_t i = 0; i < n; i++) {
     const sim_rank_stats *k = sel[i];
     double v[4] = {k->compute_s, k->exposed_comm_s, k->bubble_s, k->idle_s};
@@ -357,18 +357,18 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
       double h = v[c] / it * scale / ymax * plot_h;
       char tip[128];
       snprintf(tip, sizeof tip, "rank %d %s %.6g %s", k->rank, names[c], v[c] / it * scale, unit);
-      an_svg_rect(&s, x, y - h, bar, h, colors[c], tip);
+      an__svg_rect(&s, x, y - h, bar, h, colors[c], tip);
       y -= h;
     }
     if (i % label_every == 0)
-      an_svg_text(&s, x + bar / 2, y0 + 16, "middle", 10, 0, "%d", k->rank);
+      an__svg_text(&s, x + bar / 2, y0 + 16, "middle", 10, 0, "%d", k->rank);
   }
-  an_svg_group_end(&s);
-  an_svg_line(&s, LEFT, y0, LEFT + plot_w, y0, "black", 1);
-  an_svg_text(&s, LEFT + plot_w / 2, y0 + 36, "middle", 12, 0, "rank");
+  an__svg_group_end(&s);
+  an__svg_line(&s, LEFT, y0, LEFT + plot_w, y0, "black", 1);
+  an__svg_text(&s, LEFT + plot_w / 2, y0 + 36, "middle", 12, 0, "rank");
   legend(&s, LEFT, y0 + 70, names, colors, 4);
   free(sel);
-  return an_svg_finish(&s, path, err);
+  return an__svg_finish(&s, path, err);
 }
 
 /* ---- links -------------------------------------------------------------------- */
@@ -419,65 +419,64 @@ int an_plot_links(const an_results *r, const char *path, st_err *err)
   size_t n = r->num_links < MAX_LINK_ROWS ? r->num_links : MAX_LINK_ROWS;
   double row_h = 14, col_w = 160, left = 330, top = TOP + 30;
   double height = top + n * row_h + 90;
-  an_svg s;
+  an__svg s;
   char title[256];
   snprintf(title, sizeof title, "simtrain links: %s on %s", r->workload_name, r->cluster_name);
-  an_svg_begin(&s, WIDTH, height, title);
-  an_svg_text(&s, WIDTH / 2, 24, "middle", 16, 0,
-              "Link utilisation over the run: %s on %s (%zu of %zu links, busiest first)",
-              r->workload_name, r->cluster_name, n, r->num_links);
+  an__svg_begin(&s, WIDTH, height, title);
+  an__svg_text(&s, WIDTH / 2, 24, "middle", 16, 0,
+               "Link utilisation over the run: %s on %s (%zu of %zu links, busiest first)",
+               r->workload_name, r->cluster_name, n, r->num_links);
   static const char *const cols[] = {"mean utilisation (%)", "busy (% of run)",
                                      "peak utilisation (%)"};
   for (int c = 0; c < 3; c++)
-    an_svg_text(&s, left + c * col_w + col_w / 2, top - 8, "middle", 12, 0, "%s", cols[c]);
+    an__svg_text(&s, left + c * col_w + col_w / 2, top - 8, "middle", 12, 0, "%s", cols[c]);
   if (r->num_link_usage)
-    an_svg_text(&s, left + 3 * col_w + 8, top - 8, "start", 12, 0, "most bytes from");
-  an_svg_group(&s, "cells");
+    an__svg_text(&s, left + 3 * col_w + 8, top - 8, "start", 12, 0, "most bytes from");
+  an__svg_group(&s, "cells");
   for (size_t i = 0; i < n; i++) {
     double y = top + i * row_h;
-    an_svg_text(&s, left - 8, y + row_h - 3, "end", 10, 0, "%.48s", u[i].l->name);
+    an__svg_text(&s, left - 8, y + row_h - 3, "end", 10, 0, "%.48s", u[i].l->name);
     for (int c = 0; c < 3; c++) {
       char color[16], tip[256];
       heat_color(u[i].v[c], color, sizeof color);
       snprintf(tip, sizeof tip, "%s: %s %.1f%%", u[i].l->name, cols[c], u[i].v[c] * 100);
-      an_svg_rect(&s, left + c * col_w, y, col_w - 2, row_h - 2, color, tip);
+      an__svg_rect(&s, left + c * col_w, y, col_w - 2, row_h - 2, color, tip);
       s.text_fill = u[i].v[c] > 0.6 ? "white" : NULL; /* readable on dark cells */
-      an_svg_text(&s, left + c * col_w + col_w / 2, y + row_h - 4, "middle", 9, 0, "%.1f",
-                  u[i].v[c] * 100);
+      an__svg_text(&s, left + c * col_w + col_w / 2, y + row_h - 4, "middle", 9, 0, "%.1f",
+                   u[i].v[c] * 100);
       s.text_fill = NULL;
     }
     /* the collective that put the most bytes on it */
-    size_t li = (size_t)(u[i].l - r->links), k = an_link_first_use(r, li);
+    size_t li = (size_t)(u[i].l - r->links), k = an__link_first_use(r, li);
     if (k < r->num_link_usage && (size_t)r->link_usage[k].link == li && u[i].l->bytes > 0) {
       const an_link_usage_row *lu = &r->link_usage[k];
-      an_svg_text(&s, left + 3 * col_w + 8, y + row_h - 3, "start", 10, 0, "%.0f%% %s %.40s (%s)",
-                  lu->bytes / u[i].l->bytes * 100, lu->op, lu->comm, lu->comm_kind);
+      an__svg_text(&s, left + 3 * col_w + 8, y + row_h - 3, "start", 10, 0, "%.0f%% %s %.40s (%s)",
+                   lu->bytes / u[i].l->bytes * 100, lu->op, lu->comm, lu->comm_kind);
     }
   }
-  an_svg_group_end(&s);
+  an__svg_group_end(&s);
   /* colour scale */
   double sy = top + n * row_h + 30, sx = left, sw = 3 * col_w - 2;
-  an_svg_group(&s, "legend");
+  an__svg_group(&s, "legend");
   for (int i = 0; i < 50; i++) {
     char color[16];
     heat_color((i + 0.5) / 50, color, sizeof color);
-    an_svg_rect(&s, sx + sw * i / 50, sy, sw / 50 + 0.5, 12, color, NULL);
+    an__svg_rect(&s, sx + sw * i / 50, sy, sw / 50 + 0.5, 12, color, NULL);
   }
-  an_svg_text(&s, sx, sy + 28, "start", 11, 0, "0%%");
-  an_svg_text(&s, sx + sw / 2, sy + 28, "middle", 11, 0, "50%%");
-  an_svg_text(&s, sx + sw, sy + 28, "end", 11, 0, "100%%");
-  an_svg_text(&s, sx - 8, sy + 11, "end", 11, 0, "utilisation");
-  an_svg_group_end(&s);
+  an__svg_text(&s, sx, sy + 28, "start", 11, 0, "0%%");
+  an__svg_text(&s, sx + sw / 2, sy + 28, "middle", 11, 0, "50%%");
+  an__svg_text(&s, sx + sw, sy + 28, "end", 11, 0, "100%%");
+  an__svg_text(&s, sx - 8, sy + 11, "end", 11, 0, "utilisation");
+  an__svg_group_end(&s);
   free(u);
-  return an_svg_finish(&s, path, err);
+  return an__svg_finish(&s, path, err);
 }
 
 /* ---- compare ------------------------------------------------------------------ */
 /* A run's label: its file name without the folder and ".h5". */
 static void run_label(const char *path, char *buf, size_t n)
 {
-  const char *b = strrchr(path, '/');
-  b = b ? b + 1 : path;
+  const char *b = st_path_basename(path);
   size_t l = strlen(b);
   if (l > 3 && !strcmp(b + l - 3, ".h5"))
     l -= 3;
@@ -499,17 +498,17 @@ int an_plot_compare(const an_results *const *runs, size_t n, const char *path, s
   time_unit(vmax, &unit, &scale);
   double ymax = nice_top(vmax * scale * 1.04); /* room for the step-time labels */
   double plot_w = WIDTH - LEFT - RIGHT, plot_h = 400, y0 = TOP + plot_h;
-  an_svg s;
-  an_svg_begin(&s, WIDTH, y0 + 90, "simtrain compare: time per step");
-  an_svg_text(&s, WIDTH / 2, 24, "middle", 16, 0,
-              "Time per step, mean over ranks (%zu runs; black mark: step time)", n);
+  an__svg s;
+  an__svg_begin(&s, WIDTH, y0 + 90, "simtrain compare: time per step");
+  an__svg_text(&s, WIDTH / 2, 24, "middle", 16, 0,
+               "Time per step, mean over ranks (%zu runs; black mark: step time)", n);
   char label[64];
   snprintf(label, sizeof label, "time per step (%s)", unit);
   y_axis(&s, LEFT, y0, plot_h, ymax, label);
   static const char *const names[] = {"compute", "exposed comm", "bubble", "idle"};
   static const char *const colors[] = {"#4e79a7", "#e15759", "#edc948", "#bab0ac"};
   double slot = plot_w / n, bar = fmin(slot * 0.6, 120);
-  an_svg_group(&s, "bars");
+  an__svg_group(&s, "bars");
   for (size_t i = 0; i < n; i++) {
     const an_summary *m = &runs[i]->summary;
     char name[64];
@@ -520,26 +519,26 @@ int an_plot_compare(const an_results *const *runs, size_t n, const char *path, s
       double h = (isfinite(v[c]) ? v[c] : 0) * scale / ymax * plot_h;
       char tip[160];
       snprintf(tip, sizeof tip, "%s %s %.6g %s", name, names[c], v[c] * scale, unit);
-      an_svg_rect(&s, x, y - h, bar, h, colors[c], tip);
+      an__svg_rect(&s, x, y - h, bar, h, colors[c], tip);
       y -= h;
     }
-    an_svg_text(&s, x + bar / 2, y0 + 16, "middle", 11, 0, "%.28s", name);
-    an_svg_text(&s, x + bar / 2, y0 + 30, "middle", 10, 0, "%.40s on %.30s",
-                runs[i]->workload_name ? runs[i]->workload_name : "?",
-                runs[i]->cluster_name ? runs[i]->cluster_name : "?");
+    an__svg_text(&s, x + bar / 2, y0 + 16, "middle", 11, 0, "%.28s", name);
+    an__svg_text(&s, x + bar / 2, y0 + 30, "middle", 10, 0, "%.40s on %.30s",
+                 runs[i]->workload_name ? runs[i]->workload_name : "?",
+                 runs[i]->cluster_name ? runs[i]->cluster_name : "?");
   }
-  an_svg_group_end(&s);
-  an_svg_group(&s, "steps");
+  an__svg_group_end(&s);
+  an__svg_group(&s, "steps");
   for (size_t i = 0; i < n; i++) {
     const an_summary *m = &runs[i]->summary;
     if (!isfinite(m->step_time_s))
       continue;
     double x = LEFT + i * slot + (slot - bar) / 2, y = y0 - m->step_time_s * scale / ymax * plot_h;
-    an_svg_line(&s, x - 6, y, x + bar + 6, y, "black", 2);
-    an_svg_text(&s, x + bar / 2, y - 5, "middle", 11, 0, "%.4g %s", m->step_time_s * scale, unit);
+    an__svg_line(&s, x - 6, y, x + bar + 6, y, "black", 2);
+    an__svg_text(&s, x + bar / 2, y - 5, "middle", 11, 0, "%.4g %s", m->step_time_s * scale, unit);
   }
-  an_svg_group_end(&s);
-  an_svg_line(&s, LEFT, y0, LEFT + plot_w, y0, "black", 1);
+  an__svg_group_end(&s);
+  an__svg_line(&s, LEFT, y0, LEFT + plot_w, y0, "black", 1);
   legend(&s, LEFT, y0 + 70, names, colors, 4);
-  return an_svg_finish(&s, path, err);
+  return an__svg_finish(&s, path, err);
 }

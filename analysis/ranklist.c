@@ -84,7 +84,7 @@ int an_rank_list_parse(const char *spec, int32_t num_ranks, int32_t **out, size_
   return ST_OK;
 }
 
-char *an_format_rank_list(const int32_t *ranks, size_t count, char *buf, size_t n)
+char *an__format_rank_list(const int32_t *ranks, size_t count, char *buf, size_t n)
 {
   if (n == 0)
     return buf;

@@ -254,7 +254,7 @@ static int cmp_link_busy(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
-size_t an_link_first_use(const an_results *r, size_t li)
+size_t an__link_first_use(const an_results *r, size_t li)
 {
   size_t lo = 0, hi = r->num_link_usage;
   while (lo < hi) {
@@ -270,7 +270,7 @@ size_t an_link_first_use(const an_results *r, size_t li)
 /* Under a link: the collectives whose flows crossed it, most bytes first. */
 static void link_uses(const an_results *r, size_t li, double link_bytes, FILE *out)
 {
-  size_t i = an_link_first_use(r, li), shown = 0;
+  size_t i = an__link_first_use(r, li), shown = 0;
   double rest = 0;
   size_t more = 0;
   for (; i < r->num_link_usage && (size_t)r->link_usage[i].link == li; i++) {
@@ -340,5 +340,3 @@ void an_report_print_ranks(const an_results *r, const int32_t *ranks, size_t num
     an_replay_print_text(r->replay, out);
   }
 }
-
-void an_report_print(const an_results *r, FILE *out) { an_report_print_ranks(r, NULL, 0, out); }

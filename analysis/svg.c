@@ -7,8 +7,8 @@
 
 #include "an_int.h"
 
-static void add(an_svg *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(an_svg *s, const char *fmt, ...)
+static void add(an__svg *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(an__svg *s, const char *fmt, ...)
 {
   char buf[512];
   va_list ap;
@@ -19,7 +19,7 @@ static void add(an_svg *s, const char *fmt, ...)
     s->oom = 1;
 }
 
-static void add_escaped(an_svg *s, const char *t)
+static void add_escaped(an__svg *s, const char *t)
 {
   for (const char *p = t; *p; p++) {
     const char *e = NULL;
@@ -38,7 +38,7 @@ static void add_escaped(an_svg *s, const char *t)
   }
 }
 
-void an_svg_begin(an_svg *s, double width, double height, const char *title)
+void an__svg_begin(an__svg *s, double width, double height, const char *title)
 {
   st_buf_init(&s->buf);
   s->width = width;
@@ -58,8 +58,8 @@ void an_svg_begin(an_svg *s, double width, double height, const char *title)
   add(s, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", width, height);
 }
 
-void an_svg_rect(an_svg *s, double x, double y, double w, double h, const char *fill,
-                 const char *title)
+void an__svg_rect(an__svg *s, double x, double y, double w, double h, const char *fill,
+                  const char *title)
 {
   add(s, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"", x, y,
       w > 0 ? w : 0, h > 0 ? h : 0, fill);
@@ -72,15 +72,15 @@ void an_svg_rect(an_svg *s, double x, double y, double w, double h, const char *
   }
 }
 
-void an_svg_line(an_svg *s, double x1, double y1, double x2, double y2, const char *stroke,
-                 double width)
+void an__svg_line(an__svg *s, double x1, double y1, double x2, double y2, const char *stroke,
+                  double width)
 {
   add(s, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"%.2f\"/>\n",
       x1, y1, x2, y2, stroke, width);
 }
 
-void an_svg_text(an_svg *s, double x, double y, const char *anchor, double size, double rotate,
-                 const char *fmt, ...)
+void an__svg_text(an__svg *s, double x, double y, const char *anchor, double size, double rotate,
+                  const char *fmt, ...)
 {
   char text[512];
   va_list ap;
@@ -97,30 +97,30 @@ void an_svg_text(an_svg *s, double x, double y, const char *anchor, double size,
   add(s, "</text>\n");
 }
 
-void an_svg_group(an_svg *s, const char *id)
+void an__svg_group(an__svg *s, const char *id)
 {
   add(s, "<g id=\"");
   add_escaped(s, id);
   add(s, "\">\n");
 }
 
-void an_svg_group_end(an_svg *s) { add(s, "</g>\n"); }
+void an__svg_group_end(an__svg *s) { add(s, "</g>\n"); }
 
-void an_svg_release(an_svg *s) { st_buf_release(&s->buf); }
+void an__svg_release(an__svg *s) { st_buf_release(&s->buf); }
 
-int an_svg_finish(an_svg *s, const char *path, st_err *err)
+int an__svg_finish(an__svg *s, const char *path, st_err *err)
 {
   add(s, "</svg>\n");
   if (s->oom) {
-    an_svg_release(s);
+    an__svg_release(s);
     return st_err_set(err, ST_ENOMEM, "plot '%s': out of memory", path);
   }
   int rc = st_file_write_atomic(path, s->buf.data, s->buf.len, 0, err);
-  an_svg_release(s);
+  an__svg_release(s);
   return rc; /* "cannot write 'x.svg': ..." names the file already */
 }
 
-double an_nice_step(double max, int want)
+double an__nice_step(double max, int want)
 {
   if (!(max > 0) || !isfinite(max))
     return 1;

@@ -103,7 +103,7 @@ private:
   }
 
   plat_cluster c_;
-  plat_lay lay_;
+  plat__lay lay_;
   std::vector<int> host_of_id_;
   std::vector<simgrid::kernel::resource::StandardLinkImpl*> links_;
   std::vector<double> lat_;

@@ -56,32 +56,12 @@ char *plat__data_read(const char *rel, st_err *err)
   return NULL;
 }
 
-/* ---- JSON helpers: typed getters that check keys ----------------------- */
-typedef struct jctx {
-  const char *what; /* "spec 'x.json'" */
-  st_err *err;
-} jctx;
-
-static int check_keys(jctx *j, const cJSON *obj, const char *path, const char *const *allowed)
-{
-  if (!cJSON_IsObject(obj))
-    return st_err_set(j->err, ST_EINPUT, "%s: '%s' must be an object", j->what, path);
-  for (const cJSON *it = obj->child; it; it = it->next) {
-    int ok = 0;
-    for (int i = 0; allowed[i]; i++)
-      ok |= !strcmp(it->string, allowed[i]);
-    if (!ok)
-      return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' is unknown (see docs/platforms.md)",
-                        j->what, path, *path ? "." : "", it->string);
-  }
-  return ST_OK;
-}
-
+/* ---- JSON: base's checked reader, with a spec's defaults and limits ------ */
 /* The largest value a key may hold, by its unit: rates up to 1 PB/s, times
  * up to 1 s, capacities up to 1 PB, peaks up to 1 EFLOP/s per device.  Far
  * above any real part, and low enough that the conversions to SI units
  * (x 1e9, x 1e12) and SimGrid's arithmetic on them stay finite. */
-static double key_max(const char *path, const char *key)
+static double key_max(const st_jpath *at, const char *key)
 {
   if (st_str_ends_with(key, "GBps"))
     return 1e6;
@@ -91,157 +71,153 @@ static double key_max(const char *path, const char *key)
     return 1e6;
   if (st_str_ends_with(key, "_GB"))
     return 1e6;
-  if (st_str_ends_with(path, "peak_TFLOPS"))
+  if (at && at->key && !strcmp(at->key, "peak_TFLOPS"))
     return 1e6;
   return 1e12;
 }
 
 /* number at obj.key; absent -> def (required when def is NAN); must be > lo
  * (or >= lo if incl) and at most key_max() */
-static int get_num(jctx *j, const cJSON *obj, const char *path, const char *key, double def,
-                   double lo, int incl, double *out)
+static int get_num(const st_jrd *j, const st_jpath *at, const cJSON *obj, const char *key,
+                   double def, double lo, int incl, double *out)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  const char *dot = *path ? "." : "";
   if (!v) {
     if (isnan(def))
-      return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' is missing", j->what, path, dot, key);
+      return st_jrd_missing(j, at, key);
     *out = def;
     return ST_OK;
   }
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-    return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' must be a number", j->what, path, dot,
-                      key);
-  double x = v->valuedouble;
-  if (incl ? x < lo : x <= lo)
-    return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' is %g; it must be %s %g", j->what, path,
-                      dot, key, x, incl ? "at least" : "greater than", lo);
-  if (st_num_check(x, ST_NUM_REAL, lo, key_max(path, key), j->err, "%s: key '%s%s%s'", j->what,
-                   path, dot, key))
-    return ST_EINPUT;
-  *out = x;
-  return ST_OK;
+  return st_jrd_number(j, at, v, incl ? ST_NUM_REAL : ST_NUM_REAL | ST_NUM_OPEN_LO, lo,
+                       key_max(at, key), out);
 }
 
-static int get_int(jctx *j, const cJSON *obj, const char *path, const char *key, int def, int lo,
-                   int *out)
-{
-  double x = 0;
-  int rc = get_num(j, obj, path, key, def == INT_MIN ? NAN : def, lo, 1, &x);
-  if (rc)
-    return rc;
-  if (x != floor(x) || x > INT_MAX / 2)
-    return st_err_set(j->err, ST_EINPUT, "%s: key '%s%s%s' is %g; it must be an integer", j->what,
-                      path, *path ? "." : "", key, x);
-  *out = (int)x;
-  return ST_OK;
-}
-
-static int get_bool(jctx *j, const cJSON *obj, const char *path, const char *key, int *out)
+/* integer at obj.key; absent -> def (required when def is INT_MIN); >= lo */
+static int get_int(const st_jrd *j, const st_jpath *at, const cJSON *obj, const char *key, int def,
+                   int lo, int *out)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!v)
+  if (!v) {
+    if (def == INT_MIN)
+      return st_jrd_missing(j, at, key);
+    *out = def;
     return ST_OK;
-  if (!cJSON_IsBool(v))
-    return st_err_set(j->err, ST_EINPUT, "%s: key '%s.%s' must be true or false", j->what, path,
-                      key);
-  *out = cJSON_IsTrue(v);
-  return ST_OK;
+  }
+  double x, hi = key_max(at, key) < INT_MAX / 2 ? key_max(at, key) : INT_MAX / 2;
+  int rc = st_jrd_number(j, at, v, ST_NUM_INTEGER, lo, hi, &x);
+  if (!rc)
+    *out = (int)x;
+  return rc;
 }
 
-static int get_enum(jctx *j, const cJSON *obj, const char *path, const char *key,
+/* true or false at obj.key; absent leaves *out */
+static int get_bool(const st_jrd *j, const st_jpath *at, const cJSON *obj, const char *key,
+                    int *out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  return v ? st_jrd_bool(j, at, v, out) : ST_OK;
+}
+
+/* one of name(0 .. count-1) at obj.key, required */
+static int get_enum(const st_jrd *j, const st_jpath *at, const cJSON *obj, const char *key,
                     const char *(*name)(int), int count, int *out)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!v)
-    return st_err_set(j->err, ST_EINPUT, "%s: key '%s.%s' is missing", j->what, path, key);
-  if (cJSON_IsString(v))
-    for (int i = 0; i < count; i++)
-      if (!strcmp(v->valuestring, name(i))) {
-        *out = i;
-        return ST_OK;
-      }
-  char known[256] = "";
-  for (int i = 0; i < count; i++)
-    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", name(i));
-  return st_err_set(j->err, ST_EINPUT, "%s: key '%s.%s' must be one of %s", j->what, path, key,
-                    known);
+  return v ? st_jrd_enum(j, at, v, NULL, name, count, out) : st_jrd_missing(j, at, key);
 }
 
-static int get_int3(jctx *j, const cJSON *obj, const char *path, const char *key, int *out)
+/* 1 to 3 positive integers at obj.key (the rest 1); absent leaves out */
+static int get_int3(const st_jrd *j, const st_jpath *at, const cJSON *obj, const char *key,
+                    int *out)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
   if (!v)
     return ST_OK;
   if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 || cJSON_GetArraySize(v) > 3)
-    return st_err_set(j->err, ST_EINPUT, "%s: key '%s.%s' must be an array of 1 to 3 integers",
-                      j->what, path, key);
-  out[0] = out[1] = out[2] = 1;
-  int i = 0;
+    return st_jrd_fail(j, at, "'%s' is %s, expected an array of 1 to 3 integers", key,
+                       cJSON_IsArray(v) ? "an array of another size" : st_json_type_name(v));
+  st_jpath arr = {at, key, 0};
+  int n[3] = {1, 1, 1}, i = 0;
   for (const cJSON *it = v->child; it; it = it->next, i++) {
-    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < 1 ||
-        it->valuedouble > 1 << 16)
-      return st_err_set(j->err, ST_EINPUT, "%s: key '%s.%s' item %d must be a positive integer",
-                        j->what, path, key, i);
-    out[i] = (int)it->valuedouble;
+    st_jpath el = {&arr, NULL, i};
+    long x;
+    if (st_jrd_elem_int(j, &el, it, "size", 1, 1 << 16, &x))
+      return ST_EINPUT;
+    n[i] = (int)x;
   }
+  memcpy(out, n, sizeof n);
   return ST_OK;
 }
 
 /* ---- devices ------------------------------------------------------------- */
-int plat__device_find(const char *name, plat_device *d, st_err *err)
+int plat__devices_json(cJSON **root, st_err *err)
 {
   char *text = plat__data_read("devices.json", err);
   if (!text)
     return err && err->code ? err->code
                             : st_err_set(err, ST_EIO, "platform data: 'devices.json' is missing");
-  cJSON *root = cJSON_Parse(text);
+  int rc = st_json_parse(text, strlen(text), PLAT__DEVICES, root, err);
   free(text);
-  jctx j = {"devices 'devices.json'", err};
-  if (!root)
-    return st_err_set(err, ST_EINPUT, "devices 'devices.json': not valid JSON");
-  int rc = ST_OK, found = 0;
+  return rc;
+}
+
+/* The name of device entry v (at `at`), which must fit plat_device.name. */
+static int device_name(const st_jrd *j, const st_jpath *at, const cJSON *v, const char **out)
+{
+  const cJSON *nm = cJSON_GetObjectItemCaseSensitive(v, "name");
+  if (!nm)
+    return st_jrd_missing(j, at, "name");
+  if (st_jrd_string(j, at, nm, out))
+    return ST_EINPUT;
+  if (strlen(*out) >= sizeof((plat_device *)0)->name)
+    return st_jrd_fail(j, at, "'name' is longer than %zu characters",
+                       sizeof((plat_device *)0)->name - 1);
+  return ST_OK;
+}
+
+int plat__device_find(const char *name, plat_device *d, st_err *err)
+{
+  cJSON *root = NULL;
+  int rc = plat__devices_json(&root, err);
+  if (rc)
+    return rc;
+  st_jrd j = {PLAT__DEVICES, "docs/platforms.md", err};
+  int found = 0;
   st_buf known;
   st_buf_init(&known);
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "devices");
+  st_jpath at_list = {NULL, "devices", 0};
   int idx = 0;
   for (const cJSON *it = list ? list->child : NULL; it && !rc; it = it->next, idx++) {
-    char path[32];
-    snprintf(path, sizeof path, "devices[%d]", idx);
+    st_jpath at = {&at_list, NULL, idx};
     static const char *const keys[] = {"name", "peak_TFLOPS", "hbm_GB", "hbm_GBps", "link_GBps",
                                        NULL};
     static const char *const dt[] = {"fp32", "tf32", "bf16", "fp16", "fp8", NULL};
-    if ((rc = check_keys(&j, it, path, keys)))
+    const char *nm = NULL;
+    if ((rc = st_jrd_members(&j, &at, it, keys, -1, NULL)) || (rc = device_name(&j, &at, it, &nm)))
       break;
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
-    if (!cJSON_IsString(nm) || strlen(nm->valuestring) >= sizeof d->name) {
-      rc = st_err_set(err, ST_EINPUT, "devices 'devices.json': key '%s.name' must be a short string",
-                      path);
-      break;
-    }
-    st_buf_printf(&known, "%s%s", idx ? ", " : "", nm->valuestring);
-    if (strcmp(nm->valuestring, name))
+    st_buf_printf(&known, "%s%s", idx ? ", " : "", nm);
+    if (strcmp(nm, name))
       continue;
     plat_device dv;
     memset(&dv, 0, sizeof dv);
-    snprintf(dv.name, sizeof dv.name, "%s", nm->valuestring);
+    snprintf(dv.name, sizeof dv.name, "%s", nm);
     const cJSON *pk = cJSON_GetObjectItemCaseSensitive(it, "peak_TFLOPS");
-    char pp[64];
-    snprintf(pp, sizeof pp, "%s.peak_TFLOPS", path);
-    if ((rc = check_keys(&j, pk, pp, dt)))
+    st_jpath pp = {&at, "peak_TFLOPS", 0};
+    if ((rc = st_jrd_members(&j, &pp, pk, dt, -1, NULL)))
       break;
     for (int k = 0; k < WL_DTYPE_COUNT && !rc; k++) {
       double x;
-      rc = get_num(&j, pk, pp, dt[k], 0, 0, 1, &x);
+      rc = get_num(&j, &pp, pk, dt[k], 0, 0, 1, &x);
       dv.peak_flops[k] = x * 1e12;
     }
     double gb = 0, gbps = 0, lk = 0;
     if (!rc)
-      rc = get_num(&j, it, path, "hbm_GB", NAN, 0, 0, &gb);
+      rc = get_num(&j, &at, it, "hbm_GB", NAN, 0, 0, &gb);
     if (!rc)
-      rc = get_num(&j, it, path, "hbm_GBps", NAN, 0, 0, &gbps);
+      rc = get_num(&j, &at, it, "hbm_GBps", NAN, 0, 0, &gbps);
     if (!rc)
-      rc = get_num(&j, it, path, "link_GBps", 0, 0, 1, &lk);
+      rc = get_num(&j, &at, it, "link_GBps", 0, 0, 1, &lk);
     if (rc)
       break;
     dv.hbm_bytes = gb * 1e9;
@@ -258,54 +234,50 @@ int plat__device_find(const char *name, plat_device *d, st_err *err)
   return rc;
 }
 
-/* Legacy helper kept for callers of the first version. */
-void plat_device_h100_sxm(plat_device *d)
-{
-  if (plat__device_find("H100-SXM", d, NULL))
-    memset(d, 0, sizeof *d);
-}
-
 /* ---- spec ---------------------------------------------------------------- */
 static const char *intra_name(int k) { return plat_intra_kind_name(k); }
 static const char *fabric_name(int k) { return plat_fabric_kind_name(k); }
 
-static int parse_node(jctx *j, const cJSON *node, plat_cluster *c)
+static int parse_node(const st_jrd *j, const cJSON *node, plat_cluster *c)
 {
   static const char *const keys[] = {"gpus", "intra", "nics", "pcie", NULL};
   static const char *const ikeys[] = {"kind", "links_per_gpu", "link_GBps", "lat_us", "nvls", NULL};
   static const char *const nkeys[] = {"count", "Gbps", "lat_us", NULL};
   static const char *const pkeys[] = {"GBps", "lat_us", NULL};
+  st_jpath at_node = {NULL, "node", 0}, at_intra = {&at_node, "intra", 0};
+  st_jpath at_nics = {&at_node, "nics", 0}, at_pcie = {&at_node, "pcie", 0};
   int rc;
-  if ((rc = check_keys(j, node, "node", keys)) ||
-      (rc = get_int(j, node, "node", "gpus", INT_MIN, 1, &c->gpus_per_node)))
+  if (!node)
+    return st_jrd_missing(j, NULL, "node");
+  if ((rc = st_jrd_members(j, &at_node, node, keys, -1, NULL)) ||
+      (rc = get_int(j, &at_node, node, "gpus", INT_MIN, 1, &c->gpus_per_node)))
     return rc;
   const cJSON *in = cJSON_GetObjectItemCaseSensitive(node, "intra");
   if (!in)
-    return st_err_set(j->err, ST_EINPUT, "%s: key 'node.intra' is missing", j->what);
-  if ((rc = check_keys(j, in, "node.intra", ikeys)) ||
-      (rc = get_enum(j, in, "node.intra", "kind", intra_name, PLAT_INTRA_COUNT, &c->intra_kind)))
+    return st_jrd_missing(j, &at_node, "intra");
+  if ((rc = st_jrd_members(j, &at_intra, in, ikeys, -1, NULL)) ||
+      (rc = get_enum(j, &at_intra, in, "kind", intra_name, PLAT_INTRA_COUNT, &c->intra_kind)))
     return rc;
   if (c->intra_kind != PLAT_INTRA_NONE) {
     double bw, lat;
-    if ((rc = get_int(j, in, "node.intra", "links_per_gpu", INT_MIN, 1, &c->intra_links_per_gpu)) ||
-        (rc = get_num(j, in, "node.intra", "link_GBps", NAN, 0, 0, &bw)) ||
-        (rc = get_num(j, in, "node.intra", "lat_us", NAN, 0, 1, &lat)) ||
-        (rc = get_bool(j, in, "node.intra", "nvls", &c->nvls)))
+    if ((rc = get_int(j, &at_intra, in, "links_per_gpu", INT_MIN, 1, &c->intra_links_per_gpu)) ||
+        (rc = get_num(j, &at_intra, in, "link_GBps", NAN, 0, 0, &bw)) ||
+        (rc = get_num(j, &at_intra, in, "lat_us", NAN, 0, 1, &lat)) ||
+        (rc = get_bool(j, &at_intra, in, "nvls", &c->nvls)))
       return rc;
     c->intra_link_Bps = bw * 1e9;
     c->intra_lat_s = lat * 1e-6;
     c->intra_Bps = c->intra_links_per_gpu * c->intra_link_Bps;
   } else if (cJSON_GetArraySize(in) > 1) {
-    return st_err_set(j->err, ST_EINPUT, "%s: 'node.intra' of kind none takes no other key",
-                      j->what);
+    return st_jrd_fail(j, &at_intra, "kind none takes no other key");
   }
   const cJSON *ni = cJSON_GetObjectItemCaseSensitive(node, "nics");
   if (ni) {
     double gbps, lat;
-    if ((rc = check_keys(j, ni, "node.nics", nkeys)) ||
-        (rc = get_int(j, ni, "node.nics", "count", INT_MIN, 1, &c->nics_per_node)) ||
-        (rc = get_num(j, ni, "node.nics", "Gbps", NAN, 0, 0, &gbps)) ||
-        (rc = get_num(j, ni, "node.nics", "lat_us", NAN, 0, 1, &lat)))
+    if ((rc = st_jrd_members(j, &at_nics, ni, nkeys, -1, NULL)) ||
+        (rc = get_int(j, &at_nics, ni, "count", INT_MIN, 1, &c->nics_per_node)) ||
+        (rc = get_num(j, &at_nics, ni, "Gbps", NAN, 0, 0, &gbps)) ||
+        (rc = get_num(j, &at_nics, ni, "lat_us", NAN, 0, 1, &lat)))
       return rc;
     c->nic_Bps = gbps * 1e9 / 8;
     c->nic_lat_s = lat * 1e-6;
@@ -313,9 +285,9 @@ static int parse_node(jctx *j, const cJSON *node, plat_cluster *c)
   const cJSON *pc = cJSON_GetObjectItemCaseSensitive(node, "pcie");
   if (pc) {
     double bw, lat;
-    if ((rc = check_keys(j, pc, "node.pcie", pkeys)) ||
-        (rc = get_num(j, pc, "node.pcie", "GBps", NAN, 0, 0, &bw)) ||
-        (rc = get_num(j, pc, "node.pcie", "lat_us", NAN, 0, 1, &lat)))
+    if ((rc = st_jrd_members(j, &at_pcie, pc, pkeys, -1, NULL)) ||
+        (rc = get_num(j, &at_pcie, pc, "GBps", NAN, 0, 0, &bw)) ||
+        (rc = get_num(j, &at_pcie, pc, "lat_us", NAN, 0, 1, &lat)))
       return rc;
     c->pcie_Bps = bw * 1e9;
     c->pcie_lat_s = lat * 1e-6;
@@ -323,24 +295,25 @@ static int parse_node(jctx *j, const cJSON *node, plat_cluster *c)
   return ST_OK;
 }
 
-static int parse_fabric(jctx *j, const cJSON *f, plat_cluster *c)
+static int parse_fabric(const st_jrd *j, const cJSON *f, plat_cluster *c)
 {
   static const char *const keys[] = {
       "kind",    "levels",       "radix",          "oversub",        "link_Gbps",
       "link_lat_us", "switch_lat_us", "sharp",     "routers_per_group", "nics_per_router",
       "global_links_per_router", "global_Gbps", "dims", "cube", "wrap", "link_GBps", "lat_us",
       NULL};
+  st_jpath at_fab = {NULL, "fabric", 0};
   int rc;
-  if ((rc = check_keys(j, f, "fabric", keys)) ||
-      (rc = get_enum(j, f, "fabric", "kind", fabric_name, PLAT_FABRIC_XML, &c->fabric_kind)))
+  if ((rc = st_jrd_members(j, &at_fab, f, keys, -1, NULL)) ||
+      (rc = get_enum(j, &at_fab, f, "kind", fabric_name, PLAT_FABRIC_XML, &c->fabric_kind)))
     return rc;
   double x;
   for (int i = 0; i < 4; i++)
     c->oversub[i] = 1;
-  if ((rc = get_num(j, f, "fabric", "switch_lat_us", 0, 0, 1, &x)))
+  if ((rc = get_num(j, &at_fab, f, "switch_lat_us", 0, 0, 1, &x)))
     return rc;
   c->switch_lat_s = x * 1e-6;
-  if ((rc = get_bool(j, f, "fabric", "sharp", &c->in_network_reduction)))
+  if ((rc = get_bool(j, &at_fab, f, "sharp", &c->in_network_reduction)))
     return rc;
   int k = c->fabric_kind;
   /* keys that belong to other kinds are errors, so a typo'd kind is seen */
@@ -360,62 +333,60 @@ static int parse_fabric(jctx *j, const cJSON *f, plat_cluster *c)
     for (int i = 0; by_kind[k][i]; i++)
       ok |= !strcmp(it->string, by_kind[k][i]);
     if (!ok)
-      return st_err_set(j->err, ST_EINPUT, "%s: key 'fabric.%s' does not apply to a fabric of kind %s",
-                        j->what, it->string, fabric_name(k));
+      return st_jrd_fail(j, &at_fab, "key '%s' does not apply to a fabric of kind %s", it->string,
+                         fabric_name(k));
   }
   if (k == PLAT_FABRIC_FATTREE || k == PLAT_FABRIC_RAIL_FATTREE) {
-    if ((rc = get_int(j, f, "fabric", "radix", INT_MIN, 2, &c->fabric_radix)) ||
-        (rc = get_int(j, f, "fabric", "levels", 0, 0, &c->fabric_levels)))
+    if ((rc = get_int(j, &at_fab, f, "radix", INT_MIN, 2, &c->fabric_radix)) ||
+        (rc = get_int(j, &at_fab, f, "levels", 0, 0, &c->fabric_levels)))
       return rc;
     if (c->fabric_radix % 2)
-      return st_err_set(j->err, ST_EINPUT, "%s: key 'fabric.radix' is %d; it must be even", j->what,
-                        c->fabric_radix);
-    if (c->fabric_levels > PLAT_MAX_LEVELS)
-      return st_err_set(j->err, ST_EINPUT, "%s: key 'fabric.levels' is %d; at most %d are supported",
-                        j->what, c->fabric_levels, PLAT_MAX_LEVELS);
+      return st_jrd_fail(j, &at_fab, "'radix' is %d; it must be even", c->fabric_radix);
+    if (c->fabric_levels > PLAT__MAX_LEVELS)
+      return st_jrd_fail(j, &at_fab, "'levels' is %d; at most %d are supported", c->fabric_levels,
+                         PLAT__MAX_LEVELS);
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(f, "oversub");
     if (o) {
       if (!cJSON_IsArray(o) || cJSON_GetArraySize(o) > 4)
-        return st_err_set(j->err, ST_EINPUT, "%s: key 'fabric.oversub' must be an array of up to 4 numbers",
-                          j->what);
+        return st_jrd_fail(j, &at_fab, "'oversub' is %s, expected an array of up to 4 numbers",
+                           cJSON_IsArray(o) ? "a longer array" : st_json_type_name(o));
+      st_jpath at_o = {&at_fab, "oversub", 0};
       int i = 0;
       for (const cJSON *it = o->child; it; it = it->next, i++) {
-        if (!cJSON_IsNumber(it) || !(it->valuedouble >= 1))
-          return st_err_set(j->err, ST_EINPUT,
-                            "%s: key 'fabric.oversub' item %d must be a number >= 1 (down:up ratio)",
-                            j->what, i);
-        c->oversub[i] = it->valuedouble;
+        st_jpath el = {&at_o, NULL, i}; /* a down:up ratio */
+        if ((rc = st_jrd_number(j, &el, it, ST_NUM_REAL, 1, 1e12, &c->oversub[i])))
+          return rc;
       }
     }
-    if ((rc = get_num(j, f, "fabric", "link_Gbps", c->nic_Bps * 8 / 1e9, 0, 0, &x)))
+    if ((rc = get_num(j, &at_fab, f, "link_Gbps", c->nic_Bps * 8 / 1e9, 0, 0, &x)))
       return rc;
     c->fabric_link_Bps = x * 1e9 / 8;
-    if ((rc = get_num(j, f, "fabric", "link_lat_us", 0, 0, 1, &x)))
+    if ((rc = get_num(j, &at_fab, f, "link_lat_us", 0, 0, 1, &x)))
       return rc;
     c->fabric_link_lat_s = x * 1e-6;
   } else if (k == PLAT_FABRIC_DRAGONFLY) {
-    if ((rc = get_int(j, f, "fabric", "routers_per_group", INT_MIN, 2, &c->dragonfly[0])) ||
-        (rc = get_int(j, f, "fabric", "nics_per_router", INT_MIN, 1, &c->dragonfly[1])) ||
-        (rc = get_int(j, f, "fabric", "global_links_per_router", INT_MIN, 1, &c->dragonfly[2])))
+    if ((rc = get_int(j, &at_fab, f, "routers_per_group", INT_MIN, 2, &c->dragonfly[0])) ||
+        (rc = get_int(j, &at_fab, f, "nics_per_router", INT_MIN, 1, &c->dragonfly[1])) ||
+        (rc = get_int(j, &at_fab, f, "global_links_per_router", INT_MIN, 1, &c->dragonfly[2])))
       return rc;
-    if ((rc = get_num(j, f, "fabric", "link_Gbps", c->nic_Bps * 8 / 1e9, 0, 0, &x)))
+    if ((rc = get_num(j, &at_fab, f, "link_Gbps", c->nic_Bps * 8 / 1e9, 0, 0, &x)))
       return rc;
     c->fabric_link_Bps = x * 1e9 / 8;
-    if ((rc = get_num(j, f, "fabric", "global_Gbps", x, 0, 0, &x)))
+    if ((rc = get_num(j, &at_fab, f, "global_Gbps", x, 0, 0, &x)))
       return rc;
     c->fabric_global_Bps = x * 1e9 / 8;
-    if ((rc = get_num(j, f, "fabric", "link_lat_us", 0, 0, 1, &x)))
+    if ((rc = get_num(j, &at_fab, f, "link_lat_us", 0, 0, 1, &x)))
       return rc;
     c->fabric_link_lat_s = x * 1e-6;
   } else if (k == PLAT_FABRIC_TORUS) {
     c->torus_wrap = 1;
-    if ((rc = get_int3(j, f, "fabric", "dims", c->torus_dims)) ||
-        (rc = get_int3(j, f, "fabric", "cube", c->torus_cube)) ||
-        (rc = get_bool(j, f, "fabric", "wrap", &c->torus_wrap)) ||
-        (rc = get_num(j, f, "fabric", "link_GBps", NAN, 0, 0, &x)))
+    if ((rc = get_int3(j, &at_fab, f, "dims", c->torus_dims)) ||
+        (rc = get_int3(j, &at_fab, f, "cube", c->torus_cube)) ||
+        (rc = get_bool(j, &at_fab, f, "wrap", &c->torus_wrap)) ||
+        (rc = get_num(j, &at_fab, f, "link_GBps", NAN, 0, 0, &x)))
       return rc;
     c->fabric_link_Bps = x * 1e9;
-    if ((rc = get_num(j, f, "fabric", "lat_us", NAN, 0, 1, &x)))
+    if ((rc = get_num(j, &at_fab, f, "lat_us", NAN, 0, 1, &x)))
       return rc;
     c->fabric_link_lat_s = x * 1e-6;
   }
@@ -512,7 +483,7 @@ int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
   }
   if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
     int R = c->fabric_radix, want = c->fabric_levels;
-    int lo = want ? want : 1, hi = want ? want : PLAT_MAX_LEVELS;
+    int lo = want ? want : 1, hi = want ? want : PLAT__MAX_LEVELS;
     int found = 0;
     for (int h = lo; h <= hi && !found; h++) {
       c->fabric_levels = h;
@@ -547,7 +518,7 @@ int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
                         "%d routers x %d global links",
                         what, groups, groups - 1, c->dragonfly[0], c->dragonfly[2]);
   }
-  plat_lay L;
+  plat__lay L;
   plat__layout(c, &L);
   if (L.total > INT_MAX)
     return st_err_set(err, ST_EINPUT, "%s: %ld links is too many", what, L.total);
@@ -558,34 +529,30 @@ int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
 int plat__spec_parse(const char *what, const char *text, int nodes_override, plat_cluster **out,
                      st_err *err)
 {
-  cJSON *root = cJSON_Parse(text);
-  if (!root) {
-    const char *at = cJSON_GetErrorPtr();
-    int line = 1;
-    for (const char *p = text; at && p < at && *p; p++)
-      line += *p == '\n';
-    return st_err_set(err, ST_EINPUT, "%s: line %d: not valid JSON", what, line);
-  }
-  jctx j = {what, err};
+  cJSON *root = NULL;
+  if (st_json_parse(text, strlen(text), what, &root, err))
+    return ST_EINPUT;
+  st_jrd j = {what, "docs/platforms.md", err};
   static const char *const keys[] = {"name", "description", "nodes", "device", "device_memory_GB",
                                      "node", "fabric", NULL};
   plat_cluster *c = calloc(1, sizeof *c);
   int rc = c ? ST_OK : st_err_set(err, ST_ENOMEM, "out of memory");
   if (!rc)
-    rc = check_keys(&j, root, "", keys);
+    rc = st_jrd_members(&j, NULL, root, keys, -1, NULL);
+  const char *name = NULL, *device = NULL;
   const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
-  if (!rc && !cJSON_IsString(nm))
-    rc = st_err_set(err, ST_EINPUT, "%s: key 'name' must be a string", what);
   if (!rc)
-    rc = get_int(&j, root, "", "nodes", 1, 1, &c->default_nodes);
+    rc = nm ? st_jrd_string(&j, NULL, nm, &name) : st_jrd_missing(&j, NULL, "name");
+  if (!rc)
+    rc = get_int(&j, NULL, root, "nodes", 1, 1, &c->default_nodes);
   const cJSON *dv = cJSON_GetObjectItemCaseSensitive(root, "device");
-  if (!rc && !cJSON_IsString(dv))
-    rc = st_err_set(err, ST_EINPUT, "%s: key 'device' must be a device name (devices.json)", what);
-  if (!rc && (rc = plat__device_find(dv->valuestring, &c->device, err)))
+  if (!rc)
+    rc = dv ? st_jrd_string(&j, NULL, dv, &device) : st_jrd_missing(&j, NULL, "device");
+  if (!rc && (rc = plat__device_find(device, &c->device, err)))
     st_err_prefix(err, "%s: key 'device': ", what);
   if (!rc) { /* memory a job can use, when it is not the device's (another part, a reserve) */
     double gb;
-    rc = get_num(&j, root, "", "device_memory_GB", 0, 0, 0, &gb);
+    rc = get_num(&j, NULL, root, "device_memory_GB", 0, 0, 0, &gb);
     if (!rc && gb > 0)
       c->device.hbm_bytes = gb * 1e9;
   }
@@ -593,7 +560,7 @@ int plat__spec_parse(const char *what, const char *text, int nodes_override, pla
     rc = parse_node(&j, cJSON_GetObjectItemCaseSensitive(root, "node"), c);
   if (!rc) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "fabric");
-    rc = f ? parse_fabric(&j, f, c) : st_err_set(err, ST_EINPUT, "%s: key 'fabric' is missing", what);
+    rc = f ? parse_fabric(&j, f, c) : st_jrd_missing(&j, NULL, "fabric");
   }
   if (!rc) {
     c->num_nodes = nodes_override > 0 ? nodes_override : c->default_nodes;
@@ -601,9 +568,9 @@ int plat__spec_parse(const char *what, const char *text, int nodes_override, pla
   }
   if (!rc) {
     if (nodes_override > 0)
-      snprintf(c->name, sizeof c->name, "%s:%d", nm->valuestring, c->num_nodes);
+      snprintf(c->name, sizeof c->name, "%s:%d", name, c->num_nodes);
     else
-      snprintf(c->name, sizeof c->name, "%s", nm->valuestring);
+      snprintf(c->name, sizeof c->name, "%s", name);
     cJSON_DeleteItemFromObjectCaseSensitive(root, "nodes");
     cJSON_AddNumberToObject(root, "nodes", c->num_nodes);
     c->spec_json = cJSON_PrintUnformatted(root);

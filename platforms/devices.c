@@ -16,26 +16,25 @@ int plat_device_list(plat_device **out, int *count, st_err *err)
 {
   *out = NULL;
   *count = 0;
-  char *text = plat__data_read("devices.json", err);
-  if (!text)
-    return err && err->code ? err->code
-                            : st_err_set(err, ST_EIO, "platform data: 'devices.json' is missing");
-  cJSON *root = cJSON_Parse(text);
-  free(text);
-  if (!root)
-    return st_err_set(err, ST_EINPUT, "devices 'devices.json': not valid JSON");
+  cJSON *root = NULL;
+  int rc = plat__devices_json(&root, err);
+  if (rc)
+    return rc;
+  st_jrd j = {PLAT__DEVICES, NULL, err};
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "devices");
+  st_jpath at_list = {NULL, "devices", 0};
   int n = cJSON_GetArraySize(list);
   plat_device *v = calloc((size_t)(n > 0 ? n : 1), sizeof *v);
-  int rc = v ? ST_OK : st_err_set(err, ST_ENOMEM, "out of memory");
+  if (!v)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
   int i = 0;
   for (const cJSON *it = list ? list->child : NULL; it && !rc; it = it->next, i++) {
+    st_jpath at = {&at_list, NULL, i};
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
-    if (!cJSON_IsString(nm))
-      rc = st_err_set(err, ST_EINPUT, "devices 'devices.json': key 'devices[%d].name' must be a "
-                                      "short string", i);
-    else
-      rc = plat__device_find(nm->valuestring, &v[i], err);
+    const char *name = NULL;
+    rc = nm ? st_jrd_string(&j, &at, nm, &name) : st_jrd_missing(&j, &at, "name");
+    if (!rc)
+      rc = plat__device_find(name, &v[i], err);
   }
   cJSON_Delete(root);
   if (rc) {

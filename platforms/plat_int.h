@@ -9,29 +9,29 @@
 extern "C" {
 #endif
 
-#define PLAT_MAX_LEVELS 5
+#define PLAT__MAX_LEVELS 5
 
 /* Link id blocks and fat-tree/dragonfly shape, derived from a cluster by
  * plat__layout() (a few dozen integer operations; nothing per GPU). */
-typedef struct plat_lay {
+typedef struct plat__lay {
   long intra_base, pcie_base, nic_base, fab_base, total;
   /* fat-tree: m (children), w (up ports), M = prod m, W = prod w, N = nodes per level */
   int h;
-  long m[PLAT_MAX_LEVELS + 1], w[PLAT_MAX_LEVELS + 1];
-  long M[PLAT_MAX_LEVELS + 1], W[PLAT_MAX_LEVELS + 1], N[PLAT_MAX_LEVELS + 1];
-  long ft_base[PLAT_MAX_LEVELS + 1];
+  long m[PLAT__MAX_LEVELS + 1], w[PLAT__MAX_LEVELS + 1];
+  long M[PLAT__MAX_LEVELS + 1], W[PLAT__MAX_LEVELS + 1], N[PLAT__MAX_LEVELS + 1];
+  long ft_base[PLAT__MAX_LEVELS + 1];
   /* dragonfly: routers per group, NICs per router, global links per router */
   long a, p, hh, groups, dl_base, dg_base;
-} plat_lay;
+} plat__lay;
 
-void plat__layout(const plat_cluster *c, plat_lay *L);
+void plat__layout(const plat_cluster *c, plat__lay *L);
 /* 1 + the largest endpoint (NIC slot) index of a fat-tree or dragonfly. */
 long plat__endpoint_max(const plat_cluster *c);
 /* Link ids from GPU s to GPU d into ids[PLAT_ROUTE_MAX]; returns the count,
  * or -1 when the route would be longer than PLAT_ROUTE_MAX. */
-int plat__route_ids(const plat_cluster *c, const plat_lay *L, int s, int d, int *ids,
+int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int *ids,
                     int *switches);
-void plat__link_info(const plat_cluster *c, const plat_lay *L, long id, plat_link_info *o);
+void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_link_info *o);
 int plat__cube_lanes(int i, int j);
 
 /* Data folder: $SIMTRAIN_PLATFORMS_DATA, else the embedded copy of
@@ -39,6 +39,11 @@ int plat__cube_lanes(int i, int j);
  * "presets/<name>.json" (caller frees), or NULL when there is no such file. */
 char *plat__data_read(const char *rel, st_err *err);
 
+/* The devices table, platform data "devices.json", parsed (caller frees it
+ * with cJSON_Delete); messages name it PLAT__DEVICES. */
+#define PLAT__DEVICES "devices 'devices.json'"
+struct cJSON;
+int plat__devices_json(struct cJSON **root, st_err *err);
 /* Parse the devices table and fill d for device 'name'. */
 int plat__device_find(const char *name, plat_device *d, st_err *err);
 

@@ -220,8 +220,6 @@ typedef struct plat_route {
  * Works without SimGrid.  Not for PLAT_FABRIC_XML clusters (ask SimGrid:
  * sg_host_get_route).  src == dst gives an empty route. */
 int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_err *err);
-/* Link id -> name, kind, bandwidth, latency (0 <= id < c->num_links). */
-void plat_link_get(const plat_cluster *c, int id, plat_link_info *out);
 /* Direct links (lanes) joining local GPUs a and b of one node: 1 on a full
  * mesh, 1 or 2 on the DGX-1 cube-mesh, 0 where the two are not joined by
  * their own link (not adjacent on the cube-mesh; NVSwitch and rack nodes,

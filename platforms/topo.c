@@ -80,7 +80,7 @@ static int cube_slot(int i, int j)
   return s;
 }
 
-void plat__layout(const plat_cluster *c, plat_lay *L)
+void plat__layout(const plat_cluster *c, plat__lay *L)
 {
   memset(L, 0, sizeof *L);
   int gpn = c->gpus_per_node;
@@ -169,7 +169,8 @@ static int gpu_nic(const plat_cluster *c, int g)
     ids[n++] = (x);                                                                                \
   } while (0)
 
-int plat__route_ids(const plat_cluster *c, const plat_lay *L, int s, int d, int *ids, int *switches)
+int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int *ids,
+                    int *switches)
 {
   int n = 0;
   *switches = 0;
@@ -285,7 +286,7 @@ int plat__route_ids(const plat_cluster *c, const plat_lay *L, int s, int d, int 
 
 static const char *const dir_name[2] = {"up", "down"};
 
-void plat__link_info(const plat_cluster *c, const plat_lay *L, long id, plat_link_info *o)
+void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_link_info *o)
 {
   memset(o, 0, sizeof *o);
   int gpn = c->gpus_per_node;
@@ -372,7 +373,7 @@ int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_er
   if (src < 0 || src >= c->num_gpus || dst < 0 || dst >= c->num_gpus)
     return st_err_set(err, ST_EINPUT, "cluster '%s': GPU %d is out of range (0..%d)", c->name,
                       src < 0 || src >= c->num_gpus ? src : dst, c->num_gpus - 1);
-  plat_lay L;
+  plat__lay L;
   plat__layout(c, &L);
   memset(r, 0, sizeof *r);
   int n = plat__route_ids(c, &L, src, dst, r->link_ids, &r->switches);
@@ -391,16 +392,9 @@ int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_er
   return ST_OK;
 }
 
-void plat_link_get(const plat_cluster *c, int id, plat_link_info *out)
-{
-  plat_lay L;
-  plat__layout(c, &L);
-  plat__link_info(c, &L, id, out);
-}
-
 long plat_cluster_switch_count(const plat_cluster *c)
 {
-  plat_lay L;
+  plat__lay L;
   plat__layout(c, &L);
   switch (c->fabric_kind) {
   case PLAT_FABRIC_SWITCH: return 1;
@@ -425,7 +419,7 @@ long plat_cluster_switch_count(const plat_cluster *c)
 
 double plat_cluster_bisection_Bps(const plat_cluster *c)
 {
-  plat_lay L;
+  plat__lay L;
   plat__layout(c, &L);
   if (c->fabric_kind == PLAT_FABRIC_TORUS) {
     int dmax = 0;

@@ -40,7 +40,7 @@ int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err)
                       "GPUs (it grows with the square of the GPUs); simtrain builds larger "
                       "clusters in memory",
                       c->name, c->num_gpus, PLAT_XML_MAX_GPUS);
-  plat_lay L;
+  plat__lay L;
   plat__layout(c, &L);
   /* the most switches any route crosses */
   int maxsw = 0;
@@ -133,12 +133,13 @@ static int attr(const char *p, const char *name, char *buf, size_t n)
   return -1;
 }
 
+/* The line of p in text, for messages. */
 static int line_of(const char *text, const char *p)
 {
-  int line = 1;
-  for (const char *q = text; q < p; q++)
-    line += *q == '\n';
-  return line;
+  long line, col;
+  size_t off = (size_t)(p - text);
+  st_text_line_col(text, off, off, &line, &col);
+  return (int)line;
 }
 
 typedef struct seen_set {
@@ -408,8 +409,7 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
     free(c);
     return st_err_prefix(err, "platform '%s': simtrain.device: ", path);
   }
-  const char *base = strrchr(path, '/');
-  snprintf(c->name, sizeof c->name, "%s", base ? base + 1 : path);
+  snprintf(c->name, sizeof c->name, "%s", st_path_basename(path));
   c->num_gpus = (int)s.count;
   c->gpus_per_node = gpn;
   c->num_nodes = c->num_gpus / gpn;

@@ -1134,14 +1134,14 @@ static void test_export__rank_list_text(void **state)
   (void)state;
   static const int32_t a[] = {0, 1, 2, 3, 8, 12, 13};
   char buf[64];
-  assert_string_equal(an_format_rank_list(a, 7, buf, sizeof buf), "0-3,8,12-13");
-  assert_string_equal(an_format_rank_list(a, 1, buf, sizeof buf), "0");
-  assert_string_equal(an_format_rank_list(a, 0, buf, sizeof buf), "");
+  assert_string_equal(an__format_rank_list(a, 7, buf, sizeof buf), "0-3,8,12-13");
+  assert_string_equal(an__format_rank_list(a, 1, buf, sizeof buf), "0");
+  assert_string_equal(an__format_rank_list(a, 0, buf, sizeof buf), "");
   int32_t many[100];
   for (int i = 0; i < 100; i++)
     many[i] = 8 * i; /* 0,8,16,...,792: no runs */
   /* 40 bytes: 21 characters of ranks + ",... (100 ranks)" (16) + NUL; ",64" would not fit */
-  assert_string_equal(an_format_rank_list(many, 100, buf, 40),
+  assert_string_equal(an__format_rank_list(many, 100, buf, 40),
                       "0,8,16,24,32,40,48,56,... (100 ranks)");
 }
 

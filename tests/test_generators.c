@@ -193,18 +193,35 @@ static void test_model__errors_name_the_key(void **state)
        "model 'inline': key 'vocab' is missing"},
       {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
        "\"ffn_act\":\"relu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true}",
-       "model 'inline': key 'ffn_act' must be \"gelu\" or \"swiglu\""},
+       "model 'inline': 'ffn_act' is 'relu', expected one of gelu, swiglu"},
       {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
        "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
        "\"moe\":{\"experts\":8,\"top_k\":2,\"bar\":1}}",
-       "model 'inline': key 'moe.bar' is unknown"},
+       "model 'inline': moe: key 'bar' is unknown"},
       {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
        "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
        "\"moe\":{\"experts\":4,\"top_k\":8}}",
        "model 'inline': key 'moe.top_k' (8) exceeds 'moe.experts' (4)"},
       {"{\"name\":\"x\",\"layers\":-2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
        "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true}",
-       "model 'inline': key 'layers' is -2 (must be >= 1)"},
+       "model 'inline': 'layers' is -2, outside 1..2147483647"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":1}",
+       "model 'inline': 'tie_embeddings' is a number, expected true or false"},
+      {"{\"name\":\"x\",\"layers\":2.5}", "model 'inline': 'layers' is 2.5, expected an integer"},
+      {"{\"name\":7}", "model 'inline': 'name' is a number, expected a string"},
+      {"{\"name\":\"x\",\"name\":\"y\"}", "model 'inline': key 'name' appears twice"},
+      {"[1]", "model 'inline': the document is an array, expected an object"},
+      {"{\"name\":\"x\",\n \"layers\": }",
+       "model 'inline': JSON syntax error near line 2, column 12"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
+       "\"moe\":{\"experts\":8,\"top_k\":2,\"capacity_factor\":-1}}",
+       "model 'inline': moe: 'capacity_factor' is negative"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
+       "\"mla\":[]}",
+       "model 'inline': mla: is an array, expected an object"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_model m;

@@ -386,27 +386,52 @@ static void test_spec__bad_input_is_named(void **state)
       {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
        "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":25,\"lat_us\":0.5,\"colour\":1}},"
        "\"fabric\":{\"kind\":\"switch\"}}",
-       "key 'node.intra.colour' is unknown (see docs/platforms.md)"},
+       "node.intra: key 'colour' is unknown (see docs/platforms.md)"},
       {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
        "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":25,\"lat_us\":0.5}},"
        "\"fabric\":{\"kind\":\"ring\"}}",
-       "key 'fabric.kind' must be one of switch, rail-fat-tree, fat-tree, dragonfly, torus"},
+       "fabric: 'kind' is 'ring', expected one of switch, rail-fat-tree, fat-tree, dragonfly, "
+       "torus"},
       {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
        "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":-25,\"lat_us\":0.5}},"
        "\"fabric\":{\"kind\":\"switch\"}}",
-       "key 'node.intra.link_GBps' is -25; it must be greater than 0"},
+       "node.intra: 'link_GBps' is -25; it must be greater than 0"},
       {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
        "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":25,\"lat_us\":0.5}},"
        "\"fabric\":{\"kind\":\"switch\",\"radix\":64}}",
-       "key 'fabric.radix' does not apply to a fabric of kind switch"},
-      {"{\"name\":\"a\",\"nodes\":2,\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
+       "fabric: key 'radix' does not apply to a fabric of kind switch"},
+      {"{\"name\":\"a\",\"nodes\":2,\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{"
+       "\"kind\":"
        "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":25,\"lat_us\":0.5}},"
        "\"fabric\":{\"kind\":\"switch\"}}",
        "2 nodes but node.nics is missing"},
       {"{\"name\":\"a\",\"device\":\"Z80\",\"node\":{\"gpus\":8},\"fabric\":{\"kind\":\"switch\"}}",
        "key 'device': device 'Z80' is unknown (known: V100-SXM2, A100-SXM4-40GB, A100-SXM4-80GB, "
        "H100-SXM, H200, B200, GB200, MI300X, TPU-v4, TPU-v5p, Ascend-910B)"},
-      {"{\"name\":\"a\",\n\"device\":}", "line 2: not valid JSON"},
+      {"{\"name\":\"a\",\n\"device\":}", "JSON syntax error near line 2, column 10"},
+      {"{\"name\":\"a\"} x", "unexpected text after the JSON document at line 1, column 14"},
+      {"{\"name\":\"a\",\"name\":\"b\"}", "key 'name' appears twice"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"fabric\":{\"kind\":\"switch\"}}",
+       "key 'node' is missing"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":3}",
+       "node: is a number, expected an object"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
+       "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":\"25\",\"lat_us\":0.5}},"
+       "\"fabric\":{\"kind\":\"switch\"}}",
+       "node.intra: 'link_GBps' is a string, expected a number"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":2.5}}",
+       "node: 'gpus' is 2.5, not a whole number"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
+       "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":25,\"lat_us\":0.5,\"nvls\":1}},"
+       "\"fabric\":{\"kind\":\"switch\"}}",
+       "node.intra: 'nvls' is a number, expected true or false"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"intra\":{\"kind\":"
+       "\"nvswitch\",\"links_per_gpu\":18,\"link_GBps\":25,\"lat_us\":0.5}},"
+       "\"fabric\":{\"kind\":\"fat-tree\",\"radix\":64,\"oversub\":[2,0.5]}}",
+       "fabric.oversub[1]: is 0.5, below the smallest allowed 1"},
+      {"{\"name\":\"a\",\"device\":\"TPU-v4\",\"node\":{\"gpus\":4,\"intra\":{\"kind\":\"none\"}},"
+       "\"fabric\":{\"kind\":\"torus\",\"dims\":[4,0],\"link_GBps\":50,\"lat_us\":1}}",
+       "fabric.dims[1]: size 0 is outside 1..65536"},
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     const char *p = write_tmp(specs[i].text);

@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "traces.h"
 #include "workload.h"
@@ -804,9 +805,30 @@ static void test_err__set_and_prefix(void **state)
   assert_int_equal(st_err_prefix(&err, "trace '%s': ", "rank3.json.gz"), ST_EINPUT);
   assert_string_equal(err.msg, "trace 'rank3.json.gz': event 4031: 'dur' is negative");
   assert_int_equal(st_err_set(NULL, ST_EIO, "x"), ST_EIO);
-  assert_int_equal(st_err_exit_status(ST_EUSAGE), 1);
-  assert_int_equal(st_err_exit_status(ST_EINPUT), 2);
-  assert_int_equal(st_err_exit_status(ST_ESIM), 3);
+}
+
+/* The error table: every code keeps the value, text and exit status the
+ * command-line tests and docs promise (0 ok, 1 usage, 2 input, 3 simulation). */
+static void test_err__table_gives_code_text_and_status(void **state)
+{
+  (void)state;
+  static const struct {
+    int code, value, status;
+    const char *text;
+  } rows[] = {
+      {ST_OK, 0, 0, "success"},
+      {ST_EUSAGE, -1, 1, "usage error"},
+      {ST_EINPUT, -2, 2, "bad input"},
+      {ST_EIO, -3, 2, "input/output error"},
+      {ST_ENOMEM, -4, 2, "out of memory"},
+      {ST_ESIM, -5, 3, "simulation failure"},
+      {-99, -99, 2, "unknown error"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    assert_int_equal(rows[i].code, rows[i].value);
+    assert_int_equal(st_err_exit_status(rows[i].code), rows[i].status);
+    assert_string_equal(st_strerror(rows[i].code), rows[i].text);
+  }
 }
 
 static void test_num_check__finite_in_range_and_whole(void **state)
@@ -1020,6 +1042,254 @@ static void test_write_atomic__writes_through_symlinks_and_refuses_non_files(voi
   unlink(link);
   unlink(target);
   rmdir(dir);
+}
+
+static void test_path__basename_and_dirname_table(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *path, *base, *dir;
+  } rows[] = {
+      {"runs/a.h5", "a.h5", "runs"}, {"a.h5", "a.h5", "."},       {"/a.h5", "a.h5", "/"},
+      {"x/y/z", "z", "x/y"},         {"x/", "", "x"},             {"", "", "."},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    assert_string_equal(st_path_basename(rows[i].path), rows[i].base);
+    char *d = st_path_dirname(rows[i].path);
+    assert_non_null(d);
+    assert_string_equal(d, rows[i].dir);
+    free(d);
+  }
+  assert_null(st_strdup(NULL));
+  char *c = st_strdup("copy");
+  assert_string_equal(c, "copy");
+  free(c);
+}
+
+static int is_json(const char *name) { return st_str_ends_with(name, ".json"); }
+
+static void test_dir_list__sorted_regular_files_that_pass_the_filter(void **state)
+{
+  (void)state;
+  char dir[600], p[700];
+  snprintf(dir, sizeof dir, "%s/list", tmpdir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  const char *files[] = {"c.json", "a.json", "b.txt", ".hidden.json"};
+  for (size_t i = 0; i < 4; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+    write_bytes(p, "{}", 2);
+  }
+  snprintf(p, sizeof p, "%s/sub.json", dir); /* a folder: not listed */
+  assert_int_equal(mkdir(p, 0700), 0);
+  char **names = NULL;
+  size_t n = 0;
+  st_err err;
+  st_err_clear(&err);
+  assert_int_equal(st_dir_list(dir, is_json, &names, &n, &err), 0);
+  assert_int_equal(n, 2);
+  snprintf(p, sizeof p, "%s/a.json", dir);
+  assert_string_equal(names[0], p);
+  snprintf(p, sizeof p, "%s/c.json", dir);
+  assert_string_equal(names[1], p);
+  assert_true(st_path_is_file(names[0]));
+  st_str_list_free(names, n);
+  assert_int_equal(st_dir_list(dir, NULL, &names, &n, &err), 0);
+  assert_int_equal(n, 3); /* b.txt too; never the dot file or the folder */
+  st_str_list_free(names, n);
+  snprintf(p, sizeof p, "%s/sub.json", dir);
+  assert_false(st_path_is_file(p));
+  assert_false(st_path_is_file(tmp_path("missing")));
+  rmdir(p);
+  for (size_t i = 0; i < 4; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  char want[800];
+  assert_int_equal(st_dir_list(dir, NULL, &names, &n, &err), ST_EIO);
+  snprintf(want, sizeof want, "cannot open folder '%s': No such file or directory", dir);
+  assert_string_equal(err.msg, want);
+}
+
+static void test_text_line_col__counts_from_one(void **state)
+{
+  (void)state;
+  static const char text[] = "ab\ncd\n\nx";
+  static const struct {
+    size_t off;
+    long line, col;
+  } rows[] = {{0, 1, 1}, {1, 1, 2}, {2, 1, 3}, {3, 2, 1}, {5, 2, 3}, {6, 3, 1}, {7, 4, 1},
+              {8, 4, 2}, {99, 4, 2}}; /* past the end: the end */
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    long line = 0, col = 0;
+    st_text_line_col(text, sizeof text - 1, rows[i].off, &line, &col);
+    assert_int_equal(line, rows[i].line);
+    assert_int_equal(col, rows[i].col);
+  }
+}
+
+/* The one JSON string writer, against RFC 8259's escapes written out by hand. */
+static void test_json_str__escapes_quotes_backslashes_and_controls(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *in, *out;
+  } rows[] = {
+      {NULL, "\"\""},
+      {"", "\"\""},
+      {"plain", "\"plain\""},
+      {"q\"d", "\"q\\\"d\""},
+      {"a\\b", "\"a\\\\b\""},
+      {"l1\nl2\tx", "\"l1\\nl2\\tx\""},
+      {"\x01\x1f\r", "\"\\u0001\\u001f\\u000d\""},
+      {"\xc3\xa9 \x7f", "\"\xc3\xa9 \x7f\""}, /* UTF-8 and DEL pass as they are */
+      {"dir/q\"d\\w.json", "\"dir/q\\\"d\\\\w.json\""},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    st_buf b;
+    st_buf_init(&b);
+    assert_int_equal(st_buf_append(&b, "x", 1), 0);
+    assert_int_equal(st_buf_json_str(&b, rows[i].in), 0);
+    assert_string_equal(b.data + 1, rows[i].out); /* appended after what was there */
+    assert_int_equal(b.data[0], 'x');
+    st_buf_reset(&b);
+    assert_int_equal(b.len, 0);
+    assert_string_equal(b.data, "");
+    st_buf_release(&b);
+  }
+}
+
+static const char *const fabric_names[] = {"switch", "fat-tree"};
+static const char *fabric_name(int i) { return fabric_names[i]; }
+
+/* The shared JSON reader: each check's message, subject, path and key
+ * written out by hand. */
+static void test_jrd__messages_name_the_subject_the_path_and_the_value(void **state)
+{
+  (void)state;
+  st_err err;
+  st_err_clear(&err);
+  st_jrd r = {"spec 'c.json'", "docs/platforms.md", &err};
+  static const char text[] = "{'a': {'b': [1, 'x', 2.5, -1, 1e300]}, 's': 3, 't': true, "
+                             "'e': 'ring', 'n': 0, 'big': 1e308}";
+  char *json = doc(text);
+  cJSON *root = NULL;
+  assert_int_equal(st_json_parse(json, strlen(json), r.subject, &root, &err), 0);
+  free(json);
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "a");
+  const cJSON *b = cJSON_GetObjectItemCaseSensitive(a, "b");
+  st_jpath at_a = {NULL, "a", 0}, at_b = {&at_a, "b", 0};
+  st_jpath el[5];
+  const cJSON *e[5];
+  const cJSON *x = b->child;
+  for (int i = 0; i < 5; i++, x = x->next) {
+    el[i] = (st_jpath){&at_b, NULL, i};
+    e[i] = x;
+  }
+#define MEMBER(k) cJSON_GetObjectItemCaseSensitive(root, k)
+  const char *const top[] = {"a", "s", "t", "e", "n", "big"};
+  const cJSON *slots[6];
+  assert_int_equal(st_jrd_members(&r, NULL, root, top, 6, slots), 0);
+  assert_ptr_equal(slots[1], MEMBER("s"));
+  const char *const top_null[] = {"a", "s", "t", "e", "n", "big", NULL};
+  assert_int_equal(st_jrd_members(&r, NULL, root, top_null, -1, NULL), 0);
+  const char *sv = NULL;
+  double d = 0;
+  long l = 0;
+  int k = 0;
+  /* each check fails with exactly its message (and leaves *out alone) */
+#define CHECK(call, code, want)                                                                    \
+  do {                                                                                             \
+    st_err_clear(&err);                                                                            \
+    assert_int_equal(call, code);                                                                  \
+    assert_string_equal(err.msg, want);                                                            \
+  } while (0)
+  CHECK(st_jrd_members(&r, NULL, root, top, 5, NULL), ST_EINPUT,
+        "spec 'c.json': key 'big' is unknown (see docs/platforms.md)");
+  CHECK(st_jrd_members(&r, &at_a, a, top, 1, NULL), ST_EINPUT,
+        "spec 'c.json': a: key 'b' is unknown (see docs/platforms.md)");
+  CHECK(st_jrd_members(&r, NULL, b, top, 1, NULL), ST_EINPUT,
+        "spec 'c.json': the document is an array, expected an object");
+  CHECK(st_jrd_members(&r, &at_b, b, top, 1, NULL), ST_EINPUT,
+        "spec 'c.json': a.b: is an array, expected an object");
+  CHECK(st_jrd_missing(&r, &at_a, "z"), ST_EINPUT, "spec 'c.json': a: key 'z' is missing");
+  CHECK(st_jrd_string(&r, NULL, MEMBER("s"), &sv), ST_EINPUT,
+        "spec 'c.json': 's' is a number, expected a string");
+  CHECK(st_jrd_bool(&r, NULL, MEMBER("s"), &k), ST_EINPUT,
+        "spec 'c.json': 's' is a number, expected true or false");
+  CHECK(st_jrd_number(&r, NULL, MEMBER("n"), ST_NUM_REAL | ST_NUM_OPEN_LO, 0, 10, &d), ST_EINPUT,
+        "spec 'c.json': 'n' is 0; it must be greater than 0");
+  CHECK(st_jrd_number(&r, NULL, MEMBER("big"), ST_NUM_REAL, 0, 1e6, &d), ST_EINPUT,
+        "spec 'c.json': 'big' is 1e+308, above the largest allowed 1000000");
+  CHECK(st_jrd_number(&r, NULL, MEMBER("t"), ST_NUM_REAL, 0, 1e6, &d), ST_EINPUT,
+        "spec 'c.json': 't' is true, expected a number");
+  CHECK(st_jrd_number(&r, &el[2], e[2], ST_NUM_INTEGER, 0, 9, &d), ST_EINPUT,
+        "spec 'c.json': a.b[2]: is 2.5, not a whole number");
+  CHECK(st_jrd_size(&r, &el[1], e[1], &d), ST_EINPUT,
+        "spec 'c.json': a.b[1]: is a string, expected a number");
+  CHECK(st_jrd_size(&r, &el[3], e[3], &d), ST_EINPUT, "spec 'c.json': a.b[3]: is negative");
+  CHECK(st_jrd_bytes(&r, &el[4], e[4], &d), ST_EINPUT,
+        "spec 'c.json': a.b[4]: is 1e+300, above the largest allowed 9007199254740992");
+  CHECK(st_jrd_int(&r, &el[2], e[2], 0, 9, &l), ST_EINPUT,
+        "spec 'c.json': a.b[2]: is 2.5, expected an integer");
+  CHECK(st_jrd_int(&r, NULL, MEMBER("s"), 4, 9, &l), ST_EINPUT,
+        "spec 'c.json': 's' is 3, outside 4..9");
+  CHECK(st_jrd_elem_int(&r, &el[0], e[0], "rank", 2, 5, &l), ST_EINPUT,
+        "spec 'c.json': a.b[0]: rank 1 is outside 2..5");
+  CHECK(st_jrd_elem_int(&r, &el[1], e[1], "rank", 2, 5, &l), ST_EINPUT,
+        "spec 'c.json': a.b[1]: rank is a string, expected an integer");
+  CHECK(st_jrd_enum(&r, NULL, MEMBER("e"), NULL, fabric_name, 2, &k), ST_EINPUT,
+        "spec 'c.json': 'e' is 'ring', expected one of switch, fat-tree");
+  CHECK(st_jrd_oom(&r), ST_ENOMEM, "spec 'c.json': out of memory");
+  assert_null(sv);
+  assert_true(d == 0 && l == 0 && k == 0);
+  /* and succeed with the value */
+  assert_int_equal(st_jrd_int(&r, NULL, MEMBER("s"), 3, 3, &l), 0);
+  assert_int_equal(l, 3);
+  assert_int_equal(st_jrd_bool(&r, NULL, MEMBER("t"), &k), 0);
+  assert_int_equal(k, 1);
+  assert_int_equal(st_jrd_number(&r, &el[0], e[0], ST_NUM_INTEGER | ST_NUM_OPEN_LO, 0, 1, &d), 0);
+  assert_true(d == 1);
+  cJSON_Delete(root);
+  json = doc("{'k': 1, 'k': 2}");
+  assert_int_equal(st_json_parse(json, strlen(json), r.subject, &root, &err), 0);
+  free(json);
+  CHECK(st_jrd_members(&r, NULL, root, top_null, -1, NULL), ST_EINPUT,
+        "spec 'c.json': key 'k' is unknown (see docs/platforms.md)");
+  const char *const just_k[] = {"k"};
+  CHECK(st_jrd_members(&r, NULL, root, just_k, 1, NULL), ST_EINPUT,
+        "spec 'c.json': key 'k' appears twice");
+#undef CHECK
+#undef MEMBER
+  cJSON_Delete(root);
+}
+
+/* Syntax errors point at the line and column; what follows the document is
+ * an error; an empty file says so. */
+static void test_json_parse__errors_point_at_the_place(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *text, *msg;
+  } rows[] = {
+      {"", "m: the file is empty"},
+      {"{\n  \"a\": }", "m: JSON syntax error near line 2, column 8"},
+      {"{} x", "m: unexpected text after the JSON document at line 1, column 4"},
+      {"[1,\n2]\n\n  {}", "m: unexpected text after the JSON document at line 4, column 3"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    st_err err;
+    st_err_clear(&err);
+    cJSON *root = NULL;
+    assert_int_equal(st_json_parse(rows[i].text, strlen(rows[i].text), "m", &root, &err),
+                     ST_EINPUT);
+    assert_null(root);
+    assert_string_equal(err.msg, rows[i].msg);
+  }
+  cJSON *root = NULL;
+  assert_int_equal(st_json_parse("{\"k\": 1} \n", 10, "m", &root, NULL), 0);
+  assert_non_null(root);
+  cJSON_Delete(root);
 }
 
 /* ---- on-disk form --------------------------------------------------------------- */
@@ -1619,11 +1889,18 @@ int main(void)
       cmocka_unit_test(test_parse_bytes__table),
       cmocka_unit_test(test_format_bytes__binary_units),
       cmocka_unit_test(test_err__set_and_prefix),
+      cmocka_unit_test(test_err__table_gives_code_text_and_status),
       cmocka_unit_test(test_num_check__finite_in_range_and_whole),
       cmocka_unit_test(test_read_all__plain_and_gzip_give_the_same_bytes),
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),
       cmocka_unit_test(test_write_atomic__replaces_and_leaves_no_temp_file),
       cmocka_unit_test(test_write_atomic__writes_through_symlinks_and_refuses_non_files),
+      cmocka_unit_test(test_path__basename_and_dirname_table),
+      cmocka_unit_test(test_dir_list__sorted_regular_files_that_pass_the_filter),
+      cmocka_unit_test(test_text_line_col__counts_from_one),
+      cmocka_unit_test(test_json_str__escapes_quotes_backslashes_and_controls),
+      cmocka_unit_test(test_jrd__messages_name_the_subject_the_path_and_the_value),
+      cmocka_unit_test(test_json_parse__errors_point_at_the_place),
       cmocka_unit_test(test_example__reads_as_the_pipeline_built_in_c),
       cmocka_unit_test(test_example__is_in_the_writers_layout),
       cmocka_unit_test(test_round_trip__plain_keeps_every_field),

@@ -146,12 +146,12 @@ static int group_of(int kind, const as_layer *l, int ph, const as_comm *c)
   }
 }
 
-int tr_astra_import(const char *path, const tr_options *opt, wl_workload **out,
-                    tr_import_stats *stats, st_err *err)
+int tr__astra_import(const char *path, const tr_options *opt, wl_workload **out,
+                     tr_import_stats *stats, st_err *err)
 {
   char *data;
   size_t len;
-  int rc = tr_read_file(path, &data, &len, err);
+  int rc = tr__read_file(path, &data, &len, err);
   if (rc)
     return rc;
   char *cur = data, *line;
@@ -500,9 +500,9 @@ int tr_astra_import(const char *path, const tr_options *opt, wl_workload **out,
 #undef APPEND
   }
   if (!rc)
-    rc = tr_stats_alloc_ranks(stats, N, err);
+    rc = tr__stats_alloc_ranks(stats, N, err);
   if (!rc)
-    rc = tr_finish(wl, "astra", path, err);
+    rc = tr__finish(wl, "astra", path, err);
 done:
   free(layers);
   free(data);

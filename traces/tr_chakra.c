@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "chakra.pb-c.h"
 #include "tr_int.h"
@@ -222,7 +221,7 @@ static int read_rank(const char *path, ck_rank *r, tr_import_stats *stats, st_er
 {
   char *data;
   size_t len;
-  int rc = tr_read_file(path, &data, &len, err);
+  int rc = tr__read_file(path, &data, &len, err);
   if (rc)
     return rc;
   const uint8_t *p = (const uint8_t *)data;
@@ -868,7 +867,7 @@ static int plan_roles(const char *path, char **files, const ck_rank *ranks, int 
 static wl_workload *roles_workload(int nranks, const ck_roles *ro, st_err *err)
 {
   if (ro->n == 1 && ro->world == 0)
-    return tr_world_workload(nranks, err);
+    return tr__world_workload(nranks, err);
   char names[1u << TR_MAX_DIMS][8 + 3 * TR_MAX_DIMS];
   const char *np[1u << TR_MAX_DIMS];
   for (int i = 0; i < ro->n; i++) {
@@ -935,20 +934,14 @@ static wl_workload *roles_workload(int nranks, const ck_roles *ro, st_err *err)
 
 /* ---- entry ------------------------------------------------------------------- */
 
-static int file_exists(const char *p)
-{
-  struct stat s;
-  return !stat(p, &s) && S_ISREG(s.st_mode);
-}
-
-int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
-                     tr_import_stats *stats, st_err *err)
+int tr__chakra_import(const char *path, const tr_options *opt, wl_workload **out,
+                      tr_import_stats *stats, st_err *err)
 {
   /* PREFIX.<rank>.et for rank 0, 1, ... ; or one .et file */
   char **files = NULL;
   int nf = 0;
   int rc = ST_OK;
-  if (file_exists(path)) {
+  if (st_path_is_file(path)) {
     files = malloc(sizeof *files);
     if (!files || !(files[0] = strdup(path)))
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
@@ -958,7 +951,7 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
     for (;;) {
       char b[4096];
       snprintf(b, sizeof b, "%s.%d.et", path, nf);
-      if (!file_exists(b))
+      if (!st_path_is_file(b))
         break;
       char **nv = realloc(files, (size_t)(nf + 1) * sizeof *nv);
       if (!nv || !(nv[nf] = strdup(b))) {
@@ -998,7 +991,7 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
       wl_rank_set(wl, r, pi);
   }
   if (!rc) {
-    rc = tr_stats_alloc_ranks(stats, nranks, err);
+    rc = tr__stats_alloc_ranks(stats, nranks, err);
     /* Measured values for the ranks that have a file; the whole step (first
      * start to last end) only when every rank has one. */
     double first = INFINITY, last = -INFINITY;
@@ -1014,7 +1007,7 @@ int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
       stats->measured_step_s = (last - first) * 1e-6;
   }
   if (!rc)
-    rc = tr_finish(wl, "chakra", path, err);
+    rc = tr__finish(wl, "chakra", path, err);
   free(ro);
   for (int i = 0; i < nf; i++)
     rank_release(&ranks[i]);

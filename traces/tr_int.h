@@ -11,41 +11,30 @@
 
 #include "traces.h"
 
-int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
+int tr__kineto_import(const char *path, const tr_options *opt, wl_workload **out,
+                      tr_import_stats *stats, st_err *err);
+int tr__chakra_import(const char *path, const tr_options *opt, wl_workload **out,
+                      tr_import_stats *stats, st_err *err);
+int tr__astra_import(const char *path, const tr_options *opt, wl_workload **out,
                      tr_import_stats *stats, st_err *err);
-int tr_chakra_import(const char *path, const tr_options *opt, wl_workload **out,
-                     tr_import_stats *stats, st_err *err);
-int tr_astra_import(const char *path, const tr_options *opt, wl_workload **out,
+int tr__smpi_import(const char *path, const tr_options *opt, wl_workload **out,
                     tr_import_stats *stats, st_err *err);
-int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
-                   tr_import_stats *stats, st_err *err);
 
 /* Read a whole (possibly gzip) file; on error the message reads
  * "trace '<path>': ..." . */
-int tr_read_file(const char *path, char **data, size_t *len, st_err *err);
-
-/* Sorted list of regular files in dir whose names pass keep() (NULL = all),
- * as "dir/name" strings; caller frees each and the array. */
-int tr_list_dir(const char *dir, int (*keep)(const char *name), char ***names, size_t *count,
-                st_err *err);
-void tr_free_list(char **names, size_t count);
-
-/* The folder part of a path ("." when there is none); caller frees. */
-char *tr_dirname(const char *path);
-/* Pointer to the last component of a path. */
-const char *tr_basename(const char *path);
+int tr__read_file(const char *path, char **data, size_t *len, st_err *err);
 
 /* Set stats->rank_measured_s, rank_start_s, rank_compute_s and rank_comm_s to
  * n entries of NAN (owned by stats). */
-int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err);
+int tr__stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err);
 
 /* A workload of n ranks with one role, "world", played by one communicator
  * of all ranks (the importers whose traces name no process groups).  NULL
  * and err set when out of memory. */
-wl_workload *tr_world_workload(int n, st_err *err);
+wl_workload *tr__world_workload(int n, st_err *err);
 
 /* The common end of an import: meta.source = "FORMAT:PATH", then the
  * workload is checked; a failure names the trace. */
-int tr_finish(wl_workload *wl, const char *format, const char *path, st_err *err);
+int tr__finish(wl_workload *wl, const char *format, const char *path, st_err *err);
 
 #endif

@@ -289,7 +289,7 @@ static const kt_rt *find_launch(const kt_file *f, long corr)
  * first number in the name.  -1 if none. */
 static int rank_from_name(const char *path)
 {
-  const char *b = tr_basename(path);
+  const char *b = st_path_basename(path);
   const char *keys[] = {"rank", "worker"};
   for (int k = 0; k < 2; k++) {
     const char *p = strstr(b, keys[k]);
@@ -434,7 +434,7 @@ static int pg_add(kt_ctx *c, const kt_file *f, const char *name, const int32_t *
 static int read_file(kt_ctx *c, kt_file *f)
 {
   size_t len;
-  int rc = tr_read_file(f->path, &f->data, &len, c->err);
+  int rc = tr__read_file(f->path, &f->data, &len, c->err);
   if (rc)
     return rc;
   const char *end = NULL;
@@ -694,13 +694,13 @@ static int et_load_dir(kt_ctx *c, const char *dir)
   char **names;
   size_t n;
   st_err quiet;
-  if (tr_list_dir(dir, is_json_name, &names, &n, &quiet))
+  if (st_dir_list(dir, is_json_name, &names, &n, &quiet))
     return 0;
   for (size_t i = 0; i < n; i++) {
     char *data;
     size_t len;
-    if (tr_read_file(names[i], &data, &len, c->err)) {
-      tr_free_list(names, n);
+    if (tr__read_file(names[i], &data, &len, c->err)) {
+      st_str_list_free(names, n);
       return c->err->code;
     }
     cJSON *root = cJSON_ParseWithLengthOpts(data, len, NULL, 0);
@@ -723,7 +723,7 @@ static int et_load_dir(kt_ctx *c, const char *dir)
       c->et_pids = nd;
     if (!np || !nr || !nd) {
       cJSON_Delete(root);
-      tr_free_list(names, n);
+      st_str_list_free(names, n);
       return st_err_set(c->err, ST_ENOMEM, "out of memory");
     }
     c->et_paths[c->net] = names[i];
@@ -732,7 +732,7 @@ static int et_load_dir(kt_ctx *c, const char *dir)
     c->et_pids[c->net] = pid;
     c->net++;
   }
-  tr_free_list(names, n);
+  st_str_list_free(names, n);
   return 0;
 }
 
@@ -744,7 +744,7 @@ static int et_load(kt_ctx *c)
   if (c->opt->et_dir)
     return et_load_dir(c, c->opt->et_dir);
   /* beside the Kineto files, or in a sibling folder named "et" */
-  char *kdir = tr_dirname(c->files[0].path);
+  char *kdir = st_path_dirname(c->files[0].path);
   if (!kdir)
     return st_err_set(c->err, ST_ENOMEM, "out of memory");
   int rc = et_load_dir(c, kdir);
@@ -1319,7 +1319,7 @@ static int list_inputs(const char *spec, char ***names, size_t *count, st_err *e
     char **d;
     size_t nd;
     st_err quiet;
-    if (!tr_list_dir(spec, is_kineto_name, &d, &nd, &quiet)) {
+    if (!st_dir_list(spec, is_kineto_name, &d, &nd, &quiet)) {
       if (nd == 0) {
         free(d);
         return st_err_set(err, ST_EINPUT,
@@ -1337,7 +1337,7 @@ static int list_inputs(const char *spec, char ***names, size_t *count, st_err *e
     size_t len = e ? (size_t)(e - s) : strlen(s);
     char **nv = realloc(v, (n + 1) * sizeof *nv);
     if (!nv || !(nv[n] = strndup(s, len))) {
-      tr_free_list(nv ? nv : v, n);
+      st_str_list_free(nv ? nv : v, n);
       return st_err_set(err, ST_ENOMEM, "out of memory");
     }
     v = nv;
@@ -1351,8 +1351,8 @@ static int list_inputs(const char *spec, char ***names, size_t *count, st_err *e
   return ST_OK;
 }
 
-int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
-                     tr_import_stats *stats, st_err *err)
+int tr__kineto_import(const char *path, const tr_options *opt, wl_workload **out,
+                      tr_import_stats *stats, st_err *err)
 {
   kt_ctx c;
   memset(&c, 0, sizeof c);
@@ -1366,7 +1366,7 @@ int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
     return rc;
   c.files = calloc(n, sizeof *c.files);
   if (!c.files) {
-    tr_free_list(names, n);
+    st_str_list_free(names, n);
     return st_err_set(err, ST_ENOMEM, "out of memory");
   }
   for (size_t i = 0; i < n; i++) {
@@ -1476,7 +1476,7 @@ int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
     }
   }
   if (!rc)
-    rc = tr_stats_alloc_ranks(stats, world, err);
+    rc = tr__stats_alloc_ranks(stats, world, err);
   /* programs in rank order, so that program i is rank i's */
   for (int r = 0; !rc && r < world; r++)
     for (int i = 0; i < c.nfiles && !rc; i++)
@@ -1491,7 +1491,7 @@ int tr_kineto_import(const char *path, const tr_options *opt, wl_workload **out,
   if (!rc) {
     stats->measured_step_s = (t1 - t0) * 1e-6;
     wl->meta.iterations = 1;
-    rc = tr_finish(wl, "kineto", path, err);
+    rc = tr__finish(wl, "kineto", path, err);
   }
   ctx_release(&c);
   if (rc) {

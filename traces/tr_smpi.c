@@ -59,7 +59,7 @@ static int add_file_lines(const char *path, sm_line **lines, size_t *n, size_t *
 {
   char *data;
   size_t len;
-  int rc = tr_read_file(path, &data, &len, err);
+  int rc = tr__read_file(path, &data, &len, err);
   if (rc)
     return rc;
   *bufs = data;
@@ -374,8 +374,8 @@ static int do_line(sm_build *b, const sm_line *L)
   return 0;
 }
 
-int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
-                   tr_import_stats *stats, st_err *err)
+int tr__smpi_import(const char *path, const tr_options *opt, wl_workload **out,
+                    tr_import_stats *stats, st_err *err)
 {
   (void)opt;
   sm_line *lines = NULL;
@@ -391,9 +391,9 @@ int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
   } else {
     char *list;
     size_t len;
-    rc = tr_read_file(path, &list, &len, err);
+    rc = tr__read_file(path, &list, &len, err);
     if (!rc) {
-      char *dir = tr_dirname(path);
+      char *dir = st_path_dirname(path);
       char *save;
       for (char *l = strtok_r(list, "\r\n", &save); l && !rc; l = strtok_r(NULL, "\r\n", &save)) {
         while (isspace((unsigned char)*l))
@@ -416,7 +416,7 @@ int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
           snprintf(p, m, "%s/%s", dir, l);
         struct stat s;
         if (stat(p, &s))
-          snprintf(p, m, "%s/%s", dir, tr_basename(l));
+          snprintf(p, m, "%s/%s", dir, st_path_basename(l));
         paths[npaths++] = p;
         bufs[nbufs] = NULL;
         rc = add_file_lines(p, &lines, &n, &cap, &bufs[nbufs++], err);
@@ -434,7 +434,7 @@ int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
   sm_build b;
   memset(&b, 0, sizeof b);
   if (!rc) {
-    if (!(wl = tr_world_workload(nranks, err)))
+    if (!(wl = tr__world_workload(nranks, err)))
       rc = ST_ENOMEM;
   }
   /* request streams: as many as the most requests one rank has pending */
@@ -474,9 +474,9 @@ int tr_smpi_import(const char *path, const tr_options *opt, wl_workload **out,
   }
   free(b.reqs);
   if (!rc)
-    rc = tr_stats_alloc_ranks(stats, nranks, err);
+    rc = tr__stats_alloc_ranks(stats, nranks, err);
   if (!rc)
-    rc = tr_finish(wl, "smpi", path, err);
+    rc = tr__finish(wl, "smpi", path, err);
   for (size_t i = 0; i < n; i++)
     free(lines[i].tok);
   free(lines);

@@ -1,10 +1,7 @@
 /* traces.c — the importer table and "FORMAT:PATH" dispatch. */
 #include "traces.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <sys/stat.h>
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +10,14 @@
 
 /* Importers register here; each lives in tr_<format>.c. */
 static const tr_format formats[] = {
-    {"kineto", "PyTorch profiler Chrome-trace JSON (.json/.json.gz), one file per rank: DIR or FILE,FILE...",
-     tr_kineto_import},
-    {"chakra", "Chakra execution traces PREFIX.<rank>.et (or one .et file)", tr_chakra_import},
+    {"kineto",
+     "PyTorch profiler Chrome-trace JSON (.json/.json.gz), one file per rank: DIR or FILE,FILE...",
+     tr__kineto_import},
+    {"chakra", "Chakra execution traces PREFIX.<rank>.et (or one .et file)", tr__chakra_import},
     {"astra", "ASTRA-sim 1.0 / SimAI layer-wise text workload, expanded over --gpus N",
-     tr_astra_import},
+     tr__astra_import},
     {"smpi", "SimGrid time-independent trace (actions file, or a file listing per-rank files)",
-     tr_smpi_import},
+     tr__smpi_import},
     {NULL, NULL, NULL},
 };
 
@@ -129,7 +127,7 @@ void tr_import_stats_release(tr_import_stats *s)
 
 /* ---- helpers shared by the importers (tr_int.h) ------------------------- */
 
-int tr_read_file(const char *path, char **data, size_t *len, st_err *err)
+int tr__read_file(const char *path, char **data, size_t *len, st_err *err)
 {
   int rc = st_file_read_all(path, data, len, err);
   if (rc && err) {
@@ -142,82 +140,7 @@ int tr_read_file(const char *path, char **data, size_t *len, st_err *err)
   return rc;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int tr_list_dir(const char *dir, int (*keep)(const char *name), char ***names, size_t *count,
-                st_err *err)
-{
-  DIR *d = opendir(dir);
-  if (!d)
-    return st_err_set(err, ST_EIO, "trace '%s': cannot open folder: %s", dir, strerror(errno));
-  char **v = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.' || (keep && !keep(e->d_name)))
-      continue;
-    size_t len = strlen(dir) + strlen(e->d_name) + 2;
-    char *full = malloc(len);
-    if (!full)
-      break;
-    snprintf(full, len, "%s/%s", dir, e->d_name);
-    struct stat st;
-    if (stat(full, &st) || !S_ISREG(st.st_mode)) {
-      free(full);
-      continue;
-    }
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      char **nv = realloc(v, cap * sizeof *nv);
-      if (!nv) {
-        free(full);
-        break;
-      }
-      v = nv;
-    }
-    v[n++] = full;
-  }
-  closedir(d);
-  if (n)
-    qsort(v, n, sizeof *v, cmp_str);
-  *names = v;
-  *count = n;
-  return ST_OK;
-}
-
-void tr_free_list(char **names, size_t count)
-{
-  for (size_t i = 0; i < count; i++)
-    free(names[i]);
-  free(names);
-}
-
-const char *tr_basename(const char *path)
-{
-  const char *s = strrchr(path, '/');
-  return s ? s + 1 : path;
-}
-
-char *tr_dirname(const char *path)
-{
-  const char *s = strrchr(path, '/');
-  if (!s)
-    return strdup(".");
-  if (s == path)
-    return strdup("/");
-  size_t n = (size_t)(s - path);
-  char *d = malloc(n + 1);
-  if (d) {
-    memcpy(d, path, n);
-    d[n] = '\0';
-  }
-  return d;
-}
-
-int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
+int tr__stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
 {
   tr_import_stats_release(stats);
   size_t sz = (size_t)(n > 0 ? n : 1) * sizeof(double);
@@ -237,7 +160,7 @@ int tr_stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
   return ST_OK;
 }
 
-wl_workload *tr_world_workload(int n, st_err *err)
+wl_workload *tr__world_workload(int n, st_err *err)
 {
   const char *role = "world";
   wl_workload *wl = wl_workload_create(n, 1, &role);
@@ -259,7 +182,7 @@ wl_workload *tr_world_workload(int n, st_err *err)
   return wl;
 }
 
-int tr_finish(wl_workload *wl, const char *format, const char *path, st_err *err)
+int tr__finish(wl_workload *wl, const char *format, const char *path, st_err *err)
 {
   char src[512];
   snprintf(src, sizeof src, "%s:%s", format, path);

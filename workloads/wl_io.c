@@ -13,9 +13,9 @@
  * order (roles and streams before the ops that name them), so producers may
  * write keys in any order.  Every value is validated where it is read, and the
  * error names the file and the JSON path of the bad value; unknown and
- * duplicate keys are errors.  The path is a chain of stack frames rendered
- * only when an error is reported, so the happy path pays nothing for it.
- * Finally wl_workload_check() checks what spans the whole workload.
+ * duplicate keys are errors.  The checks are base's JSON reader (st_jrd_*,
+ * st_common.h), shared with cluster and model specs.  Finally
+ * wl_workload_check() checks what spans the whole workload.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -63,26 +63,8 @@ static void w_sep(wr *w) { w_raw(w, ", ", w->pretty ? 2 : 1); }
 
 static void w_quoted(wr *w, const char *s)
 {
-  w_raw(w, "\"", 1);
-  const char *run = s;
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p >= 0x20 && *p != '"' && *p != '\\')
-      continue;
-    w_raw(w, run, (size_t)((const char *)p - run));
-    char esc[8];
-    switch (*p) {
-    case '"': w_raw(w, "\\\"", 2); break;
-    case '\\': w_raw(w, "\\\\", 2); break;
-    case '\n': w_raw(w, "\\n", 2); break;
-    case '\t': w_raw(w, "\\t", 2); break;
-    default:
-      snprintf(esc, sizeof esc, "\\u%04x", *p);
-      w_raw(w, esc, 6);
-    }
-    run = (const char *)p + 1;
-  }
-  w_str(w, run);
-  w_raw(w, "\"", 1);
+  if (!w->oom && st_buf_json_str(&w->b, s))
+    w->oom = 1;
 }
 
 /* A double that reads back bit for bit.  Integral values below 1e16 (all
@@ -541,189 +523,18 @@ int wl_workload_write(const wl_workload *wl, const char *path, st_err *err)
 /* Reading                                                                  */
 /* ======================================================================== */
 
-/* Where a value sits: a chain of frames on the C stack, rendered only for an
- * error message ("programs[0].ops[12]"). */
-typedef struct jpath {
-  const struct jpath *up;
-  const char *key; /* ".key" when non-NULL, else "[idx]" */
-  long idx;
-} jpath;
-
+/* The reader: the shared checks of st_common.h (st_jrd_*) with the workload
+ * being built and scratch reused from op to op. */
 typedef struct rd {
+  st_jrd j; /* subject "workload '<what>'" */
+  char subject[ST_ERR_MSG_MAX];
   const char *what;
-  st_err *err;
   wl_workload *wl;
-  /* scratch reused from op to op */
   uint32_t *waits;
   size_t cap_waits;
   double *splits;
   size_t cap_splits;
 } rd;
-
-static void path_render(const jpath *at, st_buf *b)
-{
-  if (!at)
-    return;
-  path_render(at->up, b);
-  if (at->key)
-    st_buf_printf(b, "%s%s", at->up ? "." : "", at->key);
-  else
-    st_buf_printf(b, "[%ld]", at->idx);
-}
-
-static int rd_fail(rd *r, const jpath *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int rd_fail(rd *r, const jpath *at, const char *fmt, ...)
-{
-  char msg[ST_ERR_MSG_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  st_buf b;
-  st_buf_init(&b);
-  path_render(at, &b);
-  st_err_set(r->err, ST_EINPUT, "workload '%s': %s%s%s", r->what, b.data ? b.data : "",
-             b.data ? ": " : "", msg);
-  st_buf_release(&b);
-  return ST_EINPUT;
-}
-
-static int rd_oom(rd *r)
-{
-  return st_err_set(r->err, ST_ENOMEM, "workload '%s': out of memory", r->what);
-}
-
-static const char *type_name(const cJSON *v)
-{
-  if (cJSON_IsNull(v))
-    return "null";
-  if (cJSON_IsTrue(v))
-    return "true";
-  if (cJSON_IsFalse(v))
-    return "false";
-  if (cJSON_IsNumber(v))
-    return "a number";
-  if (cJSON_IsString(v))
-    return "a string";
-  if (cJSON_IsArray(v))
-    return "an array";
-  if (cJSON_IsObject(v))
-    return "an object";
-  return "invalid";
-}
-
-/* Map an object's members onto slots[] by key; unknown or repeated keys are
- * errors.  at is the object's own path. */
-static int rd_members(rd *r, const jpath *at, const cJSON *obj, const char *const *keys, int n,
-                      const cJSON **slots)
-{
-  if (!cJSON_IsObject(obj))
-    return rd_fail(r, at, "is %s, expected an object", type_name(obj));
-  for (int i = 0; i < n; i++)
-    slots[i] = NULL;
-  for (const cJSON *m = obj->child; m; m = m->next) {
-    int k = 0;
-    while (k < n && strcmp(keys[k], m->string) != 0)
-      k++;
-    if (k == n)
-      return rd_fail(r, at, "key '%s' is unknown", m->string);
-    if (slots[k])
-      return rd_fail(r, at, "key '%s' appears twice", m->string);
-    slots[k] = m;
-  }
-  return ST_OK;
-}
-
-static int rd_missing(rd *r, const jpath *at, const char *key)
-{
-  return rd_fail(r, at, "key '%s' is missing", key);
-}
-
-static int rd_string(rd *r, const jpath *at, const cJSON *v, const char **out)
-{
-  if (!cJSON_IsString(v))
-    return rd_fail(r, at, "'%s' is %s, expected a string", v->string, type_name(v));
-  *out = v->valuestring;
-  return ST_OK;
-}
-
-/* A finite number >= 0. */
-static int rd_size(rd *r, const jpath *at, const cJSON *v, double *out)
-{
-  if (!cJSON_IsNumber(v))
-    return rd_fail(r, at, "'%s' is %s, expected a number", v->string, type_name(v));
-  double d = v->valuedouble;
-  if (!isfinite(d))
-    return rd_fail(r, at, "'%s' is not a finite number", v->string);
-  if (d < 0)
-    return rd_fail(r, at, "'%s' is negative", v->string);
-  *out = d;
-  return ST_OK;
-}
-
-/* A byte count: rd_size, and at most ST_BYTES_MAX (2^53, where a double
- * still counts every byte; the engine stores sizes as integers). */
-static int rd_bytes(rd *r, const jpath *at, const cJSON *v, const char *key, double *out)
-{
-  double d;
-  if (rd_size(r, at, v, &d))
-    return ST_EINPUT;
-  st_err e;
-  if (st_num_check(d, ST_NUM_REAL, 0, ST_BYTES_MAX, &e, "'%s'", key))
-    return rd_fail(r, at, "%s", e.msg);
-  *out = d;
-  return ST_OK;
-}
-
-/* An integral number in lo..hi. */
-static int rd_int(rd *r, const jpath *at, const cJSON *v, long lo, long hi, long *out)
-{
-  if (!cJSON_IsNumber(v))
-    return rd_fail(r, at, "'%s' is %s, expected an integer", v->string, type_name(v));
-  double d = v->valuedouble;
-  if (d != floor(d))
-    return rd_fail(r, at, "'%s' is %.17g, expected an integer", v->string, d);
-  if (!(d >= (double)lo && d <= (double)hi))
-    return rd_fail(r, at, "'%s' is %.17g, outside %ld..%ld", v->string, d, lo, hi);
-  *out = (long)d;
-  return ST_OK;
-}
-
-/* An array element that must be an integer in lo..hi; noun names it in messages. */
-static int rd_elem_int(rd *r, const jpath *at, const cJSON *v, const char *noun, long lo, long hi,
-                       long *out)
-{
-  if (!cJSON_IsNumber(v))
-    return rd_fail(r, at, "%s is %s, expected an integer", noun, type_name(v));
-  double d = v->valuedouble;
-  if (d != floor(d))
-    return rd_fail(r, at, "%s %.17g is not an integer", noun, d);
-  if (!(d >= (double)lo && d <= (double)hi))
-    return rd_fail(r, at, "%s %.17g is outside %ld..%ld", noun, d, lo, hi);
-  *out = (long)d;
-  return ST_OK;
-}
-
-/* A name from one of workload.h's tables. */
-static int rd_enum(rd *r, const jpath *at, const cJSON *v, int (*from_name)(const char *),
-                   const char *(*name_of)(int), int count, int *out)
-{
-  const char *s = "";
-  if (rd_string(r, at, v, &s))
-    return ST_EINPUT;
-  int e = from_name(s);
-  if (e < 0 || e >= count) {
-    char list[512];
-    size_t n = 0;
-    list[0] = '\0';
-    for (int i = 0; i < count && n < sizeof list; i++)
-      n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", name_of(i));
-    return rd_fail(r, at, "'%s' is '%s', expected one of %s", v->string, s, list);
-  }
-  *out = e;
-  return ST_OK;
-}
 
 /* ---- meta ------------------------------------------------------------------ */
 enum { M_MODEL, M_LAYOUT, M_SOURCE, M_TOKENS, M_MFLOPS, M_HWFLOPS, M_PEAKMEM, M_DTYPE, M_ITER,
@@ -734,9 +545,9 @@ static const char *const meta_keys[M_COUNT] = {
 
 static int rd_meta(rd *r, const cJSON *obj)
 {
-  jpath at = {NULL, "meta", 0};
+  st_jpath at = {NULL, "meta", 0};
   const cJSON *s[M_COUNT];
-  if (rd_members(r, &at, obj, meta_keys, M_COUNT, s))
+  if (st_jrd_members(&r->j, &at, obj, meta_keys, M_COUNT, s))
     return ST_EINPUT;
   wl_meta *m = &r->wl->meta;
   char **strs[3] = {&m->model, &m->layout, &m->source};
@@ -744,22 +555,22 @@ static int rd_meta(rd *r, const cJSON *obj)
     const char *v = NULL;
     if (!s[i] || cJSON_IsNull(s[i]))
       continue;
-    if (rd_string(r, &at, s[i], &v))
+    if (st_jrd_string(&r->j, &at, s[i], &v))
       return ST_EINPUT;
     if (wl_meta_set_str(strs[i - M_MODEL], v))
-      return rd_oom(r);
+      return st_jrd_oom(&r->j);
   }
   double *nums[4] = {&m->tokens_per_step, &m->model_flops_per_step, &m->hw_flops_per_step,
                      &m->peak_memory_bytes};
   for (int i = M_TOKENS; i <= M_PEAKMEM; i++)
-    if (s[i] && !cJSON_IsNull(s[i]) && rd_size(r, &at, s[i], nums[i - M_TOKENS]))
+    if (s[i] && !cJSON_IsNull(s[i]) && st_jrd_size(&r->j, &at, s[i], nums[i - M_TOKENS]))
       return ST_EINPUT;
-  if (s[M_DTYPE] && rd_enum(r, &at, s[M_DTYPE], wl_dtype_from_name, wl_dtype_name,
-                            WL_DTYPE_COUNT, &m->dtype))
+  if (s[M_DTYPE] && st_jrd_enum(&r->j, &at, s[M_DTYPE], wl_dtype_from_name, wl_dtype_name,
+                                WL_DTYPE_COUNT, &m->dtype))
     return ST_EINPUT;
   long it = 1;
   if (s[M_ITER]) {
-    if (rd_int(r, &at, s[M_ITER], 1, INT32_MAX, &it))
+    if (st_jrd_int(&r->j, &at, s[M_ITER], 1, INT32_MAX, &it))
       return ST_EINPUT;
     m->iterations = (int)it;
   }
@@ -772,58 +583,60 @@ static const char *const comm_keys[C_COUNT] = {"name", "kind", "ranks"};
 
 static int rd_comms(rd *r, const cJSON *arr)
 {
-  jpath top = {NULL, "communicators", 0};
+  st_jpath top = {NULL, "communicators", 0};
   if (!cJSON_IsArray(arr))
-    return rd_fail(r, NULL, "'communicators' is %s, expected an array", type_name(arr));
+    return st_jrd_fail(&r->j, NULL, "'communicators' is %s, expected an array",
+                       st_json_type_name(arr));
   wl_workload *wl = r->wl;
   int32_t *ranks = NULL;
   int32_t *seen = calloc((size_t)wl->num_ranks, sizeof *seen); /* member index + 1, per rank */
   if (!seen)
-    return rd_oom(r);
+    return st_jrd_oom(&r->j);
   int rc = ST_OK;
   long ci = 0;
   for (const cJSON *c = arr->child; c && !rc; c = c->next, ci++) {
-    jpath at = {&top, NULL, ci};
+    st_jpath at = {&top, NULL, ci};
     const cJSON *s[C_COUNT];
-    if ((rc = rd_members(r, &at, c, comm_keys, C_COUNT, s)))
+    if ((rc = st_jrd_members(&r->j, &at, c, comm_keys, C_COUNT, s)))
       break;
     const char *name = "";
     int kind = WL_COMM_OTHER;
-    if (s[C_NAME] && (rc = rd_string(r, &at, s[C_NAME], &name)))
+    if (s[C_NAME] && (rc = st_jrd_string(&r->j, &at, s[C_NAME], &name)))
       break;
-    if (s[C_KIND] && (rc = rd_enum(r, &at, s[C_KIND], wl_comm_kind_from_name, wl_comm_kind_name,
-                                   WL_COMM_KIND_COUNT, &kind)))
+    if (s[C_KIND] && (rc = st_jrd_enum(&r->j, &at, s[C_KIND], wl_comm_kind_from_name,
+                                       wl_comm_kind_name, WL_COMM_KIND_COUNT, &kind)))
       break;
     if (!s[C_RANKS]) {
-      rc = rd_missing(r, &at, "ranks");
+      rc = st_jrd_missing(&r->j, &at, "ranks");
       break;
     }
     if (!cJSON_IsArray(s[C_RANKS])) {
-      rc = rd_fail(r, &at, "'ranks' is %s, expected an array", type_name(s[C_RANKS]));
+      rc = st_jrd_fail(&r->j, &at, "'ranks' is %s, expected an array",
+                       st_json_type_name(s[C_RANKS]));
       break;
     }
     int n = cJSON_GetArraySize(s[C_RANKS]);
     if (n == 0) {
-      rc = rd_fail(r, &at, "'ranks' is empty");
+      rc = st_jrd_fail(&r->j, &at, "'ranks' is empty");
       break;
     }
     if (n > wl->num_ranks) {
-      rc = rd_fail(r, &at, "'ranks' has %d entries, more than the %d ranks of the workload", n,
-                   wl->num_ranks);
+      rc = st_jrd_fail(&r->j, &at, "'ranks' has %d entries, more than the %d ranks of the workload",
+                       n, wl->num_ranks);
       break;
     }
     int32_t *nr = realloc(ranks, (size_t)n * sizeof *ranks);
     if (!nr) {
-      rc = rd_oom(r);
+      rc = st_jrd_oom(&r->j);
       break;
     }
     ranks = nr;
-    jpath rp = {&at, "ranks", 0};
+    st_jpath rp = {&at, "ranks", 0};
     long i = 0;
     for (const cJSON *e = s[C_RANKS]->child; e; e = e->next, i++) {
-      jpath ep = {&rp, NULL, i};
+      st_jpath ep = {&rp, NULL, i};
       long v = 0;
-      if ((rc = rd_elem_int(r, &ep, e, "rank", 0, wl->num_ranks - 1, &v)))
+      if ((rc = st_jrd_elem_int(&r->j, &ep, e, "rank", 0, wl->num_ranks - 1, &v)))
         break;
       ranks[i] = (int32_t)v;
     }
@@ -835,9 +648,9 @@ static int rd_comms(rd *r, const cJSON *arr)
         seen[ranks[j]] = (int32_t)j + 1;
         continue;
       }
-      jpath ep = {&rp, NULL, j};
-      rc = rd_fail(r, &ep, "rank %d appears twice (also at ranks[%d])", ranks[j],
-                   seen[ranks[j]] - 1);
+      st_jpath ep = {&rp, NULL, j};
+      rc = st_jrd_fail(&r->j, &ep, "rank %d appears twice (also at ranks[%d])", ranks[j],
+                       seen[ranks[j]] - 1);
     }
     for (long j = 0; j < n; j++)
       seen[ranks[j]] = 0;
@@ -845,7 +658,7 @@ static int rd_comms(rd *r, const cJSON *arr)
       break;
     int idx = wl_comm_add(wl, name, kind, n, ranks);
     if (idx < 0)
-      rc = rd_oom(r);
+      rc = st_jrd_oom(&r->j);
   }
   free(ranks);
   free(seen);
@@ -904,63 +717,66 @@ typedef struct prog_notes {
   size_t n, cap;
 } prog_notes;
 
-static int rd_stream(rd *r, const jpath *at, const cJSON *v, const wl_program *p, int *out)
+static int rd_stream(rd *r, const st_jpath *at, const cJSON *v, const wl_program *p, int *out)
 {
   if (cJSON_IsString(v)) {
     int found = -1;
     for (int s = 0; s < p->num_streams; s++)
       if (strcmp(p->stream_names[s], v->valuestring) == 0) {
         if (found >= 0)
-          return rd_fail(r, at,
-                         "'stream' is '%s', the name of streams %d and %d; use the index",
-                         v->valuestring, found, s);
+          return st_jrd_fail(&r->j, at,
+                             "'stream' is '%s', the name of streams %d and %d; use the index",
+                             v->valuestring, found, s);
         found = s;
       }
     if (found < 0)
-      return rd_fail(r, at, "'stream' is '%s', not a stream of this program", v->valuestring);
+      return st_jrd_fail(&r->j, at, "'stream' is '%s', not a stream of this program",
+                         v->valuestring);
     *out = found;
     return ST_OK;
   }
   long idx;
   if (!cJSON_IsNumber(v))
-    return rd_fail(r, at, "'stream' is %s, expected a stream name or index", type_name(v));
-  if (rd_int(r, at, v, 0, p->num_streams - 1, &idx))
+    return st_jrd_fail(&r->j, at, "'stream' is %s, expected a stream name or index",
+                       st_json_type_name(v));
+  if (st_jrd_int(&r->j, at, v, 0, p->num_streams - 1, &idx))
     return ST_EINPUT;
   *out = (int)idx;
   return ST_OK;
 }
 
-static int rd_role(rd *r, const jpath *at, const cJSON *v, int *out)
+static int rd_role(rd *r, const st_jpath *at, const cJSON *v, int *out)
 {
   const char *s = "";
-  if (rd_string(r, at, v, &s))
+  if (st_jrd_string(&r->j, at, v, &s))
     return ST_EINPUT;
   for (int i = 0; i < r->wl->num_roles; i++)
     if (strcmp(r->wl->roles[i], s) == 0) {
       *out = i;
       return ST_OK;
     }
-  return rd_fail(r, at, "'role' is '%s', not one of the workload's roles", s);
+  return st_jrd_fail(&r->j, at, "'role' is '%s', not one of the workload's roles", s);
 }
 
-static int rd_op(rd *r, const jpath *at, const cJSON *obj, wl_program *p, size_t index,
+static int rd_op(rd *r, const st_jpath *at, const cJSON *obj, wl_program *p, size_t index,
                  prog_notes *notes)
 {
   const cJSON *s[K_COUNT];
-  if (rd_members(r, at, obj, op_keys, K_COUNT, s))
+  if (st_jrd_members(&r->j, at, obj, op_keys, K_COUNT, s))
     return ST_EINPUT;
   if (!s[K_OP])
-    return rd_missing(r, at, "op");
+    return st_jrd_missing(&r->j, at, "op");
   const char *ks = "";
-  if (rd_string(r, at, s[K_OP], &ks))
+  if (st_jrd_string(&r->j, at, s[K_OP], &ks))
     return ST_EINPUT;
   int kind = kind_from_name(ks);
   if (kind < 0)
-    return rd_fail(r, at, "'op' is '%s', expected one of compute, coll, send, recv, marker", ks);
+    return st_jrd_fail(&r->j, at, "'op' is '%s', expected one of compute, coll, send, recv, marker",
+                       ks);
   uint32_t allowed = op_kind_keys[kind];
   for (int k = 0; k < K_COUNT; k++)
     if (s[k] && !(allowed & KB(k)))
-      return rd_fail(r, at, "key '%s' does not apply to a '%s' op", op_keys[k], ks);
+      return st_jrd_fail(&r->j, at, "key '%s' does not apply to a '%s' op", op_keys[k], ks);
 
   wl_op op = wl_op_compute(0, -1.0); /* every field at its default */
   op.kind = (uint8_t)kind;
@@ -973,147 +789,140 @@ static int rd_op(rd *r, const jpath *at, const cJSON *obj, wl_program *p, size_t
     op.stream = (uint16_t)e;
   }
   if (s[K_NAME]) {
-    if (rd_string(r, at, s[K_NAME], &str))
+    if (st_jrd_string(&r->j, at, s[K_NAME], &str))
       return ST_EINPUT;
     op.name = wl_program_string(p, str);
     if (str[0] && !op.name)
-      return rd_oom(r);
+      return st_jrd_oom(&r->j);
   }
   if (s[K_PHASE]) {
-    if (rd_enum(r, at, s[K_PHASE], wl_phase_from_name, wl_phase_name, WL_PHASE_COUNT, &e))
+    if (st_jrd_enum(&r->j, at, s[K_PHASE], wl_phase_from_name, wl_phase_name, WL_PHASE_COUNT, &e))
       return ST_EINPUT;
     op.phase = (uint8_t)e;
   }
+  int yes = 0;
   if (s[K_RECOMPUTE]) {
-    if (!cJSON_IsBool(s[K_RECOMPUTE]))
-      return rd_fail(r, at, "'recompute' is %s, expected true or false",
-                     type_name(s[K_RECOMPUTE]));
-    if (cJSON_IsTrue(s[K_RECOMPUTE]))
+    if (st_jrd_bool(&r->j, at, s[K_RECOMPUTE], &yes))
+      return ST_EINPUT;
+    if (yes)
       op.flags |= WL_OPF_RECOMPUTE;
   }
-  if (s[K_BYTES] && rd_bytes(r, at, s[K_BYTES], "bytes", &op.bytes))
+  if (s[K_BYTES] && st_jrd_bytes(&r->j, at, s[K_BYTES], &op.bytes))
     return ST_EINPUT;
 
   switch (kind) {
   case WL_OP_COMPUTE:
     if (s[K_CLASS]) {
-      if (rd_enum(r, at, s[K_CLASS], wl_class_from_name, wl_class_name, WL_CLASS_COUNT, &e))
+      if (st_jrd_enum(&r->j, at, s[K_CLASS], wl_class_from_name, wl_class_name, WL_CLASS_COUNT, &e))
         return ST_EINPUT;
       op.sub = (uint8_t)e;
     }
-    if (s[K_DURATION] && rd_size(r, at, s[K_DURATION], &op.duration_s))
+    if (s[K_DURATION] && st_jrd_size(&r->j, at, s[K_DURATION], &op.duration_s))
       return ST_EINPUT;
-    if (s[K_FLOPS] && rd_size(r, at, s[K_FLOPS], &op.flops))
+    if (s[K_FLOPS] && st_jrd_size(&r->j, at, s[K_FLOPS], &op.flops))
       return ST_EINPUT;
     int32_t *dims[3] = {&op.m, &op.n, &op.k};
     for (int i = 0; i < 3; i++)
       if (s[K_M + i]) {
-        if (rd_int(r, at, s[K_M + i], 0, INT32_MAX, &v))
+        if (st_jrd_int(&r->j, at, s[K_M + i], 0, INT32_MAX, &v))
           return ST_EINPUT;
         *dims[i] = (int32_t)v;
       }
     if (s[K_BATCH]) {
-      if (rd_int(r, at, s[K_BATCH], 1, INT32_MAX, &v))
+      if (st_jrd_int(&r->j, at, s[K_BATCH], 1, INT32_MAX, &v))
         return ST_EINPUT;
       op.batch = (int32_t)v;
     }
     if (s[K_CONCURRENT]) {
-      if (rd_int(r, at, s[K_CONCURRENT], 1, 255, &v))
+      if (st_jrd_int(&r->j, at, s[K_CONCURRENT], 1, 255, &v))
         return ST_EINPUT;
       op.concurrent = (uint8_t)v;
     }
     if (s[K_DTYPE]) {
-      if (rd_enum(r, at, s[K_DTYPE], wl_dtype_from_name, wl_dtype_name, WL_DTYPE_COUNT, &e))
+      if (st_jrd_enum(&r->j, at, s[K_DTYPE], wl_dtype_from_name, wl_dtype_name, WL_DTYPE_COUNT, &e))
         return ST_EINPUT;
       op.dtype = (uint8_t)e;
     }
     if (s[K_CAUSAL]) {
-      if (!cJSON_IsBool(s[K_CAUSAL]))
-        return rd_fail(r, at, "'causal' is %s, expected true or false", type_name(s[K_CAUSAL]));
-      if (cJSON_IsTrue(s[K_CAUSAL]))
+      if (st_jrd_bool(&r->j, at, s[K_CAUSAL], &yes))
+        return ST_EINPUT;
+      if (yes)
         op.flags |= WL_OPF_CAUSAL;
     }
     if (!s[K_DURATION] && !(op.flops > 0) && !(op.bytes > 0))
-      return rd_fail(r, at, "a compute op needs 'duration_s', or 'flops'/'bytes' for the "
-                            "compute model");
+      return st_jrd_fail(&r->j, at,
+                         "a compute op needs 'duration_s', or 'flops'/'bytes' for the "
+                         "compute model");
     break;
   case WL_OP_COLL:
   case WL_OP_SEND:
   case WL_OP_RECV:
     if (kind == WL_OP_COLL) {
       if (!s[K_COLL])
-        return rd_missing(r, at, "coll");
-      if (rd_enum(r, at, s[K_COLL], wl_coll_from_name, wl_coll_name, WL_COLL_COUNT, &e))
+        return st_jrd_missing(&r->j, at, "coll");
+      if (st_jrd_enum(&r->j, at, s[K_COLL], wl_coll_from_name, wl_coll_name, WL_COLL_COUNT, &e))
         return ST_EINPUT;
       op.sub = (uint8_t)e;
       if (s[K_ROOT] && e != WL_COLL_BROADCAST && e != WL_COLL_REDUCE)
-        return rd_fail(r, at, "key 'root' applies only to broadcast and reduce");
+        return st_jrd_fail(&r->j, at, "key 'root' applies only to broadcast and reduce");
       if (s[K_SPLITS] && e != WL_COLL_ALLTOALL)
-        return rd_fail(r, at, "key 'splits' applies only to alltoall");
+        return st_jrd_fail(&r->j, at, "key 'splits' applies only to alltoall");
       if (e == WL_COLL_BROADCAST || e == WL_COLL_REDUCE) {
         op.peer = 0;
         if (s[K_ROOT]) {
-          if (rd_int(r, at, s[K_ROOT], 0, INT32_MAX, &v))
+          if (st_jrd_int(&r->j, at, s[K_ROOT], 0, INT32_MAX, &v))
             return ST_EINPUT;
           op.peer = (int32_t)v;
         }
       }
     } else {
       if (!s[K_PEER])
-        return rd_missing(r, at, "peer");
-      if (rd_int(r, at, s[K_PEER], 0, INT32_MAX, &v))
+        return st_jrd_missing(&r->j, at, "peer");
+      if (st_jrd_int(&r->j, at, s[K_PEER], 0, INT32_MAX, &v))
         return ST_EINPUT;
       op.peer = (int32_t)v;
       if (s[K_TAG]) {
-        if (rd_int(r, at, s[K_TAG], INT32_MIN, INT32_MAX, &v))
+        if (st_jrd_int(&r->j, at, s[K_TAG], INT32_MIN, INT32_MAX, &v))
           return ST_EINPUT;
         op.tag = (int32_t)v;
       }
     }
     if (!s[K_ROLE])
-      return rd_missing(r, at, "role");
+      return st_jrd_missing(&r->j, at, "role");
     if (rd_role(r, at, s[K_ROLE], &e))
       return ST_EINPUT;
     op.role = e;
     if (s[K_SPLITS]) {
       const cJSON *a = s[K_SPLITS];
       if (!cJSON_IsArray(a))
-        return rd_fail(r, at, "'splits' is %s, expected an array", type_name(a));
+        return st_jrd_fail(&r->j, at, "'splits' is %s, expected an array", st_json_type_name(a));
       int n = cJSON_GetArraySize(a);
       if (n == 0)
-        return rd_fail(r, at, "'splits' is empty");
+        return st_jrd_fail(&r->j, at, "'splits' is empty");
       if ((size_t)n > r->cap_splits) {
         double *ns = realloc(r->splits, (size_t)n * sizeof *ns);
         if (!ns)
-          return rd_oom(r);
+          return st_jrd_oom(&r->j);
         r->splits = ns;
         r->cap_splits = (size_t)n;
       }
-      jpath sp = {at, "splits", 0};
+      st_jpath sp = {at, "splits", 0};
       long i = 0;
       for (const cJSON *x = a->child; x; x = x->next, i++) {
-        jpath ep = {&sp, NULL, i};
-        if (!cJSON_IsNumber(x))
-          return rd_fail(r, &ep, "is %s, expected a number of bytes", type_name(x));
-        if (!isfinite(x->valuedouble))
-          return rd_fail(r, &ep, "is not a finite number");
-        if (x->valuedouble < 0)
-          return rd_fail(r, &ep, "is negative");
-        st_err ne;
-        if (st_num_check(x->valuedouble, ST_NUM_REAL, 0, ST_BYTES_MAX, &ne, "it"))
-          return rd_fail(r, &ep, "%s", ne.msg + 3); /* "is 1e+19, above ..." */
-        r->splits[i] = x->valuedouble;
+        st_jpath ep = {&sp, NULL, i};
+        if (st_jrd_bytes(&r->j, &ep, x, &r->splits[i]))
+          return ST_EINPUT;
       }
       uint32_t first = wl_program_splits(p, r->splits, n);
       if (first == UINT32_MAX)
-        return rd_oom(r);
+        return st_jrd_oom(&r->j);
       op.split_first = first;
       op.flags |= WL_OPF_SPLITS;
       if (notes->n == notes->cap) {
         size_t cap = notes->cap ? 2 * notes->cap : 8;
         split_note *nv = realloc(notes->v, cap * sizeof *nv);
         if (!nv)
-          return rd_oom(r);
+          return st_jrd_oom(&r->j);
         notes->v = nv;
         notes->cap = cap;
       }
@@ -1122,12 +931,12 @@ static int rd_op(rd *r, const jpath *at, const cJSON *obj, wl_program *p, size_t
     break;
   case WL_OP_MARKER:
     if (!s[K_MARK])
-      return rd_missing(r, at, "mark");
-    if (rd_enum(r, at, s[K_MARK], wl_marker_from_name, wl_marker_name, WL_MARK_COUNT, &e))
+      return st_jrd_missing(&r->j, at, "mark");
+    if (st_jrd_enum(&r->j, at, s[K_MARK], wl_marker_from_name, wl_marker_name, WL_MARK_COUNT, &e))
       return ST_EINPUT;
     op.sub = (uint8_t)e;
     if (s[K_VALUE]) {
-      if (rd_int(r, at, s[K_VALUE], INT32_MIN, INT32_MAX, &v))
+      if (st_jrd_int(&r->j, at, s[K_VALUE], INT32_MIN, INT32_MAX, &v))
         return ST_EINPUT;
       op.tag = (int32_t)v;
     }
@@ -1138,27 +947,27 @@ static int rd_op(rd *r, const jpath *at, const cJSON *obj, wl_program *p, size_t
   if (s[K_WAITS]) {
     const cJSON *a = s[K_WAITS];
     if (!cJSON_IsArray(a))
-      return rd_fail(r, at, "'waits' is %s, expected an array", type_name(a));
+      return st_jrd_fail(&r->j, at, "'waits' is %s, expected an array", st_json_type_name(a));
     int n = cJSON_GetArraySize(a);
     if ((size_t)n > r->cap_waits) {
       uint32_t *nv = realloc(r->waits, (size_t)n * sizeof *nv);
       if (!nv)
-        return rd_oom(r);
+        return st_jrd_oom(&r->j);
       r->waits = nv;
       r->cap_waits = (size_t)n;
     }
-    jpath wp = {at, "waits", 0};
+    st_jpath wp = {at, "waits", 0};
     for (const cJSON *x = a->child; x; x = x->next, nw++) {
-      jpath ep = {&wp, NULL, (long)nw};
-      if (rd_elem_int(r, &ep, x, "op", 0, INT32_MAX, &v))
+      st_jpath ep = {&wp, NULL, (long)nw};
+      if (st_jrd_elem_int(&r->j, &ep, x, "op", 0, INT32_MAX, &v))
         return ST_EINPUT;
       if ((size_t)v >= index)
-        return rd_fail(r, &ep, "op %ld does not come before this op (%zu)", v, index);
+        return st_jrd_fail(&r->j, &ep, "op %ld does not come before this op (%zu)", v, index);
       r->waits[nw] = (uint32_t)v;
     }
   }
   if (wl_program_append(p, &op, r->waits, nw) < 0)
-    return rd_oom(r);
+    return st_jrd_oom(&r->j);
   return ST_OK;
 }
 
@@ -1166,50 +975,50 @@ static int rd_op(rd *r, const jpath *at, const cJSON *obj, wl_program *p, size_t
 enum { P_NAME, P_STREAMS, P_OPS, P_COUNT };
 static const char *const prog_keys[P_COUNT] = {"name", "streams", "ops"};
 
-static int rd_program(rd *r, const jpath *at, const cJSON *obj, prog_notes *notes)
+static int rd_program(rd *r, const st_jpath *at, const cJSON *obj, prog_notes *notes)
 {
   const cJSON *s[P_COUNT];
-  if (rd_members(r, at, obj, prog_keys, P_COUNT, s))
+  if (st_jrd_members(&r->j, at, obj, prog_keys, P_COUNT, s))
     return ST_EINPUT;
   const char *name = "";
-  if (s[P_NAME] && rd_string(r, at, s[P_NAME], &name))
+  if (s[P_NAME] && st_jrd_string(&r->j, at, s[P_NAME], &name))
     return ST_EINPUT;
   if (!s[P_STREAMS])
-    return rd_missing(r, at, "streams");
+    return st_jrd_missing(&r->j, at, "streams");
   if (!s[P_OPS])
-    return rd_missing(r, at, "ops");
+    return st_jrd_missing(&r->j, at, "ops");
   const cJSON *sa = s[P_STREAMS];
   if (!cJSON_IsArray(sa))
-    return rd_fail(r, at, "'streams' is %s, expected an array", type_name(sa));
+    return st_jrd_fail(&r->j, at, "'streams' is %s, expected an array", st_json_type_name(sa));
   int ns = cJSON_GetArraySize(sa);
   if (ns < 1 || ns > UINT16_MAX)
-    return rd_fail(r, at, "'streams' has %d names, expected 1..%d", ns, UINT16_MAX);
+    return st_jrd_fail(&r->j, at, "'streams' has %d names, expected 1..%d", ns, UINT16_MAX);
   const char **names = malloc((size_t)ns * sizeof *names);
   if (!names)
-    return rd_oom(r);
-  jpath sp = {at, "streams", 0};
+    return st_jrd_oom(&r->j);
+  st_jpath sp = {at, "streams", 0};
   int i = 0;
   for (const cJSON *x = sa->child; x; x = x->next, i++) {
     if (!cJSON_IsString(x) || !x->valuestring[0]) {
-      jpath ep = {&sp, NULL, i};
+      st_jpath ep = {&sp, NULL, i};
       free(names);
-      return rd_fail(r, &ep, "is %s, expected a stream name",
-                     cJSON_IsString(x) ? "empty" : type_name(x));
+      return st_jrd_fail(&r->j, &ep, "is %s, expected a stream name",
+                         cJSON_IsString(x) ? "empty" : st_json_type_name(x));
     }
     names[i] = x->valuestring;
   }
   int pi = wl_program_add(r->wl, name, ns, names);
   free(names);
   if (pi < 0)
-    return rd_oom(r);
+    return st_jrd_oom(&r->j);
   const cJSON *oa = s[P_OPS];
   if (!cJSON_IsArray(oa))
-    return rd_fail(r, at, "'ops' is %s, expected an array", type_name(oa));
+    return st_jrd_fail(&r->j, at, "'ops' is %s, expected an array", st_json_type_name(oa));
   wl_program *p = &r->wl->programs[pi];
-  jpath op_at = {at, "ops", 0};
+  st_jpath op_at = {at, "ops", 0};
   size_t oi = 0;
   for (const cJSON *x = oa->child; x; x = x->next, oi++) {
-    jpath ep = {&op_at, NULL, (long)oi};
+    st_jpath ep = {&op_at, NULL, (long)oi};
     if (rd_op(r, &ep, x, p, oi, notes))
       return ST_EINPUT;
   }
@@ -1222,30 +1031,30 @@ static const char *const rmap_keys[R_COUNT] = {"program", "comms"};
 
 /* A per-rank column: one integer for all ranks, or an array of num_ranks
  * integers, each in lo..hi.  out has a stride (roles interleave). */
-static int rd_column(rd *r, const jpath *at, const char *key, const cJSON *v, const char *noun,
+static int rd_column(rd *r, const st_jpath *at, const char *key, const cJSON *v, const char *noun,
                      long lo, long hi, int32_t *out, size_t stride)
 {
   int nr = r->wl->num_ranks;
   long x = 0;
   if (cJSON_IsNumber(v)) {
-    if (rd_int(r, at, v, lo, hi, &x))
+    if (st_jrd_int(&r->j, at, v, lo, hi, &x))
       return ST_EINPUT;
     for (int i = 0; i < nr; i++)
       out[(size_t)i * stride] = (int32_t)x;
     return ST_OK;
   }
   if (!cJSON_IsArray(v))
-    return rd_fail(r, at, "'%s' is %s, expected an integer or an array of one per rank", key,
-                   type_name(v));
+    return st_jrd_fail(&r->j, at, "'%s' is %s, expected an integer or an array of one per rank",
+                       key, st_json_type_name(v));
   int n = cJSON_GetArraySize(v);
   if (n != nr)
-    return rd_fail(r, at, "'%s' has %d entries, expected %d (one per rank) or one integer", key, n,
-                   nr);
-  jpath cp = {at, key, 0};
+    return st_jrd_fail(&r->j, at, "'%s' has %d entries, expected %d (one per rank) or one integer",
+                       key, n, nr);
+  st_jpath cp = {at, key, 0};
   int i = 0;
   for (const cJSON *e = v->child; e; e = e->next, i++) {
-    jpath ep = {&cp, NULL, i};
-    if (rd_elem_int(r, &ep, e, noun, lo, hi, &x))
+    st_jpath ep = {&cp, NULL, i};
+    if (st_jrd_elem_int(&r->j, &ep, e, noun, lo, hi, &x))
       return ST_EINPUT;
     out[(size_t)i * stride] = (int32_t)x;
   }
@@ -1255,24 +1064,24 @@ static int rd_column(rd *r, const jpath *at, const char *key, const cJSON *v, co
 static int rd_rank_map(rd *r, const cJSON *obj)
 {
   wl_workload *wl = r->wl;
-  jpath at = {NULL, "rank_map", 0};
+  st_jpath at = {NULL, "rank_map", 0};
   const cJSON *s[R_COUNT];
-  if (rd_members(r, &at, obj, rmap_keys, R_COUNT, s))
+  if (st_jrd_members(&r->j, &at, obj, rmap_keys, R_COUNT, s))
     return ST_EINPUT;
   if (!s[R_PROGRAM])
-    return rd_missing(r, &at, "program");
+    return st_jrd_missing(&r->j, &at, "program");
   if (rd_column(r, &at, "program", s[R_PROGRAM], "program", 0, wl->num_programs - 1,
                 wl->rank_program, 1))
     return ST_EINPUT;
   if (!s[R_COMMS])
     return ST_OK; /* no role is played */
   const cJSON *cm = s[R_COMMS];
-  jpath cp = {&at, "comms", 0};
+  st_jpath cp = {&at, "comms", 0};
   if (!cJSON_IsObject(cm))
-    return rd_fail(r, &at, "'comms' is %s, expected an object", type_name(cm));
+    return st_jrd_fail(&r->j, &at, "'comms' is %s, expected an object", st_json_type_name(cm));
   unsigned char *done = calloc((size_t)wl->num_roles + 1, 1);
   if (!done)
-    return rd_oom(r);
+    return st_jrd_oom(&r->j);
   for (const cJSON *m = cm->child; m; m = m->next) {
     int role = -1;
     for (int i = 0; i < wl->num_roles && role < 0; i++)
@@ -1280,9 +1089,9 @@ static int rd_rank_map(rd *r, const cJSON *obj)
         role = i;
     if (role < 0 || done[role]) {
       free(done);
-      return rd_fail(r, &cp, role < 0 ? "key '%s' is unknown (not a role)"
-                                      : "key '%s' appears twice",
-                     m->string);
+      return st_jrd_fail(&r->j, &cp,
+                         role < 0 ? "key '%s' is unknown (not a role)" : "key '%s' appears twice",
+                         m->string);
     }
     done[role] = 1;
     if (rd_column(r, &cp, m->string, m, "communicator", -1, wl->num_comms - 1,
@@ -1307,15 +1116,15 @@ static int rd_check_splits(rd *r, const prog_notes *notes)
       int c = wl_rank_comm(wl, rank, pn->v[i].role);
       if (c < 0 || (uint32_t)wl->comms[c].size == pn->v[i].count)
         continue; /* a missing communicator is wl_workload_check's to report */
-      jpath top = {NULL, "programs", 0};
-      jpath pp = {&top, NULL, pi};
-      jpath ops = {&pp, "ops", 0};
-      jpath op = {&ops, NULL, (long)pn->v[i].op};
-      return rd_fail(r, &op,
-                     "'splits' has %u entries, but communicator '%s' (role '%s' of rank %d) "
-                     "has %d members",
-                     pn->v[i].count, wl->comms[c].name, wl->roles[pn->v[i].role], rank,
-                     wl->comms[c].size);
+      st_jpath top = {NULL, "programs", 0};
+      st_jpath pp = {&top, NULL, pi};
+      st_jpath ops = {&pp, "ops", 0};
+      st_jpath op = {&ops, NULL, (long)pn->v[i].op};
+      return st_jrd_fail(&r->j, &op,
+                         "'splits' has %u entries, but communicator '%s' (role '%s' of rank %d) "
+                         "has %d members",
+                         pn->v[i].count, wl->comms[c].name, wl->roles[pn->v[i].role], rank,
+                         wl->comms[c].size);
     }
   }
   return ST_OK;
@@ -1328,26 +1137,24 @@ static const char *const top_keys[T_COUNT] = {"format", "version",  "num_ranks",
 static int rd_document(rd *r, const cJSON *root, wl_workload **out)
 {
   const cJSON *s[T_COUNT];
-  if (!cJSON_IsObject(root))
-    return rd_fail(r, NULL, "the document is %s, expected an object", type_name(root));
-  if (rd_members(r, NULL, root, top_keys, T_COUNT, s))
+  if (st_jrd_members(&r->j, NULL, root, top_keys, T_COUNT, s))
     return ST_EINPUT;
   static const int required[] = {T_FORMAT, T_VERSION, T_RANKS, T_PROGRAMS, T_RMAP};
   for (size_t i = 0; i < sizeof required / sizeof *required; i++)
     if (!s[required[i]])
-      return rd_missing(r, NULL, top_keys[required[i]]);
+      return st_jrd_missing(&r->j, NULL, top_keys[required[i]]);
   const char *fmt = "";
-  if (rd_string(r, NULL, s[T_FORMAT], &fmt))
+  if (st_jrd_string(&r->j, NULL, s[T_FORMAT], &fmt))
     return ST_EINPUT;
   if (strcmp(fmt, WL_FORMAT_NAME) != 0)
-    return rd_fail(r, NULL, "'format' is '%s', expected '%s'", fmt, WL_FORMAT_NAME);
+    return st_jrd_fail(&r->j, NULL, "'format' is '%s', expected '%s'", fmt, WL_FORMAT_NAME);
   long version = 0, nranks = 0;
-  if (rd_int(r, NULL, s[T_VERSION], 0, INT32_MAX, &version))
+  if (st_jrd_int(&r->j, NULL, s[T_VERSION], 0, INT32_MAX, &version))
     return ST_EINPUT;
   if (version != WL_FORMAT_VERSION)
-    return rd_fail(r, NULL, "'version' is %ld; this simtrain reads version %d", version,
-                   WL_FORMAT_VERSION);
-  if (rd_int(r, NULL, s[T_RANKS], 1, WL_MAX_RANKS, &nranks))
+    return st_jrd_fail(&r->j, NULL, "'version' is %ld; this simtrain reads version %d", version,
+                       WL_FORMAT_VERSION);
+  if (st_jrd_int(&r->j, NULL, s[T_RANKS], 1, WL_MAX_RANKS, &nranks))
     return ST_EINPUT;
 
   /* roles */
@@ -1356,15 +1163,15 @@ static int rd_document(rd *r, const cJSON *root, wl_workload **out)
   if (s[T_ROLES]) {
     const cJSON *a = s[T_ROLES];
     if (!cJSON_IsArray(a))
-      return rd_fail(r, NULL, "'roles' is %s, expected an array", type_name(a));
+      return st_jrd_fail(&r->j, NULL, "'roles' is %s, expected an array", st_json_type_name(a));
     nroles = cJSON_GetArraySize(a);
     roles = malloc(((size_t)nroles + 1) * sizeof *roles);
     if (!roles)
-      return rd_oom(r);
-    jpath rp = {NULL, "roles", 0};
+      return st_jrd_oom(&r->j);
+    st_jpath rp = {NULL, "roles", 0};
     int i = 0;
     for (const cJSON *x = a->child; x; x = x->next, i++) {
-      jpath ep = {&rp, NULL, i};
+      st_jpath ep = {&rp, NULL, i};
       int bad = !cJSON_IsString(x) || !x->valuestring[0];
       int dup = -1;
       for (int j = 0; j < i && !bad && dup < 0; j++)
@@ -1373,22 +1180,22 @@ static int rd_document(rd *r, const cJSON *root, wl_workload **out)
       if (bad || dup >= 0) {
         free(roles);
         if (dup >= 0)
-          return rd_fail(r, &ep, "role '%s' appears twice (also roles[%d])", x->valuestring,
-                         dup);
-        return rd_fail(r, &ep, "is %s, expected a role name",
-                       cJSON_IsString(x) ? "empty" : type_name(x));
+          return st_jrd_fail(&r->j, &ep, "role '%s' appears twice (also roles[%d])", x->valuestring,
+                             dup);
+        return st_jrd_fail(&r->j, &ep, "is %s, expected a role name",
+                           cJSON_IsString(x) ? "empty" : st_json_type_name(x));
       }
       roles[i] = x->valuestring;
     }
   }
   if ((size_t)nranks * (size_t)nroles > (size_t)1 << 28) {
     free(roles);
-    return rd_fail(r, NULL, "%ld ranks x %d roles is too large a rank map", nranks, nroles);
+    return st_jrd_fail(&r->j, NULL, "%ld ranks x %d roles is too large a rank map", nranks, nroles);
   }
   r->wl = wl_workload_create((int)nranks, nroles, roles);
   free(roles);
   if (!r->wl)
-    return rd_oom(r);
+    return st_jrd_oom(&r->j);
 
   if (s[T_META] && rd_meta(r, s[T_META]))
     return ST_EINPUT;
@@ -1398,17 +1205,17 @@ static int rd_document(rd *r, const cJSON *root, wl_workload **out)
 
   const cJSON *pa = s[T_PROGRAMS];
   if (!cJSON_IsArray(pa))
-    return rd_fail(r, NULL, "'programs' is %s, expected an array", type_name(pa));
+    return st_jrd_fail(&r->j, NULL, "'programs' is %s, expected an array", st_json_type_name(pa));
   int np = cJSON_GetArraySize(pa);
   if (np == 0)
-    return rd_fail(r, NULL, "'programs' is empty");
+    return st_jrd_fail(&r->j, NULL, "'programs' is empty");
   prog_notes *notes = calloc((size_t)np, sizeof *notes);
   if (!notes)
-    return rd_oom(r);
-  jpath top = {NULL, "programs", 0};
+    return st_jrd_oom(&r->j);
+  st_jpath top = {NULL, "programs", 0};
   int i = 0;
   for (const cJSON *x = pa->child; x && !rc; x = x->next, i++) {
-    jpath ep = {&top, NULL, i};
+    st_jpath ep = {&top, NULL, i};
     rc = rd_program(r, &ep, x, &notes[i]);
   }
   if (!rc)
@@ -1424,25 +1231,10 @@ static int rd_document(rd *r, const cJSON *root, wl_workload **out)
   st_err chk;
   st_err_clear(&chk);
   if (wl_workload_check(r->wl, &chk))
-    return st_err_set(r->err, chk.code, "workload '%s': %s", r->what, chk.msg);
+    return st_err_set(r->j.err, chk.code, "workload '%s': %s", r->what, chk.msg);
   *out = r->wl;
   r->wl = NULL;
   return ST_OK;
-}
-
-/* "line L, column C" of a byte offset, for syntax errors. */
-static void line_col(const char *json, size_t len, size_t off, long *line, long *col)
-{
-  *line = 1;
-  *col = 1;
-  for (size_t i = 0; i < off && i < len; i++) {
-    if (json[i] == '\n') {
-      (*line)++;
-      *col = 1;
-    } else {
-      (*col)++;
-    }
-  }
 }
 
 int wl_workload_parse(const char *json, size_t len, const char *what, wl_workload **out,
@@ -1450,31 +1242,14 @@ int wl_workload_parse(const char *json, size_t len, const char *what, wl_workloa
 {
   if (!what)
     what = "(memory)";
-  const char *end = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-  if (!root) {
-    size_t off = end && end >= json ? (size_t)(end - json) : 0;
-    long line, col;
-    line_col(json, len, off, &line, &col);
-    if (len == 0)
-      return st_err_set(err, ST_EINPUT, "workload '%s': the file is empty", what);
-    return st_err_set(err, ST_EINPUT, "workload '%s': JSON syntax error near line %ld, column %ld",
-                      what, line, col);
-  }
-  /* Only whitespace may follow the document. */
-  for (const char *p = end; p && p < json + len; p++)
-    if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
-      long line, col;
-      line_col(json, len, (size_t)(p - json), &line, &col);
-      cJSON_Delete(root);
-      return st_err_set(err, ST_EINPUT,
-                        "workload '%s': unexpected text after the JSON document at line %ld, "
-                        "column %ld",
-                        what, line, col);
-    }
   st_err local;
   st_err_clear(&local);
-  rd r = {.what = what, .err = err ? err : &local};
+  rd r = {.what = what};
+  snprintf(r.subject, sizeof r.subject, "workload '%s'", what);
+  r.j = (st_jrd){r.subject, NULL, err ? err : &local};
+  cJSON *root = NULL;
+  if (st_json_parse(json, len, r.subject, &root, err))
+    return ST_EINPUT;
   int rc = rd_document(&r, root, out);
   cJSON_Delete(root);
   wl_workload_destroy(r.wl);

@@ -98,41 +98,21 @@ static void from_builtin(const builtin *b, wl_model *m)
   }
 }
 
-/* ---- JSON ---------------------------------------------------------------- */
-static int get_int(const cJSON *obj, const char *key, const char *path, int required, int *out,
-                   int minv, const char *what, st_err *err)
+/* ---- JSON (base's checked reader, st_jrd_*) ----------------------------- */
+static int get_int(const st_jrd *r, const st_jpath *at, const cJSON *obj, const char *key,
+                   int required, int *out, int minv)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!v) {
-    if (required)
-      return st_err_set(err, ST_EINPUT, "model '%s': key '%s%s' is missing", what, path, key);
-    return ST_OK;
-  }
-  if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
-      fabs(v->valuedouble) > 2e9)
-    return st_err_set(err, ST_EINPUT, "model '%s': key '%s%s' must be an integer", what, path,
-                      key);
-  if (v->valuedouble < minv)
-    return st_err_set(err, ST_EINPUT, "model '%s': key '%s%s' is %g (must be >= %d)", what, path,
-                      key, v->valuedouble, minv);
-  *out = (int)v->valuedouble;
+  if (!v)
+    return required ? st_jrd_missing(r, at, key) : ST_OK;
+  long x;
+  if (st_jrd_int(r, at, v, minv, INT32_MAX, &x))
+    return ST_EINPUT;
+  *out = (int)x;
   return ST_OK;
 }
 
-static int check_keys(const cJSON *obj, const char *const *allowed, const char *path,
-                      const char *what, st_err *err)
-{
-  for (const cJSON *c = obj->child; c; c = c->next) {
-    int ok = 0;
-    for (int i = 0; allowed[i]; i++)
-      if (c->string && !strcmp(c->string, allowed[i]))
-        ok = 1;
-    if (!ok)
-      return st_err_set(err, ST_EINPUT, "model '%s': key '%s%s' is unknown", what, path,
-                        c->string ? c->string : "?");
-  }
-  return ST_OK;
-}
+static const char *act_name(int a) { return a == WL_ACT_GELU ? "gelu" : "swiglu"; }
 
 static const char *const top_keys[] = {"name",     "layers",  "hidden",     "heads",
                                        "kv_heads", "head_dim", "ffn_hidden", "ffn_act",
@@ -169,9 +149,13 @@ static int validate(const wl_model *m, const char *what, st_err *err)
 
 int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *err)
 {
-  cJSON *root = cJSON_Parse(json);
-  if (!root)
-    return st_err_set(err, ST_EINPUT, "model '%s': not valid JSON", what);
+  char subject[ST_ERR_MSG_MAX];
+  snprintf(subject, sizeof subject, "model '%s'", what);
+  st_jrd r = {subject, NULL, err};
+  st_jpath at_moe = {NULL, "moe", 0}, at_mla = {NULL, "mla", 0};
+  cJSON *root = NULL;
+  if (st_json_parse(json, strlen(json), subject, &root, err))
+    return ST_EINPUT;
   wl_model m;
   memset(&m, 0, sizeof m);
   int rc = ST_OK;
@@ -180,90 +164,54 @@ int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *er
     if ((rc = (x)) != ST_OK)                                                             \
       goto done;                                                                         \
   } while (0)
-  if (!cJSON_IsObject(root)) {
-    rc = st_err_set(err, ST_EINPUT, "model '%s': the spec must be a JSON object", what);
-    goto done;
-  }
-  TRY(check_keys(root, top_keys, "", what, err));
+  TRY(st_jrd_members(&r, NULL, root, top_keys, -1, NULL));
   const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
-  if (nm && !cJSON_IsString(nm)) {
-    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'name' must be a string", what);
-    goto done;
-  }
-  snprintf(m.name, sizeof m.name, "%s", nm ? nm->valuestring : what);
-  TRY(get_int(root, "layers", "", 1, &m.layers, 1, what, err));
-  TRY(get_int(root, "hidden", "", 1, &m.hidden, 1, what, err));
-  TRY(get_int(root, "heads", "", 1, &m.heads, 1, what, err));
+  const char *name = what;
+  if (nm)
+    TRY(st_jrd_string(&r, NULL, nm, &name));
+  snprintf(m.name, sizeof m.name, "%s", name);
+  TRY(get_int(&r, NULL, root, "layers", 1, &m.layers, 1));
+  TRY(get_int(&r, NULL, root, "hidden", 1, &m.hidden, 1));
+  TRY(get_int(&r, NULL, root, "heads", 1, &m.heads, 1));
   m.kv_heads = m.heads;
-  TRY(get_int(root, "kv_heads", "", 0, &m.kv_heads, 1, what, err));
-  TRY(get_int(root, "ffn_hidden", "", 1, &m.ffn_hidden, 1, what, err));
-  TRY(get_int(root, "vocab", "", 1, &m.vocab, 1, what, err));
-  TRY(get_int(root, "seq_len", "", 1, &m.seq_len, 1, what, err));
+  TRY(get_int(&r, NULL, root, "kv_heads", 0, &m.kv_heads, 1));
+  TRY(get_int(&r, NULL, root, "ffn_hidden", 1, &m.ffn_hidden, 1));
+  TRY(get_int(&r, NULL, root, "vocab", 1, &m.vocab, 1));
+  TRY(get_int(&r, NULL, root, "seq_len", 1, &m.seq_len, 1));
   const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "ffn_act");
-  if (!act) {
-    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'ffn_act' is missing", what);
-    goto done;
-  }
-  if (cJSON_IsString(act) && !strcmp(act->valuestring, "gelu"))
-    m.ffn_act = WL_ACT_GELU;
-  else if (cJSON_IsString(act) && !strcmp(act->valuestring, "swiglu"))
-    m.ffn_act = WL_ACT_SWIGLU;
-  else {
-    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'ffn_act' must be \"gelu\" or \"swiglu\"",
-                    what);
-    goto done;
-  }
+  int ffn_act = 0;
+  TRY(act ? st_jrd_enum(&r, NULL, act, NULL, act_name, WL_ACT_COUNT, &ffn_act)
+          : st_jrd_missing(&r, NULL, "ffn_act"));
+  m.ffn_act = ffn_act;
   const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_embeddings");
-  if (!tie) {
-    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'tie_embeddings' is missing", what);
-    goto done;
-  }
-  if (!cJSON_IsBool(tie)) {
-    rc = st_err_set(err, ST_EINPUT, "model '%s': key 'tie_embeddings' must be true or false",
-                    what);
-    goto done;
-  }
-  m.tie_embeddings = cJSON_IsTrue(tie);
+  TRY(tie ? st_jrd_bool(&r, NULL, tie, &m.tie_embeddings)
+          : st_jrd_missing(&r, NULL, "tie_embeddings"));
   if (!m.has_mla && m.hidden % m.heads == 0)
     m.head_dim = m.hidden / m.heads;
-  TRY(get_int(root, "head_dim", "", 0, &m.head_dim, 1, what, err));
+  TRY(get_int(&r, NULL, root, "head_dim", 0, &m.head_dim, 1));
   const cJSON *moe = cJSON_GetObjectItemCaseSensitive(root, "moe");
   if (moe && !cJSON_IsNull(moe)) {
-    if (!cJSON_IsObject(moe)) {
-      rc = st_err_set(err, ST_EINPUT, "model '%s': key 'moe' must be an object", what);
-      goto done;
-    }
-    TRY(check_keys(moe, moe_keys, "moe.", what, err));
+    TRY(st_jrd_members(&r, &at_moe, moe, moe_keys, -1, NULL));
     m.has_moe = 1;
-    TRY(get_int(moe, "experts", "moe.", 1, &m.moe.experts, 1, what, err));
-    TRY(get_int(moe, "top_k", "moe.", 1, &m.moe.top_k, 1, what, err));
+    TRY(get_int(&r, &at_moe, moe, "experts", 1, &m.moe.experts, 1));
+    TRY(get_int(&r, &at_moe, moe, "top_k", 1, &m.moe.top_k, 1));
     m.moe.expert_ffn_hidden = m.ffn_hidden;
-    TRY(get_int(moe, "expert_ffn_hidden", "moe.", 0, &m.moe.expert_ffn_hidden, 1, what, err));
-    TRY(get_int(moe, "shared_experts", "moe.", 0, &m.moe.shared_experts, 0, what, err));
-    TRY(get_int(moe, "dense_layers", "moe.", 0, &m.moe.dense_layers, 0, what, err));
+    TRY(get_int(&r, &at_moe, moe, "expert_ffn_hidden", 0, &m.moe.expert_ffn_hidden, 1));
+    TRY(get_int(&r, &at_moe, moe, "shared_experts", 0, &m.moe.shared_experts, 0));
+    TRY(get_int(&r, &at_moe, moe, "dense_layers", 0, &m.moe.dense_layers, 0));
     const cJSON *cf = cJSON_GetObjectItemCaseSensitive(moe, "capacity_factor");
-    if (cf && !cJSON_IsNull(cf)) {
-      if (!cJSON_IsNumber(cf) || !(cf->valuedouble >= 0) || !isfinite(cf->valuedouble)) {
-        rc = st_err_set(err, ST_EINPUT,
-                        "model '%s': key 'moe.capacity_factor' must be a number >= 0", what);
-        goto done;
-      }
-      m.moe.capacity_factor = cf->valuedouble;
-    }
+    if (cf && !cJSON_IsNull(cf))
+      TRY(st_jrd_size(&r, &at_moe, cf, &m.moe.capacity_factor));
   }
   const cJSON *mla = cJSON_GetObjectItemCaseSensitive(root, "mla");
   if (mla && !cJSON_IsNull(mla)) {
-    if (!cJSON_IsObject(mla)) {
-      rc = st_err_set(err, ST_EINPUT, "model '%s': key 'mla' must be an object", what);
-      goto done;
-    }
-    TRY(check_keys(mla, mla_keys, "mla.", what, err));
+    TRY(st_jrd_members(&r, &at_mla, mla, mla_keys, -1, NULL));
     m.has_mla = 1;
-    TRY(get_int(mla, "q_lora_rank", "mla.", 1, &m.mla.q_lora_rank, 1, what, err));
-    TRY(get_int(mla, "kv_lora_rank", "mla.", 1, &m.mla.kv_lora_rank, 1, what, err));
-    TRY(get_int(mla, "qk_nope_head_dim", "mla.", 1, &m.mla.qk_nope_head_dim, 1, what, err));
-    TRY(get_int(mla, "qk_rope_head_dim", "mla.", 1, &m.mla.qk_rope_head_dim, 1, what, err));
-    TRY(get_int(mla, "v_head_dim", "mla.", 1, &m.mla.v_head_dim, 1, what, err));
+    TRY(get_int(&r, &at_mla, mla, "q_lora_rank", 1, &m.mla.q_lora_rank, 1));
+    TRY(get_int(&r, &at_mla, mla, "kv_lora_rank", 1, &m.mla.kv_lora_rank, 1));
+    TRY(get_int(&r, &at_mla, mla, "qk_nope_head_dim", 1, &m.mla.qk_nope_head_dim, 1));
+    TRY(get_int(&r, &at_mla, mla, "qk_rope_head_dim", 1, &m.mla.qk_rope_head_dim, 1));
+    TRY(get_int(&r, &at_mla, mla, "v_head_dim", 1, &m.mla.v_head_dim, 1));
     if (!m.head_dim)
       m.head_dim = m.mla.v_head_dim;
   }

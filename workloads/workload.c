@@ -80,17 +80,6 @@ double wl_dtype_bytes(int d)
 }
 
 /* ---- building ------------------------------------------------------------- */
-static char *dupstr(const char *s)
-{
-  if (!s)
-    return NULL;
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
-
 wl_workload *wl_workload_create(int num_ranks, int num_roles, const char *const *role_names)
 {
   if (num_ranks <= 0 || num_roles < 0)
@@ -108,7 +97,7 @@ wl_workload *wl_workload_create(int num_ranks, int num_roles, const char *const 
     return NULL;
   }
   for (int i = 0; i < num_roles; i++) {
-    wl->roles[i] = dupstr(role_names ? role_names[i] : "");
+    wl->roles[i] = st_strdup(role_names ? role_names[i] : "");
     if (!wl->roles[i]) {
       wl_workload_destroy(wl);
       return NULL;
@@ -188,7 +177,7 @@ int wl_comm_add(wl_workload *wl, const char *name, int kind, int size, const int
   wl->cap_comms = (int)cap;
   wl_comm *c = &wl->comms[wl->num_comms];
   memset(c, 0, sizeof *c);
-  c->name = dupstr(name ? name : "");
+  c->name = st_strdup(name ? name : "");
   c->ranks = malloc((size_t)size * sizeof *c->ranks);
   if (!c->name || !c->ranks) {
     free(c->name);
@@ -212,7 +201,7 @@ int wl_program_add(wl_workload *wl, const char *name, int num_streams,
   wl->cap_programs = (int)cap;
   wl_program *p = &wl->programs[wl->num_programs];
   memset(p, 0, sizeof *p);
-  p->name = dupstr(name ? name : "");
+  p->name = st_strdup(name ? name : "");
   p->stream_names = calloc((size_t)num_streams, sizeof *p->stream_names);
   if (!p->name || !p->stream_names) {
     program_release(p);
@@ -220,7 +209,7 @@ int wl_program_add(wl_workload *wl, const char *name, int num_streams,
   }
   p->num_streams = num_streams;
   for (int s = 0; s < num_streams; s++) {
-    p->stream_names[s] = dupstr(stream_names && stream_names[s] ? stream_names[s] : "stream");
+    p->stream_names[s] = st_strdup(stream_names && stream_names[s] ? stream_names[s] : "stream");
     if (!p->stream_names[s]) {
       program_release(p);
       return ST_ENOMEM;
@@ -357,7 +346,7 @@ int wl_comm_member_index(const wl_comm *c, int rank)
 
 int wl_meta_set_str(char **field, const char *value)
 {
-  char *d = dupstr(value);
+  char *d = st_strdup(value);
   if (value && !d)
     return ST_ENOMEM;
   free(*field);

@@ -1,10 +1,13 @@
 /* cli.h — helpers shared by the subcommands: error printing with the one
- * message format, and the exit statuses. */
+ * message format, and the exit statuses.  It also declares every command
+ * (commands.h), so that each cmd_<name>.c is compiled against its own
+ * prototype. */
 #ifndef ST_CLI_H
 #define ST_CLI_H
 
 #include <stdio.h>
 
+#include "commands.h"
 #include "st_common.h"
 
 /* The full command line, for results files. */

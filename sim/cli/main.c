@@ -1,5 +1,6 @@
 /* main.c — the simtrain executable: git-style dispatch to subcommands.
- * Exit statuses: 0 success, 1 usage error, 2 bad input, 3 simulation failure. */
+ * Exit statuses: 0 success, 1 usage error, 2 bad input, 3 simulation failure
+ * (ST_ERR_MAP in st_common.h gives each error code its status). */
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,7 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "commands.h"
 
 const char *cli_command_line = "";
 
@@ -35,7 +35,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fprintf(stderr, " (see 'simtrain %s --help')\n", cmd);
-  return 1;
+  return st_err_exit_status(ST_EUSAGE);
 }
 
 int cli_bad_option(const char *cmd, char **argv)
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
   st_signals_install(); /* temporary output files go when interrupted */
   if (argc < 2) {
     usage(stderr);
-    return 1;
+    return st_err_exit_status(ST_EUSAGE);
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);
@@ -131,5 +131,5 @@ int main(int argc, char **argv)
   free(line);
   fprintf(stderr, "simtrain: error: '%s' is not a simtrain command (see 'simtrain --help')\n",
           argv[1]);
-  return 1;
+  return st_err_exit_status(ST_EUSAGE);
 }

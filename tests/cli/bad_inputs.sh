@@ -17,8 +17,8 @@ cases=$(cat <<'EOF'
 2|simtrain: error: trace 'bad/kineto_pg_ranks_spaces.json': imported workload is inconsistent: communicator 'pg g': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_ranks_spaces.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_pg_config_spaces.json': imported workload is inconsistent: communicator 'pg h': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_config_spaces.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_split_negative.json': event 2: 'In split size' entry 0 is -1, below the smallest allowed 0|run --trace kineto:bad/kineto_split_negative.json --cluster node8
-2|simtrain: error: spec 'bad/cluster_link_1e308.json': key 'node.intra.link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
-2|simtrain: error: spec 'bad/cluster_nic_1e308.json': key 'node.nics.Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
+2|simtrain: error: spec 'bad/cluster_link_1e308.json': node.intra: 'link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
+2|simtrain: error: spec 'bad/cluster_nic_1e308.json': node.nics: 'Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
 2|simtrain: error: platform 'bad/xml_link_zero.xml': link 'l01': bandwidth 0 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_zero.xml
 2|simtrain: error: platform 'bad/xml_link_negative.xml': link 'l01': bandwidth -5e+09 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_negative.xml
 2|simtrain: error: platform 'bad/xml_link_nan.xml': link 'l01': bandwidth nan B/s is not a positive finite rate|coll allreduce --gpus 2 --bytes 1M --cluster bad/xml_link_nan.xml

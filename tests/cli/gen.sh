@@ -43,4 +43,27 @@ check "405B on 16 GPUs does not fit" "grep -q '\"fits\":false' <<<\"\$json\""
 err=$("$simtrain" memory --model llama3-405b --layout tp=8,pp=16 --cluster node8:16 2>&1); rc=$?
 check "memory: layers not divisible exits 2" "[ $rc -eq 2 ]"
 check "memory: the message names the numbers" "grep -q \"layers (126) not divisible by pp\\*vpp = 16\\*1 = 16\" <<<\"\$err\""
+
+# A path with a quote and a backslash is escaped in --json: gen's "file", and
+# memory's "cluster" (an XML cluster is named after its file).  The output
+# also parses as JSON: read back as a model spec it stops at its first key.
+has() { # name, text, string it must contain
+  if grep -qF -- "$3" <<<"$2"; then :; else echo "FAIL: $1"; fails=$((fails + 1)); fi
+}
+odd="$tmp/q\"d\\w"
+mkdir -p "$odd"
+json=$("$simtrain" gen --model llama3-8b --layout tp=4,pp=2,gbs=8 --gpus 16 -o "$odd/w.json" --json); rc=$?
+check "gen -o into a folder named q\"d\\w exits 0" "[ $rc -eq 0 ]"
+has "gen --json escapes the path" "$json" "\"file\":\"$tmp/q\\\"d\\\\w/w.json\","
+printf '%s\n' "$json" >"$tmp/gen_out.json"
+err=$("$simtrain" gen --model "$tmp/gen_out.json" --layout tp=1 --gpus 1 -o "$tmp/x.json" 2>&1)
+has "gen --json output is JSON" "$err" "model '$tmp/gen_out.json': key 'model' is unknown"
+"$simtrain" platform node8:2 -o "$odd/c\"x\\y.xml" >/dev/null; rc=$?
+check "platform -o into the folder exits 0" "[ $rc -eq 0 ]"
+json=$("$simtrain" memory --model llama3-8b --layout tp=8,pp=2,gbs=16 --cluster "$odd/c\"x\\y.xml" --json); rc=$?
+check "memory --cluster FILE.xml exits 0" "[ $rc -eq 0 ]"
+has "memory --json escapes the cluster's file name" "$json" "\"cluster\":\"c\\\"x\\\\y.xml\","
+printf '%s\n' "$json" >"$tmp/memory_out.json"
+err=$("$simtrain" gen --model "$tmp/memory_out.json" --layout tp=1 --gpus 1 -o "$tmp/x.json" 2>&1)
+has "memory --json output is JSON" "$err" "model '$tmp/memory_out.json': key 'model' is unknown"
 exit $((fails > 0))
