@@ -262,7 +262,7 @@ static void test_load__bad_files_are_named_with_the_key(void **state)
   static const struct {
     const char *text, *msg;
   } bad[] = {
-      {"{\"name\": \"x\",\n \"model\": {}, \"layout\": ", "not valid JSON (line 2)"},
+      {"{\"name\": \"x\",\n \"model\": {}, \"layout\": ", "JSON syntax error near line 2, column 24"},
       {"[1]", "the file is not a JSON object"},
       {"{\"model\": {}, \"layout\": \"l\", \"cluster\": \"c\"}", "'name' is missing"},
       {"{\"name\": \"x\", \"layout\": \"l\", \"cluster\": \"c\"}", "'model' is missing"},

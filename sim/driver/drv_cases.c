@@ -1,7 +1,6 @@
 /* drv_cases.c — the validation set's case files: one published training run per
  * file (bench/validation/README.md), read, checked and selected by name, and
  * the check of a case's model against the size its source states. */
-#include <dirent.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,24 +13,6 @@
 
 /* ---- case files ------------------------------------------------------------- */
 
-static char *dup_str(const char *s)
-{
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
-
-static int json_line_of(const char *text, const char *at)
-{
-  int line = 1;
-  for (const char *p = text; p && at && p < at && *p; p++)
-    if (*p == '\n')
-      line++;
-  return line;
-}
-
 static int str_key(const cJSON *root, const char *key, const char *path, char **out, st_err *err)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -39,16 +20,18 @@ static int str_key(const cJSON *root, const char *key, const char *path, char **
     return st_err_set(err, ST_EINPUT, "case '%s': '%s' is missing", path, key);
   if (!cJSON_IsString(v) || !v->valuestring[0])
     return st_err_set(err, ST_EINPUT, "case '%s': '%s' is not a non-empty string", path, key);
-  *out = dup_str(v->valuestring);
+  *out = st_strdup(v->valuestring);
   return *out ? ST_OK : st_err_set(err, ST_ENOMEM, "out of memory");
 }
 
 static int parse_case(const char *path, const char *text, drv_case *c, st_err *err)
 {
-  cJSON *root = cJSON_Parse(text);
-  if (!root)
-    return st_err_set(err, ST_EINPUT, "case '%s': not valid JSON (line %d)", path,
-                      json_line_of(text, cJSON_GetErrorPtr()));
+  cJSON *root = NULL;
+  char subject[600];
+  snprintf(subject, sizeof subject, "case '%s'", path);
+  int prc = st_json_parse(text, strlen(text), subject, &root, err);
+  if (prc)
+    return prc;
   int rc = ST_OK;
   if (!cJSON_IsObject(root)) {
     rc = st_err_set(err, ST_EINPUT, "case '%s': the file is not a JSON object", path);
@@ -159,62 +142,40 @@ int drv_cases_select(drv_case *cases, int *n, const char *pattern, st_err *err)
   return ST_OK;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
+static int is_case_file(const char *name) { return st_str_ends_with(name, ".json"); }
 
 int drv_cases_load(const char *dir, drv_case **out, int *n, st_err *err)
 {
-  DIR *d = opendir(dir);
-  if (!d)
-    return st_err_set(err, ST_EIO, "validation folder '%s': cannot be opened", dir);
   char **names = NULL;
-  size_t num = 0, cap = 0;
-  int rc = ST_OK;
-  for (struct dirent *e; (e = readdir(d));) {
-    if (e->d_name[0] == '.' || !st_str_ends_with(e->d_name, ".json"))
-      continue;
-    if (num == cap) {
-      cap = cap ? 2 * cap : 32;
-      char **nn = realloc(names, cap * sizeof *nn);
-      if (!nn) {
-        rc = st_err_set(err, ST_ENOMEM, "out of memory");
-        break;
-      }
-      names = nn;
-    }
-    if (!(names[num] = dup_str(e->d_name))) {
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-      break;
-    }
-    num++;
-  }
-  closedir(d);
+  size_t num = 0;
+  int rc = st_dir_list(dir, is_case_file, &names, &num, err);
+  if (rc == ST_EIO)
+    return st_err_set(err, ST_EIO, "validation folder '%s': cannot be opened", dir);
+  if (rc)
+    return rc;
   if (!rc && num == 0)
     rc = st_err_set(err, ST_EINPUT, "validation folder '%s': no case files (*.json)", dir);
   drv_case *cases = NULL;
   if (!rc) {
-    qsort(names, num, sizeof *names, cmp_str);
     cases = calloc(num, sizeof *cases);
     if (!cases)
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
   }
   for (size_t i = 0; !rc && i < num; i++) {
-    st_buf path;
-    st_buf_init(&path);
-    st_buf_printf(&path, "%s/%s", dir, names[i]);
     char *text = NULL;
     size_t len;
-    cases[i].path = path.data;
-    rc = st_file_read_all(path.data, &text, &len, err);
+    const char *path = names[i];
+    if (!(cases[i].path = st_strdup(path)))
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
     if (!rc)
-      rc = parse_case(path.data, text, &cases[i], err);
+      rc = st_file_read_all(path, &text, &len, err);
+    if (!rc)
+      rc = parse_case(path, text, &cases[i], err);
     free(text);
     for (size_t j = 0; !rc && j < i; j++)
       if (strcmp(cases[j].name, cases[i].name) == 0)
         rc = st_err_set(err, ST_EINPUT, "case '%s': name '%s' is already used by '%s'",
-                        path.data, cases[i].name, cases[j].path);
+                        path, cases[i].name, cases[j].path);
   }
   for (size_t i = 0; i < num; i++)
     free(names[i]);
@@ -262,7 +223,7 @@ int drv_case_load(const char *path, drv_case *c, st_err *err)
   char *text = NULL;
   size_t len;
   int rc = st_file_read_all(path, &text, &len, err);
-  if (!rc && !(c->path = dup_str(path)))
+  if (!rc && !(c->path = st_strdup(path)))
     rc = st_err_set(err, ST_ENOMEM, "out of memory");
   if (!rc)
     rc = parse_case(path, text, c, err);
