@@ -78,9 +78,10 @@ static int check_keys(jctx *j, const cJSON *obj, const char *path, const char *c
 }
 
 /* The largest value a key may hold, by its unit: rates up to 1 PB/s, times
- * up to 1 s, capacities up to 1 PB, peaks up to 1 EFLOP/s per device.  Far
- * above any real part, and low enough that the conversions to SI units
- * (x 1e9, x 1e12) and SimGrid's arithmetic on them stay finite. */
+ * up to 1 s, capacities up to 1 PB, peaks up to 1 EFLOP/s per device, powers
+ * up to 10 MW, prices up to 10,000 USD per GPU-hour.  Far above any real part,
+ * and low enough that the conversions to SI units (x 1e9, x 1e12) and
+ * SimGrid's arithmetic on them stay finite. */
 static double key_max(const char *path, const char *key)
 {
   if (st_str_ends_with(key, "GBps"))
@@ -93,6 +94,10 @@ static double key_max(const char *path, const char *key)
     return 1e6;
   if (st_str_ends_with(path, "peak_TFLOPS"))
     return 1e6;
+  if (st_str_ends_with(key, "_W"))
+    return 1e7; /* 10 MW: a device or a node */
+  if (st_str_ends_with(key, "_per_gpu_hour"))
+    return 1e4;
   return 1e12;
 }
 
@@ -208,7 +213,8 @@ int plat__device_find(const char *name, plat_device *d, st_err *err)
   for (const cJSON *it = list ? list->child : NULL; it && !rc; it = it->next, idx++) {
     char path[32];
     snprintf(path, sizeof path, "devices[%d]", idx);
-    static const char *const keys[] = {"name", "peak_TFLOPS", "hbm_GB", "hbm_GBps", "link_GBps",
+    static const char *const keys[] = {"name",     "peak_TFLOPS", "hbm_GB", "hbm_GBps",
+                                       "link_GBps", "tdp_W",      "price_usd_per_gpu_hour",
                                        NULL};
     static const char *const dt[] = {"fp32", "tf32", "bf16", "fp16", "fp8", NULL};
     if ((rc = check_keys(&j, it, path, keys)))
@@ -242,11 +248,19 @@ int plat__device_find(const char *name, plat_device *d, st_err *err)
       rc = get_num(&j, it, path, "hbm_GBps", NAN, 0, 0, &gbps);
     if (!rc)
       rc = get_num(&j, it, path, "link_GBps", 0, 0, 1, &lk);
+    /* absent: not published (NaN); never 0, which would read as free or powerless */
+    double tdp = NAN, price = NAN;
+    if (!rc)
+      rc = get_num(&j, it, path, "tdp_W", INFINITY, 0, 0, &tdp);
+    if (!rc)
+      rc = get_num(&j, it, path, "price_usd_per_gpu_hour", INFINITY, 0, 0, &price);
     if (rc)
       break;
     dv.hbm_bytes = gb * 1e9;
     dv.hbm_Bps = gbps * 1e9;
     dv.link_Bps = lk * 1e9;
+    dv.tdp_W = isinf(tdp) ? NAN : tdp;
+    dv.price_usd_per_gpu_hour = isinf(price) ? NAN : price;
     *d = dv;
     found = 1;
   }
@@ -256,6 +270,11 @@ int plat__device_find(const char *name, plat_device *d, st_err *err)
   st_buf_release(&known);
   cJSON_Delete(root);
   return rc;
+}
+
+double plat_host_power_default(const plat_device *d, int gpus_per_node)
+{
+  return d->tdp_W > 0 ? gpus_per_node * d->tdp_W * PLAT_HOST_POWER_RATIO : NAN;
 }
 
 /* Legacy helper kept for callers of the first version. */
@@ -271,7 +290,7 @@ static const char *fabric_name(int k) { return plat_fabric_kind_name(k); }
 
 static int parse_node(jctx *j, const cJSON *node, plat_cluster *c)
 {
-  static const char *const keys[] = {"gpus", "intra", "nics", "pcie", NULL};
+  static const char *const keys[] = {"gpus", "intra", "nics", "pcie", "host_power_W", NULL};
   static const char *const ikeys[] = {"kind", "links_per_gpu", "link_GBps", "lat_us", "nvls", NULL};
   static const char *const nkeys[] = {"count", "Gbps", "lat_us", NULL};
   static const char *const pkeys[] = {"GBps", "lat_us", NULL};
@@ -320,6 +339,12 @@ static int parse_node(jctx *j, const cJSON *node, plat_cluster *c)
     c->pcie_Bps = bw * 1e9;
     c->pcie_lat_s = lat * 1e-6;
   }
+  /* the node's non-GPU power: given (0 allowed: count the GPUs alone), else
+   * derived from the GPUs' TDP */
+  if ((rc = get_num(j, node, "node", "host_power_W", INFINITY, 0, 1, &c->host_power_W)))
+    return rc;
+  if (isinf(c->host_power_W))
+    c->host_power_W = plat_host_power_default(&c->device, c->gpus_per_node);
   return ST_OK;
 }
 
