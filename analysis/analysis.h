@@ -19,7 +19,8 @@
  *                     fields as attributes, only for trace replays
  * Datasets added after the first version (/link_usage, /communicators,
  * /communicator_ranks, the timeline's `comm` column) are optional when
- * reading: files written earlier read back with them empty (comm -1).
+ * reading: files written earlier read back with them empty (comm -1); so
+ * are the summary's later attributes (the training block reads as NaN).
  * docs/results-format.md documents every field.
  */
 #ifndef AN_ANALYSIS_H
@@ -59,10 +60,61 @@ typedef struct an_summary {
   double events;
   double simulated_ranks;  /* ranks the engine simulated (the rest copied, see reduction) */
   char reduction[200];     /* the engine's symmetry reduction, or "none (why)" */
+  /* training to a token budget (an_train_compute, docs/cost.md); NaN when no
+   * budget was given, cost_usd also when there is no price and the power and
+   * energy when the device has no TDP */
+  double train_tokens;           /* the budget */
+  double train_steps;            /* ceil(train_tokens / tokens_per_step) */
+  double time_to_train_s;        /* train_steps x step_time_s (steady-state steps) */
+  double price_usd_per_gpu_hour; /* the price used */
+  double cost_usd;               /* num_gpus x time_to_train_s / 3600 x price */
+  double gpu_busy_fraction;      /* (compute_s + share x exposed_comm_s) / step_time_s */
+  double power_W;                /* mean IT power: GPUs and their share of their nodes */
+  double pue;                    /* facility power / IT power, applied to the energy */
+  double energy_MWh;             /* power_W x time_to_train_s x pue */
 } an_summary;
 
 void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim_result *r,
                         an_summary *s);
+
+/* ---- time, cost and energy to train (analysis/train.c, docs/cost.md) ------ */
+/* Power model (stated assumptions, docs/cost.md): an idle GPU draws
+ * AN_IDLE_FRACTION of its TDP; a busy one its TDP; a GPU that only
+ * communicates (exposed communication) draws the idle power plus
+ * AN_COMM_POWER_SHARE of the difference.  A node's non-GPU power is
+ * constant, split evenly over its GPUs. */
+#define AN_IDLE_FRACTION 0.10
+#define AN_COMM_POWER_SHARE 0.5
+
+typedef struct an_power {
+  double tdp_W;          /* per GPU; NaN or <= 0: unknown (no energy) */
+  double idle_W;         /* per GPU */
+  double host_W_per_gpu; /* the node's non-GPU power / its GPUs */
+} an_power;
+
+/* The power facts of a cluster: its device's TDP, AN_IDLE_FRACTION of it,
+ * its nodes' host_power_W over their GPUs. */
+void an_power_from_cluster(const plat_cluster *cl, an_power *p);
+
+/* Fills the training fields of s (set by an_summary_compute: step_time_s,
+ * tokens_per_step, num_gpus, compute_s, exposed_comm_s) for a budget of
+ * tokens: train_steps = ceil(tokens / tokens_per_step), time_to_train_s =
+ * train_steps x step_time_s, cost_usd = num_gpus x time_to_train_s / 3600 x
+ * price (NaN price: none), gpu_busy_fraction = min(1, (compute_s +
+ * AN_COMM_POWER_SHARE x exposed_comm_s) / step_time_s), power_W = num_gpus x
+ * (idle_W + (tdp_W - idle_W) x busy + host_W_per_gpu), energy_MWh = power_W x
+ * time_to_train_s x pue / 3.6e9.  ST_EUSAGE for tokens not > 0, a negative
+ * price or a pue below 1; ST_EINPUT when the run does not say how many tokens
+ * a step trains. */
+int an_train_compute(an_summary *s, const an_power *p, double tokens, double price_usd_per_gpu_hour,
+                     double pue, st_err *err);
+/* The error of a budget for a run that does not say how many tokens a step
+ * trains (a trace without a token count). */
+#define AN_TRAIN_NO_TOKENS                                                                    \
+  "the workload does not say how many tokens a step trains, so a token budget cannot be "    \
+  "turned into steps"
+/* The budget, price (NaN: none) and PUE as an_train_compute checks them. */
+int an_train_check(double tokens, double price_usd_per_gpu_hour, double pue, st_err *err);
 /* One JSON object, keys as in an_summary, on one line. */
 void an_summary_print_json(const an_summary *s, FILE *out);
 /* The human summary table (what `run` prints without --json). */

@@ -34,6 +34,9 @@ static const metric metrics[] = {
     {"idle_s", "idle (ms/step)", 1e3, 3},
     {"peak_memory_bytes", "peak memory (GiB)", 1.0 / (1 << 30), 2},
     {"device_memory_bytes", "device memory (GiB)", 1.0 / (1 << 30), 2},
+    {"time_to_train_s", "time to train (days)", 1.0 / 86400, 2},
+    {"cost_usd", "cost (USD)", 1, 0},
+    {"energy_MWh", "energy (MWh)", 1, 1},
 };
 #define NUM_METRICS (sizeof metrics / sizeof metrics[0])
 
@@ -49,7 +52,8 @@ double an_summary_value(const an_summary *s, const char *key)
   F(step_time_s) F(tokens_per_step) F(tokens_per_s) F(tokens_per_s_per_gpu)
   F(model_flops_per_step) F(model_tflops_per_gpu) F(mfu) F(compute_s) F(exposed_comm_s)
   F(overlapped_comm_s) F(bubble_s) F(idle_s) F(peak_memory_bytes) F(device_memory_bytes)
-  F(sim_wall_s) F(events)
+  F(sim_wall_s) F(events) F(simulated_ranks) F(train_tokens) F(train_steps) F(time_to_train_s)
+  F(price_usd_per_gpu_hour) F(cost_usd) F(gpu_busy_fraction) F(power_W) F(pue) F(energy_MWh)
 #undef F
   return NAN;
 }

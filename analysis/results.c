@@ -17,9 +17,10 @@
  *     field (collectives, timeline: longer names are cut there).
  *   - Numbers are IEEE doubles written as they are, so NaN stays NaN and the
  *     summary reads back bit for bit.
- *   - Datasets and columns added after the first version (/link_usage,
- *     /communicators, /communicator_ranks, /timeline's `comm`) are optional
- *     when reading, so files written earlier stay readable.
+ *   - Datasets, columns and summary attributes added after the first version
+ *     (/link_usage, /communicators, /communicator_ranks, /timeline's `comm`;
+ *     simulated_ranks, reduction and the training block of /summary) are
+ *     optional when reading, so files written earlier stay readable.
  *   - HDF5's own error stack printing is off while we work; errors come back
  *     as st_err messages naming the file and the dataset.
  *   - HDF5's exit-time cleanup is off (H5dont_atexit, before the library
@@ -79,10 +80,24 @@ static const struct {
     F(model_flops_per_step), F(model_tflops_per_gpu), F(mfu),        F(compute_s),
     F(exposed_comm_s),    F(overlapped_comm_s), F(bubble_s),          F(idle_s),
     F(peak_memory_bytes), F(device_memory_bytes), F(sim_wall_s),      F(events),
-    F(simulated_ranks),
+    F(simulated_ranks),   F(train_tokens),      F(train_steps),       F(time_to_train_s),
+    F(price_usd_per_gpu_hour), F(cost_usd),     F(gpu_busy_fraction), F(power_W),
+    F(pue),               F(energy_MWh),
 #undef F
 };
 #define NUM_SUMMARY_DOUBLES (sizeof summary_doubles / sizeof summary_doubles[0])
+
+/* Summary fields added after the first version: absent in older files. */
+static int summary_optional(const char *name)
+{
+  static const char *const later[] = {"simulated_ranks", "train_tokens", "train_steps",
+                                      "time_to_train_s", "price_usd_per_gpu_hour", "cost_usd",
+                                      "gpu_busy_fraction", "power_W", "pue", "energy_MWh", NULL};
+  for (int i = 0; later[i]; i++)
+    if (!strcmp(name, later[i]))
+      return 1;
+  return 0;
+}
 
 /* ---- compound types ---------------------------------------------------------- */
 static hid_t str_type(size_t size)
@@ -1093,12 +1108,15 @@ static int read_body(reader *rd, an_results *res)
   if (!rc)
     rc = attr_read_num(rd, g, "group '/summary'", "iterations", H5T_NATIVE_INT, &s->iterations);
   /* files written before the symmetry reduction have neither
-   * simulated_ranks nor reduction: every rank was simulated */
+   * simulated_ranks nor reduction: every rank was simulated; files written
+   * before the training block have none of its fields: no budget (NaN) */
   s->simulated_ranks = s->num_gpus;
   snprintf(s->reduction, sizeof s->reduction, "none");
+  s->train_tokens = s->train_steps = s->time_to_train_s = NAN;
+  s->price_usd_per_gpu_hour = s->cost_usd = NAN;
+  s->gpu_busy_fraction = s->power_W = s->pue = s->energy_MWh = NAN;
   for (size_t i = 0; !rc && i < NUM_SUMMARY_DOUBLES; i++) {
-    if (!strcmp(summary_doubles[i].name, "simulated_ranks") &&
-        H5Aexists(g, "simulated_ranks") <= 0)
+    if (summary_optional(summary_doubles[i].name) && H5Aexists(g, summary_doubles[i].name) <= 0)
       continue;
     rc = attr_read_num(rd, g, "group '/summary'", summary_doubles[i].name, H5T_NATIVE_DOUBLE,
                        (char *)s + summary_doubles[i].off);

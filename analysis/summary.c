@@ -54,6 +54,10 @@ void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim
   s->events = (double)r->events;
   s->simulated_ranks = r->simulated_ranks > 0 ? r->simulated_ranks : r->num_ranks;
   snprintf(s->reduction, sizeof s->reduction, "%s", r->reduction[0] ? r->reduction : "none");
+  /* no token budget yet (an_train_compute) */
+  s->train_tokens = s->train_steps = s->time_to_train_s = NAN;
+  s->price_usd_per_gpu_hour = s->cost_usd = NAN;
+  s->gpu_busy_fraction = s->power_W = s->pue = s->energy_MWh = NAN;
 }
 
 /* %.17g round-trips a double exactly, so report --json reprints the same numbers. */
@@ -88,6 +92,15 @@ void an_summary_print_json(const an_summary *s, FILE *out)
   num(out, "simulated_ranks", s->simulated_ranks, 0);
   fputs(",\"reduction\":", out);
   st_json_str(out, s->reduction);
+  num(out, "train_tokens", s->train_tokens, 0);
+  num(out, "train_steps", s->train_steps, 0);
+  num(out, "time_to_train_s", s->time_to_train_s, 0);
+  num(out, "price_usd_per_gpu_hour", s->price_usd_per_gpu_hour, 0);
+  num(out, "cost_usd", s->cost_usd, 0);
+  num(out, "gpu_busy_fraction", s->gpu_busy_fraction, 0);
+  num(out, "power_W", s->power_W, 0);
+  num(out, "pue", s->pue, 0);
+  num(out, "energy_MWh", s->energy_MWh, 0);
   fprintf(out, "}\n");
 }
 
@@ -100,6 +113,37 @@ static void row(FILE *out, const char *label, int decimals, double v, const char
   char buf[64];
   snprintf(buf, sizeof buf, "%.*f", decimals, v);
   fprintf(out, "  %-24s %14s %s\n", label, buf, unit);
+}
+
+/* A token count with an SI suffix: 1.5e13 -> "15T", 3e11 -> "300B". */
+static void si_tokens(double v, char *buf, size_t n)
+{
+  static const struct {
+    double scale;
+    const char *suffix;
+  } si[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}, {1, ""}};
+  for (size_t i = 0; i < sizeof si / sizeof si[0]; i++)
+    if (v >= si[i].scale || si[i].scale == 1) {
+      snprintf(buf, n, "%.4g%s", v / si[i].scale, si[i].suffix);
+      return;
+    }
+}
+
+/* The training block: steps, time, cost, power, energy for the budget. */
+static void print_train(const an_summary *s, FILE *out)
+{
+  char t[32], unit[96];
+  si_tokens(s->train_tokens, t, sizeof t);
+  fprintf(out, "  to train on %s tokens (steady-state steps, docs/cost.md):\n", t);
+  row(out, "  steps", 0, s->train_steps, "");
+  snprintf(unit, sizeof unit, "days (%.1f hours)", s->time_to_train_s / 3600);
+  row(out, "  time to train", 2, s->time_to_train_s / 86400, unit);
+  snprintf(unit, sizeof unit, "USD (%.4g USD per GPU-hour)", s->price_usd_per_gpu_hour);
+  row(out, "  cost", 0, s->cost_usd, unit);
+  snprintf(unit, sizeof unit, "kW (GPUs %.1f%% busy)", s->gpu_busy_fraction * 100);
+  row(out, "  mean IT power", 1, s->power_W / 1e3, unit);
+  snprintf(unit, sizeof unit, "MWh (PUE %.2f)", s->pue);
+  row(out, "  energy", 3, s->energy_MWh, unit);
 }
 
 void an_summary_print_text(const an_summary *s, const char *workload_name,
@@ -125,6 +169,8 @@ void an_summary_print_text(const an_summary *s, const char *workload_name,
             st_format_bytes(s->peak_memory_bytes, a, sizeof a),
             st_format_bytes(s->device_memory_bytes, b, sizeof b));
   }
+  if (isfinite(s->train_tokens))
+    print_train(s, out);
   fprintf(out, "  (simulated in %.2f s wall, %.0f activities)\n", s->sim_wall_s, s->events);
   if (isfinite(s->simulated_ranks) && s->simulated_ranks < s->num_gpus)
     fprintf(out, "  (%s: the others are exact copies)\n", s->reduction);

@@ -58,9 +58,10 @@ char *plat__data_read(const char *rel, st_err *err)
 
 /* ---- JSON: base's checked reader, with a spec's defaults and limits ------ */
 /* The largest value a key may hold, by its unit: rates up to 1 PB/s, times
- * up to 1 s, capacities up to 1 PB, peaks up to 1 EFLOP/s per device.  Far
- * above any real part, and low enough that the conversions to SI units
- * (x 1e9, x 1e12) and SimGrid's arithmetic on them stay finite. */
+ * up to 1 s, capacities up to 1 PB, peaks up to 1 EFLOP/s per device, powers
+ * up to 10 MW, prices up to 10,000 USD per GPU-hour.  Far above any real part,
+ * and low enough that the conversions to SI units (x 1e9, x 1e12) and
+ * SimGrid's arithmetic on them stay finite. */
 static double key_max(const st_jpath *at, const char *key)
 {
   if (st_str_ends_with(key, "GBps"))
@@ -73,6 +74,10 @@ static double key_max(const st_jpath *at, const char *key)
     return 1e6;
   if (at && at->key && !strcmp(at->key, "peak_TFLOPS"))
     return 1e6;
+  if (st_str_ends_with(key, "_W"))
+    return 1e7; /* 10 MW: a device or a node */
+  if (st_str_ends_with(key, "_per_gpu_hour"))
+    return 1e4;
   return 1e12;
 }
 
@@ -190,7 +195,8 @@ int plat__device_find(const char *name, plat_device *d, st_err *err)
   int idx = 0;
   for (const cJSON *it = list ? list->child : NULL; it && !rc; it = it->next, idx++) {
     st_jpath at = {&at_list, NULL, idx};
-    static const char *const keys[] = {"name", "peak_TFLOPS", "hbm_GB", "hbm_GBps", "link_GBps",
+    static const char *const keys[] = {"name",     "peak_TFLOPS", "hbm_GB", "hbm_GBps",
+                                       "link_GBps", "tdp_W",      "price_usd_per_gpu_hour",
                                        NULL};
     static const char *const dt[] = {"fp32", "tf32", "bf16", "fp16", "fp8", NULL};
     const char *nm = NULL;
@@ -218,11 +224,19 @@ int plat__device_find(const char *name, plat_device *d, st_err *err)
       rc = get_num(&j, &at, it, "hbm_GBps", NAN, 0, 0, &gbps);
     if (!rc)
       rc = get_num(&j, &at, it, "link_GBps", 0, 0, 1, &lk);
+    /* absent: not published (NaN); never 0, which would read as free or powerless */
+    double tdp = NAN, price = NAN;
+    if (!rc)
+      rc = get_num(&j, &at, it, "tdp_W", INFINITY, 0, 0, &tdp);
+    if (!rc)
+      rc = get_num(&j, &at, it, "price_usd_per_gpu_hour", INFINITY, 0, 0, &price);
     if (rc)
       break;
     dv.hbm_bytes = gb * 1e9;
     dv.hbm_Bps = gbps * 1e9;
     dv.link_Bps = lk * 1e9;
+    dv.tdp_W = isinf(tdp) ? NAN : tdp;
+    dv.price_usd_per_gpu_hour = isinf(price) ? NAN : price;
     *d = dv;
     found = 1;
   }
@@ -234,13 +248,18 @@ int plat__device_find(const char *name, plat_device *d, st_err *err)
   return rc;
 }
 
+double plat_host_power_default(const plat_device *d, int gpus_per_node)
+{
+  return d->tdp_W > 0 ? gpus_per_node * d->tdp_W * PLAT_HOST_POWER_RATIO : NAN;
+}
+
 /* ---- spec ---------------------------------------------------------------- */
 static const char *intra_name(int k) { return plat_intra_kind_name(k); }
 static const char *fabric_name(int k) { return plat_fabric_kind_name(k); }
 
 static int parse_node(const st_jrd *j, const cJSON *node, plat_cluster *c)
 {
-  static const char *const keys[] = {"gpus", "intra", "nics", "pcie", NULL};
+  static const char *const keys[] = {"gpus", "intra", "nics", "pcie", "host_power_W", NULL};
   static const char *const ikeys[] = {"kind", "links_per_gpu", "link_GBps", "lat_us", "nvls", NULL};
   static const char *const nkeys[] = {"count", "Gbps", "lat_us", NULL};
   static const char *const pkeys[] = {"GBps", "lat_us", NULL};
@@ -292,6 +311,12 @@ static int parse_node(const st_jrd *j, const cJSON *node, plat_cluster *c)
     c->pcie_Bps = bw * 1e9;
     c->pcie_lat_s = lat * 1e-6;
   }
+  /* the node's non-GPU power: given (0 allowed: count the GPUs alone), else
+   * derived from the GPUs' TDP */
+  if ((rc = get_num(j, &at_node, node, "host_power_W", INFINITY, 0, 1, &c->host_power_W)))
+    return rc;
+  if (isinf(c->host_power_W))
+    c->host_power_W = plat_host_power_default(&c->device, c->gpus_per_node);
   return ST_OK;
 }
 

@@ -33,6 +33,9 @@ typedef struct plat_device {
   double hbm_bytes;                  /* HBM capacity */
   double hbm_Bps;                    /* HBM bandwidth */
   double link_Bps;                   /* NVLink/ICI/HCCS bandwidth per direction, whole device */
+  /* ---- power and price (docs/cost.md) ---- */
+  double tdp_W;                      /* board power at full load (TDP / TBP); NaN: not published */
+  double price_usd_per_gpu_hour;     /* on-demand list price per GPU-hour; NaN: none built in */
 } plat_device;
 
 typedef enum plat_intra_kind {
@@ -94,6 +97,8 @@ struct plat_cluster {
   int fabric_radix_used[5]; /* fat-tree: children per switch per level (m_1..m_h), derived */
   int num_links;           /* directed links of the built platform, derived */
   int default_nodes;       /* node count of the spec when NAME has no :NODES */
+  double host_power_W;     /* a node's non-GPU power (CPUs, memory, NICs, switches, fans) at
+                              full load: node.host_power_W, or plat_host_power_default */
 };
 
 /* NAME[:NODES] (a preset), FILE.json (a cluster spec) or FILE.xml (SimGrid
@@ -122,6 +127,12 @@ int plat_device_find(const char *name, plat_device *d, st_err *err);
 /* Every built-in device, in table order: *out is a new array of *count
  * devices the caller frees. */
 int plat_device_list(plat_device **out, int *count, st_err *err);
+/* A node's non-GPU power when its spec does not say (docs/cost.md): the
+ * node's GPUs' TDP x PLAT_HOST_POWER_RATIO, the ratio of a DGX H100's
+ * non-GPU to GPU power at its rated maximum (10.2 kW system, 8 x 700 W
+ * GPUs: 4,600 W / 5,600 W).  NaN when the device has no TDP. */
+#define PLAT_HOST_POWER_RATIO (4600.0 / 5600.0)
+double plat_host_power_default(const plat_device *d, int gpus_per_node);
 
 /* ---- compute model (platforms/compute.c, docs/calibration.md) ----------- */
 /* Per-device parameters of the compute model.  Few, each documented in

@@ -413,6 +413,7 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
   c->num_gpus = (int)s.count;
   c->gpus_per_node = gpn;
   c->num_nodes = c->num_gpus / gpn;
+  c->host_power_W = plat_host_power_default(&c->device, gpn);
   c->default_nodes = c->num_nodes;
   c->fabric_kind = PLAT_FABRIC_XML;
   c->intra_kind = PLAT_INTRA_NONE;

@@ -270,6 +270,143 @@ static void test_summary__nan_where_unknown(void **state)
   free(buf);
 }
 
+/* ---- training to a token budget (analysis/train.c) -------------------------------- */
+/* The fixture's summary: 4 GPUs, step 0.8 s, 8192 tokens per step, compute
+ * 0.525 s and exposed communication 0.1 s per rank per step.  The power
+ * facts of a DGX H100 GPU: TDP 700 W, idle 10 % = 70 W, its share of the
+ * node's 4,600 W non-GPU power 575 W. */
+static const an_power H100_POWER = {.tdp_W = 700, .idle_W = 70, .host_W_per_gpu = 575};
+
+static void test_train__matches_hand_computed(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  /* 8,192,000 tokens = exactly 1000 steps of 8192 */
+  assert_int_equal(an_train_compute(&f->s, &H100_POWER, 8192e3, 2.0, 1.5, &err), ST_OK);
+  const an_summary *s = &f->s;
+  assert_close(s->train_tokens, 8192e3);
+  assert_close(s->train_steps, 1000);
+  assert_close(s->time_to_train_s, 800);           /* 1000 x 0.8 s */
+  assert_close(s->price_usd_per_gpu_hour, 2.0);
+  assert_close(s->cost_usd, 4 * (800.0 / 3600) * 2); /* GPU-hours x price = 16/9 USD */
+  assert_close(s->gpu_busy_fraction, 0.71875);     /* (0.525 + 0.5 x 0.1) / 0.8 */
+  /* per GPU 70 + 630 x 0.71875 = 522.8125 W, plus 575 W of host: 1097.8125 W */
+  assert_close(s->power_W, 4 * 1097.8125);
+  assert_close(s->pue, 1.5);
+  /* 4391.25 W x 800 s x PUE 1.5 = 5,269,500 J = 5269500 / 3.6e9 MWh */
+  assert_close(s->energy_MWh, 5269500 / 3.6e9);
+  /* the same through the TDP directly: TDP x time x busy, plus idle and host */
+  double gpu_J = 4 * 800 * (70 + (700 - 70) * 0.71875), host_J = 4 * 800 * 575.0;
+  assert_close(s->energy_MWh, (gpu_J + host_J) * 1.5 / 3.6e9);
+}
+
+static void test_train__steps_round_up_to_whole_steps(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  static const struct {
+    double tokens, steps;
+  } cases[] = {{8192e3 + 1, 1001}, {8192e3 - 1, 1000}, {1, 1}, {8192, 1}, {8193, 2},
+               /* large budgets: 15e12 / 8192 = 1,831,054,687.5 */
+               {15e12, 1831054688}, {8192.0 * 1831054687, 1831054687}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    assert_int_equal(an_train_compute(&f->s, &H100_POWER, cases[i].tokens, NAN, 1, &err), ST_OK);
+    if (f->s.train_steps != cases[i].steps) {
+      print_error("%.17g tokens: %.17g steps, want %.17g\n", cases[i].tokens, f->s.train_steps,
+                  cases[i].steps);
+      fail();
+    }
+    assert_close(f->s.time_to_train_s, cases[i].steps * 0.8);
+  }
+}
+
+static void test_train__null_without_price_or_tdp(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  /* no price: no cost, the energy still */
+  assert_int_equal(an_train_compute(&f->s, &H100_POWER, 8192e3, NAN, 1, &err), ST_OK);
+  assert_true(isnan(f->s.cost_usd) && isnan(f->s.price_usd_per_gpu_hour));
+  assert_close(f->s.energy_MWh, 4 * 1097.8125 * 800 / 3.6e9);
+  /* a price of 0 is free, not unknown */
+  assert_int_equal(an_train_compute(&f->s, &H100_POWER, 8192e3, 0, 1, &err), ST_OK);
+  assert_close(f->s.cost_usd, 0);
+  /* no TDP: no power and no energy, the cost still */
+  an_power none = {.tdp_W = NAN, .idle_W = NAN, .host_W_per_gpu = 575};
+  assert_int_equal(an_train_compute(&f->s, &none, 8192e3, 3.0, 1, &err), ST_OK);
+  assert_true(isnan(f->s.power_W) && isnan(f->s.energy_MWh));
+  assert_close(f->s.cost_usd, 4 * (800.0 / 3600) * 3);
+  assert_close(f->s.gpu_busy_fraction, 0.71875);
+  /* the JSON says null */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  an_summary_print_json(&f->s, m);
+  fclose(m);
+  assert_non_null(strstr(buf, ",\"power_W\":null,\"pue\":1,\"energy_MWh\":null}"));
+  free(buf);
+}
+
+static void test_train__busy_fraction_is_capped_at_one(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  f->s.compute_s = 0.9; /* more compute than the step (several compute streams) */
+  assert_int_equal(an_train_compute(&f->s, &H100_POWER, 8192e3, NAN, 1, &err), ST_OK);
+  assert_close(f->s.gpu_busy_fraction, 1);
+  assert_close(f->s.power_W, 4 * (700 + 575.0));
+}
+
+static void test_train__bad_values_are_errors(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  static const struct {
+    double tokens, price, pue;
+    int code;
+    const char *msg;
+  } cases[] = {
+      {0, NAN, 1, ST_EUSAGE, "the token budget is 0; it must be a positive number"},
+      {-5, NAN, 1, ST_EUSAGE, "the token budget is -5; it must be a positive number"},
+      {INFINITY, NAN, 1, ST_EUSAGE, "the token budget is inf; it must be a positive number"},
+      {1e9, -1, 1, ST_EUSAGE, "the price is -1 USD per GPU-hour; it must be 0 or more"},
+      {1e9, NAN, 0.9, ST_EUSAGE, "the PUE is 0.9; it must be 1 or more"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    st_err_clear(&err);
+    assert_int_equal(an_train_compute(&f->s, &H100_POWER, cases[i].tokens, cases[i].price,
+                                      cases[i].pue, &err),
+                     cases[i].code);
+    assert_string_equal(err.msg, cases[i].msg);
+    assert_true(isnan(f->s.train_steps) && isnan(f->s.cost_usd));
+  }
+  /* a run that does not say how many tokens a step trains */
+  f->s.tokens_per_step = NAN;
+  st_err_clear(&err);
+  assert_int_equal(an_train_compute(&f->s, &H100_POWER, 1e9, NAN, 1, &err), ST_EINPUT);
+  assert_string_equal(err.msg, "the workload does not say how many tokens a step trains, so a "
+                               "token budget cannot be turned into steps");
+}
+
+static void test_train__power_facts_of_a_preset(void **state)
+{
+  (void)state;
+  plat_cluster *c = NULL;
+  st_err err = {0};
+  assert_int_equal(plat_cluster_load("dgx-h100:2", &c, &err), ST_OK);
+  an_power p;
+  an_power_from_cluster(c, &p);
+  assert_close(p.tdp_W, 700);
+  assert_close(p.idle_W, 70);
+  assert_close(p.host_W_per_gpu, 575); /* (10,200 W - 8 x 700 W) / 8 */
+  plat_cluster_destroy(c);
+  /* a device without a published TDP (GB200): no power facts */
+  assert_int_equal(plat_cluster_load("gb200-nvl72", &c, &err), ST_OK);
+  an_power_from_cluster(c, &p);
+  assert_true(isnan(p.tdp_W) && isnan(p.idle_W));
+  plat_cluster_destroy(c);
+}
+
 /* ---- results file ----------------------------------------------------------------- */
 static void check_read_back(const fixture *f, const an_results *r)
 {
@@ -417,6 +554,33 @@ static void test_results__round_trip_every_field(void **state)
   an_summary_print_json(&r->summary, m);
   fclose(m);
   assert_string_equal(a, b);
+  free(a);
+  free(b);
+  an_results_destroy(r);
+}
+
+/* The training block goes to /summary and reads back bit for bit, so report
+ * --json prints what run --json printed. */
+static void test_results__round_trip_with_a_budget(void **state)
+{
+  fixture *f = *state;
+  st_err err = {0};
+  assert_int_equal(an_train_compute(&f->s, &H100_POWER, 15e12, 6.88, 1.2, &err), ST_OK);
+  assert_int_equal(an_results_write(f->path, &f->info, &err), ST_OK);
+  an_results *r = NULL;
+  assert_int_equal(an_results_read(f->path, &r, &err), ST_OK);
+  check_read_back(f, r); /* the whole summary, bit for bit */
+  assert_close(r->summary.train_steps, 1831054688);
+  char *a = NULL, *b = NULL;
+  size_t la = 0, lb = 0;
+  FILE *m = open_memstream(&a, &la);
+  an_summary_print_json(&f->s, m);
+  fclose(m);
+  m = open_memstream(&b, &lb);
+  an_summary_print_json(&r->summary, m);
+  fclose(m);
+  assert_string_equal(a, b);
+  assert_non_null(strstr(b, ",\"train_tokens\":15000000000000,\"train_steps\":1831054688,"));
   free(a);
   free(b);
   an_results_destroy(r);
@@ -835,6 +999,9 @@ static char *capture_compare(an_results **runs, size_t n, int json)
 static void test_compare__run_with_itself_has_zero_deltas(void **state)
 {
   fixture *f = *state;
+  st_err err = {0};
+  /* with a token budget, so that every compared value is a number */
+  assert_int_equal(an_train_compute(&f->s, &H100_POWER, 8192e3, 2.0, 1, &err), ST_OK);
   an_results *runs[2] = {written(f, "a.h5"), NULL};
   runs[1] = runs[0];
   char *j = capture_compare(runs, 2, 1);
@@ -847,7 +1014,7 @@ static void test_compare__run_with_itself_has_zero_deltas(void **state)
     assert_true(cJSON_IsNumber(d));
     assert_true(d->valuedouble == 0.0);
   }
-  assert_int_equal(count, 13);
+  assert_int_equal(count, 16); /* 13 step numbers, time to train, cost, energy */
   for (cJSON *d = ratio->child; d; d = d->next)
     assert_true(d->valuedouble == 1.0);
   cJSON_Delete(doc);
@@ -1673,7 +1840,15 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_summary__matches_hand_computed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_summary__nan_where_unknown, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_train__matches_hand_computed, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_train__steps_round_up_to_whole_steps, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_train__null_without_price_or_tdp, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_train__busy_fraction_is_capped_at_one, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_train__bad_values_are_errors, setup, teardown),
+      cmocka_unit_test(test_train__power_facts_of_a_preset),
       cmocka_unit_test_setup_teardown(test_results__round_trip_every_field, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_results__round_trip_with_a_budget, setup, teardown),
       cmocka_unit_test_setup_teardown(test_results__nan_stays_nan, setup, teardown),
       cmocka_unit_test_setup_teardown(test_results__no_timeline_dataset_without_rows, setup,
                                       teardown),

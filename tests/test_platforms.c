@@ -357,6 +357,80 @@ static void test_route__dragonfly_takes_minimal_paths(void **state)
 }
 
 /* ---- spec errors: exact text ------------------------------------------------ */
+/* Board power and list price per device as docs/cost.md tabulates them
+ * (NaN: not published / no price found). */
+static void test_devices__power_and_price_match_docs(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *name;
+    double tdp_W, price;
+  } rows[] = {
+      {"V100-SXM2", 300, NAN},         {"A100-SXM4-40GB", 400, 2.745},
+      {"A100-SXM4-80GB", 400, 5.121},  {"H100-SXM", 700, 6.88},
+      {"H200", 700, 7.912},            {"B200", 1000, 14.2416},
+      {"GB200", NAN, NAN},             {"MI300X", 750, NAN},
+      {"TPU-v4", NAN, NAN},            {"TPU-v5p", NAN, NAN},
+      {"Ascend-910B", NAN, NAN},
+  };
+  plat_device *all = NULL;
+  int n = 0;
+  st_err err = {0};
+  assert_int_equal(plat_device_list(&all, &n, &err), ST_OK);
+  assert_int_equal(n, (int)(sizeof rows / sizeof rows[0]));
+  for (int i = 0; i < n; i++) {
+    assert_string_equal(all[i].name, rows[i].name);
+    int tdp_ok = isnan(rows[i].tdp_W) ? isnan(all[i].tdp_W) : all[i].tdp_W == rows[i].tdp_W;
+    int price_ok = isnan(rows[i].price) ? isnan(all[i].price_usd_per_gpu_hour)
+                                        : all[i].price_usd_per_gpu_hour == rows[i].price;
+    if (!tdp_ok || !price_ok)
+      fail_msg("%s: TDP %g W, price %g USD/GPU-h; expected %g, %g", rows[i].name, all[i].tdp_W,
+               all[i].price_usd_per_gpu_hour, rows[i].tdp_W, rows[i].price);
+  }
+  free(all);
+}
+
+/* A node's non-GPU power: the preset's (DGX system maximum less its GPUs'
+ * TDP), else the GPUs' TDP x 4,600 / 5,600 (a DGX H100's ratio). */
+static void test_presets__host_power_is_system_max_less_gpus(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *arg;
+    double host_W;
+  } rows[] = {
+      {"dgx-h100", 10200 - 8 * 700},      {"h100-superpod", 10200 - 8 * 700},
+      {"hgx-h200", 10200 - 8 * 700},      {"dgx-a100", 6500 - 8 * 400},
+      {"selene", 6500 - 8 * 400},         {"dgx-b200", 14300 - 8 * 1000},
+      {"dgx-v100", 3500 - 8 * 300},       {"node8", 8 * 700 * 4600.0 / 5600},
+      {"mi300x", 8 * 750 * 4600.0 / 5600},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    plat_cluster *c = load(rows[i].arg);
+    if (fabs(c->host_power_W - rows[i].host_W) > 1e-9)
+      fail_msg("%s: host power %.17g W, expected %.17g", rows[i].arg, c->host_power_W,
+               rows[i].host_W);
+    plat_cluster_destroy(c);
+  }
+  /* no TDP, no default */
+  plat_cluster *c = load("tpu-v4");
+  assert_true(isnan(c->host_power_W));
+  plat_cluster_destroy(c);
+  /* a spec's own value, 0 included */
+  c = load_spec_text("{\"name\":\"a\",\"device\":\"A100-SXM4-80GB\",\"node\":{\"gpus\":1,"
+                     "\"host_power_W\":0,\"intra\":{\"kind\":\"none\"}},"
+                     "\"fabric\":{\"kind\":\"switch\"}}",
+                     0);
+  assert_true(c->host_power_W == 0);
+  plat_cluster_destroy(c);
+  c = load_spec_text("{\"name\":\"a\",\"device\":\"A100-SXM4-80GB\",\"node\":{\"gpus\":1,"
+                     "\"intra\":{\"kind\":\"none\"}},\"fabric\":{\"kind\":\"switch\"}}",
+                     0);
+  if (fabs(c->host_power_W - 400 * 4600.0 / 5600) > 1e-9)
+    fail_msg("default host power %.17g W", c->host_power_W);
+  plat_cluster_destroy(c);
+}
+
 static void test_spec__bad_input_is_named(void **state)
 {
   (void)state;
@@ -432,6 +506,12 @@ static void test_spec__bad_input_is_named(void **state)
       {"{\"name\":\"a\",\"device\":\"TPU-v4\",\"node\":{\"gpus\":4,\"intra\":{\"kind\":\"none\"}},"
        "\"fabric\":{\"kind\":\"torus\",\"dims\":[4,0],\"link_GBps\":50,\"lat_us\":1}}",
        "fabric.dims[1]: size 0 is outside 1..65536"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"host_power_W\":-1,"
+       "\"intra\":{\"kind\":\"none\"}},\"fabric\":{\"kind\":\"switch\"}}",
+       "node: 'host_power_W' is -1, below the smallest allowed 0"},
+      {"{\"name\":\"a\",\"device\":\"H100-SXM\",\"node\":{\"gpus\":8,\"host_power_W\":\"4.6kW\","
+       "\"intra\":{\"kind\":\"none\"}},\"fabric\":{\"kind\":\"switch\"}}",
+       "node: 'host_power_W' is a string, expected a number"},
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     const char *p = write_tmp(specs[i].text);
@@ -731,6 +811,8 @@ int main(void)
       cmocka_unit_test(test_route__dragonfly_takes_minimal_paths),
       cmocka_unit_test(test_oversub__two_to_one_halves_leaf_uplinks),
       cmocka_unit_test(test_summary__switch_counts_match_superpod_tables),
+      cmocka_unit_test(test_devices__power_and_price_match_docs),
+      cmocka_unit_test(test_presets__host_power_is_system_max_less_gpus),
       cmocka_unit_test(test_spec__bad_input_is_named),
       cmocka_unit_test(test_xml__user_platform_follows_the_naming_rule),
       cmocka_unit_test(test_simgrid__routes_match_plat_route),

@@ -60,6 +60,15 @@ static void print_summary(const plat_cluster *c)
          d->peak_flops[WL_DTYPE_BF16] / 1e12, d->peak_flops[WL_DTYPE_FP16] / 1e12,
          d->peak_flops[WL_DTYPE_FP8] / 1e12, d->hbm_bytes / 1e9, d->hbm_Bps / 1e9);
   printf("gpus           %d (%d nodes x %d)\n", c->num_gpus, c->num_nodes, c->gpus_per_node);
+  /* the facts behind run --tokens (docs/cost.md) */
+  char tdp[32] = "n/a", host[32] = "n/a", price[48] = "none built in";
+  if (d->tdp_W > 0)
+    snprintf(tdp, sizeof tdp, "%g W", d->tdp_W);
+  if (c->host_power_W >= 0)
+    snprintf(host, sizeof host, "%g W", c->host_power_W);
+  if (d->price_usd_per_gpu_hour >= 0)
+    snprintf(price, sizeof price, "%g USD per GPU-hour", d->price_usd_per_gpu_hour);
+  printf("power          TDP %s per GPU, non-GPU %s per node; list price %s\n", tdp, host, price);
   if (c->fabric_kind == PLAT_FABRIC_XML) {
     printf("fabric         SimGrid XML '%s' (links and routes as the file declares them)\n",
            c->xml_path);

@@ -4,8 +4,11 @@
  * from a captured trace (importers); the cluster from a preset, a spec or a
  * SimGrid XML file.  The replay's summary is printed (a table, or one JSON
  * object with --json) and, with -o, everything goes to an HDF5 results file.
+ * --tokens, --price and --pue only set the job's budget (the driver turns it
+ * into time, cost and energy, docs/cost.md).
  * With no arguments, `run` predicts the built-in example. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +55,12 @@ static const char usage_text[] =
     "  --no-symmetry       simulate every rank, even where ranks are exact copies of\n"
     "                      others on disjoint, isomorphic links (rank classes)\n"
     "  --exact             the full simulation: --no-closed-form and --no-symmetry\n"
+    "  --tokens T          the time, cost and energy to train on T tokens, e.g. 15T, 300B,\n"
+    "                      2.5e12 (suffixes K M B/G T: 1e3 1e6 1e9 1e12); steady-state\n"
+    "                      steps (no warm-up, checkpoints or failures), docs/cost.md\n"
+    "  --price USD         with --tokens: USD per GPU-hour (default: the device's\n"
+    "                      on-demand list price, docs/cost.md; none: no cost)\n"
+    "  --pue F             with --tokens: facility power / IT power, >= 1 (default 1)\n"
     "  --strict            fail when the workload does not fit in device memory\n"
     "  --quiet             no progress or warnings on stderr\n"
     "  -h, --help          this text\n";
@@ -59,7 +68,7 @@ static const char usage_text[] =
 struct run_args {
   drv_job job;
   const char *output;
-  int json, quiet, trace_opts;
+  int json, quiet, trace_opts, cost_opts;
   char cfg[1024];
 };
 
@@ -70,6 +79,41 @@ static int parse_count(const char *s, int *v)
   if (end == s || *end || x < 0 || x > 100000000)
     return -1;
   *v = (int)x;
+  return 0;
+}
+
+/* A token count: a number with an optional SI suffix (K M B G T, any case:
+ * 1e3 1e6 1e9 1e9 1e12), at least 1 and at most 1e18. */
+static int parse_tokens(const char *s, double *v)
+{
+  char *end;
+  double x = strtod(s, &end);
+  if (end == s)
+    return -1;
+  static const struct {
+    char c;
+    double scale;
+  } si[] = {{'k', 1e3}, {'m', 1e6}, {'b', 1e9}, {'g', 1e9}, {'t', 1e12}};
+  for (size_t i = 0; i < sizeof si / sizeof si[0] && *end; i++)
+    if ((*end | 0x20) == si[i].c) {
+      x *= si[i].scale;
+      end++;
+      break;
+    }
+  if (*end || !isfinite(x) || x < 1 || x > 1e18)
+    return -1;
+  *v = x;
+  return 0;
+}
+
+/* A real number of at least lo (and finite), nothing after it. */
+static int parse_real(const char *s, double lo, double *v)
+{
+  char *end;
+  double x = strtod(s, &end);
+  if (end == s || *end || !isfinite(x) || x < lo)
+    return -1;
+  *v = x;
   return 0;
 }
 
@@ -105,6 +149,8 @@ int cmd_run(int argc, char **argv)
       {"no-launch-gaps", no_argument, NULL, 'G'}, {"gpus", required_argument, NULL, 'g'},
       {"from-device", required_argument, NULL, 'F'}, {"dims", required_argument, NULL, 'D'},
       {"seq", required_argument, NULL, 'Q'},
+      {"tokens", required_argument, NULL, 'K'},   {"price", required_argument, NULL, 'P'},
+      {"pue", required_argument, NULL, 'U'},
       {NULL, 0, NULL, 0}};
   struct run_args a;
   memset(&a, 0, sizeof a);
@@ -168,6 +214,24 @@ int cmd_run(int argc, char **argv)
       if (parse_count(optarg, &a.job.seq_len) || a.job.seq_len == 0)
         return cli_usage_error("run", "--seq '%s' is not a positive length", optarg);
       break;
+    case 'K':
+      if (parse_tokens(optarg, &a.job.train_tokens))
+        return cli_usage_error("run", "--tokens '%s' is not a token count from 1 to 1e18 (a number "
+                                      "with an optional K, M, B, G or T: 15T, 300B, 2.5e12)",
+                               optarg);
+      break;
+    case 'P':
+      if (parse_real(optarg, 0, &a.job.price_usd_per_gpu_hour))
+        return cli_usage_error("run", "--price '%s' is not a price in USD per GPU-hour (a number, "
+                                      "0 or more)",
+                               optarg);
+      a.cost_opts = 1;
+      break;
+    case 'U':
+      if (parse_real(optarg, 1, &a.job.pue))
+        return cli_usage_error("run", "--pue '%s' is not a PUE (a number, 1 or more)", optarg);
+      a.cost_opts = 1;
+      break;
     case 'D': {
       st_err e;
       st_err_clear(&e);
@@ -204,6 +268,8 @@ int cmd_run(int argc, char **argv)
     return cli_usage_error("run", "--seq goes with --model");
   if (!a.job.cluster)
     return cli_usage_error("run", "--cluster is required");
+  if (a.cost_opts && !(a.job.train_tokens > 0))
+    return cli_usage_error("run", "--price and --pue go with --tokens");
 
   a.job.results_file = a.output != NULL;
   a.job.log = a.quiet ? NULL : stderr;

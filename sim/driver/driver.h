@@ -90,10 +90,17 @@ typedef struct drv_job {
                                * per-instance collective records are recorded */
   int seq_len;                /* model: the sequence length, 0 = the model's */
   const wl_model *model_spec; /* the model itself, instead of loading `model` (named by it) */
+  /* Training to a token budget (docs/cost.md): with train_tokens other than
+   * 0 the summary gets the steps, time, cost and energy (an_train_compute);
+   * a bad budget, price or PUE is an error before anything is simulated. */
+  double train_tokens;           /* tokens to train on; 0: no budget */
+  double price_usd_per_gpu_hour; /* NaN: the device's list price (none: no cost) */
+  double pue;                    /* facility / IT power, applied to the energy; >= 1 */
   FILE *log;                  /* warnings and notes ("simtrain: warning: ..."); NULL: none */
 } drv_job;
 
-/* The defaults: no source, sim_options_init, tr_options_init. */
+/* The defaults: no source, sim_options_init, tr_options_init, no token
+ * budget, the device's price, PUE 1. */
 void drv_job_init(drv_job *j);
 /* The model: spec when not NULL, else loaded by name (built-in or file); its
  * sequence length replaced by seq_len when > 0. */

@@ -22,6 +22,8 @@ void drv_job_init(drv_job *j)
   memset(j, 0, sizeof *j);
   sim_options_init(&j->opt);
   tr_options_init(&j->topt);
+  j->price_usd_per_gpu_hour = NAN;
+  j->pue = 1;
 }
 
 static void say(const drv_job *j, const char *kind, const char *fmt, ...)
@@ -234,12 +236,39 @@ static int simulate(const drv_job *j, drv_run *r, st_err *err)
   return rc;
 }
 
+/* The time, cost and energy of training on the job's token budget: the
+ * price given, else the device's list price (none: no cost); the cluster's
+ * power facts. */
+static int train(const drv_job *j, drv_run *r, st_err *err)
+{
+  double price = isnan(j->price_usd_per_gpu_hour) ? r->cl->device.price_usd_per_gpu_hour
+                                                   : j->price_usd_per_gpu_hour;
+  an_power p;
+  an_power_from_cluster(r->cl, &p);
+  int rc = an_train_compute(&r->sum, &p, j->train_tokens, price, j->pue, err);
+  if (rc)
+    return rc;
+  if (isnan(r->sum.cost_usd))
+    say(j, "note", "%s has no built-in price: the cost is n/a (give --price USD_PER_GPU_HOUR)",
+        r->cl->device.name);
+  if (isnan(r->sum.energy_MWh))
+    say(j, "note", "%s has no published TDP: the energy is n/a", r->cl->device.name);
+  return ST_OK;
+}
+
 int drv_run_job(const drv_job *j, drv_run *r, st_err *err)
 {
   memset(r, 0, sizeof *r);
-  int rc = plat_cluster_load(j->cluster, &r->cl, err);
+  /* 0 is "no budget"; anything else (a bad value included) is checked
+   * before the simulation, not after it */
+  int budget = !(j->train_tokens == 0);
+  int rc = budget ? an_train_check(j->train_tokens, j->price_usd_per_gpu_hour, j->pue, err) : 0;
+  if (!rc)
+    rc = plat_cluster_load(j->cluster, &r->cl, err);
   if (!rc)
     rc = load_workload(j, r, err);
+  if (!rc && budget && !(r->wl->meta.tokens_per_step > 0))
+    rc = st_err_set(err, ST_EINPUT, "%s", AN_TRAIN_NO_TOKENS);
   if (!rc)
     rc = check_memory(j, r, err);
   if (!rc)
@@ -247,6 +276,8 @@ int drv_run_job(const drv_job *j, drv_run *r, st_err *err)
   if (rc)
     return rc;
   an_summary_compute(r->wl, r->cl, r->res, &r->sum);
+  if (budget && (rc = train(j, r, err)))
+    return rc;
   r->options_json = options_json(&j->opt);
   r->name = r->wl->meta.model ? r->wl->meta.model
                               : (j->workload ? j->workload : (j->trace ? j->trace : "?"));

@@ -10,6 +10,11 @@ trap 'rm -rf "$tmp"' EXIT
 out=$("$ST" platform dgx-h100:4 --summary) || fail "summary exit $?"
 grep -q '^gpus           32 (4 nodes x 8)$' <<<"$out" || fail "summary gpus: $out"
 grep -q '^bisection      800 GB/s per direction$' <<<"$out" || fail "bisection (16 NICs x 50 GB/s / 2): $out"
+grep -q '^power          TDP 700 W per GPU, non-GPU 4600 W per node; list price 6.88 USD per GPU-hour$' <<<"$out" ||
+  fail "summary power (DGX H100: 10.2 kW less 8 x 700 W): $out"
+out=$("$ST" platform tpu-v4 --summary) || fail "tpu summary exit $?"
+grep -q '^power          TDP n/a per GPU, non-GPU n/a per node; list price none built in$' <<<"$out" ||
+  fail "summary power without a TDP: $out"
 
 out=$("$ST" platform dgx-h100:4 --route 0 8) || fail "route exit $?"
 grep -q '^route gpu-0 -> gpu-8 (node 0 -> node 1): 2 links, 1 switches$' <<<"$out" || fail "route: $out"

@@ -20,7 +20,7 @@ check "report shows rank 3" "grep -q '^       3     0      600.000      100.000 
 check "report fits 100 columns" "[ \$(awk '{ if (length(\$0) > m) m = length(\$0) } END { print m }' <<<\"\$out\") -le 100 ]"
 
 json=$("$simtrain" report "$fixture" --json); rc=$?
-want='{"num_gpus":4,"step_time_s":0.80000000000000004,"tokens_per_step":8192,"tokens_per_s":10240,"tokens_per_s_per_gpu":2560,"model_flops_per_step":1000000000000000,"model_tflops_per_gpu":312.5,"mfu":0.3125,"compute_s":0.52500000000000002,"exposed_comm_s":0.10000000000000001,"overlapped_comm_s":0.125,"bubble_s":0.050000000000000003,"idle_s":0.050000000000000003,"peak_memory_bytes":40000000000,"device_memory_bytes":80000000000,"iterations":2,"sim_wall_s":0.25,"events":1234,"simulated_ranks":4,"reduction":"none"}'
+want='{"num_gpus":4,"step_time_s":0.80000000000000004,"tokens_per_step":8192,"tokens_per_s":10240,"tokens_per_s_per_gpu":2560,"model_flops_per_step":1000000000000000,"model_tflops_per_gpu":312.5,"mfu":0.3125,"compute_s":0.52500000000000002,"exposed_comm_s":0.10000000000000001,"overlapped_comm_s":0.125,"bubble_s":0.050000000000000003,"idle_s":0.050000000000000003,"peak_memory_bytes":40000000000,"device_memory_bytes":80000000000,"iterations":2,"sim_wall_s":0.25,"events":1234,"simulated_ranks":4,"reduction":"none","train_tokens":null,"train_steps":null,"time_to_train_s":null,"price_usd_per_gpu_hour":null,"cost_usd":null,"gpu_busy_fraction":null,"power_W":null,"pue":null,"energy_MWh":null}'
 check "report --json exits 0" "[ $rc -eq 0 ]"
 check "report --json prints the summary" "[ \"\$json\" = '$want' ]"
 

@@ -102,8 +102,13 @@ check "slower NICs, longer step" "awk -v a=$step -v b=$step_b 'BEGIN { exit !(b 
 same=$("$simtrain" compare "$tmp/a.h5" "$tmp/a.h5" --json)
 delta=$(grep -o '"delta":{[^}]*}' <<<"$same" | sed -n 2p)
 values=$(sed 's/^"delta":{//; s/}$//' <<<"$delta" | tr ',' '\n' | cut -d: -f2)
-all_zero() { [ "$(wc -l <<<"$1")" -eq 13 ] && ! grep -qvx -- '-\?0' <<<"$1"; }
-check "compare with itself: 13 deltas, every one 0" "all_zero \"\$values\""
+# 16 deltas: the 13 step numbers, every one 0, and time, cost and energy to
+# train, null without --tokens
+all_zero() {
+  [ "$(wc -l <<<"$1")" -eq 16 ] && [ "$(head -13 <<<"$1" | grep -cvx -- '-\?0')" -eq 0 ] &&
+    [ "$(tail -3 <<<"$1" | grep -cx null)" -eq 3 ]
+}
+check "compare with itself: 16 deltas, the 13 of the step 0, the 3 to train null" "all_zero \"\$values\""
 two=$("$simtrain" compare "$tmp/a.h5" "$tmp/b.h5" --json)
 ratio=$(grep -o '"ratio":{[^}]*}' <<<"$two" | sed -n 2p)
 r=$(json_num "$ratio" step_time_s)
