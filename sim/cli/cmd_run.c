@@ -82,41 +82,6 @@ static int parse_count(const char *s, int *v)
   return 0;
 }
 
-/* A token count: a number with an optional SI suffix (K M B G T, any case:
- * 1e3 1e6 1e9 1e9 1e12), at least 1 and at most 1e18. */
-static int parse_tokens(const char *s, double *v)
-{
-  char *end;
-  double x = strtod(s, &end);
-  if (end == s)
-    return -1;
-  static const struct {
-    char c;
-    double scale;
-  } si[] = {{'k', 1e3}, {'m', 1e6}, {'b', 1e9}, {'g', 1e9}, {'t', 1e12}};
-  for (size_t i = 0; i < sizeof si / sizeof si[0] && *end; i++)
-    if ((*end | 0x20) == si[i].c) {
-      x *= si[i].scale;
-      end++;
-      break;
-    }
-  if (*end || !isfinite(x) || x < 1 || x > 1e18)
-    return -1;
-  *v = x;
-  return 0;
-}
-
-/* A real number of at least lo (and finite), nothing after it. */
-static int parse_real(const char *s, double lo, double *v)
-{
-  char *end;
-  double x = strtod(s, &end);
-  if (end == s || *end || !isfinite(x) || x < lo)
-    return -1;
-  *v = x;
-  return 0;
-}
-
 static void print_run(const struct run_args *a, const drv_run *r)
 {
   const an_replay *rp = r->have_replay ? &r->replay : NULL;
@@ -215,20 +180,20 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "--seq '%s' is not a positive length", optarg);
       break;
     case 'K':
-      if (parse_tokens(optarg, &a.job.train_tokens))
+      if (cli_parse_tokens(optarg, &a.job.train_tokens))
         return cli_usage_error("run", "--tokens '%s' is not a token count from 1 to 1e18 (a number "
                                       "with an optional K, M, B, G or T: 15T, 300B, 2.5e12)",
                                optarg);
       break;
     case 'P':
-      if (parse_real(optarg, 0, &a.job.price_usd_per_gpu_hour))
+      if (cli_parse_real(optarg, 0, &a.job.price_usd_per_gpu_hour))
         return cli_usage_error("run", "--price '%s' is not a price in USD per GPU-hour (a number, "
                                       "0 or more)",
                                optarg);
       a.cost_opts = 1;
       break;
     case 'U':
-      if (parse_real(optarg, 1, &a.job.pue))
+      if (cli_parse_real(optarg, 1, &a.job.pue))
         return cli_usage_error("run", "--pue '%s' is not a PUE (a number, 1 or more)", optarg);
       a.cost_opts = 1;
       break;

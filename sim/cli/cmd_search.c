@@ -10,7 +10,8 @@
 
 static const char usage_text[] =
     "usage: simtrain search (--model M --cluster C[:NODES] --gbs B | --case FILE) [--seq S]\n"
-    "                       [--dtype D] [--gpus N] [--fixed KEYS] [--top K] [-j N] [--rows R]\n"
+    "                       [--dtype D] [--gpus N] [--fixed KEYS] [--tokens T [--price USD]]\n"
+    "                       [--top K] [-j N] [--rows R]\n"
     "                       [--json] [--quiet]\n"
     "\n"
     "Find the best parallel layout for a model on a cluster: every valid layout is\n"
@@ -31,6 +32,8 @@ static const char usage_text[] =
     "  --rows R       table rows (default 20)\n"
     "  --json         one JSON object: {\"candidates\":[{\"layout\",\"estimate_s\",\n"
     "                 \"step_time_s\",...}],\"pruned\":{reason:count},\"best\":{...}}\n"
+    "  --tokens T     the simulated layouts' time, cost and energy to train on T tokens\n"
+    "                 (15T, 300B; docs/cost.md); --price USD per GPU-hour, --pue F\n"
     "  --fixed KEYS   layout keys every candidate gets, e.g. flash=0,grad_dtype=bf16\n"
     "  --case FILE    a validation case (bench/validation): its model, cluster, GPUs, batch,\n"
     "                 sequence and dtypes, with its published layout placed among the\n"
@@ -60,6 +63,8 @@ int cmd_search(int argc, char **argv)
       {"top", required_argument, NULL, 'k'},   {"rows", required_argument, NULL, 'r'},
       {"json", no_argument, NULL, 'J'},        {"quiet", no_argument, NULL, 'q'},
       {"case", required_argument, NULL, 'C'},   {"fixed", required_argument, NULL, 'F'},
+      {"tokens", required_argument, NULL, 'K'}, {"price", required_argument, NULL, 'P'},
+      {"pue", required_argument, NULL, 'U'},
       {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
   drv_search_opts o;
   drv_search_opts_init(&o);
@@ -81,6 +86,18 @@ int cmd_search(int argc, char **argv)
     case 'J': json = 1; break;
     case 'C': case_path = optarg; break;
     case 'F': o.fixed = optarg; break;
+    case 'K':
+      if (cli_parse_tokens(optarg, &o.train_tokens))
+        return cli_usage_error("search", "--tokens '%s' is not a token count from 1 to 1e18", optarg);
+      break;
+    case 'P':
+      if (cli_parse_real(optarg, 0, &o.price_usd_per_gpu_hour))
+        return cli_usage_error("search", "--price '%s' is not a price in USD per GPU-hour", optarg);
+      break;
+    case 'U':
+      if (cli_parse_real(optarg, 1, &o.pue))
+        return cli_usage_error("search", "--pue '%s' is not a PUE (a number, 1 or more)", optarg);
+      break;
     case 'q': quiet = 1; break;
     case 'h': fputs(usage_text, stdout); return 0;
     default: return cli_bad_option("search", argv);

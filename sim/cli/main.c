@@ -2,6 +2,7 @@
  * Exit statuses: 0 success, 1 usage error, 2 bad input, 3 simulation failure
  * (ST_ERR_MAP in st_common.h gives each error code its status). */
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,3 +134,38 @@ int main(int argc, char **argv)
           argv[1]);
   return st_err_exit_status(ST_EUSAGE);
 }
+/* A token count: a number with an optional SI suffix (K M B G T, any case:
+ * 1e3 1e6 1e9 1e9 1e12), at least 1 and at most 1e18. */
+int cli_parse_tokens(const char *s, double *v)
+{
+  char *end;
+  double x = strtod(s, &end);
+  if (end == s)
+    return -1;
+  static const struct {
+    char c;
+    double scale;
+  } si[] = {{'k', 1e3}, {'m', 1e6}, {'b', 1e9}, {'g', 1e9}, {'t', 1e12}};
+  for (size_t i = 0; i < sizeof si / sizeof si[0] && *end; i++)
+    if ((*end | 0x20) == si[i].c) {
+      x *= si[i].scale;
+      end++;
+      break;
+    }
+  if (*end || !isfinite(x) || x < 1 || x > 1e18)
+    return -1;
+  *v = x;
+  return 0;
+}
+
+/* A real number of at least lo (and finite), nothing after it. */
+int cli_parse_real(const char *s, double lo, double *v)
+{
+  char *end;
+  double x = strtod(s, &end);
+  if (end == s || *end || !isfinite(x) || x < lo)
+    return -1;
+  *v = x;
+  return 0;
+}
+

@@ -169,6 +169,9 @@ typedef struct drv_search_opts {
   const char *fixed;   /* layout keys every candidate gets (e.g. "flash=0"), or NULL */
   const char *published; /* a layout to place among the candidates (its estimate rank and
                             simulated step), or NULL */
+  double train_tokens; /* 0, or the time, cost and energy to train on that many tokens */
+  double price_usd_per_gpu_hour; /* NaN: the device's list price */
+  double pue;
   FILE *progress;      /* progress lines, or NULL */
 } drv_search_opts;
 void drv_search_opts_init(drv_search_opts *o);
@@ -192,6 +195,7 @@ typedef struct drv_candidate {
   int simulated, failed;
   char failure[200];
   double step_time_s, tokens_per_s_per_gpu, mfu, compute_s, exposed_comm_s, bubble_s;
+  double time_to_train_s, cost_usd, energy_MWh; /* with a token budget (NaN otherwise) */
 } drv_candidate;
 
 #define DRV_SEARCH_MAX_REASONS 32

@@ -31,6 +31,8 @@ void drv_search_opts_init(drv_search_opts *o)
   o->top = 16;
   o->jobs = 1;
   o->dtype = "bf16";
+  o->price_usd_per_gpu_hour = NAN;
+  o->pue = 1;
 }
 
 /* ---- pruning reasons -------------------------------------------------------- */
@@ -122,6 +124,7 @@ static int try_layout(enum_ctx *x, const char *spec, const drv_knobs *k)
   c.peak_memory_bytes = mem.peak_bytes;
   c.fits = mem.peak_bytes <= x->hbm;
   c.estimate_s = c.step_time_s = NAN;
+  c.time_to_train_s = c.cost_usd = c.energy_MWh = NAN;
   if (c.fits)
     s->fitting++;
   else if (mem.peak_bytes < s->min_peak_bytes || s->min_peak_bytes == 0)
@@ -464,6 +467,9 @@ static int simulate_task(void *u, int i, st_buf *reply, st_err *err)
   j.layout = task_cand(x, i)->layout;
   j.cluster = x->s->cluster;
   j.seq_len = x->o->seq;
+  j.train_tokens = x->o->train_tokens;
+  j.price_usd_per_gpu_hour = x->o->price_usd_per_gpu_hour;
+  j.pue = x->o->pue;
   j.opt.quiet = 1;
   drv_run r;
   int rc = drv_run_job(&j, &r, err);
@@ -487,6 +493,9 @@ static void simulate_done(void *u, int i, const drv_answer *a)
     c->exposed_comm_s = sum.exposed_comm_s;
     c->bubble_s = sum.bubble_s;
     c->compute_s = sum.compute_s;
+    c->time_to_train_s = sum.time_to_train_s;
+    c->cost_usd = sum.cost_usd;
+    c->energy_MWh = sum.energy_MWh;
   } else {
     c->failed = 1;
     snprintf(c->failure, sizeof c->failure, "%s",
@@ -554,7 +563,7 @@ static int place_published(enum_ctx *x, const plat_cluster *cl)
   c->microbatches = l.num_microbatches;
   c->peak_memory_bytes = mem.peak_bytes;
   c->fits = mem.peak_bytes <= x->hbm;
-  c->step_time_s = NAN;
+  c->step_time_s = c->time_to_train_s = c->cost_usd = c->energy_MWh = NAN;
   if ((rc = estimate_one(x, cl, c, x->err)))
     return rc;
   c->estimate_rank = 1;

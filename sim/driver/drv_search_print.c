@@ -39,15 +39,21 @@ static void command_line(const drv_search_opts *o, const drv_search *s, const dr
 
 void drv_search_print(const drv_search_opts *o, const drv_search *s, int rows, FILE *out)
 {
-  fprintf(out, "%s on %s (%d x %s), gbs %d, seq %d\n", o->model, s->cluster, s->num_gpus,
+  fprintf(out, "%s on %s (%d x %s), gbs %d, seq %d", o->model, s->cluster, s->num_gpus,
           s->device, o->gbs, s->seq);
+  if (o->train_tokens > 0)
+    fprintf(out, ", to train on %.4g tokens", o->train_tokens);
+  fputc('\n', out);
   fprintf(out, "layouts: %ld enumerated, %ld fit in memory, %zu estimated, %zu simulated\n",
           s->enumerated, s->fitting, s->estimated, s->simulated);
   fprintf(out, "pruned:\n");
   for (int i = 0; i < s->num_reasons; i++)
     fprintf(out, "  %8ld  %s\n", s->reasons[i].count, s->reasons[i].why);
-  fprintf(out, "\n%3s  %-44s %9s %9s %7s %9s %6s %8s %9s %8s\n", "#", "layout", "step s", "est s",
+  fprintf(out, "\n%3s  %-44s %9s %9s %7s %9s %6s %8s %9s %8s", "#", "layout", "step s", "est s",
           "est/sim", "tok/s/GPU", "MFU", "peak GiB", "exposed s", "bubble s");
+  if (o->train_tokens > 0)
+    fprintf(out, " %8s %9s %9s", "days", "M USD", "MWh");
+  fputc('\n', out);
   int shown = 0;
   for (size_t i = 0; i < s->num && shown < rows; i++) {
     const drv_candidate *c = &s->cands[i];
@@ -57,10 +63,15 @@ void drv_search_print(const drv_search_opts *o, const drv_search *s, int rows, F
     knobs_short(&c->k, k, sizeof k);
     shown++;
     if (c->simulated && !c->failed)
-      fprintf(out, "%3d  %-44s %9.4f %9.4f %7.3f %9.1f %5.1f%% %8.1f %9.4f %8.4f\n", shown, k,
+      fprintf(out, "%3d  %-44s %9.4f %9.4f %7.3f %9.1f %5.1f%% %8.1f %9.4f %8.4f", shown, k,
               c->step_time_s, c->estimate_s, c->estimate_s / c->step_time_s,
               c->tokens_per_s_per_gpu, 100 * c->mfu, c->peak_memory_bytes / 1073741824.0,
               c->exposed_comm_s, c->bubble_s);
+    if (c->simulated && !c->failed && o->train_tokens > 0)
+      fprintf(out, " %8.2f %9.3f %9.1f\n", c->time_to_train_s / 86400, c->cost_usd / 1e6,
+              c->energy_MWh);
+    else if (c->simulated && !c->failed)
+      fputc('\n', out);
     else
       fprintf(out, "%3d  %-44s %9s %9.4f %7s %9s %6s %8.1f %9.4f %8.4f%s%s\n", shown, k, "-",
               c->estimate_s, "-", "-", "-", c->peak_memory_bytes / 1073741824.0,
@@ -107,6 +118,9 @@ static void candidate_json(const drv_candidate *c, const char *command, FILE *ou
   num(out, "exposed_comm_s", ok ? c->exposed_comm_s : NAN);
   num(out, "bubble_s", ok ? c->bubble_s : NAN);
   num(out, "peak_memory_bytes", c->peak_memory_bytes);
+  num(out, "time_to_train_s", ok ? c->time_to_train_s : NAN);
+  num(out, "cost_usd", ok ? c->cost_usd : NAN);
+  num(out, "energy_MWh", ok ? c->energy_MWh : NAN);
   if (c->failed) {
     fprintf(out, ",\"failure\":");
     st_json_str(out, c->failure);

@@ -49,6 +49,15 @@ check "the best's command predicts its step ($ran vs $step)" "[ \"\$ran\" = \"\$
 first2=$(grep -o '"step_time_s":[0-9.e+-]*' <<<"$a" | head -2 | cut -d: -f2 | tr '\n' ' ')
 check "simulated ones come first, fastest first ($first2)" "awk '{exit !(\$1 <= \$2)}' <<<\"\$first2\""
 
+# time to train: ceil(1M tokens / (gbs 4 x seq 128)) = 1954 steps of the simulated step
+t=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 4 --top 1 --json --quiet --tokens 1M --price 2)
+tb=$(grep -o '"best":{.*' <<<"$t")
+tstep=$(grep -o '"step_time_s":[0-9.e+-]*' <<<"$tb" | head -1 | cut -d: -f2)
+ttt=$(grep -o '"time_to_train_s":[0-9.e+-]*' <<<"$tb" | cut -d: -f2)
+cost=$(grep -o '"cost_usd":[0-9.e+-]*' <<<"$tb" | cut -d: -f2)
+check "time to train = 1954 steps ($ttt, step $tstep)" "awk -v a=\"$ttt\" -v s=\"$tstep\" 'BEGIN { exit !(a > 0 && (a - 1954 * s) ^ 2 <= (1e-9 * a) ^ 2) }'"
+check "cost = 4 GPUs x hours x 2 USD ($cost)" "awk -v c=\"$cost\" -v a=\"$ttt\" 'BEGIN { exit !(c > 0 && (c - 4 * a / 3600 * 2) ^ 2 <= (1e-9 * c) ^ 2) }'"
+
 # memory at the boundary: with the device's memory 1 KiB above the largest
 # fitting peak every layout still fits; 1 KiB below it, the layouts with that
 # peak are pruned for memory
