@@ -5,8 +5,10 @@
  * heads, kv_heads, ffn_hidden, ffn_act, vocab, seq_len, tie_embeddings, moe{...})
  * plus two documented extras (head_dim, mla{...}).  Unknown keys and shapes
  * that cannot exist are errors naming the key, so specs written elsewhere
- * fail loudly rather than being half-read.  Dimensions of the built-ins and
- * their sources are in docs/workloads.md.
+ * fail loudly rather than being half-read.  A JSON object with
+ * "architectures" or "model_type" is a Hugging Face config instead, read by
+ * wl_hf.c.  Dimensions of the built-ins and their sources are in
+ * docs/workloads.md.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -180,6 +182,11 @@ int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *er
     if ((rc = (x)) != ST_OK)                                                             \
       goto done;                                                                         \
   } while (0)
+  if (cJSON_GetObjectItemCaseSensitive(root, "architectures") ||
+      cJSON_GetObjectItemCaseSensitive(root, "model_type")) {
+    rc = wl__hf_parse(root, what, out, err);
+    goto done;
+  }
   TRY(st_jrd_members(&r, NULL, root, top_keys, -1, NULL));
   const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
   const char *name = what;

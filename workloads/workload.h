@@ -275,12 +275,14 @@ char *wl_workload_to_json(const wl_workload *wl, int pretty);
 
 
 /* ---- generators: model + layout -> workload (docs/workloads.md) ---------- */
-/* A transformer model, parsed from a JSON spec or a built-in name.  The keys
- * are the ones of the spec: name, layers, hidden, heads, kv_heads, ffn_hidden,
- * ffn_act, vocab, seq_len, tie_embeddings, moe{experts, top_k,
- * expert_ffn_hidden, shared_experts, dense_layers, capacity_factor}; plus the
- * documented extras head_dim and mla{q_lora_rank, kv_lora_rank,
- * qk_nope_head_dim, qk_rope_head_dim, v_head_dim}.  Plain data, no heap. */
+/* A transformer model, parsed from a JSON spec, a Hugging Face config.json
+ * or a built-in name.  The keys of a spec are: name, layers, hidden, heads,
+ * kv_heads, ffn_hidden, ffn_act, vocab, seq_len, tie_embeddings,
+ * moe{experts, top_k, expert_ffn_hidden, shared_experts, dense_layers,
+ * capacity_factor}; plus the documented extras head_dim and
+ * mla{q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+ * v_head_dim}.  A Hugging Face config is mapped key by key (wl_hf.c).
+ * Plain data, no heap. */
 typedef enum wl_ffn_act { WL_ACT_GELU = 0, WL_ACT_SWIGLU, WL_ACT_COUNT } wl_ffn_act;
 
 typedef struct wl_moe {
@@ -305,7 +307,7 @@ typedef struct wl_model {
   int head_dim;       /* hidden / heads unless given */
   int ffn_hidden, ffn_act; /* wl_ffn_act; swiglu stands for every gated MLP (GeGLU too) */
   int vocab;
-  int seq_len;        /* the step's sequence length */
+  int seq_len;        /* the step's sequence length (run's and search's --seq set it) */
   int tie_embeddings;
   int has_moe;
   wl_moe moe;
@@ -314,7 +316,8 @@ typedef struct wl_model {
   /* Details that change parameter counts or a few elementwise passes, not
    * the GEMMs.  A spec and the built-ins take them from ffn_act (gelu:
    * GPT-style, LayerNorm, every linear biased, learned positions, one per
-   * token of seq_len; swiglu: Llama-style, RMSNorm, no biases, rotary). */
+   * token of seq_len; swiglu: Llama-style, RMSNorm, no biases, rotary); a
+   * Hugging Face config states them. */
   int layer_norm;      /* 1 LayerNorm (weight and bias), 0 RMSNorm (weight) */
   int norms_per_layer; /* 2; 4 with Gemma 2's norms after attention and MLP too */
   int qkv_bias, out_bias, mlp_bias; /* biases of QKV, attention output, MLP linears */
