@@ -86,24 +86,17 @@ static void check_near(double got, double want, double tol, const char *what)
 }
 
 /* Field by field (padding bytes are not the model's): every field but the name. */
+#define MODEL_FIELDS(x)                                                                      \
+  x->layers, x->hidden, x->heads, x->kv_heads, x->head_dim, x->ffn_hidden, x->ffn_act,        \
+      x->vocab, x->seq_len, x->tie_embeddings, x->has_moe, x->moe.experts, x->moe.top_k,     \
+      x->moe.expert_ffn_hidden, x->moe.shared_experts, x->moe.dense_layers,                  \
+      x->moe.capacity_factor, x->has_mla, x->mla.q_lora_rank, x->mla.kv_lora_rank,           \
+      x->mla.qk_nope_head_dim, x->mla.qk_rope_head_dim, x->mla.v_head_dim, x->layer_norm,    \
+      x->norms_per_layer, x->qkv_bias, x->out_bias, x->mlp_bias, x->qk_norm, x->positions,   \
+      x->sliding_window
 static void expect_same_model(const wl_model *a, const wl_model *b, const char *what)
 {
-  const double fa[] = {a->layers, a->hidden, a->heads, a->kv_heads, a->head_dim, a->ffn_hidden,
-                       a->ffn_act, a->vocab, a->seq_len, a->tie_embeddings, a->has_moe,
-                       a->moe.experts, a->moe.top_k, a->moe.expert_ffn_hidden,
-                       a->moe.shared_experts, a->moe.dense_layers, a->moe.capacity_factor,
-                       a->has_mla, a->mla.q_lora_rank, a->mla.kv_lora_rank,
-                       a->mla.qk_nope_head_dim, a->mla.qk_rope_head_dim, a->mla.v_head_dim,
-                       a->layer_norm, a->norms_per_layer, a->qkv_bias, a->out_bias, a->mlp_bias,
-                       a->qk_norm, a->positions, a->sliding_window};
-  const double fb[] = {b->layers, b->hidden, b->heads, b->kv_heads, b->head_dim, b->ffn_hidden,
-                       b->ffn_act, b->vocab, b->seq_len, b->tie_embeddings, b->has_moe,
-                       b->moe.experts, b->moe.top_k, b->moe.expert_ffn_hidden,
-                       b->moe.shared_experts, b->moe.dense_layers, b->moe.capacity_factor,
-                       b->has_mla, b->mla.q_lora_rank, b->mla.kv_lora_rank,
-                       b->mla.qk_nope_head_dim, b->mla.qk_rope_head_dim, b->mla.v_head_dim,
-                       b->layer_norm, b->norms_per_layer, b->qkv_bias, b->out_bias, b->mlp_bias,
-                       b->qk_norm, b->positions, b->sliding_window};
+  const double fa[] = {MODEL_FIELDS(a)}, fb[] = {MODEL_FIELDS(b)};
   for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++)
     if (fa[i] != fb[i]) {
       print_error("%s: field %zu is %g and %g\n", what, i, fa[i], fb[i]);

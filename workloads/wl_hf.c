@@ -17,8 +17,8 @@
  * table of every key, per architecture, and why the ignored ones are.
  *
  * The sequence length is the training run's, not the model's: `--seq` of
- * run and search gives it.  Without it, the context the model was pretrained at
- * (rope_scaling.original_max_position_embeddings, else
+ * run and search gives it.  Without it, the context the model was
+ * pretrained at (rope_scaling.original_max_position_embeddings, else
  * max_position_embeddings, n_positions for GPT-2) capped at 8192 tokens and
  * at the sliding window, if the model has one.
  */
@@ -167,10 +167,10 @@ int wl__hf_key_class(const char *arch, const char *key)
   const hf_arch *a = find_arch(arch, NULL);
   if (!a)
     return -1;
-  for (int i = 0; i < 2; i++)
+  for (size_t i = 0; i < sizeof a->mapped / sizeof a->mapped[0]; i++)
     if (in_list(a->mapped[i], key))
       return 1;
-  for (int i = 0; i < 3; i++)
+  for (size_t i = 0; i < sizeof a->ignored / sizeof a->ignored[0]; i++)
     if (in_list(a->ignored[i], key))
       return 2;
   return 0;
@@ -190,6 +190,12 @@ static const cJSON *item(const rd *r, const char *key)
   return cJSON_GetObjectItemCaseSensitive(r->root, key);
 }
 
+static int missing(const rd *r, const char *key)
+{
+  return st_err_set(r->err, ST_EINPUT, "model '%s': key '%s' is missing (%s needs it)", r->what,
+                    key, r->arch);
+}
+
 /* An integer key; absent or null takes def, or is an error when def is
  * HF_REQUIRED (the transformers default would be some other model's size). */
 static int rd_int(const rd *r, const char *key, int def, int minv, int *out)
@@ -197,8 +203,7 @@ static int rd_int(const rd *r, const char *key, int def, int minv, int *out)
   const cJSON *v = item(r, key);
   if (!v || cJSON_IsNull(v)) {
     if (def == HF_REQUIRED)
-      return st_err_set(r->err, ST_EINPUT, "model '%s': key '%s' is missing (%s needs it)",
-                        r->what, key, r->arch);
+      return missing(r, key);
     *out = def;
     return ST_OK;
   }
@@ -363,7 +368,7 @@ static int rd_moe(const rd *r, int fam, wl_model *m)
   } else if (fam == F_DEEPSEEK_V2 || fam == F_DEEPSEEK_V3) {
     /* n_routed_experts null: a dense model (DeepseekV2Config's default) */
     if (!item(r, "n_routed_experts"))
-      return rd_int(r, "n_routed_experts", HF_REQUIRED, 0, &E);
+      return missing(r, "n_routed_experts");
     if ((rc = rd_int(r, "n_routed_experts", 0, 0, &E)) ||
         (rc = rd_int(r, "n_shared_experts", 0, 0, &shared)) ||
         (rc = rd_int(r, "first_k_dense_replace", 0, 0, &dense)) ||
@@ -425,7 +430,7 @@ static int rd_mla(const rd *r, wl_model *m)
   wl_mla *a = &m->mla;
   /* q_lora_rank null: queries projected directly (DeepSeek-V2-Lite) */
   if (!item(r, "q_lora_rank"))
-    return rd_int(r, "q_lora_rank", HF_REQUIRED, 0, &a->q_lora_rank);
+    return missing(r, "q_lora_rank");
   if ((rc = rd_int(r, "q_lora_rank", 0, 0, &a->q_lora_rank)) ||
       (rc = rd_int(r, "kv_lora_rank", HF_REQUIRED, 1, &a->kv_lora_rank)) ||
       (rc = rd_int(r, "qk_nope_head_dim", HF_REQUIRED, 1, &a->qk_nope_head_dim)) ||
