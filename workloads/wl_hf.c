@@ -23,7 +23,7 @@
  * at the sliding window, if the model has one.
  */
 #include <cjson/cJSON.h>
-#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,82 +33,165 @@
 #define HF_SEQ_CAP 8192 /* longest default sequence: Llama 3's and Gemma's pretraining context */
 
 enum family {
-  F_LLAMA, F_MISTRAL, F_MIXTRAL, F_QWEN2, F_QWEN2_MOE, F_QWEN3, F_QWEN3_MOE, F_DEEPSEEK_V2,
-  F_DEEPSEEK_V3, F_GPT2, F_GPT_NEOX, F_GEMMA, F_GEMMA2
+  F_LLAMA,
+  F_MISTRAL,
+  F_MIXTRAL,
+  F_QWEN2,
+  F_QWEN2_MOE,
+  F_QWEN3,
+  F_QWEN3_MOE,
+  F_DEEPSEEK_V2,
+  F_DEEPSEEK_V3,
+  F_GPT2,
+  F_GPT_NEOX,
+  F_GEMMA,
+  F_GEMMA2
 };
 
 /* ---- the keys, per architecture ------------------------------------------------ */
 /* PretrainedConfig's own keys and the metadata every config carries */
-static const char *const common_ignored[] = {
-    "_name_or_path", "architectures", "model_type", "transformers_version", "torch_dtype",
-    "dtype", "bos_token_id", "eos_token_id", "pad_token_id", "use_cache", "initializer_range",
-    "auto_map", "quantization_config", "tokenizer_class", "task_specific_params",
-    "output_attentions", "output_hidden_states", "return_dict", "_attn_implementation_autoset",
-    "_commit_hash", NULL};
+static const char *const common_ignored[] = {"_name_or_path",
+                                             "architectures",
+                                             "model_type",
+                                             "transformers_version",
+                                             "torch_dtype",
+                                             "dtype",
+                                             "bos_token_id",
+                                             "eos_token_id",
+                                             "pad_token_id",
+                                             "use_cache",
+                                             "initializer_range",
+                                             "auto_map",
+                                             "quantization_config",
+                                             "tokenizer_class",
+                                             "task_specific_params",
+                                             "output_attentions",
+                                             "output_hidden_states",
+                                             "return_dict",
+                                             "_attn_implementation_autoset",
+                                             "_commit_hash",
+                                             NULL};
 static const char *const dense_mapped[] = {
-    "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-    "vocab_size", "tie_word_embeddings", "max_position_embeddings", "rope_scaling", NULL};
-static const char *const rotary_ignored[] = {"hidden_act", "rms_norm_eps", "rope_theta",
+    "hidden_size", "num_hidden_layers",   "num_attention_heads",     "intermediate_size",
+    "vocab_size",  "tie_word_embeddings", "max_position_embeddings", "rope_scaling",
+    NULL};
+static const char *const rotary_ignored[] = {"hidden_act",      "rms_norm_eps",      "rope_theta",
                                              "rope_parameters", "attention_dropout", NULL};
 static const char *const llama_mapped[] = {"num_key_value_heads", "head_dim", "attention_bias",
                                            "mlp_bias", NULL};
 static const char *const llama_ignored[] = {"pretraining_tp", NULL};
 static const char *const mistral_mapped[] = {"num_key_value_heads", "head_dim", "sliding_window",
                                              NULL};
-static const char *const mixtral_mapped[] = {"num_key_value_heads", "head_dim", "sliding_window",
-                                             "num_local_experts", "num_experts_per_tok", NULL};
+static const char *const mixtral_mapped[] = {"num_key_value_heads", "head_dim",
+                                             "sliding_window",      "num_local_experts",
+                                             "num_experts_per_tok", NULL};
 static const char *const router_ignored[] = {"router_aux_loss_coef", "output_router_logits",
                                              "router_jitter_noise", "norm_topk_prob", NULL};
-static const char *const qwen2_mapped[] = {"num_key_value_heads", "head_dim",
-                                           "use_sliding_window", "sliding_window",
-                                           "max_window_layers", "layer_types", NULL};
+static const char *const qwen2_mapped[] = {
+    "num_key_value_heads", "head_dim", "use_sliding_window", "sliding_window", "max_window_layers",
+    "layer_types",         NULL};
 static const char *const qwen2_ignored[] = {"use_mrope", NULL};
-static const char *const qwen2_moe_mapped[] = {
-    "num_key_value_heads", "head_dim", "use_sliding_window", "sliding_window",
-    "max_window_layers", "layer_types", "num_experts", "num_experts_per_tok",
-    "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_sparse_step",
-    "mlp_only_layers", NULL};
-static const char *const qwen3_mapped[] = {"num_key_value_heads", "head_dim", "attention_bias",
-                                           "use_sliding_window", "sliding_window",
-                                           "max_window_layers", "layer_types", NULL};
-static const char *const qwen3_moe_mapped[] = {
-    "num_key_value_heads", "head_dim", "attention_bias", "use_sliding_window",
-    "sliding_window", "max_window_layers", "layer_types", "num_experts", "num_local_experts",
-    "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step", "mlp_only_layers",
-    NULL};
-static const char *const deepseek_mapped[] = {
-    "attention_bias", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-    "v_head_dim", "n_routed_experts", "n_shared_experts", "moe_intermediate_size",
-    "num_experts_per_tok", "first_k_dense_replace", "moe_layer_freq", NULL};
+static const char *const qwen2_moe_mapped[] = {"num_key_value_heads",
+                                               "head_dim",
+                                               "use_sliding_window",
+                                               "sliding_window",
+                                               "max_window_layers",
+                                               "layer_types",
+                                               "num_experts",
+                                               "num_experts_per_tok",
+                                               "moe_intermediate_size",
+                                               "shared_expert_intermediate_size",
+                                               "decoder_sparse_step",
+                                               "mlp_only_layers",
+                                               NULL};
+static const char *const qwen3_mapped[] = {
+    "num_key_value_heads", "head_dim",          "attention_bias", "use_sliding_window",
+    "sliding_window",      "max_window_layers", "layer_types",    NULL};
+static const char *const qwen3_moe_mapped[] = {"num_key_value_heads",   "head_dim",
+                                               "attention_bias",        "use_sliding_window",
+                                               "sliding_window",        "max_window_layers",
+                                               "layer_types",           "num_experts",
+                                               "num_local_experts",     "num_experts_per_tok",
+                                               "moe_intermediate_size", "decoder_sparse_step",
+                                               "mlp_only_layers",       NULL};
+static const char *const deepseek_mapped[] = {"attention_bias",
+                                              "q_lora_rank",
+                                              "kv_lora_rank",
+                                              "qk_nope_head_dim",
+                                              "qk_rope_head_dim",
+                                              "v_head_dim",
+                                              "n_routed_experts",
+                                              "n_shared_experts",
+                                              "moe_intermediate_size",
+                                              "num_experts_per_tok",
+                                              "first_k_dense_replace",
+                                              "moe_layer_freq",
+                                              NULL};
 /* num_key_value_heads: MLA's keys and values have num_attention_heads heads;
  * num_nextn_predict_layers: the multi-token-prediction module, which
  * transformers does not build (its weights are skipped on load) */
-static const char *const deepseek_ignored[] = {
-    "num_key_value_heads", "qk_head_dim", "rope_interleave", "pretraining_tp", "aux_loss_alpha",
-    "seq_aux", "ep_size", "n_group", "topk_group", "topk_method", "norm_topk_prob",
-    "routed_scaling_factor", "scoring_func", "num_nextn_predict_layers", NULL};
-static const char *const gpt2_mapped[] = {"n_embd", "n_layer", "n_head", "n_inner",
-                                          "n_positions", "vocab_size", "tie_word_embeddings",
-                                          "add_cross_attention", NULL};
-static const char *const gpt2_ignored[] = {
-    "n_ctx", "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop",
-    "layer_norm_epsilon", "summary_type", "summary_use_proj", "summary_activation",
-    "summary_proj_to_labels", "summary_first_dropout", "scale_attn_weights",
-    "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", NULL};
+static const char *const deepseek_ignored[] = {"num_key_value_heads",
+                                               "qk_head_dim",
+                                               "rope_interleave",
+                                               "pretraining_tp",
+                                               "aux_loss_alpha",
+                                               "seq_aux",
+                                               "ep_size",
+                                               "n_group",
+                                               "topk_group",
+                                               "topk_method",
+                                               "norm_topk_prob",
+                                               "routed_scaling_factor",
+                                               "scoring_func",
+                                               "num_nextn_predict_layers",
+                                               NULL};
+static const char *const gpt2_mapped[] = {"n_embd",
+                                          "n_layer",
+                                          "n_head",
+                                          "n_inner",
+                                          "n_positions",
+                                          "vocab_size",
+                                          "tie_word_embeddings",
+                                          "add_cross_attention",
+                                          NULL};
+static const char *const gpt2_ignored[] = {"n_ctx",
+                                           "activation_function",
+                                           "resid_pdrop",
+                                           "embd_pdrop",
+                                           "attn_pdrop",
+                                           "layer_norm_epsilon",
+                                           "summary_type",
+                                           "summary_use_proj",
+                                           "summary_activation",
+                                           "summary_proj_to_labels",
+                                           "summary_first_dropout",
+                                           "scale_attn_weights",
+                                           "scale_attn_by_inverse_layer_idx",
+                                           "reorder_and_upcast_attn",
+                                           NULL};
 static const char *const neox_mapped[] = {"attention_bias", NULL};
-static const char *const neox_ignored[] = {
-    "hidden_act", "rotary_pct", "partial_rotary_factor", "rotary_emb_base", "rope_theta",
-    "rope_parameters", "layer_norm_eps", "use_parallel_residual", "attention_dropout",
-    "hidden_dropout", "classifier_dropout", "attention_probs_dropout_prob",
-    "hidden_dropout_prob", NULL};
+static const char *const neox_ignored[] = {"hidden_act",
+                                           "rotary_pct",
+                                           "partial_rotary_factor",
+                                           "rotary_emb_base",
+                                           "rope_theta",
+                                           "rope_parameters",
+                                           "layer_norm_eps",
+                                           "use_parallel_residual",
+                                           "attention_dropout",
+                                           "hidden_dropout",
+                                           "classifier_dropout",
+                                           "attention_probs_dropout_prob",
+                                           "hidden_dropout_prob",
+                                           NULL};
 static const char *const gemma_mapped[] = {"num_key_value_heads", "head_dim", "attention_bias",
                                            NULL};
 static const char *const gemma_ignored[] = {"hidden_activation", NULL};
-static const char *const gemma2_mapped[] = {"num_key_value_heads", "head_dim", "attention_bias",
-                                            "sliding_window", "layer_types", NULL};
-static const char *const gemma2_ignored[] = {"hidden_activation", "attn_logit_softcapping",
+static const char *const gemma2_mapped[] = {"num_key_value_heads", "head_dim",    "attention_bias",
+                                            "sliding_window",      "layer_types", NULL};
+static const char *const gemma2_ignored[] = {"hidden_activation",       "attn_logit_softcapping",
                                              "final_logit_softcapping", "query_pre_attn_scalar",
-                                             "cache_implementation", NULL};
+                                             "cache_implementation",    NULL};
 
 typedef struct hf_arch {
   const char *arch, *model_type;
@@ -118,30 +201,66 @@ typedef struct hf_arch {
 } hf_arch;
 
 static const hf_arch archs[] = {
-    {"LlamaForCausalLM", "llama", F_LLAMA, {dense_mapped, llama_mapped},
+    {"LlamaForCausalLM",
+     "llama",
+     F_LLAMA,
+     {dense_mapped, llama_mapped},
      {common_ignored, rotary_ignored, llama_ignored}},
-    {"MistralForCausalLM", "mistral", F_MISTRAL, {dense_mapped, mistral_mapped},
+    {"MistralForCausalLM",
+     "mistral",
+     F_MISTRAL,
+     {dense_mapped, mistral_mapped},
      {common_ignored, rotary_ignored, NULL}},
-    {"MixtralForCausalLM", "mixtral", F_MIXTRAL, {dense_mapped, mixtral_mapped},
+    {"MixtralForCausalLM",
+     "mixtral",
+     F_MIXTRAL,
+     {dense_mapped, mixtral_mapped},
      {common_ignored, rotary_ignored, router_ignored}},
-    {"Qwen2ForCausalLM", "qwen2", F_QWEN2, {dense_mapped, qwen2_mapped},
+    {"Qwen2ForCausalLM",
+     "qwen2",
+     F_QWEN2,
+     {dense_mapped, qwen2_mapped},
      {common_ignored, rotary_ignored, qwen2_ignored}},
-    {"Qwen2MoeForCausalLM", "qwen2_moe", F_QWEN2_MOE, {dense_mapped, qwen2_moe_mapped},
+    {"Qwen2MoeForCausalLM",
+     "qwen2_moe",
+     F_QWEN2_MOE,
+     {dense_mapped, qwen2_moe_mapped},
      {common_ignored, rotary_ignored, router_ignored}},
-    {"Qwen3ForCausalLM", "qwen3", F_QWEN3, {dense_mapped, qwen3_mapped},
+    {"Qwen3ForCausalLM",
+     "qwen3",
+     F_QWEN3,
+     {dense_mapped, qwen3_mapped},
      {common_ignored, rotary_ignored, NULL}},
-    {"Qwen3MoeForCausalLM", "qwen3_moe", F_QWEN3_MOE, {dense_mapped, qwen3_moe_mapped},
+    {"Qwen3MoeForCausalLM",
+     "qwen3_moe",
+     F_QWEN3_MOE,
+     {dense_mapped, qwen3_moe_mapped},
      {common_ignored, rotary_ignored, router_ignored}},
-    {"DeepseekV2ForCausalLM", "deepseek_v2", F_DEEPSEEK_V2, {dense_mapped, deepseek_mapped},
+    {"DeepseekV2ForCausalLM",
+     "deepseek_v2",
+     F_DEEPSEEK_V2,
+     {dense_mapped, deepseek_mapped},
      {common_ignored, rotary_ignored, deepseek_ignored}},
-    {"DeepseekV3ForCausalLM", "deepseek_v3", F_DEEPSEEK_V3, {dense_mapped, deepseek_mapped},
+    {"DeepseekV3ForCausalLM",
+     "deepseek_v3",
+     F_DEEPSEEK_V3,
+     {dense_mapped, deepseek_mapped},
      {common_ignored, rotary_ignored, deepseek_ignored}},
     {"GPT2LMHeadModel", "gpt2", F_GPT2, {gpt2_mapped, NULL}, {common_ignored, gpt2_ignored, NULL}},
-    {"GPTNeoXForCausalLM", "gpt_neox", F_GPT_NEOX, {dense_mapped, neox_mapped},
+    {"GPTNeoXForCausalLM",
+     "gpt_neox",
+     F_GPT_NEOX,
+     {dense_mapped, neox_mapped},
      {common_ignored, neox_ignored, NULL}},
-    {"GemmaForCausalLM", "gemma", F_GEMMA, {dense_mapped, gemma_mapped},
+    {"GemmaForCausalLM",
+     "gemma",
+     F_GEMMA,
+     {dense_mapped, gemma_mapped},
      {common_ignored, rotary_ignored, gemma_ignored}},
-    {"Gemma2ForCausalLM", "gemma2", F_GEMMA2, {dense_mapped, gemma2_mapped},
+    {"Gemma2ForCausalLM",
+     "gemma2",
+     F_GEMMA2,
+     {dense_mapped, gemma2_mapped},
      {common_ignored, rotary_ignored, gemma2_ignored}},
 };
 #define NUM_ARCHS (sizeof archs / sizeof archs[0])
@@ -178,9 +297,9 @@ int wl__hf_key_class(const char *arch, const char *key)
 
 /* ---- reading --------------------------------------------------------------------- */
 typedef struct rd {
+  st_jrd j; /* base's reader: the subject "model 'F'" and the error */
   const cJSON *root;
-  const char *what, *arch;
-  st_err *err;
+  const char *arch;
 } rd;
 
 #define HF_REQUIRED (-1)
@@ -192,8 +311,7 @@ static const cJSON *item(const rd *r, const char *key)
 
 static int missing(const rd *r, const char *key)
 {
-  return st_err_set(r->err, ST_EINPUT, "model '%s': key '%s' is missing (%s needs it)", r->what,
-                    key, r->arch);
+  return st_jrd_fail(&r->j, NULL, "key '%s' is missing (%s needs it)", key, r->arch);
 }
 
 /* An integer key; absent or null takes def, or is an error when def is
@@ -207,14 +325,10 @@ static int rd_int(const rd *r, const char *key, int def, int minv, int *out)
     *out = def;
     return ST_OK;
   }
-  if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
-      fabs(v->valuedouble) > 2e9)
-    return st_err_set(r->err, ST_EINPUT, "model '%s': key '%s' must be an integer", r->what,
-                      key);
-  if (v->valuedouble < minv)
-    return st_err_set(r->err, ST_EINPUT, "model '%s': key '%s' is %g (must be >= %d)", r->what,
-                      key, v->valuedouble, minv);
-  *out = (int)v->valuedouble;
+  long x;
+  if (st_jrd_int(&r->j, NULL, v, minv, INT32_MAX, &x))
+    return ST_EINPUT;
+  *out = (int)x;
   return ST_OK;
 }
 
@@ -225,11 +339,7 @@ static int rd_bool(const rd *r, const char *key, int def, int *out)
     *out = def;
     return ST_OK;
   }
-  if (!cJSON_IsBool(v))
-    return st_err_set(r->err, ST_EINPUT, "model '%s': key '%s' must be true or false", r->what,
-                      key);
-  *out = cJSON_IsTrue(v);
-  return ST_OK;
+  return st_jrd_bool(&r->j, NULL, v, out);
 }
 
 /* A key whose true value the generator cannot model. */
@@ -238,7 +348,7 @@ static int rd_false(const rd *r, const char *key, const char *why)
   int v = 0;
   int rc = rd_bool(r, key, 0, &v);
   if (rc == ST_OK && v)
-    rc = st_err_set(r->err, ST_EINPUT, "model '%s': key '%s' is true: %s", r->what, key, why);
+    rc = st_jrd_fail(&r->j, NULL, "'%s' is true: %s", key, why);
   return rc;
 }
 
@@ -251,15 +361,23 @@ static int rd_leading_layers(const rd *r, const char *key, int *k)
   if (!v || cJSON_IsNull(v))
     return ST_OK;
   if (!cJSON_IsArray(v))
-    return st_err_set(r->err, ST_EINPUT, "model '%s': key '%s' must be an array of layer indices",
-                      r->what, key);
+    return st_jrd_fail(&r->j, NULL, "'%s' is %s, expected an array of layer indices", key,
+                       st_json_type_name(v));
+  st_jpath at = {NULL, key, 0};
   int i = 0;
   for (const cJSON *e = v->child; e; e = e->next, i++)
-    if (!cJSON_IsNumber(e) || e->valuedouble != i)
-      return st_err_set(r->err, ST_EINPUT,
-                        "model '%s': key '%s[%d]' is not %d: dense layers are modelled only as "
-                        "a leading block (0, 1, ..., k-1)",
-                        r->what, key, i, i);
+    if (!cJSON_IsNumber(e) || e->valuedouble != i) {
+      st_jpath ei = {&at, NULL, i};
+      char got[64];
+      if (cJSON_IsNumber(e))
+        snprintf(got, sizeof got, "%.17g", e->valuedouble);
+      else
+        snprintf(got, sizeof got, "%s", st_json_type_name(e));
+      return st_jrd_fail(&r->j, &ei,
+                         "is %s, expected %d (dense layers are modelled only as a leading block "
+                         "0, 1, ..., k-1)",
+                         got, i);
+    }
   *k = i;
   return ST_OK;
 }
@@ -273,20 +391,18 @@ static int rd_layer_types(const rd *r, int layers, int *sliding)
   if (!v || cJSON_IsNull(v))
     return ST_OK;
   if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != layers)
-    return st_err_set(r->err, ST_EINPUT,
-                      "model '%s': key 'layer_types' must be an array of %d entries (one per "
-                      "layer)",
-                      r->what, layers);
+    return st_jrd_fail(&r->j, NULL, "'layer_types' must be an array of %d entries (one per layer)",
+                       layers);
   *sliding = 0;
+  st_jpath at = {NULL, "layer_types", 0};
   int i = 0;
   for (const cJSON *e = v->child; e; e = e->next, i++) {
     if (cJSON_IsString(e) && !strcmp(e->valuestring, "sliding_attention"))
       *sliding = 1;
-    else if (!cJSON_IsString(e) || strcmp(e->valuestring, "full_attention"))
-      return st_err_set(r->err, ST_EINPUT,
-                        "model '%s': key 'layer_types[%d]' must be \"full_attention\" or "
-                        "\"sliding_attention\"",
-                        r->what, i);
+    else if (!cJSON_IsString(e) || strcmp(e->valuestring, "full_attention")) {
+      st_jpath ei = {&at, NULL, i};
+      return st_jrd_fail(&r->j, &ei, "expected \"full_attention\" or \"sliding_attention\"");
+    }
   }
   return ST_OK;
 }
@@ -305,8 +421,7 @@ static int rd_window(const rd *r, int fam, int layers, int *window)
     return rc;
   /* the config classes' defaults: 4096, but none for Mixtral; null is none */
   int def = fam == F_MIXTRAL ? 0 : 4096;
-  if ((rc = rd_int(r, "sliding_window", cJSON_IsNull(item(r, "sliding_window")) ? 0 : def, 0,
-                   &w)))
+  if ((rc = rd_int(r, "sliding_window", cJSON_IsNull(item(r, "sliding_window")) ? 0 : def, 0, &w)))
     return rc;
   if (sliding == 0)
     return ST_OK;
@@ -332,13 +447,11 @@ static int rd_seq(const rd *r, const char *key, int window, int *seq)
                        ? cJSON_GetObjectItemCaseSensitive(rs, "original_max_position_embeddings")
                        : NULL;
   if (o && !cJSON_IsNull(o)) {
-    if (!cJSON_IsNumber(o) || o->valuedouble < 1 || o->valuedouble > 2e9 ||
-        o->valuedouble != floor(o->valuedouble))
-      return st_err_set(r->err, ST_EINPUT,
-                        "model '%s': key 'rope_scaling.original_max_position_embeddings' must "
-                        "be an integer >= 1",
-                        r->what);
-    n = (int)o->valuedouble;
+    st_jpath at = {NULL, "rope_scaling", 0};
+    long x;
+    if (st_jrd_int(&r->j, &at, o, 1, INT32_MAX, &x))
+      return ST_EINPUT;
+    n = (int)x;
   } else if ((rc = rd_int(r, key, HF_SEQ_CAP, 1, &n))) {
     return rc;
   }
@@ -393,25 +506,23 @@ static int rd_moe(const rd *r, int fam, wl_model *m)
   if (E == 0 || dense >= m->layers)
     return ST_OK; /* no sparse layer: a dense model */
   if (step != 1)
-    return st_err_set(r->err, ST_EINPUT,
-                      "model '%s': key '%s' is %d: MoE layers only every %d layers are not "
-                      "modelled (only 1, every layer from the first sparse one)",
-                      r->what, step_key, step, step);
+    return st_jrd_fail(&r->j, NULL,
+                       "key '%s' is %d: MoE layers only every %d layers are not "
+                       "modelled (only 1, every layer from the first sparse one)",
+                       step_key, step, step);
   if ((rc = rd_int(r, "num_experts_per_tok", HF_REQUIRED, 1, &k)))
     return rc;
   if (fam != F_MIXTRAL && (rc = rd_int(r, "moe_intermediate_size", HF_REQUIRED, 1, &ef)))
     return rc;
   if (k > E)
-    return st_err_set(r->err, ST_EINPUT,
-                      "model '%s': key 'num_experts_per_tok' (%d) exceeds the %d experts",
-                      r->what, k, E);
+    return st_jrd_fail(&r->j, NULL, "key 'num_experts_per_tok' (%d) exceeds the %d experts", k, E);
   if (fam == F_QWEN2_MOE) {
     if (shared % ef)
-      return st_err_set(r->err, ST_EINPUT,
-                        "model '%s': key 'shared_expert_intermediate_size' (%d) is not a "
-                        "multiple of 'moe_intermediate_size' (%d): the shared expert is "
-                        "modelled as whole experts",
-                        r->what, shared, ef);
+      return st_jrd_fail(&r->j, NULL,
+                         "key 'shared_expert_intermediate_size' (%d) is not a "
+                         "multiple of 'moe_intermediate_size' (%d): the shared expert is "
+                         "modelled as whole experts",
+                         shared, ef);
     shared /= ef;
   }
   m->has_moe = 1;
@@ -485,17 +596,16 @@ static int hf_model(const rd *r, int fam, wl_model *m)
     if (has_key && item(r, "head_dim") && (rc = rd_int(r, "head_dim", dh, 1, &dh)))
       return rc;
     if (!dh)
-      return st_err_set(r->err, ST_EINPUT,
-                        "model '%s': key '%s' (%d) does not divide '%s' (%d)", r->what,
-                        gpt2 ? "n_head" : "num_attention_heads", m->heads,
-                        gpt2 ? "n_embd" : "hidden_size", m->hidden);
+      return st_jrd_fail(&r->j, NULL, "key '%s' (%d) does not divide '%s' (%d)",
+                         gpt2 ? "n_head" : "num_attention_heads", m->heads,
+                         gpt2 ? "n_embd" : "hidden_size", m->hidden);
     m->head_dim = dh;
   }
   if (m->heads % m->kv_heads)
-    return st_err_set(r->err, ST_EINPUT,
-                      "model '%s': key 'num_key_value_heads' (%d) does not divide "
-                      "'num_attention_heads' (%d)",
-                      r->what, m->kv_heads, m->heads);
+    return st_jrd_fail(&r->j, NULL,
+                       "key 'num_key_value_heads' (%d) does not divide "
+                       "'num_attention_heads' (%d)",
+                       m->kv_heads, m->heads);
   /* biases */
   int ab = 0;
   switch (fam) {
@@ -509,9 +619,7 @@ static int hf_model(const rd *r, int fam, wl_model *m)
     m->mlp_bias = 1;
     break;
   case F_QWEN2:
-  case F_QWEN2_MOE: /* q, k, v biased, o not */
-    m->qkv_bias = 1;
-    break;
+  case F_QWEN2_MOE: /* q, k, v biased, o not */ m->qkv_bias = 1; break;
   case F_LLAMA:
     if ((rc = rd_bool(r, "mlp_bias", 0, &m->mlp_bias)))
       return rc;
@@ -523,8 +631,7 @@ static int hf_model(const rd *r, int fam, wl_model *m)
     rc = rd_bool(r, "attention_bias", 0, &ab);
     m->qkv_bias = m->out_bias = ab;
     break;
-  default:
-    break;
+  default: break;
   }
   if (rc)
     return rc;
@@ -540,41 +647,37 @@ static int hf_model(const rd *r, int fam, wl_model *m)
 
 int wl__hf_parse(const cJSON *root, const char *what, wl_model *out, st_err *err)
 {
-  const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "architectures");
-  const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+  char subject[ST_ERR_MSG_MAX];
+  snprintf(subject, sizeof subject, "model '%s'", what);
+  rd r = {{subject, NULL, err}, root, NULL};
+  const cJSON *ar = item(&r, "architectures"), *mt = item(&r, "model_type");
   const char *arch = NULL, *type = NULL;
   if (ar) {
     if (!cJSON_IsArray(ar) || !cJSON_IsString(cJSON_GetArrayItem(ar, 0)))
-      return st_err_set(err, ST_EINPUT,
-                        "model '%s': key 'architectures' must be an array of class names",
-                        what);
+      return st_jrd_fail(&r.j, NULL, "'architectures' is %s, expected an array of class names",
+                         st_json_type_name(ar));
     arch = cJSON_GetArrayItem(ar, 0)->valuestring;
   }
-  if (mt) {
-    if (!cJSON_IsString(mt))
-      return st_err_set(err, ST_EINPUT, "model '%s': key 'model_type' must be a string", what);
-    type = mt->valuestring;
-  }
+  if (mt && st_jrd_string(&r.j, NULL, mt, &type))
+    return ST_EINPUT;
   const hf_arch *a = find_arch(arch, type);
   if (!a) {
     st_buf b;
     st_buf_init(&b);
     for (size_t i = 0; i < NUM_ARCHS; i++)
       st_buf_printf(&b, "%s%s", i ? ", " : "", arch ? archs[i].arch : archs[i].model_type);
-    st_err_set(err, ST_EINPUT, "model '%s': %s '%s' is not supported (supported: %s)", what,
-               arch ? "architecture" : "model_type", arch ? arch : type,
-               b.data ? b.data : "");
+    st_jrd_fail(&r.j, NULL, "%s '%s' is not supported (supported: %s)",
+                arch ? "architecture" : "model_type", arch ? arch : type, b.data ? b.data : "");
     st_buf_release(&b);
     return ST_EINPUT;
   }
   if (arch && type && strcmp(type, a->model_type))
-    return st_err_set(err, ST_EINPUT,
-                      "model '%s': key 'model_type' is '%s', but architecture '%s' is '%s'",
-                      what, type, arch, a->model_type);
+    return st_jrd_fail(&r.j, NULL, "'model_type' is '%s', but architecture '%s' is '%s'", type,
+                       arch, a->model_type);
+  r.arch = a->arch;
   wl_model m;
   memset(&m, 0, sizeof m);
   snprintf(m.name, sizeof m.name, "%s", what);
-  rd r = {root, what, a->arch, err};
   int rc = hf_model(&r, a->fam, &m);
   if (rc == ST_OK)
     *out = m;
