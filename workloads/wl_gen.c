@@ -431,6 +431,14 @@ static int attn_proj(const gen *g, col_gemm *c)
   if (m->has_mla) {
     const wl_mla *q = &m->mla;
     double qk = q->qk_nope_head_dim + q->qk_rope_head_dim;
+    if (!q->q_lora_rank) { /* queries projected directly, column-parallel (DeepSeek-V2-Lite) */
+      c[0] = (col_gemm){"q", "q.dgrad", "q.wgrad", a * qk / t, h, 1};
+      c[1] = (col_gemm){"kv_down", "kv_down.dgrad", "kv_down.wgrad",
+                        q->kv_lora_rank + q->qk_rope_head_dim, h, 1 / t};
+      c[2] = (col_gemm){"kv_up", "kv_up.dgrad", "kv_up.wgrad",
+                        a * (q->qk_nope_head_dim + q->v_head_dim) / t, q->kv_lora_rank, 1};
+      return 3;
+    }
     c[0] = (col_gemm){"q_down", "q_down.dgrad", "q_down.wgrad", q->q_lora_rank, h, 1 / t};
     c[1] = (col_gemm){"kv_down", "kv_down.dgrad", "kv_down.wgrad",
                       q->kv_lora_rank + q->qk_rope_head_dim, h, 1 / t};
@@ -786,16 +794,22 @@ static void layer_fwd(gen *g, int layer, int c, int gi_mlp)
   col_gemm pc[4];
   int np = attn_proj(g, pc);
   col_fwd_sp(g, pc, np, "attn.tp.ag");
-  attn_fwd(g);
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
+  if (m->qk_norm)
+    elem(g, "qk_norm", g->T * (a + kv) * dqk, 2, 5);
+  attn_fwd(g);
   row_fwd(g, "proj", a * dv, g->l->sp ? "attn.tp.rs" : "attn.tp.ar");
+  if (m->norms_per_layer > 2)
+    elem(g, "ln1.post", Tsp * h, 2, 5);
   elem(g, "res1", Tsp * h, 3, 2);
   elem(g, "ln2", Tsp * h, 2, 5);
   if (wl__is_moe_layer(m, layer))
     moe_fwd(g);
   else
     mlp_fwd(g, m->ffn_hidden, "mlp");
+  if (m->norms_per_layer > 2)
+    elem(g, "ln2.post", Tsp * h, 2, 5);
   elem(g, "res2", Tsp * h, 3, 2);
 }
 
@@ -813,6 +827,8 @@ static void layer_bwd(gen *g, int layer, int c, int gi_mlp)
     g->param_wait = pw;
   }
   elem(g, "res2.bwd", Tsp * h, 3, 1);
+  if (m->norms_per_layer > 2)
+    elem(g, "ln2.post.bwd", Tsp * h, 3, 8);
   if (wl__is_moe_layer(m, layer))
     moe_bwd(g);
   else
@@ -820,6 +836,8 @@ static void layer_bwd(gen *g, int layer, int c, int gi_mlp)
   elem(g, "ln2.bwd", Tsp * h, 3, 8);
   group_done(g, c, gi_mlp);
   elem(g, "res1.bwd", Tsp * h, 3, 1);
+  if (m->norms_per_layer > 2)
+    elem(g, "ln1.post.bwd", Tsp * h, 3, 8);
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
   row_bwd(g, "proj.dgrad", "proj.wgrad", a * dv, "attn.tp.ag.bwd");
@@ -829,6 +847,8 @@ static void layer_bwd(gen *g, int layer, int c, int gi_mlp)
     g->flags = 0;
   }
   attn_bwd(g);
+  if (m->qk_norm)
+    elem(g, "qk_norm.bwd", g->T * (a + kv) * dqk, 3, 8);
   col_gemm pc[4];
   int np = attn_proj(g, pc);
   col_bwd(g, pc, np, "attn.tp.ag.wgrad", g->l->sp ? "attn.tp.rs.dgrad" : "attn.tp.ar.dgrad");
@@ -964,14 +984,18 @@ static int pp_tag(const wl_layout *l, int mb, int vs_recv, int bwd)
   return (mb * (l->vpp * l->pp) + vs_recv) * 2 + bwd;
 }
 
+/* Parameters replicated over TP whose gradients Megatron all-reduces over
+ * TP after backward (finalize_model_grads): with SP, those it marks
+ * sequence_parallel (norms, row-parallel biases) and the per-head query and
+ * key norms; without SP, the query and key norms alone. */
 static double stage_norm_params(const gen *g)
 {
-  /* parameters Megatron marks sequence_parallel: norms (and row-parallel
-   * biases for GPT-style models), all-reduced over TP after backward */
-  double per = g->m->ffn_act == WL_ACT_GELU ? 2 * (2 * g->h) + 2 * g->h : 2 * g->h;
-  double n = per * wl_layout_stage_layers(g->l, g->m, g->stage);
-  if (g->stage == g->l->pp - 1)
-    n += g->m->ffn_act == WL_ACT_GELU ? 2 * g->h : g->h;
+  const wl_model *m = g->m;
+  double norm = (m->layer_norm ? 2 : 1) * g->h, qk = m->qk_norm * 2.0 * m->head_dim;
+  double per = g->l->sp ? m->norms_per_layer * norm + (m->out_bias + m->mlp_bias) * g->h + qk : qk;
+  double n = per * wl_layout_stage_layers(g->l, m, g->stage);
+  if (g->l->sp && g->stage == g->l->pp - 1)
+    n += norm;
   return n;
 }
 
@@ -1097,7 +1121,7 @@ static int emit_stage(gen *g, int s, st_err *err)
       grad_reduce(g, S_COMPUTE, d, x);
     }
   }
-  if (l->sp)
+  if (l->sp || (g->m->qk_norm && l->tp > 1))
     coll_c(g, "tp.norm.grad.ar", WL_COLL_ALLREDUCE, R_TP, stage_norm_params(g) * g->gb);
   if (g->m->tie_embeddings && p > 1 && (s == 0 || s == p - 1))
     coll_c(g, "embd.grad.ar", WL_COLL_ALLREDUCE, R_EMBD,

@@ -1,5 +1,5 @@
 /* wl_gen_int.h — internals shared by the generator sources (wl_model.c,
- * wl_layout.c, wl_gen*.c, wl_memory.c): parameter counts per rank and the
+ * wl_hf.c, wl_layout.c, wl_gen*.c, wl_memory.c): parameter counts per rank and the
  * pipeline schedule.  Not part of the public interface. */
 #ifndef WL_GEN_INT_H
 #define WL_GEN_INT_H
@@ -13,6 +13,17 @@ typedef struct wl__params {
   double mlp;    /* dense MLP or router + shared experts, incl. norm (dense) */
   double expert; /* routed experts on this rank (reduced over the expert-dp group) */
 } wl__params;
+
+/* A Hugging Face config.json (an object with "architectures" or
+ * "model_type"), mapped key by key onto *m (wl_hf.c).  Messages start
+ * "model 'WHAT': ".  On error *m is unchanged. */
+struct cJSON;
+int wl__hf_parse(const struct cJSON *root, const char *what, wl_model *m, st_err *err);
+/* How wl_hf.c reads `key` of a config of architecture `arch` (an
+ * "architectures" entry): 1 mapped onto the model, 2 read and ignored (it
+ * changes neither the step's work nor its memory), 0 not known (accepted,
+ * unread), -1 the architecture is not supported. */
+int wl__hf_key_class(const char *arch, const char *key);
 
 int wl__vocab_padded(const wl_model *m, int tp);
 int wl__is_moe_layer(const wl_model *m, int layer);

@@ -632,6 +632,12 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     ERR("gbs (%d) not divisible by mbs*dp = %d*%d = %d", l.gbs, l.mbs, l.dp, l.mbs * l.dp);
   l.num_microbatches = l.gbs / (l.mbs * l.dp);
   /* sequence */
+  if (m->positions > 0 && m->seq_len > m->positions)
+    ERR("seq_len (%d) exceeds the model's %d learned positions", m->seq_len, m->positions);
+  if (m->sliding_window && m->seq_len > m->sliding_window)
+    ERR("seq_len (%d) exceeds the model's sliding attention window (%d): windowed attention "
+        "is not modelled, only sequences it covers whole",
+        m->seq_len, m->sliding_window);
   l.sp = l.tp > 1 ? l.sp : 0; /* Megatron turns SP off when tp == 1 */
   if (l.cp > 1 && m->seq_len % (2 * l.cp))
     ERR("seq_len (%d) not divisible by 2*cp = %d (context parallelism splits it into 2*cp "

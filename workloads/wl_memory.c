@@ -57,6 +57,9 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
   /* MLP block */
   double gate = m->ffn_act == WL_ACT_SWIGLU ? 2 : 1;
   x += 2 * sbh * rep + sbh * rep; /* post-attention norm's input, dropout mask */
+  x += (m->norms_per_layer - 2) * 2 * sbh * rep; /* Gemma 2: norms after attention and MLP */
+  if (m->qk_norm)
+    x += 2 * tok * (a + kv) * dqk / t; /* the query and key norms' inputs */
   if (wl__is_moe_layer(m, layer)) {
     const wl_moe *mo = &m->moe;
     double cf = mo->capacity_factor > 0 ? mo->capacity_factor : 1;

@@ -1,11 +1,14 @@
-/* wl_model.c — transformer model specs: the built-in table and the JSON form.
+/* wl_model.c — transformer model specs: the built-in table and the JSON form,
+ * and the parameter counts the generator and the memory model share.
  *
  * A spec has exactly the keys of workload.h's wl_model (name, layers, hidden,
  * heads, kv_heads, ffn_hidden, ffn_act, vocab, seq_len, tie_embeddings, moe{...})
  * plus two documented extras (head_dim, mla{...}).  Unknown keys and shapes
  * that cannot exist are errors naming the key, so specs written elsewhere
- * fail loudly rather than being half-read.  Dimensions of the built-ins and
- * their sources are in docs/workloads.md.
+ * fail loudly rather than being half-read.  A JSON object with
+ * "architectures" or "model_type" is a Hugging Face config instead, read by
+ * wl_hf.c.  Dimensions of the built-ins and their sources are in
+ * docs/workloads.md.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -64,6 +67,20 @@ const char *const *wl_model_names(void)
 
 void wl_model_release(wl_model *m) { (void)m; }
 
+/* What a spec does not state follows from its activation: gelu models are
+ * GPT-style (LayerNorm, every linear biased, learned positions), swiglu
+ * models Llama-style (RMSNorm, no biases, rotary). */
+static void style_from_act(wl_model *m)
+{
+  int gpt = m->ffn_act == WL_ACT_GELU;
+  m->layer_norm = gpt;
+  m->norms_per_layer = 2;
+  m->qkv_bias = m->out_bias = m->mlp_bias = gpt;
+  m->qk_norm = 0;
+  m->positions = gpt ? WL_POSITIONS_SEQ : 0;
+  m->sliding_window = 0;
+}
+
 static void from_builtin(const builtin *b, wl_model *m)
 {
   memset(m, 0, sizeof *m);
@@ -87,6 +104,7 @@ static void from_builtin(const builtin *b, wl_model *m)
     m->moe.dense_layers = b->dense;
     m->moe.capacity_factor = 0;
   }
+  style_from_act(m);
   if (b->mla) {
     m->has_mla = 1;
     m->mla.q_lora_rank = 1536;
@@ -164,6 +182,11 @@ int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *er
     if ((rc = (x)) != ST_OK)                                                             \
       goto done;                                                                         \
   } while (0)
+  if (cJSON_GetObjectItemCaseSensitive(root, "architectures") ||
+      cJSON_GetObjectItemCaseSensitive(root, "model_type")) {
+    rc = wl__hf_parse(root, what, out, err);
+    goto done;
+  }
   TRY(st_jrd_members(&r, NULL, root, top_keys, -1, NULL));
   const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
   const char *name = what;
@@ -207,7 +230,7 @@ int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *er
   if (mla && !cJSON_IsNull(mla)) {
     TRY(st_jrd_members(&r, &at_mla, mla, mla_keys, -1, NULL));
     m.has_mla = 1;
-    TRY(get_int(&r, &at_mla, mla, "q_lora_rank", 1, &m.mla.q_lora_rank, 1));
+    TRY(get_int(&r, &at_mla, mla, "q_lora_rank", 1, &m.mla.q_lora_rank, 0));
     TRY(get_int(&r, &at_mla, mla, "kv_lora_rank", 1, &m.mla.kv_lora_rank, 1));
     TRY(get_int(&r, &at_mla, mla, "qk_nope_head_dim", 1, &m.mla.qk_nope_head_dim, 1));
     TRY(get_int(&r, &at_mla, mla, "qk_rope_head_dim", 1, &m.mla.qk_rope_head_dim, 1));
@@ -221,6 +244,7 @@ int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *er
     goto done;
   }
   TRY(validate(&m, what, err));
+  style_from_act(&m);
   *out = m;
 done:
 #undef TRY
@@ -268,26 +292,33 @@ int wl__is_moe_layer(const wl_model *m, int layer)
   return m->has_moe && layer >= m->moe.dense_layers;
 }
 
-/* GPT-style models (gelu) have biases, LayerNorm (weight + bias) and learned
- * position embeddings; Llama-style (swiglu) have none of the three. */
-static int gpt_style(const wl_model *m) { return m->ffn_act == WL_ACT_GELU; }
+/* Rows of the learned position embedding. */
+static double position_rows(const wl_model *m)
+{
+  return m->positions == WL_POSITIONS_SEQ ? m->seq_len : m->positions;
+}
+
+/* One norm's parameters: LayerNorm has a weight and a bias, RMSNorm a weight. */
+static double norm_params(const wl_model *m) { return (m->layer_norm ? 2.0 : 1.0) * m->hidden; }
 
 void wl__layer_params(const wl_model *m, int tp, int etp, int ep, int layer, wl__params *p)
 {
   double h = m->hidden, t = tp;
-  double norm = gpt_style(m) ? 2 * h : h;
-  double bias = gpt_style(m) ? 1 : 0;
+  double norm = norm_params(m) * m->norms_per_layer / 2; /* each block's share */
   memset(p, 0, sizeof *p);
   if (m->has_mla) {
     const wl_mla *a = &m->mla;
     double qk = a->qk_nope_head_dim + a->qk_rope_head_dim;
-    p->attn = h * a->q_lora_rank + a->q_lora_rank + a->q_lora_rank * m->heads * qk / t +
-              h * (a->kv_lora_rank + a->qk_rope_head_dim) + a->kv_lora_rank +
+    double q = a->q_lora_rank
+                   ? h * a->q_lora_rank + a->q_lora_rank + a->q_lora_rank * m->heads * qk / t
+                   : h * m->heads * qk / t;
+    p->attn = q + h * (a->kv_lora_rank + a->qk_rope_head_dim) + a->kv_lora_rank +
               a->kv_lora_rank * m->heads * (a->qk_nope_head_dim + a->v_head_dim) / t +
               m->heads * a->v_head_dim * h / t + norm;
   } else {
     double q = (double)m->heads * m->head_dim, kv = (double)m->kv_heads * m->head_dim;
-    p->attn = h * (q + 2 * kv) / t + q * h / t + bias * ((q + 2 * kv) / t + h) + norm;
+    p->attn = h * (q + 2 * kv) / t + q * h / t + m->qkv_bias * (q + 2 * kv) / t +
+              m->out_bias * h + norm + m->qk_norm * 2.0 * m->head_dim;
   }
   double gate = m->ffn_act == WL_ACT_SWIGLU ? 3 : 2;
   if (wl__is_moe_layer(m, layer)) {
@@ -297,21 +328,18 @@ void wl__layer_params(const wl_model *m, int tp, int etp, int ep, int layer, wl_
     p->expert = (double)m->moe.experts / ep * gate * h * ef / etp;
   } else {
     double f = m->ffn_hidden;
-    p->mlp = gate * h * f / t + bias * (f / t + h) + norm;
+    p->mlp = gate * h * f / t + m->mlp_bias * ((gate - 1) * f / t + h) + norm;
   }
 }
 
 double wl__embedding_params(const wl_model *m, int tp)
 {
-  double e = (double)wl__vocab_padded(m, tp) / tp * m->hidden;
-  if (gpt_style(m))
-    e += (double)m->seq_len * m->hidden;
-  return e;
+  return (double)wl__vocab_padded(m, tp) / tp * m->hidden + position_rows(m) * m->hidden;
 }
 
 double wl__output_params(const wl_model *m, int tp, int pp)
 {
-  double norm = gpt_style(m) ? 2.0 * m->hidden : m->hidden;
+  double norm = norm_params(m);
   double out = (double)wl__vocab_padded(m, tp) / tp * m->hidden;
   if (m->tie_embeddings && pp == 1)
     out = 0; /* the embedding's weight, counted there */
@@ -327,9 +355,20 @@ double wl_model_params(const wl_model *m)
     p += lp.attn + lp.mlp + lp.expert;
   }
   /* unpadded vocabulary for the model's own size */
-  double e = (double)m->vocab * m->hidden + (gpt_style(m) ? (double)m->seq_len * m->hidden : 0);
-  p += e + (gpt_style(m) ? 2.0 : 1.0) * m->hidden;
+  double e = (double)m->vocab * m->hidden + position_rows(m) * m->hidden;
+  p += e + norm_params(m);
   if (!m->tie_embeddings)
     p += (double)m->vocab * m->hidden;
+  return p;
+}
+
+double wl_model_active_params(const wl_model *m)
+{
+  double p = wl_model_params(m);
+  for (int l = 0; l < m->layers && m->has_moe; l++) {
+    wl__params lp;
+    wl__layer_params(m, 1, 1, 1, l, &lp);
+    p -= lp.expert * (m->moe.experts - m->moe.top_k) / m->moe.experts;
+  }
   return p;
 }

@@ -275,12 +275,14 @@ char *wl_workload_to_json(const wl_workload *wl, int pretty);
 
 
 /* ---- generators: model + layout -> workload (docs/workloads.md) ---------- */
-/* A transformer model, parsed from a JSON spec or a built-in name.  The keys
- * are the ones of the spec: name, layers, hidden, heads, kv_heads, ffn_hidden,
- * ffn_act, vocab, seq_len, tie_embeddings, moe{experts, top_k,
- * expert_ffn_hidden, shared_experts, dense_layers, capacity_factor}; plus the
- * documented extras head_dim and mla{q_lora_rank, kv_lora_rank,
- * qk_nope_head_dim, qk_rope_head_dim, v_head_dim}.  Plain data, no heap. */
+/* A transformer model, parsed from a JSON spec, a Hugging Face config.json
+ * or a built-in name.  The keys of a spec are: name, layers, hidden, heads,
+ * kv_heads, ffn_hidden, ffn_act, vocab, seq_len, tie_embeddings,
+ * moe{experts, top_k, expert_ffn_hidden, shared_experts, dense_layers,
+ * capacity_factor}; plus the documented extras head_dim and
+ * mla{q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+ * v_head_dim}.  A Hugging Face config is mapped key by key (wl_hf.c).
+ * Plain data, no heap. */
 typedef enum wl_ffn_act { WL_ACT_GELU = 0, WL_ACT_SWIGLU, WL_ACT_COUNT } wl_ffn_act;
 
 typedef struct wl_moe {
@@ -293,19 +295,37 @@ typedef struct wl_moe {
 } wl_moe;
 
 typedef struct wl_mla { /* multi-head latent attention (DeepSeek-V2/V3) */
-  int q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+  int q_lora_rank; /* 0: queries projected directly, no low-rank step (DeepSeek-V2-Lite) */
+  int kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
 } wl_mla;
+
+#define WL_POSITIONS_SEQ (-1)
 
 typedef struct wl_model {
   char name[64];
   int layers, hidden, heads, kv_heads;
   int head_dim;       /* hidden / heads unless given */
-  int ffn_hidden, ffn_act; /* wl_ffn_act */
-  int vocab, seq_len, tie_embeddings;
+  int ffn_hidden, ffn_act; /* wl_ffn_act; swiglu stands for every gated MLP (GeGLU too) */
+  int vocab;
+  int seq_len;        /* the step's sequence length (run's and search's --seq set it) */
+  int tie_embeddings;
   int has_moe;
   wl_moe moe;
   int has_mla;
   wl_mla mla;
+  /* Details that change parameter counts or a few elementwise passes, not
+   * the GEMMs.  A spec and the built-ins take them from ffn_act (gelu:
+   * GPT-style, LayerNorm, every linear biased, learned positions, one per
+   * token of seq_len; swiglu: Llama-style, RMSNorm, no biases, rotary); a
+   * Hugging Face config states them. */
+  int layer_norm;      /* 1 LayerNorm (weight and bias), 0 RMSNorm (weight) */
+  int norms_per_layer; /* 2; 4 with Gemma 2's norms after attention and MLP too */
+  int qkv_bias, out_bias, mlp_bias; /* biases of QKV, attention output, MLP linears */
+  int qk_norm;         /* RMSNorm of each query and key head (Qwen3): 2 head_dim weights */
+  int positions;       /* rows of a learned position embedding: 0 none (rotary),
+                          WL_POSITIONS_SEQ one per token of seq_len (a spec's
+                          GPT-style model), else that many (GPT-2's n_positions) */
+  int sliding_window;  /* the shortest attention window of any layer; 0 = none */
 } wl_model;
 
 /* Load a built-in (wl_model_names()) or a JSON file.  Errors name the file and
@@ -314,8 +334,10 @@ int wl_model_load(const char *name_or_json_path, wl_model *m, st_err *err);
 int wl_model_parse(const char *json, const char *what, wl_model *m, st_err *err);
 void wl_model_release(wl_model *m); /* nothing owned today; kept for symmetry */
 const char *const *wl_model_names(void); /* built-ins, NULL-terminated */
-/* Parameter count of the whole model (embedding once if tied). */
+/* Parameter count of the whole model (embedding once if tied), and the
+ * parameters one token passes through (routed experts: top_k of them). */
 double wl_model_params(const wl_model *m);
+double wl_model_active_params(const wl_model *m);
 
 typedef enum wl_recompute {
   WL_RECOMPUTE_NONE = 0,
