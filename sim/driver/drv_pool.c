@@ -259,6 +259,7 @@ void drv_read(drv_reader *r, void *out, size_t n)
     memset(out, 0, n);
     return;
   }
-  memcpy(out, r->p, n);
+  if (n)
+    memcpy(out, r->p, n);
   r->p += n;
 }

@@ -213,7 +213,8 @@ int st_buf_append(st_buf *b, const void *data, size_t len)
 {
   if (buf_reserve(b, len))
     return ST_ENOMEM;
-  memcpy(b->data + b->len, data, len);
+  if (len) /* data may be NULL with nothing to append (an empty array) */
+    memcpy(b->data + b->len, data, len);
   b->len += len;
   b->data[b->len] = '\0';
   return ST_OK;
