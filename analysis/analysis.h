@@ -6,7 +6,7 @@
  *   /                 attributes simtrain_version, command_line, created_utc
  *   /config           attributes workload, cluster, options (JSON strings)
  *   /summary          attributes: the an_summary fields (NaN where n/a)
- *   /ranks            compound rows (sim_rank_stats)
+ *   /ranks            compound rows (an_rank_row)
  *   /collectives      compound rows (op, communicator, ranks, bytes, start_s,
  *                     end_s, algbw_GBps, busbw_GBps, ...)
  *   /links            compound rows (name, bandwidth, bytes, busy_s, ...)
@@ -22,6 +22,14 @@
  * reading: files written earlier read back with them empty (comm -1); so
  * are the summary's later attributes (the training block reads as NaN).
  * docs/results-format.md documents every field.
+ *
+ * What a run measured comes in as an an_measured, analysis's own plain data
+ * (the driver fills it from the engine's result, sim/driver/drv_measure.c):
+ * the file's layout is that of the an_ row types here, so a change to the
+ * engine's structs does not change the format.  Rows that refer to the
+ * workload (collectives, link usage, timeline) hold its indices and are
+ * named from it as they are written, a batch at a time, so the timeline's
+ * millions of rows are never held twice or with their names.
  */
 #ifndef AN_ANALYSIS_H
 #define AN_ANALYSIS_H
@@ -31,7 +39,6 @@
 #include <stdio.h>
 
 #include "platform.h"
-#include "sim.h"
 #include "st_common.h"
 #include "workload.h"
 
@@ -182,7 +189,7 @@ typedef struct an_measured {
 /* Free the arrays (and link names) and zero m. */
 void an_measured_release(an_measured *m);
 
-void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim_result *r,
+void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_measured *m,
                         an_summary *s);
 
 /* ---- time, cost and energy to train (analysis/train.c, docs/cost.md) ------ */
@@ -257,9 +264,9 @@ typedef struct an_replay {
 
 /* Fill the replayed columns (and num_ranks, ranks, replayed_step_s) from a
  * run that recorded its timeline; the caller then sets the measured ones
- * (rows start as NaN, start offsets as 0).  ST_EUSAGE when the result has
- * no timeline. */
-int an_replay_init(an_replay *rp, const wl_workload *wl, const sim_result *r,
+ * (rows start as NaN, start offsets as 0).  ST_EUSAGE when the run has no
+ * timeline. */
+int an_replay_init(an_replay *rp, const wl_workload *wl, const an_measured *m,
                    const double *start_offset_s, st_err *err);
 void an_replay_release(an_replay *rp);
 /* The table `run --trace` prints after the summary (fits 100 columns). */
@@ -276,8 +283,8 @@ typedef struct an_run_info {
   const char *options_json;
   const char *workload_name;
   const char *cluster_name;
-  const wl_workload *wl;     /* for names in /collectives and /timeline */
-  const sim_result *result;
+  const wl_workload *wl;     /* for names in /collectives, /link_usage and /timeline */
+  const an_measured *measured;
   const an_summary *summary;
   const an_replay *replay;   /* trace replays: written as /replay; NULL otherwise */
 } an_run_info;
@@ -293,7 +300,7 @@ typedef struct an_coll_row {
   double bytes, start_s, end_s, algbw_GBps, busbw_GBps;
   double first_arrival_s;
   int32_t src, dst;   /* sendrecv: global ranks; else -1 */
-  /* How the collective ran (sim_coll_algo_name, sim_coll_proto_name, its
+  /* How the collective ran (its algorithm's and protocol's names, its
    * channels); "" and 0 for sendrecv; "" and -1 when read from a file
    * written before these columns existed. */
   char algo[AN_ALGO_NAME_SIZE];
@@ -340,11 +347,11 @@ typedef struct an_results {
   char *cluster_name;
   char *workload_json, *cluster_json, *options_json;
   an_summary summary;
-  sim_rank_stats *ranks;
+  an_rank_row *ranks;
   size_t num_ranks;
   an_coll_row *colls;
   size_t num_colls;
-  sim_link_stats *links; /* names owned by the results */
+  an_link_row *links; /* names owned by the results */
   size_t num_links;
   an_timeline_row *timeline;
   size_t num_timeline;

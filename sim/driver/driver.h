@@ -110,7 +110,7 @@ int drv_model_load(const char *name, const wl_model *spec, int seq_len, wl_model
 typedef struct drv_run {
   plat_cluster *cl;
   wl_workload *wl;
-  sim_result *res;
+  an_measured meas; /* what the run measured, taken over from the engine's result */
   an_summary sum;
   an_replay replay; /* a trace that measured anything: measured against replayed */
   int have_replay;
