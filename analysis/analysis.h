@@ -6,7 +6,7 @@
  *   /                 attributes simtrain_version, command_line, created_utc
  *   /config           attributes workload, cluster, options (JSON strings)
  *   /summary          attributes: the an_summary fields (NaN where n/a)
- *   /ranks            compound rows (sim_rank_stats)
+ *   /ranks            compound rows (an_rank_row)
  *   /collectives      compound rows (op, communicator, ranks, bytes, start_s,
  *                     end_s, algbw_GBps, busbw_GBps, ...)
  *   /links            compound rows (name, bandwidth, bytes, busy_s, ...)
@@ -22,14 +22,23 @@
  * reading: files written earlier read back with them empty (comm -1); so
  * are the summary's later attributes (the training block reads as NaN).
  * docs/results-format.md documents every field.
+ *
+ * What a run measured comes in as an an_measured, analysis's own plain data
+ * (the driver fills it from the engine's result, sim/driver/drv_measure.c):
+ * the file's layout is that of the an_ row types here, so a change to the
+ * engine's structs does not change the format.  Rows that refer to the
+ * workload (collectives, link usage, timeline) hold its indices and are
+ * named from it as they are written, a batch at a time, so the timeline's
+ * millions of rows are never held twice or with their names.
  */
 #ifndef AN_ANALYSIS_H
 #define AN_ANALYSIS_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "platform.h"
-#include "sim.h"
 #include "st_common.h"
 #include "workload.h"
 
@@ -74,7 +83,113 @@ typedef struct an_summary {
   double energy_MWh;             /* power_W x time_to_train_s x pue */
 } an_summary;
 
-void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim_result *r,
+/* ---- what a run measured ---------------------------------------------------- */
+/* Per rank, in seconds, over the whole run: a /ranks row as stored (the
+ * column names are the fields', phase_s[i] and comm_kind_s[i] as
+ * busy_<phase>_s and comm_<kind>_s).  compute + exposed_comm + bubble + idle
+ * == the run's end (the largest finish_s = step time x iterations): the wait
+ * from a rank's last op to the end of the run counts as idle. */
+typedef struct an_rank_row {
+  int32_t rank;
+  int32_t host;             /* GPU index */
+  double compute_s;         /* some compute op running */
+  double comm_s;            /* some transfer of this rank running (hidden or not) */
+  double exposed_comm_s;    /* transfer running, no compute */
+  double overlapped_comm_s; /* transfer running under compute */
+  double bubble_s;          /* nothing running, waiting for a pipeline peer (send/recv) */
+  double idle_s;            /* nothing running otherwise (waiting in a collective, stream waits) */
+  double finish_s;          /* the rank's last op ended */
+  double phase_s[WL_PHASE_COUNT];         /* busy time per phase */
+  double comm_kind_s[WL_COMM_KIND_COUNT]; /* transfer time per communicator kind */
+} an_rank_row;
+
+/* One link over the run: a /links row. */
+typedef struct an_link_row {
+  char *name;           /* owned by the an_measured or an_results holding the row */
+  double bandwidth_Bps;
+  double bytes;         /* bytes carried over the run */
+  double busy_s;        /* time with at least one flow */
+  double peak_util;     /* largest fraction of bandwidth used at any time */
+} an_link_row;
+
+/* One collective instance or matched send/recv pair, by the workload's
+ * indices: the writer makes the /collectives row (an_coll_row) of it. */
+typedef struct an_coll_rec {
+  int32_t comm;     /* communicator: index in the workload */
+  uint8_t kind;     /* WL_OP_COLL, or WL_OP_SEND for a matched send/recv pair */
+  uint8_t op;       /* wl_coll_op (WL_OP_COLL) */
+  uint8_t algo;     /* row of an_measured.algo_names (WL_OP_COLL) */
+  uint8_t proto;    /* row of an_measured.proto_names (WL_OP_COLL) */
+  int32_t nranks;
+  int32_t src, dst; /* send/recv: global ranks */
+  int32_t channels; /* channels (rings, tree pairs) the algorithm used (WL_OP_COLL) */
+  double bytes;
+  double first_arrival_s; /* first member arrived */
+  double start_s;         /* all members arrived; transfer starts */
+  double end_s;
+  double algbw_GBps, busbw_GBps;
+} an_coll_rec;
+
+/* Bytes the flows of one communicator's collectives of one op (or its
+ * send/recv pairs) carried over one link, by the workload's indices: a
+ * /link_usage row (an_link_usage_row) once named. */
+typedef struct an_usage_rec {
+  int32_t link; /* row of an_measured.links */
+  int32_t comm; /* communicator: index in the workload */
+  uint8_t kind; /* WL_OP_COLL, or WL_OP_SEND for send/recv */
+  uint8_t op;   /* wl_coll_op for WL_OP_COLL */
+  double bytes;
+} an_usage_rec;
+
+/* One op as it ran, by the workload's indices: a /timeline row
+ * (an_timeline_row) once named; its peer and communicator come from the op. */
+typedef struct an_timeline_rec {
+  int32_t rank;
+  uint16_t stream;  /* stream of the rank's program */
+  uint8_t kind;     /* wl_op_kind */
+  int32_t program;  /* program index in the workload */
+  uint32_t op;      /* op index in the program */
+  double start_s, end_s;
+  double bytes, flops;
+} an_timeline_rec;
+
+/* Rows of an_measured's name tables, and the widths of the names (those of
+ * the /collectives algo and proto columns). */
+#define AN_NAMES_MAX 32
+#define AN_ALGO_NAME_SIZE 12
+#define AN_PROTO_NAME_SIZE 8
+
+/* What a run measured.  The arrays are malloc'd and owned by it
+ * (an_measured_release), link names included; those that were not
+ * recorded are NULL with a count of 0. */
+typedef struct an_measured {
+  int iterations;
+  double step_time_s;   /* the largest rank finish time / iterations */
+  double wall_s;        /* wall-clock seconds of the simulation */
+  uint64_t events;      /* activities simulated */
+  int simulated_ranks;  /* ranks simulated, the others copied from symmetric ones (0: all) */
+  char reduction[200];  /* the symmetry reduction used, or "none (why)" ("": none) */
+  an_rank_row *ranks;
+  size_t num_ranks;
+  an_coll_rec *colls;   /* only when recorded for a results file */
+  size_t num_colls;
+  an_link_row *links;
+  size_t num_links;
+  an_usage_rec *usage;  /* by link, then most bytes first; only with link loads */
+  size_t num_usage;
+  an_timeline_rec *timeline; /* only when recorded */
+  size_t num_timeline;
+  /* The collective algorithms' and protocols' names, by an_coll_rec.algo
+   * and .proto. */
+  char algo_names[AN_NAMES_MAX][AN_ALGO_NAME_SIZE];
+  char proto_names[AN_NAMES_MAX][AN_PROTO_NAME_SIZE];
+  int num_algo_names, num_proto_names;
+} an_measured;
+
+/* Free the arrays (and link names) and zero m. */
+void an_measured_release(an_measured *m);
+
+void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_measured *m,
                         an_summary *s);
 
 /* ---- time, cost and energy to train (analysis/train.c, docs/cost.md) ------ */
@@ -149,9 +264,9 @@ typedef struct an_replay {
 
 /* Fill the replayed columns (and num_ranks, ranks, replayed_step_s) from a
  * run that recorded its timeline; the caller then sets the measured ones
- * (rows start as NaN, start offsets as 0).  ST_EUSAGE when the result has
- * no timeline. */
-int an_replay_init(an_replay *rp, const wl_workload *wl, const sim_result *r,
+ * (rows start as NaN, start offsets as 0).  ST_EUSAGE when the run has no
+ * timeline. */
+int an_replay_init(an_replay *rp, const wl_workload *wl, const an_measured *m,
                    const double *start_offset_s, st_err *err);
 void an_replay_release(an_replay *rp);
 /* The table `run --trace` prints after the summary (fits 100 columns). */
@@ -168,8 +283,8 @@ typedef struct an_run_info {
   const char *options_json;
   const char *workload_name;
   const char *cluster_name;
-  const wl_workload *wl;     /* for names in /collectives and /timeline */
-  const sim_result *result;
+  const wl_workload *wl;     /* for names in /collectives, /link_usage and /timeline */
+  const an_measured *measured;
   const an_summary *summary;
   const an_replay *replay;   /* trace replays: written as /replay; NULL otherwise */
 } an_run_info;
@@ -185,11 +300,11 @@ typedef struct an_coll_row {
   double bytes, start_s, end_s, algbw_GBps, busbw_GBps;
   double first_arrival_s;
   int32_t src, dst;   /* sendrecv: global ranks; else -1 */
-  /* How the collective ran (sim_coll_algo_name, sim_coll_proto_name, its
+  /* How the collective ran (its algorithm's and protocol's names, its
    * channels); "" and 0 for sendrecv; "" and -1 when read from a file
    * written before these columns existed. */
-  char algo[12];
-  char proto[8];
+  char algo[AN_ALGO_NAME_SIZE];
+  char proto[AN_PROTO_NAME_SIZE];
   int32_t channels;
 } an_coll_row;
 
@@ -232,11 +347,11 @@ typedef struct an_results {
   char *cluster_name;
   char *workload_json, *cluster_json, *options_json;
   an_summary summary;
-  sim_rank_stats *ranks;
+  an_rank_row *ranks;
   size_t num_ranks;
   an_coll_row *colls;
   size_t num_colls;
-  sim_link_stats *links; /* names owned by the results */
+  an_link_row *links; /* names owned by the results */
   size_t num_links;
   an_timeline_row *timeline;
   size_t num_timeline;

@@ -224,7 +224,7 @@ static void write_trace(out_t *o, const an_results *r, const layout *L, thread_k
     char name[64];
     int pid = i;
     if (L->group == AN_GROUP_RANK) {
-      const sim_rank_stats *k = &r->ranks[i];
+      const an_rank_row *k = &r->ranks[i];
       snprintf(name, sizeof name, "rank %d (gpu-%d)", k->rank, k->host);
       pid = k->rank;
     } else {
@@ -317,7 +317,7 @@ static void write_trace(out_t *o, const an_results *r, const layout *L, thread_k
             "\"args\":{\"name\":\"links\"}}",
          SEP(), pid);
     for (size_t i = 0; i < r->num_links; i++) {
-      const sim_link_stats *l = &r->links[i];
+      const an_link_row *l = &r->links[i];
       double mean = l->bandwidth_Bps > 0 ? l->bytes / l->bandwidth_Bps / run_s : 0;
       for (int end = 0; end < 2; end++) {
         putf(o, ",\n{\"ph\":\"C\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"name\":", pid,

@@ -305,7 +305,7 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
   if (r->num_ranks == 0)
     return st_err_set(err, ST_EINPUT, "results '%s': '/ranks' is empty: nothing to plot",
                       r->path);
-  const sim_rank_stats **sel = malloc(r->num_ranks * sizeof *sel);
+  const an_rank_row **sel = malloc(r->num_ranks * sizeof *sel);
   if (!sel)
     return st_err_set(err, ST_ENOMEM, "plot '%s': out of memory", path);
   size_t n = 0;
@@ -323,7 +323,7 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
   int it = r->summary.iterations > 0 ? r->summary.iterations : 1;
   double vmax = 0;
   for (size_t i = 0; i < n; i++) {
-    const sim_rank_stats *k = sel[i];
+    const an_rank_row *k = sel[i];
     double tot = k->compute_s + k->exposed_comm_s + k->bubble_s + k->idle_s;
     if (tot > vmax)
       vmax = tot;
@@ -350,7 +350,7 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
   size_t label_every = n <= 64 ? 1 : (n + 63) / 64;
   an__svg_group(&s, "bars");
   for (size_t i = 0; i < n; i++) {
-    const sim_rank_stats *k = sel[i];
+    const an_rank_row *k = sel[i];
     double v[4] = {k->compute_s, k->exposed_comm_s, k->bubble_s, k->idle_s};
     double x = LEFT + i * slot + (slot - bar) / 2, y = y0;
     for (int c = 0; c < 4; c++) {
@@ -373,7 +373,7 @@ int an_plot_breakdown(const an_results *r, const int32_t *ranks, size_t num_rank
 
 /* ---- links -------------------------------------------------------------------- */
 typedef struct link_util {
-  const sim_link_stats *l;
+  const an_link_row *l;
   double v[3]; /* mean utilisation, busy share, peak utilisation (0..1) */
 } link_util;
 
@@ -409,7 +409,7 @@ int an_plot_links(const an_results *r, const char *path, st_err *err)
   if (!u)
     return st_err_set(err, ST_ENOMEM, "plot '%s': out of memory", path);
   for (size_t i = 0; i < r->num_links; i++) {
-    const sim_link_stats *l = &r->links[i];
+    const an_link_row *l = &r->links[i];
     u[i].l = l;
     u[i].v[0] = run_s > 0 && l->bandwidth_Bps > 0 ? l->bytes / l->bandwidth_Bps / run_s : 0;
     u[i].v[1] = run_s > 0 ? l->busy_s / run_s : 0;

@@ -9,14 +9,16 @@
 
 #include "analysis.h"
 
-int an_replay_init(an_replay *rp, const wl_workload *wl, const sim_result *r,
+int an_replay_init(an_replay *rp, const wl_workload *wl, const an_measured *m,
                    const double *start_offset_s, st_err *err)
 {
   memset(rp, 0, sizeof *rp);
   rp->measured_step_s = NAN;
-  if (r->num_ranks > 0 && r->num_timeline == 0)
+  if (m->num_ranks > 0 && m->num_timeline == 0)
     return st_err_set(err, ST_EUSAGE, "replay report: the run recorded no timeline");
-  int n = r->num_ranks;
+  if (m->num_ranks > INT32_MAX)
+    return st_err_set(err, ST_EUSAGE, "replay report: %zu ranks are too many", m->num_ranks);
+  int n = (int)m->num_ranks;
   rp->ranks = calloc((size_t)(n > 0 ? n : 1), sizeof *rp->ranks);
   if (!rp->ranks)
     return st_err_set(err, ST_ENOMEM, "out of memory");
@@ -26,10 +28,10 @@ int an_replay_init(an_replay *rp, const wl_workload *wl, const sim_result *r,
     x->rank = i;
     x->start_offset_s = start_offset_s && isfinite(start_offset_s[i]) ? start_offset_s[i] : 0;
     x->measured_step_s = x->measured_compute_s = x->measured_comm_s = NAN;
-    x->replayed_step_s = r->ranks[i].finish_s - x->start_offset_s;
+    x->replayed_step_s = m->ranks[i].finish_s - x->start_offset_s;
   }
-  for (size_t t = 0; t < r->num_timeline; t++) {
-    const sim_timeline_row *row = &r->timeline[t];
+  for (size_t t = 0; t < m->num_timeline; t++) {
+    const an_timeline_rec *row = &m->timeline[t];
     if (row->rank < 0 || row->rank >= n || row->program < 0 || row->program >= wl->num_programs)
       continue;
     const wl_program *p = &wl->programs[row->program];
@@ -42,7 +44,7 @@ int an_replay_init(an_replay *rp, const wl_workload *wl, const sim_result *r,
     else if (op->kind == WL_OP_COLL || op->kind == WL_OP_SEND || op->kind == WL_OP_RECV)
       rp->ranks[row->rank].replayed_comm_s += d;
   }
-  rp->replayed_step_s = r->step_time_s;
+  rp->replayed_step_s = m->step_time_s;
   return ST_OK;
 }
 

@@ -34,7 +34,7 @@ static void rank_header(FILE *out)
           "overlapped", "bubble", "idle", "finish");
 }
 
-static void rank_line(const an_results *r, const sim_rank_stats *k, FILE *out)
+static void rank_line(const an_results *r, const an_rank_row *k, FILE *out)
 {
   fprintf(out, "  %6d %5d %12.3f %12.3f %12.3f %12.3f %12.3f %12.3f\n", k->rank, k->host,
           per_step_ms(r, k->compute_s), per_step_ms(r, k->exposed_comm_s),
@@ -51,7 +51,7 @@ static int cmp_double(const void *a, const void *b)
 /* Slowest first; ties by rank, so the order is deterministic. */
 static int cmp_finish_desc(const void *a, const void *b)
 {
-  const sim_rank_stats *x = *(const sim_rank_stats *const *)a, *y = *(const sim_rank_stats *const *)b;
+  const an_rank_row *x = *(const an_rank_row *const *)a, *y = *(const an_rank_row *const *)b;
   if (x->finish_s != y->finish_s)
     return x->finish_s > y->finish_s ? -1 : 1;
   return (x->rank > y->rank) - (x->rank < y->rank);
@@ -61,7 +61,7 @@ static void rank_distribution(const an_results *r, FILE *out)
 {
   size_t n = r->num_ranks;
   double *v = malloc(n * sizeof *v);
-  const sim_rank_stats **by = malloc(n * sizeof *by);
+  const an_rank_row **by = malloc(n * sizeof *by);
   if (!v || !by) {
     fprintf(out, "  (out of memory for the per-rank distribution)\n");
     free(v);
@@ -72,12 +72,12 @@ static void rank_distribution(const an_results *r, FILE *out)
     const char *label;
     size_t off;
   } cols[] = {
-      {"compute", offsetof(sim_rank_stats, compute_s)},
-      {"exposed comm.", offsetof(sim_rank_stats, exposed_comm_s)},
-      {"overlapped comm.", offsetof(sim_rank_stats, overlapped_comm_s)},
-      {"bubble", offsetof(sim_rank_stats, bubble_s)},
-      {"idle", offsetof(sim_rank_stats, idle_s)},
-      {"finish", offsetof(sim_rank_stats, finish_s)},
+      {"compute", offsetof(an_rank_row, compute_s)},
+      {"exposed comm.", offsetof(an_rank_row, exposed_comm_s)},
+      {"overlapped comm.", offsetof(an_rank_row, overlapped_comm_s)},
+      {"bubble", offsetof(an_rank_row, bubble_s)},
+      {"idle", offsetof(an_rank_row, idle_s)},
+      {"finish", offsetof(an_rank_row, finish_s)},
   };
   fprintf(out, "  %-18s %12s %12s %12s %12s\n", "", "min", "median", "mean", "max");
   for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
@@ -151,8 +151,8 @@ static void phase_kind_section(const an_results *r, FILE *out)
   for (int k = 0; k < WL_PHASE_COUNT + WL_COMM_KIND_COUNT; k++) {
     int is_phase = k < WL_PHASE_COUNT;
     int i = is_phase ? k : k - WL_PHASE_COUNT;
-    size_t off = is_phase ? offsetof(sim_rank_stats, phase_s) + (size_t)i * sizeof(double)
-                          : offsetof(sim_rank_stats, comm_kind_s) + (size_t)i * sizeof(double);
+    size_t off = is_phase ? offsetof(an_rank_row, phase_s) + (size_t)i * sizeof(double)
+                          : offsetof(an_rank_row, comm_kind_s) + (size_t)i * sizeof(double);
     double mn = 0, mean = 0, mx = 0;
     spread(r, off, &mn, &mean, &mx);
     if (!(mx > 0))
@@ -247,8 +247,8 @@ static void coll_section(const an_results *r, FILE *out)
 
 static int cmp_link_busy(const void *a, const void *b)
 {
-  const sim_link_stats *x = *(const sim_link_stats *const *)a,
-                       *y = *(const sim_link_stats *const *)b;
+  const an_link_row *x = *(const an_link_row *const *)a,
+                       *y = *(const an_link_row *const *)b;
   if (x->busy_s != y->busy_s)
     return x->busy_s > y->busy_s ? -1 : 1;
   return strcmp(x->name, y->name);
@@ -300,7 +300,7 @@ static void link_section(const an_results *r, FILE *out)
   size_t n = r->num_links;
   if (n == 0)
     return;
-  const sim_link_stats **by = malloc(n * sizeof *by);
+  const an_link_row **by = malloc(n * sizeof *by);
   if (!by)
     return;
   for (size_t i = 0; i < n; i++)
@@ -312,7 +312,7 @@ static void link_section(const an_results *r, FILE *out)
   fprintf(out, "  %-36s %11s %11s %11s %7s %7s\n", "link", "bandwidth", "carried", "busy ms",
           "busy %", "peak %");
   for (size_t i = 0; i < n && i < TOP_LINKS; i++) {
-    const sim_link_stats *l = by[i];
+    const an_link_row *l = by[i];
     char bw[32], b[32], share[16];
     snprintf(bw, sizeof bw, "%.1f GB/s", l->bandwidth_Bps / 1e9);
     if (run_s > 0 && isfinite(run_s))

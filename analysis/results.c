@@ -129,13 +129,13 @@ static void kind_col(int i, char *buf, size_t n) { snprintf(buf, n, "comm_%s_s",
 
 static hid_t rank_type(void)
 {
-  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(sim_rank_stats));
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_rank_row));
   if (t < 0)
     return -1;
   int bad = 0;
-#define D(x) bad |= H5Tinsert(t, #x, offsetof(sim_rank_stats, x), H5T_NATIVE_DOUBLE) < 0
-  bad |= H5Tinsert(t, "rank", offsetof(sim_rank_stats, rank), H5T_NATIVE_INT32) < 0;
-  bad |= H5Tinsert(t, "host", offsetof(sim_rank_stats, host), H5T_NATIVE_INT32) < 0;
+#define D(x) bad |= H5Tinsert(t, #x, offsetof(an_rank_row, x), H5T_NATIVE_DOUBLE) < 0
+  bad |= H5Tinsert(t, "rank", offsetof(an_rank_row, rank), H5T_NATIVE_INT32) < 0;
+  bad |= H5Tinsert(t, "host", offsetof(an_rank_row, host), H5T_NATIVE_INT32) < 0;
   D(compute_s);
   D(comm_s);
   D(exposed_comm_s);
@@ -147,12 +147,12 @@ static hid_t rank_type(void)
   char name[64];
   for (int i = 0; i < WL_PHASE_COUNT; i++) {
     phase_col(i, name, sizeof name);
-    bad |= H5Tinsert(t, name, offsetof(sim_rank_stats, phase_s) + i * sizeof(double),
+    bad |= H5Tinsert(t, name, offsetof(an_rank_row, phase_s) + i * sizeof(double),
                      H5T_NATIVE_DOUBLE) < 0;
   }
   for (int i = 0; i < WL_COMM_KIND_COUNT; i++) {
     kind_col(i, name, sizeof name);
-    bad |= H5Tinsert(t, name, offsetof(sim_rank_stats, comm_kind_s) + i * sizeof(double),
+    bad |= H5Tinsert(t, name, offsetof(an_rank_row, comm_kind_s) + i * sizeof(double),
                      H5T_NATIVE_DOUBLE) < 0;
   }
   if (bad) {
@@ -451,14 +451,19 @@ static void copy_str(char *dst, size_t n, const char *src)
 static int fill_colls(writer *w, size_t first, size_t n, void *buf)
 {
   const wl_workload *wl = w->info->wl;
-  const sim_result *r = w->info->result;
+  const an_measured *m = w->info->measured;
   an_coll_row *rows = buf;
   for (size_t i = 0; i < n; i++) {
-    const sim_coll_record *c = &r->colls[first + i];
+    const an_coll_rec *c = &m->colls[first + i];
     an_coll_row *o = &rows[i];
+    int coll = c->kind == WL_OP_COLL;
     if (c->comm < 0 || c->comm >= wl->num_comms)
       return wfail(w, "dataset '/collectives': record %zu: communicator %d is not in the workload",
                    first + i, (int)c->comm);
+    if (coll && (c->algo >= m->num_algo_names || c->proto >= m->num_proto_names))
+      return wfail(w, "dataset '/collectives': record %zu: algorithm %u or protocol %u has no "
+                      "name (%d and %d known)", first + i, (unsigned)c->algo,
+                   (unsigned)c->proto, m->num_algo_names, m->num_proto_names);
     const wl_comm *cm = &wl->comms[c->comm];
     copy_str(o->op, sizeof o->op, c->kind == WL_OP_COLL ? wl_coll_name(c->op) : "sendrecv");
     copy_str(o->comm, sizeof o->comm, cm->name);
@@ -472,9 +477,8 @@ static int fill_colls(writer *w, size_t first, size_t n, void *buf)
     o->busbw_GBps = c->busbw_GBps;
     o->src = c->kind == WL_OP_COLL ? -1 : c->src;
     o->dst = c->kind == WL_OP_COLL ? -1 : c->dst;
-    int coll = c->kind == WL_OP_COLL;
-    copy_str(o->algo, sizeof o->algo, coll ? sim_coll_algo_name(c->algo) : "");
-    copy_str(o->proto, sizeof o->proto, coll ? sim_coll_proto_name(c->proto) : "");
+    copy_str(o->algo, sizeof o->algo, coll ? m->algo_names[c->algo] : "");
+    copy_str(o->proto, sizeof o->proto, coll ? m->proto_names[c->proto] : "");
     o->channels = coll ? c->channels : 0;
   }
   return ST_OK;
@@ -496,10 +500,10 @@ static const char *op_label(const wl_op *op, const char *name)
 static int fill_timeline(writer *w, size_t first, size_t n, void *buf)
 {
   const wl_workload *wl = w->info->wl;
-  const sim_result *r = w->info->result;
+  const an_measured *m = w->info->measured;
   an_timeline_row *rows = buf;
   for (size_t i = 0; i < n; i++) {
-    const sim_timeline_row *t = &r->timeline[first + i];
+    const an_timeline_rec *t = &m->timeline[first + i];
     an_timeline_row *o = &rows[i];
     if (t->program < 0 || t->program >= wl->num_programs)
       return wfail(w, "dataset '/timeline': row %zu: program %d is not in the workload",
@@ -539,16 +543,17 @@ static int fill_timeline(writer *w, size_t first, size_t n, void *buf)
 static int fill_link_usage(writer *w, size_t first, size_t n, void *buf)
 {
   const wl_workload *wl = w->info->wl;
-  const sim_result *r = w->info->result;
+  const an_measured *m = w->info->measured;
   an_link_usage_row *rows = buf;
   for (size_t i = 0; i < n; i++) {
-    const sim_link_usage *u = &r->link_usage[first + i];
-    if (u->comm < 0 || u->comm >= wl->num_comms || u->link >= r->num_links)
-      return wfail(w, "dataset '/link_usage': row %zu: communicator %d or link %u is unknown",
-                   first + i, (int)u->comm, (unsigned)u->link);
+    const an_usage_rec *u = &m->usage[first + i];
+    if (u->comm < 0 || u->comm >= wl->num_comms || u->link < 0 ||
+        (size_t)u->link >= m->num_links)
+      return wfail(w, "dataset '/link_usage': row %zu: communicator %d or link %d is unknown",
+                   first + i, (int)u->comm, (int)u->link);
     an_link_usage_row *o = &rows[i];
     const wl_comm *cm = &wl->comms[u->comm];
-    o->link = (int32_t)u->link;
+    o->link = u->link;
     copy_str(o->op, sizeof o->op, u->kind == WL_OP_COLL ? wl_coll_name(u->op) : "sendrecv");
     copy_str(o->comm, sizeof o->comm, cm->name);
     copy_str(o->comm_kind, sizeof o->comm_kind, wl_comm_kind_name(cm->kind));
@@ -605,10 +610,10 @@ static int write_comms(writer *w)
 
 static int write_links(writer *w)
 {
-  const sim_result *r = w->info->result;
+  const an_measured *m = w->info->measured;
   size_t longest = 0;
-  for (size_t i = 0; i < r->num_links; i++) {
-    size_t l = r->links[i].name ? strlen(r->links[i].name) : 0;
+  for (size_t i = 0; i < m->num_links; i++) {
+    size_t l = m->links[i].name ? strlen(m->links[i].name) : 0;
     if (l > longest)
       longest = l;
   }
@@ -617,22 +622,22 @@ static int write_links(writer *w)
   hid_t t = link_type(&lay);
   if (t < 0)
     return wfail(w, "dataset '/links': cannot describe the rows");
-  char *buf = calloc(r->num_links ? r->num_links : 1, lay.row_size);
+  char *buf = calloc(m->num_links ? m->num_links : 1, lay.row_size);
   if (!buf) {
     H5Tclose(t);
     return st_err_set(w->err, ST_ENOMEM, "results '%s': dataset '/links': out of memory",
                       w->path);
   }
-  for (size_t i = 0; i < r->num_links; i++) {
+  for (size_t i = 0; i < m->num_links; i++) {
     char *row = buf + i * lay.row_size;
-    const sim_link_stats *l = &r->links[i];
+    const an_link_row *l = &m->links[i];
     copy_str(row, lay.name_size, l->name);
     memcpy(row + lay.off_bw, &l->bandwidth_Bps, 8);
     memcpy(row + lay.off_bytes, &l->bytes, 8);
     memcpy(row + lay.off_busy, &l->busy_s, 8);
     memcpy(row + lay.off_peak, &l->peak_util, 8);
   }
-  int rc = write_rows(w, "links", t, r->num_links, buf, NULL);
+  int rc = write_rows(w, "links", t, m->num_links, buf, NULL);
   free(buf);
   H5Tclose(t);
   return rc;
@@ -706,18 +711,18 @@ static int write_body(writer *w)
   if (bad)
     return wfail(w, "group '/summary': cannot write its attributes");
 
-  const sim_result *r = in->result;
+  const an_measured *m = in->measured;
   hid_t t = rank_type();
   if (t < 0)
     return wfail(w, "dataset '/ranks': cannot describe the rows");
-  int rc = write_rows(w, "ranks", t, r->num_ranks > 0 ? (size_t)r->num_ranks : 0, r->ranks, NULL);
+  int rc = write_rows(w, "ranks", t, m->num_ranks, m->ranks, NULL);
   H5Tclose(t);
   if (rc)
     return rc;
 
   if ((t = coll_type(1)) < 0)
     return wfail(w, "dataset '/collectives': cannot describe the rows");
-  rc = write_rows(w, "collectives", t, r->num_colls, NULL, fill_colls);
+  rc = write_rows(w, "collectives", t, m->num_colls, NULL, fill_colls);
   H5Tclose(t);
   if (rc)
     return rc;
@@ -727,8 +732,7 @@ static int write_body(writer *w)
 
   if ((t = link_usage_type()) < 0)
     return wfail(w, "dataset '/link_usage': cannot describe the rows");
-  rc = write_rows(w, "link_usage", t, r->link_usage ? r->num_link_usage : 0, NULL,
-                  fill_link_usage);
+  rc = write_rows(w, "link_usage", t, m->usage ? m->num_usage : 0, NULL, fill_link_usage);
   H5Tclose(t);
   if (rc)
     return rc;
@@ -736,10 +740,10 @@ static int write_body(writer *w)
   if ((rc = write_comms(w)) != ST_OK)
     return rc;
 
-  if (r->num_timeline > 0) {
+  if (m->timeline && m->num_timeline > 0) {
     if ((t = timeline_type()) < 0)
       return wfail(w, "dataset '/timeline': cannot describe the rows");
-    rc = write_rows(w, "timeline", t, r->num_timeline, NULL, fill_timeline);
+    rc = write_rows(w, "timeline", t, m->num_timeline, NULL, fill_timeline);
     H5Tclose(t);
   }
   if (rc == ST_OK && in->replay)
@@ -749,9 +753,9 @@ static int write_body(writer *w)
 
 int an_results_write(const char *path, const an_run_info *info, st_err *err)
 {
-  if (!info || !info->wl || !info->result || !info->summary)
-    return st_err_set(err, ST_EUSAGE, "results '%s': nothing to write (no workload, result or "
-                                      "summary)", path);
+  if (!info || !info->wl || !info->measured || !info->summary)
+    return st_err_set(err, ST_EUSAGE, "results '%s': nothing to write (no workload, "
+                                      "measurements or summary)", path);
   st_outfile o;
   int orc = st_out_begin(&o, path, err);
   if (orc)
@@ -1017,7 +1021,7 @@ static int read_links(reader *rd, an_results *res)
   res->num_links = n;
   for (size_t i = 0; i < n; i++) {
     const char *row = (const char *)rows + i * lay.row_size;
-    sim_link_stats *l = &res->links[i];
+    an_link_row *l = &res->links[i];
     char *name = strndup(row, lay.name_size);
     if (!name) {
       free(rows);
@@ -1297,7 +1301,7 @@ void an_results_destroy(an_results *r)
   free(r->ranks);
   free(r->colls);
   for (size_t i = 0; i < r->num_links; i++)
-    free((char *)r->links[i].name);
+    free(r->links[i].name);
   free(r->links);
   free(r->timeline);
   free(r->link_usage);

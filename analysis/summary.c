@@ -1,5 +1,5 @@
 /* summary.c — the headline numbers of a run, from the workload's metadata,
- * the cluster's device and the simulation result.
+ * the cluster's device and what the run measured.
  *
  * Definitions (docs/results-format.md repeats them):
  *   step_time_s          largest rank finish time / iterations
@@ -16,14 +16,14 @@
 
 #include "analysis.h"
 
-void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim_result *r,
+void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_measured *m,
                         an_summary *s)
 {
   memset(s, 0, sizeof *s);
-  int it = r->iterations > 0 ? r->iterations : 1;
+  int it = m->iterations > 0 ? m->iterations : 1;
   s->num_gpus = wl->num_ranks;
   s->iterations = it;
-  s->step_time_s = r->step_time_s;
+  s->step_time_s = m->step_time_s;
   s->tokens_per_step = wl->meta.tokens_per_step;
   s->tokens_per_s = s->tokens_per_step / s->step_time_s;
   s->tokens_per_s_per_gpu = s->tokens_per_s / s->num_gpus;
@@ -35,14 +35,14 @@ void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim
     peak = cl->device.peak_flops[wl->meta.dtype];
   s->mfu = s->model_tflops_per_gpu * 1e12 / peak;
   double c = 0, e = 0, o = 0, b = 0, i = 0;
-  for (int k = 0; k < r->num_ranks; k++) {
-    c += r->ranks[k].compute_s;
-    e += r->ranks[k].exposed_comm_s;
-    o += r->ranks[k].overlapped_comm_s;
-    b += r->ranks[k].bubble_s;
-    i += r->ranks[k].idle_s;
+  for (size_t k = 0; k < m->num_ranks; k++) {
+    c += m->ranks[k].compute_s;
+    e += m->ranks[k].exposed_comm_s;
+    o += m->ranks[k].overlapped_comm_s;
+    b += m->ranks[k].bubble_s;
+    i += m->ranks[k].idle_s;
   }
-  double n = r->num_ranks > 0 ? (double)r->num_ranks * it : 1;
+  double n = m->num_ranks > 0 ? (double)m->num_ranks * it : 1;
   s->compute_s = c / n;
   s->exposed_comm_s = e / n;
   s->overlapped_comm_s = o / n;
@@ -50,10 +50,10 @@ void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const sim
   s->idle_s = i / n;
   s->peak_memory_bytes = wl->meta.peak_memory_bytes;
   s->device_memory_bytes = cl ? cl->device.hbm_bytes : NAN;
-  s->sim_wall_s = r->wall_s;
-  s->events = (double)r->events;
-  s->simulated_ranks = r->simulated_ranks > 0 ? r->simulated_ranks : r->num_ranks;
-  snprintf(s->reduction, sizeof s->reduction, "%s", r->reduction[0] ? r->reduction : "none");
+  s->sim_wall_s = m->wall_s;
+  s->events = (double)m->events;
+  s->simulated_ranks = m->simulated_ranks > 0 ? (double)m->simulated_ranks : (double)m->num_ranks;
+  snprintf(s->reduction, sizeof s->reduction, "%s", m->reduction[0] ? m->reduction : "none");
   /* no token budget yet (an_train_compute) */
   s->train_tokens = s->train_steps = s->time_to_train_s = NAN;
   s->price_usd_per_gpu_hour = s->cost_usd = NAN;

@@ -14,7 +14,9 @@
  *
  * Ownership: sim_run() returns a sim_result the caller frees with
  * sim_result_destroy().  Strings in it point into the workload (op names,
- * communicator names), which must outlive the result.
+ * communicator names), which must outlive the result.  Its arrays (ranks,
+ * colls, timeline, links, link_usage) are each malloc'd: a caller may take
+ * one over, setting it to NULL, and free() it (sim/driver/drv_measure.c).
  */
 #ifndef SIM_SIM_H
 #define SIM_SIM_H

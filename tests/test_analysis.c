@@ -32,17 +32,17 @@ typedef struct fixture {
   char path[512];
   wl_workload *wl;
   plat_cluster cl;
-  sim_result r;
-  sim_rank_stats ranks[4];
-  sim_coll_record colls[3];
-  sim_link_stats links[2];
-  sim_link_usage usage[3];
-  sim_timeline_row tl[6];
+  an_measured r;
+  an_rank_row ranks[4];
+  an_coll_rec colls[3];
+  an_link_row links[2];
+  an_usage_rec usage[3];
+  an_timeline_rec tl[6];
   an_summary s;
   an_run_info info;
 } fixture;
 
-static const char *const LONG_LINK = "a-rather-long-link-name/spine-3:leaf-17:port-42-uplink";
+static char LONG_LINK[] = "a-rather-long-link-name/spine-3:leaf-17:port-42-uplink";
 
 static void build_workload(fixture *f)
 {
@@ -90,7 +90,7 @@ static void build_result(fixture *f)
       {1.2, 0.2, 0.4, 0.1, 0.1, 1.6},
   };
   for (int k = 0; k < 4; k++) {
-    sim_rank_stats *s = &f->ranks[k];
+    an_rank_row *s = &f->ranks[k];
     s->rank = k;
     s->host = 3 - k;
     s->compute_s = t[k][0];
@@ -105,45 +105,50 @@ static void build_result(fixture *f)
     for (int c = 0; c < WL_COMM_KIND_COUNT; c++)
       s->comm_kind_s[c] = c == WL_COMM_TP ? 0.2 : c == WL_COMM_PP ? 0.1 * k : 0;
   }
-  f->colls[0] = (sim_coll_record){.comm = 0, .kind = WL_OP_COLL, .op = WL_COLL_ALLREDUCE,
+  f->colls[0] = (an_coll_rec){.comm = 0, .kind = WL_OP_COLL, .op = WL_COLL_ALLREDUCE,
                                   .nranks = 2, .src = -1, .dst = -1, .bytes = 1 << 20,
                                   .first_arrival_s = 0.09, .start_s = 0.1, .end_s = 0.2,
                                   .algbw_GBps = 0.0104858, .busbw_GBps = 0.0104858,
-                                  .algo = SIM_ALGO_NVLS, .proto = SIM_PROTO_SIMPLE, .channels = 1};
-  f->colls[1] = (sim_coll_record){.comm = 1, .kind = WL_OP_COLL, .op = WL_COLL_ALLREDUCE,
+                                  .algo = 1, .proto = 1, .channels = 1}; /* nvls, simple */
+  f->colls[1] = (an_coll_rec){.comm = 1, .kind = WL_OP_COLL, .op = WL_COLL_ALLREDUCE,
                                   .nranks = 2, .src = -1, .dst = -1, .bytes = 1 << 20,
                                   .first_arrival_s = 0.1, .start_s = 0.15, .end_s = 0.35,
                                   .algbw_GBps = 0.0052429, .busbw_GBps = 0.0052429,
-                                  .algo = SIM_ALGO_RING, .proto = SIM_PROTO_LL128, .channels = 4};
-  f->colls[2] = (sim_coll_record){.comm = 2, .kind = WL_OP_SEND, .nranks = 2, .src = 0,
+                                  .algo = 0, .proto = 0, .channels = 4}; /* ring, ll128 */
+  f->colls[2] = (an_coll_rec){.comm = 2, .kind = WL_OP_SEND, .nranks = 2, .src = 0,
                                   .dst = 2, .bytes = 4096, .first_arrival_s = 0.2,
                                   .start_s = 0.2, .end_s = 0.3, .algbw_GBps = 4.096e-5,
                                   .busbw_GBps = 4.096e-5};
-  f->links[0] = (sim_link_stats){"gpu0-up", 300e9, 1e9, 0.5, 0.75};
-  f->links[1] = (sim_link_stats){LONG_LINK, 50e9, 2.5e8, 0.125, 1.0};
+  f->links[0] = (an_link_row){"gpu0-up", 300e9, 1e9, 0.5, 0.75};
+  f->links[1] = (an_link_row){LONG_LINK, 50e9, 2.5e8, 0.125, 1.0};
   /* link, comm, kind, op, bytes: gpu0-up carried tp-0's all-reduce and
    * pp-0's send/recv, the long link tp-1's all-reduce */
-  f->usage[0] = (sim_link_usage){0, 0, WL_OP_COLL, WL_COLL_ALLREDUCE, 0.75e9};
-  f->usage[1] = (sim_link_usage){0, 2, WL_OP_SEND, 0, 0.25e9};
-  f->usage[2] = (sim_link_usage){1, 1, WL_OP_COLL, WL_COLL_ALLREDUCE, 2.5e8};
-  /* rank, stream, kind, sub, program, op, start, end, bytes, flops */
-  f->tl[0] = (sim_timeline_row){0, 0, WL_OP_COMPUTE, 0, 0, 0, 0.0, 0.1, 0, 1e12};
-  f->tl[1] = (sim_timeline_row){0, 1, WL_OP_COLL, WL_COLL_ALLREDUCE, 0, 1, 0.1, 0.2, 1 << 20, 0};
-  f->tl[2] = (sim_timeline_row){0, 1, WL_OP_SEND, 0, 0, 2, 0.2, 0.3, 4096, 0};
-  f->tl[3] = (sim_timeline_row){2, 1, WL_OP_RECV, 0, 0, 3, 0.2, 0.3, 4096, 0};
-  f->tl[4] = (sim_timeline_row){1, 0, WL_OP_COMPUTE, 0, 0, 0, 0.0, 0.12, 0, 1e12};
-  f->tl[5] = (sim_timeline_row){3, 1, WL_OP_COLL, WL_COLL_ALLREDUCE, 0, 1, 0.15, 0.35, 1 << 20, 0};
+  f->usage[0] = (an_usage_rec){0, 0, WL_OP_COLL, WL_COLL_ALLREDUCE, 0.75e9};
+  f->usage[1] = (an_usage_rec){0, 2, WL_OP_SEND, 0, 0.25e9};
+  f->usage[2] = (an_usage_rec){1, 1, WL_OP_COLL, WL_COLL_ALLREDUCE, 2.5e8};
+  /* rank, stream, kind, program, op, start, end, bytes, flops */
+  f->tl[0] = (an_timeline_rec){0, 0, WL_OP_COMPUTE, 0, 0, 0.0, 0.1, 0, 1e12};
+  f->tl[1] = (an_timeline_rec){0, 1, WL_OP_COLL, 0, 1, 0.1, 0.2, 1 << 20, 0};
+  f->tl[2] = (an_timeline_rec){0, 1, WL_OP_SEND, 0, 2, 0.2, 0.3, 4096, 0};
+  f->tl[3] = (an_timeline_rec){2, 1, WL_OP_RECV, 0, 3, 0.2, 0.3, 4096, 0};
+  f->tl[4] = (an_timeline_rec){1, 0, WL_OP_COMPUTE, 0, 0, 0.0, 0.12, 0, 1e12};
+  f->tl[5] = (an_timeline_rec){3, 1, WL_OP_COLL, 0, 1, 0.15, 0.35, 1 << 20, 0};
+  /* the algorithms' and protocols' names, by an_coll_rec.algo and .proto */
+  snprintf(f->r.algo_names[0], sizeof f->r.algo_names[0], "ring");
+  snprintf(f->r.algo_names[1], sizeof f->r.algo_names[1], "nvls");
+  snprintf(f->r.proto_names[0], sizeof f->r.proto_names[0], "ll128");
+  snprintf(f->r.proto_names[1], sizeof f->r.proto_names[1], "simple");
+  f->r.num_algo_names = f->r.num_proto_names = 2;
   f->r.num_ranks = 4;
   f->r.iterations = 2;
   f->r.step_time_s = 0.8;
-  f->r.sim_time_s = 1.6;
   f->r.ranks = f->ranks;
   f->r.colls = f->colls;
   f->r.num_colls = 3;
   f->r.links = f->links;
   f->r.num_links = 2;
-  f->r.link_usage = f->usage;
-  f->r.num_link_usage = 3;
+  f->r.usage = f->usage;
+  f->r.num_usage = 3;
   f->r.timeline = f->tl;
   f->r.num_timeline = 6;
   f->r.wall_s = 0.25;
@@ -171,7 +176,7 @@ static int setup(void **state)
                           .workload_name = "tiny",
                           .cluster_name = "test-cluster",
                           .wl = f->wl,
-                          .result = &f->r,
+                          .measured = &f->r,
                           .summary = &f->s};
   *state = f;
   return 0;
@@ -435,7 +440,7 @@ static void check_read_back(const fixture *f, const an_results *r)
              {"sendrecv", "pp-0", "pp", 0, 2}};
   for (int i = 0; i < 3; i++) {
     const an_coll_row *c = &r->colls[i];
-    const sim_coll_record *w = &f->colls[i];
+    const an_coll_rec *w = &f->colls[i];
     assert_string_equal(c->op, cw[i].op);
     assert_string_equal(c->comm, cw[i].comm);
     assert_string_equal(c->comm_kind, cw[i].kind);
@@ -468,7 +473,7 @@ static void check_read_back(const fixture *f, const an_results *r)
              {"compute", "compute", "fwd_gemm", -1}, {"comm", "coll", "allreduce", -1}};
   for (int i = 0; i < 6; i++) {
     const an_timeline_row *t = &r->timeline[i];
-    const sim_timeline_row *w = &f->tl[i];
+    const an_timeline_rec *w = &f->tl[i];
     assert_int_equal(t->rank, w->rank);
     assert_int_equal(t->stream, w->stream);
     assert_string_equal(t->stream_name, tw[i].stream);
@@ -771,7 +776,7 @@ static void test_results__large_timeline_is_chunked_and_compressed(void **state)
 {
   fixture *f = *state;
   size_t n = 200000;
-  sim_timeline_row *tl = malloc(n * sizeof *tl);
+  an_timeline_rec *tl = malloc(n * sizeof *tl);
   for (size_t i = 0; i < n; i++) {
     tl[i] = f->tl[i % 6];
     tl[i].start_s = (double)i * 1e-6;
@@ -947,7 +952,7 @@ static void test_report__many_ranks_shows_distribution(void **state)
 {
   fixture *f = *state;
   enum { N = 41 };
-  sim_rank_stats many[N];
+  an_rank_row many[N];
   memset(many, 0, sizeof many);
   for (int k = 0; k < N; k++) {
     many[k].rank = k;
@@ -1107,7 +1112,7 @@ static void test_export__slices_match_timeline_one_to_one(void **state)
   {
     if (strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, "X"))
       continue;
-    const sim_timeline_row *t = &f->tl[k++];
+    const an_timeline_rec *t = &f->tl[k++];
     assert_int_equal(cJSON_GetObjectItem(e, "pid")->valueint, t->rank);
     assert_int_equal(cJSON_GetObjectItem(e, "tid")->valueint, t->stream);
     assert_true(fabs(cJSON_GetObjectItem(e, "ts")->valuedouble - t->start_s * 1e6) < 1e-3);
@@ -1264,7 +1269,7 @@ static void test_export__group_by_node_puts_gpus_under_their_node(void **state)
     int pid = cJSON_GetObjectItem(e, "pid")->valueint;
     int tid = cJSON_GetObjectItem(e, "tid")->valueint;
     if (!strcmp(ph, "X")) {
-      const sim_timeline_row *t = &f->tl[k++];
+      const an_timeline_rec *t = &f->tl[k++];
       assert_int_equal(pid, (3 - t->rank) / 2);
       assert_int_equal(tid, t->rank * 2 + t->stream);
     } else if (!strcmp(nm, "process_name")) {
@@ -1557,9 +1562,9 @@ static void test_plot__timeline_merges_ops_under_half_a_pixel(void **state)
 {
   fixture *f = *state;
   enum { N = 10000 };
-  sim_timeline_row *tl = malloc(N * sizeof *tl);
+  an_timeline_rec *tl = malloc(N * sizeof *tl);
   for (int i = 0; i < N; i++) /* back-to-back 1 us compute ops on rank 0 */
-    tl[i] = (sim_timeline_row){0, 0, WL_OP_COMPUTE, 0, 0, 0, i * 1e-6, (i + 1) * 1e-6, 0, 1e6};
+    tl[i] = (an_timeline_rec){0, 0, WL_OP_COMPUTE, 0, 0, i * 1e-6, (i + 1) * 1e-6, 0, 1e6};
   f->r.timeline = tl;
   f->r.num_timeline = N;
   char *svg = plotted(f, an_plot_timeline, NULL, 0);
@@ -1608,14 +1613,14 @@ static void test_plot__timeline_default_spreads_ranks(void **state)
 {
   fixture *f = *state;
   enum { N = 16 };
-  sim_rank_stats many[N];
-  sim_timeline_row tl[N];
+  an_rank_row many[N];
+  an_timeline_rec tl[N];
   memset(many, 0, sizeof many);
   for (int k = 0; k < N; k++) {
     many[k].rank = k;
     many[k].host = k;
     many[k].compute_s = many[k].finish_s = 1e-3;
-    tl[k] = (sim_timeline_row){k, 0, WL_OP_COMPUTE, 0, 0, 0, 0.0, 1e-3, 0, 1e9};
+    tl[k] = (an_timeline_rec){k, 0, WL_OP_COMPUTE, 0, 0, 0.0, 1e-3, 0, 1e9};
   }
   f->r.ranks = many;
   f->r.num_ranks = N;
@@ -1752,16 +1757,20 @@ static int engine_run_to_file(void *u, int index, st_buf *reply, st_err *errp)
     rc = plat_cluster_load("dgx-h100:1", &cl, &err);
   if (!rc)
     rc = sim_run(wl, cl, &opt, &res, &err);
+  an_measured m = {0};
+  if (!rc)
+    rc = drv_measure_take(res, &m, &err);
   if (!rc) {
     an_summary s;
-    an_summary_compute(wl, cl, res, &s);
+    an_summary_compute(wl, cl, &m, &s);
     an_run_info info = {.command_line = "test", .workload_json = "{}", .cluster_json = "{}",
                         .options_json = "{}", .workload_name = "two-stages",
-                        .cluster_name = cl->name, .wl = wl, .result = res, .summary = &s};
+                        .cluster_name = cl->name, .wl = wl, .measured = &m, .summary = &s};
     rc = an_results_write(path, &info, &err);
   }
   if (rc)
     *errp = err;
+  an_measured_release(&m);
   sim_result_destroy(res);
   plat_cluster_destroy(cl);
   wl_workload_destroy(wl);
@@ -1786,7 +1795,7 @@ static void test_end_to_end__engine_result_through_every_view(void **state)
   for (size_t i = 0; i < r->num_ranks; i++)
     last = fmax(last, r->ranks[i].finish_s);
   for (size_t i = 0; i < r->num_ranks; i++) {
-    const sim_rank_stats *k = &r->ranks[i];
+    const an_rank_row *k = &r->ranks[i];
     /* sim.h: compute + exposed + bubble + idle == the run's end */
     double sum = k->compute_s + k->exposed_comm_s + k->bubble_s + k->idle_s;
     assert_true(fabs(sum - last) <= 1e-9 * last);

@@ -110,7 +110,7 @@ int drv_model_load(const char *name, const wl_model *spec, int seq_len, wl_model
 typedef struct drv_run {
   plat_cluster *cl;
   wl_workload *wl;
-  sim_result *res;
+  an_measured meas; /* what the run measured, taken over from the engine's result */
   an_summary sum;
   an_replay replay; /* a trace that measured anything: measured against replayed */
   int have_replay;
@@ -128,6 +128,18 @@ int drv_run_job(const drv_job *j, drv_run *r, st_err *err);
 /* The HDF5 results file of the run (atomically). */
 int drv_run_write(const drv_run *r, const char *path, const char *command_line, st_err *err);
 void drv_run_release(drv_run *r);
+
+/* ---- the engine's result as analysis holds it (drv_measure.c) --------------- */
+
+/* What r measured, moved into m (analysis's own rows; the algorithm and
+ * protocol names).  The per-rank rows, collective records, link usage and
+ * timeline are converted where they lie and taken over: r is left without
+ * them (NULL, their counts 0, num_ranks kept), so the timeline's and the
+ * collective records' millions of rows are never held twice.  The links are
+ * copied, names too (they live in r's arena).  r still goes to
+ * sim_result_destroy.  ST_ENOMEM when memory runs out (m left empty, r as
+ * it was). */
+int drv_measure_take(sim_result *r, an_measured *m, st_err *err);
 
 /* ---- analytic estimate (drv_estimate.c) ------------------------------------ */
 

@@ -192,8 +192,9 @@ static int trace_replay(drv_run *r, st_err *err)
                (st->rank_compute_s && isfinite(st->rank_compute_s[i]));
   if (!measured)
     return ST_OK;
-  const double *off = st->num_ranks >= r->res->num_ranks ? st->rank_start_s : NULL;
-  int rc = an_replay_init(&r->replay, r->wl, r->res, off, err);
+  const double *off =
+      st->num_ranks >= 0 && (size_t)st->num_ranks >= r->meas.num_ranks ? st->rank_start_s : NULL;
+  int rc = an_replay_init(&r->replay, r->wl, &r->meas, off, err);
   if (rc)
     return rc;
   r->have_replay = 1;
@@ -225,13 +226,19 @@ static int simulate(const drv_job *j, drv_run *r, st_err *err)
    * results file: without one they would cost time and memory for nothing */
   if (!j->results_file)
     opt.link_stats = opt.record_colls = 0;
-  int rc = sim_run(r->wl, r->cl, &opt, &r->res, err);
+  sim_result *res = NULL;
+  int rc = sim_run(r->wl, r->cl, &opt, &res, err);
+  /* analysis reads its own rows: the engine's are converted where they lie
+   * and taken over, and the rest of its result goes at once */
+  if (!rc)
+    rc = drv_measure_take(res, &r->meas, err);
+  sim_result_destroy(res);
   if (!rc && j->trace)
     rc = trace_replay(r, err);
   if (!rc && !j->opt.timeline) {
-    free(r->res->timeline);
-    r->res->timeline = NULL;
-    r->res->num_timeline = 0;
+    free(r->meas.timeline);
+    r->meas.timeline = NULL;
+    r->meas.num_timeline = 0;
   }
   return rc;
 }
@@ -275,7 +282,7 @@ int drv_run_job(const drv_job *j, drv_run *r, st_err *err)
     rc = simulate(j, r, err);
   if (rc)
     return rc;
-  an_summary_compute(r->wl, r->cl, r->res, &r->sum);
+  an_summary_compute(r->wl, r->cl, &r->meas, &r->sum);
   if (budget && (rc = train(j, r, err)))
     return rc;
   r->options_json = options_json(&j->opt);
@@ -294,7 +301,7 @@ int drv_run_write(const drv_run *r, const char *path, const char *command_line, 
       .workload_name = r->name,
       .cluster_name = r->cl->name,
       .wl = r->wl,
-      .result = r->res,
+      .measured = &r->meas,
       .summary = &r->sum,
       .replay = r->have_replay ? &r->replay : NULL,
   };
@@ -307,7 +314,7 @@ void drv_run_release(drv_run *r)
   tr_import_stats_release(&r->st);
   free(r->workload_json);
   free(r->options_json);
-  sim_result_destroy(r->res);
+  an_measured_release(&r->meas);
   wl_workload_destroy(r->wl);
   plat_cluster_destroy(r->cl);
   memset(r, 0, sizeof *r);
