@@ -12,16 +12,19 @@
 #include <string.h>
 
 #include "cli.h"
+#include "driver.h"
 #include "platform.h"
 #include "workload.h"
 
 static const char usage_text[] =
-    "usage: simtrain gen --model M --layout SPEC (--gpus N | --cluster C) -o FILE [--json]\n"
+    "usage: simtrain gen --model M --layout SPEC (--gpus N | --cluster C) -o FILE [--seq S]\n"
+    "                    [--json]\n"
     "\n"
     "Generate the per-rank workload of one training step and write it.\n"
     "\n"
     "  --model M        a built-in model (--model list) or a model spec .json\n"
     "  --layout SPEC    tp=,pp=,dp=,cp=,ep=,vpp=,sp=,mbs=,gbs=,zero=,recompute=,\n"
+    "  --seq S          the sequence length (default: the model's)\n"
     "                   schedule=,dtype=,grad_dtype=,overlap_grad_reduce=,\n"
     "                   overlap_param_gather=,bucket=,flash=,first_stage_layers=,\n"
     "                   last_stage_layers=,tp_overlap=,etp=,account_embedding=,\n"
@@ -46,14 +49,24 @@ int cmd_gen(int argc, char **argv)
       {"model", required_argument, NULL, 'm'}, {"layout", required_argument, NULL, 'l'},
       {"gpus", required_argument, NULL, 'g'},  {"cluster", required_argument, NULL, 'c'},
       {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
+      {"seq", required_argument, NULL, 'Q'},
       {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
   const char *model = NULL, *layout = NULL, *cluster = NULL, *outp = NULL;
   int gpus = 0, json = 0, ch;
+  int seq = 0;
   optind = 1;
   opterr = 0;
   while ((ch = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
     switch (ch) {
     case 'm': model = optarg; break;
+    case 'Q': {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (!*optarg || *end || v < 1 || v > 100000000L)
+        return cli_usage_error("gen", "--seq '%s' is not a positive length", optarg);
+      seq = (int)v;
+      break;
+    }
     case 'l': layout = optarg; break;
     case 'c': cluster = optarg; break;
     case 'o': outp = optarg; break;
@@ -96,7 +109,7 @@ int cmd_gen(int argc, char **argv)
   wl_model m;
   wl_layout l;
   wl_workload *wl = NULL;
-  if (wl_model_load(model, &m, &err) || wl_layout_parse(layout, gpus, &m, &l, &err) ||
+  if (drv_model_load(model, NULL, seq, &m, &err) || wl_layout_parse(layout, gpus, &m, &l, &err) ||
       wl_generate(&m, &l, &wl, &err) || wl_workload_write(wl, outp, &err)) {
     wl_workload_destroy(wl);
     return cli_fail(&err);

@@ -8,14 +8,16 @@
  * input. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "driver.h"
 #include "platform.h"
 #include "workload.h"
 
 static const char usage_text[] =
-    "usage: simtrain memory --model M --layout SPEC --cluster C [--json]\n"
+    "usage: simtrain memory --model M --layout SPEC --cluster C [--seq S] [--json]\n"
     "\n"
     "Per-GPU memory of a training step, per pipeline stage: weights, gradients,\n"
     "optimizer state, activations (by recomputation, SP and the schedule's\n"
@@ -23,6 +25,7 @@ static const char usage_text[] =
     "\n"
     "  --model M        a built-in model or a model spec .json\n"
     "  --layout SPEC    the parallel layout (see 'simtrain gen --help')\n"
+    "  --seq S          the sequence length (default: the model's)\n"
     "  --cluster C      NAME[:NODES] preset, spec .json or SimGrid .xml: the GPU\n"
     "                   count and the device's memory\n"
     "  --json           print JSON\n"
@@ -37,14 +40,24 @@ int cmd_memory(int argc, char **argv)
   static const struct option longopts[] = {
       {"model", required_argument, NULL, 'm'}, {"layout", required_argument, NULL, 'l'},
       {"cluster", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
+      {"seq", required_argument, NULL, 'Q'},
       {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
   const char *model = NULL, *layout = NULL, *cluster = NULL;
   int json = 0, ch;
+  int seq = 0;
   optind = 1;
   opterr = 0;
   while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     switch (ch) {
     case 'm': model = optarg; break;
+    case 'Q': {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (!*optarg || *end || v < 1 || v > 100000000L)
+        return cli_usage_error("memory", "--seq '%s' is not a positive length", optarg);
+      seq = (int)v;
+      break;
+    }
     case 'l': layout = optarg; break;
     case 'c': cluster = optarg; break;
     case 'j': json = 1; break;
@@ -68,7 +81,7 @@ int cmd_memory(int argc, char **argv)
   wl_model m;
   wl_layout l;
   static wl_memory mem;
-  if (wl_model_load(model, &m, &err) || wl_layout_parse(layout, c->num_gpus, &m, &l, &err) ||
+  if (drv_model_load(model, NULL, seq, &m, &err) || wl_layout_parse(layout, c->num_gpus, &m, &l, &err) ||
       wl_memory_estimate(&m, &l, &mem, &err)) {
     plat_cluster_destroy(c);
     return cli_fail(&err);

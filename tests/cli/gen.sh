@@ -66,4 +66,11 @@ has "memory --json escapes the cluster's file name" "$json" "\"cluster\":\"c\\\"
 printf '%s\n' "$json" >"$tmp/memory_out.json"
 err=$("$simtrain" gen --model "$tmp/memory_out.json" --layout tp=1 --gpus 1 -o "$tmp/x.json" 2>&1)
 has "memory --json output is JSON" "$err" "model '$tmp/memory_out.json': key 'model' is unknown"
+# --seq: the model's sequence length replaced (the tokens per step follow it: gbs x seq)
+j8=$("$simtrain" gen --model llama3-8b --layout tp=8,mbs=1,gbs=4 --gpus 8 -o "$tmp/s.json" --json)
+j2=$("$simtrain" gen --model llama3-8b --layout tp=8,mbs=1,gbs=4 --gpus 8 -o "$tmp/s.json" --json --seq 2048)
+has "gen: tokens per step at the model's 8192" "$j8" "\"tokens_per_step\":32768,"
+has "gen --seq 2048: tokens per step 4 x 2048" "$j2" "\"tokens_per_step\":8192,"
+err=$("$simtrain" memory --model llama3-8b --layout tp=8 --cluster dgx-h100:1 --seq 0 2>&1)
+has "memory --seq 0 is refused" "$err" "--seq '0' is not a positive length"
 exit $((fails > 0))
