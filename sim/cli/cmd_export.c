@@ -1,5 +1,6 @@
 /* cmd_export.c — `simtrain export OUT.h5 --perfetto -o trace.json[.gz]`: a
  * results file's timeline for trace viewers. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,36 +27,35 @@ const char cmd_export_help[] = "a results file's timeline as a Perfetto/Chrome t
 
 int cmd_export(int argc, char **argv)
 {
+  static const struct option longopts[] = {{"perfetto", no_argument, NULL, 'p'},
+                                           {"output", required_argument, NULL, 'o'},
+                                           {"group", required_argument, NULL, 'g'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
   const char *path = NULL, *out = NULL;
-  int perfetto = 0, group = AN_GROUP_RANK;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--perfetto")) {
-      perfetto = 1;
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (i + 1 >= argc)
-        return cli_usage_error("export", "'%s' needs a file name", a);
-      out = argv[++i];
-    } else if (!strcmp(a, "--group")) {
-      if (i + 1 >= argc)
-        return cli_usage_error("export", "'%s' needs rank or node", a);
-      const char *g = argv[++i];
-      if (!strcmp(g, "rank"))
+  int perfetto = 0, group = AN_GROUP_RANK, ch;
+  optind = 1;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'p': perfetto = 1; break;
+    case 'o': out = optarg; break;
+    case 'g':
+      if (!strcmp(optarg, "rank"))
         group = AN_GROUP_RANK;
-      else if (!strcmp(g, "node"))
+      else if (!strcmp(optarg, "node"))
         group = AN_GROUP_NODE;
       else
-        return cli_usage_error("export", "--group '%s' is not rank or node", g);
-    } else if (a[0] == '-' && a[1]) {
-      return cli_usage_error("export", "unknown option '%s'", a);
-    } else if (path) {
-      return cli_usage_error("export", "one results file at a time ('%s' and '%s')", path, a);
-    } else {
-      path = a;
+        return cli_usage_error("export", "--group '%s' is not rank or node", optarg);
+      break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_bad_option("export", argv);
     }
+  }
+  for (int i = optind; i < argc; i++) {
+    if (path)
+      return cli_usage_error("export", "one results file at a time ('%s' and '%s')", path, argv[i]);
+    path = argv[i];
   }
   if (!path)
     return cli_usage_error("export", "no results file given");

@@ -1,5 +1,6 @@
 /* cmd_report.c — `simtrain report`: a results file for people, or its
  * summary as JSON (the same bytes `run --json` printed for that run). */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,26 +25,26 @@ const char cmd_report_help[] = "print a results file for people (or --json)";
 
 int cmd_report(int argc, char **argv)
 {
+  static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                           {"ranks", required_argument, NULL, 'r'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
   const char *path = NULL, *ranks_spec = NULL;
-  int json = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--json")) {
-      json = 1;
-    } else if (!strcmp(a, "--ranks")) {
-      if (i + 1 >= argc)
-        return cli_usage_error("report", "'--ranks' needs a list of ranks");
-      ranks_spec = argv[++i];
-    } else if (a[0] == '-' && a[1]) {
-      return cli_usage_error("report", "unknown option '%s'", a);
-    } else if (path) {
-      return cli_usage_error("report", "one results file at a time ('%s' and '%s')", path, a);
-    } else {
-      path = a;
+  int json = 0, ch;
+  optind = 1;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'j': json = 1; break;
+    case 'r': ranks_spec = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_bad_option("report", argv);
     }
+  }
+  for (int i = optind; i < argc; i++) {
+    if (path)
+      return cli_usage_error("report", "one results file at a time ('%s' and '%s')", path, argv[i]);
+    path = argv[i];
   }
   if (!path)
     return cli_usage_error("report", "no results file given");

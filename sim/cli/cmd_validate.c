@@ -2,6 +2,7 @@
  * the validation set and print measured against predicted, case by case, with
  * the median and largest error; `--fit` runs the leave-one-out calibration of
  * docs/calibration.md instead. */
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,45 +42,47 @@ const char cmd_validate_help[] = "predict the published runs of the validation s
 
 int cmd_validate(int argc, char **argv)
 {
+  static const struct option longopts[] = {
+      {"json", no_argument, NULL, 'J'},          {"fit", no_argument, NULL, 'f'},
+      {"quiet", no_argument, NULL, 'q'},         {"cases", required_argument, NULL, 'c'},
+      {"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   const char *dir = NULL, *pattern = NULL;
-  int json = 0, fit = 0, quiet = 0, jobs = 1, timeout_s = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--json")) {
-      json = 1;
-    } else if (!strcmp(argv[i], "--fit")) {
-      fit = 1;
-    } else if (!strcmp(argv[i], "--quiet")) {
-      quiet = 1;
-    } else if (!strcmp(argv[i], "--cases")) {
-      if (i + 1 >= argc || !argv[i + 1][0])
+  int json = 0, fit = 0, quiet = 0, jobs = 1, timeout_s = 0, ch;
+  optind = 1;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
+    char *end;
+    long v;
+    switch (ch) {
+    case 'J': json = 1; break;
+    case 'f': fit = 1; break;
+    case 'q': quiet = 1; break;
+    case 'c':
+      if (!optarg[0])
         return cli_usage_error("validate", "--cases needs a pattern of case names");
-      pattern = argv[++i];
-    } else if (!strcmp(argv[i], "-j")) {
-      char *end;
-      if (i + 1 >= argc)
-        return cli_usage_error("validate", "-j needs a number");
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > 256)
-        return cli_usage_error("validate", "-j '%s' is not a number from 1 to 256", argv[i]);
+      pattern = optarg;
+      break;
+    case 'j':
+      v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 1 || v > 256)
+        return cli_usage_error("validate", "-j '%s' is not a number from 1 to 256", optarg);
       jobs = (int)v;
-    } else if (!strcmp(argv[i], "--timeout")) {
-      char *end;
-      if (i + 1 >= argc)
-        return cli_usage_error("validate", "--timeout needs a number of seconds");
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > 1000000)
-        return cli_usage_error("validate", "--timeout '%s' is not a number of seconds", argv[i]);
+      break;
+    case 't':
+      v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 1 || v > 1000000)
+        return cli_usage_error("validate", "--timeout '%s' is not a number of seconds", optarg);
       timeout_s = (int)v;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return cli_usage_error("validate", "unknown option '%s'", argv[i]);
-    } else if (dir) {
-      return cli_usage_error("validate", "one folder only (got '%s' and '%s')", dir, argv[i]);
-    } else {
-      dir = argv[i];
+      break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_bad_option("validate", argv);
     }
+  }
+  for (int i = optind; i < argc; i++) {
+    if (dir)
+      return cli_usage_error("validate", "one folder only (got '%s' and '%s')", dir, argv[i]);
+    dir = argv[i];
   }
   if (!dir)
     dir = DEFAULT_DIR;
