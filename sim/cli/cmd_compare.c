@@ -1,5 +1,6 @@
 /* cmd_compare.c — `simtrain compare A.h5 B.h5 ...`: runs side by side, the
  * first as the baseline. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,24 @@ const char cmd_compare_help[] = "results files side by side, with differences an
 
 int cmd_compare(int argc, char **argv)
 {
-  int json = 0, plot = 0;
+  static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                           {"plot", no_argument, NULL, 'p'},
+                                           {"output", required_argument, NULL, 'o'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
+  int json = 0, plot = 0, ch;
   const char *out = NULL;
+  optind = 1;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'j': json = 1; break;
+    case 'p': plot = 1; break;
+    case 'o': out = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_bad_option("compare", argv);
+    }
+  }
   const char **paths = calloc((size_t)argc, sizeof *paths);
   size_t n = 0;
   if (!paths) {
@@ -33,28 +50,8 @@ int cmd_compare(int argc, char **argv)
     st_err_set(&e, ST_ENOMEM, "compare: out of memory");
     return cli_fail(&e);
   }
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      usage(stdout);
-      free(paths);
-      return 0;
-    } else if (!strcmp(argv[i], "--json")) {
-      json = 1;
-    } else if (!strcmp(argv[i], "--plot")) {
-      plot = 1;
-    } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-      if (i + 1 >= argc) {
-        free(paths);
-        return cli_usage_error("compare", "'%s' needs a file name", argv[i]);
-      }
-      out = argv[++i];
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      free(paths);
-      return cli_usage_error("compare", "unknown option '%s'", argv[i]);
-    } else {
-      paths[n++] = argv[i];
-    }
-  }
+  for (int i = optind; i < argc; i++)
+    paths[n++] = argv[i];
   if (n < 2) {
     free(paths);
     return cli_usage_error("compare", "give at least two results files (got %zu)", n);

@@ -1,5 +1,6 @@
 /* cmd_plot.c — `simtrain plot OUT.h5 --timeline|--breakdown|--links`: an SVG
  * picture of a results file. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,30 +27,34 @@ const char cmd_plot_help[] = "SVG pictures of a results file: timeline, per-rank
 
 int cmd_plot(int argc, char **argv)
 {
+  static const struct option longopts[] = {
+      {"timeline", no_argument, NULL, 'T'},    {"breakdown", no_argument, NULL, 'B'},
+      {"links", no_argument, NULL, 'L'},       {"output", required_argument, NULL, 'o'},
+      {"ranks", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   const char *path = NULL, *out = NULL, *ranks_spec = NULL, *kind = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--timeline") || !strcmp(a, "--breakdown") || !strcmp(a, "--links")) {
-      if (kind && strcmp(kind, a + 2))
-        return cli_usage_error("plot", "one picture at a time ('--%s' and '%s')", kind, a);
-      kind = a + 2;
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--ranks")) {
-      if (i + 1 >= argc)
-        return cli_usage_error("plot", "'%s' needs a value", a);
-      if (!strcmp(a, "--ranks"))
-        ranks_spec = argv[++i];
-      else
-        out = argv[++i];
-    } else if (a[0] == '-' && a[1]) {
-      return cli_usage_error("plot", "unknown option '%s'", a);
-    } else if (path) {
-      return cli_usage_error("plot", "one results file at a time ('%s' and '%s')", path, a);
-    } else {
-      path = a;
+  int ch;
+  optind = 1;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+    const char *k = ch == 'T' ? "timeline" : ch == 'B' ? "breakdown" : ch == 'L' ? "links" : NULL;
+    if (k) {
+      if (kind && strcmp(kind, k))
+        return cli_usage_error("plot", "one picture at a time ('--%s' and '--%s')", kind, k);
+      kind = k;
+      continue;
     }
+    switch (ch) {
+    case 'o': out = optarg; break;
+    case 'r': ranks_spec = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_bad_option("plot", argv);
+    }
+  }
+  for (int i = optind; i < argc; i++) {
+    if (path)
+      return cli_usage_error("plot", "one results file at a time ('%s' and '%s')", path, argv[i]);
+    path = argv[i];
   }
   if (!path)
     return cli_usage_error("plot", "no results file given");
