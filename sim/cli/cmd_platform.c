@@ -9,6 +9,7 @@
  * preset from the same route function the SimGrid platform uses; for an XML
  * file from SimGrid itself.  -o writes an equivalent SimGrid XML platform.
  */
+#include <getopt.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 #include <simgrid/link.h>
@@ -178,33 +179,37 @@ int cmd_platform(int argc, char **argv)
 {
   const char *cluster = NULL, *out = NULL;
   const char *ra = NULL, *rb = NULL;
-  int summary = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--list")) {
+  int summary = 0, ch;
+  static const struct option longopts[] = {{"list", no_argument, NULL, 'L'},
+                                           {"output", required_argument, NULL, 'o'},
+                                           {"route", required_argument, NULL, 'r'},
+                                           {"summary", no_argument, NULL, 's'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
+  optind = 1;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'L':
       for (const char *const *p = plat_preset_names(); *p; p++)
         printf("%s\n", *p);
       return 0;
-    } else if (!strcmp(argv[i], "-o")) {
-      if (++i >= argc)
-        return cli_usage_error("platform", "-o needs a file name");
-      out = argv[i];
-    } else if (!strcmp(argv[i], "--route")) {
-      if (i + 2 >= argc)
+    case 'o': out = optarg; break;
+    case 'r': /* two values: the second is the next argument */
+      if (optind >= argc)
         return cli_usage_error("platform", "--route needs two GPUs");
-      ra = argv[++i];
-      rb = argv[++i];
-    } else if (!strcmp(argv[i], "--summary")) {
-      summary = 1;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return cli_usage_error("platform", "unknown option '%s'", argv[i]);
-    } else if (cluster) {
-      return cli_usage_error("platform", "one cluster only ('%s' and '%s')", cluster, argv[i]);
-    } else {
-      cluster = argv[i];
+      ra = optarg;
+      rb = argv[optind++];
+      break;
+    case 's': summary = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: return cli_bad_option("platform", argv);
     }
+  }
+  for (int i = optind; i < argc; i++) {
+    if (cluster)
+      return cli_usage_error("platform", "one cluster only ('%s' and '%s')", cluster, argv[i]);
+    cluster = argv[i];
   }
   if (!cluster)
     return cli_usage_error("platform", "no cluster given (a preset NAME[:NODES], FILE.json or FILE.xml)");
