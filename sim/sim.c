@@ -117,8 +117,8 @@ typedef struct comm_state {
   uint64_t done_gen;    /* instances completed */
   int arrived, pending;
   int op;               /* op of the instance being assembled */
-  sim_coll_choice ch;   /* algorithm, protocol, channels chosen for it */
-  sim_coll_layout lay;  /* members by node (built at the first instance) */
+  coll_choice ch;   /* algorithm, protocol, channels chosen for it */
+  coll_layout lay;  /* members by node (built at the first instance) */
   int have_lay;
   double bytes;
   int first_rank;       /* rank that arrived first (for mismatch messages) */
@@ -167,7 +167,7 @@ struct actor_ctx {
   int rank, stream;
   const uint32_t *ops; /* op indices of this stream in program order */
   uint32_t num_ops;
-  sim_sched sched;     /* scratch for collective schedules */
+  coll_sched sched;     /* scratch for collective schedules */
   sg_sem_t sem;        /* this actor's wake-up semaphore */
   uint32_t cur;        /* op index being run (for deadlock reports) */
   int64_t waiting_for; /* op index of another stream it waits for, or -1 */
@@ -630,7 +630,7 @@ static int comm_prepare(int c, comm_state *cs)
   if (!cs->have_ring_lat)
     comm_ring_latency(c, cs);
   if (!cs->have_lay) {
-    if (sim_coll_layout_build(&E.arena, cm->ranks, cm->size, E.cl, &cs->lay))
+    if (coll_layout_build(&E.arena, cm->ranks, cm->size, E.cl, &cs->lay))
       return ST_ENOMEM;
     cs->have_lay = 1;
   }
@@ -648,7 +648,7 @@ static double member_route_lat(void *u, int a, int b)
 }
 
 /* The algorithm context of communicator c's current instance. */
-static void coll_ctx_fill(int c, comm_state *cs, sim_coll_ctx *ctx, route_ctx *rc)
+static void coll_ctx_fill(int c, comm_state *cs, coll_ctx *ctx, route_ctx *rc)
 {
   const wl_comm *cm = &E.wl->comms[c];
   memset(ctx, 0, sizeof *ctx);
@@ -673,26 +673,26 @@ static void coll_ctx_fill(int c, comm_state *cs, sim_coll_ctx *ctx, route_ctx *r
 /* Member m's part of one collective instance: the algorithm's rounds, each
  * a wait for latency terms then flows to and from other members. */
 static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, const wl_op *op,
-                          sim_sched *sched)
+                          coll_sched *sched)
 {
   const wl_comm *cm = &E.wl->comms[c];
   if (!cs->have_ring_lat)
     comm_ring_latency(c, cs);
   if (E.failed)
     return;
-  sim_coll_ctx ctx;
+  coll_ctx ctx;
   route_ctx rctx;
   coll_ctx_fill(c, cs, &ctx, &rctx);
   ctx.root = op->peer >= 0 ? op->peer : 0;
   ctx.splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL;
-  if (sim_coll_plan(&ctx, m, sched)) {
+  if (coll_plan(&ctx, m, sched)) {
     fail(ST_ENOMEM, "out of memory planning a collective");
     return;
   }
   sg_comm_t local[8];
   void *data;
   for (size_t r = 0; r < sched->nrounds; r++) {
-    const sim_round *rd = &sched->rounds[r];
+    const coll_round *rd = &sched->rounds[r];
     size_t nc = rd->nsend + rd->nrecv;
     sg_comm_t *comms = nc <= 8 ? local : malloc(nc * sizeof *comms);
     if (!comms) {
@@ -707,7 +707,7 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
     if (rd->pre_s > 0)
       sg_actor_sleep_for(rd->pre_s);
     for (uint32_t i = 0; i < rd->nsend; i++) {
-      const sim_xfer *x = &sched->xfers[rd->send_first + i];
+      const coll_xfer *x = &sched->xfers[rd->send_first + i];
       account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes, c, WL_OP_COLL, op->sub);
       comms[k++] = sg_mailbox_put_async(mailbox_for(c, m, x->peer), &E.dummy_payload,
                                         (long)llround(x->bytes));
@@ -766,7 +766,7 @@ typedef struct fast_tuple {
 
 /* Plan every member of communicator c for one (op, bytes, root) and call fn
  * on each flow; returns 0, or ST_ENOMEM. */
-static int fast_walk_flows(int c, const fast_tuple *t, sim_sched *sched,
+static int fast_walk_flows(int c, const fast_tuple *t, coll_sched *sched,
                            void (*fn)(void *u, int src_gpu, int dst_gpu), void *u)
 {
   const wl_comm *cm = &E.wl->comms[c];
@@ -777,17 +777,17 @@ static int fast_walk_flows(int c, const fast_tuple *t, sim_sched *sched,
   double save_bytes = cs->bytes;
   cs->op = t->op;
   cs->bytes = t->bytes;
-  sim_coll_ctx ctx;
+  coll_ctx ctx;
   route_ctx rctx;
   coll_ctx_fill(c, cs, &ctx, &rctx);
-  sim_coll_choose(&ctx);
+  coll_choose(&ctx);
   ctx.root = t->root;
   int rc = ST_OK;
   for (int m = 0; m < cm->size && !rc; m++) {
-    if ((rc = sim_coll_plan(&ctx, m, sched)))
+    if ((rc = coll_plan(&ctx, m, sched)))
       break;
     for (size_t r = 0; r < sched->nrounds; r++) {
-      const sim_round *rd = &sched->rounds[r];
+      const coll_round *rd = &sched->rounds[r];
       for (uint32_t i = 0; i < rd->nsend; i++)
         fn(u, cm->ranks[m], cm->ranks[sched->xfers[rd->send_first + i].peer]);
     }
@@ -837,8 +837,8 @@ static int fast_prepare(st_err *err)
   size_t nt = 0, capt = 0;
   sim_map seen;
   sim_map_init(&seen);
-  sim_sched sched;
-  sim_sched_init(&sched);
+  coll_sched sched;
+  coll_sched_init(&sched);
   int rc = ST_OK;
   if (!ok || !owner) {
     rc = st_err_set(err, ST_ENOMEM, "out of memory");
@@ -930,7 +930,7 @@ static int fast_prepare(st_err *err)
   for (int c = 0; c < wl->num_comms; c++)
     E.comms[c].fast = ok[c];
 done:
-  sim_sched_release(&sched);
+  coll_sched_release(&sched);
   sim_map_release(&seen);
   free(tuples);
   free(ok);
@@ -954,12 +954,12 @@ static int cmp_u32(const void *a, const void *b)
 
 /* The closed-form duration of the instance just assembled on c, or < 0 when
  * it must be simulated.  Called by the last member to arrive. */
-static double fast_duration(int c, comm_state *cs, const wl_op *op, sim_sched *sched, int account)
+static double fast_duration(int c, comm_state *cs, const wl_op *op, coll_sched *sched, int account)
 {
   const wl_comm *cm = &E.wl->comms[c];
   if (!cs->fast || (op->sub == WL_COLL_ALLTOALL && (op->flags & WL_OPF_SPLITS)))
     return -1;
-  sim_coll_ctx ctx;
+  coll_ctx ctx;
   route_ctx rctx;
   coll_ctx_fill(c, cs, &ctx, &rctx);
   ctx.root = op->peer >= 0 ? op->peer : 0;
@@ -967,13 +967,13 @@ static double fast_duration(int c, comm_state *cs, const wl_op *op, sim_sched *s
   size_t nf = 0, capf = 0, nlinks = 0;
   double T = -1;
   for (int m = 0; m < cm->size; m++) {
-    if (sim_coll_plan(&ctx, m, sched) || sched->nrounds > 1)
+    if (coll_plan(&ctx, m, sched) || sched->nrounds > 1)
       goto out;
     if (sched->nrounds == 0)
       continue;
-    const sim_round *rd = &sched->rounds[0];
+    const coll_round *rd = &sched->rounds[0];
     for (uint32_t i = 0; i < rd->nsend; i++) {
-      const sim_xfer *x = &sched->xfers[rd->send_first + i];
+      const coll_xfer *x = &sched->xfers[rd->send_first + i];
       int src = cm->ranks[m], dst = cm->ranks[x->peer];
       double b = (double)llround(x->bytes);
       size_t f;
@@ -1098,7 +1098,7 @@ typedef struct coll_memo {
   int32_t comm, root;
   uint16_t op, splits;
   double bytes;
-  sim_coll_choice ch;
+  coll_choice ch;
   double T; /* closed-form duration, < 0 none, NAN not computed yet */
 } coll_memo;
 
@@ -1119,17 +1119,17 @@ static coll_memo *memo_get(int c, comm_state *cs, const wl_op *op)
   mm = st_arena_alloc(&E.arena, sizeof *mm);
   if (!mm)
     return NULL;
-  sim_coll_ctx cx;
+  coll_ctx cx;
   route_ctx rcx;
   coll_ctx_fill(c, cs, &cx, &rcx);
-  sim_coll_choose(&cx);
+  coll_choose(&cx);
   *mm = (coll_memo){c, root, op->sub, splits, bytes, cx.ch, NAN};
   if (!sim_map_get(&E.memo, key) && sim_map_put(&E.memo, key, mm))
     return NULL;
   return mm;
 }
 
-static void run_coll(int rank, const wl_program *p, const wl_op *op, sim_sched *sched)
+static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *sched)
 {
   const wl_workload *wl = E.wl;
   int c = wl_rank_comm(wl, rank, op->role);
@@ -1348,10 +1348,10 @@ static int sym_walk(void *u, int c, int op, double bytes, int root, void (*fn)(v
 {
   (void)u;
   fast_tuple t = {.comm = c, .op = (uint8_t)op, .root = root, .bytes = bytes};
-  sim_sched sched;
-  sim_sched_init(&sched);
+  coll_sched sched;
+  coll_sched_init(&sched);
   int rc = fast_walk_flows(c, &t, &sched, fn, fn_u);
-  sim_sched_release(&sched);
+  coll_sched_release(&sched);
   return rc;
 }
 
@@ -1365,23 +1365,23 @@ static int sym_closed(void *u, int c, int op, double bytes, int root)
     return 0;
   int save_op = cs->op;
   double save_bytes = cs->bytes;
-  sim_coll_choice save_ch = cs->ch;
+  coll_choice save_ch = cs->ch;
   cs->op = op;
   cs->bytes = bytes;
-  sim_coll_ctx ctx;
+  coll_ctx ctx;
   route_ctx rctx;
   coll_ctx_fill(c, cs, &ctx, &rctx);
-  sim_coll_choose(&ctx);
+  coll_choose(&ctx);
   cs->ch = ctx.ch;
   wl_op o;
   memset(&o, 0, sizeof o);
   o.kind = WL_OP_COLL;
   o.sub = (uint8_t)op;
   o.peer = root;
-  sim_sched sched;
-  sim_sched_init(&sched);
+  coll_sched sched;
+  coll_sched_init(&sched);
   double T = fast_duration(c, cs, &o, &sched, 0);
-  sim_sched_release(&sched);
+  coll_sched_release(&sched);
   cs->op = save_op;
   cs->bytes = save_bytes;
   cs->ch = save_ch;
@@ -2292,7 +2292,7 @@ out:
   for (int c = 0; E.comms && c < wl->num_comms; c++)
     wq_release(&E.comms[c].wq);
   for (int i = 0; E.actors && i < E.actors_total; i++) {
-    sim_sched_release(&E.actors[i]->sched);
+    coll_sched_release(&E.actors[i]->sched);
     free(E.actors[i]->segs);
     if (E.actors[i]->sem)
       sg_sem_destroy(E.actors[i]->sem);
