@@ -83,7 +83,7 @@ typedef struct sim_options {
                          send/recv pair (the results file's /collectives);
                          80 bytes each, millions at thousands of GPUs */
   int symmetry;       /* simulate one rank per class of symmetric ranks where
-                         the checks of sim_sym.c hold (same answer) */
+                         the checks of engine/sym.c hold (same answer) */
   int run_ahead;      /* with rank classes: a stream waits once for a chain of
                          compute and closed-form collectives (same answer) */
   int coll_algo;      /* sim_coll_algo, -1 = automatic */

@@ -1,4 +1,4 @@
-/* sim_sym.c — rank classes: simulate one rank of each symmetric class and
+/* sym.c — rank classes: simulate one rank of each symmetric class and
  * give the others its timings.
  *
  * Why: in an SPMD step on a rail-optimised cluster, the k-th GPU of every
@@ -47,9 +47,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_int.h"
+#include "eng_int.h"
 
-void sim_sym_release(sim_sym *s)
+void eng__sym_release(eng__sym *s)
 {
   free(s->cls);
   free(s->comm_img);
@@ -64,14 +64,14 @@ void sim_sym_release(sim_sym *s)
 }
 
 /* sigma_k of a class-0 rank: member k of its R group. */
-int sim_sym_img(const sim_sym *s, const wl_workload *wl, int r0, int k)
+int eng__sym_img(const eng__sym *s, const wl_workload *wl, int r0, int k)
 {
   int c = wl_rank_comm(wl, r0, s->role);
   return wl->comms[c].ranks[k];
 }
 
-static void why(sim_sym *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void why(sim_sym *s, const char *fmt, ...)
+static void why(eng__sym *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void why(eng__sym *s, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -99,7 +99,7 @@ static uint8_t *used_roles(const wl_workload *wl)
 
 /* Condition 1 for role R: its groups partition the ranks, size C >= 2, all
  * closed-form.  Fills s->role, s->C, s->cls. */
-static int try_role(sim_sym *s, const sim_sym_env *env, const uint8_t *used, int R)
+static int try_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used, int R)
 {
   const wl_workload *wl = env->wl;
   int C = 0, in_use = 0;
@@ -139,14 +139,14 @@ typedef struct seen_entry {
   uint64_t a, b, c, d;
 } seen_entry;
 
-static int seen_first(sim_map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+static int seen_first(eng__map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
-  uint64_t key = sim_key4(a, b, c, d);
-  const seen_entry *e = sim_map_get(m, key);
+  uint64_t key = eng__key4(a, b, c, d);
+  const seen_entry *e = eng__map_get(m, key);
   if (e)
     return e->a == a && e->b == b && e->c == c && e->d == d ? 0 : 1;
   seen_entry *n = st_arena_alloc(ar, sizeof *n);
-  if (!n || sim_map_put(m, key, n))
+  if (!n || eng__map_put(m, key, n))
     return -1;
   *n = (seen_entry){a, b, c, d};
   return 1;
@@ -179,12 +179,12 @@ static int same_program(const wl_program *a, const wl_program *b)
 }
 
 /* Condition 2: programs and communicators map, member by member. */
-static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
+static int check_ranks(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
 {
   const wl_workload *wl = env->wl;
   int C = s->C, NR = wl->num_roles;
-  sim_map same; /* (program, program) pairs found alike */
-  sim_map_init(&same);
+  eng__map same; /* (program, program) pairs found alike */
+  eng__map_init(&same);
   st_arena same_arena;
   st_arena_init(&same_arena, 4096);
   int ok = 0;
@@ -229,7 +229,7 @@ static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
       }
       for (int i = 0; i < a->size; i++) {
         int m = a->ranks[i];
-        if (s->cls[m] != 0 || sim_sym_img(s, wl, m, k) != b->ranks[i]) {
+        if (s->cls[m] != 0 || eng__sym_img(s, wl, m, k) != b->ranks[i]) {
           why(s, "communicator '%s' (role '%s') spans several '%s' positions", a->name,
               wl->roles[role], wl->roles[s->role]);
           goto out;
@@ -240,14 +240,14 @@ static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
   }
   ok = 1;
 out:
-  sim_map_release(&same);
+  eng__map_release(&same);
   st_arena_release(&same_arena);
   return ok;
 }
 
 typedef struct walk_ctx {
-  sim_sym *s;
-  const sim_sym_env *env;
+  eng__sym *s;
+  const eng__sym_env *env;
   int ok;
 } walk_ctx;
 
@@ -255,8 +255,8 @@ typedef struct walk_ctx {
 static void check_flow(void *u, int s0, int d0)
 {
   walk_ctx *w = u;
-  sim_sym *s = w->s;
-  const sim_sym_env *env = w->env;
+  eng__sym *s = w->s;
+  const eng__sym_env *env = w->env;
   if (!w->ok || s0 == d0)
     return;
   uint32_t n0;
@@ -286,7 +286,7 @@ static void check_flow(void *u, int s0, int d0)
     }
   }
   for (int k = 1; k < s->C && w->ok; k++) {
-    int sk = sim_sym_img(s, env->wl, s0, k), dk = sim_sym_img(s, env->wl, d0, k);
+    int sk = eng__sym_img(s, env->wl, s0, k), dk = eng__sym_img(s, env->wl, d0, k);
     uint32_t nk;
     double latk;
     const uint32_t *lk = env->route(env->u, sk, dk, &nk, &latk);
@@ -331,7 +331,7 @@ static void check_flow(void *u, int s0, int d0)
     free(a);
 }
 
-int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
+int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
 {
   const wl_workload *wl = env->wl;
   memset(s, 0, sizeof *s);
@@ -380,8 +380,8 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
   if (!check_ranks(s, env, used))
     goto fallback;
   /* condition 1's closed forms and 3's flows, once per distinct instance */
-  sim_map seen;
-  sim_map_init(&seen);
+  eng__map seen;
+  eng__map_init(&seen);
   st_arena seen_arena;
   st_arena_init(&seen_arena, 1 << 16);
   walk_ctx w = {s, env, 1};
@@ -443,7 +443,7 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
       }
     }
   }
-  sim_map_release(&seen);
+  eng__map_release(&seen);
   st_arena_release(&seen_arena);
   if (rc)
     goto out;
@@ -488,24 +488,24 @@ fallback:;
   snprintf(d, sizeof d, "none (%s)", s->desc);
   free(used);
   used = NULL;
-  sim_sym_release(s);
+  eng__sym_release(s);
   s->C = 1;
   snprintf(s->desc, sizeof s->desc, "%s", d);
   return ST_OK;
 out:
   free(used);
-  sim_sym_release(s);
+  eng__sym_release(s);
   return rc;
 }
 
 /* ---- expanding the results ------------------------------------------------ */
 
-static int rep_of(const sim_sym *s, const wl_workload *wl, int r)
+static int rep_of(const eng__sym *s, const wl_workload *wl, int r)
 {
   return wl->comms[wl_rank_comm(wl, r, s->role)].ranks[0];
 }
 
-void sim_sym_expand_ranks(const sim_sym *s, const wl_workload *wl, sim_rank_stats *ranks)
+void eng__sym_expand_ranks(const eng__sym *s, const wl_workload *wl, sim_rank_stats *ranks)
 {
   if (!s->on)
     return;
@@ -518,7 +518,7 @@ void sim_sym_expand_ranks(const sim_sym *s, const wl_workload *wl, sim_rank_stat
   }
 }
 
-int sim_sym_rep(const sim_sym *s, const wl_workload *wl, int r)
+int eng__sym_rep(const eng__sym *s, const wl_workload *wl, int r)
 {
   return s->on ? rep_of(s, wl, r) : r;
 }
@@ -538,7 +538,7 @@ static int cmp_rec(const void *a, const void *b)
   return (x->dst > y->dst) - (x->dst < y->dst);
 }
 
-int sim_sym_expand_colls(const sim_sym *s, const wl_workload *wl, sim_coll_record **recs,
+int eng__sym_expand_colls(const eng__sym *s, const wl_workload *wl, sim_coll_record **recs,
                          size_t *n)
 {
   if (!s->on || !*n)
@@ -558,9 +558,9 @@ int sim_sym_expand_colls(const sim_sym *s, const wl_workload *wl, sim_coll_recor
       sim_coll_record x = r[i];
       x.comm = s->comm_img[(size_t)r[i].comm * s->C + k];
       if (x.src >= 0)
-        x.src = sim_sym_img(s, wl, x.src, k);
+        x.src = eng__sym_img(s, wl, x.src, k);
       if (x.dst >= 0)
-        x.dst = sim_sym_img(s, wl, x.dst, k);
+        x.dst = eng__sym_img(s, wl, x.dst, k);
       r[m++] = x;
     }
   }
@@ -580,7 +580,7 @@ static int cmp_row(const void *a, const void *b)
   return (x->op > y->op) - (x->op < y->op);
 }
 
-int sim_sym_expand_timeline(const sim_sym *s, const wl_workload *wl, sim_timeline_row **rows,
+int eng__sym_expand_timeline(const eng__sym *s, const wl_workload *wl, sim_timeline_row **rows,
                             size_t *n)
 {
   if (!s->on || !*n)
@@ -593,7 +593,7 @@ int sim_sym_expand_timeline(const sim_sym *s, const wl_workload *wl, sim_timelin
   for (size_t i = 0; i < n0; i++)
     for (int k = 1; k < s->C; k++) {
       r[m] = r[i];
-      r[m].rank = sim_sym_img(s, wl, r[i].rank, k);
+      r[m].rank = eng__sym_img(s, wl, r[i].rank, k);
       r[m].program = wl->rank_program[r[m].rank]; /* alike, maybe another index */
       m++;
     }

@@ -39,7 +39,7 @@
  *  6. Failure.  A member that never arrives leaves the others blocked; when
  *     SimGrid runs out of events the run ends and the rendezvous states say
  *     which communicator, op and ranks were stuck (ST_ESIM).
- *  7. Rank classes and running ahead.  Where sim_sym.c finds ranks that are
+ *  7. Rank classes and running ahead.  Where sym.c finds ranks that are
  *     exact copies of others (the positions of the TP groups on a rail-
  *     optimised fabric), only one rank per class has actors; results are
  *     copied to the others after the run.  A group's collective then has one
@@ -66,177 +66,17 @@
 #include <simgrid/semaphore.h>
 #include <xbt/dynar.h>
 
-#include "sim.h"
-#include "sim_int.h"
+#include "eng_int.h"
 
-/* ---- state ------------------------------------------------------------------ */
-
-/* Actors blocked until some state changes: each waits on its own semaphore
- * and the actor that changes the state releases every waiter's semaphore
- * (they re-check and may block again).  A semaphore remembers a release
- * that comes before the acquire is processed, so no wake-up is lost even
- * when both happen in the same scheduling round (suspend/resume can lose
- * one there). */
-struct actor_ctx;
-typedef struct waitq {
-  struct actor_ctx **a;
-  int n, cap;
-} waitq;
-
-struct chain_seg;
-struct actor_ctx;
-typedef struct rank_state {
-  uint32_t *done;       /* ops completed per stream of the rank's program */
-  waitq wq;             /* streams waiting for another stream of this rank */
-  int waiters;
-  int n_compute, n_xfer, n_bubble;
-  double last_t;
-  /* A stream running ahead (design note 7): its planned segments stand in
-   * for its counters until ahead_end; a transfer of another stream starting
-   * before then interrupts it. */
-  const struct chain_seg *ahead;
-  int ahead_n, ahead_pos, interrupted;
-  double ahead_end;
-  struct actor_ctx *ahead_actor;
-  int first_actor, n_actors; /* its streams' actors in E.actors */
-} rank_state;
-
-/* One planned piece of a run-ahead chain: a compute run (ops k..k2 of the
- * stream) or a closed-form collective (k == k2): arrival t0, transfer start
- * ts (collective), end t1. */
-typedef struct chain_seg {
-  uint32_t k, k2;
-  uint8_t coll;
-  double t0, ts, t1;
-  double total, modelled; /* compute run: duration, and its modelled share */
-  struct coll_memo *mm;   /* collective: its memo (choice, closed form) */
-} chain_seg;
-
-typedef struct comm_state {
-  uint64_t gen;         /* instances started */
-  uint64_t done_gen;    /* instances completed */
-  int arrived, pending;
-  int op;               /* op of the instance being assembled */
-  coll_choice ch;   /* algorithm, protocol, channels chosen for it */
-  coll_layout lay;  /* members by node (built at the first instance) */
-  int have_lay;
-  double bytes;
-  int first_rank;       /* rank that arrived first (for mismatch messages) */
-  double first_arrival, start;
-  uint64_t *arrived_gen; /* per member: gen+1 when it arrived at instance gen */
-  waitq wq;
-  int have_ring_lat;    /* ring_lat_max computed */
-  double ring_lat_max;  /* largest route latency between ring neighbours */
-  int fast;             /* its links carry no other traffic (closed form allowed) */
-  double fast_end;      /* closed-form end of the current instance, or < 0 */
-  double busy_until;    /* end of the last closed-form instance */
-} comm_state;
-
-typedef struct p2p_state {
-  int32_t comm, src, dst, tag; /* the tuple (members) */
-  int here[2];                 /* sender, receiver waiting */
-  uint64_t gen;
-  double first_arrival, start, bytes;
-  waitq wq;
-  sg_mailbox_t mb;
-} p2p_state;
-
-typedef struct mb_entry {
-  int32_t comm, src, dst;
-  sg_mailbox_t mb;
-} mb_entry;
-
-typedef struct route_entry {
-  int32_t src, dst;
-  uint32_t n;
-  uint32_t *links; /* link indices */
-  double lat_s;    /* route latency */
-  double bw_Bps;   /* smallest link bandwidth */
-} route_entry;
-
-/* One (link, communicator, op) with the bytes its flows put on the link. */
-typedef struct usage_slot {
-  uint32_t link;
-  int32_t comm;
-  uint8_t kind, op, used;
-  double bytes;
-} usage_slot;
-
-typedef struct actor_ctx actor_ctx;
-struct actor_ctx {
-  int rank, stream;
-  const uint32_t *ops; /* op indices of this stream in program order */
-  uint32_t num_ops;
-  coll_sched sched;     /* scratch for collective schedules */
-  sg_sem_t sem;        /* this actor's wake-up semaphore */
-  uint32_t cur;        /* op index being run (for deadlock reports) */
-  int64_t waiting_for; /* op index of another stream it waits for, or -1 */
-  int wait_stream;     /* ... on this stream, */
-  uint32_t wait_pos;   /* ... at this position in it */
-  struct chain_seg *segs; /* run-ahead plan (design note 7) */
-  size_t cap_segs;
-  int finished;        /* its last op is done */
-};
-
-typedef struct prog_info {
-  uint32_t **stream_ops;  /* per stream: op indices */
-  uint32_t *stream_len;
-  uint32_t *pos;          /* per op: position within its stream */
-  uint8_t *is_target;     /* per op: some op of another stream waits on it */
-  double *dur;            /* per op: compute time on the cluster's device (priced
-                             once per program, not once per rank), else 0 */
-  uint32_t *role_streams; /* per role: bit s set when ops of stream s play it
-                             (all bits when the program has over 32 streams) */
-} prog_info;
-
-static struct engine {
-  const wl_workload *wl;
-  const plat_cluster *cl;
-  const sim_options *opt;
-  sg_host_t *hosts;
-  rank_state *ranks;
-  comm_state *comms;
-  int32_t *member;        /* [rank * num_roles + role] member index */
-  prog_info *progs;
-  sim_map mailboxes, p2ps;
-  st_arena arena;
-  sim_result *res;
-  size_t cap_colls, cap_timeline;
-  int failed;
-  st_err *err;
-  int actors_total, actors_done;
-  actor_ctx **actors;     /* to release their scratch */
-  uint64_t ops_total, ops_done;
-  sim_map memo;           /* (comm, op, bytes, root) -> coll_memo */
-  sim_map link_index;     /* sg_link_t -> index + 1 */
-  sim_map routes;         /* (src gpu, dst gpu) -> route_entry */
-  double *link_bytes;     /* bytes each link carried (exact, per flow), or NULL */
-  double *link_bw;        /* bandwidth of each link */
-  uint8_t *link_shared;   /* 0 for FATPIPE links (no sharing) */
-  size_t num_links;
-  uint64_t fast_instances;
-  usage_slot *usage;      /* (link, comm, op) -> bytes; open addressing, grows at 50% */
-  size_t usage_cap, usage_len;
-  int progress_on, progress_shown;
-  struct timespec wall0;
-  double last_progress;
-  uint64_t events;
-  double overlap_slowdown; /* plat_compute_overlap_factor() - 1 for the cluster's device */
-  sim_sym sym;            /* rank classes (sim_sym.c); sym.on when used */
-  double *class_bytes;    /* with sym.on: bytes of class-0 flows per link, copied to the
-                             images after the run (the groups' closed forms count all) */
-  char dummy_payload;
-} E;
+eng__state eng__E;
 
 /* ---- small helpers -------------------------------------------------------- */
 
-static double now(void) { return simgrid_get_clock(); }
-
-static void fail(int code, const char *msg)
+void eng__fail(int code, const char *msg)
 {
-  if (!E.failed) {
-    E.failed = 1;
-    st_err_set(E.err, code, "%s", msg);
+  if (!eng__E.failed) {
+    eng__E.failed = 1;
+    st_err_set(eng__E.err, code, "%s", msg);
   }
 }
 
@@ -259,7 +99,7 @@ static void charge(sim_rank_stats *st, double dt, int nc, int nx, int nb)
 
 /* What a running-ahead stream is doing at time u: 1 computing, 2
  * transferring, 0 waiting; *until: when that changes. */
-static int ahead_state(rank_state *rs, double u, double *until)
+static int ahead_state(eng__rank *rs, double u, double *until)
 {
   while (rs->ahead_pos < rs->ahead_n && rs->ahead[rs->ahead_pos].t1 <= u)
     rs->ahead_pos++;
@@ -267,7 +107,7 @@ static int ahead_state(rank_state *rs, double u, double *until)
     *until = INFINITY;
     return 0;
   }
-  const chain_seg *g = &rs->ahead[rs->ahead_pos];
+  const eng__seg *g = &rs->ahead[rs->ahead_pos];
   if (!g->coll) {
     *until = fmin(g->t1, rs->ahead_end);
     return 1;
@@ -284,9 +124,9 @@ static int ahead_state(rank_state *rs, double u, double *until)
  * With a stream running ahead, the time is cut where its state changes. */
 static void acct(int rank, int dc, int dx, int db)
 {
-  rank_state *rs = &E.ranks[rank];
-  sim_rank_stats *st = &E.res->ranks[rank];
-  double t = now();
+  eng__rank *rs = &eng__E.ranks[rank];
+  sim_rank_stats *st = &eng__E.res->ranks[rank];
+  double t = eng__now();
   if (!rs->ahead) {
     charge(st, t - rs->last_t, rs->n_compute, rs->n_xfer, rs->n_bubble);
   } else {
@@ -311,26 +151,26 @@ static void acct(int rank, int dc, int dx, int db)
 /* Transfers of the rank running now, a running-ahead stream's included. */
 static int xfer_now(int rank)
 {
-  rank_state *rs = &E.ranks[rank];
+  eng__rank *rs = &eng__E.ranks[rank];
   if (!rs->ahead)
     return rs->n_xfer;
   double until;
-  return rs->n_xfer + (ahead_state(rs, now(), &until) == 2);
+  return rs->n_xfer + (ahead_state(rs, eng__now(), &until) == 2);
 }
 
-static void wq_wait(waitq *q)
+static void wq_wait(eng__waitq *q)
 {
   if (q->n == q->cap) {
     int cap = q->cap ? q->cap * 2 : 4;
-    actor_ctx **a = realloc(q->a, (size_t)cap * sizeof *a);
+    eng__actor **a = realloc(q->a, (size_t)cap * sizeof *a);
     if (!a) {
-      fail(ST_ENOMEM, "out of memory");
+      eng__fail(ST_ENOMEM, "out of memory");
       return;
     }
     q->a = a;
     q->cap = cap;
   }
-  actor_ctx *self = sg_actor_self_get_data();
+  eng__actor *self = sg_actor_self_get_data();
   q->a[q->n++] = self;
   sg_sem_acquire(self->sem);
 }
@@ -338,12 +178,12 @@ static void wq_wait(waitq *q)
 /* Every release is a simcall, during which other actors run and may queue
  * themselves again: the waiters are taken out of the queue first, so those
  * new entries neither overwrite nor join the ones being woken. */
-static void wq_wake(waitq *q)
+static void wq_wake(eng__waitq *q)
 {
   int n = q->n, cap = q->cap;
   if (!n)
     return;
-  actor_ctx **a = q->a;
+  eng__actor **a = q->a;
   q->a = NULL;
   q->n = q->cap = 0;
   for (int i = 0; i < n; i++)
@@ -356,7 +196,7 @@ static void wq_wake(waitq *q)
   }
 }
 
-static void wq_release(waitq *q)
+static void wq_release(eng__waitq *q)
 {
   free(q->a);
   q->a = NULL;
@@ -365,25 +205,25 @@ static void wq_release(waitq *q)
 
 static void timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1)
 {
-  if (!E.opt->timeline)
+  if (!eng__E.opt->timeline)
     return;
-  sim_result *r = E.res;
-  if (r->num_timeline == E.cap_timeline) {
-    size_t cap = E.cap_timeline ? E.cap_timeline * 2 : 4096;
+  sim_result *r = eng__E.res;
+  if (r->num_timeline == eng__E.cap_timeline) {
+    size_t cap = eng__E.cap_timeline ? eng__E.cap_timeline * 2 : 4096;
     sim_timeline_row *n = realloc(r->timeline, cap * sizeof *n);
     if (!n) {
-      fail(ST_ENOMEM, "out of memory recording the timeline");
+      eng__fail(ST_ENOMEM, "out of memory recording the timeline");
       return;
     }
     r->timeline = n;
-    E.cap_timeline = cap;
+    eng__E.cap_timeline = cap;
   }
   sim_timeline_row *row = &r->timeline[r->num_timeline++];
   row->rank = rank;
   row->stream = op->stream;
   row->kind = op->kind;
   row->sub = op->sub;
-  row->program = E.wl->rank_program[rank];
+  row->program = eng__E.wl->rank_program[rank];
   row->op = opi;
   row->start_s = t0;
   row->end_s = t1;
@@ -393,37 +233,42 @@ static void timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, dou
 
 static sim_coll_record *coll_record_new(void)
 {
-  sim_result *r = E.res;
-  if (!E.opt->record_colls)
+  sim_result *r = eng__E.res;
+  if (!eng__E.opt->record_colls)
     return NULL;
-  if (r->num_colls == E.cap_colls) {
-    size_t cap = E.cap_colls ? E.cap_colls * 2 : 1024;
+  if (r->num_colls == eng__E.cap_colls) {
+    size_t cap = eng__E.cap_colls ? eng__E.cap_colls * 2 : 1024;
     sim_coll_record *n = realloc(r->colls, cap * sizeof *n);
     if (!n) {
-      fail(ST_ENOMEM, "out of memory recording collectives");
+      eng__fail(ST_ENOMEM, "out of memory recording collectives");
       return NULL;
     }
     r->colls = n;
-    E.cap_colls = cap;
+    eng__E.cap_colls = cap;
   }
   sim_coll_record *c = &r->colls[r->num_colls++];
   memset(c, 0, sizeof *c);
   return c;
 }
 
+typedef struct mb_entry {
+  int32_t comm, src, dst;
+  sg_mailbox_t mb;
+} mb_entry;
+
 static sg_mailbox_t mailbox_for(int comm, int src, int dst)
 {
-  uint64_t key = sim_key4((uint64_t)comm, (uint64_t)src, (uint64_t)dst, 0x636f6c6cULL);
-  mb_entry *e = sim_map_get(&E.mailboxes, key);
+  uint64_t key = eng__key4((uint64_t)comm, (uint64_t)src, (uint64_t)dst, 0x636f6c6cULL);
+  mb_entry *e = eng__map_get(&eng__E.mailboxes, key);
   if (e && e->comm == comm && e->src == src && e->dst == dst)
     return e->mb;
   char name[96];
   snprintf(name, sizeof name, "c%d:%d>%d", comm, src, dst);
   sg_mailbox_t mb = sg_mailbox_by_name(name);
   if (!e) {
-    e = st_arena_alloc(&E.arena, sizeof *e);
-    if (!e || sim_map_put(&E.mailboxes, key, e)) {
-      fail(ST_ENOMEM, "out of memory creating mailboxes");
+    e = st_arena_alloc(&eng__E.arena, sizeof *e);
+    if (!e || eng__map_put(&eng__E.mailboxes, key, e)) {
+      eng__fail(ST_ENOMEM, "out of memory creating mailboxes");
       return mb;
     }
     e->comm = comm;
@@ -436,36 +281,36 @@ static sg_mailbox_t mailbox_for(int comm, int src, int dst)
 
 static int usage_grow(void)
 {
-  size_t cap = E.usage_cap ? E.usage_cap * 2 : 1024;
-  usage_slot *t = calloc(cap, sizeof *t);
+  size_t cap = eng__E.usage_cap ? eng__E.usage_cap * 2 : 1024;
+  eng__usage *t = calloc(cap, sizeof *t);
   if (!t)
     return -1;
-  for (size_t i = 0; i < E.usage_cap; i++) {
-    const usage_slot *u = &E.usage[i];
+  for (size_t i = 0; i < eng__E.usage_cap; i++) {
+    const eng__usage *u = &eng__E.usage[i];
     if (!u->used)
       continue;
-    size_t j = (size_t)sim_key4(u->link, (uint32_t)u->comm, u->kind, u->op) & (cap - 1);
+    size_t j = (size_t)eng__key4(u->link, (uint32_t)u->comm, u->kind, u->op) & (cap - 1);
     while (t[j].used)
       j = (j + 1) & (cap - 1);
     t[j] = *u;
   }
-  free(E.usage);
-  E.usage = t;
-  E.usage_cap = cap;
+  free(eng__E.usage);
+  eng__E.usage = t;
+  eng__E.usage_cap = cap;
   return 0;
 }
 
 /* The slot of (link, comm, kind, op), made when new; NULL when out of memory. */
-static usage_slot *usage_slot_for(uint32_t link, int32_t comm, uint8_t kind, uint8_t op)
+static eng__usage *usage_slot_for(uint32_t link, int32_t comm, uint8_t kind, uint8_t op)
 {
-  if (2 * (E.usage_len + 1) > E.usage_cap && usage_grow())
+  if (2 * (eng__E.usage_len + 1) > eng__E.usage_cap && usage_grow())
     return NULL;
-  size_t mask = E.usage_cap - 1;
-  for (size_t i = (size_t)sim_key4(link, (uint32_t)comm, kind, op) & mask;; i = (i + 1) & mask) {
-    usage_slot *u = &E.usage[i];
+  size_t mask = eng__E.usage_cap - 1;
+  for (size_t i = (size_t)eng__key4(link, (uint32_t)comm, kind, op) & mask;; i = (i + 1) & mask) {
+    eng__usage *u = &eng__E.usage[i];
     if (!u->used) {
-      *u = (usage_slot){link, comm, kind, op, 1, 0.0};
-      E.usage_len++;
+      *u = (eng__usage){link, comm, kind, op, 1, 0.0};
+      eng__E.usage_len++;
       return u;
     }
     if (u->link == link && u->comm == comm && u->kind == kind && u->op == op)
@@ -475,20 +320,20 @@ static usage_slot *usage_slot_for(uint32_t link, int32_t comm, uint8_t kind, uin
 
 /* The route between two GPUs as link indices, latency and bottleneck
  * bandwidth, cached per pair.  NULL only when out of memory. */
-static route_entry *route_get(int src_gpu, int dst_gpu)
+static eng__route *route_get(int src_gpu, int dst_gpu)
 {
-  uint64_t key = sim_key4((uint64_t)src_gpu, (uint64_t)dst_gpu, 0x726f757465ULL, 1);
-  route_entry *re = sim_map_get(&E.routes, key);
+  uint64_t key = eng__key4((uint64_t)src_gpu, (uint64_t)dst_gpu, 0x726f757465ULL, 1);
+  eng__route *re = eng__map_get(&eng__E.routes, key);
   if (re && re->src == src_gpu && re->dst == dst_gpu)
     return re;
   xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
-  sg_host_get_route(E.hosts[src_gpu], E.hosts[dst_gpu], d);
+  sg_host_get_route(eng__E.hosts[src_gpu], eng__E.hosts[dst_gpu], d);
   unsigned long n = xbt_dynar_length(d);
-  re = st_arena_alloc(&E.arena, sizeof *re);
-  uint32_t *idx = st_arena_alloc(&E.arena, (n + 1) * sizeof *idx);
-  if (!re || !idx || sim_map_put(&E.routes, key, re)) {
+  re = st_arena_alloc(&eng__E.arena, sizeof *re);
+  uint32_t *idx = st_arena_alloc(&eng__E.arena, (n + 1) * sizeof *idx);
+  if (!re || !idx || eng__map_put(&eng__E.routes, key, re)) {
     xbt_dynar_free(&d);
-    fail(ST_ENOMEM, "out of memory");
+    eng__fail(ST_ENOMEM, "out of memory");
     return NULL;
   }
   re->src = src_gpu;
@@ -497,13 +342,13 @@ static route_entry *route_get(int src_gpu, int dst_gpu)
   re->links = idx;
   for (unsigned long i = 0; i < n; i++) {
     sg_link_t l = xbt_dynar_get_as(d, i, sg_link_t);
-    uintptr_t v = (uintptr_t)sim_map_get(&E.link_index, (uint64_t)(uintptr_t)l);
+    uintptr_t v = (uintptr_t)eng__map_get(&eng__E.link_index, (uint64_t)(uintptr_t)l);
     if (v)
       re->links[re->n++] = (uint32_t)(v - 1);
   }
   xbt_dynar_free(&d);
-  re->lat_s = sg_host_get_route_latency(E.hosts[src_gpu], E.hosts[dst_gpu]);
-  re->bw_Bps = sg_host_get_route_bandwidth(E.hosts[src_gpu], E.hosts[dst_gpu]);
+  re->lat_s = sg_host_get_route_latency(eng__E.hosts[src_gpu], eng__E.hosts[dst_gpu]);
+  re->bw_Bps = sg_host_get_route_bandwidth(eng__E.hosts[src_gpu], eng__E.hosts[dst_gpu]);
   return re;
 }
 
@@ -511,19 +356,19 @@ static route_entry *route_get(int src_gpu, int dst_gpu)
  * of communicator comm's op (kind, op). */
 static void account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op)
 {
-  if (!E.link_bytes || src_gpu == dst_gpu)
+  if (!eng__E.link_bytes || src_gpu == dst_gpu)
     return;
-  route_entry *re = route_get(src_gpu, dst_gpu);
+  eng__route *re = route_get(src_gpu, dst_gpu);
   if (!re)
     return;
-  int copied = E.sym.on && !E.sym.comm_collapse[comm];
+  int copied = eng__E.sym.on && !eng__E.sym.comm_collapse[comm];
   for (uint32_t i = 0; i < re->n; i++) {
-    E.link_bytes[re->links[i]] += bytes;
+    eng__E.link_bytes[re->links[i]] += bytes;
     if (copied)
-      E.class_bytes[re->links[i]] += bytes;
-    usage_slot *u = usage_slot_for(re->links[i], comm, (uint8_t)kind, (uint8_t)op);
+      eng__E.class_bytes[re->links[i]] += bytes;
+    eng__usage *u = usage_slot_for(re->links[i], comm, (uint8_t)kind, (uint8_t)op);
     if (!u) {
-      fail(ST_ENOMEM, "out of memory counting link usage");
+      eng__fail(ST_ENOMEM, "out of memory counting link usage");
       return;
     }
     u->bytes += bytes;
@@ -532,10 +377,10 @@ static void account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int k
 
 /* ---- cross-stream waits -------------------------------------------------- */
 
-static void wait_deps(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
+static void wait_deps(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
                       const wl_op *op)
 {
-  rank_state *rs = &E.ranks[rank];
+  eng__rank *rs = &eng__E.ranks[rank];
   for (uint32_t w = 0; w < op->wait_count; w++) {
     uint32_t target = p->waits[op->wait_first + w];
     const wl_op *t = &p->ops[target];
@@ -558,21 +403,21 @@ static void wait_deps(actor_ctx *a, int rank, const wl_program *p, const prog_in
  * fraction of all ranks' ops done). */
 static void progress(uint32_t n)
 {
-  E.ops_done += n;
-  if (!E.progress_on || (E.ops_done & 0x3ff) != 0)
+  eng__E.ops_done += n;
+  if (!eng__E.progress_on || (eng__E.ops_done & 0x3ff) != 0)
     return;
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
-  double wall = (double)(t.tv_sec - E.wall0.tv_sec) + 1e-9 * (double)(t.tv_nsec - E.wall0.tv_nsec);
-  if (wall < 2.0 || wall - E.last_progress < 0.5)
+  double wall = (double)(t.tv_sec - eng__E.wall0.tv_sec) + 1e-9 * (double)(t.tv_nsec - eng__E.wall0.tv_nsec);
+  if (wall < 2.0 || wall - eng__E.last_progress < 0.5)
     return;
-  E.last_progress = wall;
-  double frac = (double)E.ops_done / (double)E.ops_total;
+  eng__E.last_progress = wall;
+  double frac = (double)eng__E.ops_done / (double)eng__E.ops_total;
   double eta = frac > 0 ? wall * (1 / frac - 1) : 0;
   fprintf(stderr, "\rsimtrain: simulated %.6f s, %llu/%llu ops (%.0f%%), %.0f ops/s, ETA %.0f s   ",
-          now(), (unsigned long long)E.ops_done, (unsigned long long)E.ops_total, 100 * frac,
-          (double)E.ops_done / wall, eta);
-  E.progress_shown = 1;
+          eng__now(), (unsigned long long)eng__E.ops_done, (unsigned long long)eng__E.ops_total, 100 * frac,
+          (double)eng__E.ops_done / wall, eta);
+  eng__E.progress_shown = 1;
 }
 
 /* A stream of the rank moved on: wake the streams whose wait it satisfies
@@ -582,19 +427,19 @@ static void progress(uint32_t n)
 static void stream_progress(int rank, int stream, uint32_t n)
 {
   progress(n);
-  rank_state *rs = &E.ranks[rank];
+  eng__rank *rs = &eng__E.ranks[rank];
   rs->done[stream] += n;
   if (rs->waiters == 0)
     return;
-  waitq *q = &rs->wq;
-  actor_ctx *local[16], **wake = local;
+  eng__waitq *q = &rs->wq;
+  eng__actor *local[16], **wake = local;
   if (q->n > 16 && !(wake = malloc((size_t)q->n * sizeof *wake))) {
-    fail(ST_ENOMEM, "out of memory");
+    eng__fail(ST_ENOMEM, "out of memory");
     return;
   }
   int k = 0, j = 0;
   for (int i = 0; i < q->n; i++) {
-    actor_ctx *a = q->a[i];
+    eng__actor *a = q->a[i];
     if (a->wait_stream == stream && rs->done[stream] > a->wait_pos)
       wake[k++] = a;
     else
@@ -609,13 +454,13 @@ static void stream_progress(int rank, int stream, uint32_t n)
 
 /* ---- collectives --------------------------------------------------------- */
 
-static void comm_ring_latency(int c, comm_state *cs)
+static void comm_ring_latency(int c, eng__comm *cs)
 {
-  const wl_comm *cm = &E.wl->comms[c];
+  const wl_comm *cm = &eng__E.wl->comms[c];
   cs->ring_lat_max = 0;
   for (int i = 0; i < cm->size; i++) {
     int j = (i + 1) % cm->size;
-    double l = sg_host_get_route_latency(E.hosts[cm->ranks[i]], E.hosts[cm->ranks[j]]);
+    double l = sg_host_get_route_latency(eng__E.hosts[cm->ranks[i]], eng__E.hosts[cm->ranks[j]]);
     if (l > cs->ring_lat_max)
       cs->ring_lat_max = l;
   }
@@ -624,13 +469,13 @@ static void comm_ring_latency(int c, comm_state *cs)
 
 /* What every instance of communicator c needs, built at its first: the
  * largest ring-neighbour latency and the members' layout.  0 or ST_ENOMEM. */
-static int comm_prepare(int c, comm_state *cs)
+static int comm_prepare(int c, eng__comm *cs)
 {
-  const wl_comm *cm = &E.wl->comms[c];
+  const wl_comm *cm = &eng__E.wl->comms[c];
   if (!cs->have_ring_lat)
     comm_ring_latency(c, cs);
   if (!cs->have_lay) {
-    if (coll_layout_build(&E.arena, cm->ranks, cm->size, E.cl, &cs->lay))
+    if (coll_layout_build(&eng__E.arena, cm->ranks, cm->size, eng__E.cl, &cs->lay))
       return ST_ENOMEM;
     cs->have_lay = 1;
   }
@@ -644,25 +489,25 @@ typedef struct route_ctx {
 static double member_route_lat(void *u, int a, int b)
 {
   const route_ctx *rc = u;
-  return sg_host_get_route_latency(E.hosts[rc->ranks[a]], E.hosts[rc->ranks[b]]);
+  return sg_host_get_route_latency(eng__E.hosts[rc->ranks[a]], eng__E.hosts[rc->ranks[b]]);
 }
 
 /* The algorithm context of communicator c's current instance. */
-static void coll_ctx_fill(int c, comm_state *cs, coll_ctx *ctx, route_ctx *rc)
+static void coll_ctx_fill(int c, eng__comm *cs, coll_ctx *ctx, route_ctx *rc)
 {
-  const wl_comm *cm = &E.wl->comms[c];
+  const wl_comm *cm = &eng__E.wl->comms[c];
   memset(ctx, 0, sizeof *ctx);
   rc->ranks = cm->ranks;
   ctx->op = cs->op;
   ctx->n = cm->size;
   ctx->bytes = cs->bytes;
   ctx->ranks = cm->ranks;
-  ctx->cl = E.cl;
-  ctx->fidelity = E.opt->fidelity;
-  ctx->model = E.opt->coll_model;
-  ctx->force_algo = E.opt->coll_algo;
-  ctx->force_proto = E.opt->coll_proto;
-  ctx->force_nch = E.opt->coll_channels;
+  ctx->cl = eng__E.cl;
+  ctx->fidelity = eng__E.opt->fidelity;
+  ctx->model = eng__E.opt->coll_model;
+  ctx->force_algo = eng__E.opt->coll_algo;
+  ctx->force_proto = eng__E.opt->coll_proto;
+  ctx->force_nch = eng__E.opt->coll_channels;
   ctx->lay = &cs->lay;
   ctx->ch = cs->ch;
   ctx->route_lat = member_route_lat;
@@ -672,13 +517,13 @@ static void coll_ctx_fill(int c, comm_state *cs, coll_ctx *ctx, route_ctx *rc)
 
 /* Member m's part of one collective instance: the algorithm's rounds, each
  * a wait for latency terms then flows to and from other members. */
-static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, const wl_op *op,
+static void coll_transfer(int c, eng__comm *cs, int m, const wl_program *p, const wl_op *op,
                           coll_sched *sched)
 {
-  const wl_comm *cm = &E.wl->comms[c];
+  const wl_comm *cm = &eng__E.wl->comms[c];
   if (!cs->have_ring_lat)
     comm_ring_latency(c, cs);
-  if (E.failed)
+  if (eng__E.failed)
     return;
   coll_ctx ctx;
   route_ctx rctx;
@@ -686,7 +531,7 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
   ctx.root = op->peer >= 0 ? op->peer : 0;
   ctx.splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL;
   if (coll_plan(&ctx, m, sched)) {
-    fail(ST_ENOMEM, "out of memory planning a collective");
+    eng__fail(ST_ENOMEM, "out of memory planning a collective");
     return;
   }
   sg_comm_t local[8];
@@ -696,7 +541,7 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
     size_t nc = rd->nsend + rd->nrecv;
     sg_comm_t *comms = nc <= 8 ? local : malloc(nc * sizeof *comms);
     if (!comms) {
-      fail(ST_ENOMEM, "out of memory");
+      eng__fail(ST_ENOMEM, "out of memory");
       return;
     }
     size_t k = 0;
@@ -709,11 +554,11 @@ static void coll_transfer(int c, comm_state *cs, int m, const wl_program *p, con
     for (uint32_t i = 0; i < rd->nsend; i++) {
       const coll_xfer *x = &sched->xfers[rd->send_first + i];
       account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes, c, WL_OP_COLL, op->sub);
-      comms[k++] = sg_mailbox_put_async(mailbox_for(c, m, x->peer), &E.dummy_payload,
+      comms[k++] = sg_mailbox_put_async(mailbox_for(c, m, x->peer), &eng__E.dummy_payload,
                                         (long)llround(x->bytes));
     }
     sg_comm_wait_all(comms, k);
-    E.events += k;
+    eng__E.events += k;
     if (comms != local)
       free(comms);
   }
@@ -743,11 +588,11 @@ static void fast_mark_route(int32_t *owner, int who, int src_gpu, int dst_gpu)
 {
   if (src_gpu == dst_gpu)
     return;
-  route_entry *re = route_get(src_gpu, dst_gpu);
+  eng__route *re = route_get(src_gpu, dst_gpu);
   if (!re)
     return;
   for (uint32_t i = 0; i < re->n; i++) {
-    if (!E.link_shared[re->links[i]])
+    if (!eng__E.link_shared[re->links[i]])
       continue;
     int32_t *o = &owner[re->links[i]];
     if (*o == OWNER_NONE)
@@ -769,8 +614,8 @@ typedef struct fast_tuple {
 static int fast_walk_flows(int c, const fast_tuple *t, coll_sched *sched,
                            void (*fn)(void *u, int src_gpu, int dst_gpu), void *u)
 {
-  const wl_comm *cm = &E.wl->comms[c];
-  comm_state *cs = &E.comms[c];
+  const wl_comm *cm = &eng__E.wl->comms[c];
+  eng__comm *cs = &eng__E.comms[c];
   if (comm_prepare(c, cs))
     return ST_ENOMEM;
   int save_op = cs->op;
@@ -814,29 +659,29 @@ static void fast_check_cb(void *u, int s, int d)
   struct mark_ctx *m = u;
   if (s == d)
     return;
-  route_entry *re = route_get(s, d);
+  eng__route *re = route_get(s, d);
   if (!re) {
     m->ok = 0;
     return;
   }
   for (uint32_t i = 0; i < re->n; i++)
-    if (E.link_shared[re->links[i]] && m->owner[re->links[i]] != m->who)
+    if (eng__E.link_shared[re->links[i]] && m->owner[re->links[i]] != m->who)
       m->ok = 0;
 }
 
 static int fast_prepare(st_err *err)
 {
-  const wl_workload *wl = E.wl;
-  const sim_options *opt = E.opt;
+  const wl_workload *wl = eng__E.wl;
+  const sim_options *opt = eng__E.opt;
   if (!opt->fast_colls || opt->net_model != SIM_NET_IDEAL || opt->fidelity != SIM_FID_FLOW ||
       wl->num_comms == 0 || wl->num_roles == 0)
     return ST_OK;
   uint8_t *ok = malloc((size_t)wl->num_comms);
-  int32_t *owner = malloc((E.num_links + 1) * sizeof *owner);
+  int32_t *owner = malloc((eng__E.num_links + 1) * sizeof *owner);
   fast_tuple *tuples = NULL;
   size_t nt = 0, capt = 0;
-  sim_map seen;
-  sim_map_init(&seen);
+  eng__map seen;
+  eng__map_init(&seen);
   coll_sched sched;
   coll_sched_init(&sched);
   int rc = ST_OK;
@@ -844,7 +689,7 @@ static int fast_prepare(st_err *err)
     rc = st_err_set(err, ST_ENOMEM, "out of memory");
     goto done;
   }
-  for (size_t l = 0; l < E.num_links; l++)
+  for (size_t l = 0; l < eng__E.num_links; l++)
     owner[l] = OWNER_NONE;
   memset(ok, 1, (size_t)wl->num_comms);
   /* The distinct collectives each communicator runs. */
@@ -869,9 +714,9 @@ static int fast_prepare(st_err *err)
       }
       uint64_t bits;
       memcpy(&bits, &o->bytes, sizeof bits);
-      uint64_t key = sim_key4((uint64_t)c, o->sub, bits, (uint64_t)(uint32_t)(o->peer + 1));
+      uint64_t key = eng__key4((uint64_t)c, o->sub, bits, (uint64_t)(uint32_t)(o->peer + 1));
       /* the map holds tuple index + 1 (the array moves as it grows) */
-      uintptr_t hi = (uintptr_t)sim_map_get(&seen, key);
+      uintptr_t hi = (uintptr_t)eng__map_get(&seen, key);
       const fast_tuple *had = hi ? &tuples[hi - 1] : NULL;
       int root = o->peer >= 0 ? o->peer : 0;
       if (had && had->comm == c && had->op == o->sub && had->bytes == o->bytes && had->root == root)
@@ -888,7 +733,7 @@ static int fast_prepare(st_err *err)
       }
       tuples[nt] = (fast_tuple){.comm = c, .op = o->sub, .root = o->peer >= 0 ? o->peer : 0,
                                 .bytes = o->bytes};
-      if (!had && sim_map_put(&seen, key, (void *)(uintptr_t)(nt + 1))) {
+      if (!had && eng__map_put(&seen, key, (void *)(uintptr_t)(nt + 1))) {
         rc = st_err_set(err, ST_ENOMEM, "out of memory");
         goto done;
       }
@@ -928,14 +773,14 @@ static int fast_prepare(st_err *err)
       ok[c] = 0;
   }
   for (int c = 0; c < wl->num_comms; c++)
-    E.comms[c].fast = ok[c];
+    eng__E.comms[c].fast = ok[c];
 done:
   coll_sched_release(&sched);
-  sim_map_release(&seen);
+  eng__map_release(&seen);
   free(tuples);
   free(ok);
   free(owner);
-  if (!rc && E.failed)
+  if (!rc && eng__E.failed)
     rc = err ? err->code : ST_ENOMEM;
   return rc;
 }
@@ -943,7 +788,7 @@ done:
 typedef struct fast_flow {
   int32_t src, dst; /* GPUs */
   double bytes, pre;
-  route_entry *re;
+  eng__route *re;
 } fast_flow;
 
 static int cmp_u32(const void *a, const void *b)
@@ -954,9 +799,9 @@ static int cmp_u32(const void *a, const void *b)
 
 /* The closed-form duration of the instance just assembled on c, or < 0 when
  * it must be simulated.  Called by the last member to arrive. */
-static double fast_duration(int c, comm_state *cs, const wl_op *op, coll_sched *sched, int account)
+static double fast_duration(int c, eng__comm *cs, const wl_op *op, coll_sched *sched, int account)
 {
-  const wl_comm *cm = &E.wl->comms[c];
+  const wl_comm *cm = &eng__E.wl->comms[c];
   if (!cs->fast || (op->sub == WL_COLL_ALLTOALL && (op->flags & WL_OPF_SPLITS)))
     return -1;
   coll_ctx ctx;
@@ -992,7 +837,7 @@ static double fast_duration(int c, comm_state *cs, const wl_op *op, coll_sched *
         flows = n;
         capf = cap;
       }
-      route_entry *re = route_get(src, dst);
+      eng__route *re = route_get(src, dst);
       if (!re)
         goto out;
       flows[nf++] = (fast_flow){src, dst, b, rd->pre_s, re};
@@ -1010,7 +855,7 @@ static double fast_duration(int c, comm_state *cs, const wl_op *op, coll_sched *
   size_t k = 0;
   for (size_t f = 0; f < nf; f++)
     for (uint32_t i = 0; i < flows[f].re->n; i++)
-      if (E.link_shared[flows[f].re->links[i]])
+      if (eng__E.link_shared[flows[f].re->links[i]])
         ids[k++] = flows[f].re->links[i];
   qsort(ids, k, sizeof *ids, cmp_u32);
   int shared = 0;
@@ -1033,7 +878,7 @@ static double fast_duration(int c, comm_state *cs, const wl_op *op, coll_sched *
       double r = INFINITY;
       for (uint32_t i = 0; i < flows[f].re->n; i++) {
         uint32_t l = flows[f].re->links[i];
-        if (!E.link_shared[l])
+        if (!eng__E.link_shared[l])
           continue;
         /* flows on link l: its run length in the sorted ids */
         size_t lo = 0, hi = k;
@@ -1047,7 +892,7 @@ static double fast_duration(int c, comm_state *cs, const wl_op *op, coll_sched *
         size_t cnt = 0;
         while (lo + cnt < k && ids[lo + cnt] == l)
           cnt++;
-        double share = E.link_bw[l] / (double)cnt;
+        double share = eng__E.link_bw[l] / (double)cnt;
         if (share < r)
           r = share;
       }
@@ -1068,7 +913,7 @@ out:
   return T;
 }
 
-static void coll_record_add(int c, const comm_state *cs, int opk, int n, double bytes,
+static void coll_record_add(int c, const eng__comm *cs, int opk, int n, double bytes,
                             double first, double start, double end)
 {
   sim_coll_record *rec = coll_record_new();
@@ -1091,18 +936,7 @@ static void coll_record_add(int c, const comm_state *cs, int opk, int n, double 
   rec->busbw_GBps = rec->algbw_GBps * sim_busbw_factor(opk, n);
 }
 
-/* What an instance's (communicator, op, bytes, root, splits) decides once
- * for all its instances: the tuner's choice, and the closed-form duration
- * (both depend on nothing else: not on time, not on other traffic). */
-typedef struct coll_memo {
-  int32_t comm, root;
-  uint16_t op, splits;
-  double bytes;
-  coll_choice ch;
-  double T; /* closed-form duration, < 0 none, NAN not computed yet */
-} coll_memo;
-
-static coll_memo *memo_get(int c, comm_state *cs, const wl_op *op)
+static eng__memo *memo_get(int c, eng__comm *cs, const wl_op *op)
 {
   int root = op->peer >= 0 ? op->peer : 0;
   uint16_t splits = (op->flags & WL_OPF_SPLITS) != 0;
@@ -1111,39 +945,39 @@ static coll_memo *memo_get(int c, comm_state *cs, const wl_op *op)
   double bytes = cs->bytes;
   uint64_t bits;
   memcpy(&bits, &bytes, sizeof bits);
-  uint64_t key = sim_key4((uint64_t)c, op->sub | ((uint64_t)splits << 8), bits, (uint64_t)(uint32_t)root);
-  coll_memo *mm = sim_map_get(&E.memo, key);
+  uint64_t key = eng__key4((uint64_t)c, op->sub | ((uint64_t)splits << 8), bits, (uint64_t)(uint32_t)root);
+  eng__memo *mm = eng__map_get(&eng__E.memo, key);
   if (mm && mm->comm == c && mm->op == op->sub && mm->bytes == bytes && mm->root == root &&
       mm->splits == splits)
     return mm;
-  mm = st_arena_alloc(&E.arena, sizeof *mm);
+  mm = st_arena_alloc(&eng__E.arena, sizeof *mm);
   if (!mm)
     return NULL;
   coll_ctx cx;
   route_ctx rcx;
   coll_ctx_fill(c, cs, &cx, &rcx);
   coll_choose(&cx);
-  *mm = (coll_memo){c, root, op->sub, splits, bytes, cx.ch, NAN};
-  if (!sim_map_get(&E.memo, key) && sim_map_put(&E.memo, key, mm))
+  *mm = (eng__memo){c, root, op->sub, splits, bytes, cx.ch, NAN};
+  if (!eng__map_get(&eng__E.memo, key) && eng__map_put(&eng__E.memo, key, mm))
     return NULL;
   return mm;
 }
 
 static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *sched)
 {
-  const wl_workload *wl = E.wl;
+  const wl_workload *wl = eng__E.wl;
   int c = wl_rank_comm(wl, rank, op->role);
-  int m = E.member[(size_t)rank * wl->num_roles + op->role];
+  int m = eng__E.member[(size_t)rank * wl->num_roles + op->role];
   const wl_comm *cm = &wl->comms[c];
-  comm_state *cs = &E.comms[c];
+  eng__comm *cs = &eng__E.comms[c];
   int n = cm->size;
   /* members that run here: all, or with rank classes those of class 0 */
-  int live = E.sym.on ? E.sym.live[c] : n;
+  int live = eng__E.sym.on ? eng__E.sym.live[c] : n;
 
   if (n == 1) /* a communicator of one: nothing to move */
     return;
 
-  double t = now();
+  double t = eng__now();
   if (cs->arrived == 0) {
     cs->first_arrival = t;
     cs->op = op->sub;
@@ -1159,7 +993,7 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched 
              "rank %d called %s of %.17g bytes",
              cm->name, cs->first_rank, wl_coll_name(cs->op), cs->bytes, rank, wl_coll_name(op->sub),
              op->bytes);
-    fail(ST_ESIM, msg);
+    eng__fail(ST_ESIM, msg);
     sg_actor_kill_all();
     return;
   }
@@ -1172,21 +1006,21 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched 
      * issue them, as NCCL does: wait for the previous instance to end. */
     while (cs->done_gen < cs->gen)
       wq_wait(&cs->wq);
-    if (cs->busy_until > now())
+    if (cs->busy_until > eng__now())
       sg_actor_sleep_until(cs->busy_until);
-    t = now();
+    t = eng__now();
     cs->gen++;
     cs->arrived = 0;
     cs->start = t;
     cs->pending = live;
     if (comm_prepare(c, cs)) {
-      fail(ST_ENOMEM, "out of memory laying out a communicator");
+      eng__fail(ST_ENOMEM, "out of memory laying out a communicator");
       sg_actor_kill_all();
       return;
     }
-    coll_memo *mm = memo_get(c, cs, op);
+    eng__memo *mm = memo_get(c, cs, op);
     if (!mm) {
-      fail(ST_ENOMEM, "out of memory");
+      eng__fail(ST_ENOMEM, "out of memory");
       sg_actor_kill_all();
       return;
     }
@@ -1194,12 +1028,12 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched 
     double T = -1;
     if (cs->fast) {
       /* the flows are planned again only when links count their bytes */
-      if (isnan(mm->T) || (E.link_bytes && mm->T >= 0))
+      if (isnan(mm->T) || (eng__E.link_bytes && mm->T >= 0))
         mm->T = fast_duration(c, cs, op, sched, 1);
       T = mm->T;
     }
-    if (T < 0 && E.sym.on && E.sym.comm_collapse[c]) {
-      fail(ST_ESIM, "internal error: a rank-class group's collective has no closed form");
+    if (T < 0 && eng__E.sym.on && eng__E.sym.comm_collapse[c]) {
+      eng__fail(ST_ESIM, "internal error: a rank-class group's collective has no closed form");
       sg_actor_kill_all();
       return;
     }
@@ -1223,12 +1057,12 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched 
     /* closed form: everyone knows the end; the last to arrive records it */
     if (last) {
       coll_record_add(c, cs, opk, n, bytes, first, start, fast_end);
-      E.fast_instances += E.sym.on && !E.sym.comm_collapse[c] ? (uint64_t)E.sym.C : 1;
+      eng__E.fast_instances += eng__E.sym.on && !eng__E.sym.comm_collapse[c] ? (uint64_t)eng__E.sym.C : 1;
     }
-    if (fast_end > now())
+    if (fast_end > eng__now())
       sg_actor_sleep_until(fast_end);
     acct(rank, 0, -1, 0);
-    E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += now() - start;
+    eng__E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += eng__now() - start;
     return;
   }
   coll_transfer(c, cs, m, p, op, sched);
@@ -1236,32 +1070,32 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched 
   uint64_t my_done = cs->done_gen;
   if (--cs->pending == 0) {
     cs->done_gen++;
-    coll_record_add(c, cs, opk, n, bytes, first, start, now());
+    coll_record_add(c, cs, opk, n, bytes, first, start, eng__now());
     wq_wake(&cs->wq);
   } else {
     while (cs->done_gen == my_done)
       wq_wait(&cs->wq);
   }
   acct(rank, 0, -1, 0);
-  E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += now() - start;
+  eng__E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += eng__now() - start;
 }
 
 /* ---- send / recv --------------------------------------------------------- */
 
 static void run_p2p(int rank, const wl_op *op)
 {
-  const wl_workload *wl = E.wl;
+  const wl_workload *wl = eng__E.wl;
   int c = wl_rank_comm(wl, rank, op->role);
-  int me = E.member[(size_t)rank * wl->num_roles + op->role];
+  int me = eng__E.member[(size_t)rank * wl->num_roles + op->role];
   const wl_comm *cm = &wl->comms[c];
   int is_send = op->kind == WL_OP_SEND;
   int src = is_send ? me : op->peer, dst = is_send ? op->peer : me;
-  uint64_t key = sim_key4((uint64_t)c, (uint64_t)src, (uint64_t)dst, (uint64_t)(uint32_t)op->tag);
-  p2p_state *ps = sim_map_get(&E.p2ps, key);
+  uint64_t key = eng__key4((uint64_t)c, (uint64_t)src, (uint64_t)dst, (uint64_t)(uint32_t)op->tag);
+  eng__p2p *ps = eng__map_get(&eng__E.p2ps, key);
   if (!ps) {
-    ps = st_arena_alloc(&E.arena, sizeof *ps);
-    if (!ps || sim_map_put(&E.p2ps, key, ps)) {
-      fail(ST_ENOMEM, "out of memory");
+    ps = st_arena_alloc(&eng__E.arena, sizeof *ps);
+    if (!ps || eng__map_put(&eng__E.p2ps, key, ps)) {
+      eng__fail(ST_ENOMEM, "out of memory");
       return;
     }
     ps->comm = c;
@@ -1279,7 +1113,7 @@ static void run_p2p(int rank, const wl_op *op)
   if (is_send)
     ps->bytes = op->bytes;
   if (!ps->here[1 - side]) {
-    ps->first_arrival = now();
+    ps->first_arrival = eng__now();
     uint64_t my_gen = ps->gen;
     acct(rank, 0, 0, 1);
     while (ps->gen == my_gen)
@@ -1288,7 +1122,7 @@ static void run_p2p(int rank, const wl_op *op)
   } else {
     ps->gen++;
     ps->here[0] = ps->here[1] = 0;
-    ps->start = now();
+    ps->start = eng__now();
     wq_wake(&ps->wq);
   }
   double first = ps->first_arrival, start = ps->start, bytes = ps->bytes;
@@ -1298,14 +1132,14 @@ static void run_p2p(int rank, const wl_op *op)
              "send/recv mismatch on communicator '%s': rank %d sends %.17g bytes to rank %d, "
              "which receives %.17g bytes (tag %d)",
              cm->name, cm->ranks[src], bytes, cm->ranks[dst], op->bytes, op->tag);
-    fail(ST_ESIM, msg);
+    eng__fail(ST_ESIM, msg);
     sg_actor_kill_all();
     return;
   }
   acct(rank, 0, 1, 0);
   if (is_send) {
     account_flow(cm->ranks[src], cm->ranks[dst], bytes, c, WL_OP_SEND, 0);
-    sg_mailbox_put(ps->mb, &E.dummy_payload, (long)llround(bytes));
+    sg_mailbox_put(ps->mb, &eng__E.dummy_payload, (long)llround(bytes));
   } else {
     sg_mailbox_get(ps->mb);
     sim_coll_record *rec = coll_record_new();
@@ -1319,23 +1153,23 @@ static void run_p2p(int rank, const wl_op *op)
       rec->bytes = bytes;
       rec->first_arrival_s = first;
       rec->start_s = start;
-      rec->end_s = now();
+      rec->end_s = eng__now();
       double dt = rec->end_s - start;
       rec->algbw_GBps = dt > 0 ? bytes / dt / 1e9 : 0;
       rec->busbw_GBps = rec->algbw_GBps;
     }
   }
-  E.events++;
+  eng__E.events++;
   acct(rank, 0, -1, 0);
-  E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += now() - start;
+  eng__E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += eng__now() - start;
 }
 
-/* ---- rank classes: what sim_sym.c asks of the engine ------------------------ */
+/* ---- rank classes: what sym.c asks of the engine ------------------------ */
 
 static const uint32_t *sym_route(void *u, int src, int dst, uint32_t *n, double *lat_s)
 {
   (void)u;
-  route_entry *re = route_get(src, dst);
+  eng__route *re = route_get(src, dst);
   if (!re)
     return NULL;
   *n = re->n;
@@ -1360,7 +1194,7 @@ static int sym_walk(void *u, int c, int op, double bytes, int root, void (*fn)(v
 static int sym_closed(void *u, int c, int op, double bytes, int root)
 {
   (void)u;
-  comm_state *cs = &E.comms[c];
+  eng__comm *cs = &eng__E.comms[c];
   if (comm_prepare(c, cs))
     return 0;
   int save_op = cs->op;
@@ -1390,73 +1224,73 @@ static int sym_closed(void *u, int c, int op, double bytes, int root)
 
 static int sym_prepare(st_err *err)
 {
-  const wl_workload *wl = E.wl;
-  if (!E.opt->symmetry) {
-    memset(&E.sym, 0, sizeof E.sym);
-    E.sym.C = 1;
-    snprintf(E.sym.desc, sizeof E.sym.desc, "none (turned off)");
+  const wl_workload *wl = eng__E.wl;
+  if (!eng__E.opt->symmetry) {
+    memset(&eng__E.sym, 0, sizeof eng__E.sym);
+    eng__E.sym.C = 1;
+    snprintf(eng__E.sym.desc, sizeof eng__E.sym.desc, "none (turned off)");
     return ST_OK;
   }
   uint8_t *fast = malloc((size_t)wl->num_comms + 1);
   if (!fast)
     return st_err_set(err, ST_ENOMEM, "out of memory");
   for (int c = 0; c < wl->num_comms; c++)
-    fast[c] = (uint8_t)E.comms[c].fast;
-  sim_sym_env env = {wl,         fast,      E.member,   E.num_links, E.link_bw, E.link_shared,
+    fast[c] = (uint8_t)eng__E.comms[c].fast;
+  eng__sym_env env = {wl,         fast,      eng__E.member,   eng__E.num_links, eng__E.link_bw, eng__E.link_shared,
                      sym_route,  sym_walk,  sym_closed, NULL};
-  int rc = sim_sym_prepare(&E.sym, &env);
+  int rc = eng__sym_prepare(&eng__E.sym, &env);
   free(fast);
-  if (!rc && E.sym.on && E.link_bytes && !(E.class_bytes = calloc(E.num_links + 1, sizeof(double))))
+  if (!rc && eng__E.sym.on && eng__E.link_bytes && !(eng__E.class_bytes = calloc(eng__E.num_links + 1, sizeof(double))))
     rc = ST_ENOMEM;
-  if (!rc && E.sym.on && E.sym.fixed) {
+  if (!rc && eng__E.sym.on && eng__E.sym.fixed) {
     /* links every class crosses carry C identical loads: class 0 alone gets
-     * 1/C of them (sim_sym.c, condition 3) */
+     * 1/C of them (sym.c, condition 3) */
     sg_link_t *links = sg_link_list();
     if (!links)
       rc = ST_ENOMEM;
-    for (size_t l = 0; links && l < E.num_links; l++)
-      if (E.sym.link_fixed[l]) {
-        E.link_bw[l] /= E.sym.C;
-        sg_link_set_bandwidth(links[l], E.link_bw[l]);
+    for (size_t l = 0; links && l < eng__E.num_links; l++)
+      if (eng__E.sym.link_fixed[l]) {
+        eng__E.link_bw[l] /= eng__E.sym.C;
+        sg_link_set_bandwidth(links[l], eng__E.link_bw[l]);
       }
     free(links);
   }
   if (rc)
     return st_err_set(err, rc, "out of memory checking rank classes");
-  return E.failed ? (err ? err->code : ST_ENOMEM) : ST_OK;
+  return eng__E.failed ? (err ? err->code : ST_ENOMEM) : ST_OK;
 }
 
 /* Class k's links carry copies of class 0's bytes and usage; their peak
  * load is their original's. */
 static void sym_expand_links(void)
 {
-  if (!E.sym.on || !E.link_bytes)
+  if (!eng__E.sym.on || !eng__E.link_bytes)
     return;
-  int C = E.sym.C;
-  for (size_t l = 0; l < E.num_links; l++)
+  int C = eng__E.sym.C;
+  for (size_t l = 0; l < eng__E.num_links; l++)
     for (int k = 1; k < C; k++) {
-      uint32_t y = E.sym.link_img[l * C + k];
+      uint32_t y = eng__E.sym.link_img[l * C + k];
       if (y != UINT32_MAX)
-        E.link_bytes[y] += E.class_bytes[l];
+        eng__E.link_bytes[y] += eng__E.class_bytes[l];
     }
   size_t n = 0;
-  usage_slot *copy = malloc((E.usage_len + 1) * sizeof *copy);
+  eng__usage *copy = malloc((eng__E.usage_len + 1) * sizeof *copy);
   if (!copy) {
-    fail(ST_ENOMEM, "out of memory");
+    eng__fail(ST_ENOMEM, "out of memory");
     return;
   }
-  for (size_t i = 0; i < E.usage_cap; i++)
-    if (E.usage[i].used && E.usage[i].comm >= 0 && !E.sym.comm_collapse[E.usage[i].comm])
-      copy[n++] = E.usage[i];
-  for (size_t i = 0; i < n && !E.failed; i++)
+  for (size_t i = 0; i < eng__E.usage_cap; i++)
+    if (eng__E.usage[i].used && eng__E.usage[i].comm >= 0 && !eng__E.sym.comm_collapse[eng__E.usage[i].comm])
+      copy[n++] = eng__E.usage[i];
+  for (size_t i = 0; i < n && !eng__E.failed; i++)
     for (int k = 1; k < C; k++) {
-      uint32_t y = E.sym.link_img[(size_t)copy[i].link * C + k];
-      int32_t c = E.sym.comm_img[(size_t)copy[i].comm * C + k];
+      uint32_t y = eng__E.sym.link_img[(size_t)copy[i].link * C + k];
+      int32_t c = eng__E.sym.comm_img[(size_t)copy[i].comm * C + k];
       if (y == UINT32_MAX || c < 0)
         continue;
-      usage_slot *u = usage_slot_for(y, c, copy[i].kind, copy[i].op);
+      eng__usage *u = usage_slot_for(y, c, copy[i].kind, copy[i].op);
       if (!u) {
-        fail(ST_ENOMEM, "out of memory");
+        eng__fail(ST_ENOMEM, "out of memory");
         break;
       }
       u->bytes += copy[i].bytes;
@@ -1470,8 +1304,8 @@ static void sym_expand_links(void)
  * stream waits on, or the next op that itself waits or is not compute.
  * Returns its last position; *total its time, *modelled the share the
  * compute model priced; phase times are charged when charge_phase. */
-static uint32_t compute_run_end(const actor_ctx *a, int rank, const wl_program *p,
-                                const prog_info *pi, uint32_t k, double *total, double *modelled,
+static uint32_t compute_run_end(const eng__actor *a, int rank, const wl_program *p,
+                                const eng__prog *pi, uint32_t k, double *total, double *modelled,
                                 int charge_phase)
 {
   uint32_t k2 = k;
@@ -1483,7 +1317,7 @@ static uint32_t compute_run_end(const actor_ctx *a, int rank, const wl_program *
     if (o->duration_s < 0)
       mod += d;
     if (charge_phase)
-      E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d;
+      eng__E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d;
     if (pi->is_target[a->ops[k2]] || k2 + 1 >= a->num_ops)
       break;
     const wl_op *nx = &p->ops[a->ops[k2 + 1]];
@@ -1499,13 +1333,13 @@ static uint32_t compute_run_end(const actor_ctx *a, int rank, const wl_program *
 /* A compute run k..k2 that began at t0 after its first wait (of `slept`
  * seconds; ov0 the rank's overlapped time when that wait began): the
  * overlap stretch, its rows and phase times, and the stream's progress. */
-static void compute_run_tail(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
+static void compute_run_tail(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
                              uint32_t k, uint32_t k2, double t0, double total, double modelled,
                              double ov0, double slept)
 {
-  sim_rank_stats *st = &E.res->ranks[rank];
+  sim_rank_stats *st = &eng__E.res->ranks[rank];
   double extra = 0;
-  if (modelled > 0 && E.overlap_slowdown > 0) {
+  if (modelled > 0 && eng__E.overlap_slowdown > 0) {
     /* Each overlapped second costs q more; the stretch may overlap a
      * transfer too, and so on.  A transfer that covered the whole last
      * sleep and is still running covers the rest of that series as
@@ -1513,7 +1347,7 @@ static void compute_run_tail(actor_ctx *a, int rank, const wl_program *p, const 
      * limit the step-by-step stretches reach (a transfer that ends
      * inside it leaves at most q / (1 - q) of its uncovered part too
      * much).  One to three sleeps instead of one per factor q. */
-    double q = E.overlap_slowdown * (modelled / total);
+    double q = eng__E.overlap_slowdown * (modelled / total);
     double seen = 0; /* overlapped time already paid for */
     acct(rank, 0, 0, 0);
     for (int it = 0; it < 16; it++) {
@@ -1535,7 +1369,7 @@ static void compute_run_tail(actor_ctx *a, int rank, const wl_program *p, const 
   }
   acct(rank, -1, 0, 0);
   double scale = modelled > 0 ? 1.0 + extra / modelled : 1.0, off = 0;
-  for (uint32_t j = k; (E.opt->timeline || extra > 0) && j <= k2; j++) {
+  for (uint32_t j = k; (eng__E.opt->timeline || extra > 0) && j <= k2; j++) {
     const wl_op *o = &p->ops[a->ops[j]];
     double d = pi->dur[a->ops[j]];
     if (o->duration_s < 0) {
@@ -1545,7 +1379,7 @@ static void compute_run_tail(actor_ctx *a, int rank, const wl_program *p, const 
     timeline_add(rank, o, a->ops[j], t0 + off, t0 + off + d);
     off += d;
   }
-  E.events++;
+  eng__E.events++;
   stream_progress(rank, a->stream, k2 - k + 1);
 }
 
@@ -1570,18 +1404,18 @@ static void compute_run_tail(actor_ctx *a, int rank, const wl_program *p, const 
  * simulated member, and every other stream of the rank that issues ops on
  * it finished or waiting for this stream (so none can issue one before the
  * chain has ended and published its progress). */
-static int chain_coll_ok(int rank, const prog_info *pi, const actor_ctx *a, const wl_op *op)
+static int chain_coll_ok(int rank, const eng__prog *pi, const eng__actor *a, const wl_op *op)
 {
   if (op->kind != WL_OP_COLL || (op->flags & WL_OPF_SPLITS))
     return 0;
-  int c = wl_rank_comm(E.wl, rank, op->role);
-  if (c < 0 || E.wl->comms[c].size < 2 || !E.sym.comm_collapse[c] || E.sym.live[c] != 1 ||
-      !E.comms[c].fast)
+  int c = wl_rank_comm(eng__E.wl, rank, op->role);
+  if (c < 0 || eng__E.wl->comms[c].size < 2 || !eng__E.sym.comm_collapse[c] || eng__E.sym.live[c] != 1 ||
+      !eng__E.comms[c].fast)
     return 0;
   uint32_t others = pi->role_streams[op->role] & ~(1u << (a->stream & 31));
-  const rank_state *rs = &E.ranks[rank];
+  const eng__rank *rs = &eng__E.ranks[rank];
   for (int i = 0; others && i < rs->n_actors; i++) {
-    const actor_ctx *b = E.actors[rs->first_actor + i];
+    const eng__actor *b = eng__E.actors[rs->first_actor + i];
     if (b == a || !(others & (1u << (b->stream & 31))))
       continue;
     /* waiting for a position of this stream not reached yet (released
@@ -1593,11 +1427,11 @@ static int chain_coll_ok(int rank, const prog_info *pi, const actor_ctx *a, cons
   return 1;
 }
 
-static chain_seg *seg_new(actor_ctx *a, size_t n)
+static eng__seg *seg_new(eng__actor *a, size_t n)
 {
   if (n == a->cap_segs) {
     size_t cap = a->cap_segs ? 2 * a->cap_segs : 64;
-    chain_seg *g = realloc(a->segs, cap * sizeof *g);
+    eng__seg *g = realloc(a->segs, cap * sizeof *g);
     if (!g)
       return NULL;
     a->segs = g;
@@ -1608,10 +1442,10 @@ static chain_seg *seg_new(actor_ctx *a, size_t n)
 
 /* The chain from stream position k (its waits met): number of pieces
  * planned in a->segs, 0 when there is none worth running. */
-static size_t chain_plan(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
+static size_t chain_plan(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
                          uint32_t k)
 {
-  double t = now();
+  double t = eng__now();
   size_t n = 0;
   int c0 = -1;
   double busy = 0;
@@ -1625,13 +1459,13 @@ static size_t chain_plan(actor_ctx *a, int rank, const wl_program *p, const prog
       j++;
       continue;
     }
-    chain_seg *g;
+    eng__seg *g;
     if (op->kind == WL_OP_COMPUTE) {
       if (!(g = seg_new(a, n)))
         return 0;
       double total, modelled;
       uint32_t k2 = compute_run_end(a, rank, p, pi, j, &total, &modelled, 0);
-      *g = (chain_seg){j, k2, 0, t, t, t + total, total, modelled, NULL};
+      *g = (eng__seg){j, k2, 0, t, t, t + total, total, modelled, NULL};
       t = g->t1;
       n++;
       j = k2 + 1;
@@ -1641,8 +1475,8 @@ static size_t chain_plan(actor_ctx *a, int rank, const wl_program *p, const prog
     }
     if (!chain_coll_ok(rank, pi, a, op))
       break;
-    int c = wl_rank_comm(E.wl, rank, op->role);
-    comm_state *cs = &E.comms[c];
+    int c = wl_rank_comm(eng__E.wl, rank, op->role);
+    eng__comm *cs = &eng__E.comms[c];
     if (c0 < 0) {
       c0 = c;
       busy = cs->busy_until;
@@ -1655,7 +1489,7 @@ static size_t chain_plan(actor_ctx *a, int rank, const wl_program *p, const prog
      * assembling one) */
     cs->op = op->sub;
     cs->bytes = op->bytes;
-    coll_memo *mm = memo_get(c, cs, op);
+    eng__memo *mm = memo_get(c, cs, op);
     if (!mm)
       return 0;
     if (isnan(mm->T)) {
@@ -1665,7 +1499,7 @@ static size_t chain_plan(actor_ctx *a, int rank, const wl_program *p, const prog
     if (!(mm->T >= 0) || !(g = seg_new(a, n)))
       break;
     double ts = fmax(t, busy);
-    *g = (chain_seg){j, j, 1, t, ts, ts + mm->T, 0, 0, mm};
+    *g = (eng__seg){j, j, 1, t, ts, ts + mm->T, 0, 0, mm};
     busy = t = g->t1;
     n++;
     j++;
@@ -1676,10 +1510,10 @@ static size_t chain_plan(actor_ctx *a, int rank, const wl_program *p, const prog
 }
 
 /* Apply a finished piece: what stepping through it records. */
-static void chain_apply(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
-                        const chain_seg *g)
+static void chain_apply(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
+                        const eng__seg *g)
 {
-  sim_rank_stats *st = &E.res->ranks[rank];
+  sim_rank_stats *st = &eng__E.res->ranks[rank];
   if (!g->coll) {
     double off = 0;
     for (uint32_t j = g->k; j <= g->k2; j++) {
@@ -1692,9 +1526,9 @@ static void chain_apply(actor_ctx *a, int rank, const wl_program *p, const prog_
     return;
   }
   const wl_op *op = &p->ops[a->ops[g->k]];
-  int c = wl_rank_comm(E.wl, rank, op->role);
-  comm_state *cs = &E.comms[c];
-  const wl_comm *cm = &E.wl->comms[c];
+  int c = wl_rank_comm(eng__E.wl, rank, op->role);
+  eng__comm *cs = &eng__E.comms[c];
+  const wl_comm *cm = &eng__E.wl->comms[c];
   cs->ch = g->mm->ch;
   cs->op = op->sub;
   cs->bytes = op->bytes;
@@ -1703,21 +1537,21 @@ static void chain_apply(actor_ctx *a, int rank, const wl_program *p, const prog_
   cs->gen++;
   cs->done_gen++;
   cs->busy_until = cs->fast_end = g->t1;
-  if (E.link_bytes) /* the flows' bytes on their links */
+  if (eng__E.link_bytes) /* the flows' bytes on their links */
     fast_duration(c, cs, op, &a->sched, 1);
   coll_record_add(c, cs, op->sub, cm->size, op->bytes, g->t0, g->ts, g->t1);
-  E.fast_instances++;
+  eng__E.fast_instances++;
   st->comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += g->t1 - g->ts;
   timeline_add(rank, op, a->ops[g->k], g->t0, g->t1);
 }
 
 /* Run the chain planned from position k (n pieces); returns the position
  * to go on from. */
-static uint32_t chain_run(actor_ctx *a, int rank, const wl_program *p, const prog_info *pi,
+static uint32_t chain_run(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
                           uint32_t k, size_t n)
 {
-  rank_state *rs = &E.ranks[rank];
-  const chain_seg *g = a->segs;
+  eng__rank *rs = &eng__E.ranks[rank];
+  const eng__seg *g = a->segs;
   double end = g[n - 1].t1;
   acct(rank, 0, 0, 0); /* the time before the chain, by the counters alone */
   rs->ahead = g;
@@ -1726,13 +1560,13 @@ static uint32_t chain_run(actor_ctx *a, int rank, const wl_program *p, const pro
   rs->ahead_end = end;
   rs->ahead_actor = a;
   rs->interrupted = 0;
-  int timed_out = sg_sem_acquire_timeout(a->sem, end - now());
+  int timed_out = sg_sem_acquire_timeout(a->sem, end - eng__now());
   if (rs->interrupted && timed_out)
     sg_sem_acquire(a->sem); /* the interrupt's release, issued as time ran out */
-  E.events++;
-  E.res->chains++;
-  E.res->chains_cut += rs->interrupted != 0;
-  double t = now();
+  eng__E.events++;
+  eng__E.res->chains++;
+  eng__E.res->chains_cut += rs->interrupted != 0;
+  double t = eng__now();
   acct(rank, 0, 0, 0); /* up to now, by the plan */
   rs->ahead = NULL;
   size_t i = 0;
@@ -1747,7 +1581,7 @@ static uint32_t chain_run(actor_ctx *a, int rank, const wl_program *p, const pro
    * communicator before anyone can see this stream's progress; what is
    * finished is every position before the piece (the markers between the
    * pieces over count too, or the stream's count would lag its position) */
-  const chain_seg *h = &g[i];
+  const eng__seg *h = &g[i];
   if (h->coll)
     chain_apply(a, rank, p, pi, h);
   if (h->k > k)
@@ -1763,10 +1597,10 @@ static uint32_t chain_run(actor_ctx *a, int rank, const wl_program *p, const pro
   }
   for (uint32_t j = h->k; j <= h->k2; j++) {
     const wl_op *o = &p->ops[a->ops[j]];
-    E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += pi->dur[a->ops[j]];
+    eng__E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += pi->dur[a->ops[j]];
   }
   acct(rank, 1, 0, 0);
-  double ov0 = E.res->ranks[rank].overlapped_comm_s;
+  double ov0 = eng__E.res->ranks[rank].overlapped_comm_s;
   if (h->t1 > t)
     sg_actor_sleep_for(h->t1 - t);
   compute_run_tail(a, rank, p, pi, h->k, h->k2, h->t0, h->total, h->modelled, ov0, h->total);
@@ -1777,18 +1611,18 @@ static void stream_actor(int argc, char **argv)
 {
   (void)argc;
   (void)argv;
-  actor_ctx *a = sg_actor_self_get_data();
+  eng__actor *a = sg_actor_self_get_data();
   int rank = a->rank;
-  int pidx = E.wl->rank_program[rank];
-  const wl_program *p = &E.wl->programs[pidx];
-  const prog_info *pi = &E.progs[pidx];
+  int pidx = eng__E.wl->rank_program[rank];
+  const wl_program *p = &eng__E.wl->programs[pidx];
+  const eng__prog *pi = &eng__E.progs[pidx];
 
-  for (uint32_t k = 0; k < a->num_ops && !E.failed;) {
+  for (uint32_t k = 0; k < a->num_ops && !eng__E.failed;) {
     uint32_t opi = a->ops[k];
     const wl_op *op = &p->ops[opi];
     a->cur = opi;
     wait_deps(a, rank, p, pi, op);
-    if (E.sym.on && E.opt->run_ahead && E.ranks[rank].n_xfer == 0 && !E.ranks[rank].ahead &&
+    if (eng__E.sym.on && eng__E.opt->run_ahead && eng__E.ranks[rank].n_xfer == 0 && !eng__E.ranks[rank].ahead &&
         (op->kind == WL_OP_COMPUTE || chain_coll_ok(rank, pi, a, op))) {
       size_t n = chain_plan(a, rank, p, pi, k);
       if (n) {
@@ -1796,7 +1630,7 @@ static void stream_actor(int argc, char **argv)
         continue;
       }
     }
-    double t0 = now();
+    double t0 = eng__now();
     switch (op->kind) {
     case WL_OP_COMPUTE: {
       /* Coalesce a run of compute ops into one timed wait, then lengthen it
@@ -1805,7 +1639,7 @@ static void stream_actor(int argc, char **argv)
       double total, modelled;
       uint32_t k2 = compute_run_end(a, rank, p, pi, k, &total, &modelled, 1);
       acct(rank, 1, 0, 0);
-      double ov0 = E.res->ranks[rank].overlapped_comm_s; /* charged up to t0 */
+      double ov0 = eng__E.res->ranks[rank].overlapped_comm_s; /* charged up to t0 */
       if (total > 0)
         sg_actor_sleep_for(total);
       compute_run_tail(a, rank, p, pi, k, k2, t0, total, modelled, ov0, total);
@@ -1823,37 +1657,37 @@ static void stream_actor(int argc, char **argv)
       break;
     }
     if (op->kind != WL_OP_MARKER)
-      timeline_add(rank, op, opi, t0, now());
+      timeline_add(rank, op, opi, t0, eng__now());
     stream_progress(rank, a->stream, 1);
     k++;
   }
-  if (!E.failed) {
-    sim_rank_stats *st = &E.res->ranks[rank];
-    double t = now();
+  if (!eng__E.failed) {
+    sim_rank_stats *st = &eng__E.res->ranks[rank];
+    double t = eng__now();
     if (t > st->finish_s)
       st->finish_s = t;
   }
   a->finished = 1;
-  E.actors_done++;
+  eng__E.actors_done++;
 }
 
 /* ---- setup ---------------------------------------------------------------- */
 
 static int build_prog_info(st_err *err)
 {
-  const wl_workload *wl = E.wl;
-  E.progs = st_arena_alloc(&E.arena, (size_t)wl->num_programs * sizeof *E.progs);
-  if (!E.progs)
+  const wl_workload *wl = eng__E.wl;
+  eng__E.progs = st_arena_alloc(&eng__E.arena, (size_t)wl->num_programs * sizeof *eng__E.progs);
+  if (!eng__E.progs)
     return st_err_set(err, ST_ENOMEM, "out of memory");
   for (int pidx = 0; pidx < wl->num_programs; pidx++) {
     const wl_program *p = &wl->programs[pidx];
-    prog_info *pi = &E.progs[pidx];
-    pi->stream_ops = st_arena_alloc(&E.arena, (size_t)p->num_streams * sizeof *pi->stream_ops);
-    pi->stream_len = st_arena_alloc(&E.arena, (size_t)p->num_streams * sizeof *pi->stream_len);
-    pi->pos = st_arena_alloc(&E.arena, (p->num_ops + 1) * sizeof *pi->pos);
-    pi->is_target = st_arena_alloc(&E.arena, p->num_ops + 1);
-    pi->dur = st_arena_alloc(&E.arena, (p->num_ops + 1) * sizeof *pi->dur);
-    pi->role_streams = st_arena_alloc(&E.arena, ((size_t)wl->num_roles + 1) * sizeof(uint32_t));
+    eng__prog *pi = &eng__E.progs[pidx];
+    pi->stream_ops = st_arena_alloc(&eng__E.arena, (size_t)p->num_streams * sizeof *pi->stream_ops);
+    pi->stream_len = st_arena_alloc(&eng__E.arena, (size_t)p->num_streams * sizeof *pi->stream_len);
+    pi->pos = st_arena_alloc(&eng__E.arena, (p->num_ops + 1) * sizeof *pi->pos);
+    pi->is_target = st_arena_alloc(&eng__E.arena, p->num_ops + 1);
+    pi->dur = st_arena_alloc(&eng__E.arena, (p->num_ops + 1) * sizeof *pi->dur);
+    pi->role_streams = st_arena_alloc(&eng__E.arena, ((size_t)wl->num_roles + 1) * sizeof(uint32_t));
     if (!pi->stream_ops || !pi->stream_len || !pi->pos || !pi->is_target || !pi->dur ||
         !pi->role_streams)
       return st_err_set(err, ST_ENOMEM, "out of memory");
@@ -1867,7 +1701,7 @@ static int build_prog_info(st_err *err)
     }
     for (size_t i = 0; i < p->num_ops; i++) {
       const wl_op *o = &p->ops[i];
-      pi->dur[i] = o->kind == WL_OP_COMPUTE ? plat_compute_time(&E.cl->device, o) : 0;
+      pi->dur[i] = o->kind == WL_OP_COMPUTE ? plat_compute_time(&eng__E.cl->device, o) : 0;
       pi->pos[i] = pi->stream_len[o->stream]++;
       for (uint32_t w = 0; w < o->wait_count; w++) {
         uint32_t t = p->waits[o->wait_first + w];
@@ -1876,7 +1710,7 @@ static int build_prog_info(st_err *err)
       }
     }
     for (int s = 0; s < p->num_streams; s++) {
-      pi->stream_ops[s] = st_arena_alloc(&E.arena, (pi->stream_len[s] + 1) * sizeof(uint32_t));
+      pi->stream_ops[s] = st_arena_alloc(&eng__E.arena, (pi->stream_len[s] + 1) * sizeof(uint32_t));
       if (!pi->stream_ops[s])
         return st_err_set(err, ST_ENOMEM, "out of memory");
     }
@@ -1888,26 +1722,26 @@ static int build_prog_info(st_err *err)
 
 static int build_members(st_err *err)
 {
-  const wl_workload *wl = E.wl;
+  const wl_workload *wl = eng__E.wl;
   size_t n = (size_t)wl->num_ranks * wl->num_roles;
-  E.member = malloc((n + 1) * sizeof *E.member);
-  if (!E.member)
+  eng__E.member = malloc((n + 1) * sizeof *eng__E.member);
+  if (!eng__E.member)
     return st_err_set(err, ST_ENOMEM, "out of memory");
   for (size_t i = 0; i < n; i++)
-    E.member[i] = -1;
+    eng__E.member[i] = -1;
   for (int c = 0; c < wl->num_comms; c++) {
     const wl_comm *cm = &wl->comms[c];
     for (int i = 0; i < cm->size; i++) {
       int r = cm->ranks[i];
       for (int role = 0; role < wl->num_roles; role++)
         if (wl_rank_comm(wl, r, role) == c)
-          E.member[(size_t)r * wl->num_roles + role] = i;
+          eng__E.member[(size_t)r * wl->num_roles + role] = i;
     }
   }
   for (int r = 0; r < wl->num_ranks; r++)
     for (int role = 0; role < wl->num_roles; role++) {
       int c = wl_rank_comm(wl, r, role);
-      if (c >= 0 && E.member[(size_t)r * wl->num_roles + role] < 0)
+      if (c >= 0 && eng__E.member[(size_t)r * wl->num_roles + role] < 0)
         return st_err_set(err, ST_EINPUT,
                           "rank %d: communicator '%s' plays role '%s' for it but does not contain "
                           "it",
@@ -1947,11 +1781,11 @@ static void build_cfg_argv(const sim_options *opt, int *argc, char **argv, char 
 
 static void describe_deadlock(void)
 {
-  const wl_workload *wl = E.wl;
+  const wl_workload *wl = eng__E.wl;
   st_buf b;
   st_buf_init(&b);
   for (int c = 0; c < wl->num_comms && !b.len; c++) {
-    comm_state *cs = &E.comms[c];
+    eng__comm *cs = &eng__E.comms[c];
     const wl_comm *cm = &wl->comms[c];
     if (cs->arrived == 0)
       continue;
@@ -1970,10 +1804,10 @@ static void describe_deadlock(void)
       st_buf_printf(&b, ",...");
   }
   if (!b.len)
-    for (size_t i = 0; i < E.p2ps.cap && !b.len; i++) {
-      if (!E.p2ps.keys[i])
+    for (size_t i = 0; i < eng__E.p2ps.cap && !b.len; i++) {
+      if (!eng__E.p2ps.keys[i])
         continue;
-      p2p_state *ps = E.p2ps.vals[i];
+      eng__p2p *ps = eng__E.p2ps.vals[i];
       if (!ps->here[0] && !ps->here[1])
         continue;
       const wl_comm *cm = &wl->comms[ps->comm];
@@ -1982,11 +1816,11 @@ static void describe_deadlock(void)
                     ps->tag, ps->here[0] ? "recv" : "send");
     }
   if (!b.len) {
-    st_buf_printf(&b, "the replay deadlocked at %.9g s: %d of %d streams never finished", now(),
-                  E.actors_total - E.actors_done, E.actors_total);
+    st_buf_printf(&b, "the replay deadlocked at %.9g s: %d of %d streams never finished", eng__now(),
+                  eng__E.actors_total - eng__E.actors_done, eng__E.actors_total);
     int shown = 0;
-    for (int i = 0; i < E.actors_total && shown < 2; i++) {
-      const actor_ctx *a = E.actors[i];
+    for (int i = 0; i < eng__E.actors_total && shown < 2; i++) {
+      const eng__actor *a = eng__E.actors[i];
       if (a->waiting_for < 0)
         continue;
       const wl_program *p = &wl->programs[wl->rank_program[a->rank]];
@@ -1998,7 +1832,7 @@ static void describe_deadlock(void)
                     p->stream_names[t->stream]);
     }
   }
-  fail(ST_ESIM, b.data);
+  eng__fail(ST_ESIM, b.data);
   st_buf_release(&b);
 }
 
@@ -2021,12 +1855,12 @@ static int cmp_usage(const void *a, const void *b)
  * (row[] maps an engine link index to its row, or UINT32_MAX). */
 static void collect_usage(const uint32_t *row, size_t nrow)
 {
-  sim_result *r = E.res;
-  r->link_usage = calloc(E.usage_len + 1, sizeof *r->link_usage);
+  sim_result *r = eng__E.res;
+  r->link_usage = calloc(eng__E.usage_len + 1, sizeof *r->link_usage);
   if (!r->link_usage)
     return;
-  for (size_t i = 0; i < E.usage_cap; i++) {
-    const usage_slot *u = &E.usage[i];
+  for (size_t i = 0; i < eng__E.usage_cap; i++) {
+    const eng__usage *u = &eng__E.usage[i];
     if (!u->used || !(u->bytes > 0) || u->link >= nrow || row[u->link] == UINT32_MAX)
       continue;
     r->link_usage[r->num_link_usage++] =
@@ -2039,7 +1873,7 @@ static void collect_links(void)
 {
   size_t n = sg_link_count();
   sg_link_t *links = sg_link_list();
-  sim_result *r = E.res;
+  sim_result *r = eng__E.res;
   r->links = calloc(n + 1, sizeof *r->links);
   uint32_t *row = malloc((n + 1) * sizeof *row);
   if (!r->links || !row) {
@@ -2050,21 +1884,21 @@ static void collect_links(void)
   for (size_t i = 0; i < n; i++)
     row[i] = UINT32_MAX;
   for (size_t i = 0; i < n; i++) {
-    uintptr_t v = (uintptr_t)sim_map_get(&E.link_index, (uint64_t)(uintptr_t)links[i]);
-    double bytes = v ? E.link_bytes[v - 1] : 0;
+    uintptr_t v = (uintptr_t)eng__map_get(&eng__E.link_index, (uint64_t)(uintptr_t)links[i]);
+    double bytes = v ? eng__E.link_bytes[v - 1] : 0;
     if (!(bytes > 0))
       continue;
     row[v - 1] = (uint32_t)r->num_links;
     sim_link_stats *l = &r->links[r->num_links++];
     l->name = st_arena_strdup(&r->arena, sg_link_get_name(links[i]));
     l->bandwidth_Bps = sg_link_get_bandwidth(links[i]);
-    double scale = E.sym.on && E.sym.link_fixed[v - 1] ? E.sym.C : 1; /* see sym_prepare */
+    double scale = eng__E.sym.on && eng__E.sym.link_fixed[v - 1] ? eng__E.sym.C : 1; /* see sym_prepare */
     l->bytes = bytes;
     /* the time the link spends moving these bytes at full rate */
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
     sg_link_t src = links[i];
-    if (E.sym.on && E.sym.link_src[v - 1] != UINT32_MAX && E.sym.link_src[v - 1] < n)
-      src = links[E.sym.link_src[v - 1]];
+    if (eng__E.sym.on && eng__E.sym.link_src[v - 1] != UINT32_MAX && eng__E.sym.link_src[v - 1] < n)
+      src = links[eng__E.sym.link_src[v - 1]];
     l->peak_util = l->bandwidth_Bps > 0 ? sg_link_get_max_instantaneous_load(src) / l->bandwidth_Bps : 0;
     l->bandwidth_Bps *= scale;
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
@@ -2081,21 +1915,21 @@ static int index_links(int track)
 {
   size_t n = sg_link_count();
   sg_link_t *links = sg_link_list();
-  E.num_links = n;
-  E.link_bw = calloc(n + 1, sizeof *E.link_bw);
-  E.link_shared = calloc(n + 1, 1);
+  eng__E.num_links = n;
+  eng__E.link_bw = calloc(n + 1, sizeof *eng__E.link_bw);
+  eng__E.link_shared = calloc(n + 1, 1);
   if (track)
-    E.link_bytes = calloc(n + 1, sizeof *E.link_bytes);
-  if (!links || !E.link_bw || !E.link_shared || (track && !E.link_bytes)) {
+    eng__E.link_bytes = calloc(n + 1, sizeof *eng__E.link_bytes);
+  if (!links || !eng__E.link_bw || !eng__E.link_shared || (track && !eng__E.link_bytes)) {
     free(links);
     return ST_ENOMEM;
   }
   for (size_t i = 0; i < n; i++) {
     if (track)
       sg_link_load_track(links[i]);
-    E.link_bw[i] = sg_link_get_bandwidth(links[i]);
-    E.link_shared[i] = (uint8_t)sg_link_is_shared(links[i]);
-    if (sim_map_put(&E.link_index, (uint64_t)(uintptr_t)links[i], (void *)(uintptr_t)(i + 1))) {
+    eng__E.link_bw[i] = sg_link_get_bandwidth(links[i]);
+    eng__E.link_shared[i] = (uint8_t)sg_link_is_shared(links[i]);
+    if (eng__map_put(&eng__E.link_index, (uint64_t)(uintptr_t)links[i], (void *)(uintptr_t)(i + 1))) {
       free(links);
       return ST_ENOMEM;
     }
@@ -2104,14 +1938,12 @@ static int index_links(int track)
   return ST_OK;
 }
 
-static int engine_used;
-
 int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,
             sim_result **out, st_err *err)
 {
-  if (engine_used)
+  if (eng__E.used)
     return st_err_set(err, ST_ESIM, "sim_run: SimGrid allows one engine per process");
-  engine_used = 1;
+  eng__E.used = 1;
   sim_options defaults;
   if (!opt) {
     sim_options_init(&defaults);
@@ -2127,16 +1959,17 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   if (rc)
     return rc;
 
-  memset(&E, 0, sizeof E);
-  E.wl = wl;
-  E.cl = cl;
-  E.opt = opt;
-  E.err = err;
-  E.overlap_slowdown = plat_compute_overlap_factor(&cl->device) - 1.0;
-  st_arena_init(&E.arena, 1 << 20);
-  sim_map_init(&E.mailboxes);
-  sim_map_init(&E.p2ps);
-  sim_map_init(&E.memo);
+  memset(&eng__E, 0, sizeof eng__E);
+  eng__E.used = 1;
+  eng__E.wl = wl;
+  eng__E.cl = cl;
+  eng__E.opt = opt;
+  eng__E.err = err;
+  eng__E.overlap_slowdown = plat_compute_overlap_factor(&cl->device) - 1.0;
+  st_arena_init(&eng__E.arena, 1 << 20);
+  eng__map_init(&eng__E.mailboxes);
+  eng__map_init(&eng__E.p2ps);
+  eng__map_init(&eng__E.memo);
 
   sim_result *r = calloc(1, sizeof *r);
   if (!r)
@@ -2145,11 +1978,11 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   r->num_ranks = wl->num_ranks;
   r->iterations = wl->meta.iterations > 0 ? wl->meta.iterations : 1;
   r->ranks = calloc((size_t)wl->num_ranks, sizeof *r->ranks);
-  E.res = r;
-  E.ranks = calloc((size_t)wl->num_ranks, sizeof *E.ranks);
-  E.comms = calloc((size_t)wl->num_comms + 1, sizeof *E.comms);
-  E.hosts = calloc((size_t)cl->num_gpus, sizeof *E.hosts);
-  if (!r->ranks || !E.ranks || !E.comms || !E.hosts) {
+  eng__E.res = r;
+  eng__E.ranks = calloc((size_t)wl->num_ranks, sizeof *eng__E.ranks);
+  eng__E.comms = calloc((size_t)wl->num_comms + 1, sizeof *eng__E.comms);
+  eng__E.hosts = calloc((size_t)cl->num_gpus, sizeof *eng__E.hosts);
+  if (!r->ranks || !eng__E.ranks || !eng__E.comms || !eng__E.hosts) {
     rc = st_err_set(err, ST_ENOMEM, "out of memory");
     goto out;
   }
@@ -2158,8 +1991,8 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     r->ranks[i].host = i;
   }
   for (int c = 0; c < wl->num_comms; c++) {
-    E.comms[c].arrived_gen = st_arena_alloc(&E.arena, (size_t)wl->comms[c].size * sizeof(uint64_t));
-    if (!E.comms[c].arrived_gen) {
+    eng__E.comms[c].arrived_gen = st_arena_alloc(&eng__E.arena, (size_t)wl->comms[c].size * sizeof(uint64_t));
+    if (!eng__E.comms[c].arrived_gen) {
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
       goto out;
     }
@@ -2173,7 +2006,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   simgrid_init(&argc, argv);
   if (opt->link_stats)
     sg_link_load_plugin_init();
-  if ((rc = plat_cluster_build(cl, (void **)E.hosts, err)))
+  if ((rc = plat_cluster_build(cl, (void **)eng__E.hosts, err)))
     goto out;
   if (index_links(opt->link_stats)) {
     rc = st_err_set(err, ST_ENOMEM, "out of memory indexing links");
@@ -2186,28 +2019,28 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   size_t max_actors = 0;
   for (int rank = 0; rank < wl->num_ranks; rank++)
     max_actors += (size_t)wl->programs[wl->rank_program[rank]].num_streams;
-  E.actors = calloc(max_actors + 1, sizeof *E.actors);
-  if (!E.actors) {
+  eng__E.actors = calloc(max_actors + 1, sizeof *eng__E.actors);
+  if (!eng__E.actors) {
     rc = st_err_set(err, ST_ENOMEM, "out of memory");
     goto out;
   }
   for (int rank = 0; rank < wl->num_ranks; rank++) {
-    if (E.sym.on && E.sym.cls[rank] != 0)
+    if (eng__E.sym.on && eng__E.sym.cls[rank] != 0)
       continue; /* a copy of its class-0 representative */
     int pidx = wl->rank_program[rank];
     const wl_program *p = &wl->programs[pidx];
-    const prog_info *pi = &E.progs[pidx];
-    E.ranks[rank].done = st_arena_alloc(&E.arena, (size_t)p->num_streams * sizeof(uint32_t));
-    if (!E.ranks[rank].done) {
+    const eng__prog *pi = &eng__E.progs[pidx];
+    eng__E.ranks[rank].done = st_arena_alloc(&eng__E.arena, (size_t)p->num_streams * sizeof(uint32_t));
+    if (!eng__E.ranks[rank].done) {
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
       goto out;
     }
-    E.ranks[rank].first_actor = E.actors_total;
+    eng__E.ranks[rank].first_actor = eng__E.actors_total;
     for (int s = 0; s < p->num_streams; s++) {
       if (!pi->stream_len[s])
         continue;
-      E.ranks[rank].n_actors++;
-      actor_ctx *a = st_arena_alloc(&E.arena, sizeof *a);
+      eng__E.ranks[rank].n_actors++;
+      eng__actor *a = st_arena_alloc(&eng__E.arena, sizeof *a);
       if (!a) {
         rc = st_err_set(err, ST_ENOMEM, "out of memory");
         goto out;
@@ -2220,35 +2053,35 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       a->sem = sg_sem_init(0);
       char name[48];
       snprintf(name, sizeof name, "r%d.s%d", rank, s);
-      E.actors[E.actors_total] = a;
-      sg_actor_t act = sg_actor_init(name, E.hosts[rank]);
+      eng__E.actors[eng__E.actors_total] = a;
+      sg_actor_t act = sg_actor_init(name, eng__E.hosts[rank]);
       sg_actor_set_data(act, a);
       sg_actor_start(act, stream_actor, 0, NULL);
-      E.actors_total++;
+      eng__E.actors_total++;
     }
   }
 
   for (int rank = 0; rank < wl->num_ranks; rank++)
-    if (!E.sym.on || E.sym.cls[rank] == 0)
-      E.ops_total += wl->programs[wl->rank_program[rank]].num_ops;
-  E.progress_on = !opt->quiet && isatty(STDERR_FILENO);
+    if (!eng__E.sym.on || eng__E.sym.cls[rank] == 0)
+      eng__E.ops_total += wl->programs[wl->rank_program[rank]].num_ops;
+  eng__E.progress_on = !opt->quiet && isatty(STDERR_FILENO);
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
-  E.wall0 = w0;
+  eng__E.wall0 = w0;
   simgrid_run();
   clock_gettime(CLOCK_MONOTONIC, &w1);
-  if (E.progress_shown)
+  if (eng__E.progress_shown)
     fputs("\r\033[K", stderr);
   r->wall_s = (double)(w1.tv_sec - w0.tv_sec) + 1e-9 * (double)(w1.tv_nsec - w0.tv_nsec);
-  r->sim_time_s = now();
-  r->events = E.events;
-  r->fast_colls = E.fast_instances;
-  snprintf(r->reduction, sizeof r->reduction, "%s", E.sym.desc);
-  r->simulated_ranks = E.sym.on ? E.sym.simulated : wl->num_ranks;
+  r->sim_time_s = eng__now();
+  r->events = eng__E.events;
+  r->fast_colls = eng__E.fast_instances;
+  snprintf(r->reduction, sizeof r->reduction, "%s", eng__E.sym.desc);
+  r->simulated_ranks = eng__E.sym.on ? eng__E.sym.simulated : wl->num_ranks;
 
-  if (!E.failed && E.actors_done != E.actors_total)
+  if (!eng__E.failed && eng__E.actors_done != eng__E.actors_total)
     describe_deadlock();
-  if (E.failed) {
+  if (eng__E.failed) {
     rc = err ? err->code : ST_ESIM;
     goto out;
   }
@@ -2256,12 +2089,12 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
    * finish): from its own last op to there a rank waits for the slowest one
    * (idle, as such waits are inside the run), so every rank's parts add up
    * to the run time */
-  if (E.sym.on) {
-    sim_sym_expand_ranks(&E.sym, wl, r->ranks);
+  if (eng__E.sym.on) {
+    eng__sym_expand_ranks(&eng__E.sym, wl, r->ranks);
     for (int rank = 0; rank < wl->num_ranks; rank++)
-      E.ranks[rank].last_t = E.ranks[sim_sym_rep(&E.sym, wl, rank)].last_t;
-    if (sim_sym_expand_colls(&E.sym, wl, &r->colls, &r->num_colls) ||
-        sim_sym_expand_timeline(&E.sym, wl, &r->timeline, &r->num_timeline)) {
+      eng__E.ranks[rank].last_t = eng__E.ranks[eng__sym_rep(&eng__E.sym, wl, rank)].last_t;
+    if (eng__sym_expand_colls(&eng__E.sym, wl, &r->colls, &r->num_colls) ||
+        eng__sym_expand_timeline(&eng__E.sym, wl, &r->timeline, &r->num_timeline)) {
       rc = st_err_set(err, ST_ENOMEM, "out of memory expanding rank classes");
       goto out;
     }
@@ -2273,7 +2106,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       last = r->ranks[rank].finish_s;
   for (int rank = 0; rank < wl->num_ranks; rank++) {
     sim_rank_stats *st = &r->ranks[rank];
-    rank_state *rs = &E.ranks[rank];
+    eng__rank *rs = &eng__E.ranks[rank];
     double dt = last - rs->last_t;
     if (dt > 0)
       st->idle_s += dt;
@@ -2287,37 +2120,37 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   rc = ST_OK;
 
 out:
-  for (int i = 0; E.ranks && i < wl->num_ranks; i++)
-    wq_release(&E.ranks[i].wq);
-  for (int c = 0; E.comms && c < wl->num_comms; c++)
-    wq_release(&E.comms[c].wq);
-  for (int i = 0; E.actors && i < E.actors_total; i++) {
-    coll_sched_release(&E.actors[i]->sched);
-    free(E.actors[i]->segs);
-    if (E.actors[i]->sem)
-      sg_sem_destroy(E.actors[i]->sem);
+  for (int i = 0; eng__E.ranks && i < wl->num_ranks; i++)
+    wq_release(&eng__E.ranks[i].wq);
+  for (int c = 0; eng__E.comms && c < wl->num_comms; c++)
+    wq_release(&eng__E.comms[c].wq);
+  for (int i = 0; eng__E.actors && i < eng__E.actors_total; i++) {
+    coll_sched_release(&eng__E.actors[i]->sched);
+    free(eng__E.actors[i]->segs);
+    if (eng__E.actors[i]->sem)
+      sg_sem_destroy(eng__E.actors[i]->sem);
   }
-  free(E.actors);
+  free(eng__E.actors);
   sim_result_destroy(r);
-  free(E.ranks);
-  free(E.comms);
-  free(E.hosts);
-  free(E.member);
-  sim_map_release(&E.mailboxes);
-  for (size_t i = 0; i < E.p2ps.cap; i++)
-    if (E.p2ps.keys[i])
-      wq_release(&((p2p_state *)E.p2ps.vals[i])->wq);
-  sim_map_release(&E.p2ps);
-  sim_map_release(&E.link_index);
-  sim_map_release(&E.memo);
-  sim_map_release(&E.routes);
-  free(E.link_bytes);
-  free(E.usage);
-  free(E.link_bw);
-  free(E.link_shared);
-  free(E.class_bytes);
-  sim_sym_release(&E.sym);
-  st_arena_release(&E.arena);
+  free(eng__E.ranks);
+  free(eng__E.comms);
+  free(eng__E.hosts);
+  free(eng__E.member);
+  eng__map_release(&eng__E.mailboxes);
+  for (size_t i = 0; i < eng__E.p2ps.cap; i++)
+    if (eng__E.p2ps.keys[i])
+      wq_release(&((eng__p2p *)eng__E.p2ps.vals[i])->wq);
+  eng__map_release(&eng__E.p2ps);
+  eng__map_release(&eng__E.link_index);
+  eng__map_release(&eng__E.memo);
+  eng__map_release(&eng__E.routes);
+  free(eng__E.link_bytes);
+  free(eng__E.usage);
+  free(eng__E.link_bw);
+  free(eng__E.link_shared);
+  free(eng__E.class_bytes);
+  eng__sym_release(&eng__E.sym);
+  st_arena_release(&eng__E.arena);
   return rc;
 }
 
