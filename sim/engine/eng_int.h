@@ -273,4 +273,21 @@ static inline double eng__now(void) { return simgrid_get_clock(); }
 /* The run fails with code and msg (the first failure is kept). */
 void eng__fail(int code, const char *msg);
 
+/* ---- links.c -------------------------------------------------------------- */
+
+/* Index the platform's links (bandwidth, sharing) and, when track, count
+ * their bytes and have SimGrid track their load.  0 or ST_ENOMEM. */
+int eng__links_index(int track);
+/* The route between two GPUs as link indices, latency and bottleneck
+ * bandwidth, cached per pair.  NULL only when out of memory. */
+eng__route *eng__route_get(int src_gpu, int dst_gpu);
+/* Add a flow's bytes to every link of its route, and to the link's share
+ * of communicator comm's op (kind: WL_OP_COLL or WL_OP_SEND). */
+void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op);
+/* After the run, with rank classes: class 0's bytes and usage copied to
+ * the other classes' links. */
+void eng__links_expand_classes(void);
+/* The result's links (those that carried bytes) and their usage. */
+void eng__links_collect(void);
+
 #endif

@@ -279,102 +279,6 @@ static sg_mailbox_t mailbox_for(int comm, int src, int dst)
   return mb;
 }
 
-static int usage_grow(void)
-{
-  size_t cap = eng__E.usage_cap ? eng__E.usage_cap * 2 : 1024;
-  eng__usage *t = calloc(cap, sizeof *t);
-  if (!t)
-    return -1;
-  for (size_t i = 0; i < eng__E.usage_cap; i++) {
-    const eng__usage *u = &eng__E.usage[i];
-    if (!u->used)
-      continue;
-    size_t j = (size_t)eng__key4(u->link, (uint32_t)u->comm, u->kind, u->op) & (cap - 1);
-    while (t[j].used)
-      j = (j + 1) & (cap - 1);
-    t[j] = *u;
-  }
-  free(eng__E.usage);
-  eng__E.usage = t;
-  eng__E.usage_cap = cap;
-  return 0;
-}
-
-/* The slot of (link, comm, kind, op), made when new; NULL when out of memory. */
-static eng__usage *usage_slot_for(uint32_t link, int32_t comm, uint8_t kind, uint8_t op)
-{
-  if (2 * (eng__E.usage_len + 1) > eng__E.usage_cap && usage_grow())
-    return NULL;
-  size_t mask = eng__E.usage_cap - 1;
-  for (size_t i = (size_t)eng__key4(link, (uint32_t)comm, kind, op) & mask;; i = (i + 1) & mask) {
-    eng__usage *u = &eng__E.usage[i];
-    if (!u->used) {
-      *u = (eng__usage){link, comm, kind, op, 1, 0.0};
-      eng__E.usage_len++;
-      return u;
-    }
-    if (u->link == link && u->comm == comm && u->kind == kind && u->op == op)
-      return u;
-  }
-}
-
-/* The route between two GPUs as link indices, latency and bottleneck
- * bandwidth, cached per pair.  NULL only when out of memory. */
-static eng__route *route_get(int src_gpu, int dst_gpu)
-{
-  uint64_t key = eng__key4((uint64_t)src_gpu, (uint64_t)dst_gpu, 0x726f757465ULL, 1);
-  eng__route *re = eng__map_get(&eng__E.routes, key);
-  if (re && re->src == src_gpu && re->dst == dst_gpu)
-    return re;
-  xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
-  sg_host_get_route(eng__E.hosts[src_gpu], eng__E.hosts[dst_gpu], d);
-  unsigned long n = xbt_dynar_length(d);
-  re = st_arena_alloc(&eng__E.arena, sizeof *re);
-  uint32_t *idx = st_arena_alloc(&eng__E.arena, (n + 1) * sizeof *idx);
-  if (!re || !idx || eng__map_put(&eng__E.routes, key, re)) {
-    xbt_dynar_free(&d);
-    eng__fail(ST_ENOMEM, "out of memory");
-    return NULL;
-  }
-  re->src = src_gpu;
-  re->dst = dst_gpu;
-  re->n = 0;
-  re->links = idx;
-  for (unsigned long i = 0; i < n; i++) {
-    sg_link_t l = xbt_dynar_get_as(d, i, sg_link_t);
-    uintptr_t v = (uintptr_t)eng__map_get(&eng__E.link_index, (uint64_t)(uintptr_t)l);
-    if (v)
-      re->links[re->n++] = (uint32_t)(v - 1);
-  }
-  xbt_dynar_free(&d);
-  re->lat_s = sg_host_get_route_latency(eng__E.hosts[src_gpu], eng__E.hosts[dst_gpu]);
-  re->bw_Bps = sg_host_get_route_bandwidth(eng__E.hosts[src_gpu], eng__E.hosts[dst_gpu]);
-  return re;
-}
-
-/* Add a flow's bytes to every link of its route, and to the link's share
- * of communicator comm's op (kind, op). */
-static void account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op)
-{
-  if (!eng__E.link_bytes || src_gpu == dst_gpu)
-    return;
-  eng__route *re = route_get(src_gpu, dst_gpu);
-  if (!re)
-    return;
-  int copied = eng__E.sym.on && !eng__E.sym.comm_collapse[comm];
-  for (uint32_t i = 0; i < re->n; i++) {
-    eng__E.link_bytes[re->links[i]] += bytes;
-    if (copied)
-      eng__E.class_bytes[re->links[i]] += bytes;
-    eng__usage *u = usage_slot_for(re->links[i], comm, (uint8_t)kind, (uint8_t)op);
-    if (!u) {
-      eng__fail(ST_ENOMEM, "out of memory counting link usage");
-      return;
-    }
-    u->bytes += bytes;
-  }
-}
-
 /* ---- cross-stream waits -------------------------------------------------- */
 
 static void wait_deps(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
@@ -553,7 +457,7 @@ static void coll_transfer(int c, eng__comm *cs, int m, const wl_program *p, cons
       sg_actor_sleep_for(rd->pre_s);
     for (uint32_t i = 0; i < rd->nsend; i++) {
       const coll_xfer *x = &sched->xfers[rd->send_first + i];
-      account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes, c, WL_OP_COLL, op->sub);
+      eng__account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes, c, WL_OP_COLL, op->sub);
       comms[k++] = sg_mailbox_put_async(mailbox_for(c, m, x->peer), &eng__E.dummy_payload,
                                         (long)llround(x->bytes));
     }
@@ -588,7 +492,7 @@ static void fast_mark_route(int32_t *owner, int who, int src_gpu, int dst_gpu)
 {
   if (src_gpu == dst_gpu)
     return;
-  eng__route *re = route_get(src_gpu, dst_gpu);
+  eng__route *re = eng__route_get(src_gpu, dst_gpu);
   if (!re)
     return;
   for (uint32_t i = 0; i < re->n; i++) {
@@ -659,7 +563,7 @@ static void fast_check_cb(void *u, int s, int d)
   struct mark_ctx *m = u;
   if (s == d)
     return;
-  eng__route *re = route_get(s, d);
+  eng__route *re = eng__route_get(s, d);
   if (!re) {
     m->ok = 0;
     return;
@@ -837,7 +741,7 @@ static double fast_duration(int c, eng__comm *cs, const wl_op *op, coll_sched *s
         flows = n;
         capf = cap;
       }
-      eng__route *re = route_get(src, dst);
+      eng__route *re = eng__route_get(src, dst);
       if (!re)
         goto out;
       flows[nf++] = (fast_flow){src, dst, b, rd->pre_s, re};
@@ -907,7 +811,7 @@ static double fast_duration(int c, eng__comm *cs, const wl_op *op, coll_sched *s
   free(ids);
   if (T >= 0 && account)
     for (size_t f = 0; f < nf; f++)
-      account_flow(flows[f].src, flows[f].dst, flows[f].bytes, c, WL_OP_COLL, op->sub);
+      eng__account_flow(flows[f].src, flows[f].dst, flows[f].bytes, c, WL_OP_COLL, op->sub);
 out:
   free(flows);
   return T;
@@ -1138,7 +1042,7 @@ static void run_p2p(int rank, const wl_op *op)
   }
   acct(rank, 0, 1, 0);
   if (is_send) {
-    account_flow(cm->ranks[src], cm->ranks[dst], bytes, c, WL_OP_SEND, 0);
+    eng__account_flow(cm->ranks[src], cm->ranks[dst], bytes, c, WL_OP_SEND, 0);
     sg_mailbox_put(ps->mb, &eng__E.dummy_payload, (long)llround(bytes));
   } else {
     sg_mailbox_get(ps->mb);
@@ -1169,7 +1073,7 @@ static void run_p2p(int rank, const wl_op *op)
 static const uint32_t *sym_route(void *u, int src, int dst, uint32_t *n, double *lat_s)
 {
   (void)u;
-  eng__route *re = route_get(src, dst);
+  eng__route *re = eng__route_get(src, dst);
   if (!re)
     return NULL;
   *n = re->n;
@@ -1258,44 +1162,6 @@ static int sym_prepare(st_err *err)
   if (rc)
     return st_err_set(err, rc, "out of memory checking rank classes");
   return eng__E.failed ? (err ? err->code : ST_ENOMEM) : ST_OK;
-}
-
-/* Class k's links carry copies of class 0's bytes and usage; their peak
- * load is their original's. */
-static void sym_expand_links(void)
-{
-  if (!eng__E.sym.on || !eng__E.link_bytes)
-    return;
-  int C = eng__E.sym.C;
-  for (size_t l = 0; l < eng__E.num_links; l++)
-    for (int k = 1; k < C; k++) {
-      uint32_t y = eng__E.sym.link_img[l * C + k];
-      if (y != UINT32_MAX)
-        eng__E.link_bytes[y] += eng__E.class_bytes[l];
-    }
-  size_t n = 0;
-  eng__usage *copy = malloc((eng__E.usage_len + 1) * sizeof *copy);
-  if (!copy) {
-    eng__fail(ST_ENOMEM, "out of memory");
-    return;
-  }
-  for (size_t i = 0; i < eng__E.usage_cap; i++)
-    if (eng__E.usage[i].used && eng__E.usage[i].comm >= 0 && !eng__E.sym.comm_collapse[eng__E.usage[i].comm])
-      copy[n++] = eng__E.usage[i];
-  for (size_t i = 0; i < n && !eng__E.failed; i++)
-    for (int k = 1; k < C; k++) {
-      uint32_t y = eng__E.sym.link_img[(size_t)copy[i].link * C + k];
-      int32_t c = eng__E.sym.comm_img[(size_t)copy[i].comm * C + k];
-      if (y == UINT32_MAX || c < 0)
-        continue;
-      eng__usage *u = usage_slot_for(y, c, copy[i].kind, copy[i].op);
-      if (!u) {
-        eng__fail(ST_ENOMEM, "out of memory");
-        break;
-      }
-      u->bytes += copy[i].bytes;
-    }
-  free(copy);
 }
 
 /* ---- the stream actor ---------------------------------------------------- */
@@ -1836,108 +1702,6 @@ static void describe_deadlock(void)
   st_buf_release(&b);
 }
 
-/* By link, then most bytes first; ties in a fixed order. */
-static int cmp_usage(const void *a, const void *b)
-{
-  const sim_link_usage *x = a, *y = b;
-  if (x->link != y->link)
-    return x->link < y->link ? -1 : 1;
-  if (x->bytes != y->bytes)
-    return x->bytes > y->bytes ? -1 : 1;
-  if (x->comm != y->comm)
-    return x->comm < y->comm ? -1 : 1;
-  if (x->kind != y->kind)
-    return x->kind < y->kind ? -1 : 1;
-  return (x->op > y->op) - (x->op < y->op);
-}
-
-/* result: the (link, comm, op) shares of the links that made it into r->links
- * (row[] maps an engine link index to its row, or UINT32_MAX). */
-static void collect_usage(const uint32_t *row, size_t nrow)
-{
-  sim_result *r = eng__E.res;
-  r->link_usage = calloc(eng__E.usage_len + 1, sizeof *r->link_usage);
-  if (!r->link_usage)
-    return;
-  for (size_t i = 0; i < eng__E.usage_cap; i++) {
-    const eng__usage *u = &eng__E.usage[i];
-    if (!u->used || !(u->bytes > 0) || u->link >= nrow || row[u->link] == UINT32_MAX)
-      continue;
-    r->link_usage[r->num_link_usage++] =
-        (sim_link_usage){row[u->link], u->comm, u->kind, u->op, u->bytes};
-  }
-  qsort(r->link_usage, r->num_link_usage, sizeof *r->link_usage, cmp_usage);
-}
-
-static void collect_links(void)
-{
-  size_t n = sg_link_count();
-  sg_link_t *links = sg_link_list();
-  sim_result *r = eng__E.res;
-  r->links = calloc(n + 1, sizeof *r->links);
-  uint32_t *row = malloc((n + 1) * sizeof *row);
-  if (!r->links || !row) {
-    free(row);
-    free(links);
-    return;
-  }
-  for (size_t i = 0; i < n; i++)
-    row[i] = UINT32_MAX;
-  for (size_t i = 0; i < n; i++) {
-    uintptr_t v = (uintptr_t)eng__map_get(&eng__E.link_index, (uint64_t)(uintptr_t)links[i]);
-    double bytes = v ? eng__E.link_bytes[v - 1] : 0;
-    if (!(bytes > 0))
-      continue;
-    row[v - 1] = (uint32_t)r->num_links;
-    sim_link_stats *l = &r->links[r->num_links++];
-    l->name = st_arena_strdup(&r->arena, sg_link_get_name(links[i]));
-    l->bandwidth_Bps = sg_link_get_bandwidth(links[i]);
-    double scale = eng__E.sym.on && eng__E.sym.link_fixed[v - 1] ? eng__E.sym.C : 1; /* see sym_prepare */
-    l->bytes = bytes;
-    /* the time the link spends moving these bytes at full rate */
-    l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
-    sg_link_t src = links[i];
-    if (eng__E.sym.on && eng__E.sym.link_src[v - 1] != UINT32_MAX && eng__E.sym.link_src[v - 1] < n)
-      src = links[eng__E.sym.link_src[v - 1]];
-    l->peak_util = l->bandwidth_Bps > 0 ? sg_link_get_max_instantaneous_load(src) / l->bandwidth_Bps : 0;
-    l->bandwidth_Bps *= scale;
-    l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
-  }
-  collect_usage(row, n);
-  free(row);
-  free(links);
-}
-
-/* The link-load plugin only measures links it is told to track (it gives the
- * peak load); bytes are counted per flow on the flow's route, because the
- * plugin's cumulated load also counts the latency phase of each comm. */
-static int index_links(int track)
-{
-  size_t n = sg_link_count();
-  sg_link_t *links = sg_link_list();
-  eng__E.num_links = n;
-  eng__E.link_bw = calloc(n + 1, sizeof *eng__E.link_bw);
-  eng__E.link_shared = calloc(n + 1, 1);
-  if (track)
-    eng__E.link_bytes = calloc(n + 1, sizeof *eng__E.link_bytes);
-  if (!links || !eng__E.link_bw || !eng__E.link_shared || (track && !eng__E.link_bytes)) {
-    free(links);
-    return ST_ENOMEM;
-  }
-  for (size_t i = 0; i < n; i++) {
-    if (track)
-      sg_link_load_track(links[i]);
-    eng__E.link_bw[i] = sg_link_get_bandwidth(links[i]);
-    eng__E.link_shared[i] = (uint8_t)sg_link_is_shared(links[i]);
-    if (eng__map_put(&eng__E.link_index, (uint64_t)(uintptr_t)links[i], (void *)(uintptr_t)(i + 1))) {
-      free(links);
-      return ST_ENOMEM;
-    }
-  }
-  free(links);
-  return ST_OK;
-}
-
 int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,
             sim_result **out, st_err *err)
 {
@@ -2008,7 +1772,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     sg_link_load_plugin_init();
   if ((rc = plat_cluster_build(cl, (void **)eng__E.hosts, err)))
     goto out;
-  if (index_links(opt->link_stats)) {
+  if (eng__links_index(opt->link_stats)) {
     rc = st_err_set(err, ST_ENOMEM, "out of memory indexing links");
     goto out;
   }
@@ -2098,7 +1862,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
       rc = st_err_set(err, ST_ENOMEM, "out of memory expanding rank classes");
       goto out;
     }
-    sym_expand_links();
+    eng__links_expand_classes();
   }
   double last = 0;
   for (int rank = 0; rank < wl->num_ranks; rank++)
@@ -2114,7 +1878,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   }
   r->step_time_s = last / r->iterations;
   if (opt->link_stats)
-    collect_links();
+    eng__links_collect();
   *out = r;
   r = NULL;
   rc = ST_OK;
