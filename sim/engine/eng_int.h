@@ -290,4 +290,49 @@ void eng__links_expand_classes(void);
 /* The result's links (those that carried bytes) and their usage. */
 void eng__links_collect(void);
 
+/* ---- collectives (engine.c) ---------------------------------------------- */
+
+/* What a communicator's route-latency callback needs. */
+typedef struct eng__route_ctx {
+  const int32_t *ranks;
+} eng__route_ctx;
+
+/* What every instance of communicator c needs, built at its first: the
+ * largest ring-neighbour latency and the members' layout.  0 or ST_ENOMEM. */
+int eng__comm_prepare(int c, eng__comm *cs);
+/* The algorithm context of communicator c's current instance (rc: the
+ * storage its route-latency callback reads). */
+void eng__coll_ctx_fill(int c, eng__comm *cs, coll_ctx *ctx, eng__route_ctx *rc);
+
+/* ---- closed.c ------------------------------------------------------------- */
+
+/* One distinct collective a communicator runs. */
+typedef struct eng__tuple {
+  int32_t comm;
+  uint8_t op;
+  int32_t root;
+  double bytes;
+} eng__tuple;
+
+/* Mark the communicators whose links carry nothing else (eng__comm.fast).
+ * 0, or an error set in err. */
+int eng__fast_prepare(st_err *err);
+/* Plan every member of communicator c for one tuple and call fn on each
+ * flow (source and destination GPU); 0, or ST_ENOMEM. */
+int eng__fast_walk_flows(int c, const eng__tuple *t, coll_sched *sched,
+                         void (*fn)(void *u, int src_gpu, int dst_gpu), void *u);
+/* The closed-form duration of the instance assembled on c, or < 0 when it
+ * must be simulated; with account, its flows' bytes go on their links. */
+double eng__fast_duration(int c, eng__comm *cs, const wl_op *op, coll_sched *sched,
+                          int account);
+/* The memo of the instance assembled on c (made at its first); NULL when
+ * out of memory. */
+eng__memo *eng__memo_get(int c, eng__comm *cs, const wl_op *op);
+
+/* ---- sym_env.c ------------------------------------------------------------ */
+
+/* Find the rank classes (eng__E.sym), or say why there are none.  0, or an
+ * error set in err. */
+int eng__sym_setup(st_err *err);
+
 #endif

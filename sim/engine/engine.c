@@ -373,7 +373,7 @@ static void comm_ring_latency(int c, eng__comm *cs)
 
 /* What every instance of communicator c needs, built at its first: the
  * largest ring-neighbour latency and the members' layout.  0 or ST_ENOMEM. */
-static int comm_prepare(int c, eng__comm *cs)
+int eng__comm_prepare(int c, eng__comm *cs)
 {
   const wl_comm *cm = &eng__E.wl->comms[c];
   if (!cs->have_ring_lat)
@@ -386,18 +386,14 @@ static int comm_prepare(int c, eng__comm *cs)
   return ST_OK;
 }
 
-typedef struct route_ctx {
-  const int32_t *ranks;
-} route_ctx;
-
 static double member_route_lat(void *u, int a, int b)
 {
-  const route_ctx *rc = u;
+  const eng__route_ctx *rc = u;
   return sg_host_get_route_latency(eng__E.hosts[rc->ranks[a]], eng__E.hosts[rc->ranks[b]]);
 }
 
 /* The algorithm context of communicator c's current instance. */
-static void coll_ctx_fill(int c, eng__comm *cs, coll_ctx *ctx, route_ctx *rc)
+void eng__coll_ctx_fill(int c, eng__comm *cs, coll_ctx *ctx, eng__route_ctx *rc)
 {
   const wl_comm *cm = &eng__E.wl->comms[c];
   memset(ctx, 0, sizeof *ctx);
@@ -430,8 +426,8 @@ static void coll_transfer(int c, eng__comm *cs, int m, const wl_program *p, cons
   if (eng__E.failed)
     return;
   coll_ctx ctx;
-  route_ctx rctx;
-  coll_ctx_fill(c, cs, &ctx, &rctx);
+  eng__route_ctx rctx;
+  eng__coll_ctx_fill(c, cs, &ctx, &rctx);
   ctx.root = op->peer >= 0 ? op->peer : 0;
   ctx.splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL;
   if (coll_plan(&ctx, m, sched)) {
@@ -468,355 +464,6 @@ static void coll_transfer(int c, eng__comm *cs, int m, const wl_program *p, cons
   }
 }
 
-/* ---- closed-form collectives ------------------------------------------------
- * A collective whose flows cross only links that no other communicator and no
- * send/recv can ever use is alone on its links whenever it runs (a
- * communicator runs its collectives one at a time).  Its time is
- * then known the moment the last member arrives, and the members just wait
- * until then — the same answer as simulating the flows, without them.
- * "Known" needs the flows not to share links in a way whose outcome depends
- * on SimGrid's sharing rules, so an instance qualifies when, after merging
- * the flows between the same two GPUs (same route, same start: they share a
- * link equally and the last ends when the link has moved their sum), either
- *  (a) no link carries two merged flows: each ends at
- *      pre + latency + bytes / bottleneck bandwidth; or
- *  (b) all merged flows are alike (same pre, bytes and latency) and each
- *      one's smallest share bandwidth / flows-on-link is the same r: by
- *      symmetry every flow runs at r and they end together.
- * Anything else is simulated.  Only for the ideal network model in flow
- * fidelity, single-round schedules, and no all-to-all-v. */
-
-enum { OWNER_NONE = -1, OWNER_SHARED = -2, OWNER_P2P = -3 };
-
-static void fast_mark_route(int32_t *owner, int who, int src_gpu, int dst_gpu)
-{
-  if (src_gpu == dst_gpu)
-    return;
-  eng__route *re = eng__route_get(src_gpu, dst_gpu);
-  if (!re)
-    return;
-  for (uint32_t i = 0; i < re->n; i++) {
-    if (!eng__E.link_shared[re->links[i]])
-      continue;
-    int32_t *o = &owner[re->links[i]];
-    if (*o == OWNER_NONE)
-      *o = who;
-    else if (*o != who)
-      *o = OWNER_SHARED;
-  }
-}
-
-typedef struct fast_tuple {
-  int32_t comm;
-  uint8_t op;
-  int32_t root;
-  double bytes;
-} fast_tuple;
-
-/* Plan every member of communicator c for one (op, bytes, root) and call fn
- * on each flow; returns 0, or ST_ENOMEM. */
-static int fast_walk_flows(int c, const fast_tuple *t, coll_sched *sched,
-                           void (*fn)(void *u, int src_gpu, int dst_gpu), void *u)
-{
-  const wl_comm *cm = &eng__E.wl->comms[c];
-  eng__comm *cs = &eng__E.comms[c];
-  if (comm_prepare(c, cs))
-    return ST_ENOMEM;
-  int save_op = cs->op;
-  double save_bytes = cs->bytes;
-  cs->op = t->op;
-  cs->bytes = t->bytes;
-  coll_ctx ctx;
-  route_ctx rctx;
-  coll_ctx_fill(c, cs, &ctx, &rctx);
-  coll_choose(&ctx);
-  ctx.root = t->root;
-  int rc = ST_OK;
-  for (int m = 0; m < cm->size && !rc; m++) {
-    if ((rc = coll_plan(&ctx, m, sched)))
-      break;
-    for (size_t r = 0; r < sched->nrounds; r++) {
-      const coll_round *rd = &sched->rounds[r];
-      for (uint32_t i = 0; i < rd->nsend; i++)
-        fn(u, cm->ranks[m], cm->ranks[sched->xfers[rd->send_first + i].peer]);
-    }
-  }
-  cs->op = save_op;
-  cs->bytes = save_bytes;
-  return rc;
-}
-
-struct mark_ctx {
-  int32_t *owner;
-  int who;
-  int ok;
-};
-
-static void fast_mark_cb(void *u, int s, int d)
-{
-  struct mark_ctx *m = u;
-  fast_mark_route(m->owner, m->who, s, d);
-}
-
-static void fast_check_cb(void *u, int s, int d)
-{
-  struct mark_ctx *m = u;
-  if (s == d)
-    return;
-  eng__route *re = eng__route_get(s, d);
-  if (!re) {
-    m->ok = 0;
-    return;
-  }
-  for (uint32_t i = 0; i < re->n; i++)
-    if (eng__E.link_shared[re->links[i]] && m->owner[re->links[i]] != m->who)
-      m->ok = 0;
-}
-
-static int fast_prepare(st_err *err)
-{
-  const wl_workload *wl = eng__E.wl;
-  const sim_options *opt = eng__E.opt;
-  if (!opt->fast_colls || opt->net_model != SIM_NET_IDEAL || opt->fidelity != SIM_FID_FLOW ||
-      wl->num_comms == 0 || wl->num_roles == 0)
-    return ST_OK;
-  uint8_t *ok = malloc((size_t)wl->num_comms);
-  int32_t *owner = malloc((eng__E.num_links + 1) * sizeof *owner);
-  fast_tuple *tuples = NULL;
-  size_t nt = 0, capt = 0;
-  eng__map seen;
-  eng__map_init(&seen);
-  coll_sched sched;
-  coll_sched_init(&sched);
-  int rc = ST_OK;
-  if (!ok || !owner) {
-    rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    goto done;
-  }
-  for (size_t l = 0; l < eng__E.num_links; l++)
-    owner[l] = OWNER_NONE;
-  memset(ok, 1, (size_t)wl->num_comms);
-  /* The distinct collectives each communicator runs. */
-  for (int r = 0; r < wl->num_ranks; r++) {
-    const wl_program *pg = &wl->programs[wl->rank_program[r]];
-    /* tuples: once per (program, communicator, op, bytes, root) */
-    for (size_t i = 0; i < pg->num_ops; i++) {
-      const wl_op *o = &pg->ops[i];
-      if (o->kind != WL_OP_COLL)
-        continue;
-      int c = wl_rank_comm(wl, r, o->role);
-      if (c < 0 || wl->comms[c].size < 2)
-        continue;
-      if (o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS)) {
-        ok[c] = 0;
-        /* per-peer sizes: every pair may talk */
-        const wl_comm *cm = &wl->comms[c];
-        for (int a = 0; a < cm->size; a++)
-          for (int b = 0; b < cm->size; b++)
-            fast_mark_route(owner, c, cm->ranks[a], cm->ranks[b]);
-        continue;
-      }
-      uint64_t bits;
-      memcpy(&bits, &o->bytes, sizeof bits);
-      uint64_t key = eng__key4((uint64_t)c, o->sub, bits, (uint64_t)(uint32_t)(o->peer + 1));
-      /* the map holds tuple index + 1 (the array moves as it grows) */
-      uintptr_t hi = (uintptr_t)eng__map_get(&seen, key);
-      const fast_tuple *had = hi ? &tuples[hi - 1] : NULL;
-      int root = o->peer >= 0 ? o->peer : 0;
-      if (had && had->comm == c && had->op == o->sub && had->bytes == o->bytes && had->root == root)
-        continue; /* (a hash collision with another tuple is planned too) */
-      if (nt == capt) {
-        size_t cap = capt ? capt * 2 : 256;
-        fast_tuple *nt_ = realloc(tuples, cap * sizeof *nt_);
-        if (!nt_) {
-          rc = st_err_set(err, ST_ENOMEM, "out of memory");
-          goto done;
-        }
-        tuples = nt_;
-        capt = cap;
-      }
-      tuples[nt] = (fast_tuple){.comm = c, .op = o->sub, .root = o->peer >= 0 ? o->peer : 0,
-                                .bytes = o->bytes};
-      if (!had && eng__map_put(&seen, key, (void *)(uintptr_t)(nt + 1))) {
-        rc = st_err_set(err, ST_ENOMEM, "out of memory");
-        goto done;
-      }
-      nt++;
-    }
-  }
-  /* Every link each collective and each send/recv can use. */
-  for (size_t i = 0; i < nt; i++) {
-    struct mark_ctx mc = {owner, tuples[i].comm, 1};
-    if (fast_walk_flows(tuples[i].comm, &tuples[i], &sched, fast_mark_cb, &mc)) {
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-      goto done;
-    }
-  }
-  for (int r = 0; r < wl->num_ranks; r++) {
-    const wl_program *pg = &wl->programs[wl->rank_program[r]];
-    for (size_t i = 0; i < pg->num_ops; i++) {
-      const wl_op *o = &pg->ops[i];
-      if (o->kind != WL_OP_SEND)
-        continue;
-      int c = wl_rank_comm(wl, r, o->role);
-      if (c >= 0)
-        fast_mark_route(owner, OWNER_P2P, r, wl->comms[c].ranks[o->peer]);
-    }
-  }
-  /* A communicator qualifies when every link it uses is its own. */
-  for (size_t i = 0; i < nt; i++) {
-    int c = tuples[i].comm;
-    if (!ok[c])
-      continue;
-    struct mark_ctx mc = {owner, c, 1};
-    if (fast_walk_flows(c, &tuples[i], &sched, fast_check_cb, &mc)) {
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-      goto done;
-    }
-    if (!mc.ok)
-      ok[c] = 0;
-  }
-  for (int c = 0; c < wl->num_comms; c++)
-    eng__E.comms[c].fast = ok[c];
-done:
-  coll_sched_release(&sched);
-  eng__map_release(&seen);
-  free(tuples);
-  free(ok);
-  free(owner);
-  if (!rc && eng__E.failed)
-    rc = err ? err->code : ST_ENOMEM;
-  return rc;
-}
-
-typedef struct fast_flow {
-  int32_t src, dst; /* GPUs */
-  double bytes, pre;
-  eng__route *re;
-} fast_flow;
-
-static int cmp_u32(const void *a, const void *b)
-{
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The closed-form duration of the instance just assembled on c, or < 0 when
- * it must be simulated.  Called by the last member to arrive. */
-static double fast_duration(int c, eng__comm *cs, const wl_op *op, coll_sched *sched, int account)
-{
-  const wl_comm *cm = &eng__E.wl->comms[c];
-  if (!cs->fast || (op->sub == WL_COLL_ALLTOALL && (op->flags & WL_OPF_SPLITS)))
-    return -1;
-  coll_ctx ctx;
-  route_ctx rctx;
-  coll_ctx_fill(c, cs, &ctx, &rctx);
-  ctx.root = op->peer >= 0 ? op->peer : 0;
-  fast_flow *flows = NULL;
-  size_t nf = 0, capf = 0, nlinks = 0;
-  double T = -1;
-  for (int m = 0; m < cm->size; m++) {
-    if (coll_plan(&ctx, m, sched) || sched->nrounds > 1)
-      goto out;
-    if (sched->nrounds == 0)
-      continue;
-    const coll_round *rd = &sched->rounds[0];
-    for (uint32_t i = 0; i < rd->nsend; i++) {
-      const coll_xfer *x = &sched->xfers[rd->send_first + i];
-      int src = cm->ranks[m], dst = cm->ranks[x->peer];
-      double b = (double)llround(x->bytes);
-      size_t f;
-      for (f = 0; f < nf; f++)
-        if (flows[f].src == src && flows[f].dst == dst)
-          break;
-      if (f < nf) { /* another channel between the same two GPUs */
-        flows[f].bytes += b;
-        continue;
-      }
-      if (nf == capf) {
-        size_t cap = capf ? capf * 2 : 32;
-        fast_flow *n = realloc(flows, cap * sizeof *n);
-        if (!n)
-          goto out;
-        flows = n;
-        capf = cap;
-      }
-      eng__route *re = eng__route_get(src, dst);
-      if (!re)
-        goto out;
-      flows[nf++] = (fast_flow){src, dst, b, rd->pre_s, re};
-      nlinks += re->n;
-    }
-  }
-  if (nf == 0) {
-    T = 0;
-    goto out;
-  }
-  /* links used, with multiplicity */
-  uint32_t *ids = malloc((nlinks + 1) * sizeof *ids);
-  if (!ids)
-    goto out;
-  size_t k = 0;
-  for (size_t f = 0; f < nf; f++)
-    for (uint32_t i = 0; i < flows[f].re->n; i++)
-      if (eng__E.link_shared[flows[f].re->links[i]])
-        ids[k++] = flows[f].re->links[i];
-  qsort(ids, k, sizeof *ids, cmp_u32);
-  int shared = 0;
-  for (size_t i = 1; i < k; i++)
-    shared |= ids[i] == ids[i - 1];
-  if (!shared) { /* (a) */
-    T = 0;
-    for (size_t f = 0; f < nf; f++) {
-      double t = flows[f].pre + flows[f].re->lat_s + flows[f].bytes / flows[f].re->bw_Bps;
-      if (t > T)
-        T = t;
-    }
-  } else { /* (b) */
-    double r0 = -1;
-    int alike = 1;
-    for (size_t f = 0; f < nf && alike; f++) {
-      if (flows[f].pre != flows[0].pre || flows[f].bytes != flows[0].bytes ||
-          flows[f].re->lat_s != flows[0].re->lat_s)
-        alike = 0;
-      double r = INFINITY;
-      for (uint32_t i = 0; i < flows[f].re->n; i++) {
-        uint32_t l = flows[f].re->links[i];
-        if (!eng__E.link_shared[l])
-          continue;
-        /* flows on link l: its run length in the sorted ids */
-        size_t lo = 0, hi = k;
-        while (lo < hi) {
-          size_t mid = (lo + hi) / 2;
-          if (ids[mid] < l)
-            lo = mid + 1;
-          else
-            hi = mid;
-        }
-        size_t cnt = 0;
-        while (lo + cnt < k && ids[lo + cnt] == l)
-          cnt++;
-        double share = eng__E.link_bw[l] / (double)cnt;
-        if (share < r)
-          r = share;
-      }
-      if (r0 < 0)
-        r0 = r;
-      else if (fabs(r - r0) > 1e-12 * r0)
-        alike = 0;
-    }
-    if (alike)
-      T = flows[0].pre + flows[0].re->lat_s + flows[0].bytes / r0;
-  }
-  free(ids);
-  if (T >= 0 && account)
-    for (size_t f = 0; f < nf; f++)
-      eng__account_flow(flows[f].src, flows[f].dst, flows[f].bytes, c, WL_OP_COLL, op->sub);
-out:
-  free(flows);
-  return T;
-}
-
 static void coll_record_add(int c, const eng__comm *cs, int opk, int n, double bytes,
                             double first, double start, double end)
 {
@@ -838,33 +485,6 @@ static void coll_record_add(int c, const eng__comm *cs, int opk, int n, double b
   double dt = end - start;
   rec->algbw_GBps = dt > 0 ? bytes / dt / 1e9 : 0;
   rec->busbw_GBps = rec->algbw_GBps * sim_busbw_factor(opk, n);
-}
-
-static eng__memo *memo_get(int c, eng__comm *cs, const wl_op *op)
-{
-  int root = op->peer >= 0 ? op->peer : 0;
-  uint16_t splits = (op->flags & WL_OPF_SPLITS) != 0;
-  /* the instance's bytes as assembled (cs->bytes: an all-to-all-v's first
-   * member's), which the tuner's choice depends on */
-  double bytes = cs->bytes;
-  uint64_t bits;
-  memcpy(&bits, &bytes, sizeof bits);
-  uint64_t key = eng__key4((uint64_t)c, op->sub | ((uint64_t)splits << 8), bits, (uint64_t)(uint32_t)root);
-  eng__memo *mm = eng__map_get(&eng__E.memo, key);
-  if (mm && mm->comm == c && mm->op == op->sub && mm->bytes == bytes && mm->root == root &&
-      mm->splits == splits)
-    return mm;
-  mm = st_arena_alloc(&eng__E.arena, sizeof *mm);
-  if (!mm)
-    return NULL;
-  coll_ctx cx;
-  route_ctx rcx;
-  coll_ctx_fill(c, cs, &cx, &rcx);
-  coll_choose(&cx);
-  *mm = (eng__memo){c, root, op->sub, splits, bytes, cx.ch, NAN};
-  if (!eng__map_get(&eng__E.memo, key) && eng__map_put(&eng__E.memo, key, mm))
-    return NULL;
-  return mm;
 }
 
 static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *sched)
@@ -917,12 +537,12 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched 
     cs->arrived = 0;
     cs->start = t;
     cs->pending = live;
-    if (comm_prepare(c, cs)) {
+    if (eng__comm_prepare(c, cs)) {
       eng__fail(ST_ENOMEM, "out of memory laying out a communicator");
       sg_actor_kill_all();
       return;
     }
-    eng__memo *mm = memo_get(c, cs, op);
+    eng__memo *mm = eng__memo_get(c, cs, op);
     if (!mm) {
       eng__fail(ST_ENOMEM, "out of memory");
       sg_actor_kill_all();
@@ -933,7 +553,7 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched 
     if (cs->fast) {
       /* the flows are planned again only when links count their bytes */
       if (isnan(mm->T) || (eng__E.link_bytes && mm->T >= 0))
-        mm->T = fast_duration(c, cs, op, sched, 1);
+        mm->T = eng__fast_duration(c, cs, op, sched, 1);
       T = mm->T;
     }
     if (T < 0 && eng__E.sym.on && eng__E.sym.comm_collapse[c]) {
@@ -1066,102 +686,6 @@ static void run_p2p(int rank, const wl_op *op)
   eng__E.events++;
   acct(rank, 0, -1, 0);
   eng__E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += eng__now() - start;
-}
-
-/* ---- rank classes: what sym.c asks of the engine ------------------------ */
-
-static const uint32_t *sym_route(void *u, int src, int dst, uint32_t *n, double *lat_s)
-{
-  (void)u;
-  eng__route *re = eng__route_get(src, dst);
-  if (!re)
-    return NULL;
-  *n = re->n;
-  *lat_s = re->lat_s;
-  return re->links;
-}
-
-static int sym_walk(void *u, int c, int op, double bytes, int root, void (*fn)(void *, int, int),
-                    void *fn_u)
-{
-  (void)u;
-  fast_tuple t = {.comm = c, .op = (uint8_t)op, .root = root, .bytes = bytes};
-  coll_sched sched;
-  coll_sched_init(&sched);
-  int rc = fast_walk_flows(c, &t, &sched, fn, fn_u);
-  coll_sched_release(&sched);
-  return rc;
-}
-
-/* Whether communicator c's (op, bytes, root) instance has a closed form; the
- * communicator's state is left as it was. */
-static int sym_closed(void *u, int c, int op, double bytes, int root)
-{
-  (void)u;
-  eng__comm *cs = &eng__E.comms[c];
-  if (comm_prepare(c, cs))
-    return 0;
-  int save_op = cs->op;
-  double save_bytes = cs->bytes;
-  coll_choice save_ch = cs->ch;
-  cs->op = op;
-  cs->bytes = bytes;
-  coll_ctx ctx;
-  route_ctx rctx;
-  coll_ctx_fill(c, cs, &ctx, &rctx);
-  coll_choose(&ctx);
-  cs->ch = ctx.ch;
-  wl_op o;
-  memset(&o, 0, sizeof o);
-  o.kind = WL_OP_COLL;
-  o.sub = (uint8_t)op;
-  o.peer = root;
-  coll_sched sched;
-  coll_sched_init(&sched);
-  double T = fast_duration(c, cs, &o, &sched, 0);
-  coll_sched_release(&sched);
-  cs->op = save_op;
-  cs->bytes = save_bytes;
-  cs->ch = save_ch;
-  return T >= 0;
-}
-
-static int sym_prepare(st_err *err)
-{
-  const wl_workload *wl = eng__E.wl;
-  if (!eng__E.opt->symmetry) {
-    memset(&eng__E.sym, 0, sizeof eng__E.sym);
-    eng__E.sym.C = 1;
-    snprintf(eng__E.sym.desc, sizeof eng__E.sym.desc, "none (turned off)");
-    return ST_OK;
-  }
-  uint8_t *fast = malloc((size_t)wl->num_comms + 1);
-  if (!fast)
-    return st_err_set(err, ST_ENOMEM, "out of memory");
-  for (int c = 0; c < wl->num_comms; c++)
-    fast[c] = (uint8_t)eng__E.comms[c].fast;
-  eng__sym_env env = {wl,         fast,      eng__E.member,   eng__E.num_links, eng__E.link_bw, eng__E.link_shared,
-                     sym_route,  sym_walk,  sym_closed, NULL};
-  int rc = eng__sym_prepare(&eng__E.sym, &env);
-  free(fast);
-  if (!rc && eng__E.sym.on && eng__E.link_bytes && !(eng__E.class_bytes = calloc(eng__E.num_links + 1, sizeof(double))))
-    rc = ST_ENOMEM;
-  if (!rc && eng__E.sym.on && eng__E.sym.fixed) {
-    /* links every class crosses carry C identical loads: class 0 alone gets
-     * 1/C of them (sym.c, condition 3) */
-    sg_link_t *links = sg_link_list();
-    if (!links)
-      rc = ST_ENOMEM;
-    for (size_t l = 0; links && l < eng__E.num_links; l++)
-      if (eng__E.sym.link_fixed[l]) {
-        eng__E.link_bw[l] /= eng__E.sym.C;
-        sg_link_set_bandwidth(links[l], eng__E.link_bw[l]);
-      }
-    free(links);
-  }
-  if (rc)
-    return st_err_set(err, rc, "out of memory checking rank classes");
-  return eng__E.failed ? (err ? err->code : ST_ENOMEM) : ST_OK;
 }
 
 /* ---- the stream actor ---------------------------------------------------- */
@@ -1349,18 +873,18 @@ static size_t chain_plan(eng__actor *a, int rank, const wl_program *p, const eng
     } else if (c != c0) {
       break;
     }
-    if (comm_prepare(c, cs))
+    if (eng__comm_prepare(c, cs))
       return 0;
     /* the instance as run_coll assembles it (one member: nobody else is
      * assembling one) */
     cs->op = op->sub;
     cs->bytes = op->bytes;
-    eng__memo *mm = memo_get(c, cs, op);
+    eng__memo *mm = eng__memo_get(c, cs, op);
     if (!mm)
       return 0;
     if (isnan(mm->T)) {
       cs->ch = mm->ch;
-      mm->T = fast_duration(c, cs, op, &a->sched, 0);
+      mm->T = eng__fast_duration(c, cs, op, &a->sched, 0);
     }
     if (!(mm->T >= 0) || !(g = seg_new(a, n)))
       break;
@@ -1404,7 +928,7 @@ static void chain_apply(eng__actor *a, int rank, const wl_program *p, const eng_
   cs->done_gen++;
   cs->busy_until = cs->fast_end = g->t1;
   if (eng__E.link_bytes) /* the flows' bytes on their links */
-    fast_duration(c, cs, op, &a->sched, 1);
+    eng__fast_duration(c, cs, op, &a->sched, 1);
   coll_record_add(c, cs, op->sub, cm->size, op->bytes, g->t0, g->ts, g->t1);
   eng__E.fast_instances++;
   st->comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += g->t1 - g->ts;
@@ -1776,7 +1300,7 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     rc = st_err_set(err, ST_ENOMEM, "out of memory indexing links");
     goto out;
   }
-  if ((rc = fast_prepare(err)) || (rc = sym_prepare(err)))
+  if ((rc = eng__fast_prepare(err)) || (rc = eng__sym_setup(err)))
     goto out;
 
   /* actors */
