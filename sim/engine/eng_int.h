@@ -335,4 +335,50 @@ eng__memo *eng__memo_get(int c, eng__comm *cs, const wl_op *op);
  * error set in err. */
 int eng__sym_setup(st_err *err);
 
+/* ---- accounting and records (engine.c) ------------------------------------ */
+
+/* Account the rank's time since its last change to one bucket (design note
+ * 5), then apply the deltas to its streams computing, transferring and
+ * waiting for a pipeline peer. */
+void eng__acct(int rank, int dc, int dx, int db);
+/* Transfers of the rank running now, a running-ahead stream's included. */
+int eng__xfer_now(int rank);
+/* One timeline row (when the options record them). */
+void eng__timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1);
+/* One collective record (when the options record them). */
+void eng__coll_record_add(int c, const eng__comm *cs, int opk, int n, double bytes,
+                          double first, double start, double end);
+
+/* ---- actors (engine.c) ---------------------------------------------------- */
+
+/* n more ops of the rank's stream are done: wake the streams waiting for it. */
+void eng__stream_progress(int rank, int stream, uint32_t n);
+
+/* ---- compute.c ------------------------------------------------------------ */
+
+/* The compute run starting at stream position k: up to the next op another
+ * stream waits on, or the next op that itself waits or is not compute.
+ * Returns its last position; *total its time, *modelled the share the
+ * compute model priced; phase times are charged when charge_phase. */
+uint32_t eng__compute_run_end(const eng__actor *a, int rank, const wl_program *p,
+                              const eng__prog *pi, uint32_t k, double *total, double *modelled,
+                              int charge_phase);
+/* A compute run k..k2 that began at t0 after its first wait (of `slept`
+ * seconds; ov0 the rank's overlapped time when that wait began): the
+ * overlap stretch, its rows and phase times, and the stream's progress. */
+void eng__compute_run_tail(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
+                           uint32_t k, uint32_t k2, double t0, double total, double modelled,
+                           double ov0, double slept);
+/* Run the compute ops from stream position k; returns the position to go
+ * on from. */
+uint32_t eng__compute_run(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
+                          uint32_t k);
+
+/* ---- chain.c -------------------------------------------------------------- */
+
+/* With rank classes and running ahead: when stream position k (its waits
+ * met) starts a chain worth running ahead, run it, set *k to the position
+ * to go on from and return 1; else 0. */
+int eng__chain_try(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi, uint32_t *k);
+
 #endif

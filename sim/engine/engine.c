@@ -1,25 +1,11 @@
-/* sim.c — the replay engine (see sim.h for the contract).
+/* engine.c — the replay engine (see sim.h for the contract).
  *
  * Design notes
  *  1. Actors.  Each (rank, stream) whose program has ops on that stream is a
  *     SimGrid actor on the rank's GPU host.  Programs are shared between
  *     ranks; per-rank state is only counters (ops done per stream) and the
  *     time accounting, so memory is O(ranks x streams), not O(ranks x ops).
- *  2. Compute.  A compute op is a timed wait (sg_actor_sleep_for, ten times
- *     cheaper than an exec).  Consecutive compute ops of a stream are
- *     coalesced into one wait up to the next op another stream waits on, or
- *     the next op that itself waits; timeline rows are rebuilt from offsets.
- *     Communication kernels share the SMs and HBM with compute: a compute
- *     run holding modelled ops (duration_s < 0) is lengthened by
- *     (plat_compute_overlap_factor() - 1) x the time it ran beside a transfer
- *     of the same rank (the overlapped time that accounting charged during
- *     the run), in extra timed waits until the extension no longer overlaps
- *     (a geometric series: a transfer still running over the whole last
- *     wait gets the series' remaining sum in one wait, so one to three
- *     waits per run, at most 16).  Only the modelled share of
- *     the run is stretched; given durations (traces) were measured as they
- *     ran.  Deterministic, and a run with no transfer beside it costs one
- *     wait as before.
+ *  2. Compute: compute.c (coalesced waits, the overlap stretch).
  *  3. Collectives.  Members rendezvous (generation counter + condition per
  *     communicator): nobody starts until all have arrived, as in NCCL.  Then
  *     each member posts the flows of the algorithm it sends and receives
@@ -39,15 +25,7 @@
  *  6. Failure.  A member that never arrives leaves the others blocked; when
  *     SimGrid runs out of events the run ends and the rendezvous states say
  *     which communicator, op and ranks were stuck (ST_ESIM).
- *  7. Rank classes and running ahead.  Where sym.c finds ranks that are
- *     exact copies of others (the positions of the TP groups on a rail-
- *     optimised fabric), only one rank per class has actors; results are
- *     copied to the others after the run.  A group's collective then has one
- *     simulated member and a closed form, so a stream whose next ops are
- *     compute runs and such collectives knows their times and waits once for
- *     the chain (see "running ahead" below for how accounting and the overlap
- *     stretch stay exact).  The tuner's choice and closed forms are memoised
- *     per (communicator, op, bytes, root): they do not depend on time.
+ *  7. Rank classes and running ahead: chain.c (and sym.c, the classes).
  */
 #include <math.h>
 #include <stdio.h>
@@ -122,7 +100,7 @@ static int ahead_state(eng__rank *rs, double u, double *until)
 
 /* Account the time since the last change to one bucket, then apply deltas.
  * With a stream running ahead, the time is cut where its state changes. */
-static void acct(int rank, int dc, int dx, int db)
+void eng__acct(int rank, int dc, int dx, int db)
 {
   eng__rank *rs = &eng__E.ranks[rank];
   sim_rank_stats *st = &eng__E.res->ranks[rank];
@@ -149,7 +127,7 @@ static void acct(int rank, int dc, int dx, int db)
 }
 
 /* Transfers of the rank running now, a running-ahead stream's included. */
-static int xfer_now(int rank)
+int eng__xfer_now(int rank)
 {
   eng__rank *rs = &eng__E.ranks[rank];
   if (!rs->ahead)
@@ -203,7 +181,7 @@ static void wq_release(eng__waitq *q)
   q->n = q->cap = 0;
 }
 
-static void timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1)
+void eng__timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1)
 {
   if (!eng__E.opt->timeline)
     return;
@@ -328,7 +306,7 @@ static void progress(uint32_t n)
  * (only those: waking all of them at every op made each re-check and queue
  * again).  They leave the queue before any release, since a release is a
  * simcall during which others may queue. */
-static void stream_progress(int rank, int stream, uint32_t n)
+void eng__stream_progress(int rank, int stream, uint32_t n)
 {
   progress(n);
   eng__rank *rs = &eng__E.ranks[rank];
@@ -464,7 +442,7 @@ static void coll_transfer(int c, eng__comm *cs, int m, const wl_program *p, cons
   }
 }
 
-static void coll_record_add(int c, const eng__comm *cs, int opk, int n, double bytes,
+void eng__coll_record_add(int c, const eng__comm *cs, int opk, int n, double bytes,
                             double first, double start, double end)
 {
   sim_coll_record *rec = coll_record_new();
@@ -575,17 +553,17 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched 
   int opk = cs->op;
   double bytes = cs->bytes;
 
-  acct(rank, 0, 1, 0);
+  eng__acct(rank, 0, 1, 0);
   double fast_end = cs->fast_end;
   if (fast_end >= 0) {
     /* closed form: everyone knows the end; the last to arrive records it */
     if (last) {
-      coll_record_add(c, cs, opk, n, bytes, first, start, fast_end);
+      eng__coll_record_add(c, cs, opk, n, bytes, first, start, fast_end);
       eng__E.fast_instances += eng__E.sym.on && !eng__E.sym.comm_collapse[c] ? (uint64_t)eng__E.sym.C : 1;
     }
     if (fast_end > eng__now())
       sg_actor_sleep_until(fast_end);
-    acct(rank, 0, -1, 0);
+    eng__acct(rank, 0, -1, 0);
     eng__E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += eng__now() - start;
     return;
   }
@@ -594,13 +572,13 @@ static void run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched 
   uint64_t my_done = cs->done_gen;
   if (--cs->pending == 0) {
     cs->done_gen++;
-    coll_record_add(c, cs, opk, n, bytes, first, start, eng__now());
+    eng__coll_record_add(c, cs, opk, n, bytes, first, start, eng__now());
     wq_wake(&cs->wq);
   } else {
     while (cs->done_gen == my_done)
       wq_wait(&cs->wq);
   }
-  acct(rank, 0, -1, 0);
+  eng__acct(rank, 0, -1, 0);
   eng__E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += eng__now() - start;
 }
 
@@ -639,10 +617,10 @@ static void run_p2p(int rank, const wl_op *op)
   if (!ps->here[1 - side]) {
     ps->first_arrival = eng__now();
     uint64_t my_gen = ps->gen;
-    acct(rank, 0, 0, 1);
+    eng__acct(rank, 0, 0, 1);
     while (ps->gen == my_gen)
       wq_wait(&ps->wq);
-    acct(rank, 0, 0, -1);
+    eng__acct(rank, 0, 0, -1);
   } else {
     ps->gen++;
     ps->here[0] = ps->here[1] = 0;
@@ -660,7 +638,7 @@ static void run_p2p(int rank, const wl_op *op)
     sg_actor_kill_all();
     return;
   }
-  acct(rank, 0, 1, 0);
+  eng__acct(rank, 0, 1, 0);
   if (is_send) {
     eng__account_flow(cm->ranks[src], cm->ranks[dst], bytes, c, WL_OP_SEND, 0);
     sg_mailbox_put(ps->mb, &eng__E.dummy_payload, (long)llround(bytes));
@@ -684,318 +662,11 @@ static void run_p2p(int rank, const wl_op *op)
     }
   }
   eng__E.events++;
-  acct(rank, 0, -1, 0);
+  eng__acct(rank, 0, -1, 0);
   eng__E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += eng__now() - start;
 }
 
 /* ---- the stream actor ---------------------------------------------------- */
-
-/* The compute run starting at stream position k: up to the next op another
- * stream waits on, or the next op that itself waits or is not compute.
- * Returns its last position; *total its time, *modelled the share the
- * compute model priced; phase times are charged when charge_phase. */
-static uint32_t compute_run_end(const eng__actor *a, int rank, const wl_program *p,
-                                const eng__prog *pi, uint32_t k, double *total, double *modelled,
-                                int charge_phase)
-{
-  uint32_t k2 = k;
-  double tot = 0, mod = 0;
-  for (;;) {
-    const wl_op *o = &p->ops[a->ops[k2]];
-    double d = pi->dur[a->ops[k2]];
-    tot += d;
-    if (o->duration_s < 0)
-      mod += d;
-    if (charge_phase)
-      eng__E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d;
-    if (pi->is_target[a->ops[k2]] || k2 + 1 >= a->num_ops)
-      break;
-    const wl_op *nx = &p->ops[a->ops[k2 + 1]];
-    if (nx->kind != WL_OP_COMPUTE || nx->wait_count > 0)
-      break;
-    k2++;
-  }
-  *total = tot;
-  *modelled = mod;
-  return k2;
-}
-
-/* A compute run k..k2 that began at t0 after its first wait (of `slept`
- * seconds; ov0 the rank's overlapped time when that wait began): the
- * overlap stretch, its rows and phase times, and the stream's progress. */
-static void compute_run_tail(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
-                             uint32_t k, uint32_t k2, double t0, double total, double modelled,
-                             double ov0, double slept)
-{
-  sim_rank_stats *st = &eng__E.res->ranks[rank];
-  double extra = 0;
-  if (modelled > 0 && eng__E.overlap_slowdown > 0) {
-    /* Each overlapped second costs q more; the stretch may overlap a
-     * transfer too, and so on.  A transfer that covered the whole last
-     * sleep and is still running covers the rest of that series as
-     * well: add (1 + q + q^2 + ...) = add / (1 - q) in one sleep, the
-     * limit the step-by-step stretches reach (a transfer that ends
-     * inside it leaves at most q / (1 - q) of its uncovered part too
-     * much).  One to three sleeps instead of one per factor q. */
-    double q = eng__E.overlap_slowdown * (modelled / total);
-    double seen = 0; /* overlapped time already paid for */
-    acct(rank, 0, 0, 0);
-    for (int it = 0; it < 16; it++) {
-      double ov = st->overlapped_comm_s - ov0 - seen;
-      seen += ov;
-      double add = q * ov;
-      if (!(add > 1e-12))
-        break;
-      int whole = q < 0.5 && xfer_now(rank) > 0 && ov >= slept * (1 - 1e-9);
-      if (whole)
-        add /= 1 - q;
-      extra += add;
-      sg_actor_sleep_for(add);
-      slept = add; /* length of the last sleep */
-      acct(rank, 0, 0, 0);
-      if (whole)
-        break;
-    }
-  }
-  acct(rank, -1, 0, 0);
-  double scale = modelled > 0 ? 1.0 + extra / modelled : 1.0, off = 0;
-  for (uint32_t j = k; (eng__E.opt->timeline || extra > 0) && j <= k2; j++) {
-    const wl_op *o = &p->ops[a->ops[j]];
-    double d = pi->dur[a->ops[j]];
-    if (o->duration_s < 0) {
-      st->phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d * (scale - 1);
-      d *= scale;
-    }
-    timeline_add(rank, o, a->ops[j], t0 + off, t0 + off + d);
-    off += d;
-  }
-  eng__E.events++;
-  stream_progress(rank, a->stream, k2 - k + 1);
-}
-
-/* ---- running ahead ------------------------------------------------------------
- * Design note 7.  With rank classes, a communicator of the classes' groups
- * has one simulated member: its collective starts when that member arrives
- * (or when its previous instance ends) and its closed form gives the end.
- * A stream whose next ops are compute runs and such collectives, with no
- * transfer of the rank running, then knows their times in advance and
- * waits once for the whole chain, up to the first op another stream waits
- * on, an op that waits itself, or any other kind of op.  Its planned
- * states stand in for its counters in the rank's accounting (acct cuts the
- * time at their changes), so every bucket is what stepping through the
- * chain gives.  A transfer of another stream starting during the chain
- * would stretch the chain's compute: it interrupts the chain (acct
- * releases the stream's semaphore), the pieces already over are applied,
- * and the piece in progress goes on as it would have: a compute run
- * continues its wait and its stretch counts from where it began, a
- * collective waits for its known end. */
-
-/* A collective the chain may hold: closed form on a group with one
- * simulated member, and every other stream of the rank that issues ops on
- * it finished or waiting for this stream (so none can issue one before the
- * chain has ended and published its progress). */
-static int chain_coll_ok(int rank, const eng__prog *pi, const eng__actor *a, const wl_op *op)
-{
-  if (op->kind != WL_OP_COLL || (op->flags & WL_OPF_SPLITS))
-    return 0;
-  int c = wl_rank_comm(eng__E.wl, rank, op->role);
-  if (c < 0 || eng__E.wl->comms[c].size < 2 || !eng__E.sym.comm_collapse[c] || eng__E.sym.live[c] != 1 ||
-      !eng__E.comms[c].fast)
-    return 0;
-  uint32_t others = pi->role_streams[op->role] & ~(1u << (a->stream & 31));
-  const eng__rank *rs = &eng__E.ranks[rank];
-  for (int i = 0; others && i < rs->n_actors; i++) {
-    const eng__actor *b = eng__E.actors[rs->first_actor + i];
-    if (b == a || !(others & (1u << (b->stream & 31))))
-      continue;
-    /* waiting for a position of this stream not reached yet (released
-     * waiters that have not run yet do not count) */
-    if (!b->finished && !(b->waiting_for >= 0 && b->wait_stream == a->stream &&
-                          rs->done[a->stream] <= b->wait_pos))
-      return 0;
-  }
-  return 1;
-}
-
-static eng__seg *seg_new(eng__actor *a, size_t n)
-{
-  if (n == a->cap_segs) {
-    size_t cap = a->cap_segs ? 2 * a->cap_segs : 64;
-    eng__seg *g = realloc(a->segs, cap * sizeof *g);
-    if (!g)
-      return NULL;
-    a->segs = g;
-    a->cap_segs = cap;
-  }
-  return &a->segs[n];
-}
-
-/* The chain from stream position k (its waits met): number of pieces
- * planned in a->segs, 0 when there is none worth running. */
-static size_t chain_plan(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
-                         uint32_t k)
-{
-  double t = eng__now();
-  size_t n = 0;
-  int c0 = -1;
-  double busy = 0;
-  for (uint32_t j = k; j < a->num_ops;) {
-    const wl_op *op = &p->ops[a->ops[j]];
-    if (j > k && op->wait_count > 0)
-      break;
-    if (op->kind == WL_OP_MARKER) {
-      if (pi->is_target[a->ops[j]])
-        break;
-      j++;
-      continue;
-    }
-    eng__seg *g;
-    if (op->kind == WL_OP_COMPUTE) {
-      if (!(g = seg_new(a, n)))
-        return 0;
-      double total, modelled;
-      uint32_t k2 = compute_run_end(a, rank, p, pi, j, &total, &modelled, 0);
-      *g = (eng__seg){j, k2, 0, t, t, t + total, total, modelled, NULL};
-      t = g->t1;
-      n++;
-      j = k2 + 1;
-      if (pi->is_target[a->ops[k2]])
-        break;
-      continue;
-    }
-    if (!chain_coll_ok(rank, pi, a, op))
-      break;
-    int c = wl_rank_comm(eng__E.wl, rank, op->role);
-    eng__comm *cs = &eng__E.comms[c];
-    if (c0 < 0) {
-      c0 = c;
-      busy = cs->busy_until;
-    } else if (c != c0) {
-      break;
-    }
-    if (eng__comm_prepare(c, cs))
-      return 0;
-    /* the instance as run_coll assembles it (one member: nobody else is
-     * assembling one) */
-    cs->op = op->sub;
-    cs->bytes = op->bytes;
-    eng__memo *mm = eng__memo_get(c, cs, op);
-    if (!mm)
-      return 0;
-    if (isnan(mm->T)) {
-      cs->ch = mm->ch;
-      mm->T = eng__fast_duration(c, cs, op, &a->sched, 0);
-    }
-    if (!(mm->T >= 0) || !(g = seg_new(a, n)))
-      break;
-    double ts = fmax(t, busy);
-    *g = (eng__seg){j, j, 1, t, ts, ts + mm->T, 0, 0, mm};
-    busy = t = g->t1;
-    n++;
-    j++;
-    if (pi->is_target[a->ops[j - 1]])
-      break;
-  }
-  return n >= 2 ? n : 0;
-}
-
-/* Apply a finished piece: what stepping through it records. */
-static void chain_apply(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
-                        const eng__seg *g)
-{
-  sim_rank_stats *st = &eng__E.res->ranks[rank];
-  if (!g->coll) {
-    double off = 0;
-    for (uint32_t j = g->k; j <= g->k2; j++) {
-      const wl_op *o = &p->ops[a->ops[j]];
-      double d = pi->dur[a->ops[j]];
-      st->phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d;
-      timeline_add(rank, o, a->ops[j], g->t0 + off, g->t0 + off + d);
-      off += d;
-    }
-    return;
-  }
-  const wl_op *op = &p->ops[a->ops[g->k]];
-  int c = wl_rank_comm(eng__E.wl, rank, op->role);
-  eng__comm *cs = &eng__E.comms[c];
-  const wl_comm *cm = &eng__E.wl->comms[c];
-  cs->ch = g->mm->ch;
-  cs->op = op->sub;
-  cs->bytes = op->bytes;
-  cs->first_arrival = g->t0;
-  cs->start = g->ts;
-  cs->gen++;
-  cs->done_gen++;
-  cs->busy_until = cs->fast_end = g->t1;
-  if (eng__E.link_bytes) /* the flows' bytes on their links */
-    eng__fast_duration(c, cs, op, &a->sched, 1);
-  coll_record_add(c, cs, op->sub, cm->size, op->bytes, g->t0, g->ts, g->t1);
-  eng__E.fast_instances++;
-  st->comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += g->t1 - g->ts;
-  timeline_add(rank, op, a->ops[g->k], g->t0, g->t1);
-}
-
-/* Run the chain planned from position k (n pieces); returns the position
- * to go on from. */
-static uint32_t chain_run(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
-                          uint32_t k, size_t n)
-{
-  eng__rank *rs = &eng__E.ranks[rank];
-  const eng__seg *g = a->segs;
-  double end = g[n - 1].t1;
-  acct(rank, 0, 0, 0); /* the time before the chain, by the counters alone */
-  rs->ahead = g;
-  rs->ahead_n = (int)n;
-  rs->ahead_pos = 0;
-  rs->ahead_end = end;
-  rs->ahead_actor = a;
-  rs->interrupted = 0;
-  int timed_out = sg_sem_acquire_timeout(a->sem, end - eng__now());
-  if (rs->interrupted && timed_out)
-    sg_sem_acquire(a->sem); /* the interrupt's release, issued as time ran out */
-  eng__E.events++;
-  eng__E.res->chains++;
-  eng__E.res->chains_cut += rs->interrupted != 0;
-  double t = eng__now();
-  acct(rank, 0, 0, 0); /* up to now, by the plan */
-  rs->ahead = NULL;
-  size_t i = 0;
-  while (i < n && g[i].t1 <= t)
-    chain_apply(a, rank, p, pi, &g[i++]);
-  if (i == n) {
-    uint32_t done_to = g[n - 1].k2 + 1; /* markers between pieces included */
-    stream_progress(rank, a->stream, done_to - k);
-    return done_to;
-  }
-  /* interrupted inside piece i: a collective in progress holds its
-   * communicator before anyone can see this stream's progress; what is
-   * finished is every position before the piece (the markers between the
-   * pieces over count too, or the stream's count would lag its position) */
-  const eng__seg *h = &g[i];
-  if (h->coll)
-    chain_apply(a, rank, p, pi, h);
-  if (h->k > k)
-    stream_progress(rank, a->stream, h->k - k);
-  if (h->coll) {
-    if (t < h->ts)
-      sg_actor_sleep_until(h->ts);
-    acct(rank, 0, 1, 0);
-    sg_actor_sleep_until(h->t1);
-    acct(rank, 0, -1, 0);
-    stream_progress(rank, a->stream, 1);
-    return h->k2 + 1;
-  }
-  for (uint32_t j = h->k; j <= h->k2; j++) {
-    const wl_op *o = &p->ops[a->ops[j]];
-    eng__E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += pi->dur[a->ops[j]];
-  }
-  acct(rank, 1, 0, 0);
-  double ov0 = eng__E.res->ranks[rank].overlapped_comm_s;
-  if (h->t1 > t)
-    sg_actor_sleep_for(h->t1 - t);
-  compute_run_tail(a, rank, p, pi, h->k, h->k2, h->t0, h->total, h->modelled, ov0, h->total);
-  return h->k2 + 1;
-}
 
 static void stream_actor(int argc, char **argv)
 {
@@ -1012,30 +683,13 @@ static void stream_actor(int argc, char **argv)
     const wl_op *op = &p->ops[opi];
     a->cur = opi;
     wait_deps(a, rank, p, pi, op);
-    if (eng__E.sym.on && eng__E.opt->run_ahead && eng__E.ranks[rank].n_xfer == 0 && !eng__E.ranks[rank].ahead &&
-        (op->kind == WL_OP_COMPUTE || chain_coll_ok(rank, pi, a, op))) {
-      size_t n = chain_plan(a, rank, p, pi, k);
-      if (n) {
-        k = chain_run(a, rank, p, pi, k, n);
-        continue;
-      }
-    }
+    if (eng__E.sym.on && eng__E.opt->run_ahead && eng__chain_try(a, rank, p, pi, &k))
+      continue;
     double t0 = eng__now();
     switch (op->kind) {
-    case WL_OP_COMPUTE: {
-      /* Coalesce a run of compute ops into one timed wait, then lengthen it
-       * by the overlap slowdown x the time it ran beside a transfer of this
-       * rank (design note 2). */
-      double total, modelled;
-      uint32_t k2 = compute_run_end(a, rank, p, pi, k, &total, &modelled, 1);
-      acct(rank, 1, 0, 0);
-      double ov0 = eng__E.res->ranks[rank].overlapped_comm_s; /* charged up to t0 */
-      if (total > 0)
-        sg_actor_sleep_for(total);
-      compute_run_tail(a, rank, p, pi, k, k2, t0, total, modelled, ov0, total);
-      k = k2 + 1;
+    case WL_OP_COMPUTE:
+      k = eng__compute_run(a, rank, p, pi, k);
       continue;
-    }
     case WL_OP_COLL:
       run_coll(rank, p, op, &a->sched);
       break;
@@ -1047,8 +701,8 @@ static void stream_actor(int argc, char **argv)
       break;
     }
     if (op->kind != WL_OP_MARKER)
-      timeline_add(rank, op, opi, t0, eng__now());
-    stream_progress(rank, a->stream, 1);
+      eng__timeline_add(rank, op, opi, t0, eng__now());
+    eng__stream_progress(rank, a->stream, 1);
     k++;
   }
   if (!eng__E.failed) {
