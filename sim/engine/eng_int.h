@@ -101,7 +101,7 @@ int eng__sym_expand_timeline(const eng__sym *s, const wl_workload *wl, sim_timel
                              size_t *n);
 
 
-/* ---- the engine's state ---------------------------------------------------- */
+/* ---- the engine's state -------------------------------------------------- */
 
 /* Actors blocked until some state changes: each waits on its own semaphore
  * and the actor that changes the state releases every waiter's semaphore
@@ -268,29 +268,68 @@ extern eng__state eng__E;
 
 static inline double eng__now(void) { return simgrid_get_clock(); }
 
-/* ---- engine.c ------------------------------------------------------------- */
+/* ---- engine.c ------------------------------------------------------------ */
 
 /* The run fails with code and msg (the first failure is kept). */
 void eng__fail(int code, const char *msg);
 
-/* ---- links.c -------------------------------------------------------------- */
+/* ---- acct.c -------------------------------------------------------------- */
 
-/* Index the platform's links (bandwidth, sharing) and, when track, count
- * their bytes and have SimGrid track their load.  0 or ST_ENOMEM. */
-int eng__links_index(int track);
-/* The route between two GPUs as link indices, latency and bottleneck
- * bandwidth, cached per pair.  NULL only when out of memory. */
-eng__route *eng__route_get(int src_gpu, int dst_gpu);
-/* Add a flow's bytes to every link of its route, and to the link's share
- * of communicator comm's op (kind: WL_OP_COLL or WL_OP_SEND). */
-void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op);
-/* After the run, with rank classes: class 0's bytes and usage copied to
- * the other classes' links. */
-void eng__links_expand_classes(void);
-/* The result's links (those that carried bytes) and their usage. */
-void eng__links_collect(void);
+/* Account the rank's time since its last change to one bucket (design note
+ * 5), then apply the deltas to its streams computing, transferring and
+ * waiting for a pipeline peer. */
+void eng__acct(int rank, int dc, int dx, int db);
+/* Transfers of the rank running now, a running-ahead stream's included. */
+int eng__xfer_now(int rank);
+/* One timeline row (when the options record them). */
+void eng__timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1);
+/* A new collective record (zeroed), or NULL when the options record none or
+ * out of memory. */
+sim_coll_record *eng__coll_record_new(void);
+/* One collective record (when the options record them). */
+void eng__coll_record_add(int c, const eng__comm *cs, int opk, int n, double bytes,
+                          double first, double start, double end);
 
-/* ---- collectives (engine.c) ---------------------------------------------- */
+/* ---- actors.c ------------------------------------------------------------ */
+
+/* Start the stream actors (design note 1).  0, or an error set in err. */
+int eng__actors_start(st_err *err);
+/* Wait on q until woken (the caller re-checks what it waits for). */
+void eng__wq_wait(eng__waitq *q);
+/* Wake every waiter of q. */
+void eng__wq_wake(eng__waitq *q);
+void eng__wq_release(eng__waitq *q);
+/* n more ops of the rank's stream are done: wake the streams waiting for it. */
+void eng__stream_progress(int rank, int stream, uint32_t n);
+
+/* ---- compute.c ----------------------------------------------------------- */
+
+/* The compute run starting at stream position k: up to the next op another
+ * stream waits on, or the next op that itself waits or is not compute.
+ * Returns its last position; *total its time, *modelled the share the
+ * compute model priced; phase times are charged when charge_phase. */
+uint32_t eng__compute_run_end(const eng__actor *a, int rank, const wl_program *p,
+                              const eng__prog *pi, uint32_t k, double *total, double *modelled,
+                              int charge_phase);
+/* A compute run k..k2 that began at t0 after its first wait (of `slept`
+ * seconds; ov0 the rank's overlapped time when that wait began): the
+ * overlap stretch, its rows and phase times, and the stream's progress. */
+void eng__compute_run_tail(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
+                           uint32_t k, uint32_t k2, double t0, double total, double modelled,
+                           double ov0, double slept);
+/* Run the compute ops from stream position k; returns the position to go
+ * on from. */
+uint32_t eng__compute_run(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
+                          uint32_t k);
+
+/* ---- chain.c ------------------------------------------------------------- */
+
+/* With rank classes and running ahead: when stream position k (its waits
+ * met) starts a chain worth running ahead, run it, set *k to the position
+ * to go on from and return 1; else 0. */
+int eng__chain_try(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi, uint32_t *k);
+
+/* ---- collective.c -------------------------------------------------------- */
 
 /* What a communicator's route-latency callback needs. */
 typedef struct eng__route_ctx {
@@ -303,8 +342,10 @@ int eng__comm_prepare(int c, eng__comm *cs);
 /* The algorithm context of communicator c's current instance (rc: the
  * storage its route-latency callback reads). */
 void eng__coll_ctx_fill(int c, eng__comm *cs, coll_ctx *ctx, eng__route_ctx *rc);
+/* The collective op of rank's stream (design note 3). */
+void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *sched);
 
-/* ---- closed.c ------------------------------------------------------------- */
+/* ---- closed.c ------------------------------------------------------------ */
 
 /* One distinct collective a communicator runs. */
 typedef struct eng__tuple {
@@ -329,56 +370,38 @@ double eng__fast_duration(int c, eng__comm *cs, const wl_op *op, coll_sched *sch
  * out of memory. */
 eng__memo *eng__memo_get(int c, eng__comm *cs, const wl_op *op);
 
-/* ---- sym_env.c ------------------------------------------------------------ */
+/* ---- p2p.c --------------------------------------------------------------- */
+
+/* The send or recv op of rank's stream (design note 4). */
+void eng__run_p2p(int rank, const wl_op *op);
+
+/* ---- links.c ------------------------------------------------------------- */
+
+/* Index the platform's links (bandwidth, sharing) and, when track, count
+ * their bytes and have SimGrid track their load.  0 or ST_ENOMEM. */
+int eng__links_index(int track);
+/* The route between two GPUs as link indices, latency and bottleneck
+ * bandwidth, cached per pair.  NULL only when out of memory. */
+eng__route *eng__route_get(int src_gpu, int dst_gpu);
+/* Add a flow's bytes to every link of its route, and to the link's share
+ * of communicator comm's op (kind: WL_OP_COLL or WL_OP_SEND). */
+void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op);
+/* After the run, with rank classes: class 0's bytes and usage copied to
+ * the other classes' links. */
+void eng__links_expand_classes(void);
+/* The result's links (those that carried bytes) and their usage. */
+void eng__links_collect(void);
+
+/* ---- deadlock.c ---------------------------------------------------------- */
+
+/* The run ended with streams unfinished: fail with what they were stuck on
+ * (design note 6). */
+void eng__describe_deadlock(void);
+
+/* ---- sym_env.c ----------------------------------------------------------- */
 
 /* Find the rank classes (eng__E.sym), or say why there are none.  0, or an
  * error set in err. */
 int eng__sym_setup(st_err *err);
-
-/* ---- accounting and records (engine.c) ------------------------------------ */
-
-/* Account the rank's time since its last change to one bucket (design note
- * 5), then apply the deltas to its streams computing, transferring and
- * waiting for a pipeline peer. */
-void eng__acct(int rank, int dc, int dx, int db);
-/* Transfers of the rank running now, a running-ahead stream's included. */
-int eng__xfer_now(int rank);
-/* One timeline row (when the options record them). */
-void eng__timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1);
-/* One collective record (when the options record them). */
-void eng__coll_record_add(int c, const eng__comm *cs, int opk, int n, double bytes,
-                          double first, double start, double end);
-
-/* ---- actors (engine.c) ---------------------------------------------------- */
-
-/* n more ops of the rank's stream are done: wake the streams waiting for it. */
-void eng__stream_progress(int rank, int stream, uint32_t n);
-
-/* ---- compute.c ------------------------------------------------------------ */
-
-/* The compute run starting at stream position k: up to the next op another
- * stream waits on, or the next op that itself waits or is not compute.
- * Returns its last position; *total its time, *modelled the share the
- * compute model priced; phase times are charged when charge_phase. */
-uint32_t eng__compute_run_end(const eng__actor *a, int rank, const wl_program *p,
-                              const eng__prog *pi, uint32_t k, double *total, double *modelled,
-                              int charge_phase);
-/* A compute run k..k2 that began at t0 after its first wait (of `slept`
- * seconds; ov0 the rank's overlapped time when that wait began): the
- * overlap stretch, its rows and phase times, and the stream's progress. */
-void eng__compute_run_tail(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
-                           uint32_t k, uint32_t k2, double t0, double total, double modelled,
-                           double ov0, double slept);
-/* Run the compute ops from stream position k; returns the position to go
- * on from. */
-uint32_t eng__compute_run(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
-                          uint32_t k);
-
-/* ---- chain.c -------------------------------------------------------------- */
-
-/* With rank classes and running ahead: when stream position k (its waits
- * met) starts a chain worth running ahead, run it, set *k to the position
- * to go on from and return 1; else 0. */
-int eng__chain_try(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi, uint32_t *k);
 
 #endif
