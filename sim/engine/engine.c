@@ -149,27 +149,11 @@ static void build_cfg_argv(const sim_options *opt, int *argc, char **argv, char 
   *argc = n;
 }
 
-int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,
-            sim_result **out, st_err *err)
+/* The run's state and its result's skeleton: members, program infos.
+ * 0, or an error set in err. */
+static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,
+                    st_err *err)
 {
-  if (eng__E.used)
-    return st_err_set(err, ST_ESIM, "sim_run: SimGrid allows one engine per process");
-  eng__E.used = 1;
-  sim_options defaults;
-  if (!opt) {
-    sim_options_init(&defaults);
-    opt = &defaults;
-  }
-  if (wl->num_ranks > cl->num_gpus)
-    return st_err_set(err, ST_EINPUT,
-                      "workload has %d ranks but cluster '%s' has %d GPUs (%d per node: it "
-                      "needs %d nodes)",
-                      wl->num_ranks, cl->name, cl->num_gpus, cl->gpus_per_node,
-                      (wl->num_ranks + cl->gpus_per_node - 1) / cl->gpus_per_node);
-  int rc = wl_workload_check(wl, err);
-  if (rc)
-    return rc;
-
   memset(&eng__E, 0, sizeof eng__E);
   eng__E.used = 1;
   eng__E.wl = wl;
@@ -193,42 +177,42 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   eng__E.ranks = calloc((size_t)wl->num_ranks, sizeof *eng__E.ranks);
   eng__E.comms = calloc((size_t)wl->num_comms + 1, sizeof *eng__E.comms);
   eng__E.hosts = calloc((size_t)cl->num_gpus, sizeof *eng__E.hosts);
-  if (!r->ranks || !eng__E.ranks || !eng__E.comms || !eng__E.hosts) {
-    rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    goto out;
-  }
+  if (!r->ranks || !eng__E.ranks || !eng__E.comms || !eng__E.hosts)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
   for (int i = 0; i < wl->num_ranks; i++) {
     r->ranks[i].rank = i;
     r->ranks[i].host = i;
   }
   for (int c = 0; c < wl->num_comms; c++) {
-    eng__E.comms[c].arrived_gen = st_arena_alloc(&eng__E.arena, (size_t)wl->comms[c].size * sizeof(uint64_t));
-    if (!eng__E.comms[c].arrived_gen) {
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-      goto out;
-    }
+    size_t bytes = (size_t)wl->comms[c].size * sizeof(uint64_t);
+    if (!(eng__E.comms[c].arrived_gen = st_arena_alloc(&eng__E.arena, bytes)))
+      return st_err_set(err, ST_ENOMEM, "out of memory");
   }
-  if ((rc = build_members(err)) || (rc = build_prog_info(err)))
-    goto out;
+  int rc = build_members(err);
+  return rc ? rc : build_prog_info(err);
+}
 
-  char *argv[32], store[1024];
-  int argc;
-  build_cfg_argv(opt, &argc, argv, store, sizeof store);
-  simgrid_init(&argc, argv);
-  if (opt->link_stats)
-    sg_link_load_plugin_init();
-  if ((rc = plat_cluster_build(cl, (void **)eng__E.hosts, err)))
-    goto out;
-  if (eng__links_index(opt->link_stats)) {
-    rc = st_err_set(err, ST_ENOMEM, "out of memory indexing links");
-    goto out;
-  }
+/* On the platform SimGrid has been given: the links' index, the closed
+ * forms, the rank classes and the actors.  0, or an error set in err. */
+static int run_prepare(st_err *err)
+{
+  const sim_options *opt = eng__E.opt;
+  int rc;
+  if ((rc = plat_cluster_build(eng__E.cl, (void **)eng__E.hosts, err)))
+    return rc;
+  if (eng__links_index(opt->link_stats))
+    return st_err_set(err, ST_ENOMEM, "out of memory indexing links");
   if ((rc = eng__fast_prepare(err)) || (rc = eng__sym_setup(err)))
-    goto out;
+    return rc;
+  return eng__actors_start(err);
+}
 
-  if ((rc = eng__actors_start(err)))
-    goto out;
-  eng__E.progress_on = !opt->quiet && isatty(STDERR_FILENO);
+/* SimGrid runs the actors to the end; the result's counters.  0, or the
+ * run's failure (a deadlock described). */
+static int run_simulate(st_err *err)
+{
+  sim_result *r = eng__E.res;
+  eng__E.progress_on = !eng__E.opt->quiet && isatty(STDERR_FILENO);
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   eng__E.wall0 = w0;
@@ -241,27 +225,29 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
   r->events = eng__E.events;
   r->fast_colls = eng__E.fast_instances;
   snprintf(r->reduction, sizeof r->reduction, "%s", eng__E.sym.desc);
-  r->simulated_ranks = eng__E.sym.on ? eng__E.sym.simulated : wl->num_ranks;
+  r->simulated_ranks = eng__E.sym.on ? eng__E.sym.simulated : eng__E.wl->num_ranks;
 
   if (!eng__E.failed && eng__E.actors_done != eng__E.actors_total)
     eng__describe_deadlock();
-  if (eng__E.failed) {
-    rc = err ? err->code : ST_ESIM;
-    goto out;
-  }
-  /* close every rank's accounting at the end of the run (the last rank's
-   * finish): from its own last op to there a rank waits for the slowest one
-   * (idle, as such waits are inside the run), so every rank's parts add up
-   * to the run time */
+  return eng__E.failed ? (err ? err->code : ST_ESIM) : ST_OK;
+}
+
+/* The result once the run is over: the ranks the classes stand for, and
+ * every rank's accounting closed at the end of the run (the last rank's
+ * finish): from its own last op to there a rank waits for the slowest one
+ * (idle, as such waits are inside the run), so every rank's parts add up
+ * to the run time.  0, or an error set in err. */
+static int run_finish(st_err *err)
+{
+  const wl_workload *wl = eng__E.wl;
+  sim_result *r = eng__E.res;
   if (eng__E.sym.on) {
     eng__sym_expand_ranks(&eng__E.sym, wl, r->ranks);
     for (int rank = 0; rank < wl->num_ranks; rank++)
       eng__E.ranks[rank].last_t = eng__E.ranks[eng__sym_rep(&eng__E.sym, wl, rank)].last_t;
     if (eng__sym_expand_colls(&eng__E.sym, wl, &r->colls, &r->num_colls) ||
-        eng__sym_expand_timeline(&eng__E.sym, wl, &r->timeline, &r->num_timeline)) {
-      rc = st_err_set(err, ST_ENOMEM, "out of memory expanding rank classes");
-      goto out;
-    }
+        eng__sym_expand_timeline(&eng__E.sym, wl, &r->timeline, &r->num_timeline))
+      return st_err_set(err, ST_ENOMEM, "out of memory expanding rank classes");
     eng__links_expand_classes();
   }
   double last = 0;
@@ -277,13 +263,15 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     st->comm_s = st->exposed_comm_s + st->overlapped_comm_s;
   }
   r->step_time_s = last / r->iterations;
-  if (opt->link_stats)
+  if (eng__E.opt->link_stats)
     eng__links_collect();
-  *out = r;
-  r = NULL;
-  rc = ST_OK;
+  return ST_OK;
+}
 
-out:
+/* Everything the run holds but the result it hands out. */
+static void run_release(void)
+{
+  const wl_workload *wl = eng__E.wl;
   for (int i = 0; eng__E.ranks && i < wl->num_ranks; i++)
     eng__wq_release(&eng__E.ranks[i].wq);
   for (int c = 0; eng__E.comms && c < wl->num_comms; c++)
@@ -295,7 +283,8 @@ out:
       sg_sem_destroy(eng__E.actors[i]->sem);
   }
   free(eng__E.actors);
-  sim_result_destroy(r);
+  sim_result_destroy(eng__E.res);
+  eng__E.res = NULL;
   free(eng__E.ranks);
   free(eng__E.comms);
   free(eng__E.hosts);
@@ -315,6 +304,43 @@ out:
   free(eng__E.class_bytes);
   eng__sym_release(&eng__E.sym);
   st_arena_release(&eng__E.arena);
+}
+
+int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,
+            sim_result **out, st_err *err)
+{
+  if (eng__E.used)
+    return st_err_set(err, ST_ESIM, "sim_run: SimGrid allows one engine per process");
+  eng__E.used = 1;
+  sim_options defaults;
+  if (!opt) {
+    sim_options_init(&defaults);
+    opt = &defaults;
+  }
+  if (wl->num_ranks > cl->num_gpus)
+    return st_err_set(err, ST_EINPUT,
+                      "workload has %d ranks but cluster '%s' has %d GPUs (%d per node: it "
+                      "needs %d nodes)",
+                      wl->num_ranks, cl->name, cl->num_gpus, cl->gpus_per_node,
+                      (wl->num_ranks + cl->gpus_per_node - 1) / cl->gpus_per_node);
+  int rc = wl_workload_check(wl, err);
+  if (rc)
+    return rc;
+
+  if (!(rc = run_init(wl, cl, opt, err))) {
+    /* the arguments outlive the run, whatever SimGrid keeps of them */
+    char *argv[32], store[1024];
+    int argc;
+    build_cfg_argv(opt, &argc, argv, store, sizeof store);
+    simgrid_init(&argc, argv);
+    if (opt->link_stats)
+      sg_link_load_plugin_init();
+    if (!(rc = run_prepare(err)) && !(rc = run_simulate(err)) && !(rc = run_finish(err))) {
+      *out = eng__E.res;
+      eng__E.res = NULL;
+    }
+  }
+  run_release();
   return rc;
 }
 
