@@ -331,6 +331,157 @@ static void check_flow(void *u, int s0, int d0)
     free(a);
 }
 
+/* Condition 1's closed form, or condition 3's flows, for one collective or
+ * send/recv op of class-0 rank r, once per distinct instance (seen).  0,
+ * or ST_ENOMEM; w->ok = 0 (and why) when a condition fails. */
+static int check_op(walk_ctx *w, eng__map *seen, st_arena *ar, int r, const wl_op *o)
+{
+  eng__sym *s = w->s;
+  const eng__sym_env *env = w->env;
+  const wl_workload *wl = env->wl;
+  int c = wl_rank_comm(wl, r, o->role);
+  if (c < 0)
+    return ST_OK;
+  const wl_comm *cm = &wl->comms[c];
+  if (o->kind != WL_OP_COLL) {
+    if (s->comm_collapse[c]) {
+      why(s, "send/recv on the '%s' communicators", wl->roles[s->role]);
+      w->ok = 0;
+    } else if (o->kind == WL_OP_SEND) {
+      int dst = cm->ranks[o->peer];
+      int first = seen_first(seen, ar, (uint64_t)r, (uint64_t)dst, 0x7032, UINT64_MAX);
+      if (first < 0)
+        return ST_ENOMEM;
+      if (first)
+        check_flow(w, r, dst);
+    }
+    return ST_OK;
+  }
+  if (cm->size < 2)
+    return ST_OK;
+  int splits = o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
+  uint64_t bits;
+  memcpy(&bits, &o->bytes, sizeof bits);
+  int first = seen_first(seen, ar, (uint64_t)c, o->sub | (splits ? 0x100u : 0), bits,
+                         (uint64_t)(uint32_t)(o->peer + 1));
+  if (first <= 0)
+    return first < 0 ? ST_ENOMEM : ST_OK;
+  int root = o->peer >= 0 ? o->peer : 0;
+  if (s->comm_collapse[c]) {
+    if (splits || !env->closed(env->u, c, o->sub, o->bytes, root)) {
+      why(s, "a %s on a '%s' communicator has no closed form", wl_coll_name(o->sub),
+          wl->roles[s->role]);
+      w->ok = 0;
+    }
+  } else if (splits) {
+    for (int a = 0; a < cm->size && w->ok; a++)
+      for (int b = 0; b < cm->size && w->ok; b++)
+        check_flow(w, cm->ranks[a], cm->ranks[b]);
+  } else if (env->walk(env->u, c, o->sub, o->bytes, root, check_flow, w)) {
+    return ST_ENOMEM;
+  }
+  return ST_OK;
+}
+
+/* Conditions 1 and 3 on every distinct instance the class-0 ranks issue:
+ * 0 (*ok: whether they hold) or ST_ENOMEM. */
+static int check_instances(eng__sym *s, const eng__sym_env *env, int *ok)
+{
+  const wl_workload *wl = env->wl;
+  eng__map seen;
+  eng__map_init(&seen);
+  st_arena seen_arena;
+  st_arena_init(&seen_arena, 1 << 16);
+  walk_ctx w = {s, env, 1};
+  int rc = ST_OK;
+  for (int r = 0; r < wl->num_ranks && w.ok && !rc; r++) {
+    if (s->cls[r] != 0)
+      continue;
+    const wl_program *pg = &wl->programs[wl->rank_program[r]];
+    for (size_t i = 0; i < pg->num_ops && w.ok && !rc; i++) {
+      const wl_op *o = &pg->ops[i];
+      if (o->kind == WL_OP_COLL || o->kind == WL_OP_SEND || o->kind == WL_OP_RECV)
+        rc = check_op(&w, &seen, &seen_arena, r, o);
+    }
+  }
+  eng__map_release(&seen);
+  st_arena_release(&seen_arena);
+  *ok = w.ok;
+  return rc;
+}
+
+/* The tables of the classes' images, before the checks fill them.  0 or
+ * ST_ENOMEM. */
+static int alloc_images(eng__sym *s, const eng__sym_env *env)
+{
+  const wl_workload *wl = env->wl;
+  int C = s->C;
+  s->comm_img = malloc(((size_t)wl->num_comms * C + 1) * sizeof *s->comm_img);
+  s->comm_collapse = calloc((size_t)wl->num_comms + 1, 1);
+  s->link_img = malloc((env->num_links * C + 1) * sizeof *s->link_img);
+  s->link_src = malloc((env->num_links + 1) * sizeof *s->link_src);
+  s->link_cls = malloc(env->num_links + 1);
+  s->fixed_cnt = calloc(env->num_links + 1, sizeof *s->fixed_cnt);
+  s->link_fixed = calloc(env->num_links + 1, 1);
+  s->live = malloc(((size_t)wl->num_comms + 1) * sizeof *s->live);
+  if (!s->comm_img || !s->comm_collapse || !s->link_img || !s->link_src || !s->link_cls ||
+      !s->live || !s->fixed_cnt || !s->link_fixed)
+    return ST_ENOMEM;
+  for (size_t i = 0; i < (size_t)wl->num_comms * C; i++)
+    s->comm_img[i] = -1;
+  for (size_t i = 0; i < env->num_links * C; i++)
+    s->link_img[i] = UINT32_MAX;
+  memset(s->link_cls, 0xff, env->num_links + 1);
+  for (int r = 0; r < wl->num_ranks; r++)
+    s->comm_collapse[wl_rank_comm(wl, r, s->role)] = 1;
+  return ST_OK;
+}
+
+/* Condition 3's exception: the shared links every class's copy crosses.
+ * 1, or 0 (and why) when a link is crossed by some classes' copies but not
+ * all. */
+static int check_fixed(eng__sym *s, const eng__sym_env *env)
+{
+  for (size_t l = 0; l < env->num_links; l++) {
+    if (s->link_cls[l] != 0 || !env->link_shared[l] || s->fixed_cnt[l] == 0)
+      continue;
+    if (s->fixed_cnt[l] != s->C - 1) {
+      why(s, "link %zu carries the traffic of %d of %d classes", l, s->fixed_cnt[l] + 1, s->C);
+      return 0;
+    }
+    s->link_fixed[l] = 1;
+    s->fixed++;
+  }
+  return 1;
+}
+
+/* The reduction holds: the members simulated per communicator, the ranks
+ * simulated, and what was used. */
+static void sym_use(eng__sym *s, const wl_workload *wl)
+{
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    int n = 0;
+    for (int i = 0; i < cm->size; i++)
+      n += s->cls[cm->ranks[i]] == 0;
+    s->live[c] = n;
+  }
+  s->on = 1;
+  s->simulated = 0;
+  for (int r = 0; r < wl->num_ranks; r++)
+    s->simulated += s->cls[r] == 0;
+  snprintf(s->desc, sizeof s->desc,
+           "rank classes: %d positions in the '%s' groups, one simulated, %d of %d ranks", s->C,
+           wl->roles[s->role], s->simulated, wl->num_ranks);
+  if (s->fixed)
+    snprintf(s->desc + strlen(s->desc), sizeof s->desc - strlen(s->desc),
+             ", %zu links shared by all", s->fixed);
+  free(s->link_cls);
+  s->link_cls = NULL;
+  free(s->fixed_cnt);
+  s->fixed_cnt = NULL;
+}
+
 int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
 {
   const wl_workload *wl = env->wl;
@@ -341,7 +492,7 @@ int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
     why(s, "no communicators");
     return ST_OK;
   }
-  int rc = ST_OK;
+  int rc = ST_OK, ok = 0;
   uint8_t *used = used_roles(wl);
   s->cls = calloc((size_t)wl->num_ranks, sizeof *s->cls);
   s->link_cls = NULL;
@@ -356,131 +507,16 @@ int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
     why(s, "no role whose groups partition the ranks and run in closed form");
     goto fallback;
   }
-  int C = s->C;
-  s->comm_img = malloc(((size_t)wl->num_comms * C + 1) * sizeof *s->comm_img);
-  s->comm_collapse = calloc((size_t)wl->num_comms + 1, 1);
-  s->link_img = malloc((env->num_links * C + 1) * sizeof *s->link_img);
-  s->link_src = malloc((env->num_links + 1) * sizeof *s->link_src);
-  s->link_cls = malloc(env->num_links + 1);
-  s->fixed_cnt = calloc(env->num_links + 1, sizeof *s->fixed_cnt);
-  s->link_fixed = calloc(env->num_links + 1, 1);
-  s->live = malloc(((size_t)wl->num_comms + 1) * sizeof *s->live);
-  if (!s->comm_img || !s->comm_collapse || !s->link_img || !s->link_src || !s->link_cls ||
-      !s->live || !s->fixed_cnt || !s->link_fixed) {
-    rc = ST_ENOMEM;
+  if ((rc = alloc_images(s, env)))
     goto out;
-  }
-  for (size_t i = 0; i < (size_t)wl->num_comms * C; i++)
-    s->comm_img[i] = -1;
-  for (size_t i = 0; i < env->num_links * C; i++)
-    s->link_img[i] = UINT32_MAX;
-  memset(s->link_cls, 0xff, env->num_links + 1);
-  for (int r = 0; r < wl->num_ranks; r++)
-    s->comm_collapse[wl_rank_comm(wl, r, s->role)] = 1;
   if (!check_ranks(s, env, used))
     goto fallback;
-  /* condition 1's closed forms and 3's flows, once per distinct instance */
-  eng__map seen;
-  eng__map_init(&seen);
-  st_arena seen_arena;
-  st_arena_init(&seen_arena, 1 << 16);
-  walk_ctx w = {s, env, 1};
-  for (int r = 0; r < wl->num_ranks && w.ok; r++) {
-    if (s->cls[r] != 0)
-      continue;
-    const wl_program *pg = &wl->programs[wl->rank_program[r]];
-    for (size_t i = 0; i < pg->num_ops && w.ok; i++) {
-      const wl_op *o = &pg->ops[i];
-      if (o->kind != WL_OP_COLL && o->kind != WL_OP_SEND && o->kind != WL_OP_RECV)
-        continue;
-      int c = wl_rank_comm(wl, r, o->role);
-      if (c < 0)
-        continue;
-      if (o->kind != WL_OP_COLL) {
-        if (s->comm_collapse[c]) {
-          why(s, "send/recv on the '%s' communicators", wl->roles[s->role]);
-          w.ok = 0;
-        } else if (o->kind == WL_OP_SEND) {
-          int first = seen_first(&seen, &seen_arena, (uint64_t)r,
-                                 (uint64_t)wl->comms[c].ranks[o->peer], 0x7032, UINT64_MAX);
-          if (first < 0) {
-            rc = ST_ENOMEM;
-            break;
-          }
-          if (first)
-            check_flow(&w, r, wl->comms[c].ranks[o->peer]);
-        }
-        continue;
-      }
-      if (wl->comms[c].size < 2)
-        continue;
-      int splits = o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
-      uint64_t bits;
-      memcpy(&bits, &o->bytes, sizeof bits);
-      int first = seen_first(&seen, &seen_arena, (uint64_t)c, o->sub | (splits ? 0x100u : 0), bits,
-                             (uint64_t)(uint32_t)(o->peer + 1));
-      if (first < 0) {
-        rc = ST_ENOMEM;
-        break;
-      }
-      if (!first)
-        continue;
-      int root = o->peer >= 0 ? o->peer : 0;
-      if (s->comm_collapse[c]) {
-        if (splits || !env->closed(env->u, c, o->sub, o->bytes, root)) {
-          why(s, "a %s on a '%s' communicator has no closed form", wl_coll_name(o->sub),
-              wl->roles[s->role]);
-          w.ok = 0;
-        }
-      } else if (splits) {
-        const wl_comm *cm = &wl->comms[c];
-        for (int a = 0; a < cm->size && w.ok; a++)
-          for (int b = 0; b < cm->size && w.ok; b++)
-            check_flow(&w, cm->ranks[a], cm->ranks[b]);
-      } else if (env->walk(env->u, c, o->sub, o->bytes, root, check_flow, &w)) {
-        rc = ST_ENOMEM;
-        break;
-      }
-    }
-  }
-  eng__map_release(&seen);
-  st_arena_release(&seen_arena);
-  if (rc)
+  if ((rc = check_instances(s, env, &ok)))
     goto out;
-  if (!w.ok)
+  if (!ok || !check_fixed(s, env))
     goto fallback;
-  for (size_t l = 0; l < env->num_links; l++) {
-    if (s->link_cls[l] != 0 || !env->link_shared[l] || s->fixed_cnt[l] == 0)
-      continue;
-    if (s->fixed_cnt[l] != C - 1) {
-      why(s, "link %zu carries the traffic of %d of %d classes", l, s->fixed_cnt[l] + 1, C);
-      goto fallback;
-    }
-    s->link_fixed[l] = 1;
-    s->fixed++;
-  }
-  for (int c = 0; c < wl->num_comms; c++) {
-    const wl_comm *cm = &wl->comms[c];
-    int n = 0;
-    for (int i = 0; i < cm->size; i++)
-      n += s->cls[cm->ranks[i]] == 0;
-    s->live[c] = n;
-  }
-  s->on = 1;
-  s->simulated = 0;
-  for (int r = 0; r < wl->num_ranks; r++)
-    s->simulated += s->cls[r] == 0;
-  snprintf(s->desc, sizeof s->desc,
-           "rank classes: %d positions in the '%s' groups, one simulated, %d of %d ranks", C,
-           wl->roles[s->role], s->simulated, wl->num_ranks);
-  if (s->fixed)
-    snprintf(s->desc + strlen(s->desc), sizeof s->desc - strlen(s->desc),
-             ", %zu links shared by all", s->fixed);
+  sym_use(s, wl);
   free(used);
-  free(s->link_cls);
-  s->link_cls = NULL;
-  free(s->fixed_cnt);
-  s->fixed_cnt = NULL;
   return ST_OK;
 
 fallback:;
