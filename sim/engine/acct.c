@@ -143,7 +143,7 @@ sim_coll_record *eng__coll_record_new(void)
 }
 
 void eng__coll_record_add(int c, const eng__comm *cs, int opk, int n, double bytes,
-                            double first, double start, double end)
+                          double first, double start, double end)
 {
   sim_coll_record *rec = eng__coll_record_new();
   if (!rec)
@@ -165,3 +165,10 @@ void eng__coll_record_add(int c, const eng__comm *cs, int opk, int n, double byt
   rec->busbw_GBps = rec->algbw_GBps * sim_busbw_factor(opk, n);
 }
 
+
+void eng__xfer_end(int rank, const wl_comm *cm, double start)
+{
+  eng__acct(rank, 0, -1, 0);
+  int kind = cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0;
+  eng__E.res->ranks[rank].comm_kind_s[kind] += eng__now() - start;
+}

@@ -94,15 +94,16 @@ static void progress(uint32_t n)
     return;
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
-  double wall = (double)(t.tv_sec - eng__E.wall0.tv_sec) + 1e-9 * (double)(t.tv_nsec - eng__E.wall0.tv_nsec);
+  double wall = (double)(t.tv_sec - eng__E.wall0.tv_sec) +
+                1e-9 * (double)(t.tv_nsec - eng__E.wall0.tv_nsec);
   if (wall < 2.0 || wall - eng__E.last_progress < 0.5)
     return;
   eng__E.last_progress = wall;
   double frac = (double)eng__E.ops_done / (double)eng__E.ops_total;
   double eta = frac > 0 ? wall * (1 / frac - 1) : 0;
   fprintf(stderr, "\rsimtrain: simulated %.6f s, %llu/%llu ops (%.0f%%), %.0f ops/s, ETA %.0f s   ",
-          eng__now(), (unsigned long long)eng__E.ops_done, (unsigned long long)eng__E.ops_total, 100 * frac,
-          (double)eng__E.ops_done / wall, eta);
+          eng__now(), (unsigned long long)eng__E.ops_done, (unsigned long long)eng__E.ops_total,
+          100 * frac, (double)eng__E.ops_done / wall, eta);
   eng__E.progress_shown = 1;
 }
 

@@ -44,8 +44,8 @@ static int chain_coll_ok(int rank, const eng__prog *pi, const eng__actor *a, con
   if (op->kind != WL_OP_COLL || (op->flags & WL_OPF_SPLITS))
     return 0;
   int c = wl_rank_comm(eng__E.wl, rank, op->role);
-  if (c < 0 || eng__E.wl->comms[c].size < 2 || !eng__E.sym.comm_collapse[c] || eng__E.sym.live[c] != 1 ||
-      !eng__E.comms[c].fast)
+  if (c < 0 || eng__E.wl->comms[c].size < 2 || !eng__E.sym.comm_collapse[c] ||
+      eng__E.sym.live[c] != 1 || !eng__E.comms[c].fast)
     return 0;
   uint32_t others = pi->role_streams[op->role] & ~(1u << (a->stream & 31));
   const eng__rank *rs = &eng__E.ranks[rank];

@@ -51,7 +51,7 @@ static void fast_mark_route(int32_t *owner, int who, int src_gpu, int dst_gpu)
 /* Plan every member of communicator c for one (op, bytes, root) and call fn
  * on each flow; returns 0, or ST_ENOMEM. */
 int eng__fast_walk_flows(int c, const eng__tuple *t, coll_sched *sched,
-                           void (*fn)(void *u, int src_gpu, int dst_gpu), void *u)
+                         void (*fn)(void *u, int src_gpu, int dst_gpu), void *u)
 {
   const wl_comm *cm = &eng__E.wl->comms[c];
   eng__comm *cs = &eng__E.comms[c];
@@ -370,7 +370,8 @@ eng__memo *eng__memo_get(int c, eng__comm *cs, const wl_op *op)
   double bytes = cs->bytes;
   uint64_t bits;
   memcpy(&bits, &bytes, sizeof bits);
-  uint64_t key = eng__key4((uint64_t)c, op->sub | ((uint64_t)splits << 8), bits, (uint64_t)(uint32_t)root);
+  uint64_t key =
+      eng__key4((uint64_t)c, op->sub | ((uint64_t)splits << 8), bits, (uint64_t)(uint32_t)root);
   eng__memo *mm = eng__map_get(&eng__E.memo, key);
   if (mm && mm->comm == c && mm->op == op->sub && mm->bytes == bytes && mm->root == root &&
       mm->splits == splits)

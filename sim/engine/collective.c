@@ -253,12 +253,12 @@ void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *s
     /* closed form: everyone knows the end; the last to arrive records it */
     if (last) {
       eng__coll_record_add(c, cs, opk, n, bytes, first, start, fast_end);
-      eng__E.fast_instances += eng__E.sym.on && !eng__E.sym.comm_collapse[c] ? (uint64_t)eng__E.sym.C : 1;
+      int copies = eng__E.sym.on && !eng__E.sym.comm_collapse[c]; /* class 0's and its images */
+      eng__E.fast_instances += copies ? (uint64_t)eng__E.sym.C : 1;
     }
     if (fast_end > eng__now())
       sg_actor_sleep_until(fast_end);
-    eng__acct(rank, 0, -1, 0);
-    eng__E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += eng__now() - start;
+    eng__xfer_end(rank, cm, start);
     return;
   }
   coll_transfer(c, cs, m, p, op, sched);
@@ -272,7 +272,6 @@ void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *s
     while (cs->done_gen == my_done)
       eng__wq_wait(&cs->wq);
   }
-  eng__acct(rank, 0, -1, 0);
-  eng__E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += eng__now() - start;
+  eng__xfer_end(rank, cm, start);
 }
 

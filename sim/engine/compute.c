@@ -25,8 +25,8 @@
  * Returns its last position; *total its time, *modelled the share the
  * compute model priced; phase times are charged when charge_phase. */
 uint32_t eng__compute_run_end(const eng__actor *a, int rank, const wl_program *p,
-                                const eng__prog *pi, uint32_t k, double *total, double *modelled,
-                                int charge_phase)
+                              const eng__prog *pi, uint32_t k, double *total, double *modelled,
+                              int charge_phase)
 {
   uint32_t k2 = k;
   double tot = 0, mod = 0;
@@ -54,8 +54,8 @@ uint32_t eng__compute_run_end(const eng__actor *a, int rank, const wl_program *p
  * seconds; ov0 the rank's overlapped time when that wait began): the
  * overlap stretch, its rows and phase times, and the stream's progress. */
 void eng__compute_run_tail(eng__actor *a, int rank, const wl_program *p, const eng__prog *pi,
-                             uint32_t k, uint32_t k2, double t0, double total, double modelled,
-                             double ov0, double slept)
+                           uint32_t k, uint32_t k2, double t0, double total, double modelled,
+                           double ov0, double slept)
 {
   sim_rank_stats *st = &eng__E.res->ranks[rank];
   double extra = 0;

@@ -16,7 +16,8 @@ void eng__describe_deadlock(void)
     const wl_comm *cm = &wl->comms[c];
     if (cs->arrived == 0)
       continue;
-    st_buf_printf(&b, "collective %s on communicator '%s' never completed: %d of %d ranks reached it (",
+    st_buf_printf(&b,
+                  "collective %s on communicator '%s' never completed: %d of %d ranks reached it (",
                   wl_coll_name(cs->op), cm->name, cs->arrived, cm->size);
     int shown = 0;
     for (int i = 0; i < cm->size && shown < 16; i++)
@@ -38,13 +39,15 @@ void eng__describe_deadlock(void)
       if (!ps->here[0] && !ps->here[1])
         continue;
       const wl_comm *cm = &wl->comms[ps->comm];
-      st_buf_printf(&b, "%s from rank %d to rank %d on communicator '%s' (tag %d) was never matched by a %s",
+      st_buf_printf(&b,
+                    "%s from rank %d to rank %d on communicator '%s' (tag %d) was never matched "
+                    "by a %s",
                     ps->here[0] ? "send" : "recv", cm->ranks[ps->src], cm->ranks[ps->dst], cm->name,
                     ps->tag, ps->here[0] ? "recv" : "send");
     }
   if (!b.len) {
-    st_buf_printf(&b, "the replay deadlocked at %.9g s: %d of %d streams never finished", eng__now(),
-                  eng__E.actors_total - eng__E.actors_done, eng__E.actors_total);
+    st_buf_printf(&b, "the replay deadlocked at %.9g s: %d of %d streams never finished",
+                  eng__now(), eng__E.actors_total - eng__E.actors_done, eng__E.actors_total);
     int shown = 0;
     for (int i = 0; i < eng__E.actors_total && shown < 2; i++) {
       const eng__actor *a = eng__E.actors[i];

@@ -281,6 +281,9 @@ void eng__fail(int code, const char *msg);
 void eng__acct(int rank, int dc, int dx, int db);
 /* Transfers of the rank running now, a running-ahead stream's included. */
 int eng__xfer_now(int rank);
+/* A transfer of rank's that started at start on communicator cm ends: the
+ * accounting, and its time on cm's kind. */
+void eng__xfer_end(int rank, const wl_comm *cm, double start);
 /* One timeline row (when the options record them). */
 void eng__timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1);
 /* A new collective record (zeroed), or NULL when the options record none or

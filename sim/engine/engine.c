@@ -57,7 +57,8 @@ static int build_prog_info(st_err *err)
     pi->pos = st_arena_alloc(&eng__E.arena, (p->num_ops + 1) * sizeof *pi->pos);
     pi->is_target = st_arena_alloc(&eng__E.arena, p->num_ops + 1);
     pi->dur = st_arena_alloc(&eng__E.arena, (p->num_ops + 1) * sizeof *pi->dur);
-    pi->role_streams = st_arena_alloc(&eng__E.arena, ((size_t)wl->num_roles + 1) * sizeof(uint32_t));
+    size_t role_bytes = ((size_t)wl->num_roles + 1) * sizeof(uint32_t);
+    pi->role_streams = st_arena_alloc(&eng__E.arena, role_bytes);
     if (!pi->stream_ops || !pi->stream_len || !pi->pos || !pi->is_target || !pi->dur ||
         !pi->role_streams)
       return st_err_set(err, ST_ENOMEM, "out of memory");

@@ -38,7 +38,8 @@ int eng__links_index(int track)
       sg_link_load_track(links[i]);
     eng__E.link_bw[i] = sg_link_get_bandwidth(links[i]);
     eng__E.link_shared[i] = (uint8_t)sg_link_is_shared(links[i]);
-    if (eng__map_put(&eng__E.link_index, (uint64_t)(uintptr_t)links[i], (void *)(uintptr_t)(i + 1))) {
+    uint64_t key = (uint64_t)(uintptr_t)links[i];
+    if (eng__map_put(&eng__E.link_index, key, (void *)(uintptr_t)(i + 1))) {
       free(links);
       return ST_ENOMEM;
     }
@@ -163,7 +164,8 @@ void eng__links_expand_classes(void)
     return;
   }
   for (size_t i = 0; i < eng__E.usage_cap; i++)
-    if (eng__E.usage[i].used && eng__E.usage[i].comm >= 0 && !eng__E.sym.comm_collapse[eng__E.usage[i].comm])
+    if (eng__E.usage[i].used && eng__E.usage[i].comm >= 0 &&
+        !eng__E.sym.comm_collapse[eng__E.usage[i].comm])
       copy[n++] = eng__E.usage[i];
   for (size_t i = 0; i < n && !eng__E.failed; i++)
     for (int k = 1; k < C; k++) {
@@ -237,14 +239,16 @@ void eng__links_collect(void)
     sim_link_stats *l = &r->links[r->num_links++];
     l->name = st_arena_strdup(&r->arena, sg_link_get_name(links[i]));
     l->bandwidth_Bps = sg_link_get_bandwidth(links[i]);
-    double scale = eng__E.sym.on && eng__E.sym.link_fixed[v - 1] ? eng__E.sym.C : 1; /* see sym_prepare */
+    /* a link every class crosses ran at 1/C of its bandwidth (see eng__sym_setup) */
+    double scale = eng__E.sym.on && eng__E.sym.link_fixed[v - 1] ? eng__E.sym.C : 1;
     l->bytes = bytes;
     /* the time the link spends moving these bytes at full rate */
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
     sg_link_t src = links[i];
     if (eng__E.sym.on && eng__E.sym.link_src[v - 1] != UINT32_MAX && eng__E.sym.link_src[v - 1] < n)
       src = links[eng__E.sym.link_src[v - 1]];
-    l->peak_util = l->bandwidth_Bps > 0 ? sg_link_get_max_instantaneous_load(src) / l->bandwidth_Bps : 0;
+    double peak = sg_link_get_max_instantaneous_load(src);
+    l->peak_util = l->bandwidth_Bps > 0 ? peak / l->bandwidth_Bps : 0;
     l->bandwidth_Bps *= scale;
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
   }

@@ -89,7 +89,6 @@ void eng__run_p2p(int rank, const wl_op *op)
     }
   }
   eng__E.events++;
-  eng__acct(rank, 0, -1, 0);
-  eng__E.res->ranks[rank].comm_kind_s[cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0] += eng__now() - start;
+  eng__xfer_end(rank, cm, start);
 }
 

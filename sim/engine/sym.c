@@ -195,7 +195,8 @@ static int check_ranks(eng__sym *s, const eng__sym_env *env, const uint8_t *used
     if (k == 0)
       continue;
     int p = wl->rank_program[r], p0 = wl->rank_program[r0];
-    int first = p != p0 ? seen_first(&same, &same_arena, (uint64_t)p, (uint64_t)p0, 0x73616d65, 3) : 0;
+    int first =
+        p != p0 ? seen_first(&same, &same_arena, (uint64_t)p, (uint64_t)p0, 0x73616d65, 3) : 0;
     if (first < 0) {
       why(s, "out of memory");
       goto out;
@@ -575,7 +576,7 @@ static int cmp_rec(const void *a, const void *b)
 }
 
 int eng__sym_expand_colls(const eng__sym *s, const wl_workload *wl, sim_coll_record **recs,
-                         size_t *n)
+                          size_t *n)
 {
   if (!s->on || !*n)
     return ST_OK;
@@ -617,7 +618,7 @@ static int cmp_row(const void *a, const void *b)
 }
 
 int eng__sym_expand_timeline(const eng__sym *s, const wl_workload *wl, sim_timeline_row **rows,
-                            size_t *n)
+                             size_t *n)
 {
   if (!s->on || !*n)
     return ST_OK;

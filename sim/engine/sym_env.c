@@ -80,11 +80,20 @@ int eng__sym_setup(st_err *err)
     return st_err_set(err, ST_ENOMEM, "out of memory");
   for (int c = 0; c < wl->num_comms; c++)
     fast[c] = (uint8_t)eng__E.comms[c].fast;
-  eng__sym_env env = {wl,         fast,      eng__E.member,   eng__E.num_links, eng__E.link_bw, eng__E.link_shared,
-                     sym_route,  sym_walk,  sym_closed, NULL};
+  eng__sym_env env = {.wl = wl,
+                      .comm_fast = fast,
+                      .member = eng__E.member,
+                      .num_links = eng__E.num_links,
+                      .link_bw = eng__E.link_bw,
+                      .link_shared = eng__E.link_shared,
+                      .route = sym_route,
+                      .walk = sym_walk,
+                      .closed = sym_closed,
+                      .u = NULL};
   int rc = eng__sym_prepare(&eng__E.sym, &env);
   free(fast);
-  if (!rc && eng__E.sym.on && eng__E.link_bytes && !(eng__E.class_bytes = calloc(eng__E.num_links + 1, sizeof(double))))
+  if (!rc && eng__E.sym.on && eng__E.link_bytes &&
+      !(eng__E.class_bytes = calloc(eng__E.num_links + 1, sizeof(double))))
     rc = ST_ENOMEM;
   if (!rc && eng__E.sym.on && eng__E.sym.fixed) {
     /* links every class crosses carry C identical loads: class 0 alone gets
