@@ -183,7 +183,7 @@ typedef struct sim_result {
   sim_link_usage *link_usage; /* by link, then most bytes first (link_stats only) */
   size_t num_link_usage;
   int simulated_ranks;  /* ranks simulated; the others copied from symmetric ones */
-  uint64_t chains;      /* run-ahead chains waited for (design note 7 of sim.c) */
+  uint64_t chains;      /* run-ahead chains waited for (design note 7, engine/chain.c) */
   uint64_t chains_cut;  /* ... of them interrupted by a transfer beside them */
   char reduction[200];  /* the symmetry reduction used, or "none (why)" */
 } sim_result;

@@ -15,7 +15,7 @@
  *     same size C >= 2; class(r) = r's member index in its R group, the
  *     representative of r the group's member 0, and sigma_k(r0) the group's
  *     member k.  Every R communicator is closed-form (its links carry
- *     nothing else, sim.c) for every instance the programs issue, so its
+ *     nothing else, closed.c) for every instance the programs issue, so its
  *     duration depends only on when its members arrive; they arrive
  *     together, by the symmetry below.  No send/recv on role R.
  *  2. Every rank runs its representative's program, and for every other
