@@ -23,8 +23,7 @@ static int mkey_cmp(const void *a, const void *b)
 {
   const mkey *x = a, *y = b;
   int c = cmp_i32(x->node, y->node);
-  if (!c)
-    c = cmp_i32(x->local, y->local);
+  c = c ? c : cmp_i32(x->local, y->local);
   return c ? c : cmp_i32(x->member, y->member);
 }
 

@@ -560,19 +560,18 @@ int eng__sym_rep(const eng__sym *s, const wl_workload *wl, int r)
   return s->on ? rep_of(s, wl, r) : r;
 }
 
+static int cmp_f64(double a, double b) { return (a > b) - (a < b); }
+static int cmp_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
+
 /* Chronological by end, then start; ties by communicator and ranks. */
 static int cmp_rec(const void *a, const void *b)
 {
   const sim_coll_record *x = a, *y = b;
-  if (x->end_s != y->end_s)
-    return x->end_s < y->end_s ? -1 : 1;
-  if (x->start_s != y->start_s)
-    return x->start_s < y->start_s ? -1 : 1;
-  if (x->comm != y->comm)
-    return x->comm < y->comm ? -1 : 1;
-  if (x->src != y->src)
-    return x->src < y->src ? -1 : 1;
-  return (x->dst > y->dst) - (x->dst < y->dst);
+  int c = cmp_f64(x->end_s, y->end_s);
+  c = c ? c : cmp_f64(x->start_s, y->start_s);
+  c = c ? c : cmp_i64(x->comm, y->comm);
+  c = c ? c : cmp_i64(x->src, y->src);
+  return c ? c : cmp_i64(x->dst, y->dst);
 }
 
 int eng__sym_expand_colls(const eng__sym *s, const wl_workload *wl, sim_coll_record **recs,
@@ -607,14 +606,13 @@ int eng__sym_expand_colls(const eng__sym *s, const wl_workload *wl, sim_coll_rec
   return ST_OK;
 }
 
+/* Chronological by start; ties by rank and op. */
 static int cmp_row(const void *a, const void *b)
 {
   const sim_timeline_row *x = a, *y = b;
-  if (x->start_s != y->start_s)
-    return x->start_s < y->start_s ? -1 : 1;
-  if (x->rank != y->rank)
-    return x->rank < y->rank ? -1 : 1;
-  return (x->op > y->op) - (x->op < y->op);
+  int c = cmp_f64(x->start_s, y->start_s);
+  c = c ? c : cmp_i64(x->rank, y->rank);
+  return c ? c : cmp_i64(x->op, y->op);
 }
 
 int eng__sym_expand_timeline(const eng__sym *s, const wl_workload *wl, sim_timeline_row **rows,
