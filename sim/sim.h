@@ -83,7 +83,7 @@ typedef struct sim_options {
                          send/recv pair (the results file's /collectives);
                          80 bytes each, millions at thousands of GPUs */
   int symmetry;       /* simulate one rank per class of symmetric ranks where
-                         the checks of sim_sym.c hold (same answer) */
+                         the checks of engine/sym.c hold (same answer) */
   int run_ahead;      /* with rank classes: a stream waits once for a chain of
                          compute and closed-form collectives (same answer) */
   int coll_algo;      /* sim_coll_algo, -1 = automatic */
@@ -183,7 +183,7 @@ typedef struct sim_result {
   sim_link_usage *link_usage; /* by link, then most bytes first (link_stats only) */
   size_t num_link_usage;
   int simulated_ranks;  /* ranks simulated; the others copied from symmetric ones */
-  uint64_t chains;      /* run-ahead chains waited for (design note 7 of sim.c) */
+  uint64_t chains;      /* run-ahead chains waited for (design note 7, engine/chain.c) */
   uint64_t chains_cut;  /* ... of them interrupted by a transfer beside them */
   char reduction[200];  /* the symmetry reduction used, or "none (why)" */
 } sim_result;

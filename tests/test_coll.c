@@ -1,4 +1,4 @@
-/* test_coll.c — collective algorithms, protocols and tuner (sim/coll.c):
+/* test_coll.c — collective algorithms, protocols and tuner (sim/coll/):
  * closed forms per algorithm, flow vs step fidelity, per-link bytes, shared
  * rails, and the comparison with published nccl-tests measurements. */
 #include <math.h>

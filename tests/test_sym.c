@@ -1,4 +1,4 @@
-/* test_sym.c — rank classes (sim/sim_sym.c): simulating one rank of each
+/* test_sym.c — rank classes (sim/engine/sym.c): simulating one rank of each
  * symmetric class gives what simulating every rank gives.
  *
  * Each case runs three ways in forked children: the full simulation

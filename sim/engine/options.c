@@ -1,4 +1,4 @@
-/* sim_options.c — engine options, their names, and nccl-tests' bus-bandwidth factors. */
+/* options.c — engine options, their names, and nccl-tests' bus-bandwidth factors. */
 #include <string.h>
 
 #include "sim.h"

@@ -1,12 +1,12 @@
-/* sim_estimate.c — one collective's time by the tuner's closed form, with
+/* estimate.c — one collective's time by the tuner's closed form, with
  * no engine: the members' layout, the largest ring-neighbour latency from
  * the cluster's own routes (plat_route_get, the same links and latencies
- * SimGrid is given), and sim_coll_choose's estimate. */
+ * SimGrid is given), and coll_choose's estimate. */
 #include <math.h>
 #include <string.h>
 
+#include "coll.h"
 #include "sim.h"
-#include "sim_int.h"
 
 typedef struct est_route {
   const plat_cluster *cl;
@@ -33,11 +33,11 @@ double sim_coll_estimate(const plat_cluster *cl, const int32_t *ranks, int n, in
     return n < 2 ? 0.0 : NAN;
   st_arena arena;
   st_arena_init(&arena, 1 << 16);
-  sim_coll_layout lay;
+  coll_layout lay;
   double t = NAN;
-  if (!sim_coll_layout_build(&arena, ranks, n, cl, &lay)) {
+  if (!coll_layout_build(&arena, ranks, n, cl, &lay)) {
     est_route u = {cl, ranks};
-    sim_coll_ctx ctx;
+    coll_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.op = op;
     ctx.n = n;
@@ -55,7 +55,7 @@ double sim_coll_estimate(const plat_cluster *cl, const int32_t *ranks, int n, in
       if (l > ctx.ring_lat_max)
         ctx.ring_lat_max = l;
     }
-    sim_coll_choose(&ctx);
+    coll_choose(&ctx);
     t = ctx.ch.est_s;
   }
   st_arena_release(&arena);

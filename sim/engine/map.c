@@ -1,28 +1,28 @@
-/* sim_map.c — a small open-addressing hash map (see sim_int.h).
+/* map.c — a small open-addressing hash map (see eng_int.h).
  * Keys are hashes of several integers; a collision of two different tuples
  * onto one 64-bit key is treated as the same entry, so callers keep the
- * tuple in the value and check it (sim.c does). */
+ * tuple in the value and check it (the engine does). */
 #include <stdlib.h>
 
-#include "sim_int.h"
+#include "eng_int.h"
 
-void sim_map_init(sim_map *m)
+void eng__map_init(eng__map *m)
 {
   m->keys = NULL;
   m->vals = NULL;
   m->cap = m->len = 0;
 }
 
-void sim_map_release(sim_map *m)
+void eng__map_release(eng__map *m)
 {
   free(m->keys);
   free(m->vals);
-  sim_map_init(m);
+  eng__map_init(m);
 }
 
 static size_t slot(uint64_t key, size_t cap) { return (size_t)(key ^ (key >> 29)) & (cap - 1); }
 
-void *sim_map_get(const sim_map *m, uint64_t key)
+void *eng__map_get(const eng__map *m, uint64_t key)
 {
   if (!m->cap)
     return NULL;
@@ -34,7 +34,7 @@ void *sim_map_get(const sim_map *m, uint64_t key)
   }
 }
 
-static int grow(sim_map *m)
+static int grow(eng__map *m)
 {
   size_t cap = m->cap ? m->cap * 2 : 64;
   uint64_t *keys = calloc(cap, sizeof *keys);
@@ -60,7 +60,7 @@ static int grow(sim_map *m)
   return 0;
 }
 
-int sim_map_put(sim_map *m, uint64_t key, void *val)
+int eng__map_put(eng__map *m, uint64_t key, void *val)
 {
   if ((m->len + 1) * 2 > m->cap && grow(m))
     return -1;

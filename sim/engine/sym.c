@@ -1,4 +1,4 @@
-/* sim_sym.c — rank classes: simulate one rank of each symmetric class and
+/* sym.c — rank classes: simulate one rank of each symmetric class and
  * give the others its timings.
  *
  * Why: in an SPMD step on a rail-optimised cluster, the k-th GPU of every
@@ -15,7 +15,7 @@
  *     same size C >= 2; class(r) = r's member index in its R group, the
  *     representative of r the group's member 0, and sigma_k(r0) the group's
  *     member k.  Every R communicator is closed-form (its links carry
- *     nothing else, sim.c) for every instance the programs issue, so its
+ *     nothing else, closed.c) for every instance the programs issue, so its
  *     duration depends only on when its members arrive; they arrive
  *     together, by the symmetry below.  No send/recv on role R.
  *  2. Every rank runs its representative's program, and for every other
@@ -47,9 +47,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_int.h"
+#include "eng_int.h"
 
-void sim_sym_release(sim_sym *s)
+void eng__sym_release(eng__sym *s)
 {
   free(s->cls);
   free(s->comm_img);
@@ -64,14 +64,14 @@ void sim_sym_release(sim_sym *s)
 }
 
 /* sigma_k of a class-0 rank: member k of its R group. */
-int sim_sym_img(const sim_sym *s, const wl_workload *wl, int r0, int k)
+int eng__sym_img(const eng__sym *s, const wl_workload *wl, int r0, int k)
 {
   int c = wl_rank_comm(wl, r0, s->role);
   return wl->comms[c].ranks[k];
 }
 
-static void why(sim_sym *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void why(sim_sym *s, const char *fmt, ...)
+static void why(eng__sym *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void why(eng__sym *s, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -99,7 +99,7 @@ static uint8_t *used_roles(const wl_workload *wl)
 
 /* Condition 1 for role R: its groups partition the ranks, size C >= 2, all
  * closed-form.  Fills s->role, s->C, s->cls. */
-static int try_role(sim_sym *s, const sim_sym_env *env, const uint8_t *used, int R)
+static int try_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used, int R)
 {
   const wl_workload *wl = env->wl;
   int C = 0, in_use = 0;
@@ -139,14 +139,14 @@ typedef struct seen_entry {
   uint64_t a, b, c, d;
 } seen_entry;
 
-static int seen_first(sim_map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+static int seen_first(eng__map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
-  uint64_t key = sim_key4(a, b, c, d);
-  const seen_entry *e = sim_map_get(m, key);
+  uint64_t key = eng__key4(a, b, c, d);
+  const seen_entry *e = eng__map_get(m, key);
   if (e)
     return e->a == a && e->b == b && e->c == c && e->d == d ? 0 : 1;
   seen_entry *n = st_arena_alloc(ar, sizeof *n);
-  if (!n || sim_map_put(m, key, n))
+  if (!n || eng__map_put(m, key, n))
     return -1;
   *n = (seen_entry){a, b, c, d};
   return 1;
@@ -179,12 +179,12 @@ static int same_program(const wl_program *a, const wl_program *b)
 }
 
 /* Condition 2: programs and communicators map, member by member. */
-static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
+static int check_ranks(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
 {
   const wl_workload *wl = env->wl;
   int C = s->C, NR = wl->num_roles;
-  sim_map same; /* (program, program) pairs found alike */
-  sim_map_init(&same);
+  eng__map same; /* (program, program) pairs found alike */
+  eng__map_init(&same);
   st_arena same_arena;
   st_arena_init(&same_arena, 4096);
   int ok = 0;
@@ -195,7 +195,8 @@ static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
     if (k == 0)
       continue;
     int p = wl->rank_program[r], p0 = wl->rank_program[r0];
-    int first = p != p0 ? seen_first(&same, &same_arena, (uint64_t)p, (uint64_t)p0, 0x73616d65, 3) : 0;
+    int first =
+        p != p0 ? seen_first(&same, &same_arena, (uint64_t)p, (uint64_t)p0, 0x73616d65, 3) : 0;
     if (first < 0) {
       why(s, "out of memory");
       goto out;
@@ -229,7 +230,7 @@ static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
       }
       for (int i = 0; i < a->size; i++) {
         int m = a->ranks[i];
-        if (s->cls[m] != 0 || sim_sym_img(s, wl, m, k) != b->ranks[i]) {
+        if (s->cls[m] != 0 || eng__sym_img(s, wl, m, k) != b->ranks[i]) {
           why(s, "communicator '%s' (role '%s') spans several '%s' positions", a->name,
               wl->roles[role], wl->roles[s->role]);
           goto out;
@@ -240,14 +241,14 @@ static int check_ranks(sim_sym *s, const sim_sym_env *env, const uint8_t *used)
   }
   ok = 1;
 out:
-  sim_map_release(&same);
+  eng__map_release(&same);
   st_arena_release(&same_arena);
   return ok;
 }
 
 typedef struct walk_ctx {
-  sim_sym *s;
-  const sim_sym_env *env;
+  eng__sym *s;
+  const eng__sym_env *env;
   int ok;
 } walk_ctx;
 
@@ -255,8 +256,8 @@ typedef struct walk_ctx {
 static void check_flow(void *u, int s0, int d0)
 {
   walk_ctx *w = u;
-  sim_sym *s = w->s;
-  const sim_sym_env *env = w->env;
+  eng__sym *s = w->s;
+  const eng__sym_env *env = w->env;
   if (!w->ok || s0 == d0)
     return;
   uint32_t n0;
@@ -286,7 +287,7 @@ static void check_flow(void *u, int s0, int d0)
     }
   }
   for (int k = 1; k < s->C && w->ok; k++) {
-    int sk = sim_sym_img(s, env->wl, s0, k), dk = sim_sym_img(s, env->wl, d0, k);
+    int sk = eng__sym_img(s, env->wl, s0, k), dk = eng__sym_img(s, env->wl, d0, k);
     uint32_t nk;
     double latk;
     const uint32_t *lk = env->route(env->u, sk, dk, &nk, &latk);
@@ -331,7 +332,158 @@ static void check_flow(void *u, int s0, int d0)
     free(a);
 }
 
-int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
+/* Condition 1's closed form, or condition 3's flows, for one collective or
+ * send/recv op of class-0 rank r, once per distinct instance (seen).  0,
+ * or ST_ENOMEM; w->ok = 0 (and why) when a condition fails. */
+static int check_op(walk_ctx *w, eng__map *seen, st_arena *ar, int r, const wl_op *o)
+{
+  eng__sym *s = w->s;
+  const eng__sym_env *env = w->env;
+  const wl_workload *wl = env->wl;
+  int c = wl_rank_comm(wl, r, o->role);
+  if (c < 0)
+    return ST_OK;
+  const wl_comm *cm = &wl->comms[c];
+  if (o->kind != WL_OP_COLL) {
+    if (s->comm_collapse[c]) {
+      why(s, "send/recv on the '%s' communicators", wl->roles[s->role]);
+      w->ok = 0;
+    } else if (o->kind == WL_OP_SEND) {
+      int dst = cm->ranks[o->peer];
+      int first = seen_first(seen, ar, (uint64_t)r, (uint64_t)dst, 0x7032, UINT64_MAX);
+      if (first < 0)
+        return ST_ENOMEM;
+      if (first)
+        check_flow(w, r, dst);
+    }
+    return ST_OK;
+  }
+  if (cm->size < 2)
+    return ST_OK;
+  int splits = o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
+  uint64_t bits;
+  memcpy(&bits, &o->bytes, sizeof bits);
+  int first = seen_first(seen, ar, (uint64_t)c, o->sub | (splits ? 0x100u : 0), bits,
+                         (uint64_t)(uint32_t)(o->peer + 1));
+  if (first <= 0)
+    return first < 0 ? ST_ENOMEM : ST_OK;
+  int root = o->peer >= 0 ? o->peer : 0;
+  if (s->comm_collapse[c]) {
+    if (splits || !env->closed(env->u, c, o->sub, o->bytes, root)) {
+      why(s, "a %s on a '%s' communicator has no closed form", wl_coll_name(o->sub),
+          wl->roles[s->role]);
+      w->ok = 0;
+    }
+  } else if (splits) {
+    for (int a = 0; a < cm->size && w->ok; a++)
+      for (int b = 0; b < cm->size && w->ok; b++)
+        check_flow(w, cm->ranks[a], cm->ranks[b]);
+  } else if (env->walk(env->u, c, o->sub, o->bytes, root, check_flow, w)) {
+    return ST_ENOMEM;
+  }
+  return ST_OK;
+}
+
+/* Conditions 1 and 3 on every distinct instance the class-0 ranks issue:
+ * 0 (*ok: whether they hold) or ST_ENOMEM. */
+static int check_instances(eng__sym *s, const eng__sym_env *env, int *ok)
+{
+  const wl_workload *wl = env->wl;
+  eng__map seen;
+  eng__map_init(&seen);
+  st_arena seen_arena;
+  st_arena_init(&seen_arena, 1 << 16);
+  walk_ctx w = {s, env, 1};
+  int rc = ST_OK;
+  for (int r = 0; r < wl->num_ranks && w.ok && !rc; r++) {
+    if (s->cls[r] != 0)
+      continue;
+    const wl_program *pg = &wl->programs[wl->rank_program[r]];
+    for (size_t i = 0; i < pg->num_ops && w.ok && !rc; i++) {
+      const wl_op *o = &pg->ops[i];
+      if (o->kind == WL_OP_COLL || o->kind == WL_OP_SEND || o->kind == WL_OP_RECV)
+        rc = check_op(&w, &seen, &seen_arena, r, o);
+    }
+  }
+  eng__map_release(&seen);
+  st_arena_release(&seen_arena);
+  *ok = w.ok;
+  return rc;
+}
+
+/* The tables of the classes' images, before the checks fill them.  0 or
+ * ST_ENOMEM. */
+static int alloc_images(eng__sym *s, const eng__sym_env *env)
+{
+  const wl_workload *wl = env->wl;
+  int C = s->C;
+  s->comm_img = malloc(((size_t)wl->num_comms * C + 1) * sizeof *s->comm_img);
+  s->comm_collapse = calloc((size_t)wl->num_comms + 1, 1);
+  s->link_img = malloc((env->num_links * C + 1) * sizeof *s->link_img);
+  s->link_src = malloc((env->num_links + 1) * sizeof *s->link_src);
+  s->link_cls = malloc(env->num_links + 1);
+  s->fixed_cnt = calloc(env->num_links + 1, sizeof *s->fixed_cnt);
+  s->link_fixed = calloc(env->num_links + 1, 1);
+  s->live = malloc(((size_t)wl->num_comms + 1) * sizeof *s->live);
+  if (!s->comm_img || !s->comm_collapse || !s->link_img || !s->link_src || !s->link_cls ||
+      !s->live || !s->fixed_cnt || !s->link_fixed)
+    return ST_ENOMEM;
+  for (size_t i = 0; i < (size_t)wl->num_comms * C; i++)
+    s->comm_img[i] = -1;
+  for (size_t i = 0; i < env->num_links * C; i++)
+    s->link_img[i] = UINT32_MAX;
+  memset(s->link_cls, 0xff, env->num_links + 1);
+  for (int r = 0; r < wl->num_ranks; r++)
+    s->comm_collapse[wl_rank_comm(wl, r, s->role)] = 1;
+  return ST_OK;
+}
+
+/* Condition 3's exception: the shared links every class's copy crosses.
+ * 1, or 0 (and why) when a link is crossed by some classes' copies but not
+ * all. */
+static int check_fixed(eng__sym *s, const eng__sym_env *env)
+{
+  for (size_t l = 0; l < env->num_links; l++) {
+    if (s->link_cls[l] != 0 || !env->link_shared[l] || s->fixed_cnt[l] == 0)
+      continue;
+    if (s->fixed_cnt[l] != s->C - 1) {
+      why(s, "link %zu carries the traffic of %d of %d classes", l, s->fixed_cnt[l] + 1, s->C);
+      return 0;
+    }
+    s->link_fixed[l] = 1;
+    s->fixed++;
+  }
+  return 1;
+}
+
+/* The reduction holds: the members simulated per communicator, the ranks
+ * simulated, and what was used. */
+static void sym_use(eng__sym *s, const wl_workload *wl)
+{
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    int n = 0;
+    for (int i = 0; i < cm->size; i++)
+      n += s->cls[cm->ranks[i]] == 0;
+    s->live[c] = n;
+  }
+  s->on = 1;
+  s->simulated = 0;
+  for (int r = 0; r < wl->num_ranks; r++)
+    s->simulated += s->cls[r] == 0;
+  snprintf(s->desc, sizeof s->desc,
+           "rank classes: %d positions in the '%s' groups, one simulated, %d of %d ranks", s->C,
+           wl->roles[s->role], s->simulated, wl->num_ranks);
+  if (s->fixed)
+    snprintf(s->desc + strlen(s->desc), sizeof s->desc - strlen(s->desc),
+             ", %zu links shared by all", s->fixed);
+  free(s->link_cls);
+  s->link_cls = NULL;
+  free(s->fixed_cnt);
+  s->fixed_cnt = NULL;
+}
+
+int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
 {
   const wl_workload *wl = env->wl;
   memset(s, 0, sizeof *s);
@@ -341,7 +493,7 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
     why(s, "no communicators");
     return ST_OK;
   }
-  int rc = ST_OK;
+  int rc = ST_OK, ok = 0;
   uint8_t *used = used_roles(wl);
   s->cls = calloc((size_t)wl->num_ranks, sizeof *s->cls);
   s->link_cls = NULL;
@@ -356,131 +508,16 @@ int sim_sym_prepare(sim_sym *s, const sim_sym_env *env)
     why(s, "no role whose groups partition the ranks and run in closed form");
     goto fallback;
   }
-  int C = s->C;
-  s->comm_img = malloc(((size_t)wl->num_comms * C + 1) * sizeof *s->comm_img);
-  s->comm_collapse = calloc((size_t)wl->num_comms + 1, 1);
-  s->link_img = malloc((env->num_links * C + 1) * sizeof *s->link_img);
-  s->link_src = malloc((env->num_links + 1) * sizeof *s->link_src);
-  s->link_cls = malloc(env->num_links + 1);
-  s->fixed_cnt = calloc(env->num_links + 1, sizeof *s->fixed_cnt);
-  s->link_fixed = calloc(env->num_links + 1, 1);
-  s->live = malloc(((size_t)wl->num_comms + 1) * sizeof *s->live);
-  if (!s->comm_img || !s->comm_collapse || !s->link_img || !s->link_src || !s->link_cls ||
-      !s->live || !s->fixed_cnt || !s->link_fixed) {
-    rc = ST_ENOMEM;
+  if ((rc = alloc_images(s, env)))
     goto out;
-  }
-  for (size_t i = 0; i < (size_t)wl->num_comms * C; i++)
-    s->comm_img[i] = -1;
-  for (size_t i = 0; i < env->num_links * C; i++)
-    s->link_img[i] = UINT32_MAX;
-  memset(s->link_cls, 0xff, env->num_links + 1);
-  for (int r = 0; r < wl->num_ranks; r++)
-    s->comm_collapse[wl_rank_comm(wl, r, s->role)] = 1;
   if (!check_ranks(s, env, used))
     goto fallback;
-  /* condition 1's closed forms and 3's flows, once per distinct instance */
-  sim_map seen;
-  sim_map_init(&seen);
-  st_arena seen_arena;
-  st_arena_init(&seen_arena, 1 << 16);
-  walk_ctx w = {s, env, 1};
-  for (int r = 0; r < wl->num_ranks && w.ok; r++) {
-    if (s->cls[r] != 0)
-      continue;
-    const wl_program *pg = &wl->programs[wl->rank_program[r]];
-    for (size_t i = 0; i < pg->num_ops && w.ok; i++) {
-      const wl_op *o = &pg->ops[i];
-      if (o->kind != WL_OP_COLL && o->kind != WL_OP_SEND && o->kind != WL_OP_RECV)
-        continue;
-      int c = wl_rank_comm(wl, r, o->role);
-      if (c < 0)
-        continue;
-      if (o->kind != WL_OP_COLL) {
-        if (s->comm_collapse[c]) {
-          why(s, "send/recv on the '%s' communicators", wl->roles[s->role]);
-          w.ok = 0;
-        } else if (o->kind == WL_OP_SEND) {
-          int first = seen_first(&seen, &seen_arena, (uint64_t)r,
-                                 (uint64_t)wl->comms[c].ranks[o->peer], 0x7032, UINT64_MAX);
-          if (first < 0) {
-            rc = ST_ENOMEM;
-            break;
-          }
-          if (first)
-            check_flow(&w, r, wl->comms[c].ranks[o->peer]);
-        }
-        continue;
-      }
-      if (wl->comms[c].size < 2)
-        continue;
-      int splits = o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
-      uint64_t bits;
-      memcpy(&bits, &o->bytes, sizeof bits);
-      int first = seen_first(&seen, &seen_arena, (uint64_t)c, o->sub | (splits ? 0x100u : 0), bits,
-                             (uint64_t)(uint32_t)(o->peer + 1));
-      if (first < 0) {
-        rc = ST_ENOMEM;
-        break;
-      }
-      if (!first)
-        continue;
-      int root = o->peer >= 0 ? o->peer : 0;
-      if (s->comm_collapse[c]) {
-        if (splits || !env->closed(env->u, c, o->sub, o->bytes, root)) {
-          why(s, "a %s on a '%s' communicator has no closed form", wl_coll_name(o->sub),
-              wl->roles[s->role]);
-          w.ok = 0;
-        }
-      } else if (splits) {
-        const wl_comm *cm = &wl->comms[c];
-        for (int a = 0; a < cm->size && w.ok; a++)
-          for (int b = 0; b < cm->size && w.ok; b++)
-            check_flow(&w, cm->ranks[a], cm->ranks[b]);
-      } else if (env->walk(env->u, c, o->sub, o->bytes, root, check_flow, &w)) {
-        rc = ST_ENOMEM;
-        break;
-      }
-    }
-  }
-  sim_map_release(&seen);
-  st_arena_release(&seen_arena);
-  if (rc)
+  if ((rc = check_instances(s, env, &ok)))
     goto out;
-  if (!w.ok)
+  if (!ok || !check_fixed(s, env))
     goto fallback;
-  for (size_t l = 0; l < env->num_links; l++) {
-    if (s->link_cls[l] != 0 || !env->link_shared[l] || s->fixed_cnt[l] == 0)
-      continue;
-    if (s->fixed_cnt[l] != C - 1) {
-      why(s, "link %zu carries the traffic of %d of %d classes", l, s->fixed_cnt[l] + 1, C);
-      goto fallback;
-    }
-    s->link_fixed[l] = 1;
-    s->fixed++;
-  }
-  for (int c = 0; c < wl->num_comms; c++) {
-    const wl_comm *cm = &wl->comms[c];
-    int n = 0;
-    for (int i = 0; i < cm->size; i++)
-      n += s->cls[cm->ranks[i]] == 0;
-    s->live[c] = n;
-  }
-  s->on = 1;
-  s->simulated = 0;
-  for (int r = 0; r < wl->num_ranks; r++)
-    s->simulated += s->cls[r] == 0;
-  snprintf(s->desc, sizeof s->desc,
-           "rank classes: %d positions in the '%s' groups, one simulated, %d of %d ranks", C,
-           wl->roles[s->role], s->simulated, wl->num_ranks);
-  if (s->fixed)
-    snprintf(s->desc + strlen(s->desc), sizeof s->desc - strlen(s->desc),
-             ", %zu links shared by all", s->fixed);
+  sym_use(s, wl);
   free(used);
-  free(s->link_cls);
-  s->link_cls = NULL;
-  free(s->fixed_cnt);
-  s->fixed_cnt = NULL;
   return ST_OK;
 
 fallback:;
@@ -488,24 +525,24 @@ fallback:;
   snprintf(d, sizeof d, "none (%s)", s->desc);
   free(used);
   used = NULL;
-  sim_sym_release(s);
+  eng__sym_release(s);
   s->C = 1;
   snprintf(s->desc, sizeof s->desc, "%s", d);
   return ST_OK;
 out:
   free(used);
-  sim_sym_release(s);
+  eng__sym_release(s);
   return rc;
 }
 
 /* ---- expanding the results ------------------------------------------------ */
 
-static int rep_of(const sim_sym *s, const wl_workload *wl, int r)
+static int rep_of(const eng__sym *s, const wl_workload *wl, int r)
 {
   return wl->comms[wl_rank_comm(wl, r, s->role)].ranks[0];
 }
 
-void sim_sym_expand_ranks(const sim_sym *s, const wl_workload *wl, sim_rank_stats *ranks)
+void eng__sym_expand_ranks(const eng__sym *s, const wl_workload *wl, sim_rank_stats *ranks)
 {
   if (!s->on)
     return;
@@ -518,28 +555,27 @@ void sim_sym_expand_ranks(const sim_sym *s, const wl_workload *wl, sim_rank_stat
   }
 }
 
-int sim_sym_rep(const sim_sym *s, const wl_workload *wl, int r)
+int eng__sym_rep(const eng__sym *s, const wl_workload *wl, int r)
 {
   return s->on ? rep_of(s, wl, r) : r;
 }
+
+static int cmp_f64(double a, double b) { return (a > b) - (a < b); }
+static int cmp_i64(int64_t a, int64_t b) { return (a > b) - (a < b); }
 
 /* Chronological by end, then start; ties by communicator and ranks. */
 static int cmp_rec(const void *a, const void *b)
 {
   const sim_coll_record *x = a, *y = b;
-  if (x->end_s != y->end_s)
-    return x->end_s < y->end_s ? -1 : 1;
-  if (x->start_s != y->start_s)
-    return x->start_s < y->start_s ? -1 : 1;
-  if (x->comm != y->comm)
-    return x->comm < y->comm ? -1 : 1;
-  if (x->src != y->src)
-    return x->src < y->src ? -1 : 1;
-  return (x->dst > y->dst) - (x->dst < y->dst);
+  int c = cmp_f64(x->end_s, y->end_s);
+  c = c ? c : cmp_f64(x->start_s, y->start_s);
+  c = c ? c : cmp_i64(x->comm, y->comm);
+  c = c ? c : cmp_i64(x->src, y->src);
+  return c ? c : cmp_i64(x->dst, y->dst);
 }
 
-int sim_sym_expand_colls(const sim_sym *s, const wl_workload *wl, sim_coll_record **recs,
-                         size_t *n)
+int eng__sym_expand_colls(const eng__sym *s, const wl_workload *wl, sim_coll_record **recs,
+                          size_t *n)
 {
   if (!s->on || !*n)
     return ST_OK;
@@ -558,9 +594,9 @@ int sim_sym_expand_colls(const sim_sym *s, const wl_workload *wl, sim_coll_recor
       sim_coll_record x = r[i];
       x.comm = s->comm_img[(size_t)r[i].comm * s->C + k];
       if (x.src >= 0)
-        x.src = sim_sym_img(s, wl, x.src, k);
+        x.src = eng__sym_img(s, wl, x.src, k);
       if (x.dst >= 0)
-        x.dst = sim_sym_img(s, wl, x.dst, k);
+        x.dst = eng__sym_img(s, wl, x.dst, k);
       r[m++] = x;
     }
   }
@@ -570,18 +606,17 @@ int sim_sym_expand_colls(const sim_sym *s, const wl_workload *wl, sim_coll_recor
   return ST_OK;
 }
 
+/* Chronological by start; ties by rank and op. */
 static int cmp_row(const void *a, const void *b)
 {
   const sim_timeline_row *x = a, *y = b;
-  if (x->start_s != y->start_s)
-    return x->start_s < y->start_s ? -1 : 1;
-  if (x->rank != y->rank)
-    return x->rank < y->rank ? -1 : 1;
-  return (x->op > y->op) - (x->op < y->op);
+  int c = cmp_f64(x->start_s, y->start_s);
+  c = c ? c : cmp_i64(x->rank, y->rank);
+  return c ? c : cmp_i64(x->op, y->op);
 }
 
-int sim_sym_expand_timeline(const sim_sym *s, const wl_workload *wl, sim_timeline_row **rows,
-                            size_t *n)
+int eng__sym_expand_timeline(const eng__sym *s, const wl_workload *wl, sim_timeline_row **rows,
+                             size_t *n)
 {
   if (!s->on || !*n)
     return ST_OK;
@@ -593,7 +628,7 @@ int sim_sym_expand_timeline(const sim_sym *s, const wl_workload *wl, sim_timelin
   for (size_t i = 0; i < n0; i++)
     for (int k = 1; k < s->C; k++) {
       r[m] = r[i];
-      r[m].rank = sim_sym_img(s, wl, r[i].rank, k);
+      r[m].rank = eng__sym_img(s, wl, r[i].rank, k);
       r[m].program = wl->rank_program[r[m].rank]; /* alike, maybe another index */
       m++;
     }

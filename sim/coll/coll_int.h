@@ -1,0 +1,45 @@
+/* coll_int.h — internals of the collective layer shared between its files
+ * (layout.c, tuner.c, edges.c); nothing outside sim/coll/ includes it. */
+#ifndef SIM_COLL_INT_H
+#define SIM_COLL_INT_H
+
+#include "coll.h"
+#include "sim.h"
+
+/* Member at position pos (taken modulo the node's count) of node position node. */
+static inline int coll__lay_member(const coll_layout *l, int node, int pos)
+{
+  int c = l->node_cnt[node];
+  return l->by_node[l->node_first[node] + ((pos % c) + c) % c];
+}
+
+/* ---- the cost model (tuner.c) ------------------------------------------- */
+
+typedef struct coll__model {
+  int arch, ideal;
+  double e_intra, e_nic, e_nvls, e_sharp; /* payload / wire, per link kind */
+  double e_nvls_tree; /* NVLS inside nodes under NVLS tree: e_nvls, or less
+                         where NCCL's per-channel ceiling binds */
+} coll__model;
+
+/* The link efficiencies of protocol proto for the instance c. */
+void coll__model_init(const coll_ctx *c, int proto, coll__model *md);
+
+/* ---- rings on meshes and tori (layout.c) -------------------------------- */
+
+enum { COLL__MESH_NO = 0, COLL__MESH_ONE_NODE, COLL__MESH_ACROSS };
+
+/* How rings lie on the instance's node topology: COLL__MESH_*. */
+int coll__ring_mesh(const coll_ctx *c);
+/* Lanes between members a and b (on one node). */
+int coll__member_lanes(const coll_ctx *c, int a, int b);
+/* Lanes from member m to the other members (all on m's node). */
+int coll__lanes_out(const coll_ctx *c, int m);
+/* Mesh channel ch across nodes: member m's next and previous. */
+void coll__mesh_neighbours(const coll_layout *l, int ch, int m, int *next, int *prev);
+/* The torus dimensions the members span (n x 1 x 1 unless they fill the torus). */
+void coll__torus_dims(const coll_ctx *c, int *dims);
+/* Bytes on each directed link of each torus dimension (payload). */
+void coll__torus_loads(const coll_ctx *c, const int *dims, double *load);
+
+#endif

@@ -1,0 +1,277 @@
+/* collective.c — collectives as the engine runs them: the members'
+ * rendezvous, the tuner's choice, and the flows of the algorithm or the
+ * closed form's wait.
+ *
+ *  3. Collectives.  Members rendezvous (generation counter + condition per
+ *     communicator): nobody starts until all have arrived, as in NCCL.  Then
+ *     each member posts the flows of the algorithm it sends and receives
+ *     (mailbox comms between GPU hosts, so SimGrid shares links max-min
+ *     fairly with every other flow), and a completion rendezvous releases
+ *     all members together when the last flow ends — a synchronous ring
+ *     runs at the pace of its slowest edge.  In flow fidelity each algorithm
+ *     edge is one flow carrying that edge's total bytes, and the algorithm's
+ *     remaining latency terms are charged as a wait before it; in step
+ *     fidelity every step is its own flow.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+
+#include "eng_int.h"
+
+typedef struct mb_entry {
+  int32_t comm, src, dst;
+  sg_mailbox_t mb;
+} mb_entry;
+
+static sg_mailbox_t mailbox_for(int comm, int src, int dst)
+{
+  uint64_t key = eng__key4((uint64_t)comm, (uint64_t)src, (uint64_t)dst, 0x636f6c6cULL);
+  mb_entry *e = eng__map_get(&eng__E.mailboxes, key);
+  if (e && e->comm == comm && e->src == src && e->dst == dst)
+    return e->mb;
+  char name[96];
+  snprintf(name, sizeof name, "c%d:%d>%d", comm, src, dst);
+  sg_mailbox_t mb = sg_mailbox_by_name(name);
+  if (!e) {
+    e = st_arena_alloc(&eng__E.arena, sizeof *e);
+    if (!e || eng__map_put(&eng__E.mailboxes, key, e)) {
+      eng__fail(ST_ENOMEM, "out of memory creating mailboxes");
+      return mb;
+    }
+    e->comm = comm;
+    e->src = src;
+    e->dst = dst;
+    e->mb = mb;
+  }
+  return mb;
+}
+
+static void comm_ring_latency(int c, eng__comm *cs)
+{
+  const wl_comm *cm = &eng__E.wl->comms[c];
+  cs->ring_lat_max = 0;
+  for (int i = 0; i < cm->size; i++) {
+    int j = (i + 1) % cm->size;
+    double l = sg_host_get_route_latency(eng__E.hosts[cm->ranks[i]], eng__E.hosts[cm->ranks[j]]);
+    if (l > cs->ring_lat_max)
+      cs->ring_lat_max = l;
+  }
+  cs->have_ring_lat = 1;
+}
+
+/* What every instance of communicator c needs, built at its first: the
+ * largest ring-neighbour latency and the members' layout.  0 or ST_ENOMEM. */
+int eng__comm_prepare(int c, eng__comm *cs)
+{
+  const wl_comm *cm = &eng__E.wl->comms[c];
+  if (!cs->have_ring_lat)
+    comm_ring_latency(c, cs);
+  if (!cs->have_lay) {
+    if (coll_layout_build(&eng__E.arena, cm->ranks, cm->size, eng__E.cl, &cs->lay))
+      return ST_ENOMEM;
+    cs->have_lay = 1;
+  }
+  return ST_OK;
+}
+
+static double member_route_lat(void *u, int a, int b)
+{
+  const eng__route_ctx *rc = u;
+  return sg_host_get_route_latency(eng__E.hosts[rc->ranks[a]], eng__E.hosts[rc->ranks[b]]);
+}
+
+/* The algorithm context of communicator c's current instance. */
+void eng__coll_ctx_fill(int c, eng__comm *cs, coll_ctx *ctx, eng__route_ctx *rc)
+{
+  const wl_comm *cm = &eng__E.wl->comms[c];
+  memset(ctx, 0, sizeof *ctx);
+  rc->ranks = cm->ranks;
+  ctx->op = cs->op;
+  ctx->n = cm->size;
+  ctx->bytes = cs->bytes;
+  ctx->ranks = cm->ranks;
+  ctx->cl = eng__E.cl;
+  ctx->fidelity = eng__E.opt->fidelity;
+  ctx->model = eng__E.opt->coll_model;
+  ctx->force_algo = eng__E.opt->coll_algo;
+  ctx->force_proto = eng__E.opt->coll_proto;
+  ctx->force_nch = eng__E.opt->coll_channels;
+  ctx->lay = &cs->lay;
+  ctx->ch = cs->ch;
+  ctx->route_lat = member_route_lat;
+  ctx->route_u = rc;
+  ctx->ring_lat_max = cs->ring_lat_max;
+}
+
+/* Member m's part of one collective instance: the algorithm's rounds, each
+ * a wait for latency terms then flows to and from other members. */
+static void coll_transfer(int c, eng__comm *cs, int m, const wl_program *p, const wl_op *op,
+                          coll_sched *sched)
+{
+  const wl_comm *cm = &eng__E.wl->comms[c];
+  if (!cs->have_ring_lat)
+    comm_ring_latency(c, cs);
+  if (eng__E.failed)
+    return;
+  coll_ctx ctx;
+  eng__route_ctx rctx;
+  eng__coll_ctx_fill(c, cs, &ctx, &rctx);
+  ctx.root = op->peer >= 0 ? op->peer : 0;
+  ctx.splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL;
+  if (coll_plan(&ctx, m, sched)) {
+    eng__fail(ST_ENOMEM, "out of memory planning a collective");
+    return;
+  }
+  sg_comm_t local[8];
+  void *data;
+  for (size_t r = 0; r < sched->nrounds; r++) {
+    const coll_round *rd = &sched->rounds[r];
+    size_t nc = rd->nsend + rd->nrecv;
+    sg_comm_t *comms = nc <= 8 ? local : malloc(nc * sizeof *comms);
+    if (!comms) {
+      eng__fail(ST_ENOMEM, "out of memory");
+      return;
+    }
+    size_t k = 0;
+    /* receives first, so a peer with less latency to charge is not held up */
+    for (uint32_t i = 0; i < rd->nrecv; i++)
+      comms[k++] = sg_mailbox_get_async(mailbox_for(c, sched->xfers[rd->recv_first + i].peer, m),
+                                        &data);
+    if (rd->pre_s > 0)
+      sg_actor_sleep_for(rd->pre_s);
+    for (uint32_t i = 0; i < rd->nsend; i++) {
+      const coll_xfer *x = &sched->xfers[rd->send_first + i];
+      eng__account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes, c, WL_OP_COLL, op->sub);
+      comms[k++] = sg_mailbox_put_async(mailbox_for(c, m, x->peer), &eng__E.dummy_payload,
+                                        (long)llround(x->bytes));
+    }
+    sg_comm_wait_all(comms, k);
+    eng__E.events += k;
+    if (comms != local)
+      free(comms);
+  }
+}
+
+void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *sched)
+{
+  const wl_workload *wl = eng__E.wl;
+  int c = wl_rank_comm(wl, rank, op->role);
+  int m = eng__E.member[(size_t)rank * wl->num_roles + op->role];
+  const wl_comm *cm = &wl->comms[c];
+  eng__comm *cs = &eng__E.comms[c];
+  int n = cm->size;
+  /* members that run here: all, or with rank classes those of class 0 */
+  int live = eng__E.sym.on ? eng__E.sym.live[c] : n;
+
+  if (n == 1) /* a communicator of one: nothing to move */
+    return;
+
+  double t = eng__now();
+  if (cs->arrived == 0) {
+    cs->first_arrival = t;
+    cs->op = op->sub;
+    cs->bytes = op->bytes;
+    cs->first_rank = rank;
+  } else if (cs->op != op->sub ||
+             (cs->bytes != op->bytes && !(op->flags & WL_OPF_SPLITS))) {
+    /* (an all-to-all-v's members send what their splits say: their totals
+     * differ; the instance keeps the first member's for the tuner) */
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "collective mismatch on communicator '%s': rank %d called %s of %.17g bytes, "
+             "rank %d called %s of %.17g bytes",
+             cm->name, cs->first_rank, wl_coll_name(cs->op), cs->bytes, rank, wl_coll_name(op->sub),
+             op->bytes);
+    eng__fail(ST_ESIM, msg);
+    sg_actor_kill_all();
+    return;
+  }
+  uint64_t my_gen = cs->gen;
+  cs->arrived_gen[m] = my_gen + 1;
+  int last = 0;
+  if (++cs->arrived == live) {
+    last = 1;
+    /* A communicator runs one collective at a time, in the order its members
+     * issue them, as NCCL does: wait for the previous instance to end. */
+    while (cs->done_gen < cs->gen)
+      eng__wq_wait(&cs->wq);
+    if (cs->busy_until > eng__now())
+      sg_actor_sleep_until(cs->busy_until);
+    t = eng__now();
+    cs->gen++;
+    cs->arrived = 0;
+    cs->start = t;
+    cs->pending = live;
+    if (eng__comm_prepare(c, cs)) {
+      eng__fail(ST_ENOMEM, "out of memory laying out a communicator");
+      sg_actor_kill_all();
+      return;
+    }
+    eng__memo *mm = eng__memo_get(c, cs, op);
+    if (!mm) {
+      eng__fail(ST_ENOMEM, "out of memory");
+      sg_actor_kill_all();
+      return;
+    }
+    cs->ch = mm->ch;
+    double T = -1;
+    if (cs->fast) {
+      /* the flows are planned again only when links count their bytes */
+      if (isnan(mm->T) || (eng__E.link_bytes && mm->T >= 0))
+        mm->T = eng__fast_duration(c, cs, op, sched, 1);
+      T = mm->T;
+    }
+    if (T < 0 && eng__E.sym.on && eng__E.sym.comm_collapse[c]) {
+      eng__fail(ST_ESIM, "internal error: a rank-class group's collective has no closed form");
+      sg_actor_kill_all();
+      return;
+    }
+    cs->fast_end = T >= 0 ? t + T : -1;
+    if (T >= 0) {
+      cs->done_gen++; /* nothing to wait for: the end is known */
+      cs->busy_until = cs->fast_end;
+    }
+    eng__wq_wake(&cs->wq);
+  } else {
+    while (cs->gen == my_gen)
+      eng__wq_wait(&cs->wq);
+  }
+  double start = cs->start, first = cs->first_arrival;
+  int opk = cs->op;
+  double bytes = cs->bytes;
+
+  eng__acct(rank, 0, 1, 0);
+  double fast_end = cs->fast_end;
+  if (fast_end >= 0) {
+    /* closed form: everyone knows the end; the last to arrive records it */
+    if (last) {
+      eng__coll_record_add(c, cs, opk, n, bytes, first, start, fast_end);
+      int copies = eng__E.sym.on && !eng__E.sym.comm_collapse[c]; /* class 0's and its images */
+      eng__E.fast_instances += copies ? (uint64_t)eng__E.sym.C : 1;
+    }
+    if (fast_end > eng__now())
+      sg_actor_sleep_until(fast_end);
+    eng__xfer_end(rank, cm, start);
+    return;
+  }
+  coll_transfer(c, cs, m, p, op, sched);
+
+  uint64_t my_done = cs->done_gen;
+  if (--cs->pending == 0) {
+    cs->done_gen++;
+    eng__coll_record_add(c, cs, opk, n, bytes, first, start, eng__now());
+    eng__wq_wake(&cs->wq);
+  } else {
+    while (cs->done_gen == my_done)
+      eng__wq_wait(&cs->wq);
+  }
+  eng__xfer_end(rank, cm, start);
+}
+

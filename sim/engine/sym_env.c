@@ -1,0 +1,115 @@
+/* sym_env.c — the engine's side of rank classes: what sym.c's analysis asks
+ * of it (routes, the flows of an instance, whether an instance has a closed
+ * form), and the setup of the reduction before the run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/link.h>
+
+#include "eng_int.h"
+
+static const uint32_t *sym_route(void *u, int src, int dst, uint32_t *n, double *lat_s)
+{
+  (void)u;
+  eng__route *re = eng__route_get(src, dst);
+  if (!re)
+    return NULL;
+  *n = re->n;
+  *lat_s = re->lat_s;
+  return re->links;
+}
+
+static int sym_walk(void *u, int c, int op, double bytes, int root, void (*fn)(void *, int, int),
+                    void *fn_u)
+{
+  (void)u;
+  eng__tuple t = {.comm = c, .op = (uint8_t)op, .root = root, .bytes = bytes};
+  coll_sched sched;
+  coll_sched_init(&sched);
+  int rc = eng__fast_walk_flows(c, &t, &sched, fn, fn_u);
+  coll_sched_release(&sched);
+  return rc;
+}
+
+/* Whether communicator c's (op, bytes, root) instance has a closed form; the
+ * communicator's state is left as it was. */
+static int sym_closed(void *u, int c, int op, double bytes, int root)
+{
+  (void)u;
+  eng__comm *cs = &eng__E.comms[c];
+  if (eng__comm_prepare(c, cs))
+    return 0;
+  int save_op = cs->op;
+  double save_bytes = cs->bytes;
+  coll_choice save_ch = cs->ch;
+  cs->op = op;
+  cs->bytes = bytes;
+  coll_ctx ctx;
+  eng__route_ctx rctx;
+  eng__coll_ctx_fill(c, cs, &ctx, &rctx);
+  coll_choose(&ctx);
+  cs->ch = ctx.ch;
+  wl_op o;
+  memset(&o, 0, sizeof o);
+  o.kind = WL_OP_COLL;
+  o.sub = (uint8_t)op;
+  o.peer = root;
+  coll_sched sched;
+  coll_sched_init(&sched);
+  double T = eng__fast_duration(c, cs, &o, &sched, 0);
+  coll_sched_release(&sched);
+  cs->op = save_op;
+  cs->bytes = save_bytes;
+  cs->ch = save_ch;
+  return T >= 0;
+}
+
+int eng__sym_setup(st_err *err)
+{
+  const wl_workload *wl = eng__E.wl;
+  if (!eng__E.opt->symmetry) {
+    memset(&eng__E.sym, 0, sizeof eng__E.sym);
+    eng__E.sym.C = 1;
+    snprintf(eng__E.sym.desc, sizeof eng__E.sym.desc, "none (turned off)");
+    return ST_OK;
+  }
+  uint8_t *fast = malloc((size_t)wl->num_comms + 1);
+  if (!fast)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  for (int c = 0; c < wl->num_comms; c++)
+    fast[c] = (uint8_t)eng__E.comms[c].fast;
+  eng__sym_env env = {.wl = wl,
+                      .comm_fast = fast,
+                      .member = eng__E.member,
+                      .num_links = eng__E.num_links,
+                      .link_bw = eng__E.link_bw,
+                      .link_shared = eng__E.link_shared,
+                      .route = sym_route,
+                      .walk = sym_walk,
+                      .closed = sym_closed,
+                      .u = NULL};
+  int rc = eng__sym_prepare(&eng__E.sym, &env);
+  free(fast);
+  if (!rc && eng__E.sym.on && eng__E.link_bytes &&
+      !(eng__E.class_bytes = calloc(eng__E.num_links + 1, sizeof(double))))
+    rc = ST_ENOMEM;
+  if (!rc && eng__E.sym.on && eng__E.sym.fixed) {
+    /* links every class crosses carry C identical loads: class 0 alone gets
+     * 1/C of them (sym.c, condition 3) */
+    sg_link_t *links = sg_link_list();
+    if (!links)
+      rc = ST_ENOMEM;
+    for (size_t l = 0; links && l < eng__E.num_links; l++)
+      if (eng__E.sym.link_fixed[l]) {
+        eng__E.link_bw[l] /= eng__E.sym.C;
+        sg_link_set_bandwidth(links[l], eng__E.link_bw[l]);
+      }
+    free(links);
+  }
+  if (rc)
+    return st_err_set(err, rc, "out of memory checking rank classes");
+  return eng__E.failed ? (err ? err->code : ST_ENOMEM) : ST_OK;
+}
+
