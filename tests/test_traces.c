@@ -633,7 +633,7 @@ static void test_import__unknown_format_lists_known(void **state)
  * "node8:2", where GPU 7 -> 8 and 15 -> 0 cross the NICs (one 400 Gb/s NIC
  * per GPU, B_nic = 50e9 B/s, route latency 2 x 1 us, a switch of 0 us).
  *
- * Closed forms (coll.c's algorithms, every flow on its own links):
+ * Closed forms (sim/coll/edges.c's algorithms, every flow on its own links):
  *   ring all-reduce: 2(n-1) steps; each edge carries 2(n-1)/n S and pays
  *     the slowest edge's latency per step, and the ring ends with its
  *     slowest edge: T = 2(n-1) L_max + 2(n-1)/n S / B_min;

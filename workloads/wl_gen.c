@@ -284,7 +284,7 @@ static void col_fwd(gen *g, const col_gemm *c, int n)
  * the previous (T/tp tokens).  Each step is one "shift" collective of the TP
  * communicator on the "tp" stream: every member sends and receives at once,
  * so the steps keep the communicator's one issue order, and on links the TP
- * group has to itself a step has a closed form (sim.c) where n send/recv
+ * group has to itself a step has a closed form (sim/engine/closed.c) where n send/recv
  * pairs would be n simulated flows.  The GEMMs that consume the gathered
  * tensor run in k = tp chunks of T/tp rows: chunk 0 on the local shard,
  * chunk j after step j - 1.  Returns the first step; step j is that + j. */
@@ -524,7 +524,7 @@ static long p2p(gen *g, int stream, int kind, int role, int peer, int tag, doubl
  * hop of the ring is one "shift" collective of the CP group (member i sends
  * to i + 1 and receives from i - 1 at once) on the "cp" stream: the same
  * transfers as a send/recv pair per member, with one issue order and, on
- * links the group has to itself, a closed form (sim.c). */
+ * links the group has to itself, a closed form (sim/engine/closed.c). */
 static void attn_fwd(gen *g)
 {
   int cp = g->l->cp;
