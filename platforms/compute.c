@@ -31,7 +31,7 @@
  *  4. Every kernel pays launch_s.
  *
  * The engine stretches compute by plat_compute_overlap_factor() while a
- * transfer of the same GPU runs (sim/sim.c, design note 2).
+ * transfer of the same GPU runs (sim/engine/compute.c, design note 2).
  *
  * Why a table in C and not a data file: the engine asks for an op's time
  * millions of times with no error channel, so the lookup must not fail; the
