@@ -46,7 +46,7 @@ for s in "${searches[@]}"; do
   out=$("$simtrain" search $s --top 50 -j "$jobs" --json --quiet) || exit 1
   [ -n "${SEARCH_KEEP:-}" ] && printf '%s\n' "$out" >>"$SEARCH_KEEP"
   t1=$(date +%s)
-  pairs=$(grep -o '"estimate_s":[^,]*,"estimate_bubble_s":[^,]*,"estimate_exposed_comm_s":[^,]*,"step_time_s":[0-9][0-9.e+-]*' <<<"${out%%\"pruned\"*}" |
+  pairs=$(grep -o '"estimate_s":[^,]*,"estimate_bubble_s":[^,]*,"estimate_exposed_comm_s":[^,]*,"step_time_s":[0-9][0-9.e+-]*' < <(sed 's/"pruned".*//' <<<"$out") |
     sed 's/"estimate_s":\([^,]*\),.*"step_time_s":\(.*\)/\1 \2/')
   n=$(grep -c . <<<"$pairs")
   ratios=$(awk '{ print $1 / $2 }' <<<"$pairs" | sort -g)
