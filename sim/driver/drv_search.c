@@ -44,8 +44,8 @@ static int reason_add(drv_search *s, const char *why)
       s->reasons[i].count++;
       return ST_OK;
     }
-  if (s->num_reasons == DRV_SEARCH_MAX_REASONS) /* the rest under one name */
-    return reason_add(s, "other");
+  if (s->num_reasons == DRV_SEARCH_MAX_REASONS - 1 && strcmp(why, "other"))
+    return reason_add(s, "other"); /* the last slot: the rest under one name */
   drv_search_reason *r = &s->reasons[s->num_reasons++];
   snprintf(r->why, sizeof r->why, "%s", why);
   r->count = 1;
@@ -99,6 +99,20 @@ static int cand_push(drv_search *s, const drv_candidate *c)
 
 /* One request: valid?  fits?  Kept as a candidate either way when valid
  * (dominance is decided once its alternatives are known). */
+/* A candidate of a resolved layout and its memory, not yet estimated. */
+static void cand_fill(const enum_ctx *x, const wl_layout *l, const wl_memory *mem,
+                      const drv_knobs *k, drv_candidate *c)
+{
+  memset(c, 0, sizeof *c);
+  c->k = *k;
+  snprintf(c->layout, sizeof c->layout, "%s", l->spec);
+  c->microbatches = l->num_microbatches;
+  c->peak_memory_bytes = mem->peak_bytes;
+  c->fits = mem->peak_bytes <= x->hbm;
+  c->estimate_s = c->step_time_s = NAN;
+  c->time_to_train_s = c->cost_usd = c->energy_MWh = NAN;
+}
+
 static int try_layout(enum_ctx *x, const char *spec, const drv_knobs *k)
 {
   drv_search *s = x->s;
@@ -117,14 +131,7 @@ static int try_layout(enum_ctx *x, const char *spec, const drv_knobs *k)
   if (wl_memory_estimate(x->m, &l, &mem, &e))
     return reason_add(s, "no memory estimate");
   drv_candidate c;
-  memset(&c, 0, sizeof c);
-  c.k = *k;
-  snprintf(c.layout, sizeof c.layout, "%s", l.spec);
-  c.microbatches = l.num_microbatches;
-  c.peak_memory_bytes = mem.peak_bytes;
-  c.fits = mem.peak_bytes <= x->hbm;
-  c.estimate_s = c.step_time_s = NAN;
-  c.time_to_train_s = c.cost_usd = c.energy_MWh = NAN;
+  cand_fill(x, &l, &mem, k, &c);
   if (c.fits)
     s->fitting++;
   else if (mem.peak_bytes < s->min_peak_bytes || s->min_peak_bytes == 0)
@@ -548,7 +555,6 @@ static int place_published(enum_ctx *x, const plat_cluster *cl)
 {
   drv_search *s = x->s;
   drv_candidate *c = &s->published;
-  memset(c, 0, sizeof *c);
   wl_layout l;
   wl_memory mem;
   int rc = wl_layout_parse(x->o->published, x->n, x->m, &l, x->err);
@@ -556,14 +562,10 @@ static int place_published(enum_ctx *x, const plat_cluster *cl)
     rc = wl_memory_estimate(x->m, &l, &mem, x->err);
   if (rc)
     return rc;
-  drv_knobs k = {l.tp, l.pp, l.dp, l.cp, l.ep, l.etp != l.tp ? l.etp : 0, l.vpp, l.sp, l.tp_overlap, l.mbs, l.zero,
-                 l.recompute, l.schedule, 0, 0};
-  c->k = k;
-  snprintf(c->layout, sizeof c->layout, "%s", l.spec);
-  c->microbatches = l.num_microbatches;
-  c->peak_memory_bytes = mem.peak_bytes;
-  c->fits = mem.peak_bytes <= x->hbm;
-  c->step_time_s = c->time_to_train_s = c->cost_usd = c->energy_MWh = NAN;
+  drv_knobs k = {l.tp,      l.pp,  l.dp,         l.cp,  l.ep,   l.etp != l.tp ? l.etp : 0,
+                 l.vpp,     l.sp,  l.tp_overlap, l.mbs, l.zero, l.recompute,
+                 l.schedule, 0,    0};
+  cand_fill(x, &l, &mem, &k, c);
   if ((rc = estimate_one(x, cl, c, x->err)))
     return rc;
   c->estimate_rank = 1;
