@@ -1,12 +1,7 @@
 /* results.c — the HDF5 results file: one per run, written whole or not at all,
  * and read back for report, compare, export and plot.
  *
- * Invariants:
- *   - The file is written to "<path>.tmp.<pid>" and renamed onto <path> only
- *     after H5Fclose succeeded; on any failure the temporary is removed, so
- *     <path> is either the previous file (or absent) or a complete new one
- *     (st_out_begin: through a symlink to its target, never onto a device,
- *     FIFO or folder, and removed on SIGINT/SIGTERM/SIGHUP).
+ * Invariants (and those of every file written through h5.c, its header):
  *   - Row datasets are 1-D compound datasets whose member names are the
  *     column names of docs/results-format.md.  The reader matches columns by
  *     name (HDF5 converts by name), so columns may be added later without
@@ -21,54 +16,18 @@
  *     (/link_usage, /communicators, /communicator_ranks, /timeline's `comm`;
  *     simulated_ranks, reduction and the training block of /summary) are
  *     optional when reading, so files written earlier stay readable.
- *   - HDF5's own error stack printing is off while we work; errors come back
- *     as st_err messages naming the file and the dataset.
- *   - HDF5's exit-time cleanup is off (H5dont_atexit, before the library
- *     starts): when H5Fclose fails (disk full) HDF5 keeps the file open with
- *     its cache in a state that its own cleanup then crashes on (segfault at
- *     exit, HDF5 1.10); every file we open is closed by us, so the cleanup
- *     has nothing else to do.
  */
-#include <errno.h>
-#include <stdarg.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <hdf5.h>
 
+#include "an_h5.h"
 #include "analysis.h"
-
-#define ROWS_PER_WRITE 65536 /* rows converted and written at once */
-#define CHUNK_ROWS 16384     /* HDF5 chunk of a row dataset */
-
-/* Runs when the program loads, before any HDF5 call (see the header). */
-__attribute__((constructor)) static void h5_no_atexit(void) { H5dont_atexit(); }
-
-/* ---- HDF5 error printing off, restored afterwards ------------------------ */
-typedef struct quiet_h5 {
-  H5E_auto2_t fn;
-  void *data;
-} quiet_h5;
-
-static void h5_quiet(quiet_h5 *q)
-{
-  H5Eget_auto2(H5E_DEFAULT, &q->fn, &q->data);
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-static void h5_restore(const quiet_h5 *q) { H5Eset_auto2(H5E_DEFAULT, q->fn, q->data); }
-
-static void close_id(hid_t *id, herr_t (*fn)(hid_t))
-{
-  if (*id >= 0)
-    fn(*id);
-  *id = -1;
-}
 
 /* ---- summary fields -------------------------------------------------------- */
 static const struct {
@@ -100,30 +59,6 @@ static int summary_optional(const char *name)
 }
 
 /* ---- compound types ---------------------------------------------------------- */
-static hid_t str_type(size_t size)
-{
-  hid_t t = H5Tcopy(H5T_C_S1);
-  if (t < 0)
-    return -1;
-  if (H5Tset_size(t, size ? size : 1) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
-      H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
-    H5Tclose(t);
-    return -1;
-  }
-  return t;
-}
-
-static int insert_str(hid_t t, const char *name, size_t off, size_t size)
-{
-  hid_t s = str_type(size);
-  if (s < 0)
-    return -1;
-  herr_t rc = H5Tinsert(t, name, off, s);
-  H5Tclose(s);
-  return rc < 0 ? -1 : 0;
-}
-
-/* Column names of the per-phase and per-communicator-kind arrays. */
 static void phase_col(int i, char *buf, size_t n) { snprintf(buf, n, "busy_%s_s", wl_phase_name(i)); }
 static void kind_col(int i, char *buf, size_t n) { snprintf(buf, n, "comm_%s_s", wl_comm_kind_name(i)); }
 
@@ -170,7 +105,7 @@ static hid_t coll_type(int with_run)
   if (t < 0)
     return -1;
   int bad = 0;
-#define S(x) bad |= insert_str(t, #x, offsetof(an_coll_row, x), sizeof(((an_coll_row *)0)->x)) < 0
+#define S(x) bad |= an__h5_insert_str(t, #x, offsetof(an_coll_row, x), sizeof(((an_coll_row *)0)->x)) < 0
 #define D(x) bad |= H5Tinsert(t, #x, offsetof(an_coll_row, x), H5T_NATIVE_DOUBLE) < 0
 #define I(x) bad |= H5Tinsert(t, #x, offsetof(an_coll_row, x), H5T_NATIVE_INT32) < 0
   S(op);
@@ -207,7 +142,7 @@ static hid_t timeline_type(void)
 #undef D
 #undef I
 #define S(x)                                                                                  \
-  bad |= insert_str(t, #x, offsetof(an_timeline_row, x), sizeof(((an_timeline_row *)0)->x)) < 0
+  bad |= an__h5_insert_str(t, #x, offsetof(an_timeline_row, x), sizeof(((an_timeline_row *)0)->x)) < 0
 #define D(x) bad |= H5Tinsert(t, #x, offsetof(an_timeline_row, x), H5T_NATIVE_DOUBLE) < 0
 #define I(x) bad |= H5Tinsert(t, #x, offsetof(an_timeline_row, x), H5T_NATIVE_INT32) < 0
   I(rank);
@@ -238,7 +173,7 @@ static hid_t link_usage_type(void)
     return -1;
   int bad = 0;
 #define S(x)                                                                                  \
-  bad |= insert_str(t, #x, offsetof(an_link_usage_row, x), sizeof(((an_link_usage_row *)0)->x)) < 0
+  bad |= an__h5_insert_str(t, #x, offsetof(an_link_usage_row, x), sizeof(((an_link_usage_row *)0)->x)) < 0
   bad |= H5Tinsert(t, "link", offsetof(an_link_usage_row, link), H5T_NATIVE_INT32) < 0;
   S(op);
   S(comm);
@@ -257,8 +192,8 @@ static hid_t comm_type(void)
   hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_comm_row));
   if (t < 0)
     return -1;
-  int bad = insert_str(t, "name", offsetof(an_comm_row, name), sizeof(((an_comm_row *)0)->name)) < 0;
-  bad |= insert_str(t, "kind", offsetof(an_comm_row, kind), sizeof(((an_comm_row *)0)->kind)) < 0;
+  int bad = an__h5_insert_str(t, "name", offsetof(an_comm_row, name), sizeof(((an_comm_row *)0)->name)) < 0;
+  bad |= an__h5_insert_str(t, "kind", offsetof(an_comm_row, kind), sizeof(((an_comm_row *)0)->kind)) < 0;
   bad |= H5Tinsert(t, "size", offsetof(an_comm_row, size), H5T_NATIVE_INT32) < 0;
   bad |= H5Tinsert(t, "first", offsetof(an_comm_row, first), H5T_NATIVE_INT32) < 0;
   if (bad) {
@@ -312,7 +247,7 @@ static hid_t link_type(const link_layout *l)
   hid_t t = H5Tcreate(H5T_COMPOUND, l->row_size);
   if (t < 0)
     return -1;
-  int bad = insert_str(t, "name", 0, l->name_size) < 0;
+  int bad = an__h5_insert_str(t, "name", 0, l->name_size) < 0;
   bad |= H5Tinsert(t, "bandwidth_Bps", l->off_bw, H5T_NATIVE_DOUBLE) < 0;
   bad |= H5Tinsert(t, "bytes", l->off_bytes, H5T_NATIVE_DOUBLE) < 0;
   bad |= H5Tinsert(t, "busy_s", l->off_busy, H5T_NATIVE_DOUBLE) < 0;
@@ -325,123 +260,8 @@ static hid_t link_type(const link_layout *l)
 }
 
 /* ---- writing ------------------------------------------------------------------- */
-typedef struct writer {
-  const char *path;
-  const an_run_info *info;
-  hid_t file;
-  st_err *err;
-} writer;
-
-static int wfail(writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int wfail(writer *w, const char *fmt, ...)
-{
-  char msg[ST_ERR_MSG_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return st_err_set(w->err, ST_EIO, "results '%s': %s", w->path, msg);
-}
-
-static int attr_write_str(hid_t obj, const char *name, const char *value)
-{
-  if (!value)
-    value = "";
-  hid_t t = str_type(strlen(value) + 1), sp = H5Screate(H5S_SCALAR), a = -1;
-  int rc = -1;
-  if (t >= 0 && sp >= 0 && (a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT)) >= 0 &&
-      H5Awrite(a, t, value) >= 0)
-    rc = 0;
-  close_id(&a, H5Aclose);
-  close_id(&sp, H5Sclose);
-  close_id(&t, H5Tclose);
-  return rc;
-}
-
-static int attr_write_num(hid_t obj, const char *name, hid_t file_type, hid_t mem_type,
-                          const void *v)
-{
-  hid_t sp = H5Screate(H5S_SCALAR), a = -1;
-  int rc = -1;
-  if (sp >= 0 && (a = H5Acreate2(obj, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT)) >= 0 &&
-      H5Awrite(a, mem_type, v) >= 0)
-    rc = 0;
-  close_id(&a, H5Aclose);
-  close_id(&sp, H5Sclose);
-  return rc;
-}
-
-/* Fill rows [first, first+n) of a dataset into buf; returns 0 or an st_err code. */
-typedef int (*fill_fn)(writer *w, size_t first, size_t n, void *buf);
-
-/* A 1-D dataset of n rows of mem_type, filled ROWS_PER_WRITE at a time;
- * chunked and compressed when it has rows. */
-static int write_rows(writer *w, const char *name, hid_t mem_type, size_t n, const void *direct,
-                      fill_fn fill)
-{
-  hsize_t dims[1] = {n};
-  hid_t ftype = H5Tcopy(mem_type), space = -1, dcpl = -1, ds = -1, mspace = -1, fspace = -1;
-  void *buf = NULL;
-  int rc = ST_OK;
-  if (ftype < 0 || (H5Tget_class(ftype) == H5T_COMPOUND && H5Tpack(ftype) < 0) || (space = H5Screate_simple(1, dims, NULL)) < 0 ||
-      (dcpl = H5Pcreate(H5P_DATASET_CREATE)) < 0) {
-    rc = wfail(w, "dataset '/%s': cannot describe the rows", name);
-    goto out;
-  }
-  if (n > 0) {
-    hsize_t chunk[1] = {n < CHUNK_ROWS ? n : CHUNK_ROWS};
-    if (H5Pset_chunk(dcpl, 1, chunk) < 0 || H5Pset_shuffle(dcpl) < 0 ||
-        H5Pset_deflate(dcpl, 4) < 0) {
-      rc = wfail(w, "dataset '/%s': cannot set up compression", name);
-      goto out;
-    }
-  }
-  ds = H5Dcreate2(w->file, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  if (ds < 0) {
-    rc = wfail(w, "dataset '/%s': cannot create it", name);
-    goto out;
-  }
-  if (n == 0)
-    goto out;
-  if (direct) {
-    if (H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, direct) < 0)
-      rc = wfail(w, "dataset '/%s': writing %zu rows failed", name, n);
-    goto out;
-  }
-  size_t per = n < ROWS_PER_WRITE ? n : ROWS_PER_WRITE;
-  size_t row = H5Tget_size(mem_type);
-  buf = calloc(per, row);
-  if (!buf) {
-    rc = st_err_set(w->err, ST_ENOMEM, "results '%s': dataset '/%s': out of memory", w->path,
-                    name);
-    goto out;
-  }
-  for (size_t first = 0; first < n; first += per) {
-    size_t cnt = n - first < per ? n - first : per;
-    memset(buf, 0, per * row);
-    if ((rc = fill(w, first, cnt, buf)) != ST_OK)
-      goto out;
-    hsize_t start[1] = {first}, count[1] = {cnt};
-    close_id(&mspace, H5Sclose);
-    close_id(&fspace, H5Sclose);
-    if ((mspace = H5Screate_simple(1, count, NULL)) < 0 || (fspace = H5Dget_space(ds)) < 0 ||
-        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
-        H5Dwrite(ds, mem_type, mspace, fspace, H5P_DEFAULT, buf) < 0) {
-      rc = wfail(w, "dataset '/%s': writing rows %zu..%zu failed", name, first,
-                 first + cnt - 1);
-      goto out;
-    }
-  }
-out:
-  free(buf);
-  close_id(&mspace, H5Sclose);
-  close_id(&fspace, H5Sclose);
-  close_id(&ds, H5Dclose);
-  close_id(&dcpl, H5Pclose);
-  close_id(&space, H5Sclose);
-  close_id(&ftype, H5Tclose);
-  return rc;
-}
+typedef an__h5w writer;
+#define W_INFO(w) ((const an_run_info *)(w)->u)
 
 static void copy_str(char *dst, size_t n, const char *src)
 {
@@ -450,18 +270,18 @@ static void copy_str(char *dst, size_t n, const char *src)
 
 static int fill_colls(writer *w, size_t first, size_t n, void *buf)
 {
-  const wl_workload *wl = w->info->wl;
-  const an_measured *m = w->info->measured;
+  const wl_workload *wl = W_INFO(w)->wl;
+  const an_measured *m = W_INFO(w)->measured;
   an_coll_row *rows = buf;
   for (size_t i = 0; i < n; i++) {
     const an_coll_rec *c = &m->colls[first + i];
     an_coll_row *o = &rows[i];
     int coll = c->kind == WL_OP_COLL;
     if (c->comm < 0 || c->comm >= wl->num_comms)
-      return wfail(w, "dataset '/collectives': record %zu: communicator %d is not in the workload",
+      return an__h5_wfail(w, "dataset '/collectives': record %zu: communicator %d is not in the workload",
                    first + i, (int)c->comm);
     if (coll && (c->algo >= m->num_algo_names || c->proto >= m->num_proto_names))
-      return wfail(w, "dataset '/collectives': record %zu: algorithm %u or protocol %u has no "
+      return an__h5_wfail(w, "dataset '/collectives': record %zu: algorithm %u or protocol %u has no "
                       "name (%d and %d known)", first + i, (unsigned)c->algo,
                    (unsigned)c->proto, m->num_algo_names, m->num_proto_names);
     const wl_comm *cm = &wl->comms[c->comm];
@@ -499,21 +319,21 @@ static const char *op_label(const wl_op *op, const char *name)
 
 static int fill_timeline(writer *w, size_t first, size_t n, void *buf)
 {
-  const wl_workload *wl = w->info->wl;
-  const an_measured *m = w->info->measured;
+  const wl_workload *wl = W_INFO(w)->wl;
+  const an_measured *m = W_INFO(w)->measured;
   an_timeline_row *rows = buf;
   for (size_t i = 0; i < n; i++) {
     const an_timeline_rec *t = &m->timeline[first + i];
     an_timeline_row *o = &rows[i];
     if (t->program < 0 || t->program >= wl->num_programs)
-      return wfail(w, "dataset '/timeline': row %zu: program %d is not in the workload",
+      return an__h5_wfail(w, "dataset '/timeline': row %zu: program %d is not in the workload",
                    first + i, (int)t->program);
     const wl_program *p = &wl->programs[t->program];
     if (t->op >= p->num_ops)
-      return wfail(w, "dataset '/timeline': row %zu: op %u is not in program '%s'", first + i,
+      return an__h5_wfail(w, "dataset '/timeline': row %zu: op %u is not in program '%s'", first + i,
                    (unsigned)t->op, p->name);
     if (t->stream >= p->num_streams)
-      return wfail(w, "dataset '/timeline': row %zu: stream %u is not in program '%s'",
+      return an__h5_wfail(w, "dataset '/timeline': row %zu: stream %u is not in program '%s'",
                    first + i, (unsigned)t->stream, p->name);
     const wl_op *op = &p->ops[t->op];
     o->rank = t->rank;
@@ -542,14 +362,14 @@ static int fill_timeline(writer *w, size_t first, size_t n, void *buf)
 
 static int fill_link_usage(writer *w, size_t first, size_t n, void *buf)
 {
-  const wl_workload *wl = w->info->wl;
-  const an_measured *m = w->info->measured;
+  const wl_workload *wl = W_INFO(w)->wl;
+  const an_measured *m = W_INFO(w)->measured;
   an_link_usage_row *rows = buf;
   for (size_t i = 0; i < n; i++) {
     const an_usage_rec *u = &m->usage[first + i];
     if (u->comm < 0 || u->comm >= wl->num_comms || u->link < 0 ||
         (size_t)u->link >= m->num_links)
-      return wfail(w, "dataset '/link_usage': row %zu: communicator %d or link %d is unknown",
+      return an__h5_wfail(w, "dataset '/link_usage': row %zu: communicator %d or link %d is unknown",
                    first + i, (int)u->comm, (int)u->link);
     an_link_usage_row *o = &rows[i];
     const wl_comm *cm = &wl->comms[u->comm];
@@ -564,7 +384,7 @@ static int fill_link_usage(writer *w, size_t first, size_t n, void *buf)
 
 static int fill_comms(writer *w, size_t first, size_t n, void *buf)
 {
-  const wl_workload *wl = w->info->wl;
+  const wl_workload *wl = W_INFO(w)->wl;
   an_comm_row *rows = buf;
   int64_t at = 0;
   for (size_t c = 0; c < first; c++)
@@ -572,7 +392,7 @@ static int fill_comms(writer *w, size_t first, size_t n, void *buf)
   for (size_t i = 0; i < n; i++) {
     const wl_comm *cm = &wl->comms[first + i];
     if (at + cm->size > INT32_MAX)
-      return wfail(w, "dataset '/communicators': more than 2^31 members in all");
+      return an__h5_wfail(w, "dataset '/communicators': more than 2^31 members in all");
     copy_str(rows[i].name, sizeof rows[i].name, cm->name);
     copy_str(rows[i].kind, sizeof rows[i].kind, wl_comm_kind_name(cm->kind));
     rows[i].size = cm->size;
@@ -585,7 +405,7 @@ static int fill_comms(writer *w, size_t first, size_t n, void *buf)
 /* /communicators and /communicator_ranks (every communicator's members, in order). */
 static int write_comms(writer *w)
 {
-  const wl_workload *wl = w->info->wl;
+  const wl_workload *wl = W_INFO(w)->wl;
   size_t total = 0;
   for (int c = 0; c < wl->num_comms; c++)
     total += (size_t)wl->comms[c].size;
@@ -598,19 +418,19 @@ static int write_comms(writer *w)
     for (int m = 0; m < wl->comms[c].size; m++)
       all[k++] = wl->comms[c].ranks[m];
   hid_t t = comm_type();
-  int rc = t < 0 ? wfail(w, "dataset '/communicators': cannot describe the rows")
-                 : write_rows(w, "communicators", t, (size_t)wl->num_comms, NULL, fill_comms);
+  int rc = t < 0 ? an__h5_wfail(w, "dataset '/communicators': cannot describe the rows")
+                 : an__h5_write_rows(w, "communicators", t, (size_t)wl->num_comms, NULL, fill_comms);
   if (t >= 0)
     H5Tclose(t);
   if (rc == ST_OK)
-    rc = write_rows(w, "communicator_ranks", H5T_NATIVE_INT32, total, all, NULL);
+    rc = an__h5_write_rows(w, "communicator_ranks", H5T_NATIVE_INT32, total, all, NULL);
   free(all);
   return rc;
 }
 
 static int write_links(writer *w)
 {
-  const an_measured *m = w->info->measured;
+  const an_measured *m = W_INFO(w)->measured;
   size_t longest = 0;
   for (size_t i = 0; i < m->num_links; i++) {
     size_t l = m->links[i].name ? strlen(m->links[i].name) : 0;
@@ -621,7 +441,7 @@ static int write_links(writer *w)
   link_layout_init(&lay, longest + 1);
   hid_t t = link_type(&lay);
   if (t < 0)
-    return wfail(w, "dataset '/links': cannot describe the rows");
+    return an__h5_wfail(w, "dataset '/links': cannot describe the rows");
   char *buf = calloc(m->num_links ? m->num_links : 1, lay.row_size);
   if (!buf) {
     H5Tclose(t);
@@ -637,7 +457,7 @@ static int write_links(writer *w)
     memcpy(row + lay.off_busy, &l->busy_s, 8);
     memcpy(row + lay.off_peak, &l->peak_util, 8);
   }
-  int rc = write_rows(w, "links", t, m->num_links, buf, NULL);
+  int rc = an__h5_write_rows(w, "links", t, m->num_links, buf, NULL);
   free(buf);
   H5Tclose(t);
   return rc;
@@ -648,23 +468,23 @@ static int write_replay(writer *w, const an_replay *rp)
 {
   hid_t t = replay_type();
   if (t < 0)
-    return wfail(w, "dataset '/replay': cannot describe the rows");
-  int rc = write_rows(w, "replay", t, rp->num_ranks > 0 ? (size_t)rp->num_ranks : 0, rp->ranks,
+    return an__h5_wfail(w, "dataset '/replay': cannot describe the rows");
+  int rc = an__h5_write_rows(w, "replay", t, rp->num_ranks > 0 ? (size_t)rp->num_ranks : 0, rp->ranks,
                       NULL);
   H5Tclose(t);
   if (rc)
     return rc;
   hid_t ds = H5Dopen2(w->file, "replay", H5P_DEFAULT);
   int bad = ds < 0;
-  bad = bad || attr_write_str(ds, "source_device", rp->source_device) < 0;
-  bad = bad || attr_write_str(ds, "replay_device", rp->replay_device) < 0;
-  bad = bad || attr_write_num(ds, "rescaled", H5T_STD_I32LE, H5T_NATIVE_INT, &rp->rescaled) < 0;
-  bad = bad || attr_write_num(ds, "measured_step_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+  bad = bad || an__h5_attr_write_str(ds, "source_device", rp->source_device) < 0;
+  bad = bad || an__h5_attr_write_str(ds, "replay_device", rp->replay_device) < 0;
+  bad = bad || an__h5_attr_write_num(ds, "rescaled", H5T_STD_I32LE, H5T_NATIVE_INT, &rp->rescaled) < 0;
+  bad = bad || an__h5_attr_write_num(ds, "measured_step_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                               &rp->measured_step_s) < 0;
-  bad = bad || attr_write_num(ds, "replayed_step_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+  bad = bad || an__h5_attr_write_num(ds, "replayed_step_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                               &rp->replayed_step_s) < 0;
-  close_id(&ds, H5Dclose);
-  return bad ? wfail(w, "dataset '/replay': cannot write its attributes") : ST_OK;
+  an__h5_close(&ds, H5Dclose);
+  return bad ? an__h5_wfail(w, "dataset '/replay': cannot write its attributes") : ST_OK;
 }
 
 static void utc_now(char *buf, size_t n)
@@ -679,50 +499,50 @@ static void utc_now(char *buf, size_t n)
 
 static int write_body(writer *w)
 {
-  const an_run_info *in = w->info;
+  const an_run_info *in = W_INFO(w);
   char now[32];
   utc_now(now, sizeof now);
-  if (attr_write_str(w->file, "simtrain_version", SIMTRAIN_VERSION) < 0 ||
-      attr_write_str(w->file, "command_line", in->command_line) < 0 ||
-      attr_write_str(w->file, "created_utc", now) < 0)
-    return wfail(w, "cannot write the root attributes");
+  if (an__h5_attr_write_str(w->file, "simtrain_version", SIMTRAIN_VERSION) < 0 ||
+      an__h5_attr_write_str(w->file, "command_line", in->command_line) < 0 ||
+      an__h5_attr_write_str(w->file, "created_utc", now) < 0)
+    return an__h5_wfail(w, "cannot write the root attributes");
 
-  hid_t g = H5Gcreate2(w->file, "config", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t g = an__h5_group(w->file, "config");
   int bad = g < 0;
-  bad = bad || attr_write_str(g, "workload", in->workload_json) < 0;
-  bad = bad || attr_write_str(g, "cluster", in->cluster_json) < 0;
-  bad = bad || attr_write_str(g, "options", in->options_json) < 0;
-  bad = bad || attr_write_str(g, "workload_name", in->workload_name) < 0;
-  bad = bad || attr_write_str(g, "cluster_name", in->cluster_name) < 0;
-  close_id(&g, H5Gclose);
+  bad = bad || an__h5_attr_write_str(g, "workload", in->workload_json) < 0;
+  bad = bad || an__h5_attr_write_str(g, "cluster", in->cluster_json) < 0;
+  bad = bad || an__h5_attr_write_str(g, "options", in->options_json) < 0;
+  bad = bad || an__h5_attr_write_str(g, "workload_name", in->workload_name) < 0;
+  bad = bad || an__h5_attr_write_str(g, "cluster_name", in->cluster_name) < 0;
+  an__h5_close(&g, H5Gclose);
   if (bad)
-    return wfail(w, "group '/config': cannot write its attributes");
+    return an__h5_wfail(w, "group '/config': cannot write its attributes");
 
-  g = H5Gcreate2(w->file, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  g = an__h5_group(w->file, "summary");
   bad = g < 0;
   const an_summary *s = in->summary;
-  bad = bad || attr_write_num(g, "num_gpus", H5T_STD_I32LE, H5T_NATIVE_INT, &s->num_gpus) < 0;
-  bad = bad || attr_write_num(g, "iterations", H5T_STD_I32LE, H5T_NATIVE_INT, &s->iterations) < 0;
+  bad = bad || an__h5_attr_write_num(g, "num_gpus", H5T_STD_I32LE, H5T_NATIVE_INT, &s->num_gpus) < 0;
+  bad = bad || an__h5_attr_write_num(g, "iterations", H5T_STD_I32LE, H5T_NATIVE_INT, &s->iterations) < 0;
   for (size_t i = 0; !bad && i < NUM_SUMMARY_DOUBLES; i++)
-    bad = attr_write_num(g, summary_doubles[i].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+    bad = an__h5_attr_write_num(g, summary_doubles[i].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                          (const char *)s + summary_doubles[i].off) < 0;
-  bad = bad || attr_write_str(g, "reduction", s->reduction) < 0;
-  close_id(&g, H5Gclose);
+  bad = bad || an__h5_attr_write_str(g, "reduction", s->reduction) < 0;
+  an__h5_close(&g, H5Gclose);
   if (bad)
-    return wfail(w, "group '/summary': cannot write its attributes");
+    return an__h5_wfail(w, "group '/summary': cannot write its attributes");
 
   const an_measured *m = in->measured;
   hid_t t = rank_type();
   if (t < 0)
-    return wfail(w, "dataset '/ranks': cannot describe the rows");
-  int rc = write_rows(w, "ranks", t, m->num_ranks, m->ranks, NULL);
+    return an__h5_wfail(w, "dataset '/ranks': cannot describe the rows");
+  int rc = an__h5_write_rows(w, "ranks", t, m->num_ranks, m->ranks, NULL);
   H5Tclose(t);
   if (rc)
     return rc;
 
   if ((t = coll_type(1)) < 0)
-    return wfail(w, "dataset '/collectives': cannot describe the rows");
-  rc = write_rows(w, "collectives", t, m->num_colls, NULL, fill_colls);
+    return an__h5_wfail(w, "dataset '/collectives': cannot describe the rows");
+  rc = an__h5_write_rows(w, "collectives", t, m->num_colls, NULL, fill_colls);
   H5Tclose(t);
   if (rc)
     return rc;
@@ -731,8 +551,8 @@ static int write_body(writer *w)
     return rc;
 
   if ((t = link_usage_type()) < 0)
-    return wfail(w, "dataset '/link_usage': cannot describe the rows");
-  rc = write_rows(w, "link_usage", t, m->usage ? m->num_usage : 0, NULL, fill_link_usage);
+    return an__h5_wfail(w, "dataset '/link_usage': cannot describe the rows");
+  rc = an__h5_write_rows(w, "link_usage", t, m->usage ? m->num_usage : 0, NULL, fill_link_usage);
   H5Tclose(t);
   if (rc)
     return rc;
@@ -742,8 +562,8 @@ static int write_body(writer *w)
 
   if (m->timeline && m->num_timeline > 0) {
     if ((t = timeline_type()) < 0)
-      return wfail(w, "dataset '/timeline': cannot describe the rows");
-    rc = write_rows(w, "timeline", t, m->num_timeline, NULL, fill_timeline);
+      return an__h5_wfail(w, "dataset '/timeline': cannot describe the rows");
+    rc = an__h5_write_rows(w, "timeline", t, m->num_timeline, NULL, fill_timeline);
     H5Tclose(t);
   }
   if (rc == ST_OK && in->replay)
@@ -751,237 +571,9 @@ static int write_body(writer *w)
   return rc;
 }
 
-int an_results_write(const char *path, const an_run_info *info, st_err *err)
-{
-  if (!info || !info->wl || !info->measured || !info->summary)
-    return st_err_set(err, ST_EUSAGE, "results '%s': nothing to write (no workload, "
-                                      "measurements or summary)", path);
-  st_outfile o;
-  int orc = st_out_begin(&o, path, err);
-  if (orc)
-    return orc;
-  const char *tmp = o.tmp;
-  /* Create it with stdio first: HDF5 does not say why a create failed. */
-  FILE *probe = fopen(tmp, "wb");
-  if (!probe) {
-    int e = errno;
-    st_out_commit(&o, 0, path, NULL);
-    return st_err_set(err, ST_EIO, "results '%s': cannot create '%s': %s", path, tmp,
-                      strerror(e));
-  }
-  fclose(probe);
-
-  quiet_h5 q;
-  h5_quiet(&q);
-  writer w = {path, info, -1, err};
-  int rc = ST_OK;
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  /* 1.8 format or later: attributes larger than 64 KiB (big JSON) go to dense storage. */
-  if (fapl < 0 || H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0 ||
-      H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
-    rc = wfail(&w, "cannot set up the HDF5 file access");
-  if (rc == ST_OK && (w.file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0)
-    rc = wfail(&w, "cannot create '%s' as an HDF5 file", tmp);
-  if (rc == ST_OK)
-    rc = write_body(&w);
-  if (w.file >= 0 && H5Fclose(w.file) < 0 && rc == ST_OK)
-    rc = wfail(&w, "closing '%s' failed (disk full?)", tmp);
-  close_id(&fapl, H5Pclose);
-  h5_restore(&q);
-  if (rc != ST_OK) {
-    st_out_commit(&o, 0, path, NULL);
-    return rc;
-  }
-  return st_out_commit(&o, 1, path, err);
-}
 
 /* ---- reading ------------------------------------------------------------------- */
-typedef struct reader {
-  const char *path;
-  hid_t file;
-  st_err *err;
-} reader;
-
-static int rfail(reader *rd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int rfail(reader *rd, int code, const char *fmt, ...)
-{
-  char msg[ST_ERR_MSG_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return st_err_set(rd->err, code, "results '%s': %s", rd->path, msg);
-}
-
-/* Read string attribute `name` of obj (at `where`, for messages) into a new string. */
-static int attr_read_str(reader *rd, hid_t obj, const char *where, const char *name, char **out)
-{
-  if (H5Aexists(obj, name) <= 0)
-    return rfail(rd, ST_EINPUT, "%s: attribute '%s' is missing", where, name);
-  hid_t a = H5Aopen(obj, name, H5P_DEFAULT), ft = -1, mt = -1;
-  int rc = ST_OK;
-  char *s = NULL;
-  if (a < 0 || (ft = H5Aget_type(a)) < 0 || H5Tget_class(ft) != H5T_STRING) {
-    rc = rfail(rd, ST_EINPUT, "%s: attribute '%s' is not a string", where, name);
-    goto out;
-  }
-  if (H5Tis_variable_str(ft) > 0) {
-    char *v = NULL;
-    mt = H5Tcopy(H5T_C_S1);
-    if (mt < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 || H5Aread(a, mt, &v) < 0) {
-      rc = rfail(rd, ST_EINPUT, "%s: attribute '%s' cannot be read", where, name);
-      goto out;
-    }
-    s = strdup(v ? v : "");
-    H5free_memory(v);
-  } else {
-    size_t n = H5Tget_size(ft);
-    s = calloc(n + 1, 1);
-    if (s && ((mt = str_type(n)) < 0 || H5Aread(a, mt, s) < 0)) {
-      free(s);
-      s = NULL;
-      rc = rfail(rd, ST_EINPUT, "%s: attribute '%s' cannot be read", where, name);
-      goto out;
-    }
-  }
-  if (!s)
-    rc = rfail(rd, ST_ENOMEM, "%s: out of memory reading attribute '%s'", where, name);
-out:
-  close_id(&mt, H5Tclose);
-  close_id(&ft, H5Tclose);
-  close_id(&a, H5Aclose);
-  if (rc == ST_OK)
-    *out = s;
-  return rc;
-}
-
-static int attr_read_num(reader *rd, hid_t obj, const char *where, const char *name,
-                         hid_t mem_type, void *v)
-{
-  if (H5Aexists(obj, name) <= 0)
-    return rfail(rd, ST_EINPUT, "%s: attribute '%s' is missing", where, name);
-  hid_t a = H5Aopen(obj, name, H5P_DEFAULT), sp = -1, ft = -1;
-  int rc = ST_OK;
-  if (a < 0 || (sp = H5Aget_space(a)) < 0 || H5Sget_simple_extent_npoints(sp) != 1 ||
-      (ft = H5Aget_type(a)) < 0 ||
-      (H5Tget_class(ft) != H5T_INTEGER && H5Tget_class(ft) != H5T_FLOAT) ||
-      H5Aread(a, mem_type, v) < 0)
-    rc = rfail(rd, ST_EINPUT, "%s: attribute '%s' is not a number", where, name);
-  close_id(&ft, H5Tclose);
-  close_id(&sp, H5Sclose);
-  close_id(&a, H5Aclose);
-  return rc;
-}
-
-static int is_optional(const char *col, const char *const *optional_cols)
-{
-  for (size_t i = 0; optional_cols && optional_cols[i]; i++)
-    if (!strcmp(col, optional_cols[i]))
-      return 1;
-  return 0;
-}
-
-/* Open 1-D dataset `name`, check every column of mem_type is in it, and read
- * all rows into a new array (*rows, *n).  Missing and optional: *n = 0.
- * Columns named in optional_cols (NULL-terminated, or NULL) may be absent
- * from the file: they are left zero and *missing_cols (may be NULL) gets bit
- * i for optional_cols[i].  A mem_type that is not compound reads a plain
- * 1-D array of that type. */
-static int read_rows_opt(reader *rd, const char *name, hid_t mem_type, int optional,
-                         const char *const *optional_cols, unsigned *missing_cols, void **rows,
-                         size_t *n)
-{
-  *rows = NULL;
-  *n = 0;
-  if (missing_cols)
-    *missing_cols = 0;
-  if (H5Lexists(rd->file, name, H5P_DEFAULT) <= 0)
-    return optional ? ST_OK : rfail(rd, ST_EINPUT, "dataset '/%s' is missing", name);
-  hid_t ds = H5Dopen2(rd->file, name, H5P_DEFAULT), ft = -1, sp = -1, sub = -1;
-  int rc = ST_OK;
-  void *buf = NULL;
-  int compound = H5Tget_class(mem_type) == H5T_COMPOUND;
-  if (ds < 0 || (ft = H5Dget_type(ds)) < 0 ||
-      (compound && H5Tget_class(ft) != H5T_COMPOUND)) {
-    rc = rfail(rd, ST_EINPUT, "'/%s' is not a table of rows (compound dataset)", name);
-    goto out;
-  }
-  if (!compound && H5Tget_class(ft) != H5Tget_class(mem_type)) {
-    rc = rfail(rd, ST_EINPUT, "'/%s' is not an array of numbers of the expected kind", name);
-    goto out;
-  }
-  int nm = compound ? H5Tget_nmembers(mem_type) : 0;
-  for (int i = 0; i < nm; i++) {
-    char *col = H5Tget_member_name(mem_type, (unsigned)i);
-    int have = col ? H5Tget_member_index(ft, col) >= 0 : 0;
-    if (!have && col && is_optional(col, optional_cols)) {
-      for (size_t k = 0; optional_cols[k]; k++)
-        if (!strcmp(col, optional_cols[k]) && missing_cols)
-          *missing_cols |= 1u << k;
-      if (sub < 0)
-        sub = H5Tcreate(H5T_COMPOUND, H5Tget_size(mem_type));
-      H5free_memory(col);
-      continue;
-    }
-    if (!have) {
-      rc = rfail(rd, ST_EINPUT, "dataset '/%s': column '%s' is missing", name, col ? col : "?");
-      H5free_memory(col);
-      goto out;
-    }
-    H5free_memory(col);
-  }
-  if (sub >= 0) { /* read only the columns the file has */
-    for (int i = 0; i < nm; i++) {
-      char *col = H5Tget_member_name(mem_type, (unsigned)i);
-      hid_t mt = H5Tget_member_type(mem_type, (unsigned)i);
-      int bad = !col || mt < 0;
-      if (!bad && H5Tget_member_index(ft, col) >= 0)
-        bad = H5Tinsert(sub, col, H5Tget_member_offset(mem_type, (unsigned)i), mt) < 0;
-      if (mt >= 0)
-        H5Tclose(mt);
-      H5free_memory(col);
-      if (bad) {
-        rc = rfail(rd, ST_ENOMEM, "dataset '/%s': cannot describe the rows", name);
-        goto out;
-      }
-    }
-    mem_type = sub;
-  }
-  hsize_t dims[1];
-  if ((sp = H5Dget_space(ds)) < 0 || H5Sget_simple_extent_ndims(sp) != 1 ||
-      H5Sget_simple_extent_dims(sp, dims, NULL) < 0) {
-    rc = rfail(rd, ST_EINPUT, "dataset '/%s' is not one-dimensional", name);
-    goto out;
-  }
-  size_t row = H5Tget_size(mem_type);
-  buf = calloc(dims[0] ? dims[0] : 1, row);
-  if (!buf) {
-    rc = rfail(rd, ST_ENOMEM, "dataset '/%s': out of memory for %llu rows", name,
-               (unsigned long long)dims[0]);
-    goto out;
-  }
-  if (dims[0] > 0 && H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-    rc = rfail(rd, ST_EINPUT, "dataset '/%s': reading %llu rows failed (damaged file?)", name,
-               (unsigned long long)dims[0]);
-    goto out;
-  }
-  *rows = buf;
-  *n = dims[0];
-  buf = NULL;
-out:
-  free(buf);
-  close_id(&sub, H5Tclose);
-  close_id(&sp, H5Sclose);
-  close_id(&ft, H5Tclose);
-  close_id(&ds, H5Dclose);
-  return rc;
-}
-
-static int read_rows(reader *rd, const char *name, hid_t mem_type, int optional, void **rows,
-                     size_t *n)
-{
-  return read_rows_opt(rd, name, mem_type, optional, NULL, NULL, rows, n);
-}
+typedef an__h5r reader;
 
 /* NUL-terminate fixed strings that were cut to their field's width. */
 #define TERMINATE(field) ((field)[sizeof(field) - 1] = '\0')
@@ -989,7 +581,7 @@ static int read_rows(reader *rd, const char *name, hid_t mem_type, int optional,
 static int read_links(reader *rd, an_results *res)
 {
   if (H5Lexists(rd->file, "links", H5P_DEFAULT) <= 0)
-    return rfail(rd, ST_EINPUT, "dataset '/links' is missing");
+    return an__h5_rfail(rd, ST_EINPUT, "dataset '/links' is missing");
   /* The name column's width comes from the file. */
   hid_t ds = H5Dopen2(rd->file, "links", H5P_DEFAULT), ft = -1, nt = -1;
   size_t name_size = 0;
@@ -999,24 +591,24 @@ static int read_links(reader *rd, an_results *res)
         H5Tget_class(nt) == H5T_STRING && H5Tis_variable_str(nt) <= 0)
       name_size = H5Tget_size(nt);
   }
-  close_id(&nt, H5Tclose);
-  close_id(&ft, H5Tclose);
-  close_id(&ds, H5Dclose);
+  an__h5_close(&nt, H5Tclose);
+  an__h5_close(&ft, H5Tclose);
+  an__h5_close(&ds, H5Dclose);
   link_layout lay;
   link_layout_init(&lay, name_size ? name_size + 1 : 1);
   hid_t t = link_type(&lay);
   if (t < 0)
-    return rfail(rd, ST_ENOMEM, "dataset '/links': cannot describe the rows");
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/links': cannot describe the rows");
   void *rows;
   size_t n;
-  int rc = read_rows(rd, "links", t, 0, &rows, &n);
+  int rc = an__h5_read_rows(rd, "links", t, 0, &rows, &n);
   H5Tclose(t);
   if (rc)
     return rc;
   res->links = calloc(n ? n : 1, sizeof *res->links);
   if (!res->links) {
     free(rows);
-    return rfail(rd, ST_ENOMEM, "dataset '/links': out of memory");
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/links': out of memory");
   }
   res->num_links = n;
   for (size_t i = 0; i < n; i++) {
@@ -1025,7 +617,7 @@ static int read_links(reader *rd, an_results *res)
     char *name = strndup(row, lay.name_size);
     if (!name) {
       free(rows);
-      return rfail(rd, ST_ENOMEM, "dataset '/links': out of memory");
+      return an__h5_rfail(rd, ST_ENOMEM, "dataset '/links': out of memory");
     }
     l->name = name;
     memcpy(&l->bandwidth_Bps, row + lay.off_bw, 8);
@@ -1044,32 +636,32 @@ static int read_replay(reader *rd, an_results *res)
     return ST_OK;
   hid_t t = replay_type();
   if (t < 0)
-    return rfail(rd, ST_ENOMEM, "dataset '/replay': cannot describe the rows");
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/replay': cannot describe the rows");
   void *rows;
   size_t n;
-  int rc = read_rows(rd, "replay", t, 0, &rows, &n);
+  int rc = an__h5_read_rows(rd, "replay", t, 0, &rows, &n);
   H5Tclose(t);
   if (rc)
     return rc;
   an_replay *rp = calloc(1, sizeof *rp);
   if (!rp) {
     free(rows);
-    return rfail(rd, ST_ENOMEM, "dataset '/replay': out of memory");
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/replay': out of memory");
   }
   rp->ranks = rows;
   rp->num_ranks = (int32_t)n;
   res->replay = rp;
   hid_t ds = H5Dopen2(rd->file, "replay", H5P_DEFAULT);
   if (ds < 0)
-    return rfail(rd, ST_EINPUT, "dataset '/replay' cannot be opened");
+    return an__h5_rfail(rd, ST_EINPUT, "dataset '/replay' cannot be opened");
   char *src = NULL, *dst = NULL;
   const char *where = "dataset '/replay'";
-  (void)((rc = attr_read_str(rd, ds, where, "source_device", &src)) ||
-         (rc = attr_read_str(rd, ds, where, "replay_device", &dst)) ||
-         (rc = attr_read_num(rd, ds, where, "rescaled", H5T_NATIVE_INT, &rp->rescaled)) ||
-         (rc = attr_read_num(rd, ds, where, "measured_step_s", H5T_NATIVE_DOUBLE,
+  (void)((rc = an__h5_attr_read_str(rd, ds, where, "source_device", &src)) ||
+         (rc = an__h5_attr_read_str(rd, ds, where, "replay_device", &dst)) ||
+         (rc = an__h5_attr_read_num(rd, ds, where, "rescaled", H5T_NATIVE_INT, &rp->rescaled)) ||
+         (rc = an__h5_attr_read_num(rd, ds, where, "measured_step_s", H5T_NATIVE_DOUBLE,
                              &rp->measured_step_s)) ||
-         (rc = attr_read_num(rd, ds, where, "replayed_step_s", H5T_NATIVE_DOUBLE,
+         (rc = an__h5_attr_read_num(rd, ds, where, "replayed_step_s", H5T_NATIVE_DOUBLE,
                              &rp->replayed_step_s)));
   H5Dclose(ds);
   if (src)
@@ -1084,33 +676,33 @@ static int read_replay(reader *rd, an_results *res)
 static int read_body(reader *rd, an_results *res)
 {
   int rc;
-  if ((rc = attr_read_str(rd, rd->file, "group '/'", "simtrain_version", &res->version)) ||
-      (rc = attr_read_str(rd, rd->file, "group '/'", "command_line", &res->command_line)) ||
-      (rc = attr_read_str(rd, rd->file, "group '/'", "created_utc", &res->created_utc)))
+  if ((rc = an__h5_attr_read_str(rd, rd->file, "group '/'", "simtrain_version", &res->version)) ||
+      (rc = an__h5_attr_read_str(rd, rd->file, "group '/'", "command_line", &res->command_line)) ||
+      (rc = an__h5_attr_read_str(rd, rd->file, "group '/'", "created_utc", &res->created_utc)))
     return rc;
 
   if (H5Lexists(rd->file, "config", H5P_DEFAULT) <= 0)
-    return rfail(rd, ST_EINPUT, "group '/config' is missing");
+    return an__h5_rfail(rd, ST_EINPUT, "group '/config' is missing");
   hid_t g = H5Gopen2(rd->file, "config", H5P_DEFAULT);
   if (g < 0)
-    return rfail(rd, ST_EINPUT, "'/config' is not a group");
-  (void)((rc = attr_read_str(rd, g, "group '/config'", "workload", &res->workload_json)) ||
-         (rc = attr_read_str(rd, g, "group '/config'", "cluster", &res->cluster_json)) ||
-         (rc = attr_read_str(rd, g, "group '/config'", "options", &res->options_json)) ||
-         (rc = attr_read_str(rd, g, "group '/config'", "workload_name", &res->workload_name)) ||
-         (rc = attr_read_str(rd, g, "group '/config'", "cluster_name", &res->cluster_name)));
+    return an__h5_rfail(rd, ST_EINPUT, "'/config' is not a group");
+  (void)((rc = an__h5_attr_read_str(rd, g, "group '/config'", "workload", &res->workload_json)) ||
+         (rc = an__h5_attr_read_str(rd, g, "group '/config'", "cluster", &res->cluster_json)) ||
+         (rc = an__h5_attr_read_str(rd, g, "group '/config'", "options", &res->options_json)) ||
+         (rc = an__h5_attr_read_str(rd, g, "group '/config'", "workload_name", &res->workload_name)) ||
+         (rc = an__h5_attr_read_str(rd, g, "group '/config'", "cluster_name", &res->cluster_name)));
   H5Gclose(g);
   if (rc)
     return rc;
 
   if (H5Lexists(rd->file, "summary", H5P_DEFAULT) <= 0)
-    return rfail(rd, ST_EINPUT, "group '/summary' is missing");
+    return an__h5_rfail(rd, ST_EINPUT, "group '/summary' is missing");
   if ((g = H5Gopen2(rd->file, "summary", H5P_DEFAULT)) < 0)
-    return rfail(rd, ST_EINPUT, "'/summary' is not a group");
+    return an__h5_rfail(rd, ST_EINPUT, "'/summary' is not a group");
   an_summary *s = &res->summary;
-  rc = attr_read_num(rd, g, "group '/summary'", "num_gpus", H5T_NATIVE_INT, &s->num_gpus);
+  rc = an__h5_attr_read_num(rd, g, "group '/summary'", "num_gpus", H5T_NATIVE_INT, &s->num_gpus);
   if (!rc)
-    rc = attr_read_num(rd, g, "group '/summary'", "iterations", H5T_NATIVE_INT, &s->iterations);
+    rc = an__h5_attr_read_num(rd, g, "group '/summary'", "iterations", H5T_NATIVE_INT, &s->iterations);
   /* files written before the symmetry reduction have neither
    * simulated_ranks nor reduction: every rank was simulated; files written
    * before the training block have none of its fields: no budget (NaN) */
@@ -1122,12 +714,12 @@ static int read_body(reader *rd, an_results *res)
   for (size_t i = 0; !rc && i < NUM_SUMMARY_DOUBLES; i++) {
     if (summary_optional(summary_doubles[i].name) && H5Aexists(g, summary_doubles[i].name) <= 0)
       continue;
-    rc = attr_read_num(rd, g, "group '/summary'", summary_doubles[i].name, H5T_NATIVE_DOUBLE,
+    rc = an__h5_attr_read_num(rd, g, "group '/summary'", summary_doubles[i].name, H5T_NATIVE_DOUBLE,
                        (char *)s + summary_doubles[i].off);
   }
   if (!rc && H5Aexists(g, "reduction") > 0) {
     char *red = NULL;
-    rc = attr_read_str(rd, g, "group '/summary'", "reduction", &red);
+    rc = an__h5_attr_read_str(rd, g, "group '/summary'", "reduction", &red);
     if (!rc)
       snprintf(s->reduction, sizeof s->reduction, "%s", red);
     free(red);
@@ -1140,8 +732,8 @@ static int read_body(reader *rd, an_results *res)
   size_t n;
   hid_t t = rank_type();
   if (t < 0)
-    return rfail(rd, ST_ENOMEM, "dataset '/ranks': cannot describe the rows");
-  rc = read_rows(rd, "ranks", t, 0, &rows, &n);
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/ranks': cannot describe the rows");
+  rc = an__h5_read_rows(rd, "ranks", t, 0, &rows, &n);
   H5Tclose(t);
   if (rc)
     return rc;
@@ -1154,12 +746,12 @@ static int read_body(reader *rd, an_results *res)
     hid_t ds = H5Dopen2(rd->file, "collectives", H5P_DEFAULT), ft = -1;
     if (ds >= 0 && (ft = H5Dget_type(ds)) >= 0 && H5Tget_class(ft) == H5T_COMPOUND)
       with_run = H5Tget_member_index(ft, "algo") >= 0;
-    close_id(&ft, H5Tclose);
-    close_id(&ds, H5Dclose);
+    an__h5_close(&ft, H5Tclose);
+    an__h5_close(&ds, H5Dclose);
   }
   if ((t = coll_type(with_run)) < 0)
-    return rfail(rd, ST_ENOMEM, "dataset '/collectives': cannot describe the rows");
-  rc = read_rows(rd, "collectives", t, 0, &rows, &n);
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/collectives': cannot describe the rows");
+  rc = an__h5_read_rows(rd, "collectives", t, 0, &rows, &n);
   H5Tclose(t);
   if (rc)
     return rc;
@@ -1179,10 +771,10 @@ static int read_body(reader *rd, an_results *res)
     return rc;
 
   if ((t = timeline_type()) < 0)
-    return rfail(rd, ST_ENOMEM, "dataset '/timeline': cannot describe the rows");
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/timeline': cannot describe the rows");
   static const char *const tl_optional[] = {"comm", NULL};
   unsigned missing = 0;
-  rc = read_rows_opt(rd, "timeline", t, 1, tl_optional, &missing, &rows, &n);
+  rc = an__h5_read_rows_opt(rd, "timeline", t, 1, tl_optional, &missing, &rows, &n);
   H5Tclose(t);
   if (rc)
     return rc;
@@ -1197,8 +789,8 @@ static int read_body(reader *rd, an_results *res)
   }
 
   if ((t = link_usage_type()) < 0)
-    return rfail(rd, ST_ENOMEM, "dataset '/link_usage': cannot describe the rows");
-  rc = read_rows(rd, "link_usage", t, 1, &rows, &n);
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/link_usage': cannot describe the rows");
+  rc = an__h5_read_rows(rd, "link_usage", t, 1, &rows, &n);
   H5Tclose(t);
   if (rc)
     return rc;
@@ -1210,19 +802,19 @@ static int read_body(reader *rd, an_results *res)
     TERMINATE(u->comm);
     TERMINATE(u->comm_kind);
     if (u->link < 0 || (size_t)u->link >= res->num_links)
-      return rfail(rd, ST_EINPUT, "dataset '/link_usage': row %zu: link %d is not a row of "
+      return an__h5_rfail(rd, ST_EINPUT, "dataset '/link_usage': row %zu: link %d is not a row of "
                                   "'/links' (%zu rows)", i, (int)u->link, res->num_links);
   }
 
   if ((t = comm_type()) < 0)
-    return rfail(rd, ST_ENOMEM, "dataset '/communicators': cannot describe the rows");
-  rc = read_rows(rd, "communicators", t, 1, &rows, &n);
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/communicators': cannot describe the rows");
+  rc = an__h5_read_rows(rd, "communicators", t, 1, &rows, &n);
   H5Tclose(t);
   if (rc)
     return rc;
   res->comms = rows;
   res->num_comms = n;
-  rc = read_rows(rd, "communicator_ranks", H5T_NATIVE_INT32, 1, &rows, &n);
+  rc = an__h5_read_rows(rd, "communicator_ranks", H5T_NATIVE_INT32, 1, &rows, &n);
   if (rc)
     return rc;
   res->comm_ranks = rows;
@@ -1232,58 +824,19 @@ static int read_body(reader *rd, an_results *res)
     TERMINATE(c->name);
     TERMINATE(c->kind);
     if (c->size < 0 || c->first < 0 || (size_t)c->first + (size_t)c->size > res->num_comm_ranks)
-      return rfail(rd, ST_EINPUT, "dataset '/communicators': row %zu ('%s'): members %d..%d "
+      return an__h5_rfail(rd, ST_EINPUT, "dataset '/communicators': row %zu ('%s'): members %d..%d "
                                   "are not in '/communicator_ranks' (%zu values)", i, c->name,
                    (int)c->first, (int)c->first + (int)c->size - 1, res->num_comm_ranks);
   }
   for (size_t i = 0; i < res->num_timeline; i++) {
     int32_t c = res->timeline[i].comm;
     if (c < -1 || (c >= 0 && (size_t)c >= res->num_comms))
-      return rfail(rd, ST_EINPUT, "dataset '/timeline': row %zu: communicator %d is not a row "
+      return an__h5_rfail(rd, ST_EINPUT, "dataset '/timeline': row %zu: communicator %d is not a row "
                                   "of '/communicators' (%zu rows)", i, (int)c, res->num_comms);
   }
   return read_replay(rd, res);
 }
 
-int an_results_read(const char *path, an_results **out, st_err *err)
-{
-  FILE *probe = fopen(path, "rb");
-  if (!probe)
-    return st_err_set(err, ST_EIO, "results '%s': cannot open: %s", path, strerror(errno));
-  fclose(probe);
-  quiet_h5 q;
-  h5_quiet(&q);
-  reader rd = {path, -1, err};
-  int rc = ST_OK;
-  an_results *res = calloc(1, sizeof *res);
-  if (!res || !(res->path = strdup(path))) {
-    rc = st_err_set(err, ST_ENOMEM, "results '%s': out of memory", path);
-    goto out;
-  }
-  if (H5Fis_hdf5(path) <= 0) {
-    rc = st_err_set(err, ST_EINPUT, "results '%s': not an HDF5 file", path);
-    goto out;
-  }
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  if (fapl >= 0)
-    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-  rd.file = H5Fopen(path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
-  close_id(&fapl, H5Pclose);
-  if (rd.file < 0) {
-    rc = st_err_set(err, ST_EINPUT, "results '%s': cannot open it as an HDF5 file", path);
-    goto out;
-  }
-  rc = read_body(&rd, res);
-out:
-  close_id(&rd.file, H5Fclose);
-  h5_restore(&q);
-  if (rc != ST_OK) {
-    an_results_destroy(res);
-    return rc;
-  }
-  *out = res;
-  return ST_OK;
-}
 
 void an_results_destroy(an_results *r)
 {
@@ -1312,4 +865,32 @@ void an_results_destroy(an_results *r)
     free(r->replay);
   }
   free(r);
+}
+
+int an_results_write(const char *path, const an_run_info *info, st_err *err)
+{
+  if (!info || !info->wl || !info->measured || !info->summary)
+    return st_err_set(err, ST_EUSAGE, "results '%s': nothing to write (no workload, "
+                                      "measurements or summary)", path);
+  return an__h5_create(path, "results", write_body, info, err);
+}
+
+int an_results_read(const char *path, an_results **out, st_err *err)
+{
+  reader rd;
+  int rc = an__h5_open(&rd, path, "results", err);
+  if (rc)
+    return rc;
+  an_results *res = calloc(1, sizeof *res);
+  if (!res || !(res->path = strdup(path)))
+    rc = st_err_set(err, ST_ENOMEM, "results '%s': out of memory", path);
+  else
+    rc = read_body(&rd, res);
+  an__h5_close_reader(&rd);
+  if (rc != ST_OK) {
+    an_results_destroy(res);
+    return rc;
+  }
+  *out = res;
+  return ST_OK;
 }
