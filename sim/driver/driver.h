@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "analysis.h"
+#include "sweep.h"
 #include "platform.h"
 #include "sim.h"
 #include "st_common.h"
@@ -208,6 +209,7 @@ typedef struct drv_candidate {
   char failure[200];
   double step_time_s, tokens_per_s_per_gpu, mfu, compute_s, exposed_comm_s, bubble_s;
   double time_to_train_s, cost_usd, energy_MWh; /* with a token budget (NaN otherwise) */
+  an_summary sum;            /* the simulation's whole summary (simulated, not failed) */
 } drv_candidate;
 
 #define DRV_SEARCH_MAX_REASONS 32
@@ -238,6 +240,85 @@ void drv_search_release(drv_search *s);
 /* The table for people (top rows), or one JSON object. */
 void drv_search_print(const drv_search_opts *o, const drv_search *s, int rows, FILE *out);
 void drv_search_print_json(const drv_search_opts *o, const drv_search *s, FILE *out);
+
+/* ---- sweeps: a grid of predictions (drv_sweep.c) ---------------------------- */
+
+#define DRV_SWEEP_MAX_POINTS 1000000
+
+typedef struct drv_sweep_model {
+  char *name;     /* as the spec gives it */
+  char *path;     /* where it is loaded from (a file: beside the spec) */
+  char **layouts; /* layout specs, or "search" */
+  int num_layouts;
+} drv_sweep_model;
+
+typedef struct drv_sweep_cluster {
+  char *name; /* as the spec gives it */
+  char *path; /* where it is loaded from */
+} drv_sweep_cluster;
+
+/* A sweep spec (docs/sweep.md), read and checked. */
+typedef struct drv_sweep_spec {
+  char *path, *name;
+  drv_sweep_model *models;
+  int num_models;
+  drv_sweep_cluster *clusters;
+  int num_clusters;
+  int *nodes, num_nodes; /* 0 of them: the clusters' own */
+  int *gbs, num_gbs;     /* 0: the layouts' */
+  int *seq, num_seq;     /* 0: the models' */
+  char **dtypes;
+  int num_dtypes;        /* 0: the layouts' */
+  double train_tokens;   /* 0: no budget */
+  double price_usd_per_gpu_hour; /* NaN: the device's */
+  double pue;
+  int search_top;        /* layouts a search point simulates (default 4) */
+  char *search_fixed;    /* layout keys every searched candidate gets, or NULL */
+  int num_points;
+  char *spec_json;       /* the expanded spec (what the digest covers, with the files) */
+  char digest[17];
+} drv_sweep_spec;
+
+/* Read and check a spec; errors name the file and the key:
+ * "sweep 's.json': layouts[2]: 'tp=8,gbs=512' sets gbs while the key 'gbs'
+ * gives the batches". */
+int drv_sweep_load(const char *path, drv_sweep_spec *s, st_err *err);
+void drv_sweep_release(drv_sweep_spec *s);
+
+/* One point of the grid. */
+typedef struct drv_sweep_point_t {
+  int index, model, cluster;
+  const char *request;   /* the spec's layout, or "search" */
+  int search;
+  int nodes, gbs, seq;   /* 0: not from the axes */
+  const char *dtype;     /* NULL: not from the axes */
+  char cluster_arg[1100]; /* PATH[:NODES], for plat_cluster_load */
+  char layout[1100];     /* the layout run (not for a search) */
+} drv_sweep_point_t;
+/* Point index (0..num_points-1) of the grid; ST_EUSAGE outside. */
+int drv_sweep_point(const drv_sweep_spec *s, int index, drv_sweep_point_t *p);
+/* The point's simulation cost in seconds, estimated without simulating
+ * (drv_sweep.c's header). */
+double drv_sweep_cost(const drv_sweep_spec *s, const drv_sweep_point_t *p);
+/* Every point's cost and shard (1..shards; longest processing time first),
+ * load[k] the cost of shard k+1.  Returns 0 or ST_ENOMEM. */
+int drv_sweep_plan(const drv_sweep_spec *s, int shards, double *cost, int *shard_of,
+                   double *load);
+
+typedef struct drv_sweep_opts {
+  int shard, shards;   /* this shard (1-based) of how many; 1 of 1: the whole sweep */
+  int jobs;            /* points at once */
+  int point_timeout_s; /* a point running longer is stopped and recorded; 0: no limit */
+  FILE *progress;      /* a line per point as it ends, or NULL */
+} drv_sweep_opts;
+void drv_sweep_opts_init(drv_sweep_opts *o);
+
+/* Run this shard's points, each in its own process, into out (its rows by
+ * point; out->shard and shards as asked).  A point that fails, crashes or
+ * runs out of time is recorded in its row and the others still run;
+ * *failed counts them.  Returns 0, or an error when nothing could be run. */
+int drv_sweep_run(const drv_sweep_spec *s, const drv_sweep_opts *o, an_sweep *out, int *failed,
+                  st_err *err);
 
 /* ---- validation against published runs (drv_cases.c, drv_validate.c) ------------ */
 /* A case: one published training run (bench/validation/<name>.json, format

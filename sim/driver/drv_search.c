@@ -494,6 +494,7 @@ static void simulate_done(void *u, int i, const drv_answer *a)
   if (a->end == DRV_END_DONE && !a->rc && a->len == sizeof(an_summary)) {
     an_summary sum;
     memcpy(&sum, a->data, sizeof sum);
+    c->sum = sum;
     c->step_time_s = sum.step_time_s;
     c->tokens_per_s_per_gpu = sum.tokens_per_s_per_gpu;
     c->mfu = sum.mfu;

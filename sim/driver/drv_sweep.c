@@ -1,0 +1,888 @@
+/* drv_sweep.c — a grid of predictions: the spec, its points, the shard plan
+ * and running the points (docs/sweep.md).
+ *
+ * 1. The spec (JSON) names models, layouts (a list for every model, or one
+ *    per model; "search" runs a layout search), clusters, and optionally
+ *    node counts, global batches, sequence lengths, dtypes, a token budget,
+ *    a price and a PUE.  Files it names (model specs, cluster specs) are
+ *    found beside the spec.
+ * 2. The points are the product models x layouts x clusters x nodes x gbs x
+ *    seq x dtypes, numbered in that order (the last fastest); a point's
+ *    layout is the spec's with gbs= and dtype= added from the axes.
+ * 3. The digest (FNV-1a 64 over the expanded spec and the bytes of every
+ *    file it names) tells shards of one sweep from those of another.  It is
+ *    an identity, not a security measure.
+ * 4. The shard plan: every point's simulation cost is estimated without
+ *    simulating (its workload generated: the op executions of the ranks the
+ *    engine will simulate, one per TP group, plus a cost per GPU for the
+ *    platform), and the points go, costliest first, to the shard with the
+ *    least cost so far (ties: the lower point, the lower shard) — the
+ *    longest-processing-time rule, deterministic, so every shard computes
+ *    the same plan on its own.
+ * 5. Each point runs in its own process (drv_pool_run): one `run`
+ *    (memory-fit strict: a layout that does not fit fails) or one search;
+ *    a failure, a crash or a time-out is recorded in its row and the sweep
+ *    goes on. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "driver.h"
+
+/* ---- the spec ------------------------------------------------------------------ */
+
+void drv_sweep_release(drv_sweep_spec *s)
+{
+  for (int i = 0; i < s->num_models; i++) {
+    free(s->models[i].name);
+    free(s->models[i].path);
+    for (int k = 0; k < s->models[i].num_layouts; k++)
+      free(s->models[i].layouts[k]);
+    free(s->models[i].layouts);
+  }
+  free(s->models);
+  for (int i = 0; i < s->num_clusters; i++) {
+    free(s->clusters[i].name);
+    free(s->clusters[i].path);
+  }
+  free(s->clusters);
+  free(s->nodes);
+  free(s->gbs);
+  free(s->seq);
+  for (int i = 0; i < s->num_dtypes; i++)
+    free(s->dtypes[i]);
+  free(s->dtypes);
+  free(s->name);
+  free(s->path);
+  free(s->search_fixed);
+  free(s->spec_json);
+  memset(s, 0, sizeof *s);
+}
+
+/* A name that is a file (ends in .json, .json.gz or .xml) is found beside
+ * the spec unless absolute; anything else is a built-in name. */
+static char *locate(const char *dir, const char *name)
+{
+  size_t n = strlen(name);
+  int file = (n > 5 && !strcmp(name + n - 5, ".json")) || (n > 8 && !strcmp(name + n - 8, ".json.gz")) ||
+             (n > 4 && !strcmp(name + n - 4, ".xml"));
+  if (!file || name[0] == '/' || !dir || !strcmp(dir, "."))
+    return st_strdup(name);
+  st_buf b;
+  st_buf_init(&b);
+  st_buf_printf(&b, "%s/%s", dir, name);
+  return st_buf_detach(&b, NULL);
+}
+
+static int string_list(const st_jrd *r, const st_jpath *at, const cJSON *v, char ***out, int *n)
+{
+  st_jpath here = {at, v ? v->string : NULL, 0};
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
+    return st_jrd_fail(r, &here, "is %s, expected a non-empty array of strings",
+                       cJSON_IsArray(v) ? "empty" : st_json_type_name(v));
+  int cnt = cJSON_GetArraySize(v);
+  char **list = calloc((size_t)cnt, sizeof *list);
+  if (!list)
+    return st_jrd_oom(r);
+  int i = 0;
+  for (const cJSON *e = v->child; e; e = e->next, i++) {
+    st_jpath el = {&here, NULL, i};
+    const char *s;
+    int rc = st_jrd_string(r, &el, e, &s);
+    if (!rc && !s[0])
+      rc = st_jrd_fail(r, &el, "is empty");
+    for (int k = 0; !rc && k < i; k++)
+      if (!strcmp(list[k], s))
+        rc = st_jrd_fail(r, &el, "'%s' is listed twice", s);
+    if (!rc && !(list[i] = st_strdup(s)))
+      rc = st_jrd_oom(r);
+    if (rc) {
+      for (int k = 0; k < i; k++)
+        free(list[k]);
+      free(list);
+      return rc;
+    }
+  }
+  *out = list;
+  *n = cnt;
+  return ST_OK;
+}
+
+static int int_list(const st_jrd *r, const st_jpath *at, const cJSON *v, const char *noun, long lo,
+                    long hi, int **out, int *n)
+{
+  st_jpath here = {at, v->string, 0};
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
+    return st_jrd_fail(r, &here, "is %s, expected a non-empty array of integers",
+                       cJSON_IsArray(v) ? "empty" : st_json_type_name(v));
+  int cnt = cJSON_GetArraySize(v), i = 0;
+  int *list = calloc((size_t)cnt, sizeof *list);
+  if (!list)
+    return st_jrd_oom(r);
+  for (const cJSON *e = v->child; e; e = e->next, i++) {
+    st_jpath el = {&here, NULL, i};
+    long x;
+    int rc = st_jrd_elem_int(r, &el, e, noun, lo, hi, &x);
+    for (int k = 0; !rc && k < i; k++)
+      if (list[k] == x)
+        rc = st_jrd_fail(r, &el, "%s %ld is listed twice", noun, x);
+    if (rc) {
+      free(list);
+      return rc;
+    }
+    list[i] = (int)x;
+  }
+  *out = list;
+  *n = cnt;
+  return ST_OK;
+}
+
+/* Does layout spec l set key k ("gbs=" at the start or after a comma)? */
+static int sets_key(const char *l, const char *k)
+{
+  size_t n = strlen(k);
+  for (const char *p = l; p; p = strchr(p, ',')) {
+    if (*p == ',')
+      p++;
+    while (*p == ' ')
+      p++;
+    if (!strncmp(p, k, n) && (p[n] == '=' || p[n] == ' '))
+      return 1;
+  }
+  return 0;
+}
+
+static int check_layouts(const st_jrd *r, const st_jpath *at, const drv_sweep_spec *s,
+                         char **layouts, int n)
+{
+  for (int i = 0; i < n; i++) {
+    st_jpath el = {at, NULL, i};
+    const char *l = layouts[i];
+    if (!strcmp(l, "search")) {
+      if (!s->num_gbs)
+        return st_jrd_fail(r, &el, "'search' needs the global batch: give 'gbs'");
+      continue;
+    }
+    if (s->num_gbs && sets_key(l, "gbs"))
+      return st_jrd_fail(r, &el, "'%s' sets gbs while the key 'gbs' gives the batches", l);
+    if (s->num_dtypes && sets_key(l, "dtype"))
+      return st_jrd_fail(r, &el, "'%s' sets dtype while the key 'dtypes' gives them", l);
+  }
+  return ST_OK;
+}
+
+static int read_models(const st_jrd *r, const cJSON *models, const cJSON *layouts,
+                       drv_sweep_spec *s, const char *dir)
+{
+  char **names;
+  int n, rc = string_list(r, NULL, models, &names, &n);
+  if (rc)
+    return rc;
+  s->models = calloc((size_t)n, sizeof *s->models);
+  if (!s->models) {
+    for (int i = 0; i < n; i++)
+      free(names[i]);
+    free(names);
+    return st_jrd_oom(r);
+  }
+  s->num_models = n;
+  for (int i = 0; i < n; i++) {
+    s->models[i].name = names[i];
+    s->models[i].path = locate(dir, names[i]);
+    if (!s->models[i].path)
+      rc = st_jrd_oom(r);
+  }
+  free(names);
+  if (rc)
+    return rc;
+  st_jpath lat = {NULL, "layouts", 0};
+  if (cJSON_IsArray(layouts)) {
+    for (int i = 0; i < n && !rc; i++) {
+      rc = string_list(r, NULL, layouts, &s->models[i].layouts, &s->models[i].num_layouts);
+      if (!rc)
+        rc = check_layouts(r, &lat, s, s->models[i].layouts, s->models[i].num_layouts);
+    }
+    return rc;
+  }
+  if (!cJSON_IsObject(layouts))
+    return st_jrd_fail(r, &lat, "is %s, expected an array of layouts or an object of them by "
+                       "model", st_json_type_name(layouts));
+  for (const cJSON *e = layouts->child; e; e = e->next) {
+    int m = -1;
+    for (int i = 0; i < n; i++)
+      if (!strcmp(s->models[i].name, e->string))
+        m = i;
+    if (m < 0)
+      return st_jrd_fail(r, &lat, "key '%s' is not one of 'models'", e->string);
+    if (s->models[m].layouts)
+      return st_jrd_fail(r, &lat, "key '%s' appears twice", e->string);
+    st_jpath mat = {&lat, e->string, 0};
+    if ((rc = string_list(r, &lat, e, &s->models[m].layouts, &s->models[m].num_layouts)) ||
+        (rc = check_layouts(r, &mat, s, s->models[m].layouts, s->models[m].num_layouts)))
+      return rc;
+  }
+  for (int i = 0; i < n; i++)
+    if (!s->models[i].layouts)
+      return st_jrd_fail(r, &lat, "model '%s' has no layouts", s->models[i].name);
+  return ST_OK;
+}
+
+/* The spec as JSON, expanded (every list written out), for the file and the digest. */
+static char *canonical(const drv_sweep_spec *s)
+{
+  st_buf b;
+  st_buf_init(&b);
+  char num[40];
+  st_buf_printf(&b, "{\"name\":");
+  st_buf_json_str(&b, s->name);
+  st_buf_printf(&b, ",\"models\":[");
+  for (int i = 0; i < s->num_models; i++) {
+    st_buf_printf(&b, "%s{\"model\":", i ? "," : "");
+    st_buf_json_str(&b, s->models[i].name);
+    st_buf_printf(&b, ",\"layouts\":[");
+    for (int k = 0; k < s->models[i].num_layouts; k++) {
+      st_buf_printf(&b, "%s", k ? "," : "");
+      st_buf_json_str(&b, s->models[i].layouts[k]);
+    }
+    st_buf_printf(&b, "]}");
+  }
+  st_buf_printf(&b, "],\"clusters\":[");
+  for (int i = 0; i < s->num_clusters; i++) {
+    st_buf_printf(&b, "%s", i ? "," : "");
+    st_buf_json_str(&b, s->clusters[i].name);
+  }
+  const struct {
+    const char *key;
+    const int *v;
+    int n;
+  } ints[] = {{"nodes", s->nodes, s->num_nodes}, {"gbs", s->gbs, s->num_gbs},
+              {"seq", s->seq, s->num_seq}};
+  st_buf_printf(&b, "]");
+  for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+    st_buf_printf(&b, ",\"%s\":[", ints[k].key);
+    for (int i = 0; i < ints[k].n; i++)
+      st_buf_printf(&b, "%s%d", i ? "," : "", ints[k].v[i]);
+    st_buf_printf(&b, "]");
+  }
+  st_buf_printf(&b, ",\"dtypes\":[");
+  for (int i = 0; i < s->num_dtypes; i++) {
+    st_buf_printf(&b, "%s", i ? "," : "");
+    st_buf_json_str(&b, s->dtypes[i]);
+  }
+  st_buf_printf(&b, "],\"tokens\":%s", st_json_num(s->train_tokens ? s->train_tokens : NAN, num,
+                                                    sizeof num));
+  st_buf_printf(&b, ",\"price_usd_per_gpu_hour\":%s",
+                st_json_num(s->price_usd_per_gpu_hour, num, sizeof num));
+  st_buf_printf(&b, ",\"pue\":%s,\"search\":{\"top\":%d,\"fixed\":",
+                st_json_num(s->pue, num, sizeof num), s->search_top);
+  st_buf_json_str(&b, s->search_fixed ? s->search_fixed : "");
+  st_buf_printf(&b, "}}");
+  return st_buf_detach(&b, NULL);
+}
+
+static void fnv(uint64_t *h, const void *p, size_t n)
+{
+  const unsigned char *c = p;
+  for (size_t i = 0; i < n; i++) {
+    *h ^= c[i];
+    *h *= 0x100000001b3ull;
+  }
+}
+
+/* FNV-1a 64 over the expanded spec and every file it names (a built-in
+ * name contributes its name only). */
+static int digest(drv_sweep_spec *s, st_err *err)
+{
+  uint64_t h = 0xcbf29ce484222325ull;
+  fnv(&h, s->spec_json, strlen(s->spec_json) + 1);
+  for (int k = 0; k < s->num_models + s->num_clusters; k++) {
+    const char *path = k < s->num_models ? s->models[k].path : s->clusters[k - s->num_models].path;
+    if (!st_path_is_file(path))
+      continue;
+    char *data;
+    size_t len;
+    int rc = st_file_read_all(path, &data, &len, err);
+    if (rc)
+      return rc;
+    fnv(&h, data, len);
+    free(data);
+  }
+  snprintf(s->digest, sizeof s->digest, "%016llx", (unsigned long long)h);
+  return ST_OK;
+}
+
+static const char *const spec_keys[] = {"name",  "models", "layouts", "clusters", "nodes",
+                                        "gbs",   "seq",    "dtypes",  "tokens",
+                                        "price_usd_per_gpu_hour", "pue", "search"};
+enum { K_NAME, K_MODELS, K_LAYOUTS, K_CLUSTERS, K_NODES, K_GBS, K_SEQ, K_DTYPES, K_TOKENS,
+       K_PRICE, K_PUE, K_SEARCH, K_COUNT };
+
+static int read_spec(const st_jrd *r, const cJSON *root, drv_sweep_spec *s, const char *dir)
+{
+  const cJSON *v[K_COUNT];
+  int rc = st_jrd_members(r, NULL, root, spec_keys, K_COUNT, v);
+  if (rc)
+    return rc;
+  const char *req[] = {"models", "layouts", "clusters"};
+  const cJSON *reqv[] = {v[K_MODELS], v[K_LAYOUTS], v[K_CLUSTERS]};
+  for (int i = 0; i < 3; i++)
+    if (!reqv[i])
+      return st_jrd_missing(r, NULL, req[i]);
+  if (v[K_NAME]) {
+    const char *name;
+    if ((rc = st_jrd_string(r, NULL, v[K_NAME], &name)))
+      return rc;
+    free(s->name);
+    if (!(s->name = st_strdup(name)))
+      return st_jrd_oom(r);
+  }
+  if ((v[K_NODES] && (rc = int_list(r, NULL, v[K_NODES], "node count", 1, 1L << 20, &s->nodes,
+                                    &s->num_nodes))) ||
+      (v[K_GBS] && (rc = int_list(r, NULL, v[K_GBS], "batch", 1, 1L << 30, &s->gbs,
+                                  &s->num_gbs))) ||
+      (v[K_SEQ] && (rc = int_list(r, NULL, v[K_SEQ], "sequence length", 1, 1L << 30, &s->seq,
+                                  &s->num_seq))))
+    return rc;
+  if (v[K_DTYPES]) {
+    if ((rc = string_list(r, NULL, v[K_DTYPES], &s->dtypes, &s->num_dtypes)))
+      return rc;
+    st_jpath at = {NULL, "dtypes", 0};
+    for (int i = 0; i < s->num_dtypes; i++) {
+      int d = wl_dtype_from_name(s->dtypes[i]);
+      if (d != WL_DTYPE_BF16 && d != WL_DTYPE_FP16 && d != WL_DTYPE_FP8) {
+        st_jpath el = {&at, NULL, i};
+        return st_jrd_fail(r, &el, "'%s' is unknown (known: bf16, fp16, fp8)", s->dtypes[i]);
+      }
+    }
+  }
+  if (v[K_TOKENS] && (rc = st_jrd_number(r, NULL, v[K_TOKENS], ST_NUM_REAL | ST_NUM_OPEN_LO, 0, 1e18,
+                                         &s->train_tokens)))
+    return rc;
+  if (v[K_PRICE] && (rc = st_jrd_number(r, NULL, v[K_PRICE], ST_NUM_REAL, 0, 1e6,
+                                        &s->price_usd_per_gpu_hour)))
+    return rc;
+  if (v[K_PUE] && (rc = st_jrd_number(r, NULL, v[K_PUE], ST_NUM_REAL, 1, 10, &s->pue)))
+    return rc;
+  if (v[K_SEARCH]) {
+    static const char *const skeys[] = {"top", "fixed"};
+    const cJSON *sv[2];
+    st_jpath at = {NULL, "search", 0};
+    long top = s->search_top;
+    const char *fixed = NULL;
+    if ((rc = st_jrd_members(r, &at, v[K_SEARCH], skeys, 2, sv)) ||
+        (sv[0] && (rc = st_jrd_int(r, &at, sv[0], 1, 1024, &top))) ||
+        (sv[1] && (rc = st_jrd_string(r, &at, sv[1], &fixed))))
+      return rc;
+    s->search_top = (int)top;
+    if (fixed && fixed[0] && !(s->search_fixed = st_strdup(fixed)))
+      return st_jrd_oom(r);
+  }
+  char **names;
+  int n;
+  if ((rc = string_list(r, NULL, v[K_CLUSTERS], &names, &n)))
+    return rc;
+  s->clusters = calloc((size_t)n, sizeof *s->clusters);
+  if (!s->clusters) {
+    for (int i = 0; i < n; i++)
+      free(names[i]);
+    free(names);
+    return st_jrd_oom(r);
+  }
+  s->num_clusters = n;
+  for (int i = 0; i < n; i++) {
+    s->clusters[i].name = names[i];
+    if (!(s->clusters[i].path = locate(dir, names[i])))
+      rc = st_jrd_oom(r);
+    if (!rc && s->num_nodes && strchr(names[i], ':')) {
+      st_jpath at = {NULL, "clusters", 0}, el = {&at, NULL, i};
+      rc = st_jrd_fail(r, &el, "'%s' gives its node count while the key 'nodes' gives them",
+                       names[i]);
+    }
+  }
+  free(names);
+  if (rc)
+    return rc;
+  return read_models(r, v[K_MODELS], v[K_LAYOUTS], s, dir);
+}
+
+/* Every model and cluster loads (a misspelt name fails here, not at every
+ * point); node counts are checked per point. */
+static int check_names(const st_jrd *r, const drv_sweep_spec *s)
+{
+  for (int i = 0; i < s->num_models; i++) {
+    wl_model m;
+    st_err e;
+    st_err_clear(&e);
+    if (drv_model_load(s->models[i].path, NULL, 0, &m, &e)) {
+      st_jpath at = {NULL, "models", 0}, el = {&at, NULL, i};
+      return e.code == ST_ENOMEM ? st_jrd_oom(r) : st_jrd_fail(r, &el, "%s", e.msg);
+    }
+    wl_model_release(&m);
+  }
+  for (int i = 0; i < s->num_clusters; i++) {
+    plat_cluster *cl = NULL;
+    st_err e;
+    st_err_clear(&e);
+    if (plat_cluster_load(s->clusters[i].path, &cl, &e)) {
+      st_jpath at = {NULL, "clusters", 0}, el = {&at, NULL, i};
+      return e.code == ST_ENOMEM ? st_jrd_oom(r) : st_jrd_fail(r, &el, "%s", e.msg);
+    }
+    plat_cluster_destroy(cl);
+  }
+  return ST_OK;
+}
+
+int drv_sweep_load(const char *path, drv_sweep_spec *s, st_err *err)
+{
+  memset(s, 0, sizeof *s);
+  s->price_usd_per_gpu_hour = NAN;
+  s->pue = 1;
+  s->search_top = 4;
+  char *text = NULL, *dir = NULL;
+  size_t len;
+  cJSON *root = NULL;
+  char subject[1100];
+  snprintf(subject, sizeof subject, "sweep '%s'", path);
+  st_jrd r = {subject, "see docs/sweep.md", err};
+  int rc = st_file_read_all(path, &text, &len, err);
+  if (!rc)
+    rc = st_json_parse(text, len, subject, &root, err);
+  if (!rc && (!(s->path = st_strdup(path)) || !(dir = st_path_dirname(path))))
+    rc = st_jrd_oom(&r);
+  if (!rc) {
+    const char *base = st_path_basename(path);
+    size_t n = strlen(base);
+    if (!(s->name = st_strdup(base)))
+      rc = st_jrd_oom(&r);
+    else if (n > 5 && !strcmp(base + n - 5, ".json"))
+      s->name[n - 5] = '\0';
+  }
+  if (!rc)
+    rc = read_spec(&r, root, s, dir);
+  if (!rc) {
+    long nl = 0;
+    for (int i = 0; i < s->num_models; i++)
+      nl += s->models[i].num_layouts;
+    long pts = nl * s->num_clusters * (s->num_nodes ? s->num_nodes : 1) *
+               (s->num_gbs ? s->num_gbs : 1) * (s->num_seq ? s->num_seq : 1) *
+               (s->num_dtypes ? s->num_dtypes : 1);
+    if (pts > DRV_SWEEP_MAX_POINTS)
+      rc = st_err_set(err, ST_EINPUT, "%s: %ld points, more than the %d a sweep may have",
+                      subject, pts, DRV_SWEEP_MAX_POINTS);
+    else
+      s->num_points = (int)pts;
+  }
+  if (!rc)
+    rc = check_names(&r, s);
+  if (!rc && !(s->spec_json = canonical(s)))
+    rc = st_jrd_oom(&r);
+  if (!rc)
+    rc = digest(s, err);
+  cJSON_Delete(root);
+  free(text);
+  free(dir);
+  if (rc)
+    drv_sweep_release(s);
+  return rc;
+}
+
+/* ---- the points ---------------------------------------------------------------- */
+
+int drv_sweep_point(const drv_sweep_spec *s, int index, drv_sweep_point_t *p)
+{
+  if (index < 0 || index >= s->num_points)
+    return ST_EUSAGE;
+  memset(p, 0, sizeof *p);
+  int rest = index;
+  int nd = s->num_dtypes ? s->num_dtypes : 1, nq = s->num_seq ? s->num_seq : 1,
+      nb = s->num_gbs ? s->num_gbs : 1, nn = s->num_nodes ? s->num_nodes : 1;
+  int d = rest % nd;
+  rest /= nd;
+  int q = rest % nq;
+  rest /= nq;
+  int b = rest % nb;
+  rest /= nb;
+  int n = rest % nn;
+  rest /= nn;
+  int c = rest % s->num_clusters;
+  rest /= s->num_clusters;
+  /* rest counts (model, layout) pairs, models in order */
+  int m = 0;
+  while (rest >= s->models[m].num_layouts)
+    rest -= s->models[m++].num_layouts;
+  p->index = index;
+  p->model = m;
+  p->cluster = c;
+  p->request = s->models[m].layouts[rest];
+  p->nodes = s->num_nodes ? s->nodes[n] : 0;
+  p->gbs = s->num_gbs ? s->gbs[b] : 0;
+  p->seq = s->num_seq ? s->seq[q] : 0;
+  p->dtype = s->num_dtypes ? s->dtypes[d] : NULL;
+  p->search = !strcmp(p->request, "search");
+  snprintf(p->cluster_arg, sizeof p->cluster_arg, p->nodes ? "%s:%d" : "%s",
+           s->clusters[c].path, p->nodes);
+  if (!p->search) {
+    size_t len = (size_t)snprintf(p->layout, sizeof p->layout, "%s", p->request);
+    if (p->gbs && len < sizeof p->layout)
+      len += (size_t)snprintf(p->layout + len, sizeof p->layout - len, ",gbs=%d", p->gbs);
+    if (p->dtype && len < sizeof p->layout)
+      snprintf(p->layout + len, sizeof p->layout - len, ",dtype=%s", p->dtype);
+  }
+  return ST_OK;
+}
+
+/* ---- the cost of a point, without simulating ---------------------------------- */
+
+/* Seconds on one core of the reference machine (docs/sweep.md, bench/sweep):
+ * per op executed by a simulated rank, per GPU of the platform, per process. */
+#define COST_PER_OP_S 4.0e-7
+#define COST_PER_GPU_S 3.4e-4
+#define COST_PER_POINT_S 0.5
+
+static double workload_cost(const wl_workload *wl, int tp, int num_gpus)
+{
+  double execs = 0;
+  for (int r = 0; r < wl->num_ranks; r++)
+    execs += (double)wl->programs[wl->rank_program[r]].num_ops;
+  return COST_PER_POINT_S + COST_PER_OP_S * execs / (tp > 0 ? tp : 1) + COST_PER_GPU_S * num_gpus;
+}
+
+/* The cost of running layout spec on n GPUs of model m; a layout the
+ * generator refuses costs what a process costs (it fails at once). */
+static double layout_cost(const wl_model *m, const char *spec, int num_gpus)
+{
+  wl_layout l;
+  wl_workload *wl = NULL;
+  st_err e;
+  st_err_clear(&e);
+  double c = COST_PER_POINT_S;
+  if (!wl_layout_parse(spec, num_gpus, m, &l, &e) && !wl_generate(m, &l, &wl, &e))
+    c = workload_cost(wl, l.tp, num_gpus);
+  if (wl)
+    wl_workload_destroy(wl);
+  return c;
+}
+
+double drv_sweep_cost(const drv_sweep_spec *s, const drv_sweep_point_t *p)
+{
+  wl_model m;
+  plat_cluster *cl = NULL;
+  st_err e;
+  st_err_clear(&e);
+  double c = COST_PER_POINT_S;
+  if (drv_model_load(s->models[p->model].path, NULL, p->seq, &m, &e))
+    return c;
+  if (!plat_cluster_load(p->cluster_arg, &cl, &e)) {
+    if (!p->search) {
+      c = layout_cost(&m, p->layout, cl->num_gpus);
+    } else {
+      /* a search: its simulations, each priced as the node-wide TP layout */
+      char spec[128];
+      snprintf(spec, sizeof spec, "tp=%d,gbs=%d", cl->gpus_per_node, p->gbs);
+      c = COST_PER_POINT_S + s->search_top * layout_cost(&m, spec, cl->num_gpus);
+    }
+    plat_cluster_destroy(cl);
+  }
+  wl_model_release(&m);
+  return c;
+}
+
+/* qsort has no context argument: the costs being sorted by. */
+static const double *plan_cost;
+
+/* By cost, descending; ties by point (a total order: the plan is the same everywhere). */
+static int by_cost(const void *a, const void *b)
+{
+  int x = *(const int *)a, y = *(const int *)b;
+  if (plan_cost[x] != plan_cost[y])
+    return plan_cost[x] > plan_cost[y] ? -1 : 1;
+  return (x > y) - (x < y);
+}
+
+int drv_sweep_plan(const drv_sweep_spec *s, int shards, double *cost, int *shard_of,
+                   double *load)
+{
+  int n = s->num_points;
+  int *ord = malloc(((size_t)n + 1) * sizeof *ord);
+  if (!ord)
+    return ST_ENOMEM;
+  for (int i = 0; i < n; i++) {
+    drv_sweep_point_t p;
+    drv_sweep_point(s, i, &p);
+    cost[i] = drv_sweep_cost(s, &p);
+    ord[i] = i;
+  }
+  plan_cost = cost;
+  qsort(ord, (size_t)n, sizeof *ord, by_cost);
+  for (int k = 0; k < shards; k++)
+    load[k] = 0;
+  for (int i = 0; i < n; i++) {
+    int best = 0;
+    for (int k = 1; k < shards; k++)
+      if (load[k] < load[best])
+        best = k;
+    shard_of[ord[i]] = best + 1;
+    load[best] += cost[ord[i]];
+  }
+  free(ord);
+  return ST_OK;
+}
+
+/* ---- running the points -------------------------------------------------------- */
+
+void drv_sweep_opts_init(drv_sweep_opts *o)
+{
+  memset(o, 0, sizeof *o);
+  o->shard = o->shards = 1;
+  o->jobs = 1;
+}
+
+typedef struct sweep_ctx {
+  const drv_sweep_spec *s;
+  const drv_sweep_opts *o;
+  const int *todo; /* the points of this shard, in order */
+  int ntodo, done, failed;
+  an_sweep_row *rows; /* [ntodo] */
+} sweep_ctx;
+
+static void take_summary(an_sweep_row *row, const an_summary *u)
+{
+  row->num_gpus = u->num_gpus;
+  row->step_time_s = u->step_time_s;
+  row->tokens_per_step = u->tokens_per_step;
+  row->tokens_per_s = u->tokens_per_s;
+  row->tokens_per_s_per_gpu = u->tokens_per_s_per_gpu;
+  row->model_tflops_per_gpu = u->model_tflops_per_gpu;
+  row->mfu = u->mfu;
+  row->compute_s = u->compute_s;
+  row->exposed_comm_s = u->exposed_comm_s;
+  row->bubble_s = u->bubble_s;
+  row->peak_memory_bytes = u->peak_memory_bytes;
+  row->train_steps = u->train_steps;
+  row->time_to_train_s = u->time_to_train_s;
+  row->cost_usd = u->cost_usd;
+  row->energy_MWh = u->energy_MWh;
+}
+
+static int run_point(const drv_sweep_spec *s, const drv_sweep_point_t *p, an_sweep_row *row,
+                     st_err *err)
+{
+  drv_job j;
+  drv_job_init(&j);
+  j.model = s->models[p->model].path;
+  j.layout = p->layout;
+  j.cluster = p->cluster_arg;
+  j.seq_len = p->seq;
+  j.strict = 1;
+  j.train_tokens = s->train_tokens;
+  j.price_usd_per_gpu_hour = s->price_usd_per_gpu_hour;
+  j.pue = s->pue;
+  j.opt.quiet = 1;
+  drv_run r;
+  int rc = drv_run_job(&j, &r, err);
+  if (!rc) {
+    take_summary(row, &r.sum);
+    snprintf(row->layout, sizeof row->layout, "%s",
+             r.wl->meta.layout ? r.wl->meta.layout : p->layout);
+  }
+  drv_run_release(&r);
+  return rc;
+}
+
+static int search_point(const drv_sweep_spec *s, const drv_sweep_point_t *p, an_sweep_row *row,
+                        st_err *err)
+{
+  drv_search_opts o;
+  drv_search_opts_init(&o);
+  o.model = s->models[p->model].path;
+  o.cluster = p->cluster_arg;
+  o.gbs = p->gbs;
+  o.seq = p->seq;
+  if (p->dtype)
+    o.dtype = p->dtype;
+  o.top = s->search_top;
+  o.fixed = s->search_fixed;
+  o.train_tokens = s->train_tokens;
+  o.price_usd_per_gpu_hour = s->price_usd_per_gpu_hour;
+  o.pue = s->pue;
+  drv_search r;
+  int rc = drv_search_run(&o, &r, err);
+  if (!rc) {
+    if (r.simulated > 0 && r.num > 0 && !r.cands[0].failed) {
+      take_summary(row, &r.cands[0].sum);
+      snprintf(row->layout, sizeof row->layout, "%s", r.cands[0].layout);
+    } else if (r.num == 0) {
+      char need[32];
+      st_format_bytes(r.min_peak_bytes, need, sizeof need);
+      rc = st_err_set(err, ST_EINPUT, "search: none of %ld layouts fits (the smallest needs %s "
+                      "per GPU)", r.enumerated, need);
+    } else {
+      rc = st_err_set(err, ST_ESIM, "search: every simulated layout failed (the best: %s)",
+                      r.cands[0].failure);
+    }
+  }
+  drv_search_release(&r);
+  return rc;
+}
+
+static int point_task(void *u, int i, st_buf *reply, st_err *err)
+{
+  const sweep_ctx *x = u;
+  drv_sweep_point_t p;
+  drv_sweep_point(x->s, x->todo[i], &p);
+  an_sweep_row row = x->rows[i];
+  int rc = p.search ? search_point(x->s, &p, &row, err) : run_point(x->s, &p, &row, err);
+  if (!rc)
+    rc = st_buf_append(reply, &row, sizeof row);
+  return rc;
+}
+
+static void point_done(void *u, int i, const drv_answer *a)
+{
+  sweep_ctx *x = u;
+  an_sweep_row *row = &x->rows[i];
+  if (a->end == DRV_END_DONE && !a->rc && a->len == sizeof *row) {
+    memcpy(row, a->data, sizeof *row);
+    snprintf(row->status, sizeof row->status, "ok");
+  } else {
+    x->failed++;
+    snprintf(row->status, sizeof row->status, "%s",
+             a->end == DRV_END_TIMEOUT ? "timeout" : a->end == DRV_END_CRASH ? "crashed" : "failed");
+    if (a->end == DRV_END_DONE && a->rc)
+      snprintf(row->error, sizeof row->error, "%s", a->msg);
+    else if (a->end == DRV_END_TIMEOUT)
+      snprintf(row->error, sizeof row->error, "no answer within %d s (--point-timeout)",
+               x->o->point_timeout_s);
+    else if (a->end == DRV_END_CRASH)
+      snprintf(row->error, sizeof row->error, "the simulation crashed (signal %d)", a->signal);
+    else
+      snprintf(row->error, sizeof row->error, "the simulation ended without an answer");
+  }
+  x->done++;
+  FILE *f = x->o->progress;
+  if (f) {
+    fprintf(f, "sweep: [%d/%d] point %d %s %s %s: ", x->done, x->ntodo, (int)row->point,
+            row->model, row->request, row->cluster);
+    if (strcmp(row->status, "ok"))
+      fprintf(f, "%s: %s\n", row->status, row->error);
+    else
+      fprintf(f, "%.4f s/step, %.0f tokens/s/GPU in %.1f s (estimated %.1f s)\n",
+              row->step_time_s, row->tokens_per_s_per_gpu, a->wall_s, row->cost_estimate_s);
+    fflush(f);
+  }
+}
+
+/* The inputs of point p in row (the numbers NaN until it ran). */
+static void row_init(const drv_sweep_spec *s, const drv_sweep_point_t *p, double cost,
+                     int num_gpus, an_sweep_row *row)
+{
+  memset(row, 0, sizeof *row);
+  row->point = p->index;
+  snprintf(row->model, sizeof row->model, "%s", s->models[p->model].name);
+  snprintf(row->request, sizeof row->request, "%s", p->request);
+  snprintf(row->cluster, sizeof row->cluster, "%s", s->clusters[p->cluster].name);
+  row->nodes = p->nodes;
+  row->num_gpus = num_gpus;
+  row->gbs = p->gbs;
+  row->seq = p->seq;
+  snprintf(row->dtype, sizeof row->dtype, "%s", p->dtype ? p->dtype : "");
+  snprintf(row->status, sizeof row->status, "failed");
+  snprintf(row->layout, sizeof row->layout, "%s", p->layout);
+  double *nums[] = {&row->step_time_s, &row->tokens_per_step, &row->tokens_per_s,
+                    &row->tokens_per_s_per_gpu, &row->model_tflops_per_gpu, &row->mfu,
+                    &row->compute_s, &row->exposed_comm_s, &row->bubble_s,
+                    &row->peak_memory_bytes, &row->train_steps, &row->time_to_train_s,
+                    &row->cost_usd, &row->energy_MWh};
+  for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
+    *nums[k] = NAN;
+  row->cost_estimate_s = cost;
+}
+
+int drv_sweep_run(const drv_sweep_spec *s, const drv_sweep_opts *o, an_sweep *out, int *failed,
+                  st_err *err)
+{
+  memset(out, 0, sizeof *out);
+  *failed = 0;
+  if (o->shards < 1 || o->shard < 1 || o->shard > o->shards)
+    return st_err_set(err, ST_EUSAGE, "sweep: shard %d of %d is not a shard", o->shard,
+                      o->shards);
+  int n = s->num_points;
+  double *cost = malloc(((size_t)n + 1) * sizeof *cost);
+  double *load = malloc(((size_t)o->shards + 1) * sizeof *load);
+  int *shard_of = malloc(((size_t)n + 1) * sizeof *shard_of);
+  int *todo = malloc(((size_t)n + 1) * sizeof *todo);
+  an_sweep_row *rows = calloc((size_t)n + 1, sizeof *rows);
+  int rc = ST_OK;
+  if (!cost || !load || !shard_of || !todo || !rows) {
+    rc = st_err_set(err, ST_ENOMEM, "sweep: out of memory for %d points", n);
+    goto out;
+  }
+  if ((rc = drv_sweep_plan(s, o->shards, cost, shard_of, load))) {
+    rc = st_err_set(err, rc, "sweep: out of memory planning %d points", n);
+    goto out;
+  }
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    if (shard_of[i] != o->shard)
+      continue;
+    drv_sweep_point_t p;
+    drv_sweep_point(s, i, &p);
+    plat_cluster *cl = NULL;
+    st_err e;
+    st_err_clear(&e);
+    int gpus = 0;
+    if (!plat_cluster_load(p.cluster_arg, &cl, &e)) {
+      gpus = cl->num_gpus;
+      plat_cluster_destroy(cl);
+    }
+    row_init(s, &p, cost[i], gpus, &rows[k]);
+    todo[k++] = i;
+  }
+  if (o->progress) {
+    double mean = 0, max = 0;
+    for (int i = 0; i < o->shards; i++) {
+      mean += load[i] / o->shards;
+      max = load[i] > max ? load[i] : max;
+    }
+    fprintf(o->progress, "sweep '%s': %d points", s->name, n);
+    if (o->shards > 1)
+      fprintf(o->progress, ", shard %d of %d: %d points, estimated %.0f s (shards: max/mean "
+              "%.3f)", o->shard, o->shards, k, load[o->shard - 1], mean > 0 ? max / mean : 1);
+    fprintf(o->progress, "\n");
+    fflush(o->progress);
+  }
+  sweep_ctx x = {s, o, todo, k, 0, 0, rows};
+  if (k > 0 && (rc = drv_pool_run(k, o->jobs, o->point_timeout_s, point_task, point_done, &x,
+                                  err)))
+    goto out;
+  out->name = st_strdup(s->name);
+  out->spec_json = st_strdup(s->spec_json);
+  if (!out->name || !out->spec_json) {
+    rc = st_err_set(err, ST_ENOMEM, "sweep: out of memory");
+    goto out;
+  }
+  memcpy(out->digest, s->digest, sizeof out->digest);
+  out->points = n;
+  out->shard = o->shard;
+  out->shards = o->shards;
+  out->rows = rows;
+  out->num_rows = (size_t)k;
+  rows = NULL;
+  *failed = x.failed;
+out:
+  if (rc) {
+    free(out->name);
+    free(out->spec_json);
+    memset(out, 0, sizeof *out);
+  }
+  free(rows);
+  free(todo);
+  free(shard_of);
+  free(load);
+  free(cost);
+  return rc;
+}
