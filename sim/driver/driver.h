@@ -255,6 +255,7 @@ typedef struct drv_sweep_model {
 typedef struct drv_sweep_cluster {
   char *name; /* as the spec gives it */
   char *path; /* where it is loaded from */
+  int gpus_per_node;
 } drv_sweep_cluster;
 
 /* A sweep spec (docs/sweep.md), read and checked. */
@@ -265,6 +266,7 @@ typedef struct drv_sweep_spec {
   drv_sweep_cluster *clusters;
   int num_clusters;
   int *nodes, num_nodes; /* 0 of them: the clusters' own */
+  int by_gpus;           /* nodes[] are GPU counts ("gpus"), whole nodes of every cluster */
   int *gbs, num_gbs;     /* 0: the layouts' */
   int *seq, num_seq;     /* 0: the models' */
   char **dtypes;

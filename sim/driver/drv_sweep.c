@@ -259,7 +259,7 @@ static char *canonical(const drv_sweep_spec *s)
     const char *key;
     const int *v;
     int n;
-  } ints[] = {{"nodes", s->nodes, s->num_nodes}, {"gbs", s->gbs, s->num_gbs},
+  } ints[] = {{s->by_gpus ? "gpus" : "nodes", s->nodes, s->num_nodes}, {"gbs", s->gbs, s->num_gbs},
               {"seq", s->seq, s->num_seq}};
   st_buf_printf(&b, "]");
   for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
@@ -316,10 +316,10 @@ static int digest(drv_sweep_spec *s, st_err *err)
 }
 
 static const char *const spec_keys[] = {"name",  "models", "layouts", "clusters", "nodes",
-                                        "gbs",   "seq",    "dtypes",  "tokens",
+                                        "gpus",  "gbs",    "seq",     "dtypes",   "tokens",
                                         "price_usd_per_gpu_hour", "pue", "search"};
-enum { K_NAME, K_MODELS, K_LAYOUTS, K_CLUSTERS, K_NODES, K_GBS, K_SEQ, K_DTYPES, K_TOKENS,
-       K_PRICE, K_PUE, K_SEARCH, K_COUNT };
+enum { K_NAME, K_MODELS, K_LAYOUTS, K_CLUSTERS, K_NODES, K_GPUS, K_GBS, K_SEQ, K_DTYPES,
+       K_TOKENS, K_PRICE, K_PUE, K_SEARCH, K_COUNT };
 
 static int read_spec(const st_jrd *r, const cJSON *root, drv_sweep_spec *s, const char *dir)
 {
@@ -340,8 +340,13 @@ static int read_spec(const st_jrd *r, const cJSON *root, drv_sweep_spec *s, cons
     if (!(s->name = st_strdup(name)))
       return st_jrd_oom(r);
   }
+  if (v[K_NODES] && v[K_GPUS])
+    return st_jrd_fail(r, NULL, "give 'nodes' or 'gpus', not both");
+  s->by_gpus = v[K_GPUS] != NULL;
   if ((v[K_NODES] && (rc = int_list(r, NULL, v[K_NODES], "node count", 1, 1L << 20, &s->nodes,
                                     &s->num_nodes))) ||
+      (v[K_GPUS] && (rc = int_list(r, NULL, v[K_GPUS], "GPU count", 1, 1L << 24, &s->nodes,
+                                   &s->num_nodes))) ||
       (v[K_GBS] && (rc = int_list(r, NULL, v[K_GBS], "batch", 1, 1L << 30, &s->gbs,
                                   &s->num_gbs))) ||
       (v[K_SEQ] && (rc = int_list(r, NULL, v[K_SEQ], "sequence length", 1, 1L << 30, &s->seq,
@@ -399,8 +404,8 @@ static int read_spec(const st_jrd *r, const cJSON *root, drv_sweep_spec *s, cons
       rc = st_jrd_oom(r);
     if (!rc && s->num_nodes && strchr(names[i], ':')) {
       st_jpath at = {NULL, "clusters", 0}, el = {&at, NULL, i};
-      rc = st_jrd_fail(r, &el, "'%s' gives its node count while the key 'nodes' gives them",
-                       names[i]);
+      rc = st_jrd_fail(r, &el, "'%s' gives its node count while the key '%s' gives them",
+                       names[i], s->by_gpus ? "gpus" : "nodes");
     }
   }
   free(names);
@@ -411,7 +416,7 @@ static int read_spec(const st_jrd *r, const cJSON *root, drv_sweep_spec *s, cons
 
 /* Every model and cluster loads (a misspelt name fails here, not at every
  * point); node counts are checked per point. */
-static int check_names(const st_jrd *r, const drv_sweep_spec *s)
+static int check_names(const st_jrd *r, drv_sweep_spec *s)
 {
   for (int i = 0; i < s->num_models; i++) {
     wl_model m;
@@ -427,11 +432,16 @@ static int check_names(const st_jrd *r, const drv_sweep_spec *s)
     plat_cluster *cl = NULL;
     st_err e;
     st_err_clear(&e);
-    if (plat_cluster_load(s->clusters[i].path, &cl, &e)) {
-      st_jpath at = {NULL, "clusters", 0}, el = {&at, NULL, i};
+    st_jpath at = {NULL, "clusters", 0}, el = {&at, NULL, i};
+    if (plat_cluster_load(s->clusters[i].path, &cl, &e))
       return e.code == ST_ENOMEM ? st_jrd_oom(r) : st_jrd_fail(r, &el, "%s", e.msg);
-    }
+    s->clusters[i].gpus_per_node = cl->gpus_per_node;
     plat_cluster_destroy(cl);
+    for (int k = 0; s->by_gpus && k < s->num_nodes; k++)
+      if (s->nodes[k] % s->clusters[i].gpus_per_node)
+        return st_jrd_fail(r, &el, "'%s' has %d GPUs a node: %d GPUs (gpus[%d]) are not whole "
+                           "nodes", s->clusters[i].name, s->clusters[i].gpus_per_node,
+                           s->nodes[k], k);
   }
   return ST_OK;
 }
@@ -518,7 +528,8 @@ int drv_sweep_point(const drv_sweep_spec *s, int index, drv_sweep_point_t *p)
   p->model = m;
   p->cluster = c;
   p->request = s->models[m].layouts[rest];
-  p->nodes = s->num_nodes ? s->nodes[n] : 0;
+  p->nodes = !s->num_nodes ? 0 : s->by_gpus ? s->nodes[n] / s->clusters[c].gpus_per_node
+                                            : s->nodes[n];
   p->gbs = s->num_gbs ? s->gbs[b] : 0;
   p->seq = s->num_seq ? s->seq[q] : 0;
   p->dtype = s->num_dtypes ? s->dtypes[d] : NULL;
@@ -543,25 +554,32 @@ int drv_sweep_point(const drv_sweep_spec *s, int index, drv_sweep_point_t *p)
 #define COST_PER_GPU_S 3.4e-4
 #define COST_PER_POINT_S 0.5
 
-static double workload_cost(const wl_workload *wl, int tp, int num_gpus)
+/* The engine simulates one rank per position in the TP groups where those
+ * groups sit on disjoint, alike links (rank classes: a node's own NVLink
+ * domain); on a torus or a node without one, the groups share the fabric's
+ * links and every rank is simulated. */
+static double workload_cost(const wl_workload *wl, int tp, const plat_cluster *cl)
 {
   double execs = 0;
   for (int r = 0; r < wl->num_ranks; r++)
     execs += (double)wl->programs[wl->rank_program[r]].num_ops;
-  return COST_PER_POINT_S + COST_PER_OP_S * execs / (tp > 0 ? tp : 1) + COST_PER_GPU_S * num_gpus;
+  int classes = cl->fabric_kind != PLAT_FABRIC_TORUS && cl->intra_kind != PLAT_INTRA_NONE;
+  double per = classes && tp > 1 ? tp : 1;
+  return COST_PER_POINT_S + COST_PER_OP_S * execs / per + COST_PER_GPU_S * cl->num_gpus;
 }
 
-/* The cost of running layout spec on n GPUs of model m; a layout the
+/* The cost of running layout spec on the cluster for model m; a layout the
  * generator refuses costs what a process costs (it fails at once). */
-static double layout_cost(const wl_model *m, const char *spec, int num_gpus)
+static double layout_cost(const wl_model *m, const char *spec, const plat_cluster *cl)
 {
+  int num_gpus = cl->num_gpus;
   wl_layout l;
   wl_workload *wl = NULL;
   st_err e;
   st_err_clear(&e);
   double c = COST_PER_POINT_S;
   if (!wl_layout_parse(spec, num_gpus, m, &l, &e) && !wl_generate(m, &l, &wl, &e))
-    c = workload_cost(wl, l.tp, num_gpus);
+    c = workload_cost(wl, l.tp, cl);
   if (wl)
     wl_workload_destroy(wl);
   return c;
@@ -578,12 +596,12 @@ double drv_sweep_cost(const drv_sweep_spec *s, const drv_sweep_point_t *p)
     return c;
   if (!plat_cluster_load(p->cluster_arg, &cl, &e)) {
     if (!p->search) {
-      c = layout_cost(&m, p->layout, cl->num_gpus);
+      c = layout_cost(&m, p->layout, cl);
     } else {
       /* a search: its simulations, each priced as the node-wide TP layout */
       char spec[128];
       snprintf(spec, sizeof spec, "tp=%d,gbs=%d", cl->gpus_per_node, p->gbs);
-      c = COST_PER_POINT_S + s->search_top * layout_cost(&m, spec, cl->num_gpus);
+      c = COST_PER_POINT_S + s->search_top * layout_cost(&m, spec, cl);
     }
     plat_cluster_destroy(cl);
   }
