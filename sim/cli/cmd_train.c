@@ -81,6 +81,82 @@ static int parse_scales(const char *s, drv_train_opts *o)
   return o->num_sweep_scales ? 0 : -1;
 }
 
+/* The failure model's options: 0 when taken, 1 (a usage error, printed)
+ * when the value is bad, -1 when ch is not one of them. */
+static int failure_option(int ch, const char *arg, drv_train_opts *o)
+{
+  long v;
+  switch (ch) {
+  case 'g':
+    if (positive(arg, &o->mtbf_gpu_h))
+      return cli_usage_error("train", "--mtbf-gpu-h '%s' is not an MTBF in hours (a positive "
+                                      "number)",
+                             arg);
+    break;
+  case 'n':
+    if (positive(arg, &o->mtbf_node_h))
+      return cli_usage_error("train", "--mtbf-node-h '%s' is not an MTBF in hours (a positive "
+                                      "number)",
+                             arg);
+    break;
+  case 'i':
+    if (!strcmp(arg, "auto"))
+      o->interval_s = 0;
+    else if (positive(arg, &o->interval_s))
+      return cli_usage_error("train", "--ckpt-interval '%s' is not an interval in seconds (a "
+                                      "positive number) or 'auto'",
+                             arg);
+    break;
+  case 'b':
+    if (positive(arg, &o->storage_GBps))
+      return cli_usage_error("train", "--storage-GBps '%s' is not a bandwidth in GB/s (a "
+                                      "positive number)",
+                             arg);
+    break;
+  case 'B':
+    if (positive(arg, &o->ckpt_bytes))
+      return cli_usage_error("train", "--ckpt-bytes '%s' is not a size in bytes (a positive "
+                                      "number)",
+                             arg);
+    break;
+  case 'r':
+    if (cli_parse_real(arg, 0, &o->restart_s))
+      return cli_usage_error("train", "--restart-s '%s' is not a time in seconds (a number, 0 "
+                                      "or more)",
+                             arg);
+    break;
+  case 'k':
+    if (parse_int(arg, 0, AN_FAILURE_MAX_SPARES, &v))
+      return cli_usage_error("train", "--spare-nodes '%s' is not a node count from 0 to %d",
+                             arg, AN_FAILURE_MAX_SPARES);
+    o->spare_nodes = (int)v;
+    break;
+  case 'R':
+    if (cli_parse_real(arg, 0, &o->repair_h))
+      return cli_usage_error("train", "--repair-h '%s' is not a time in hours (a number, 0 or "
+                                      "more)",
+                             arg);
+    break;
+  case 't':
+    if (parse_int(arg, 1, AN_FAILURE_MAX_TRIALS, &v))
+      return cli_usage_error("train", "--trials '%s' is not a trial count from 1 to %d", arg,
+                             AN_FAILURE_MAX_TRIALS);
+    o->trials = (int)v;
+    break;
+  case 's': {
+    char *end;
+    unsigned long long x = strtoull(arg, &end, 10);
+    if (end == arg || *end || arg[0] == '-')
+      return cli_usage_error("train", "--seed '%s' is not a seed (a whole number, 0 or more)",
+                             arg);
+    o->seed = x;
+    break;
+  }
+  default: return -1;
+  }
+  return 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
   static const struct option longopts[] = {
@@ -132,71 +208,6 @@ int cmd_train(int argc, char **argv)
                                         "positive number)",
                                optarg);
       break;
-    case 'g':
-      if (positive(optarg, &o.mtbf_gpu_h))
-        return cli_usage_error("train", "--mtbf-gpu-h '%s' is not an MTBF in hours (a positive "
-                                        "number)",
-                               optarg);
-      break;
-    case 'n':
-      if (positive(optarg, &o.mtbf_node_h))
-        return cli_usage_error("train", "--mtbf-node-h '%s' is not an MTBF in hours (a positive "
-                                        "number)",
-                               optarg);
-      break;
-    case 'i':
-      if (!strcmp(optarg, "auto"))
-        o.interval_s = 0;
-      else if (positive(optarg, &o.interval_s))
-        return cli_usage_error("train", "--ckpt-interval '%s' is not an interval in seconds (a "
-                                        "positive number) or 'auto'",
-                               optarg);
-      break;
-    case 'b':
-      if (positive(optarg, &o.storage_GBps))
-        return cli_usage_error("train", "--storage-GBps '%s' is not a bandwidth in GB/s (a "
-                                        "positive number)",
-                               optarg);
-      break;
-    case 'B':
-      if (positive(optarg, &o.ckpt_bytes))
-        return cli_usage_error("train", "--ckpt-bytes '%s' is not a size in bytes (a positive "
-                                        "number)",
-                               optarg);
-      break;
-    case 'r':
-      if (cli_parse_real(optarg, 0, &o.restart_s))
-        return cli_usage_error("train", "--restart-s '%s' is not a time in seconds (a number, 0 "
-                                        "or more)",
-                               optarg);
-      break;
-    case 'k':
-      if (parse_int(optarg, 0, AN_FAILURE_MAX_SPARES, &v))
-        return cli_usage_error("train", "--spare-nodes '%s' is not a node count from 0 to %d",
-                               optarg, AN_FAILURE_MAX_SPARES);
-      o.spare_nodes = (int)v;
-      break;
-    case 'R':
-      if (cli_parse_real(optarg, 0, &o.repair_h))
-        return cli_usage_error("train", "--repair-h '%s' is not a time in hours (a number, 0 or "
-                                        "more)",
-                               optarg);
-      break;
-    case 't':
-      if (parse_int(optarg, 1, AN_FAILURE_MAX_TRIALS, &v))
-        return cli_usage_error("train", "--trials '%s' is not a trial count from 1 to %d", optarg,
-                               AN_FAILURE_MAX_TRIALS);
-      o.trials = (int)v;
-      break;
-    case 's': {
-      char *end;
-      unsigned long long x = strtoull(optarg, &end, 10);
-      if (end == optarg || *end || optarg[0] == '-')
-        return cli_usage_error("train", "--seed '%s' is not a seed (a whole number, 0 or more)",
-                               optarg);
-      o.seed = x;
-      break;
-    }
     case 'W': o.sweep = 1; break;
     case 'M':
       if (parse_scales(optarg, &o))
@@ -229,7 +240,15 @@ int cmd_train(int argc, char **argv)
       printf(usage_text, DRV_MTBF_GPU_H, DRV_MTBF_NODE_H, DRV_STORAGE_GBPS, DRV_RESCHEDULE_S,
              DRV_REPAIR_H, DRV_TRAIN_TRIALS);
       return 0;
-    default: return cli_bad_option("train", argv);
+    default: {
+      int r = failure_option(ch, optarg, &o);
+      if (r >= 0) {
+        if (r)
+          return r;
+        break;
+      }
+      return cli_bad_option("train", argv);
+    }
     }
   }
   if (optind < argc)
