@@ -33,8 +33,8 @@ void an_failure_print_text(const an_failure_report *r, FILE *out)
 {
   const an_failure_params *p = &r->p;
   const an_failure_mc *mc = &r->mc;
-  fprintf(out, "simtrain train: %s on %s (%d GPUs, %d nodes)\n", r->workload, r->cluster,
-          r->num_gpus, r->num_nodes);
+  fprintf(out, "simtrain train: %s on %s (%d GPUs, %d node%s)\n", r->workload, r->cluster,
+          r->num_gpus, r->num_nodes, r->num_nodes == 1 ? "" : "s");
   fprintf(out, "  step time                %14.6f s (%s)\n", r->step_time_s,
           r->simulated ? "simulated" : "given, --step-time");
   fprintf(out, "  steps                    %14.0f (%.6g tokens, %.0f per step)\n", r->train_steps,

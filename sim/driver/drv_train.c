@@ -123,6 +123,9 @@ static int check_opts(const drv_train_opts *o, st_err *err)
   if (!(o->storage_GBps > 0) || !isfinite(o->storage_GBps))
     return st_err_set(err, ST_EUSAGE, "--storage-GBps is %g; it must be positive",
                       o->storage_GBps);
+  if (!o->job.model && !(o->ckpt_bytes > 0))
+    return st_err_set(err, ST_EUSAGE, "--ckpt-bytes is needed: the workload does not say the "
+                                      "model's size (give --model, or the checkpoint's bytes)");
   if (!(o->ckpt_bytes >= 0) || !isfinite(o->ckpt_bytes))
     return st_err_set(err, ST_EUSAGE, "--ckpt-bytes is %g; it must be positive", o->ckpt_bytes);
   if (!(o->interval_s >= 0) || !isfinite(o->interval_s))

@@ -161,5 +161,14 @@ err=$("$simtrain" train --model llama3-8b --layout tp=2,pp=4,vpp=2,mbs=1,gbs=16 
   --cluster dgx-h100:1 2>&1); code=$?
 check "no --tokens: exit 1 and says so" "[ $code -eq 1 ] && grep -q -- '--tokens is required' <<<\"\$err\""
 
+err=$("$simtrain" train --workload "$(dirname "$0")/../../examples/pipeline2.json" --cluster node8 \
+  --tokens 1B --quiet 2>&1); code=$?
+check "a workload file without --ckpt-bytes: exit 1, before simulating" \
+  "[ $code -eq 1 ] && grep -qF -- '--ckpt-bytes is needed: the workload does not say the model' <<<\"\$err\""
+j=$("$simtrain" train --workload "$(dirname "$0")/../../examples/pipeline2.json" --cluster node8 \
+  --tokens 1B --quiet --ckpt-bytes 2e9 --storage-GBps 1 --json)
+check "a workload file with --ckpt-bytes 2e9 at 1 GB/s: a 2 s checkpoint" \
+  "[ '$(json_num "$j" checkpoint_s)' = 2 ]"
+
 [ "$fails" -eq 0 ] && echo "train_failures: all checks passed"
 exit $((fails > 0))
