@@ -11,10 +11,15 @@
 #include <string.h>
 #include <time.h>
 
-#include <hdf5.h>
-
+#include "an_h5.h"
 #include "an_int.h"
 #include "analysis.h"
+
+/* What the HDF5 body writes. */
+struct train_file {
+  const an_failure_report *r;
+  const char *command_line;
+};
 
 void an_failure_report_release(an_failure_report *r)
 {
@@ -175,54 +180,30 @@ void an_failure_print_sweep(const an_failure_report *r, FILE *out)
   }
 }
 
-/* ---- HDF5 ---------------------------------------------------------------------- */
-
-static int h5_str(hid_t obj, const char *name, const char *value)
-{
-  hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a = -1;
-  int rc = -1;
-  if (t >= 0 && H5Tset_size(t, strlen(value) + 1) >= 0 && sp >= 0 &&
-      (a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT)) >= 0 && H5Awrite(a, t, value) >= 0)
-    rc = 0;
-  if (a >= 0)
-    H5Aclose(a);
-  if (sp >= 0)
-    H5Sclose(sp);
-  if (t >= 0)
-    H5Tclose(t);
-  return rc;
-}
+/* ---- HDF5 (through analysis/h5.c: atomic, no modification times) --------------- */
 
 static int h5_num(hid_t obj, const char *name, double v)
 {
-  hid_t sp = H5Screate(H5S_SCALAR), a = -1;
-  int rc = -1;
-  if (sp >= 0 && (a = H5Acreate2(obj, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT)) >= 0 &&
-      H5Awrite(a, H5T_NATIVE_DOUBLE, &v) >= 0)
-    rc = 0;
-  if (a >= 0)
-    H5Aclose(a);
-  if (sp >= 0)
-    H5Sclose(sp);
-  return rc;
+  return an__h5_attr_write_num(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
 }
 
-static int h5_body(hid_t file, const an_failure_report *r, const char *command_line)
+static int write_train(an__h5w *w)
 {
+  const an_failure_report *r = ((const struct train_file *)w->u)->r;
+  const char *command_line = ((const struct train_file *)w->u)->command_line;
   char now[32] = "";
   time_t t = time(NULL);
   struct tm tm;
   if (gmtime_r(&t, &tm))
     strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  int bad = h5_str(file, "simtrain_version", SIMTRAIN_VERSION) < 0;
-  bad = bad || h5_str(file, "command_line", command_line ? command_line : "") < 0;
-  bad = bad || h5_str(file, "created_utc", now) < 0;
-  bad = bad || h5_str(file, "kind", "train") < 0;
-  if (bad)
-    return -1;
-  hid_t g = H5Gcreate2(file, "train", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (an__h5_attr_write_str(w->file, "simtrain_version", SIMTRAIN_VERSION) < 0 ||
+      an__h5_attr_write_str(w->file, "command_line", command_line) < 0 ||
+      an__h5_attr_write_str(w->file, "created_utc", now) < 0 ||
+      an__h5_attr_write_str(w->file, "kind", "train") < 0)
+    return an__h5_wfail(w, "cannot write the root attributes");
+  hid_t g = an__h5_group(w->file, "train");
   if (g < 0)
-    return -1;
+    return an__h5_wfail(w, "cannot create group '/train'");
   const an_failure_params *p = &r->p;
   const an_failure_mc *mc = &r->mc;
   const struct {
@@ -269,22 +250,17 @@ static int h5_body(hid_t file, const an_failure_report *r, const char *command_l
       {"failures_mean", mc->failures},
       {"waits_mean", mc->waits},
   };
-  bad = h5_str(g, "workload", r->workload) < 0 || h5_str(g, "cluster", r->cluster) < 0;
+  int bad = an__h5_attr_write_str(g, "workload", r->workload) < 0 ||
+            an__h5_attr_write_str(g, "cluster", r->cluster) < 0;
   for (size_t i = 0; !bad && i < sizeof nums / sizeof nums[0]; i++)
     bad = h5_num(g, nums[i].name, nums[i].v) < 0;
+  an__h5_close(&g, H5Gclose);
+  if (bad)
+    return an__h5_wfail(w, "cannot write the attributes of '/train'");
   /* the finish time of every trial, in trial order */
-  hsize_t n = (hsize_t)mc->trials;
-  hid_t sp = bad ? -1 : H5Screate_simple(1, &n, NULL), ds = -1;
-  if (sp < 0 || (ds = H5Dcreate2(g, "finish_s", H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT,
-                                 H5P_DEFAULT)) < 0 ||
-      H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, r->finish_s) < 0)
-    bad = 1;
-  if (ds >= 0)
-    H5Dclose(ds);
-  if (sp >= 0)
-    H5Sclose(sp);
-  if (!bad && r->sweep) {
-    hsize_t rows = (hsize_t)r->sweep_scales * r->sweep_points;
+  int rc = an__h5_write_rows(w, "train/finish_s", H5T_NATIVE_DOUBLE, (size_t)mc->trials,
+                             r->finish_s, NULL);
+  if (rc == ST_OK && r->sweep) {
     hid_t ct = H5Tcreate(H5T_COMPOUND, sizeof(an_failure_sweep_row));
     H5Tinsert(ct, "mtbf_scale", HOFFSET(an_failure_sweep_row, mtbf_scale), H5T_NATIVE_DOUBLE);
     H5Tinsert(ct, "job_mtbf_s", HOFFSET(an_failure_sweep_row, job_mtbf_s), H5T_NATIVE_DOUBLE);
@@ -292,41 +268,18 @@ static int h5_body(hid_t file, const an_failure_report *r, const char *command_l
     H5Tinsert(ct, "time_to_train_s", HOFFSET(an_failure_sweep_row, time_s), H5T_NATIVE_DOUBLE);
     H5Tinsert(ct, "goodput", HOFFSET(an_failure_sweep_row, goodput), H5T_NATIVE_DOUBLE);
     H5Tinsert(ct, "failures", HOFFSET(an_failure_sweep_row, failures), H5T_NATIVE_DOUBLE);
-    sp = H5Screate_simple(1, &rows, NULL);
-    ds = sp < 0 ? -1 : H5Dcreate2(g, "sweep", ct, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    if (ds < 0 || H5Dwrite(ds, ct, H5S_ALL, H5S_ALL, H5P_DEFAULT, r->sweep) < 0)
-      bad = 1;
-    if (ds >= 0)
-      H5Dclose(ds);
-    if (sp >= 0)
-      H5Sclose(sp);
-    H5Tclose(ct);
+    rc = an__h5_write_rows(w, "train/sweep", ct, (size_t)r->sweep_scales * r->sweep_points,
+                           r->sweep, NULL);
+    an__h5_close(&ct, H5Tclose);
   }
-  H5Gclose(g);
-  return bad ? -1 : 0;
+  return rc;
 }
 
 int an_failure_write(const an_failure_report *r, const char *path, const char *command_line,
                      st_err *err)
 {
-  st_outfile o;
-  int rc = st_out_begin(&o, path, err);
-  if (rc)
-    return rc;
-  H5E_auto2_t fn;
-  void *data;
-  H5Eget_auto2(H5E_DEFAULT, &fn, &data);
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  hid_t f = H5Fcreate(o.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  int bad = f < 0 || h5_body(f, r, command_line) < 0;
-  if (f >= 0 && H5Fclose(f) < 0)
-    bad = 1;
-  H5Eset_auto2(H5E_DEFAULT, fn, data);
-  if (bad) {
-    st_out_commit(&o, 0, path, NULL);
-    return st_err_set(err, ST_EIO, "train results '%s': cannot write the HDF5 file", path);
-  }
-  return st_out_commit(&o, 1, path, err);
+  struct train_file f = {r, command_line ? command_line : ""};
+  return an__h5_create(path, "train results", write_train, &f, err);
 }
 
 /* ---- SVG -------------------------------------------------------------------------- */
