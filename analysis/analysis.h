@@ -429,6 +429,143 @@ int an_plot_links(const an_results *r, const char *path, st_err *err);
  * run's step time. */
 int an_plot_compare(const an_results *const *runs, size_t n, const char *path, st_err *err);
 
+
+/* ---- a whole run with failures, checkpoints and restarts (analysis/failures.c,
+ *      failures_out.c; docs/failures.md) ------------------------------------ */
+#define AN_FAILURE_MAX_TRIALS 10000000
+#define AN_FAILURE_MAX_SPARES 1000000
+
+/* xoshiro256** (Blackman and Vigna), its state seeded by splitmix64 from a
+ * seed and a stream number (a trial): integers only, the same on every
+ * platform. */
+typedef struct an_rng {
+  uint64_t s[4];
+} an_rng;
+void an_rng_seed(an_rng *r, uint64_t seed, uint64_t stream);
+uint64_t an_rng_next(an_rng *r);
+/* Uniform in (0, 1]: the top 53 bits, plus one, over 2^53. */
+double an_rng_uniform(an_rng *r);
+/* log(x) for x in (0, 1] from IEEE +, *, / alone (no C library). */
+double an_rng_log(double x);
+/* Exponential with this rate (per s); rate 0: infinity. */
+double an_rng_exp(an_rng *r, double rate);
+
+/* The run (failures.c's header gives the model). */
+typedef struct an_failure_params {
+  double work_s;     /* failure-free training: steps x step time */
+  double rate_per_s; /* the job's failures per second of running, 0 or more */
+  double ckpt_s;     /* one blocking checkpoint, > 0 */
+  double restart_s;  /* from a failure (and a node) to training again */
+  double repair_s;   /* the wait for a repaired node when no spare is free */
+  int spare_nodes;   /* -1: unlimited (a failed node is replaced at once) */
+  double interval_s; /* work between checkpoints, > 0 */
+} an_failure_params;
+
+/* ST_EUSAGE naming the first bad field (not positive, negative, infinite). */
+int an_failure_check(const an_failure_params *p, st_err *err);
+
+/* Young (1974): sqrt(2 ckpt M).  Daly (2006, FGCS 22(3) 303-312, eq. 37):
+ * sqrt(2 ckpt M) (1 + sqrt(ckpt / 2M) / 3 + ckpt / 18M) - ckpt for ckpt <
+ * 2M, else M. */
+double an_failure_young_s(double ckpt_s, double mtbf_s);
+double an_failure_daly_s(double ckpt_s, double mtbf_s);
+
+typedef struct an_failure_expectation {
+  double checkpoints; /* n = ceil(work / interval) */
+  double base_s;      /* work + n ckpt: the time without failures */
+  double time_s;      /* expected time to train */
+  double failures;    /* expected failures */
+  double goodput;     /* work / time */
+} an_failure_expectation;
+
+/* The exact expectation of the model for exponential failures: n - 1 full
+ * segments and the last, each e^(lambda R) (e^(lambda L) - 1) (1/lambda + D)
+ * with D the repair time without spares (0 with spares: assumed never to run
+ * out).  p must pass an_failure_check. */
+void an_failure_expect(const an_failure_params *p, an_failure_expectation *e);
+/* The continuous form: work / interval x one full segment's expected time
+ * (what the optimum minimises). */
+double an_failure_rate_time_s(const an_failure_params *p, double interval_s);
+/* The interval that minimises an_failure_rate_time_s (golden-section search
+ * over log interval, from Young / 1000 to Young x 1000), at most work_s;
+ * work_s without failures. */
+double an_failure_optimal_s(const an_failure_params *p);
+
+/* One trial's outcome. */
+typedef struct an_failure_trial {
+  double finish_s, failures, waits, lost_s, restart_s, wait_s;
+} an_failure_trial;
+
+/* The Monte-Carlo over trials (means over trials; p10/p50/p90 of the finish
+ * time by linear interpolation between order statistics). */
+typedef struct an_failure_mc {
+  int trials;
+  double mean_s, stddev_s, min_s, max_s, p10_s, p50_s, p90_s;
+  double failures;     /* per trial */
+  double waits;        /* failures that found no free spare, per trial */
+  double lost_s;       /* work and checkpoints lost, and interrupted restarts */
+  double restart_s;    /* completed restarts */
+  double wait_s;       /* waiting for a node */
+  double checkpoint_s; /* n x ckpt */
+  double goodput;      /* work / mean */
+} an_failure_mc;
+
+/* trials runs of the model, trial k from an_rng stream (seed, k); finish_s
+ * (trials entries, or NULL) gets each trial's finish time in trial order.
+ * ST_EUSAGE for bad parameters or trials outside 1..AN_FAILURE_MAX_TRIALS. */
+int an_failure_simulate(const an_failure_params *p, int trials, uint64_t seed, double *finish_s,
+                        an_failure_mc *mc, st_err *err);
+/* The q-quantile of n sorted values (linear between order statistics). */
+double an_failure_quantile(const double *sorted, size_t n, double q);
+
+typedef struct an_failure_sweep_row {
+  double mtbf_scale; /* both MTBFs x this */
+  double job_mtbf_s; /* 1 / rate */
+  double interval_s, time_s, goodput, failures;
+} an_failure_sweep_row;
+/* The expectation against the interval for each MTBF scale: points
+ * intervals, log-spaced from an eighth of the smallest scale's optimum to
+ * eight times the largest's (at most work_s), the same for every scale;
+ * rows has num_scales x points entries, scale by scale. */
+int an_failure_sweep(const an_failure_params *p, const double *scales, int num_scales, int points,
+                     an_failure_sweep_row *rows, st_err *err);
+
+/* Everything `simtrain train` predicts (filled by the driver, drv_train.c). */
+typedef struct an_failure_report {
+  char workload[256], cluster[256], device[64];
+  int num_gpus, num_nodes;
+  int simulated;          /* the step was simulated (0: given, --step-time) */
+  double step_time_s, tokens_per_step, train_tokens, train_steps;
+  double mtbf_gpu_h, mtbf_node_h; /* per GPU, per node */
+  double job_mtbf_s;              /* 1 / rate */
+  double ckpt_bytes, storage_GBps, reschedule_s, repair_h;
+  int interval_auto;              /* the interval is the optimum */
+  double young_s, daly_s, optimal_s;
+  an_failure_params p;
+  an_failure_expectation analytic;
+  int trials;
+  uint64_t seed;
+  an_failure_mc mc;
+  double *finish_s; /* trials entries, trial order (owned: an_failure_report_release) */
+  an_failure_sweep_row *sweep; /* NULL without a sweep (owned) */
+  int sweep_scales, sweep_points;
+} an_failure_report;
+void an_failure_report_release(an_failure_report *r);
+
+/* A table for people; one JSON object (docs/failures.md lists the keys). */
+void an_failure_print_text(const an_failure_report *r, FILE *out);
+void an_failure_print_json(const an_failure_report *r, FILE *out);
+/* The sweep as a table (tab-separated, a header line). */
+void an_failure_print_sweep(const an_failure_report *r, FILE *out);
+/* The HDF5 file (docs/results-format.md, "Training runs"), atomically. */
+int an_failure_write(const an_failure_report *r, const char *path, const char *command_line,
+                     st_err *err);
+/* A histogram of the trials' finish times with p10, p50 and p90 marked. */
+int an_failure_plot(const an_failure_report *r, const char *path, st_err *err);
+/* Goodput against the checkpoint interval, one curve per MTBF scale (the
+ * sweep), each one's optimum marked. */
+int an_failure_plot_sweep(const an_failure_report *r, const char *path, st_err *err);
+
 #ifdef __cplusplus
 }
 #endif

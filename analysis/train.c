@@ -4,7 +4,8 @@
  * sources of the TDPs, node powers and prices).
  *
  * Every step is the simulated steady-state step: no warm-up, checkpointing,
- * evaluation, restarts or failures.  The power model is a mean over the
+ * evaluation, restarts or failures (analysis/failures.c adds those for
+ * `simtrain train`).  The power model is a mean over the
  * step: each GPU is busy for its compute time and, at a share of the dynamic
  * power, for its exposed communication; the rest of the step (bubble, idle)
  * it draws its idle power.  Communication hidden under compute costs nothing

@@ -130,6 +130,47 @@ int drv_run_job(const drv_job *j, drv_run *r, st_err *err);
 int drv_run_write(const drv_run *r, const char *path, const char *command_line, st_err *err);
 void drv_run_release(drv_run *r);
 
+/* ---- a whole training run with failures (drv_train.c, docs/failures.md) ---- */
+
+/* Defaults from the Llama 3 405B pre-training (Dubey et al. 2024, "The Llama 3
+ * Herd of Models", sec. 3.3.4): 419 unexpected interruptions in 54 days on
+ * 16,384 H100 in 2,048 nodes, 58.7% of them GPU issues.  The GPU share over
+ * the GPU-hours, the rest over the node-hours. */
+#define DRV_MTBF_GPU_H (16384.0 * 54 * 24 / (0.587 * 419))
+#define DRV_MTBF_NODE_H (2048.0 * 54 * 24 / (0.413 * 419))
+#define DRV_STORAGE_GBPS 2000.0 /* Tectonic's sustained 2 TB/s, same paper */
+#define DRV_RESCHEDULE_S 600.0  /* an assumption, docs/failures.md */
+#define DRV_REPAIR_H 24.0       /* an assumption, docs/failures.md */
+#define DRV_TRAIN_TRIALS 1000
+#define DRV_TRAIN_MAX_SCALES 16
+
+typedef struct drv_train_opts {
+  drv_job job;          /* the step, as `run` simulates it; job.train_tokens > 0 */
+  double step_time_s;   /* > 0: this step, no simulation (job.model and job.layout) */
+  double mtbf_gpu_h;    /* > 0 (infinity: no GPU failures) */
+  double mtbf_node_h;   /* > 0 */
+  double interval_s;    /* work between checkpoints; 0: the optimum */
+  double storage_GBps;  /* checkpoint write and read bandwidth, > 0 */
+  double ckpt_bytes;    /* 0: the model's weights and optimizer state (14 bytes a parameter) */
+  double reschedule_s;  /* part of the restart before loading the checkpoint */
+  double restart_s;     /* NaN: reschedule_s + ckpt_bytes / storage */
+  int spare_nodes;      /* -1: unlimited */
+  double repair_h;      /* the wait for a node when no spare is free */
+  int trials;
+  uint64_t seed;
+  int sweep;            /* the expectation against the interval for the MTBF scales */
+  double sweep_scales[DRV_TRAIN_MAX_SCALES];
+  int num_sweep_scales;
+  int sweep_points;
+} drv_train_opts;
+/* The defaults above, 1000 trials, seed 1, an automatic interval, unlimited
+ * spares, the sweep at MTBF x 0.25, 0.5, 1, 2, 4 with 41 intervals. */
+void drv_train_opts_init(drv_train_opts *o);
+/* Simulate the step (or take o->step_time_s), then the whole run: the
+ * analytic expectation, the Monte-Carlo and, with o->sweep, the sweep.  r
+ * owns its arrays (an_failure_report_release, also after an error). */
+int drv_train_run(const drv_train_opts *o, an_failure_report *r, st_err *err);
+
 /* ---- the engine's result as analysis holds it (drv_measure.c) --------------- */
 
 /* What r measured, moved into m (analysis's own rows; the algorithm and
