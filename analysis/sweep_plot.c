@@ -20,6 +20,7 @@
 #include "sweep.h"
 
 #define WIDTH 1200.0
+#define HM_MAX_CELLS 250000 /* 500 x 500: beyond, no one reads the picture */
 
 /* Tableau 10: distinct at a glance; series beyond ten reuse them in order. */
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -580,6 +581,11 @@ static int hm_plan_fill(const an_sweep *s, hm_plan *p, const char *path, st_err 
                       "sweep '%s': no ok point has both '%s' and '%s': nothing "
                       "to plot",
                       subject(s), p->x, p->y);
+  if (p->ax.n * p->ay.n > HM_MAX_CELLS)
+    return st_err_set(err, ST_EUSAGE,
+                      "sweep '%s': a heat map of '%s' (%zu values) by '%s' (%zu values) "
+                      "would have more than %d cells",
+                      subject(s), p->x, p->ax.n, p->y, p->ay.n, HM_MAX_CELLS);
   p->cells = calloc(p->ax.n * p->ay.n, sizeof *p->cells);
   if (!p->cells)
     return oom(path, err);
@@ -612,9 +618,12 @@ static int hm_plan_fill(const an_sweep *s, hm_plan *p, const char *path, st_err 
  * on it should be white. */
 static void hm_color(const hm_plan *p, double v, char *buf, size_t n, int *dark)
 {
-  double t = p->vmax > p->vmin ? (v - p->vmin) / (p->vmax - p->vmin) : 1;
-  if (p->lower)
-    t = 1 - t;
+  double t = 1; /* one value: it is the best */
+  if (p->vmax > p->vmin) {
+    t = (v - p->vmin) / (p->vmax - p->vmin);
+    if (p->lower)
+      t = 1 - t;
+  }
   t = t < 0 ? 0 : t > 1 ? 1 : t;
   static const double lo[3] = {239, 243, 255}, hi[3] = {8, 48, 107};
   int c[3];

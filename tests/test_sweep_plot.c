@@ -380,6 +380,34 @@ static void test_heatmap__lower_is_better_columns(void **state)
   assert_non_null(strstr(svg, "fill=\"#eff3ff\"><title>tp=16, pp=4: step_time_s 1.5 "));
   assert_non_null(strstr(svg, ">step_time_s (lower is better; darker: better)</text>"));
   free(svg);
+  /* one cell: it is the best, dark whichever way is better */
+  svg = heatmap(f, "gbs", "gbs", "step_time_s", "h1.svg");
+  assert_int_equal(count_in_group(svg, "cells", "<rect"), 1);
+  assert_non_null(strstr(svg, "fill=\"#08306b\"><title>gbs=512, gbs=512: step_time_s 0.8 "));
+  free(svg);
+}
+
+/* 501 points by themselves: 501 x 501 = 251001 cells, over the 250000 allowed. */
+static void test_heatmap__too_many_cells_is_an_error(void **state)
+{
+  fixture *f = *state;
+  enum { N = 501 };
+  an_sweep_row *rows = malloc(N * sizeof *rows);
+  assert_non_null(rows);
+  for (int i = 0; i < N; i++)
+    rows[i] = row(i, "h100", 64, "ok", "tp=8", 1000, 1, NAN);
+  f->s.rows = rows;
+  f->s.num_rows = f->s.points = N;
+  char p[600];
+  snprintf(p, sizeof p, "%s/h.svg", f->dir);
+  st_err err = {0};
+  assert_int_equal(an_sweep_plot_heatmap(&f->s, "point", "point", NULL, p, &err), ST_EUSAGE);
+  assert_string_equal(err.msg, "sweep 'grid.h5': a heat map of 'point' (501 values) by 'point' "
+                               "(501 values) would have more than 250000 cells");
+  assert_false(exists(f, "h.svg"));
+  /* 501 values by one: a picture */
+  assert_int_equal(an_sweep_plot_heatmap(&f->s, "point", "tp", NULL, p, &err), ST_OK);
+  free(rows);
 }
 
 /* Columns as knobs, a text one included; gbs comes from the layout run
@@ -473,6 +501,7 @@ int main(void)
       T(test_scaling__no_ok_point_is_an_error),
       T(test_heatmap__best_value_per_cell_and_grey_empty_cells),
       T(test_heatmap__lower_is_better_columns),
+      T(test_heatmap__too_many_cells_is_an_error),
       T(test_heatmap__columns_and_layout_keys_as_knobs),
       T(test_heatmap__unknown_knob_and_value_are_errors),
       T(test_heatmap__same_bytes_twice_and_in_any_row_order),
