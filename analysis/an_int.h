@@ -26,6 +26,12 @@ void an__svg_rect(an__svg *s, double x, double y, double w, double h, const char
                   const char *title);
 void an__svg_line(an__svg *s, double x1, double y1, double x2, double y2, const char *stroke,
                   double width);
+/* A line through n points (no fill) and a filled circle; title (may be NULL)
+ * becomes a tooltip. */
+void an__svg_polyline(an__svg *s, const double *x, const double *y, size_t n, const char *stroke,
+                      double width, const char *title);
+void an__svg_circle(an__svg *s, double cx, double cy, double r, const char *fill,
+                    const char *title);
 /* anchor: "start", "middle" or "end"; rotate: degrees around (x, y). */
 void an__svg_text(an__svg *s, double x, double y, const char *anchor, double size, double rotate,
                   const char *fmt, ...) __attribute__((format(printf, 7, 8)));

@@ -1,5 +1,5 @@
-/* svg.c — a small SVG writer: rectangles, lines, text and groups into one
- * self-contained document (see an_int.h). */
+/* svg.c — a small SVG writer: rectangles, lines, polylines, circles, text and
+ * groups into one self-contained document (see an_int.h). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,6 +77,35 @@ void an__svg_line(an__svg *s, double x1, double y1, double x2, double y2, const 
 {
   add(s, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"%.2f\"/>\n",
       x1, y1, x2, y2, stroke, width);
+}
+
+void an__svg_polyline(an__svg *s, const double *x, const double *y, size_t n, const char *stroke,
+                      double width, const char *title)
+{
+  add(s, "<polyline points=\"");
+  for (size_t i = 0; i < n; i++)
+    add(s, "%s%.2f,%.2f", i ? " " : "", x[i], y[i]);
+  add(s, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.2f\"", stroke, width);
+  if (title) {
+    add(s, "><title>");
+    add_escaped(s, title);
+    add(s, "</title></polyline>\n");
+  } else {
+    add(s, "/>\n");
+  }
+}
+
+void an__svg_circle(an__svg *s, double cx, double cy, double r, const char *fill,
+                    const char *title)
+{
+  add(s, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.2f\" fill=\"%s\"", cx, cy, r, fill);
+  if (title) {
+    add(s, "><title>");
+    add_escaped(s, title);
+    add(s, "</title></circle>\n");
+  } else {
+    add(s, "/>\n");
+  }
 }
 
 void an__svg_text(an__svg *s, double x, double y, const char *anchor, double size, double rotate,

@@ -93,16 +93,34 @@ int an_sweep_print(const an_sweep *s, const char *by, int desc, FILE *out, st_er
  * null), in the same order as an_sweep_print. */
 int an_sweep_print_json(const an_sweep *s, const char *by, int desc, FILE *out, st_err *err);
 
-/* ---- pictures (SVG, atomically) ---- */
-/* Throughput per GPU and time to train (when the sweep has a token budget;
- * else step time) against GPUs, one line per series (the rows' values of
- * column `series`, default "cluster"), for the points that are ok; rows of
- * one series at one GPU count keep their best throughput. */
+/* ---- pictures (SVG, atomically; docs/sweep.md, "Pictures of a sweep") ----
+ * Only points whose status is "ok" are drawn; every marker and cell has a
+ * <title> tooltip with its exact value and the point it comes from.  The
+ * same sweep gives the same bytes, whatever the order of its rows.  No ok
+ * point: ST_EINPUT "sweep 'x.h5': no point succeeded: nothing to plot"
+ * (the sweep is named by its path, else its name). */
+/* Two panels against GPUs (num_gpus, log2 axis): throughput per GPU
+ * (tokens_per_s_per_gpu), and time to train in days (time_to_train_s) when
+ * any ok point has one, else step time in seconds.  One line with point
+ * markers per series: the distinct values of column `series` (NULL:
+ * "cluster"; a string or numeric column, in strcmp or numeric order), each
+ * a colour of a fixed palette and a legend entry.  Of the rows of one
+ * series at one GPU count (layouts, batches...) the one with the best
+ * throughput is drawn, in both panels.  Unknown column: ST_EUSAGE listing
+ * the columns. */
 int an_sweep_plot_scaling(const an_sweep *s, const char *series, const char *path, st_err *err);
-/* A heat map of column `value` (default tokens_per_s_per_gpu, best per cell)
- * over two knobs: x and y are layout keys (tp, pp, dp, cp, ep, vpp, mbs,
- * ...) read from the layout run, or numeric columns (num_gpus, gbs, seq,
- * nodes). */
+/* A heat map of column `value` (NULL: tokens_per_s_per_gpu) over two knobs
+ * x and y.  A knob is a key of the layout run (tp, pp, dp, cp, ep, vpp, mbs,
+ * gbs, zero, recompute...: any key of the "k=v,..." string), or else a
+ * column (num_gpus, nodes, seq, point, cluster...); its distinct values,
+ * in numeric order when all are numbers, else in strcmp order, are the
+ * columns and rows of the grid (a row with neither is left out).  A cell
+ * shows the best value of its ok points (the smallest for step_time_s,
+ * time_to_train_s, cost_usd, energy_MWh, exposed_comm_s, bubble_s and
+ * peak_memory_bytes, else the largest; ties: the lower point), darker for
+ * better; a cell without one is grey with "-".  A knob that is neither a
+ * column nor a key of an ok point's layout, or a value that is not a
+ * numeric column: ST_EUSAGE naming it with what there is. */
 int an_sweep_plot_heatmap(const an_sweep *s, const char *x, const char *y, const char *value,
                           const char *path, st_err *err);
 
