@@ -347,6 +347,11 @@ double drv_sweep_cost(const drv_sweep_spec *s, const drv_sweep_point_t *p);
  * load[k] the cost of shard k+1.  Returns 0 or ST_ENOMEM. */
 int drv_sweep_plan(const drv_sweep_spec *s, int shards, double *cost, int *shard_of,
                    double *load);
+/* The rule itself: points (costs cost[0..n-1]) costliest first (ties: the
+ * lower point) to the shard with the least cost so far (ties: the lower
+ * shard).  ord is scratch of n ints. */
+void drv_sweep_assign(const double *cost, int n, int shards, int *ord, int *shard_of,
+                      double *load);
 
 typedef struct drv_sweep_opts {
   int shard, shards;   /* this shard (1-based) of how many; 1 of 1: the whole sweep */

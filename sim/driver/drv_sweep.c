@@ -621,19 +621,11 @@ static int by_cost(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-int drv_sweep_plan(const drv_sweep_spec *s, int shards, double *cost, int *shard_of,
-                   double *load)
+void drv_sweep_assign(const double *cost, int n, int shards, int *ord, int *shard_of,
+                      double *load)
 {
-  int n = s->num_points;
-  int *ord = malloc(((size_t)n + 1) * sizeof *ord);
-  if (!ord)
-    return ST_ENOMEM;
-  for (int i = 0; i < n; i++) {
-    drv_sweep_point_t p;
-    drv_sweep_point(s, i, &p);
-    cost[i] = drv_sweep_cost(s, &p);
+  for (int i = 0; i < n; i++)
     ord[i] = i;
-  }
   plan_cost = cost;
   qsort(ord, (size_t)n, sizeof *ord, by_cost);
   for (int k = 0; k < shards; k++)
@@ -646,6 +638,21 @@ int drv_sweep_plan(const drv_sweep_spec *s, int shards, double *cost, int *shard
     shard_of[ord[i]] = best + 1;
     load[best] += cost[ord[i]];
   }
+}
+
+int drv_sweep_plan(const drv_sweep_spec *s, int shards, double *cost, int *shard_of,
+                   double *load)
+{
+  int n = s->num_points;
+  int *ord = malloc(((size_t)n + 1) * sizeof *ord);
+  if (!ord)
+    return ST_ENOMEM;
+  for (int i = 0; i < n; i++) {
+    drv_sweep_point_t p;
+    drv_sweep_point(s, i, &p);
+    cost[i] = drv_sweep_cost(s, &p);
+  }
+  drv_sweep_assign(cost, n, shards, ord, shard_of, load);
   free(ord);
   return ST_OK;
 }
