@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -53,8 +56,16 @@ static void write_all(int fd, const char *p, size_t n)
 }
 
 /* In the child: run the task and write its answer; never returns. */
-static void child_main(int fd, int timeout_s, drv_task_fn task, void *u, int index)
+static void child_main(int fd, int timeout_s, drv_task_fn task, void *u, int index, pid_t parent)
 {
+#ifdef __linux__
+  /* the child dies with its parent (a sweep killed, a search point past its
+   * time-out): no orphan simulations left running */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+    _exit(1);
+#else
+  (void)parent;
+#endif
   /* a crash must end the child, whatever handlers the parent installed
    * (cmocka's would carry it back into the test loop) */
   static const int sigs[] = {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGALRM};
@@ -85,6 +96,7 @@ static int slot_start(drv__slot *s, int index, int timeout_s, drv_task_fn task, 
   if (pipe(fds))
     return st_err_set(err, ST_EIO, "cannot create a pipe: %s", strerror(errno));
   fflush(NULL);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
@@ -93,7 +105,7 @@ static int slot_start(drv__slot *s, int index, int timeout_s, drv_task_fn task, 
   }
   if (pid == 0) {
     close(fds[0]);
-    child_main(fds[1], timeout_s, task, u, index);
+    child_main(fds[1], timeout_s, task, u, index, parent);
   }
   close(fds[1]);
   s->task = index;
