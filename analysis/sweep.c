@@ -27,7 +27,8 @@ static const an_sweep_col columns[] = {
     D(step_time_s), D(tokens_per_step), D(tokens_per_s),  D(tokens_per_s_per_gpu),
     D(model_tflops_per_gpu), D(mfu),   D(compute_s),      D(exposed_comm_s),
     D(bubble_s),    D(peak_memory_bytes), D(train_steps), D(time_to_train_s),
-    D(cost_usd),    D(energy_MWh),     D(cost_estimate_s),
+    D(cost_usd),    D(energy_MWh),     D(cost_estimate_s), D(estimate_step_s),
+    I(estimate_rank),
 #undef I
 #undef S
 #undef D
@@ -95,6 +96,7 @@ static int write_body(an__h5w *w)
   const an_sweep *s = w->u;
   hid_t f = w->file;
   if (an__h5_attr_write_str(f, "format", SWEEP_FORMAT) < 0 ||
+      an__h5_attr_write_str(f, "kind", s->kind[0] ? s->kind : "sweep") < 0 ||
       an__h5_attr_write_str(f, "simtrain_version", SIMTRAIN_VERSION) < 0 ||
       an__h5_attr_write_str(f, "name", s->name) < 0 ||
       an__h5_attr_write_str(f, "spec", s->spec_json) < 0 ||
@@ -163,13 +165,21 @@ int an_sweep_is_file(const char *path)
 
 static int read_body(an__h5r *rd, an_sweep *s)
 {
-  char *format = NULL, *digest = NULL;
+  char *format = NULL, *digest = NULL, *kind = NULL;
   const char *where = "group '/'";
   int rc = an__h5_attr_read_str(rd, rd->file, where, "format", &format);
   if (!rc && strcmp(format, SWEEP_FORMAT))
     rc = an__h5_rfail(rd, ST_EINPUT, "not a sweep file (format '%s', expected '%s')", format,
                       SWEEP_FORMAT);
   free(format);
+  if (!rc && !(rc = an__h5_attr_read_str(rd, rd->file, where, "kind", &kind))) {
+    if (strcmp(kind, "sweep") && strcmp(kind, "search"))
+      rc = an__h5_rfail(rd, ST_EINPUT, "attribute 'kind' is '%s', expected 'sweep' or 'search'",
+                        kind);
+    else
+      snprintf(s->kind, sizeof s->kind, "%s", kind);
+  }
+  free(kind);
   if (!rc)
     (void)((rc = an__h5_attr_read_str(rd, rd->file, where, "simtrain_version", &s->version)) ||
            (rc = an__h5_attr_read_str(rd, rd->file, where, "name", &s->name)) ||
@@ -266,6 +276,9 @@ int an_sweep_merge(an_sweep *const *sh, size_t n, an_sweep *out, st_err *err)
     if (strcmp(a->digest, b->digest))
       return st_err_set(err, ST_EINPUT, "merge: shard '%s' is of another sweep (digest %s; "
                         "'%s' has %s)", name_of(b), b->digest, name_of(a), a->digest);
+    if (strcmp(a->kind, b->kind))
+      return st_err_set(err, ST_EINPUT, "merge: '%s' is a %s file, '%s' a %s file", name_of(b),
+                        b->kind, name_of(a), a->kind);
     if (a->points != b->points || a->shards != b->shards)
       return st_err_set(err, ST_EINPUT, "merge: shard '%s' is shard %d of %d with %d points, "
                         "'%s' shard %d of %d with %d", name_of(b), (int)b->shard,
@@ -341,6 +354,7 @@ int an_sweep_merge(an_sweep *const *sh, size_t n, an_sweep *out, st_err *err)
     return st_err_set(err, ST_ENOMEM, "merge: out of memory");
   }
   memcpy(out->digest, a->digest, sizeof out->digest);
+  memcpy(out->kind, a->kind, sizeof out->kind);
   out->points = a->points;
   out->shard = out->shards = 1;
   for (size_t i = 0; i < n; i++) {
@@ -411,7 +425,11 @@ static int order(const an_sweep *s, const char *by, int desc, size_t **idx, st_e
   return ST_OK;
 }
 
-static int failed(const an_sweep_row *r) { return strcmp(r->status, "ok") != 0; }
+/* Neither simulated nor (a search's candidate) estimated. */
+static int failed(const an_sweep_row *r)
+{
+  return strcmp(r->status, "ok") != 0 && strcmp(r->status, "estimated") != 0;
+}
 
 static void duration(double s, char *buf, size_t n)
 {
@@ -438,7 +456,8 @@ int an_sweep_print(const an_sweep *s, const char *by, int desc, FILE *out, st_er
     cost |= !isnan(s->rows[i].cost_usd);
     nfail += failed(&s->rows[i]);
   }
-  fprintf(out, "sweep '%s': %zu of %d points", s->name, s->num_rows, (int)s->points);
+  fprintf(out, "%s '%s': %zu of %d %s", s->kind[0] ? s->kind : "sweep", s->name, s->num_rows,
+          (int)s->points, strcmp(s->kind, "search") ? "points" : "candidates");
   if (s->shards > 1)
     fprintf(out, " (shard %d of %d)", (int)s->shard, (int)s->shards);
   fprintf(out, ", %zu failed, digest %s\n\n", nfail, s->digest);
@@ -458,6 +477,15 @@ int an_sweep_print(const an_sweep *s, const char *by, int desc, FILE *out, st_er
             (int)r->num_gpus, gbs, seq, r->dtype[0] ? r->dtype : "-");
     if (failed(r)) {
       fprintf(out, "  %s: %s\n", r->status, r->error);
+      continue;
+    }
+    if (strcmp(r->status, "ok")) { /* a search's candidate, estimated only */
+      fprintf(out, "  %10.4f %10s %6s", r->estimate_step_s, "(estimate)", "");
+      if (train)
+        fprintf(out, " %9s", "");
+      if (cost)
+        fprintf(out, " %11s", "");
+      fprintf(out, "  %s\n", r->layout);
       continue;
     }
     fprintf(out, "  %10.4f %10.1f %5.1f%%", r->step_time_s, r->tokens_per_s_per_gpu,
@@ -488,7 +516,7 @@ int an_sweep_print_json(const an_sweep *s, const char *by, int desc, FILE *out, 
   size_t nfail = 0;
   for (size_t i = 0; i < s->num_rows; i++)
     nfail += failed(&s->rows[i]);
-  fprintf(out, "{\"name\":");
+  fprintf(out, "{\"kind\":\"%s\",\"name\":", s->kind[0] ? s->kind : "sweep");
   st_json_str(out, s->name);
   fprintf(out, ",\"digest\":\"%s\",\"points\":%d,\"shard\":%d,\"shards\":%d,\"rows_held\":%zu,"
           "\"failed\":%zu,\"spec\":%s,\"rows\":[",

@@ -4,7 +4,8 @@
  * programs, and the sweep's pictures (docs/sweep.md).
  *
  * A sweep file (HDF5, docs/results-format.md "Sweep files") holds
- *   /            attributes format = "simtrain-sweep", simtrain_version,
+ *   /            attributes format = "simtrain-sweep", kind ("sweep" or
+ *                "search"), simtrain_version,
  *                name, spec (the expanded spec as JSON), digest (16 hex
  *                digits: the spec and the files it names), points (in the
  *                whole sweep), shard and shards (1-based; 1 of 1 when whole)
@@ -42,10 +43,14 @@ typedef struct an_sweep_row {
       mfu, compute_s, exposed_comm_s, bubble_s, peak_memory_bytes;
   double train_steps, time_to_train_s, cost_usd, energy_MWh;
   double cost_estimate_s; /* the planner's estimate of the point's simulation time */
+  double estimate_step_s; /* a search's analytic estimate of the step (NaN in a sweep) */
+  int32_t estimate_rank;  /* its 1-based rank by that estimate (0 in a sweep) */
 } an_sweep_row;
 
 typedef struct an_sweep {
   char *path;      /* read from (an_sweep_read), or NULL */
+  char kind[16];   /* "sweep", or "search": a search's candidates (status "ok" for the
+                      simulated, "estimated" for the others), point = estimate rank - 1 */
   char *version;   /* simtrain version that wrote it */
   char *name;
   char *spec_json; /* the expanded spec */
@@ -123,6 +128,11 @@ int an_sweep_plot_scaling(const an_sweep *s, const char *series, const char *pat
  * numeric column: ST_EUSAGE naming it with what there is. */
 int an_sweep_plot_heatmap(const an_sweep *s, const char *x, const char *y, const char *value,
                           const char *path, st_err *err);
+
+/* A search file's candidates: step time (simulated, else the estimate)
+ * against peak memory per GPU, with a line at the device's memory (the
+ * spec's "device_memory_bytes", when it has one). */
+int an_sweep_plot_memory(const an_sweep *s, const char *path, st_err *err);
 
 #ifdef __cplusplus
 }

@@ -768,3 +768,88 @@ int an_sweep_plot_heatmap(const an_sweep *s, const char *x, const char *y, const
   hm_plan_release(&p);
   return an__svg_finish(&svg, path, err);
 }
+
+/* ---- step time against memory (a search's candidates) ----------------------------- */
+/* The step a candidate is drawn at: simulated when it was, else estimated. */
+static double mem_step(const an_sweep_row *r)
+{
+  return is_ok(r) ? r->step_time_s : r->estimate_step_s;
+}
+
+int an_sweep_plot_memory(const an_sweep *s, const char *path, st_err *err)
+{
+  /* the device's memory, as the search recorded it in its options */
+  double device_bytes = NAN;
+  const char *dm = s->spec_json ? strstr(s->spec_json, "\"device_memory_bytes\":") : NULL;
+  if (dm)
+    device_bytes = strtod(dm + strlen("\"device_memory_bytes\":"), NULL);
+  double top_mem = 0, top_step = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < s->num_rows; i++) {
+    const an_sweep_row *r = &s->rows[i];
+    double y = mem_step(r), x = r->peak_memory_bytes;
+    if (!isfinite(x) || !isfinite(y) || (strcmp(r->status, "ok") && strcmp(r->status, "estimated")))
+      continue;
+    n++;
+    top_mem = x > top_mem ? x : top_mem;
+    top_step = y > top_step ? y : top_step;
+  }
+  if (!n)
+    return st_err_set(err, ST_EINPUT, "sweep '%s': no candidate with a step and a peak memory: "
+                      "nothing to plot", subject(s));
+  if (isfinite(device_bytes) && device_bytes > top_mem)
+    top_mem = device_bytes;
+  const double GiB = 1073741824.0;
+  double xtop = nice_top(top_mem / GiB), ytop = nice_top(top_step);
+  panel pn = {90, 560, 1040, 480};
+  an__svg svg;
+  char title[512];
+  snprintf(title, sizeof title, "simtrain search: step time against memory: %s",
+           s->name ? s->name : "");
+  an__svg_begin(&svg, WIDTH, 660, title);
+  an__svg_text(&svg, WIDTH / 2, 26, "middle", 16, 0, "%.300s: step time against peak memory",
+               s->name ? s->name : "");
+  value_axis(&svg, pn.x, pn.w, pn.y0, pn.h, ytop, "step time (s)");
+  /* the memory axis: ticks from 0 to xtop GiB */
+  an__svg_line(&svg, pn.x, pn.y0, pn.x + pn.w, pn.y0, "black", 1);
+  double step = an__nice_step(xtop, 8);
+  for (int i = 0;; i++) {
+    double v = i * step;
+    if (v > xtop * (1 + 1e-9))
+      break;
+    double x = pn.x + pn.w * v / xtop;
+    an__svg_line(&svg, x, pn.y0, x, pn.y0 + 5, "black", 1);
+    an__svg_text(&svg, x, pn.y0 + 18, "middle", 11, 0, "%g", v);
+  }
+  an__svg_text(&svg, pn.x + pn.w / 2, pn.y0 + 38, "middle", 12, 0,
+               "peak memory per GPU (GiB, the memory model's)");
+  if (isfinite(device_bytes) && device_bytes > 0) {
+    double x = pn.x + pn.w * device_bytes / GiB / xtop;
+    an__svg_line(&svg, x, pn.y0, x, pn.y0 - pn.h, "#e15759", 1.5);
+    an__svg_text(&svg, x - 4, pn.y0 - pn.h + 12, "end", 11, 0, "device memory %.1f GiB",
+                 device_bytes / GiB);
+  }
+  /* estimated first (underneath), then the simulated ones on top */
+  for (int pass = 0; pass < 2; pass++) {
+    an__svg_group(&svg, pass ? "simulated" : "estimated");
+    for (size_t i = 0; i < s->num_rows; i++) {
+      const an_sweep_row *r = &s->rows[i];
+      if (is_ok(r) != pass || (!pass && strcmp(r->status, "estimated")))
+        continue;
+      double y = mem_step(r), x = r->peak_memory_bytes;
+      if (!isfinite(x) || !isfinite(y))
+        continue;
+      char tip[1024];
+      snprintf(tip, sizeof tip, "%s %.6g s, %.2f GiB (rank %d by estimate: %s)",
+               pass ? "simulated" : "estimated", y, x / GiB, (int)r->estimate_rank, r->layout);
+      an__svg_circle(&svg, pn.x + pn.w * x / GiB / xtop, pn.y0 - pn.h * y / ytop, pass ? 5 : 2.5,
+                     pass ? palette[1] : palette[0], tip);
+    }
+    an__svg_group_end(&svg);
+  }
+  an__svg_rect(&svg, pn.x, pn.y0 + 52, 12, 12, palette[0], NULL);
+  an__svg_text(&svg, pn.x + 16, pn.y0 + 62, "start", 12, 0, "estimated (analytic model)");
+  an__svg_rect(&svg, pn.x + 240, pn.y0 + 52, 12, 12, palette[1], NULL);
+  an__svg_text(&svg, pn.x + 256, pn.y0 + 62, "start", 12, 0, "simulated (engine)");
+  return an__svg_finish(&svg, path, err);
+}

@@ -26,6 +26,8 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A token count: a number with an optional SI suffix (K M B G T, any case:
  * 1e3 1e6 1e9 1e9 1e12), at least 1 and at most 1e18; 0 or -1. */
 int cli_parse_tokens(const char *s, double *v);
+/* "I/N", a shard: 1 <= I <= N <= 100000; 0 or -1. */
+int cli_parse_shard(const char *s, int *i, int *n);
 /* A finite real number of at least lo, nothing after it; 0 or -1. */
 int cli_parse_real(const char *s, double lo, double *v);
 

@@ -58,9 +58,9 @@ int cmd_merge(int argc, char **argv)
   if (!rc && !quiet) {
     size_t failed = 0;
     for (size_t i = 0; i < m.num_rows; i++)
-      failed += strcmp(m.rows[i].status, "ok") != 0;
-    fprintf(stderr, "merge: %d shard%s, %d points (%zu failed) -> '%s'\n", n, n == 1 ? "" : "s",
-            (int)m.points, failed, out);
+      failed += strcmp(m.rows[i].status, "ok") && strcmp(m.rows[i].status, "estimated");
+    fprintf(stderr, "merge: %d shard%s, %d %s (%zu failed) -> '%s'\n", n, n == 1 ? "" : "s",
+            (int)m.points, strcmp(m.kind, "search") ? "points" : "candidates", failed, out);
   }
   free(m.rows);
   free(m.name);

@@ -15,7 +15,8 @@ static void usage(FILE *out)
           "usage: simtrain plot OUT.h5 --timeline|--breakdown|--links [-o FILE.svg]\n"
           "                    [--ranks LIST]\n"
           "       simtrain plot SWEEP.h5 --scaling [--series COL] [-o FILE.svg]\n"
-          "       simtrain plot SWEEP.h5 --heatmap X Y [--value COL] [-o FILE.svg]\n\n"
+          "       simtrain plot SWEEP.h5 --heatmap X Y [--value COL] [-o FILE.svg]\n"
+          "       simtrain plot SEARCH.h5 --memory [-o FILE.svg]\n\n"
           "Draw a results file or a sweep file as a self-contained SVG picture.\n\n"
           "options:\n"
           "  --timeline    the chosen ranks' streams over the run (needs run --timeline)\n"
@@ -25,6 +26,8 @@ static void usage(FILE *out)
           "                per cluster (or per --series COL, e.g. model, request)\n"
           "  --heatmap X Y a sweep: the best --value COL (default tokens_per_s_per_gpu) over\n"
           "                two knobs, each a layout key (tp, pp, dp, ...) or a column (gbs, ...)\n"
+          "  --memory      a search file ('search -o'): every candidate's step time (simulated,\n"
+          "                else estimated) against its peak memory per GPU\n"
           "  -o FILE       where to write it (default: OUT-<kind>.svg beside OUT.h5)\n"
           "  --ranks LIST  ranks to draw, like 0-3,8 (timeline default: the first 8)\n"
           "  -h, --help    this help\n");
@@ -40,6 +43,7 @@ int cmd_plot(int argc, char **argv)
       {"ranks", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
       {"scaling", no_argument, NULL, 'S'},     {"heatmap", required_argument, NULL, 'H'},
       {"series", required_argument, NULL, 's'}, {"value", required_argument, NULL, 'v'},
+      {"memory", no_argument, NULL, 'M'},
       {NULL, 0, NULL, 0}};
   const char *path = NULL, *out = NULL, *ranks_spec = NULL, *kind = NULL;
   const char *series = NULL, *value = NULL, *hx = NULL, *hy = NULL;
@@ -52,6 +56,7 @@ int cmd_plot(int argc, char **argv)
                     : ch == 'L' ? "links"
                     : ch == 'S' ? "scaling"
                     : ch == 'H' ? "heatmap"
+                    : ch == 'M' ? "memory"
                                 : NULL;
     if (ch == 'H') {
       /* --heatmap X Y: Y is the next argument */
@@ -85,7 +90,7 @@ int cmd_plot(int argc, char **argv)
   if (!kind)
     return cli_usage_error("plot", "choose a picture (--timeline, --breakdown or --links; "
                                    "--scaling or --heatmap X Y for a sweep)");
-  int sweep_kind = !strcmp(kind, "scaling") || !strcmp(kind, "heatmap");
+  int sweep_kind = !strcmp(kind, "scaling") || !strcmp(kind, "heatmap") || !strcmp(kind, "memory");
   if (series && strcmp(kind, "scaling"))
     return cli_usage_error("plot", "'--series' goes with '--scaling'");
   if (value && strcmp(kind, "heatmap"))
@@ -105,7 +110,7 @@ int cmd_plot(int argc, char **argv)
   st_err err = {0};
   int is_sweep = an_sweep_is_file(path);
   if (sweep_kind != is_sweep)
-    return cli_usage_error("plot", is_sweep ? "'%s' is a sweep file: --scaling or --heatmap X Y"
+    return cli_usage_error("plot", is_sweep ? "'%s' is a sweep file: --scaling, --heatmap X Y or --memory"
                                             : "'--%s' draws a sweep file; '%s' is not one",
                            is_sweep ? path : kind, path);
   if (is_sweep) {
@@ -113,7 +118,8 @@ int cmd_plot(int argc, char **argv)
     if (an_sweep_read(path, &sw, &err))
       return cli_fail(&err);
     int rc = !strcmp(kind, "scaling") ? an_sweep_plot_scaling(sw, series, out, &err)
-                                      : an_sweep_plot_heatmap(sw, hx, hy, value, out, &err);
+             : !strcmp(kind, "memory") ? an_sweep_plot_memory(sw, out, &err)
+                                       : an_sweep_plot_heatmap(sw, hx, hy, value, out, &err);
     an_sweep_destroy(sw);
     if (rc)
       return cli_fail(&err);

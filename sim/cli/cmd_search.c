@@ -11,7 +11,7 @@
 static const char usage_text[] =
     "usage: simtrain search (--model M --cluster C[:NODES] --gbs B | --case FILE) [--seq S]\n"
     "                       [--dtype D] [--gpus N] [--fixed KEYS] [--tokens T [--price USD]]\n"
-    "                       [--top K] [-j N] [--rows R]\n"
+    "                       [--top K] [-j N] [--rows R] [-o SEARCH.h5 [--shard I/N]]\n"
     "                       [--json] [--quiet]\n"
     "\n"
     "Find the best parallel layout for a model on a cluster: every valid layout is\n"
@@ -38,6 +38,10 @@ static const char usage_text[] =
     "  --case FILE    a validation case (bench/validation): its model, cluster, GPUs, batch,\n"
     "                 sequence and dtypes, with its published layout placed among the\n"
     "                 candidates (its estimate rank and simulated step)\n"
+    "  -o FILE        write every estimated candidate (and the simulated ones' numbers) as a\n"
+    "                 search file: 'simtrain report', 'merge' and 'plot --memory' read it\n"
+    "  --shard I/N    simulate only shard I of N of the best K (split by estimated\n"
+    "                 simulation cost, the same everywhere); 'simtrain merge' joins them\n"
     "  --quiet        no progress on stderr\n"
     "  -h, --help     this text\n";
 
@@ -64,15 +68,16 @@ int cmd_search(int argc, char **argv)
       {"json", no_argument, NULL, 'J'},        {"quiet", no_argument, NULL, 'q'},
       {"case", required_argument, NULL, 'C'},   {"fixed", required_argument, NULL, 'F'},
       {"tokens", required_argument, NULL, 'K'}, {"price", required_argument, NULL, 'P'},
-      {"pue", required_argument, NULL, 'U'},
+      {"pue", required_argument, NULL, 'U'},   {"output", required_argument, NULL, 'o'},
+      {"shard", required_argument, NULL, 'S'},
       {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
   drv_search_opts o;
   drv_search_opts_init(&o);
   int json = 0, quiet = 0, rows = 20, ch, rc = 0;
-  const char *case_path = NULL;
+  const char *case_path = NULL, *out = NULL;
   optind = 1;
   opterr = 0;
-  while ((ch = getopt_long(argc, argv, "j:h", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "j:ho:", longopts, NULL)) != -1) {
     switch (ch) {
     case 'm': o.model = optarg; break;
     case 'c': o.cluster = optarg; break;
@@ -99,6 +104,11 @@ int cmd_search(int argc, char **argv)
         return cli_usage_error("search", "--pue '%s' is not a PUE (a number, 1 or more)", optarg);
       break;
     case 'q': quiet = 1; break;
+    case 'o': out = optarg; break;
+    case 'S':
+      if (cli_parse_shard(optarg, &o.shard, &o.shards))
+        return cli_usage_error("search", "--shard '%s' is not I/N with 1 <= I <= N", optarg);
+      break;
     case 'h': fputs(usage_text, stdout); return 0;
     default: return cli_bad_option("search", argv);
     }
@@ -125,6 +135,16 @@ int cmd_search(int argc, char **argv)
   if (case_path && (rc = drv_search_case_opts(case_path, &o, &c, &m, fixed, sizeof fixed, &err)))
     return cli_fail(&err);
   rc = drv_search_run(&o, &s, &err);
+  if (!rc && out) {
+    an_sweep sw;
+    if (!(rc = drv_search_sweep(&o, &s, &sw, &err)))
+      rc = an_sweep_write(out, &sw, &err);
+    if (!rc && !quiet)
+      fprintf(stderr, "search: wrote '%s' (%zu candidates)\n", out, sw.num_rows);
+    free(sw.rows);
+    free(sw.name);
+    free(sw.spec_json);
+  }
   if (!rc) {
     if (json)
       drv_search_print_json(&o, &s, stdout);

@@ -38,24 +38,6 @@ static const char usage_text[] =
 
 const char cmd_sweep_help[] = "a grid of predictions, whole or one shard of it";
 
-/* "I/N" with 1 <= I <= N. */
-static int shard_arg(const char *s, int *i, int *n)
-{
-  char *end;
-  long a = strtol(s, &end, 10), b;
-  if (end == s || *end != '/')
-    goto bad;
-  const char *p = end + 1;
-  b = strtol(p, &end, 10);
-  if (end == p || *end || a < 1 || b < 1 || a > b || b > 100000)
-    goto bad;
-  *i = (int)a;
-  *n = (int)b;
-  return 0;
-bad:
-  return cli_usage_error("sweep", "--shard '%s' is not I/N with 1 <= I <= N", s);
-}
-
 static int count_arg(const char *opt, const char *s, int lo, int hi, int *v)
 {
   char *end;
@@ -131,7 +113,10 @@ int cmd_sweep(int argc, char **argv)
   while ((ch = getopt_long(argc, argv, "o:j:h", longopts, NULL)) != -1) {
     switch (ch) {
     case 'o': out = optarg; break;
-    case 'S': rc = shard_arg(optarg, &o.shard, &o.shards); break;
+    case 'S':
+      if (cli_parse_shard(optarg, &o.shard, &o.shards))
+        return cli_usage_error("sweep", "--shard '%s' is not I/N with 1 <= I <= N", optarg);
+      break;
     case 'j': rc = count_arg("-j", optarg, 1, 256, &o.jobs); break;
     case 'T': rc = count_arg("--point-timeout", optarg, 1, 1 << 30, &o.point_timeout_s); break;
     case 'P': plan = 1; break;

@@ -169,3 +169,17 @@ int cli_parse_real(const char *s, double lo, double *v)
   return 0;
 }
 
+int cli_parse_shard(const char *s, int *i, int *n)
+{
+  char *end;
+  long a = strtol(s, &end, 10);
+  if (end == s || *end != '/')
+    return -1;
+  const char *p = end + 1;
+  long b = strtol(p, &end, 10);
+  if (end == p || *end || a < 1 || b < 1 || a > b || b > 100000)
+    return -1;
+  *i = (int)a;
+  *n = (int)b;
+  return 0;
+}

@@ -12,6 +12,7 @@
 #define DRV_DRIVER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "analysis.h"
@@ -226,6 +227,8 @@ typedef struct drv_search_opts {
   double train_tokens; /* 0, or the time, cost and energy to train on that many tokens */
   double price_usd_per_gpu_hour; /* NaN: the device's list price */
   double pue;
+  int shard, shards;   /* simulate only shard `shard` (1-based) of `shards` of the best K,
+                          split by estimated simulation cost; 1 of 1: all */
   FILE *progress;      /* progress lines, or NULL */
 } drv_search_opts;
 void drv_search_opts_init(drv_search_opts *o);
@@ -275,6 +278,14 @@ typedef struct drv_search {
   int have_published;
 } drv_search;
 
+/* The search as a sweep file's rows (kind "search"): every estimated
+ * candidate, point = estimate rank - 1; those simulated with status "ok" (or
+ * their failure), the others "estimated".  A shard holds the candidates it
+ * simulated, and shard 1 also the estimated ones, so that merging the shards
+ * gives the unsharded file.  The digest covers the options and the files
+ * they name (drv_search_file.c). */
+int drv_search_sweep(const drv_search_opts *o, const drv_search *s, an_sweep *out, st_err *err);
+
 /* Enumerate, prune, estimate, simulate the best (drv_search.c's header). */
 int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err);
 void drv_search_release(drv_search *s);
@@ -321,6 +332,16 @@ typedef struct drv_sweep_spec {
   char *spec_json;       /* the expanded spec (what the digest covers, with the files) */
   char digest[17];
 } drv_sweep_spec;
+
+/* FNV-1a 64 (an identity for sweep and search files, not a security
+ * measure): h starts at DRV_FNV_SEED; drv_fnv_file adds a file's bytes when
+ * path (or path without its ":NODES") is a file, and nothing otherwise. */
+#define DRV_FNV_SEED 0xcbf29ce484222325ull
+void drv_fnv(uint64_t *h, const void *p, size_t n);
+int drv_fnv_file(uint64_t *h, const char *path, st_err *err);
+/* The estimated simulation cost (s) of a layout of model m on cluster cl
+ * (drv_sweep.c's header). */
+double drv_layout_cost(const wl_model *m, const char *spec, const plat_cluster *cl);
 
 /* Read and check a spec; errors name the file and the key:
  * "sweep 's.json': layouts[2]: 'tp=8,gbs=512' sets gbs while the key 'gbs'

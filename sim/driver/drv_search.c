@@ -33,6 +33,7 @@ void drv_search_opts_init(drv_search_opts *o)
   o->dtype = "bf16";
   o->price_usd_per_gpu_hour = NAN;
   o->pue = 1;
+  o->shard = o->shards = 1;
 }
 
 /* ---- pruning reasons -------------------------------------------------------- */
@@ -455,13 +456,14 @@ static int estimate_all(enum_ctx *x, const plat_cluster *cl)
 typedef struct sim_ctx {
   const drv_search_opts *o;
   drv_search *s;
+  const size_t *idx; /* the candidates to simulate */
   size_t done, todo;
 } sim_ctx;
 
-/* Task i: the i-th candidate, or past the best K the published layout. */
+/* Task i: the idx[i]-th candidate, or past them the published layout. */
 static drv_candidate *task_cand(const sim_ctx *x, int i)
 {
-  return (size_t)i < x->todo ? &x->s->cands[i] : &x->s->published;
+  return (size_t)i < x->todo ? &x->s->cands[x->idx[i]] : &x->s->published;
 }
 
 static int simulate_task(void *u, int i, st_buf *reply, st_err *err)
@@ -535,17 +537,44 @@ static int by_simulated(const void *a, const void *b)
   return by_estimate(a, b);
 }
 
-static int simulate_best(const drv_search_opts *o, drv_search *s, st_err *err)
+/* The best K by estimate, or with shards this shard's share of them (the
+ * sweep's rule: costliest first to the least loaded shard); the published
+ * layout on shard 1. */
+static int simulate_best(const drv_search_opts *o, drv_search *s, const wl_model *m,
+                         const plat_cluster *cl, st_err *err)
 {
   size_t k = (size_t)o->top < s->estimated ? (size_t)o->top : s->estimated;
-  sim_ctx x = {o, s, 0, k};
-  int rc = drv_pool_run((int)k + s->have_published, o->jobs, 0, simulate_task, simulate_done, &x,
-                        err);
-  if (rc)
-    return rc;
-  s->simulated = k;
+  size_t *idx = malloc((k + 1) * sizeof *idx), todo = 0;
+  double *cost = malloc((k + 1) * sizeof *cost), *load = malloc(((size_t)o->shards + 1) * sizeof *load);
+  int *ord = malloc((k + 1) * sizeof *ord), *shard_of = malloc((k + 1) * sizeof *shard_of);
+  int rc = ST_OK;
+  if (!idx || !cost || !load || !ord || !shard_of) {
+    rc = st_err_set(err, ST_ENOMEM, "search: out of memory");
+    goto out;
+  }
+  if (o->shards > 1) {
+    for (size_t i = 0; i < k; i++)
+      cost[i] = drv_layout_cost(m, s->cands[i].layout, cl);
+    drv_sweep_assign(cost, (int)k, o->shards, ord, shard_of, load);
+  }
+  for (size_t i = 0; i < k; i++)
+    if (o->shards == 1 || shard_of[i] == o->shard)
+      idx[todo++] = i;
+  int published = s->have_published && o->shard == 1;
+  sim_ctx x = {o, s, idx, 0, todo};
+  if (todo + (size_t)published > 0 &&
+      (rc = drv_pool_run((int)todo + published, o->jobs, 0, simulate_task, simulate_done, &x,
+                         err)))
+    goto out;
+  s->simulated = todo;
   qsort(s->cands, s->num, sizeof *s->cands, by_simulated);
-  return ST_OK;
+out:
+  free(idx);
+  free(cost);
+  free(load);
+  free(ord);
+  free(shard_of);
+  return rc;
 }
 
 /* ---- a published layout among the candidates ---------------------------------- */
@@ -702,7 +731,7 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
     goto out;
   if (o->published && (rc = place_published(&x, cl)))
     goto out;
-  rc = o->top > 0 ? simulate_best(o, s, err) : ST_OK;
+  rc = o->top > 0 ? simulate_best(o, s, &m, cl, err) : ST_OK;
 out:
   plat_cluster_destroy(cl);
   wl_model_release(&m);

@@ -284,7 +284,7 @@ static char *canonical(const drv_sweep_spec *s)
   return st_buf_detach(&b, NULL);
 }
 
-static void fnv(uint64_t *h, const void *p, size_t n)
+void drv_fnv(uint64_t *h, const void *p, size_t n)
 {
   const unsigned char *c = p;
   for (size_t i = 0; i < n; i++) {
@@ -293,23 +293,39 @@ static void fnv(uint64_t *h, const void *p, size_t n)
   }
 }
 
+int drv_fnv_file(uint64_t *h, const char *path, st_err *err)
+{
+  char buf[1100];
+  snprintf(buf, sizeof buf, "%s", path);
+  if (!st_path_is_file(buf)) { /* FILE.json:NODES */
+    char *colon = strrchr(buf, ':');
+    if (!colon)
+      return ST_OK;
+    *colon = '\0';
+    if (!st_path_is_file(buf))
+      return ST_OK;
+  }
+  char *data;
+  size_t len;
+  int rc = st_file_read_all(buf, &data, &len, err);
+  if (rc)
+    return rc;
+  drv_fnv(h, data, len);
+  free(data);
+  return ST_OK;
+}
+
 /* FNV-1a 64 over the expanded spec and every file it names (a built-in
  * name contributes its name only). */
 static int digest(drv_sweep_spec *s, st_err *err)
 {
-  uint64_t h = 0xcbf29ce484222325ull;
-  fnv(&h, s->spec_json, strlen(s->spec_json) + 1);
+  uint64_t h = DRV_FNV_SEED;
+  drv_fnv(&h, s->spec_json, strlen(s->spec_json) + 1);
   for (int k = 0; k < s->num_models + s->num_clusters; k++) {
     const char *path = k < s->num_models ? s->models[k].path : s->clusters[k - s->num_models].path;
-    if (!st_path_is_file(path))
-      continue;
-    char *data;
-    size_t len;
-    int rc = st_file_read_all(path, &data, &len, err);
+    int rc = drv_fnv_file(&h, path, err);
     if (rc)
       return rc;
-    fnv(&h, data, len);
-    free(data);
   }
   snprintf(s->digest, sizeof s->digest, "%016llx", (unsigned long long)h);
   return ST_OK;
@@ -570,7 +586,7 @@ static double workload_cost(const wl_workload *wl, int tp, const plat_cluster *c
 
 /* The cost of running layout spec on the cluster for model m; a layout the
  * generator refuses costs what a process costs (it fails at once). */
-static double layout_cost(const wl_model *m, const char *spec, const plat_cluster *cl)
+double drv_layout_cost(const wl_model *m, const char *spec, const plat_cluster *cl)
 {
   int num_gpus = cl->num_gpus;
   wl_layout l;
@@ -596,12 +612,12 @@ double drv_sweep_cost(const drv_sweep_spec *s, const drv_sweep_point_t *p)
     return c;
   if (!plat_cluster_load(p->cluster_arg, &cl, &e)) {
     if (!p->search) {
-      c = layout_cost(&m, p->layout, cl);
+      c = drv_layout_cost(&m, p->layout, cl);
     } else {
       /* a search: its simulations, each priced as the node-wide TP layout */
       char spec[128];
       snprintf(spec, sizeof spec, "tp=%d,gbs=%d", cl->gpus_per_node, p->gbs);
-      c = COST_PER_POINT_S + s->search_top * layout_cost(&m, spec, cl);
+      c = COST_PER_POINT_S + s->search_top * drv_layout_cost(&m, spec, cl);
     }
     plat_cluster_destroy(cl);
   }
@@ -740,6 +756,8 @@ static int search_point(const drv_sweep_spec *s, const drv_sweep_point_t *p, an_
     if (r.simulated > 0 && r.num > 0 && !r.cands[0].failed) {
       take_summary(row, &r.cands[0].sum);
       snprintf(row->layout, sizeof row->layout, "%s", r.cands[0].layout);
+      row->estimate_step_s = r.cands[0].estimate_s;
+      row->estimate_rank = r.cands[0].estimate_rank;
     } else if (r.num == 0) {
       char need[32];
       st_format_bytes(r.min_peak_bytes, need, sizeof need);
@@ -825,6 +843,7 @@ static void row_init(const drv_sweep_spec *s, const drv_sweep_point_t *p, double
   for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
     *nums[k] = NAN;
   row->cost_estimate_s = cost;
+  row->estimate_step_s = NAN;
 }
 
 int drv_sweep_run(const drv_sweep_spec *s, const drv_sweep_opts *o, an_sweep *out, int *failed,
@@ -891,6 +910,7 @@ int drv_sweep_run(const drv_sweep_spec *s, const drv_sweep_opts *o, an_sweep *ou
     goto out;
   }
   memcpy(out->digest, s->digest, sizeof out->digest);
+  snprintf(out->kind, sizeof out->kind, "sweep");
   out->points = n;
   out->shard = o->shard;
   out->shards = o->shards;

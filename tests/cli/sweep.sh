@@ -124,6 +124,28 @@ check "a results-file picture of a sweep is a usage error" "[ $rc -eq 1 ] && gre
 "$simtrain" plot "$tmp/whole.h5" --scaling --series colour -o "$tmp/x.svg" 2>"$tmp/err"; rc=$?
 check "an unknown series is an error" "[ $rc -eq 1 ] && [ ! -e '$tmp/x.svg' ]"
 
+# ---- a search file: sharded, merged, drawn -----------------------------------------
+# (tests/cli/search.sh checks the search itself; here its file)
+srch=(search --model llama3-8b --cluster node8:2 --gbs 32 --top 3 --quiet)
+sj=$("$simtrain" "${srch[@]}" --json -o "$tmp/search.h5")
+est=$(json_num "$sj" estimated)
+sr=$("$simtrain" report "$tmp/search.h5" --json)
+check "the search file holds every estimated candidate ($est)" \
+  "[ \"$(json_num "$sr" points)\" = \"$est\" ] && [ \"$(json_num "$sr" rows_held)\" = \"$est\" ]"
+check "3 of them simulated" "[ $(grep -o '\"status\":\"ok\"' <<<"$sr" | wc -l) -eq 3 ]"
+check "the rest estimated" "[ $(grep -o '\"status\":\"estimated\"' <<<"$sr" | wc -l) -eq $((est - 3)) ]"
+best=$(grep -o '"best":{[^}]*' <<<"$sj" | grep -o '"step_time_s":[^,]*' | cut -d: -f2)
+check "the simulated best is in the file" "grep -q '\"step_time_s\":$best' <<<\"\$sr\""
+for i in 1 2; do "$simtrain" "${srch[@]}" --shard $i/2 -o "$tmp/search$i.h5" >/dev/null; done
+"$simtrain" merge "$tmp/searchm.h5" "$tmp/search2.h5" "$tmp/search1.h5" --quiet
+check "a search merged from 2 shards is the unsharded file" "cmp -s '$tmp/searchm.h5' '$tmp/search.h5'"
+"$simtrain" merge "$tmp/mixed.h5" "$tmp/search1.h5" "$tmp/s2.h5" 2>"$tmp/err"; rc=$?
+check "a search shard and a sweep shard do not merge" "[ $rc -eq 2 ]"
+"$simtrain" plot "$tmp/search.h5" --memory -o "$tmp/mem.svg" 2>/dev/null
+circles=$(grep -o '<circle' "$tmp/mem.svg" | wc -l)
+check "plot --memory draws every candidate ($circles of $est)" \
+  "[ $circles -eq $est ] && grep -q 'device memory' '$tmp/mem.svg'"
+
 # ---- bad specs and options ----------------------------------------------------------
 printf '{"models": ["llama3-8b"], "layouts": ["tp=1"],\n "clusters": ["node8"], "gpus": [12]}\n' >"$tmp/bad.json"
 "$simtrain" sweep "$tmp/bad.json" 2>"$tmp/err"; rc=$?
