@@ -564,24 +564,31 @@ int drv_sweep_point(const drv_sweep_spec *s, int index, drv_sweep_point_t *p)
 
 /* ---- the cost of a point, without simulating ---------------------------------- */
 
-/* Seconds on one core of the reference machine (docs/sweep.md, bench/sweep):
- * per op executed by a simulated rank, per GPU of the platform, per process. */
-#define COST_PER_OP_S 4.0e-7
+/* Seconds on one core of the reference machine (docs/sweep.md): per op
+ * executed by a simulated rank, with rank classes (the TP groups' collectives
+ * in closed form, a step of the engine per op) and without (every rank's
+ * flows through the network model: measured 5 us an op for an MoE on a
+ * fat-tree, 11 to 22 us for a dense model on a torus); per GPU of the
+ * platform; per process. */
+#define COST_PER_OP_CLASSES_S 4.0e-7
+#define COST_PER_OP_FLOWS_S 1.0e-5
 #define COST_PER_GPU_S 3.4e-4
 #define COST_PER_POINT_S 0.5
 
 /* The engine simulates one rank per position in the TP groups where those
- * groups sit on disjoint, alike links (rank classes: a node's own NVLink
- * domain); on a torus or a node without one, the groups share the fabric's
- * links and every rank is simulated. */
-static double workload_cost(const wl_workload *wl, int tp, const plat_cluster *cl)
+ * groups sit on disjoint, alike links and nothing else needs every rank
+ * (rank classes: TP inside a node's own NVLink domain, no expert
+ * all-to-all); on a torus, on nodes without an NVLink domain, with expert
+ * parallelism or without TP, every rank is simulated with its flows. */
+static double workload_cost(const wl_workload *wl, const wl_layout *l, const plat_cluster *cl)
 {
   double execs = 0;
   for (int r = 0; r < wl->num_ranks; r++)
     execs += (double)wl->programs[wl->rank_program[r]].num_ops;
-  int classes = cl->fabric_kind != PLAT_FABRIC_TORUS && cl->intra_kind != PLAT_INTRA_NONE;
-  double per = classes && tp > 1 ? tp : 1;
-  return COST_PER_POINT_S + COST_PER_OP_S * execs / per + COST_PER_GPU_S * cl->num_gpus;
+  int classes = l->tp > 1 && l->ep <= 1 && cl->fabric_kind != PLAT_FABRIC_TORUS &&
+                cl->intra_kind != PLAT_INTRA_NONE;
+  double ops = classes ? COST_PER_OP_CLASSES_S * execs / l->tp : COST_PER_OP_FLOWS_S * execs;
+  return COST_PER_POINT_S + ops + COST_PER_GPU_S * cl->num_gpus;
 }
 
 /* The cost of running layout spec on the cluster for model m; a layout the
@@ -595,7 +602,7 @@ double drv_layout_cost(const wl_model *m, const char *spec, const plat_cluster *
   st_err_clear(&e);
   double c = COST_PER_POINT_S;
   if (!wl_layout_parse(spec, num_gpus, m, &l, &e) && !wl_generate(m, &l, &wl, &e))
-    c = workload_cost(wl, l.tp, cl);
+    c = workload_cost(wl, &l, cl);
   if (wl)
     wl_workload_destroy(wl);
   return c;
