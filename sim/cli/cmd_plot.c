@@ -89,7 +89,7 @@ int cmd_plot(int argc, char **argv)
     return cli_usage_error("plot", "no results file given");
   if (!kind)
     return cli_usage_error("plot", "choose a picture (--timeline, --breakdown or --links; "
-                                   "--scaling or --heatmap X Y for a sweep)");
+                                   "--scaling, --heatmap X Y or --memory for a sweep)");
   int sweep_kind = !strcmp(kind, "scaling") || !strcmp(kind, "heatmap") || !strcmp(kind, "memory");
   if (series && strcmp(kind, "scaling"))
     return cli_usage_error("plot", "'--series' goes with '--scaling'");

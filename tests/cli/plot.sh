@@ -34,7 +34,7 @@ check "--ranks 0,3: rank 0's three ops and rank 3's one" "[ '$n' = 4 ]"
 
 err=$("$simtrain" plot "$tmp/run.h5" 2>&1); rc=$?
 check "no picture exits 1" "[ $rc -eq 1 ]"
-check "no picture message" "[ \"\$err\" = \"simtrain: error: choose a picture (--timeline, --breakdown or --links) (see 'simtrain plot --help')\" ]"
+check "no picture message" "[ \"\$err\" = \"simtrain: error: choose a picture (--timeline, --breakdown or --links; --scaling, --heatmap X Y or --memory for a sweep) (see 'simtrain plot --help')\" ]"
 
 [ $fails -eq 0 ] || exit 1
 echo "plot: all checks passed"
