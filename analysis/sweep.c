@@ -281,7 +281,7 @@ int an_sweep_merge(an_sweep *const *sh, size_t n, an_sweep *out, st_err *err)
                         b->kind, name_of(a), a->kind);
     if (a->points != b->points || a->shards != b->shards)
       return st_err_set(err, ST_EINPUT, "merge: shard '%s' is shard %d of %d with %d points, "
-                        "'%s' shard %d of %d with %d", name_of(b), (int)b->shard,
+                        "'%s' shard %d of %d with %d points", name_of(b), (int)b->shard,
                         (int)b->shards, (int)b->points, name_of(a), (int)a->shard,
                         (int)a->shards, (int)a->points);
   }

@@ -198,7 +198,10 @@ typedef struct drv_stage_estimate {
 typedef struct drv_estimate {
   double step_s;         /* program_s + bubble_s */
   double program_s;      /* the slowest stage's program */
-  double bubble_s;       /* the schedule's pipeline bubble */
+  double bubble_s;       /* the pipeline's waits: the stages run together less the slowest
+                            alone, or (not coupled) the schedule's formula */
+  int coupled;           /* the stages were run together (else the formula stood) */
+  double formula_bubble_s; /* the schedule's formula, (sum_s t_s - max_s t_s) / v */
   double exposed_comm_s; /* the slowest stage's program less its compute */
   drv_stage_estimate slowest;
 } drv_estimate;

@@ -197,6 +197,322 @@ static int stage_run(est_ctx *x, int r, drv_stage_estimate *out, st_err *err)
   return ST_OK;
 }
 
+/* ---- the stages together ---------------------------------------------------- */
+/* One representative rank per program, all run together: the same pricing
+ * as stage_run, but a send and its receive meet (the engine's rendezvous:
+ * both end when the later of the two has started, plus the transfer), and a
+ * collective whose members run different programs (tied embeddings across
+ * the first and last stage) starts when the last of them has arrived.  A
+ * collective among copies of one program needs no meeting: the copies are in
+ * step.  Each stream runs its ops in order; a stream waits where its next
+ * op's peer has not arrived, while the others go on, so the pipeline's fill,
+ * drain and the waits at virtual-stage boundaries come out of the schedule
+ * itself instead of a formula.  A send and a receive are matched by (the
+ * kind of their communicator, the programs on both sides, tag, and how many
+ * such ops came before), a collective by (role, its programs, how many came
+ * before) — what the engine's (communicator, source, destination, tag) order
+ * gives between copies. */
+
+typedef struct cp_post {
+  uint64_t key;
+  int need, have;  /* participants needed and arrived */
+  int rep[8];      /* who arrived, at which op, when */
+  uint32_t op[8];
+  double start[8];
+} cp_post;
+
+typedef struct cp_rep {
+  int rank;
+  const wl_program *p;
+  double *end;          /* per op, NAN until known */
+  uint8_t *pending;     /* per op: posted, waiting for its peers */
+  uint32_t **list;      /* per stream: its ops in order */
+  size_t *len, *cur;    /* per stream */
+  double *free_at;      /* per stream */
+  uint32_t *seq;        /* per op: its match number (filled in order) */
+} cp_rep;
+
+typedef struct cp_ctx {
+  est_ctx *x;
+  cp_rep *reps;
+  int nreps;
+  int *rep_of_prog;     /* program -> index in reps */
+  cp_post *posts;
+  size_t cap;
+} cp_ctx;
+
+static cp_post *cp_find(cp_ctx *c, uint64_t key, int create)
+{
+  size_t i = key & (c->cap - 1);
+  while (c->posts[i].key && c->posts[i].key != key)
+    i = (i + 1) & (c->cap - 1);
+  if (!c->posts[i].key && !create)
+    return NULL;
+  return &c->posts[i];
+}
+
+/* The match key of op i of rep r (seq: how many ops with the same key
+ * before it), and how many distinct programs take part (1: no meeting). */
+static uint64_t cp_key(cp_ctx *c, int r, const wl_op *op, uint64_t seq, int *need)
+{
+  const wl_workload *wl = c->x->wl;
+  cp_rep *R = &c->reps[r];
+  int comm = wl_rank_comm(wl, R->rank, op->role);
+  const wl_comm *cm = &wl->comms[comm];
+  if (op->kind == WL_OP_SEND || op->kind == WL_OP_RECV) {
+    int peer = cm->ranks[op->peer], me = wl->rank_program[R->rank],
+        other = wl->rank_program[peer];
+    int src = op->kind == WL_OP_SEND ? me : other, dst = op->kind == WL_OP_SEND ? other : me;
+    *need = 2;
+    if (src == dst)
+      *need = 1; /* a copy of this program: in step with us */
+    /* the two sides name the pair by different roles (pp_next, pp_prev) of
+     * one communicator: its kind stands for both */
+    return key_of(10, mix((uint64_t)cm->kind, (uint64_t)(uint32_t)op->tag),
+                  mix((uint64_t)src, (uint64_t)dst), seq);
+  }
+  /* a collective: the distinct programs among its members */
+  int progs[8], np = 0;
+  for (int k = 0; k < cm->size && np <= 8; k++) {
+    int pg = wl->rank_program[cm->ranks[k]], seen = 0;
+    for (int j = 0; j < np && !seen; j++)
+      seen = progs[j] == pg;
+    if (!seen) {
+      if (np == 8) {
+        np = 9;
+        break;
+      }
+      progs[np++] = pg;
+    }
+  }
+  *need = np;
+  uint64_t set = 0;
+  for (int j = 0; j < np && j < 8; j++)
+    set += mix((uint64_t)progs[j], 77); /* order-free */
+  return key_of(11, (uint64_t)op->role, set, seq);
+}
+
+static double op_price(est_ctx *x, int rank, const wl_op *op)
+{
+  const wl_workload *wl = x->wl;
+  switch (op->kind) {
+  case WL_OP_COMPUTE: return compute_time(x, op);
+  case WL_OP_COLL: return coll_time(x, wl_rank_comm(wl, rank, op->role), op);
+  case WL_OP_SEND: {
+    int comm = wl_rank_comm(wl, rank, op->role);
+    return send_time(x, rank, wl->comms[comm].ranks[op->peer], op->bytes);
+  }
+  case WL_OP_RECV: { /* the transfer is the sender's: priced from its side */
+    int comm = wl_rank_comm(wl, rank, op->role);
+    return send_time(x, wl->comms[comm].ranks[op->peer], rank, op->bytes);
+  }
+  default: return 0;
+  }
+}
+
+static void cp_release(cp_ctx *c)
+{
+  for (int r = 0; c->reps && r < c->nreps; r++) {
+    cp_rep *R = &c->reps[r];
+    for (int s = 0; R->list && s < R->p->num_streams; s++)
+      free(R->list[s]);
+    free(R->list);
+    free(R->len);
+    free(R->cur);
+    free(R->free_at);
+    free(R->end);
+    free(R->pending);
+    free(R->seq);
+  }
+  free(c->reps);
+  free(c->rep_of_prog);
+  free(c->posts);
+}
+
+/* Sequence numbers: per rep, ops with the same (kind, role, tag, programs)
+ * key counted in program order. */
+static int cp_number(cp_ctx *c)
+{
+  est_memo counts = {0};
+  int rc = ST_OK;
+  for (int r = 0; r < c->nreps && !rc; r++) {
+    cp_rep *R = &c->reps[r];
+    for (size_t i = 0; i < R->p->num_ops && !rc; i++) {
+      const wl_op *op = &R->p->ops[i];
+      if (op->kind != WL_OP_COLL && op->kind != WL_OP_SEND && op->kind != WL_OP_RECV)
+        continue;
+      int need;
+      uint64_t base = key_of(12, (uint64_t)r, cp_key(c, r, op, 0, &need), op->kind);
+      size_t slot;
+      double n = counts.cap && memo_find(&counts, base, &slot) ? counts.vals[slot] : 0;
+      R->seq[i] = (uint32_t)n;
+      rc = memo_put(&counts, base, n + 1);
+    }
+  }
+  free(counts.keys);
+  free(counts.vals);
+  return rc;
+}
+
+static int cp_setup(cp_ctx *c, est_ctx *x)
+{
+  const wl_workload *wl = x->wl;
+  memset(c, 0, sizeof *c);
+  c->x = x;
+  c->rep_of_prog = malloc(((size_t)wl->num_programs + 1) * sizeof *c->rep_of_prog);
+  c->reps = calloc((size_t)wl->num_programs + 1, sizeof *c->reps);
+  if (!c->rep_of_prog || !c->reps)
+    return ST_ENOMEM;
+  for (int p = 0; p < wl->num_programs; p++)
+    c->rep_of_prog[p] = -1;
+  size_t total = 0;
+  for (int r = 0; r < wl->num_ranks; r++) {
+    int p = wl->rank_program[r];
+    if (c->rep_of_prog[p] >= 0)
+      continue;
+    c->rep_of_prog[p] = c->nreps;
+    cp_rep *R = &c->reps[c->nreps++];
+    R->rank = r;
+    R->p = &wl->programs[p];
+    size_t n = R->p->num_ops, ns = (size_t)R->p->num_streams;
+    total += n;
+    R->end = malloc((n + 1) * sizeof *R->end);
+    R->pending = calloc(n + 1, 1);
+    R->seq = calloc(n + 1, sizeof *R->seq);
+    R->list = calloc(ns + 1, sizeof *R->list);
+    R->len = calloc(ns + 1, sizeof *R->len);
+    R->cur = calloc(ns + 1, sizeof *R->cur);
+    R->free_at = calloc(ns + 1, sizeof *R->free_at);
+    if (!R->end || !R->pending || !R->seq || !R->list || !R->len || !R->cur || !R->free_at)
+      return ST_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+      R->end[i] = NAN;
+      R->len[R->p->ops[i].stream]++;
+    }
+    for (size_t s = 0; s < ns; s++)
+      if (!(R->list[s] = malloc((R->len[s] + 1) * sizeof **R->list)))
+        return ST_ENOMEM;
+    memset(R->len, 0, ns * sizeof *R->len);
+    for (size_t i = 0; i < n; i++) {
+      int s = R->p->ops[i].stream;
+      R->list[s][R->len[s]++] = (uint32_t)i;
+    }
+  }
+  for (c->cap = 1024; c->cap < 4 * total + 4; c->cap *= 2)
+    ;
+  c->posts = calloc(c->cap, sizeof *c->posts);
+  if (!c->posts)
+    return ST_ENOMEM;
+  return cp_number(c);
+}
+
+/* Advance every stream as far as it can; returns how many ops ended. */
+static size_t cp_sweep(cp_ctx *c, int *bad)
+{
+  size_t moved = 0;
+  for (int r = 0; r < c->nreps; r++) {
+    cp_rep *R = &c->reps[r];
+    const wl_program *p = R->p;
+    for (int s = 0; s < p->num_streams; s++) {
+      while (R->cur[s] < R->len[s]) {
+        uint32_t i = R->list[s][R->cur[s]];
+        if (!isnan(R->end[i])) { /* ended (its peers arrived) */
+          R->free_at[s] = R->end[i];
+          R->cur[s]++;
+          moved++;
+          continue;
+        }
+        if (R->pending[i])
+          break;
+        const wl_op *op = &p->ops[i];
+        double start = R->free_at[s];
+        int ready = 1;
+        for (uint32_t w = 0; w < op->wait_count && ready; w++) {
+          double e = R->end[p->waits[op->wait_first + w]];
+          ready = !isnan(e);
+          start = fmax(start, e);
+        }
+        if (!ready)
+          break;
+        double d = op_price(c->x, R->rank, op);
+        if (!isfinite(d)) {
+          *bad = 1;
+          return moved;
+        }
+        int need = 1;
+        uint64_t key = 0;
+        if (op->kind == WL_OP_COLL || op->kind == WL_OP_SEND || op->kind == WL_OP_RECV)
+          key = cp_key(c, r, op, R->seq[i], &need);
+        if (need <= 1) {
+          R->end[i] = start + d;
+          continue; /* taken up at the top of the loop */
+        }
+        if (need > 8) {
+          *bad = 1;
+          return moved;
+        }
+        cp_post *po = cp_find(c, key, 1);
+        if (!po->key) {
+          po->key = key;
+          po->need = need;
+        }
+        if (po->have >= 8) {
+          *bad = 1;
+          return moved;
+        }
+        po->rep[po->have] = r;
+        po->op[po->have] = i;
+        po->start[po->have++] = start;
+        R->pending[i] = 1;
+        if (po->have < po->need)
+          break;
+        /* everyone is here: all end together, after the latest arrival */
+        double t0 = 0, dur = 0;
+        for (int k = 0; k < po->have; k++) {
+          t0 = fmax(t0, po->start[k]);
+          cp_rep *Q = &c->reps[po->rep[k]];
+          dur = fmax(dur, op_price(c->x, Q->rank, &Q->p->ops[po->op[k]]));
+        }
+        for (int k = 0; k < po->have; k++) {
+          cp_rep *Q = &c->reps[po->rep[k]];
+          Q->end[po->op[k]] = t0 + dur;
+          Q->pending[po->op[k]] = 0;
+        }
+      }
+    }
+  }
+  return moved;
+}
+
+/* The step of the stages run together, or NAN when they could not be
+ * matched (a program shape this does not follow; the formula stands). */
+static double coupled_step(est_ctx *x, st_err *err)
+{
+  cp_ctx c;
+  int rc = cp_setup(&c, x);
+  double step = NAN;
+  if (rc) {
+    cp_release(&c);
+    st_err_set(err, ST_ENOMEM, "out of memory");
+    return NAN;
+  }
+  int bad = 0;
+  while (!bad && cp_sweep(&c, &bad) > 0)
+    ;
+  int done = !bad;
+  for (int r = 0; done && r < c.nreps; r++)
+    for (int s = 0; done && s < c.reps[r].p->num_streams; s++)
+      done = c.reps[r].cur[s] == c.reps[r].len[s];
+  if (done) {
+    step = 0;
+    for (int r = 0; r < c.nreps; r++)
+      for (size_t i = 0; i < c.reps[r].p->num_ops; i++)
+        step = fmax(step, c.reps[r].end[i]);
+  }
+  cp_release(&c);
+  return step;
+}
+
 int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int microbatches,
                           int vstages, drv_estimate *out, st_err *err)
 {
@@ -221,11 +537,16 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
       out->slowest = st;
     }
   }
+  double together = rc || wl->num_programs < 2 ? NAN : coupled_step(&x, err);
   free(x.memo.keys);
   free(x.memo.vals);
   if (rc)
     return rc;
-  out->bubble_s = (sum_t - max_t) / (vstages > 0 ? vstages : 1);
+  if (err && err->code == ST_ENOMEM)
+    return err->code;
+  out->coupled = isfinite(together);
+  out->formula_bubble_s = (sum_t - max_t) / (vstages > 0 ? vstages : 1);
+  out->bubble_s = out->coupled ? fmax(0, together - out->program_s) : out->formula_bubble_s;
   out->step_s = out->program_s + out->bubble_s;
   out->exposed_comm_s = fmax(0, out->program_s - out->slowest.compute_s);
   return ST_OK;

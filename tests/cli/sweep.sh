@@ -100,19 +100,25 @@ check "the plan's shards hold every point" "[ \"$total\" = 16 ]"
 check "the plan says its balance" "grep -q '\"balance\":1' <<<\"\$plan\""
 
 # ---- time-outs ----------------------------------------------------------------------
-# The torus at 256 GPUs simulates every rank (minutes): past a 1 s limit.
-# The same layout without sp and ZeRO-1 needs 104 GiB a GPU (does not fit),
-# and tp=64 does not divide 8 KV heads: 3 failed points, exit 67.
+# The torus at 256 GPUs simulates every rank (minutes): past a 1 s limit,
+# exit 65.  Without sp and ZeRO-1 the layout needs 104 GiB a GPU (does not
+# fit), and tp=64 does not divide 8 KV heads: 2 failed points, exit 66.
 torus=$(cd "$(dirname "$0")/../../examples/fabrics" && pwd)/h100-torus.json
 cat >"$tmp/slow.json" <<JSON
-{"models": ["llama3-70b"],
- "layouts": ["tp=8,pp=4,sp=1,mbs=1,gbs=1024,zero=1", "tp=8,pp=4,mbs=1,gbs=1024", "tp=64"],
+{"models": ["llama3-70b"], "layouts": ["tp=8,pp=4,sp=1,mbs=1,gbs=1024,zero=1"],
  "clusters": ["$torus"], "gpus": [256]}
 JSON
-"$simtrain" sweep "$tmp/slow.json" --point-timeout 1 -j 3 --json --quiet >"$tmp/slow.out"; rc=$?
-check "points past --point-timeout or not fitting are recorded, the sweep goes on (exit 67, got $rc)" "[ $rc -eq 67 ]"
-check "the slow point's status is timeout" "grep -q '\"point\":0,[^}]*\"status\":\"timeout\",\"error\":\"no answer within 1 s' '$tmp/slow.out'"
-check "the point that does not fit says so" "grep -q '\"point\":1,[^}]*\"status\":\"failed\",\"error\":\"the workload needs 104.29 GiB per GPU' '$tmp/slow.out'"
+"$simtrain" sweep "$tmp/slow.json" --point-timeout 1 --json --quiet >"$tmp/slow.out"; rc=$?
+check "a point past --point-timeout is recorded (exit 65, got $rc)" "[ $rc -eq 65 ]"
+check "its status is timeout" "grep -q '\"point\":0,[^}]*\"status\":\"timeout\",\"error\":\"no answer within 1 s' '$tmp/slow.out'"
+cat >"$tmp/nofit.json" <<JSON
+{"models": ["llama3-70b"], "layouts": ["tp=8,pp=4,mbs=1,gbs=1024", "tp=64"],
+ "clusters": ["$torus"], "gpus": [256]}
+JSON
+"$simtrain" sweep "$tmp/nofit.json" --json --quiet >"$tmp/nofit.out"; rc=$?
+check "points that do not fit or are refused are recorded, the sweep goes on (exit 66, got $rc)" "[ $rc -eq 66 ]"
+check "the point that does not fit says so" "grep -q '\"point\":0,[^}]*\"status\":\"failed\",\"error\":\"the workload needs 104.29 GiB per GPU' '$tmp/nofit.out'"
+check "the refused layout says why" "grep -q '\"point\":1,[^}]*\"status\":\"failed\",\"error\":\"layout .tp=64.: kv_heads (8) not divisible by tp (64)' '$tmp/nofit.out'"
 
 # ---- pictures ------------------------------------------------------------------------
 "$simtrain" plot "$tmp/whole.h5" --scaling -o "$tmp/scaling.svg" 2>/dev/null
