@@ -1,8 +1,9 @@
 #!/bin/bash
 # sweep_parallel.sh — examples/parallel.sh: small.json in 4 shards run by GNU
 # parallel, here and over two ssh "hosts" (an ssh stand-in that runs the
-# command here through sh, as a remote login shell would), merged to the
-# bytes of the unsharded sweep; every point in exactly one shard; shards with
+# command here through sh, as a remote login shell would), with a shared
+# file system and with TRANSFER=1 (rsync, checked when installed), merged to
+# the bytes of the unsharded sweep; every point in exactly one shard; shards with
 # failed points (exit 64 + k) count as done, any other failure stops before
 # the merge.
 set -u
@@ -16,6 +17,8 @@ trap 'rm -rf "$tmp"' EXIT
 root=$(cd "$(dirname "$0")/../.." && pwd)
 spec=$root/tests/data/sweep/small.json
 export SIMTRAIN=$simtrain
+export HOME=$tmp/home # parallel keeps its notes in ~/.parallel
+mkdir -p "$HOME"
 
 # small.json: 16 points, 4 of them failing (tp=16: tests/cli/sweep.sh counts
 # them); the unsharded sweep exits 64 + 4.
@@ -52,9 +55,10 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-echo "$1" >>"$(dirname "$0")/ssh.log"
+host=$1
 shift
 [ "${1:-}" = -- ] && shift
+echo "$host: $*" >>"$(dirname "$0")/ssh.log"
 exec sh -c "$*"
 SSH
 chmod +x "$tmp/ssh"
@@ -62,10 +66,27 @@ printf 'hostA\nhostB\n' >"$tmp/hosts"
 PARALLEL_SSH=$tmp/ssh bash "$root/examples/parallel.sh" "$spec" 4 "$tmp/remote" "$tmp/hosts" \
   >/dev/null 2>"$tmp/remote.err"; rc=$?
 check "parallel.sh over two hosts exits 0 (got $rc): $(tail -3 "$tmp/remote.err")" "[ $rc -eq 0 ]"
-check "both hosts ran shards" "grep -qx hostA '$tmp/ssh.log' && grep -qx hostB '$tmp/ssh.log'"
+check "both hosts ran shards" "grep -q '^hostA: ' '$tmp/ssh.log' && grep -q '^hostB: ' '$tmp/ssh.log'"
 check "the joblog names the hosts" "[ \$(awk -F'\t' 'NR > 1 && (\$2 == \"hostA\" || \$2 == \"hostB\")' '$tmp/remote/joblog' | wc -l) -eq 4 ]"
 check "merged over hosts: the unsharded sweep's bytes" "cmp -s '$tmp/remote/sweep.h5' '$tmp/whole.h5'"
 check "over hosts, the 16 points are in the 4 shards" "[ \"\$(rows_held '$tmp/remote')\" = 16 ]"
+
+# TRANSFER=1: no shared file system; the spec goes out and the shards come
+# back over the ssh stand-in by rsync
+if command -v rsync >/dev/null; then
+  : >"$tmp/ssh.log"
+  TRANSFER=1 PARALLEL_SSH=$tmp/ssh bash "$root/examples/parallel.sh" "$spec" 4 "$tmp/sent" hostA,hostB \
+    >/dev/null 2>"$tmp/sent.err"; rc=$?
+  check "TRANSFER=1 over two hosts exits 0 (got $rc): $(tail -3 "$tmp/sent.err")" "[ $rc -eq 0 ]"
+  check "the spec went and the shards came back by rsync over ssh" \
+    "grep -q '^host[AB]: .*rsync --server' '$tmp/ssh.log'"
+  check "the shards ran in the hosts' work folders, not in OUTDIR" \
+    "grep -q '^host[AB]: .*\.parallel/tmp' '$tmp/ssh.log'"
+  check "TRANSFER=1: the unsharded sweep's bytes" "cmp -s '$tmp/sent/sweep.h5' '$tmp/whole.h5'"
+  check "TRANSFER=1: the hosts' work folders are removed" "[ -z \"\$(ls -A '$HOME/.parallel/tmp' 2>/dev/null | grep -v sshlogin)\" ]"
+else
+  echo "note: rsync is not installed; TRANSFER=1 not checked"
+fi
 
 # ---- a shard that cannot run stops the merge ---------------------------------------
 # a simtrain that fails shard 3 with a simulation error (exit 3), runs the others
