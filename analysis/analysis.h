@@ -435,21 +435,6 @@ int an_plot_compare(const an_results *const *runs, size_t n, const char *path, s
 #define AN_FAILURE_MAX_TRIALS 10000000
 #define AN_FAILURE_MAX_SPARES 1000000
 
-/* xoshiro256** (Blackman and Vigna), its state seeded by splitmix64 from a
- * seed and a stream number (a trial): integers only, the same on every
- * platform. */
-typedef struct an_rng {
-  uint64_t s[4];
-} an_rng;
-void an_rng_seed(an_rng *r, uint64_t seed, uint64_t stream);
-uint64_t an_rng_next(an_rng *r);
-/* Uniform in (0, 1]: the top 53 bits, plus one, over 2^53. */
-double an_rng_uniform(an_rng *r);
-/* log(x) for x in (0, 1] from IEEE +, *, / alone (no C library). */
-double an_rng_log(double x);
-/* Exponential with this rate (per s); rate 0: infinity. */
-double an_rng_exp(an_rng *r, double rate);
-
 /* The run (failures.c's header gives the model). */
 typedef struct an_failure_params {
   double work_s;     /* failure-free training: steps x step time */
@@ -510,7 +495,7 @@ typedef struct an_failure_mc {
   double goodput;      /* work / mean */
 } an_failure_mc;
 
-/* trials runs of the model, trial k from an_rng stream (seed, k); finish_s
+/* trials runs of the model, trial k from st_rng stream (seed, k); finish_s
  * (trials entries, or NULL) gets each trial's finish time in trial order.
  * ST_EUSAGE for bad parameters or trials outside 1..AN_FAILURE_MAX_TRIALS. */
 int an_failure_simulate(const an_failure_params *p, int trials, uint64_t seed, double *finish_s,
