@@ -48,6 +48,11 @@ extern "C" {
 
 /* What `run --json` and `report --json` print.  Per-rank times are means
  * over ranks, per step.  NaN means "does not apply" and prints as null. */
+/* Ranks listed in an_summary.critical_ranks; a wait within AN_CRITICAL_TOL x
+ * the run's length of the least counts as the least. */
+#define AN_CRITICAL_LIST 16
+#define AN_CRITICAL_TOL 1e-9
+
 typedef struct an_summary {
   int num_gpus;
   int iterations;
@@ -81,6 +86,16 @@ typedef struct an_summary {
   double power_W;                /* mean IT power: GPUs and their share of their nodes */
   double pue;                    /* facility power / IT power, applied to the energy */
   double energy_MWh;             /* power_W x time_to_train_s x pue */
+  /* who waited for whom (an_summary_critical, docs/variability.md): NaN, and
+   * not printed or stored, unless the run had stragglers or variability.
+   * A rank's wait is its idle_s + bubble_s over the run. */
+  double slowest_rank;           /* the rank that waited least (lowest index on ties) */
+  double num_critical_ranks;     /* ranks within AN_CRITICAL_TOL of that least wait */
+  double slowest_wait_s;         /* its wait, per step */
+  double max_wait_rank;          /* the rank that waited most */
+  double max_wait_s;             /* its wait, per step */
+  int32_t critical_ranks[AN_CRITICAL_LIST]; /* the first of them, ascending */
+  int num_critical_listed;
 } an_summary;
 
 /* ---- what a run measured ---------------------------------------------------- */
@@ -191,6 +206,12 @@ void an_measured_release(an_measured *m);
 
 void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_measured *m,
                         an_summary *s);
+/* The critical-path fields of s (who waited for whom) from the per-rank rows
+ * of a run of s->iterations steps lasting s->step_time_s each: the slowest
+ * rank waited least (idle + bubble); the critical ranks waited within
+ * AN_CRITICAL_TOL x the run of that; the rank that waited most and how long
+ * (docs/variability.md). */
+void an_summary_critical(an_summary *s, const an_rank_row *rows, size_t n);
 
 /* ---- time, cost and energy to train (analysis/train.c, docs/cost.md) ------ */
 /* Power model (stated assumptions, docs/cost.md): an idle GPU draws
