@@ -48,6 +48,11 @@ extern "C" {
 
 /* What `run --json` and `report --json` print.  Per-rank times are means
  * over ranks, per step.  NaN means "does not apply" and prints as null. */
+/* Ranks listed in an_summary.critical_ranks; a wait within AN_CRITICAL_TOL x
+ * the run's length of the least counts as the least. */
+#define AN_CRITICAL_LIST 16
+#define AN_CRITICAL_TOL 1e-9
+
 typedef struct an_summary {
   int num_gpus;
   int iterations;
@@ -81,6 +86,16 @@ typedef struct an_summary {
   double power_W;                /* mean IT power: GPUs and their share of their nodes */
   double pue;                    /* facility power / IT power, applied to the energy */
   double energy_MWh;             /* power_W x time_to_train_s x pue */
+  /* who waited for whom (an_summary_critical, docs/variability.md): NaN, and
+   * not printed or stored, unless the run had stragglers or variability.
+   * A rank's wait is its idle_s + bubble_s over the run. */
+  double slowest_rank;           /* the rank that waited least (lowest index on ties) */
+  double num_critical_ranks;     /* ranks within AN_CRITICAL_TOL of that least wait */
+  double slowest_wait_s;         /* its wait, per step */
+  double max_wait_rank;          /* the rank that waited most */
+  double max_wait_s;             /* its wait, per step */
+  int32_t critical_ranks[AN_CRITICAL_LIST]; /* the first of them, ascending */
+  int num_critical_listed;
 } an_summary;
 
 /* ---- what a run measured ---------------------------------------------------- */
@@ -191,6 +206,12 @@ void an_measured_release(an_measured *m);
 
 void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_measured *m,
                         an_summary *s);
+/* The critical-path fields of s (who waited for whom) from the per-rank rows
+ * of a run of s->iterations steps lasting s->step_time_s each: the slowest
+ * rank waited least (idle + bubble); the critical ranks waited within
+ * AN_CRITICAL_TOL x the run of that; the rank that waited most and how long
+ * (docs/variability.md). */
+void an_summary_critical(an_summary *s, const an_rank_row *rows, size_t n);
 
 /* ---- time, cost and energy to train (analysis/train.c, docs/cost.md) ------ */
 /* Power model (stated assumptions, docs/cost.md): an idle GPU draws
@@ -435,21 +456,6 @@ int an_plot_compare(const an_results *const *runs, size_t n, const char *path, s
 #define AN_FAILURE_MAX_TRIALS 10000000
 #define AN_FAILURE_MAX_SPARES 1000000
 
-/* xoshiro256** (Blackman and Vigna), its state seeded by splitmix64 from a
- * seed and a stream number (a trial): integers only, the same on every
- * platform. */
-typedef struct an_rng {
-  uint64_t s[4];
-} an_rng;
-void an_rng_seed(an_rng *r, uint64_t seed, uint64_t stream);
-uint64_t an_rng_next(an_rng *r);
-/* Uniform in (0, 1]: the top 53 bits, plus one, over 2^53. */
-double an_rng_uniform(an_rng *r);
-/* log(x) for x in (0, 1] from IEEE +, *, / alone (no C library). */
-double an_rng_log(double x);
-/* Exponential with this rate (per s); rate 0: infinity. */
-double an_rng_exp(an_rng *r, double rate);
-
 /* The run (failures.c's header gives the model). */
 typedef struct an_failure_params {
   double work_s;     /* failure-free training: steps x step time */
@@ -510,7 +516,7 @@ typedef struct an_failure_mc {
   double goodput;      /* work / mean */
 } an_failure_mc;
 
-/* trials runs of the model, trial k from an_rng stream (seed, k); finish_s
+/* trials runs of the model, trial k from st_rng stream (seed, k); finish_s
  * (trials entries, or NULL) gets each trial's finish time in trial order.
  * ST_EUSAGE for bad parameters or trials outside 1..AN_FAILURE_MAX_TRIALS. */
 int an_failure_simulate(const an_failure_params *p, int trials, uint64_t seed, double *finish_s,

@@ -18,9 +18,9 @@
  * expected time that number x (1/lambda + D) (D the wait; lambda = 0: L).
  *
  * Invariants:
- *   - Everything random comes from an_rng (xoshiro256** seeded by
- *     splitmix64) and an_rng_exp's own logarithm, which uses only IEEE
- *     additions, multiplications and divisions (this file is compiled
+ *   - Everything random comes from st_rng (workloads/base/st_rng.c:
+ *     xoshiro256** seeded by splitmix64) and st_rng_exp's own logarithm,
+ *     which uses only IEEE additions, multiplications and divisions (this file is compiled
  *     without floating-point contraction): the same seed gives the same
  *     finish times bit for bit on every IEEE-754 platform.
  *   - Trial i draws from its own stream (the seed and i through splitmix64),
@@ -33,66 +33,6 @@
 #include <string.h>
 
 #include "analysis.h"
-
-/* ---- random numbers ------------------------------------------------------- */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-void an_rng_seed(an_rng *r, uint64_t seed, uint64_t stream)
-{
-  uint64_t x = seed ^ splitmix64(&stream);
-  for (int i = 0; i < 4; i++)
-    r->s[i] = splitmix64(&x);
-}
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t an_rng_next(an_rng *r)
-{
-  uint64_t *s = r->s;
-  uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return result;
-}
-
-double an_rng_uniform(an_rng *r) { return (double)((an_rng_next(r) >> 11) + 1) * 0x1p-53; }
-
-/* The natural logarithm of x in (0, 1], from IEEE arithmetic alone: x = m 2^e
- * with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh((m - 1) / (m + 1)) by its
- * series (|s| < 0.172, 12 terms: the next is below 1e-19 of the sum). */
-double an_rng_log(double x)
-{
-  int e = 0;
-  double m = frexp(x, &e); /* exact: m in [0.5, 1) */
-  if (m < 0.70710678118654752440) {
-    m *= 2;
-    e -= 1;
-  }
-  double s = (m - 1) / (m + 1), s2 = s * s, term = s, sum = 0;
-  for (int k = 1; k <= 25; k += 2) {
-    sum += term / k;
-    term *= s2;
-  }
-  return e * 0.69314718055994530942 + 2 * sum;
-}
-
-double an_rng_exp(an_rng *r, double rate)
-{
-  if (!(rate > 0))
-    return INFINITY;
-  return -an_rng_log(an_rng_uniform(r)) / rate;
-}
 
 /* ---- intervals -------------------------------------------------------------- */
 
@@ -247,12 +187,12 @@ static double spares_take(spares *s, double t, double repair_s)
   return wait;
 }
 
-static void one_trial(const an_failure_params *p, double n, double last, an_rng *r, spares *sp,
+static void one_trial(const an_failure_params *p, double n, double last, st_rng *r, spares *sp,
                       an_failure_trial *out)
 {
   double full = p->interval_s + p->ckpt_s, tail = last + p->ckpt_s;
   double t = 0, lost = 0, restart = 0, wait = 0, failures = 0, waits = 0;
-  double x = an_rng_exp(r, p->rate_per_s); /* running time left to the next failure */
+  double x = st_rng_exp(r, p->rate_per_s); /* running time left to the next failure */
   double i = 0;
   while (i < n) {
     double L = i < n - 1 ? full : tail;
@@ -280,7 +220,7 @@ static void one_trial(const an_failure_params *p, double n, double last, an_rng 
         waits++;
       wait += w;
       t += w;
-      x = an_rng_exp(r, p->rate_per_s);
+      x = st_rng_exp(r, p->rate_per_s);
       need = p->restart_s + L;
     }
     restart += p->restart_s;
@@ -335,8 +275,8 @@ int an_failure_simulate(const an_failure_params *p, int trials, uint64_t seed, d
   segments(p, &n, &last);
   double sum = 0, fails = 0, waits = 0, lost = 0, restart = 0, wait = 0;
   for (int k = 0; k < trials; k++) {
-    an_rng r;
-    an_rng_seed(&r, seed, (uint64_t)k);
+    st_rng r;
+    st_rng_seed(&r, seed, (uint64_t)k);
     sp.free = sp.cap;
     sp.head = sp.count = 0;
     an_failure_trial t;

@@ -42,16 +42,28 @@ static const struct {
     F(simulated_ranks),   F(train_tokens),      F(train_steps),       F(time_to_train_s),
     F(price_usd_per_gpu_hour), F(cost_usd),     F(gpu_busy_fraction), F(power_W),
     F(pue),               F(energy_MWh),
+    F(slowest_rank),      F(num_critical_ranks), F(slowest_wait_s),    F(max_wait_rank),
+    F(max_wait_s),
 #undef F
 };
 #define NUM_SUMMARY_DOUBLES (sizeof summary_doubles / sizeof summary_doubles[0])
 
 /* Summary fields added after the first version: absent in older files. */
+/* The critical-path ones are written only for runs with stragglers. */
+static int summary_critical(const char *name)
+{
+  return !strcmp(name, "slowest_rank") || !strcmp(name, "num_critical_ranks") ||
+         !strcmp(name, "slowest_wait_s") || !strcmp(name, "max_wait_rank") ||
+         !strcmp(name, "max_wait_s");
+}
+
 static int summary_optional(const char *name)
 {
   static const char *const later[] = {"simulated_ranks", "train_tokens", "train_steps",
                                       "time_to_train_s", "price_usd_per_gpu_hour", "cost_usd",
-                                      "gpu_busy_fraction", "power_W", "pue", "energy_MWh", NULL};
+                                      "gpu_busy_fraction", "power_W", "pue", "energy_MWh",
+                                      "slowest_rank", "num_critical_ranks", "slowest_wait_s",
+                                      "max_wait_rank", "max_wait_s", NULL};
   for (int i = 0; later[i]; i++)
     if (!strcmp(name, later[i]))
       return 1;
@@ -524,7 +536,8 @@ static int write_body(writer *w)
   bad = bad || an__h5_attr_write_num(g, "num_gpus", H5T_STD_I32LE, H5T_NATIVE_INT, &s->num_gpus) < 0;
   bad = bad || an__h5_attr_write_num(g, "iterations", H5T_STD_I32LE, H5T_NATIVE_INT, &s->iterations) < 0;
   for (size_t i = 0; !bad && i < NUM_SUMMARY_DOUBLES; i++)
-    bad = an__h5_attr_write_num(g, summary_doubles[i].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+    if (!summary_critical(summary_doubles[i].name) || isfinite(s->slowest_rank))
+      bad = an__h5_attr_write_num(g, summary_doubles[i].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                          (const char *)s + summary_doubles[i].off) < 0;
   bad = bad || an__h5_attr_write_str(g, "reduction", s->reduction) < 0;
   an__h5_close(&g, H5Gclose);
@@ -711,6 +724,8 @@ static int read_body(reader *rd, an_results *res)
   s->train_tokens = s->train_steps = s->time_to_train_s = NAN;
   s->price_usd_per_gpu_hour = s->cost_usd = NAN;
   s->gpu_busy_fraction = s->power_W = s->pue = s->energy_MWh = NAN;
+  s->slowest_rank = s->num_critical_ranks = s->slowest_wait_s = NAN;
+  s->max_wait_rank = s->max_wait_s = NAN;
   for (size_t i = 0; !rc && i < NUM_SUMMARY_DOUBLES; i++) {
     if (summary_optional(summary_doubles[i].name) && H5Aexists(g, summary_doubles[i].name) <= 0)
       continue;
@@ -739,6 +754,8 @@ static int read_body(reader *rd, an_results *res)
     return rc;
   res->ranks = rows;
   res->num_ranks = n;
+  if (isfinite(s->slowest_rank)) /* the list of critical ranks, from the rows */
+    an_summary_critical(s, res->ranks, res->num_ranks);
 
   /* files written before the algo/proto/channels columns: without them */
   int with_run = 0;

@@ -58,6 +58,39 @@ void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_
   s->train_tokens = s->train_steps = s->time_to_train_s = NAN;
   s->price_usd_per_gpu_hour = s->cost_usd = NAN;
   s->gpu_busy_fraction = s->power_W = s->pue = s->energy_MWh = NAN;
+  /* no critical path unless asked for (an_summary_critical) */
+  s->slowest_rank = s->num_critical_ranks = s->slowest_wait_s = NAN;
+  s->max_wait_rank = s->max_wait_s = NAN;
+}
+
+void an_summary_critical(an_summary *s, const an_rank_row *rows, size_t n)
+{
+  s->num_critical_listed = 0;
+  if (n == 0)
+    return;
+  int it = s->iterations > 0 ? s->iterations : 1;
+  size_t lo = 0, hi = 0;
+  for (size_t k = 1; k < n; k++) {
+    double w = rows[k].idle_s + rows[k].bubble_s;
+    if (w < rows[lo].idle_s + rows[lo].bubble_s)
+      lo = k;
+    if (w > rows[hi].idle_s + rows[hi].bubble_s)
+      hi = k;
+  }
+  double least = rows[lo].idle_s + rows[lo].bubble_s;
+  double tol = AN_CRITICAL_TOL * (isfinite(s->step_time_s) ? s->step_time_s * it : 0);
+  size_t crit = 0;
+  for (size_t k = 0; k < n; k++)
+    if (rows[k].idle_s + rows[k].bubble_s <= least + tol) {
+      if (s->num_critical_listed < AN_CRITICAL_LIST)
+        s->critical_ranks[s->num_critical_listed++] = rows[k].rank;
+      crit++;
+    }
+  s->slowest_rank = rows[lo].rank;
+  s->num_critical_ranks = (double)crit;
+  s->slowest_wait_s = least / it;
+  s->max_wait_rank = rows[hi].rank;
+  s->max_wait_s = (rows[hi].idle_s + rows[hi].bubble_s) / it;
 }
 
 /* %.17g round-trips a double exactly, so report --json reprints the same numbers. */
@@ -101,6 +134,17 @@ void an_summary_print_json(const an_summary *s, FILE *out)
   num(out, "power_W", s->power_W, 0);
   num(out, "pue", s->pue, 0);
   num(out, "energy_MWh", s->energy_MWh, 0);
+  if (isfinite(s->slowest_rank)) { /* only with stragglers: other runs print as before */
+    num(out, "slowest_rank", s->slowest_rank, 0);
+    fputs(",\"critical_ranks\":[", out);
+    for (int i = 0; i < s->num_critical_listed; i++)
+      fprintf(out, "%s%d", i ? "," : "", (int)s->critical_ranks[i]);
+    fputc(']', out);
+    num(out, "num_critical_ranks", s->num_critical_ranks, 0);
+    num(out, "slowest_wait_s", s->slowest_wait_s, 0);
+    num(out, "max_wait_rank", s->max_wait_rank, 0);
+    num(out, "max_wait_s", s->max_wait_s, 0);
+  }
   fprintf(out, "}\n");
 }
 
@@ -171,6 +215,13 @@ void an_summary_print_text(const an_summary *s, const char *workload_name,
   }
   if (isfinite(s->train_tokens))
     print_train(s, out);
+  if (isfinite(s->slowest_rank)) {
+    fprintf(out, "  %-24s rank %.0f", "critical path", s->slowest_rank);
+    if (s->num_critical_ranks > 1)
+      fprintf(out, " and %.0f more", s->num_critical_ranks - 1);
+    fprintf(out, " (waited %.6f s per step); rank %.0f waited longest for it, %.6f s per step\n",
+            s->slowest_wait_s, s->max_wait_rank, s->max_wait_s);
+  }
   fprintf(out, "  (simulated in %.2f s wall, %.0f activities)\n", s->sim_wall_s, s->events);
   if (isfinite(s->simulated_ranks) && s->simulated_ranks < s->num_gpus)
     fprintf(out, "  (%s: the others are exact copies)\n", s->reduction);

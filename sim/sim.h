@@ -70,6 +70,32 @@ typedef enum sim_coll_model {
   SIM_COLL_IDEAL,    /* links at line rate, latency = route latency per algorithm hop */
 } sim_coll_model;
 
+/* Stragglers (docs/variability.md): a GPU, a node's GPUs or a link made
+ * slower for the whole run.  GPU and node: every compute op of the rank(s)
+ * takes factor x its time; link: the link(s) whose name matches `link` (a
+ * name or an fnmatch(3) glob, e.g. "nic-*-up") run at factor x their
+ * bandwidth. */
+typedef enum sim_slow_kind {
+  SIM_SLOW_GPU = 0,
+  SIM_SLOW_NODE,
+  SIM_SLOW_LINK,
+} sim_slow_kind;
+
+typedef struct sim_slow {
+  int kind;          /* sim_slow_kind */
+  int index;         /* GPU: the rank (= its GPU); NODE: the node */
+  char link[64];     /* LINK: a link name or a glob */
+  double factor;     /* > 0: compute time multiplier (GPU, NODE), bandwidth multiplier (LINK) */
+  char spec[96];     /* as given ("gpu=17:1.3"), for messages */
+} sim_slow;
+
+/* Per-step compute variability: none, or every rank's compute in every
+ * iteration multiplied by a factor drawn from a distribution of mean 1. */
+typedef enum sim_var_kind {
+  SIM_VAR_NONE = 0,
+  SIM_VAR_LOGNORMAL, /* exp(sigma Z - sigma^2/2), Z ~ N(0, 1) (st_rng_lognormal1) */
+} sim_var_kind;
+
 typedef struct sim_options {
   int net_model;      /* sim_net_model */
   int fidelity;       /* sim_fidelity */
@@ -91,11 +117,26 @@ typedef struct sim_options {
   int coll_channels;  /* 0 = automatic */
   int coll_model;     /* sim_coll_model */
   const char *simgrid_cfg; /* extra "--cfg=..." settings, space-separated, or NULL */
+  /* stragglers and variability (docs/variability.md); none by default */
+  const sim_slow *slow; /* num_slow entries, owned by the caller (outlive the run) */
+  int num_slow;
+  int var_kind;         /* sim_var_kind */
+  double var_sigma;     /* lognormal: sigma of log(factor) */
+  uint64_t seed;        /* variability: factor (rank, iteration) from st_rng stream
+                           (seed, rank x 2^32 + iteration) */
 } sim_options;
 
 void sim_options_init(sim_options *o);
 const char *sim_net_model_name(int m);
 int sim_net_model_from_name(const char *s);
+/* "gpu=R:F", "node=N:F" or "link=NAME:F" (F > 0; NAME a link name or a
+ * glob) into *out.  0, or ST_EUSAGE with a message naming the value. */
+int sim_slow_parse(const char *s, sim_slow *out, st_err *err);
+/* "lognormal:SIGMA" (SIGMA >= 0) into o->var_kind and o->var_sigma.  0, or
+ * ST_EUSAGE with a message naming the value. */
+int sim_variability_parse(const char *s, sim_options *o, st_err *err);
+/* Whether o asks for any straggler or variability. */
+int sim_options_stragglers(const sim_options *o);
 
 /* Per rank, in seconds, over the whole run.  compute + exposed_comm + bubble
  * + idle == the run's end (the largest finish_s = step time x iterations):

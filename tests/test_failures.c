@@ -40,29 +40,97 @@ static an_failure_params params(double work, double rate, double ckpt, double re
 static void test_rng__xoshiro_matches_hand_steps(void **state)
 {
   (void)state;
-  an_rng r = {{1, 2, 3, 4}};
-  assert_int_equal(an_rng_next(&r), 11520);
-  assert_int_equal(an_rng_next(&r), 0);
-  assert_int_equal(an_rng_next(&r), 1509978240ULL);
+  st_rng r = {{1, 2, 3, 4}};
+  assert_int_equal(st_rng_next(&r), 11520);
+  assert_int_equal(st_rng_next(&r), 0);
+  assert_int_equal(st_rng_next(&r), 1509978240ULL);
 }
 
 static void test_rng__log_agrees_with_libm(void **state)
 {
   (void)state;
   for (double x = 1e-300; x < 1; x *= 1.37)
-    assert_close(an_rng_log(x), log(x), 4e-16);
-  assert_true(an_rng_log(1.0) == 0.0);
-  assert_close(an_rng_log(0x1p-53), -53 * log(2.0), 1e-16);
+    assert_close(st_rng_log(x), log(x), 4e-16);
+  assert_true(st_rng_log(1.0) == 0.0);
+  assert_close(st_rng_log(0x1p-53), -53 * log(2.0), 1e-16);
+}
+
+/* The normal draw: over 10^6 draws its mean is within 5 standard errors
+ * (5 / 1000) of 0, its variance within 1% of 1 (the variance's standard
+ * error is sqrt(2 / 10^6) = 0.14%). */
+static void test_rng__normal_has_mean_0_variance_1(void **state)
+{
+  (void)state;
+  st_rng r;
+  st_rng_seed(&r, 7, 0);
+  double s = 0, s2 = 0;
+  const int n = 1000000;
+  for (int i = 0; i < n; i++) {
+    double z = st_rng_normal(&r);
+    s += z;
+    s2 += z * z;
+  }
+  double mean = s / n, var = s2 / n - mean * mean;
+  assert_true(fabs(mean) < 5e-3);
+  assert_true(fabs(var - 1) < 1e-2);
+}
+
+/* The mean-one lognormal against its analytic moments, E[X] = 1 and
+ * Var[X] = exp(sigma^2) - 1, and E[log X] = -sigma^2 / 2, for the sigma of
+ * a straggler study (0.05) and a wide one (0.5), 10^6 draws each: the mean
+ * within 5 standard errors (5 sqrt(Var / n)), the variance within 3%
+ * (its standard error is about 0.3% at sigma 0.5, where the kurtosis is
+ * largest). */
+static void test_rng__lognormal1_matches_mean_and_variance(void **state)
+{
+  (void)state;
+  static const double sigmas[] = {0.05, 0.5};
+  const int n = 1000000;
+  for (size_t k = 0; k < 2; k++) {
+    double sg = sigmas[k], s = 0, s2 = 0, sl = 0;
+    st_rng r;
+    st_rng_seed(&r, 1, k);
+    for (int i = 0; i < n; i++) {
+      double x = st_rng_lognormal1(&r, sg);
+      assert_true(x > 0);
+      s += x;
+      s2 += x * x;
+      sl += log(x);
+    }
+    double mean = s / n, var = s2 / n - mean * mean, want_var = exp(sg * sg) - 1;
+    assert_true(fabs(mean - 1) < 5 * sqrt(want_var / n));
+    assert_true(fabs(var / want_var - 1) < 0.03);
+    assert_true(fabs(sl / n + sg * sg / 2) < 5 * sg / sqrt(n));
+  }
+  st_rng r;
+  st_rng_seed(&r, 1, 0);
+  assert_true(st_rng_lognormal1(&r, 0) == 1.0);
+}
+
+/* A draw depends on the seed and the stream alone: the same pair, the same
+ * bits; another seed or another stream, another value. */
+static void test_rng__lognormal1_same_seed_same_bits(void **state)
+{
+  (void)state;
+  st_rng a, b, c, d;
+  st_rng_seed(&a, 42, (3ULL << 32) | 1);
+  st_rng_seed(&b, 42, (3ULL << 32) | 1);
+  st_rng_seed(&c, 43, (3ULL << 32) | 1);
+  st_rng_seed(&d, 42, (3ULL << 32) | 2);
+  double x = st_rng_lognormal1(&a, 0.05), y = st_rng_lognormal1(&b, 0.05);
+  assert_memory_equal(&x, &y, sizeof x);
+  assert_true(st_rng_lognormal1(&c, 0.05) != x);
+  assert_true(st_rng_lognormal1(&d, 0.05) != x);
 }
 
 static void test_rng__uniform_in_open_closed_unit(void **state)
 {
   (void)state;
-  an_rng r;
-  an_rng_seed(&r, 42, 0);
+  st_rng r;
+  st_rng_seed(&r, 42, 0);
   double sum = 0;
   for (int i = 0; i < 100000; i++) {
-    double u = an_rng_uniform(&r);
+    double u = st_rng_uniform(&r);
     assert_true(u > 0 && u <= 1);
     sum += u;
   }
@@ -70,9 +138,9 @@ static void test_rng__uniform_in_open_closed_unit(void **state)
   /* exponential draws: mean 1 / rate */
   double e = 0;
   for (int i = 0; i < 100000; i++)
-    e += an_rng_exp(&r, 0.25);
+    e += st_rng_exp(&r, 0.25);
   assert_close(e / 100000, 4, 0.02);
-  assert_true(isinf(an_rng_exp(&r, 0)));
+  assert_true(isinf(st_rng_exp(&r, 0)));
 }
 
 /* ---- intervals -------------------------------------------------------------------- */
@@ -329,6 +397,9 @@ int main(void)
       cmocka_unit_test(test_rng__xoshiro_matches_hand_steps),
       cmocka_unit_test(test_rng__log_agrees_with_libm),
       cmocka_unit_test(test_rng__uniform_in_open_closed_unit),
+      cmocka_unit_test(test_rng__normal_has_mean_0_variance_1),
+      cmocka_unit_test(test_rng__lognormal1_matches_mean_and_variance),
+      cmocka_unit_test(test_rng__lognormal1_same_seed_same_bits),
       cmocka_unit_test(test_interval__young_daly_closed_forms),
       cmocka_unit_test(test_interval__optimum_within_5pct_of_young_and_daly),
       cmocka_unit_test(test_interval__no_failures_one_checkpoint),

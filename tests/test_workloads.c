@@ -418,6 +418,50 @@ static void test_append__returns_indices_and_copies_waits(void **state)
   wl_workload_destroy(wl);
 }
 
+/* Repeating a step three times: 3 x the ops and waits, each copy's waits
+ * shifted onto its own copy (op 2 of copy i waits on op 0 of copy i), the
+ * iteration markers counting 0, 1, 2, meta.iterations 3, and the result
+ * passing the check; 0 and 1001 times are refused. */
+static void test_repeat__copies_ops_waits_and_markers(void **state)
+{
+  (void)state;
+  const char *s[] = {"compute", "comm"};
+  wl_workload *wl = wl_workload_create(1, 0, NULL);
+  assert_int_equal(wl_program_add(wl, "p", 2, s), 0);
+  wl_rank_set(wl, 0, 0);
+  wl_program *p = &wl->programs[0];
+  wl_op op = wl_op_marker(0, WL_MARK_ITERATION, 0);
+  assert_int_equal(wl_program_append(p, &op, NULL, 0), 0);
+  op = wl_op_compute(0, 1e-3);
+  assert_int_equal(wl_program_append(p, &op, NULL, 0), 1);
+  uint32_t w = 1;
+  op = wl_op_compute(1, 2e-3);
+  assert_int_equal(wl_program_append(p, &op, &w, 1), 2);
+  st_err err;
+  st_err_clear(&err);
+  assert_int_equal(wl_workload_repeat(wl, 3, &err), 0);
+  p = &wl->programs[0];
+  assert_int_equal(p->num_ops, 9);
+  assert_int_equal(p->num_waits, 3);
+  assert_int_equal(wl->meta.iterations, 3);
+  for (int i = 0; i < 3; i++) {
+    const wl_op *m = &p->ops[3 * i], *c = &p->ops[3 * i + 2];
+    assert_int_equal(m->kind, WL_OP_MARKER);
+    assert_int_equal(m->tag, i);
+    assert_int_equal(c->wait_count, 1);
+    assert_int_equal(p->waits[c->wait_first], 3 * i + 1);
+    assert_int_equal(c->stream, 1);
+    assert_true(c->duration_s == 2e-3);
+  }
+  assert_int_equal(wl_workload_check(wl, &err), 0);
+  assert_int_equal(wl_workload_repeat(wl, 0, &err), ST_EUSAGE);
+  assert_string_equal(err.msg, "iterations 0: expected 1 to 1000");
+  assert_int_equal(wl_workload_repeat(wl, 1001, &err), ST_EUSAGE);
+  assert_int_equal(wl_workload_repeat(wl, 1, &err), 0);
+  assert_int_equal(wl->programs[0].num_ops, 9);
+  wl_workload_destroy(wl);
+}
+
 static void test_constructors__set_defaults(void **state)
 {
   (void)state;
@@ -1876,6 +1920,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_append__returns_indices_and_copies_waits),
+      cmocka_unit_test(test_repeat__copies_ops_waits_and_markers),
       cmocka_unit_test(test_constructors__set_defaults),
       cmocka_unit_test(test_string__interns_repeats_and_empty_is_zero),
       cmocka_unit_test(test_splits__stored_back_to_back),

@@ -603,3 +603,36 @@ size_t wl_workload_memory_bytes(const wl_workload *wl)
   }
   return b;
 }
+
+int wl_workload_repeat(wl_workload *wl, int times, st_err *err)
+{
+  if (times < 1 || times > WL_REPEAT_MAX)
+    return st_err_set(err, ST_EUSAGE, "iterations %d: expected 1 to %d", times, WL_REPEAT_MAX);
+  if (times == 1)
+    return ST_OK;
+  int it0 = wl->meta.iterations > 0 ? wl->meta.iterations : 1;
+  for (int pi = 0; pi < wl->num_programs; pi++) {
+    wl_program *p = &wl->programs[pi];
+    size_t n0 = p->num_ops, w0 = p->num_waits;
+    if ((double)n0 * times > 4e9 || (double)w0 * times > 4e9 ||
+        grow((void **)&p->ops, &p->cap_ops, n0 * (size_t)times, sizeof *p->ops) ||
+        (w0 && grow((void **)&p->waits, &p->cap_waits, w0 * (size_t)times, sizeof *p->waits)))
+      return st_err_set(err, ST_ENOMEM, "program '%s': out of memory repeating it %d times",
+                        p->name, times);
+    for (int i = 1; i < times; i++) {
+      for (size_t k = 0; k < n0; k++) {
+        wl_op o = p->ops[k];
+        o.wait_first += (uint32_t)(w0 * (size_t)i);
+        if (o.kind == WL_OP_MARKER && o.sub == WL_MARK_ITERATION)
+          o.tag += i * it0;
+        p->ops[n0 * (size_t)i + k] = o; /* names and splits: the same pool entries */
+      }
+      for (size_t w = 0; w < w0; w++)
+        p->waits[w0 * (size_t)i + w] = p->waits[w] + (uint32_t)(n0 * (size_t)i);
+    }
+    p->num_ops = n0 * (size_t)times;
+    p->num_waits = w0 * (size_t)times;
+  }
+  wl->meta.iterations = it0 * times;
+  return ST_OK;
+}

@@ -258,6 +258,16 @@ int wl_meta_set_str(char **field, const char *value);
  * finite and >= 0.  The message names the program, op index and field. */
 int wl_workload_check(const wl_workload *wl, st_err *err);
 
+/* ---- repeating ------------------------------------------------------------ */
+#define WL_REPEAT_MAX 1000
+/* Every program's ops repeated `times` times in a row (1..WL_REPEAT_MAX), so
+ * the workload runs that many steps: each copy waits on its own copy's ops,
+ * streams go on in order from one copy to the next, iteration markers count
+ * on, and meta.iterations is multiplied (per-step metadata unchanged).  0,
+ * or an error (out of memory), after which the workload is only partly
+ * repeated and must be destroyed. */
+int wl_workload_repeat(wl_workload *wl, int times, st_err *err);
+
 /* Number of ops in all programs, bytes held (for reports and benchmarks). */
 size_t wl_workload_num_ops(const wl_workload *wl);
 size_t wl_workload_memory_bytes(const wl_workload *wl);

@@ -30,5 +30,7 @@ int cli_parse_tokens(const char *s, double *v);
 int cli_parse_shard(const char *s, int *i, int *n);
 /* A finite real number of at least lo, nothing after it; 0 or -1. */
 int cli_parse_real(const char *s, double lo, double *v);
+/* A seed: a whole number from 0 to 2^64 - 1, nothing after it; 0 or -1. */
+int cli_parse_seed(const char *s, uint64_t *v);
 
 #endif

@@ -61,12 +61,24 @@ static const char usage_text[] =
     "  --price USD         with --tokens: USD per GPU-hour (default: the device's\n"
     "                      on-demand list price, docs/cost.md; none: no cost)\n"
     "  --pue F             with --tokens: facility power / IT power, >= 1 (default 1)\n"
-    "  --strict            fail when the workload does not fit in device memory\n"
+    "  --slow SPEC         a straggler, repeatable: gpu=RANK:F (that rank's compute takes\n"
+    "                      F x its time), node=NODE:F (every GPU of the node), link=NAME:F\n"
+    "                      (links named NAME, a glob such as 'nic-*-up', at F x their\n"
+    "                      bandwidth); docs/variability.md\n"
+    "  --variability D     every rank's compute in every iteration x a draw of mean 1:\n"
+    "                      lognormal:SIGMA (sigma of the factor's log)\n"
+    "  --seed N            the variability's seed (default 1): same seed, same bits\n"
+    "  --iterations N      run the workload's step N times back to back (1 to 1000; the\n"
+    "                      step time is then the mean: the whole run / N)\n"
+  "  --strict            fail when the workload does not fit in device memory\n"
     "  --quiet             no progress or warnings on stderr\n"
     "  -h, --help          this text\n";
 
+#define RUN_SLOW_MAX 64
+
 struct run_args {
   drv_job job;
+  sim_slow slow[RUN_SLOW_MAX];
   const char *output;
   int json, quiet, trace_opts, cost_opts;
   char cfg[1024];
@@ -116,6 +128,9 @@ int cmd_run(int argc, char **argv)
       {"seq", required_argument, NULL, 'Q'},
       {"tokens", required_argument, NULL, 'K'},   {"price", required_argument, NULL, 'P'},
       {"pue", required_argument, NULL, 'U'},
+      {"slow", required_argument, NULL, 'W'},     {"variability", required_argument, NULL, 'V'},
+      {"seed", required_argument, NULL, 'R'},
+      {"iterations", required_argument, NULL, 'I'},
       {NULL, 0, NULL, 0}};
   struct run_args a;
   memset(&a, 0, sizeof a);
@@ -196,6 +211,34 @@ int cmd_run(int argc, char **argv)
       if (cli_parse_real(optarg, 1, &a.job.pue))
         return cli_usage_error("run", "--pue '%s' is not a PUE (a number, 1 or more)", optarg);
       a.cost_opts = 1;
+      break;
+    case 'W': {
+      st_err e;
+      st_err_clear(&e);
+      if (a.job.opt.num_slow == RUN_SLOW_MAX)
+        return cli_usage_error("run", "--slow is given more than %d times", RUN_SLOW_MAX);
+      if (sim_slow_parse(optarg, &a.slow[a.job.opt.num_slow], &e))
+        return cli_usage_error("run", "%s", e.msg);
+      a.job.opt.num_slow++;
+      a.job.opt.slow = a.slow;
+      break;
+    }
+    case 'V': {
+      st_err e;
+      st_err_clear(&e);
+      if (sim_variability_parse(optarg, &a.job.opt, &e))
+        return cli_usage_error("run", "%s", e.msg);
+      break;
+    }
+    case 'I':
+      if (parse_count(optarg, &a.job.iterations) || a.job.iterations < 1 ||
+          a.job.iterations > WL_REPEAT_MAX)
+        return cli_usage_error("run", "--iterations '%s' is not a count from 1 to %d", optarg,
+                               WL_REPEAT_MAX);
+      break;
+    case 'R':
+      if (cli_parse_seed(optarg, &a.job.opt.seed))
+        return cli_usage_error("run", "--seed '%s' is not a whole number from 0 to 2^64-1", optarg);
       break;
     case 'D': {
       st_err e;

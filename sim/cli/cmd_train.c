@@ -50,6 +50,9 @@ static const char usage_text[] =
     "  --svg-sweep FILE    goodput against the interval per MTBF scale (implies the sweep)\n"
     "  --fidelity F, --net-model M, --no-closed-form, --no-symmetry, --exact, --strict\n"
     "                      as for `simtrain run`\n"
+    "  --slow SPEC, --variability D, --iterations N\n"
+    "                      stragglers and per-step variability in the simulated step, as\n"
+    "                      for `simtrain run` (the variability draws from --seed too)\n"
     "  --quiet             no progress or warnings on stderr\n"
     "  -h, --help          this text\n";
 
@@ -177,9 +180,12 @@ int cmd_train(int argc, char **argv)
       {"no-closed-form", no_argument, NULL, 'X'},   {"no-symmetry", no_argument, NULL, 'Y'},
       {"exact", no_argument, NULL, 'Z'},            {"strict", no_argument, NULL, 'T'},
       {"quiet", no_argument, NULL, 'q'},            {"help", no_argument, NULL, 'h'},
+      {"slow", required_argument, NULL, 'L'},     {"variability", required_argument, NULL, 'A'},
+      {"iterations", required_argument, NULL, 'I'},
       {NULL, 0, NULL, 0}};
   drv_train_opts o;
   drv_train_opts_init(&o);
+  sim_slow slow[64];
   const char *output = NULL, *svg = NULL, *svg_sweep = NULL;
   int json = 0, quiet = 0, ch;
   long v;
@@ -236,6 +242,31 @@ int cmd_train(int argc, char **argv)
     case 'Z': o.job.opt.fast_colls = 0; o.job.opt.symmetry = 0; break;
     case 'T': o.job.strict = 1; break;
     case 'q': quiet = 1; break;
+    case 'L': {
+      st_err e;
+      st_err_clear(&e);
+      if (o.job.opt.num_slow == (int)(sizeof slow / sizeof slow[0]))
+        return cli_usage_error("train", "--slow is given more than %zu times",
+                               sizeof slow / sizeof slow[0]);
+      if (sim_slow_parse(optarg, &slow[o.job.opt.num_slow], &e))
+        return cli_usage_error("train", "%s", e.msg);
+      o.job.opt.num_slow++;
+      o.job.opt.slow = slow;
+      break;
+    }
+    case 'A': {
+      st_err e;
+      st_err_clear(&e);
+      if (sim_variability_parse(optarg, &o.job.opt, &e))
+        return cli_usage_error("train", "%s", e.msg);
+      break;
+    }
+    case 'I':
+      if (parse_int(optarg, 1, WL_REPEAT_MAX, &v))
+        return cli_usage_error("train", "--iterations '%s' is not a count from 1 to %d", optarg,
+                               WL_REPEAT_MAX);
+      o.job.iterations = (int)v;
+      break;
     case 'h':
       printf(usage_text, DRV_MTBF_GPU_H, DRV_MTBF_NODE_H, DRV_STORAGE_GBPS, DRV_RESCHEDULE_S,
              DRV_REPAIR_H, DRV_TRAIN_TRIALS);
@@ -270,6 +301,10 @@ int cmd_train(int argc, char **argv)
                                     "and the model's size)");
   o.job.opt.quiet = quiet;
   o.job.log = quiet ? NULL : stderr;
+  o.job.opt.seed = o.seed;
+  if (o.step_time_s > 0 && (sim_options_stragglers(&o.job.opt) || o.job.iterations > 1))
+    return cli_usage_error("train", "--slow, --variability and --iterations shape the simulated "
+                                    "step: not with --step-time");
 
   st_err err;
   st_err_clear(&err);

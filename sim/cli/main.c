@@ -1,6 +1,7 @@
 /* main.c — the simtrain executable: git-style dispatch to subcommands.
  * Exit statuses: 0 success, 1 usage error, 2 bad input, 3 simulation failure
  * (ST_ERR_MAP in st_common.h gives each error code its status). */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
@@ -181,5 +182,16 @@ int cli_parse_shard(const char *s, int *i, int *n)
     return -1;
   *i = (int)a;
   *n = (int)b;
+  return 0;
+}
+
+int cli_parse_seed(const char *s, uint64_t *v)
+{
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(s, &end, 10);
+  if (end == s || *end || s[0] == '-' || errno)
+    return -1;
+  *v = (uint64_t)x;
   return 0;
 }

@@ -98,6 +98,9 @@ typedef struct drv_job {
   double train_tokens;           /* tokens to train on; 0: no budget */
   double price_usd_per_gpu_hour; /* NaN: the device's list price (none: no cost) */
   double pue;                    /* facility / IT power, applied to the energy; >= 1 */
+  int iterations;             /* > 1: the workload's programs repeated that many times
+                               * (wl_workload_repeat), steps run back to back; 0 or 1: as
+                               * loaded */
   FILE *log;                  /* warnings and notes ("simtrain: warning: ..."); NULL: none */
 } drv_job;
 

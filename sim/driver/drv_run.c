@@ -177,6 +177,19 @@ static char *options_json(const sim_options *o)
                 o->timeline ? "true" : "false", o->fast_colls ? "true" : "false",
                 o->symmetry ? "true" : "false");
   st_buf_json_str(&b, o->simgrid_cfg ? o->simgrid_cfg : "");
+  if (sim_options_stragglers(o)) { /* only then: older files' options stay as they were */
+    st_buf_printf(&b, ",\"slow\":[");
+    for (int i = 0; i < o->num_slow; i++) {
+      st_buf_printf(&b, "%s", i ? "," : "");
+      st_buf_json_str(&b, o->slow[i].spec);
+    }
+    st_buf_printf(&b, "],\"variability\":");
+    if (o->var_kind == SIM_VAR_LOGNORMAL)
+      st_buf_printf(&b, "{\"dist\":\"lognormal\",\"sigma\":%.17g}", o->var_sigma);
+    else
+      st_buf_printf(&b, "null");
+    st_buf_printf(&b, ",\"seed\":%llu", (unsigned long long)o->seed);
+  }
   st_buf_printf(&b, "}");
   return st_buf_detach(&b, NULL);
 }
@@ -274,6 +287,8 @@ int drv_run_job(const drv_job *j, drv_run *r, st_err *err)
     rc = plat_cluster_load(j->cluster, &r->cl, err);
   if (!rc)
     rc = load_workload(j, r, err);
+  if (!rc && j->iterations > 1)
+    rc = wl_workload_repeat(r->wl, j->iterations, err);
   if (!rc && budget && !(r->wl->meta.tokens_per_step > 0))
     rc = st_err_set(err, ST_EINPUT, "%s", AN_TRAIN_NO_TOKENS);
   if (!rc)
@@ -283,6 +298,8 @@ int drv_run_job(const drv_job *j, drv_run *r, st_err *err)
   if (rc)
     return rc;
   an_summary_compute(r->wl, r->cl, &r->meas, &r->sum);
+  if (sim_options_stragglers(&j->opt))
+    an_summary_critical(&r->sum, r->meas.ranks, r->meas.num_ranks);
   if (budget && (rc = train(j, r, err)))
     return rc;
   r->options_json = options_json(&j->opt);

@@ -153,7 +153,7 @@ static void chain_apply(eng__actor *a, int rank, const wl_program *p, const eng_
     double off = 0;
     for (uint32_t j = g->k; j <= g->k2; j++) {
       const wl_op *o = &p->ops[a->ops[j]];
-      double d = pi->dur[a->ops[j]];
+      double d = eng__op_dur(rank, pi, a->ops[j]);
       st->phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d;
       eng__timeline_add(rank, o, a->ops[j], g->t0 + off, g->t0 + off + d);
       off += d;
@@ -232,7 +232,8 @@ static uint32_t chain_run(eng__actor *a, int rank, const wl_program *p, const en
   }
   for (uint32_t j = h->k; j <= h->k2; j++) {
     const wl_op *o = &p->ops[a->ops[j]];
-    eng__E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += pi->dur[a->ops[j]];
+    eng__E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] +=
+        eng__op_dur(rank, pi, a->ops[j]);
   }
   eng__acct(rank, 1, 0, 0);
   double ov0 = eng__E.res->ranks[rank].overlapped_comm_s;

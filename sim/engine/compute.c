@@ -32,7 +32,7 @@ uint32_t eng__compute_run_end(const eng__actor *a, int rank, const wl_program *p
   double tot = 0, mod = 0;
   for (;;) {
     const wl_op *o = &p->ops[a->ops[k2]];
-    double d = pi->dur[a->ops[k2]];
+    double d = eng__op_dur(rank, pi, a->ops[k2]);
     tot += d;
     if (o->duration_s < 0)
       mod += d;
@@ -91,7 +91,7 @@ void eng__compute_run_tail(eng__actor *a, int rank, const wl_program *p, const e
   double scale = modelled > 0 ? 1.0 + extra / modelled : 1.0, off = 0;
   for (uint32_t j = k; (eng__E.opt->timeline || extra > 0) && j <= k2; j++) {
     const wl_op *o = &p->ops[a->ops[j]];
-    double d = pi->dur[a->ops[j]];
+    double d = eng__op_dur(rank, pi, a->ops[j]);
     if (o->duration_s < 0) {
       st->phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d * (scale - 1);
       d *= scale;

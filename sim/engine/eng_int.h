@@ -211,6 +211,7 @@ typedef struct eng__prog {
                              once per program, not once per rank), else 0 */
   uint32_t *role_streams; /* per role: bit s set when ops of stream s play it
                              (all bits when the program has over 32 streams) */
+  uint32_t *iter;         /* per op: its iteration (design note 8), or NULL without variability */
 } eng__prog;
 
 /* What an instance's (communicator, op, bytes, root, splits) decides once
@@ -261,12 +262,26 @@ typedef struct eng__state {
   eng__sym sym;           /* rank classes (sym.c); sym.on when used */
   double *class_bytes;    /* with sym.on: bytes of class-0 flows per link, copied to the
                              images after the run (the groups' closed forms count all) */
+  double *cfactor;        /* [rank * n_iter + iteration]: compute time multiplier (design
+                             note 8, slow.c), or NULL: none */
+  int n_iter;
+  char slow_why[120];     /* why compute factors rule rank classes out, or "" */
   char dummy_payload;
 } eng__state;
 
 extern eng__state eng__E;
 
 static inline double eng__now(void) { return simgrid_get_clock(); }
+
+/* The compute time of op opi of rank's program: its priced time, times the
+ * rank's factor in the op's iteration when there are stragglers (slow.c). */
+static inline double eng__op_dur(int rank, const eng__prog *pi, uint32_t opi)
+{
+  double d = pi->dur[opi];
+  if (eng__E.cfactor)
+    d *= eng__E.cfactor[(size_t)rank * (size_t)eng__E.n_iter + (pi->iter ? pi->iter[opi] : 0)];
+  return d;
+}
 
 /* ---- engine.c ------------------------------------------------------------ */
 
@@ -400,6 +415,15 @@ void eng__links_collect(void);
 /* The run ended with streams unfinished: fail with what they were stuck on
  * (design note 6). */
 void eng__describe_deadlock(void);
+
+/* ---- slow.c -------------------------------------------------------------- */
+
+/* Check the --slow ranks and nodes against the workload and build the
+ * compute factors (design note 8).  0, or an error set in err. */
+int eng__slow_setup(st_err *err);
+/* Give the --slow links their slowed bandwidth in SimGrid, before the links
+ * are indexed.  0, or an error naming an unknown link. */
+int eng__slow_links(st_err *err);
 
 /* ---- sym_env.c ----------------------------------------------------------- */
 

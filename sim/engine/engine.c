@@ -14,6 +14,7 @@
  *  6. Failure: deadlock.c.
  *  7. Rank classes and running ahead: chain.c; sym.c finds the classes and
  *     sym_env.c answers what it asks of the engine.
+ *  8. Stragglers and variability: slow.c (compute factors, slowed links).
  * links.c counts each link's bytes, map.c is the engine's hash map,
  * options.c its options.
  */
@@ -190,7 +191,9 @@ static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_opt
       return st_err_set(err, ST_ENOMEM, "out of memory");
   }
   int rc = build_members(err);
-  return rc ? rc : build_prog_info(err);
+  if (!rc)
+    rc = build_prog_info(err);
+  return rc ? rc : eng__slow_setup(err);
 }
 
 /* On the platform SimGrid has been given: the links' index, the closed
@@ -200,6 +203,8 @@ static int run_prepare(st_err *err)
   const sim_options *opt = eng__E.opt;
   int rc;
   if ((rc = plat_cluster_build(eng__E.cl, (void **)eng__E.hosts, err)))
+    return rc;
+  if ((rc = eng__slow_links(err)))
     return rc;
   if (eng__links_index(opt->link_stats))
     return st_err_set(err, ST_ENOMEM, "out of memory indexing links");
@@ -303,6 +308,7 @@ static void run_release(void)
   free(eng__E.link_bw);
   free(eng__E.link_shared);
   free(eng__E.class_bytes);
+  free(eng__E.cfactor);
   eng__sym_release(&eng__E.sym);
   st_arena_release(&eng__E.arena);
 }

@@ -75,6 +75,12 @@ int eng__sym_setup(st_err *err)
     snprintf(eng__E.sym.desc, sizeof eng__E.sym.desc, "none (turned off)");
     return ST_OK;
   }
+  if (eng__E.slow_why[0]) { /* compute factors: ranks are no copies (slow.c) */
+    memset(&eng__E.sym, 0, sizeof eng__E.sym);
+    eng__E.sym.C = 1;
+    snprintf(eng__E.sym.desc, sizeof eng__E.sym.desc, "none (%s)", eng__E.slow_why);
+    return ST_OK;
+  }
   uint8_t *fast = malloc((size_t)wl->num_comms + 1);
   if (!fast)
     return st_err_set(err, ST_ENOMEM, "out of memory");

@@ -93,6 +93,28 @@ enum { ST_NUM_REAL = 0, ST_NUM_INTEGER = 1, ST_NUM_OPEN_LO = 2 };
 int st_num_check(double v, int kind, double lo, double hi, st_err *err, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+/* ---- random numbers (st_rng.c) -------------------------------------------
+ * xoshiro256** (Blackman and Vigna), its state seeded by splitmix64 from a
+ * seed and a stream number (a trial, a (rank, iteration)): integers only,
+ * the same on every platform.  The caller owns the state (no globals). */
+typedef struct st_rng {
+  uint64_t s[4];
+} st_rng;
+void st_rng_seed(st_rng *r, uint64_t seed, uint64_t stream);
+uint64_t st_rng_next(st_rng *r);
+/* Uniform in (0, 1]: the top 53 bits, plus one, over 2^53. */
+double st_rng_uniform(st_rng *r);
+/* log(x) for x in (0, 1] from IEEE +, *, / alone (no C library). */
+double st_rng_log(double x);
+/* Exponential with this rate (per s); rate 0: infinity. */
+double st_rng_exp(st_rng *r, double rate);
+/* Standard normal (Marsaglia's polar method, one value per pair drawn). */
+double st_rng_normal(st_rng *r);
+/* Lognormal with mean 1: exp(sigma Z - sigma^2 / 2), Z standard normal, so
+ * log X ~ N(-sigma^2/2, sigma^2), E[X] = 1, Var[X] = exp(sigma^2) - 1.
+ * sigma <= 0: exactly 1. */
+double st_rng_lognormal1(st_rng *r, double sigma);
+
 /* ---- arena: many small same-lifetime allocations freed at once ---------- */
 typedef struct st_arena_block st_arena_block;
 typedef struct st_arena {
