@@ -17,6 +17,8 @@
  *   /timeline         compound rows, only with --timeline
  *   /replay           compound rows (an_replay_rank) with the an_replay
  *                     fields as attributes, only for trace replays
+ *   /jobs, /shared_links  compound rows (an_job_row; name, jobs, bytes), only
+ *                     for a run of several jobs (docs/jobs.md)
  * Datasets added after the first version (/link_usage, /communicators,
  * /communicator_ranks, the timeline's `comm` column) are optional when
  * reading: files written earlier read back with them empty (comm -1); so
