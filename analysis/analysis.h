@@ -17,6 +17,8 @@
  *   /timeline         compound rows, only with --timeline
  *   /replay           compound rows (an_replay_rank) with the an_replay
  *                     fields as attributes, only for trace replays
+ *   /jobs, /shared_links  compound rows (an_job_row; name, jobs, bytes), only
+ *                     for a run of several jobs (docs/jobs.md)
  * Datasets added after the first version (/link_usage, /communicators,
  * /communicator_ranks, the timeline's `comm` column) are optional when
  * reading: files written earlier read back with them empty (comm -1); so
@@ -296,6 +298,46 @@ void an_replay_print_text(const an_replay *rp, FILE *out);
  * an_summary_print_json). */
 void an_summary_print_json_replay(const an_summary *s, const an_replay *rp, FILE *out);
 
+/* ---- jobs sharing a fabric (analysis/jobs.c, docs/jobs.md) --------------- */
+#define AN_JOBS_MAX 64
+/* One job of a run of several: a /jobs row as stored. */
+typedef struct an_job_row {
+  char name[64];
+  char kind[16];   /* "workload", "model" or "background" */
+  char gpus[256];  /* the GPUs as given ("0-7,16-23"; cut at 255 characters) */
+  int32_t num_gpus;
+  double step_time_alone_s;    /* the job alone on its GPUs */
+  double step_time_together_s; /* with the others: its slowest rank's finish / iterations */
+  double slowdown;             /* together / alone */
+} an_job_row;
+
+/* A link that carried bytes of more than one job: a /shared_links row is
+ * name, jobs (their names, comma-separated) and bytes. */
+typedef struct an_shared_link {
+  char name[64];
+  char jobs[256];
+  double bytes;                    /* every job's bytes over it */
+  uint64_t job_mask;               /* bit j: job j moved bytes over it (not stored) */
+  double job_bytes[AN_JOBS_MAX];   /* by job (not stored) */
+} an_shared_link;
+
+/* The links of m that carried bytes of more than one job, the most bytes
+ * first (ties: link order), at most top of them (0: all).  comm_job[c] is
+ * the job of the workload's communicator c (-1: none); names[j] the jobs'.
+ * *out is malloc'ed (the caller frees it); ST_ENOMEM when memory runs out,
+ * ST_EUSAGE for more than AN_JOBS_MAX jobs. */
+int an_jobs_shared_links(const an_measured *m, const int32_t *comm_job, int num_comms,
+                         const char *const *names, int num_jobs, size_t top,
+                         an_shared_link **out, size_t *n, st_err *err);
+/* The table for people, and the JSON object {"jobs":[{name, kind, gpus,
+ * num_gpus, step_time_alone_s, step_time_together_s, slowdown}], "shared_links":
+ * [{name, jobs:[...], bytes, job_bytes:[...]}], "step_time_s"} (one line). */
+void an_jobs_print_text(const an_job_row *jobs, int num_jobs, const an_shared_link *links,
+                        size_t num_links, FILE *out);
+void an_jobs_print_json(const an_job_row *jobs, int num_jobs, const an_shared_link *links,
+                        size_t num_links, double step_time_s, FILE *out);
+
+
 /* Everything a results file holds. */
 typedef struct an_run_info {
   const char *command_line;
@@ -308,6 +350,10 @@ typedef struct an_run_info {
   const an_measured *measured;
   const an_summary *summary;
   const an_replay *replay;   /* trace replays: written as /replay; NULL otherwise */
+  const an_job_row *jobs;    /* several jobs: written as /jobs and /shared_links; NULL otherwise */
+  int num_jobs;
+  const an_shared_link *shared_links;
+  size_t num_shared_links;
 } an_run_info;
 
 int an_results_write(const char *path, const an_run_info *info, st_err *err);
@@ -383,6 +429,10 @@ typedef struct an_results {
   int32_t *comm_ranks;
   size_t num_comm_ranks;
   an_replay *replay;         /* /replay when the file has it, else NULL */
+  an_job_row *jobs;          /* /jobs when the file has it (a run of several jobs) */
+  size_t num_jobs;
+  an_shared_link *shared_links; /* /shared_links (job_mask and job_bytes not stored: 0) */
+  size_t num_shared_links;
 } an_results;
 
 int an_results_read(const char *path, an_results **out, st_err *err);

@@ -339,4 +339,8 @@ void an_report_print_ranks(const an_results *r, const int32_t *ranks, size_t num
     fprintf(out, "\n");
     an_replay_print_text(r->replay, out);
   }
+  if (r->num_jobs) {
+    fprintf(out, "\nJobs sharing the fabric\n");
+    an_jobs_print_text(r->jobs, (int)r->num_jobs, r->shared_links, r->num_shared_links, out);
+  }
 }

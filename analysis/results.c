@@ -509,6 +509,67 @@ static void utc_now(char *buf, size_t n)
     snprintf(buf, n, "unknown");
 }
 
+
+static hid_t job_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_job_row));
+  if (t < 0)
+    return -1;
+  int bad = 0;
+#define S(x) bad |= an__h5_insert_str(t, #x, offsetof(an_job_row, x), sizeof(((an_job_row *)0)->x)) < 0
+#define D(x) bad |= H5Tinsert(t, #x, offsetof(an_job_row, x), H5T_NATIVE_DOUBLE) < 0
+  S(name);
+  S(kind);
+  S(gpus);
+  bad |= H5Tinsert(t, "num_gpus", offsetof(an_job_row, num_gpus), H5T_NATIVE_INT32) < 0;
+  D(step_time_alone_s);
+  D(step_time_together_s);
+  D(slowdown);
+#undef S
+#undef D
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+/* /shared_links: name, jobs, bytes (the in-memory mask and per-job bytes
+ * are not stored). */
+static hid_t shared_link_type(void)
+{
+  hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_shared_link));
+  if (t < 0)
+    return -1;
+  int bad = an__h5_insert_str(t, "name", offsetof(an_shared_link, name),
+                              sizeof(((an_shared_link *)0)->name)) < 0;
+  bad |= an__h5_insert_str(t, "jobs", offsetof(an_shared_link, jobs),
+                           sizeof(((an_shared_link *)0)->jobs)) < 0;
+  bad |= H5Tinsert(t, "bytes", offsetof(an_shared_link, bytes), H5T_NATIVE_DOUBLE) < 0;
+  if (bad) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+/* /jobs and /shared_links of a run of several jobs. */
+static int write_jobs(writer *w, const an_run_info *in)
+{
+  hid_t t = job_type();
+  if (t < 0)
+    return an__h5_wfail(w, "dataset '/jobs': cannot describe the rows");
+  int rc = an__h5_write_rows(w, "jobs", t, (size_t)in->num_jobs, in->jobs, NULL);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  if ((t = shared_link_type()) < 0)
+    return an__h5_wfail(w, "dataset '/shared_links': cannot describe the rows");
+  rc = an__h5_write_rows(w, "shared_links", t, in->num_shared_links, in->shared_links, NULL);
+  H5Tclose(t);
+  return rc;
+}
+
 static int write_body(writer *w)
 {
   const an_run_info *in = W_INFO(w);
@@ -581,6 +642,8 @@ static int write_body(writer *w)
   }
   if (rc == ST_OK && in->replay)
     rc = write_replay(w, in->replay);
+  if (rc == ST_OK && in->jobs)
+    rc = write_jobs(w, in);
   return rc;
 }
 
@@ -684,6 +747,43 @@ static int read_replay(reader *rd, an_results *res)
   free(src);
   free(dst);
   return rc;
+}
+
+/* /jobs and /shared_links, optional (a run of several jobs only). */
+static int read_jobs(reader *rd, an_results *res)
+{
+  void *rows = NULL;
+  size_t n = 0;
+  hid_t t = job_type();
+  if (t < 0)
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/jobs': cannot describe the rows");
+  int rc = an__h5_read_rows(rd, "jobs", t, 1, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  res->jobs = rows;
+  res->num_jobs = n;
+  for (size_t i = 0; i < n; i++) {
+    TERMINATE(res->jobs[i].name);
+    TERMINATE(res->jobs[i].kind);
+    TERMINATE(res->jobs[i].gpus);
+  }
+  if ((t = shared_link_type()) < 0)
+    return an__h5_rfail(rd, ST_ENOMEM, "dataset '/shared_links': cannot describe the rows");
+  rc = an__h5_read_rows(rd, "shared_links", t, 1, &rows, &n);
+  H5Tclose(t);
+  if (rc)
+    return rc;
+  res->shared_links = rows;
+  res->num_shared_links = n;
+  for (size_t i = 0; i < n; i++) {
+    an_shared_link *l = &res->shared_links[i];
+    TERMINATE(l->name);
+    TERMINATE(l->jobs);
+    l->job_mask = 0;
+    memset(l->job_bytes, 0, sizeof l->job_bytes);
+  }
+  return ST_OK;
 }
 
 static int read_body(reader *rd, an_results *res)
@@ -851,7 +951,7 @@ static int read_body(reader *rd, an_results *res)
       return an__h5_rfail(rd, ST_EINPUT, "dataset '/timeline': row %zu: communicator %d is not a row "
                                   "of '/communicators' (%zu rows)", i, (int)c, res->num_comms);
   }
-  return read_replay(rd, res);
+  return (rc = read_replay(rd, res)) ? rc : read_jobs(rd, res);
 }
 
 
@@ -877,6 +977,8 @@ void an_results_destroy(an_results *r)
   free(r->link_usage);
   free(r->comms);
   free(r->comm_ranks);
+  free(r->jobs);
+  free(r->shared_links);
   if (r->replay) {
     an_replay_release(r->replay);
     free(r->replay);

@@ -444,6 +444,36 @@ typedef struct wl_memory {
 int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st_err *err);
 
 
+/* ---- several jobs on one platform (wl_jobs.c, docs/jobs.md) -------------- */
+/* One job of a merge: its workload, its name (prefixed to its programs' and
+ * communicators' names, "NAME/..."), and the merged rank (= GPU) of each of
+ * its ranks, gpus[0..wl->num_ranks-1]. */
+typedef struct wl_merge_part {
+  const wl_workload *wl;
+  const char *name;
+  const int32_t *gpus;
+} wl_merge_part;
+
+/* The parts as one workload of num_ranks ranks: part p's rank i is merged
+ * rank gpus[i], its communicators (members renumbered) and programs are
+ * copied in order after those of parts 0..p-1, roles are merged by name,
+ * and ranks no part places run an empty program "idle".  Meta: model and
+ * source "jobs", no tokens or FLOPs, the largest peak memory, the parts'
+ * iterations when they agree, else 1.  A GPU used twice is an error naming
+ * both parts ("jobs 'a' and 'b' both use GPU 3"), and so is one outside
+ * 0..num_ranks-1.  The caller destroys *out. */
+int wl_merge(const wl_merge_part *parts, int n, int num_ranks, wl_workload **out, st_err *err);
+
+/* Steady background traffic among n ranks: `rounds` all-to-alls of
+ * rate_Bps x window_s / rounds bytes each (one rank's whole send buffer,
+ * nccl-tests' convention), round k released at k x window_s / rounds by a
+ * timer stream (later when round k-1 has not ended: a communicator runs one
+ * collective at a time), the timer running to window_s.  Each rank offers
+ * rate_Bps over the window.  The caller destroys *out. */
+int wl_background_alltoall(int n, double rate_Bps, double window_s, int rounds,
+                           wl_workload **out, st_err *err);
+
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,6 +24,7 @@
 static const char usage_text[] =
     "usage: simtrain run (--workload FILE | --model M --layout SPEC | --trace FORMAT:PATH)\n"
     "                    --cluster NAME[:NODES]|FILE [-o OUT.h5] [--json] [--timeline]\n"
+    "       simtrain run (--job SPEC)... | --jobs FILE  --cluster C [-o OUT.h5] [--json]\n"
     "\n"
     "Replay a training step on a cluster and print the prediction.  With no arguments,\n"
     "runs the built-in example (" EXAMPLE_MODEL ", " EXAMPLE_LAYOUT ", " EXAMPLE_CLUSTER ").\n"
@@ -33,6 +34,13 @@ static const char usage_text[] =
     "  --layout SPEC       tp=..,pp=..,dp=..,mbs=..,gbs=.. (docs/workloads.md)\n"
     "  --seq S             with --model: the sequence length (default: the model's)\n"
     "  --trace FMT:PATH    import a captured trace (kineto, chakra, astra, smpi)\n"
+    "  --job SPEC          a job sharing the cluster with the other --job ones (repeatable):\n"
+    "                      [NAME:]WHAT@gpus=LIST, WHAT a workload file, model=M,layout=L[,seq=S]\n"
+    "                      or background=alltoall:RATE[:ROUNDS]; LIST like 0-7,16-23; each job\n"
+    "                      alone and all together, and the links they shared (docs/jobs.md)\n"
+    "  --jobs FILE         the jobs from a JSON file (docs/jobs.md)\n"
+    "  --top-links N       with --job: the shared links listed (default 10, 0: all)\n"
+    "  -j N                with --job: jobs simulated alone at once (default 1)\n"
     "  --cluster C         preset NAME[:NODES], cluster spec .json or SimGrid .xml\n"
     "  --step N            with --trace (kineto): replay ProfilerStep#N (default: last complete)\n"
     "  --et DIR            with --trace (kineto): host execution traces to join by pid\n"
@@ -82,6 +90,10 @@ struct run_args {
   const char *output;
   int json, quiet, trace_opts, cost_opts;
   char cfg[1024];
+  const char **job_specs; /* --job, in order */
+  int num_job_specs;
+  const char *jobs_file;  /* --jobs */
+  int top_links, procs, jobs_opts;
 };
 
 static int parse_count(const char *s, int *v)
@@ -108,6 +120,54 @@ static void print_run(const struct run_args *a, const drv_run *r)
   }
 }
 
+/* Several jobs on the cluster (drv_jobs.c): the other sources, the trace
+ * options and a token budget do not go with them. */
+static int run_jobs(struct run_args *a)
+{
+  int bad = a->job.workload || a->job.trace || a->job.model || a->job.layout || a->job.seq_len ||
+            a->trace_opts || a->job.train_tokens != 0 || a->cost_opts || a->job.opt.timeline ||
+            a->job.strict;
+  if (bad) {
+    free(a->job_specs);
+    return cli_usage_error("run", "--job and --jobs take the workloads from their specs: no "
+                                  "--workload, --model, --layout, --seq, --trace (or its "
+                                  "options), --tokens, --timeline or --strict with them");
+  }
+  if (a->num_job_specs && a->jobs_file) {
+    free(a->job_specs);
+    return cli_usage_error("run", "give --job or --jobs, not both");
+  }
+  if (!a->job.cluster) {
+    free(a->job_specs);
+    return cli_usage_error("run", "--cluster is required");
+  }
+  drv_fabric f;
+  drv_fabric_init(&f);
+  f.cluster = a->job.cluster;
+  f.opt = a->job.opt;
+  f.opt.quiet = a->quiet;
+  f.opt.simgrid_cfg = a->cfg[0] ? a->cfg : NULL;
+  f.results_file = a->output != NULL;
+  f.top_links = a->top_links;
+  f.procs = a->procs;
+  st_err err;
+  st_err_clear(&err);
+  int rc = ST_OK;
+  for (int i = 0; i < a->num_job_specs && !rc; i++)
+    rc = drv_fabric_add_spec(&f, a->job_specs[i], &err);
+  free(a->job_specs);
+  if (!rc && a->jobs_file)
+    rc = drv_fabric_load(&f, a->jobs_file, &err);
+  if (!rc)
+    rc = drv_fabric_run(&f, &err);
+  if (!rc && a->output)
+    rc = drv_fabric_write(&f, a->output, cli_command_line, &err);
+  if (!rc)
+    drv_fabric_print(&f, a->json, stdout);
+  drv_fabric_release(&f);
+  return rc ? cli_fail(&err) : 0;
+}
+
 const char cmd_run_help[] = "predict a training step: replay a workload on a cluster";
 
 int cmd_run(int argc, char **argv)
@@ -116,7 +176,7 @@ int cmd_run(int argc, char **argv)
       {"workload", required_argument, NULL, 'w'}, {"model", required_argument, NULL, 'm'},
       {"layout", required_argument, NULL, 'l'},   {"trace", required_argument, NULL, 't'},
       {"cluster", required_argument, NULL, 'c'},  {"output", required_argument, NULL, 'o'},
-      {"json", no_argument, NULL, 'j'},           {"timeline", no_argument, NULL, 'T'},
+      {"json", no_argument, NULL, 256},           {"timeline", no_argument, NULL, 'T'},
       {"fidelity", required_argument, NULL, 'f'}, {"net-model", required_argument, NULL, 'n'},
       {"cfg", required_argument, NULL, 'C'},      {"strict", no_argument, NULL, 's'},
       {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
@@ -131,14 +191,24 @@ int cmd_run(int argc, char **argv)
       {"slow", required_argument, NULL, 'W'},     {"variability", required_argument, NULL, 'V'},
       {"seed", required_argument, NULL, 'R'},
       {"iterations", required_argument, NULL, 'I'},
+      {"job", required_argument, NULL, 'J'},      {"jobs", required_argument, NULL, 'B'},
+      {"top-links", required_argument, NULL, 'N'},
       {NULL, 0, NULL, 0}};
   struct run_args a;
   memset(&a, 0, sizeof a);
   drv_job_init(&a.job);
+  a.top_links = 10;
+  a.procs = 1;
+  a.job_specs = calloc((size_t)argc + 1, sizeof *a.job_specs);
+  if (!a.job_specs) {
+    st_err e;
+    st_err_set(&e, ST_ENOMEM, "out of memory");
+    return cli_fail(&e);
+  }
   int ch;
   optind = 1;
   opterr = 0;
-  while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "o:hj:", longopts, NULL)) != -1) {
     switch (ch) {
     case 'w': a.job.workload = optarg; break;
     case 'm': a.job.model = optarg; break;
@@ -146,7 +216,7 @@ int cmd_run(int argc, char **argv)
     case 't': a.job.trace = optarg; break;
     case 'c': a.job.cluster = optarg; break;
     case 'o': a.output = optarg; break;
-    case 'j': a.json = 1; break;
+    case 256: a.json = 1; break;
     case 'T': a.job.opt.timeline = 1; break;
     case 's': a.job.strict = 1; break;
     case 'q': a.quiet = 1; break;
@@ -248,6 +318,18 @@ int cmd_run(int argc, char **argv)
       a.trace_opts = 1;
       break;
     }
+    case 'J': a.job_specs[a.num_job_specs++] = optarg; break;
+    case 'B': a.jobs_file = optarg; break;
+    case 'N':
+      if (parse_count(optarg, &a.top_links))
+        return cli_usage_error("run", "--top-links '%s' is not a count", optarg);
+      a.jobs_opts = 1;
+      break;
+    case 'j':
+      if (parse_count(optarg, &a.procs) || a.procs < 1 || a.procs > 1024)
+        return cli_usage_error("run", "-j '%s' is not a count from 1 to 1024", optarg);
+      a.jobs_opts = 1;
+      break;
     case 'h': fputs(usage_text, stdout); return 0;
     default: return cli_bad_option("run", argv);
     }
@@ -257,6 +339,11 @@ int cmd_run(int argc, char **argv)
   a.job.opt.quiet = a.quiet;
   a.job.opt.simgrid_cfg = a.cfg[0] ? a.cfg : NULL;
 
+  if (a.num_job_specs || a.jobs_file)
+    return run_jobs(&a);
+  free(a.job_specs);
+  if (a.jobs_opts)
+    return cli_usage_error("run", "--top-links and -j go with --job or --jobs");
   int sources = !!a.job.workload + !!a.job.trace + !!(a.job.model || a.job.layout);
   if (sources > 1)
     return cli_usage_error("run", "give one of --workload, --model/--layout, --trace");

@@ -134,6 +134,68 @@ int drv_run_job(const drv_job *j, drv_run *r, st_err *err);
 int drv_run_write(const drv_run *r, const char *path, const char *command_line, st_err *err);
 void drv_run_release(drv_run *r);
 
+/* ---- several jobs on one fabric (drv_jobs.c, docs/jobs.md) ------------------ */
+
+#define DRV_BACKGROUND_ROUNDS 16 /* all-to-alls of a background job by default */
+
+typedef enum drv_fjob_kind {
+  DRV_FJOB_WORKLOAD = 0, /* a workload file */
+  DRV_FJOB_MODEL,        /* a model and a layout through the generators */
+  DRV_FJOB_BACKGROUND,   /* a steady all-to-all (wl_background_alltoall) */
+} drv_fjob_kind;
+
+/* One job: what it runs, where, and its two step times. */
+typedef struct drv_fabric_job {
+  char name[64];
+  int kind;                    /* drv_fjob_kind */
+  char *workload;              /* DRV_FJOB_WORKLOAD */
+  char *model, *layout;        /* DRV_FJOB_MODEL */
+  int seq;                     /* DRV_FJOB_MODEL: 0 = the model's */
+  double rate_Bps;             /* DRV_FJOB_BACKGROUND: offered per GPU */
+  int rounds;                  /* DRV_FJOB_BACKGROUND */
+  double window_s;             /* DRV_FJOB_BACKGROUND: the window it fills */
+  char *gpus;                  /* the GPU list as given */
+  int32_t *gpu;                /* resolved: rank i on GPU gpu[i] */
+  int num_gpus;
+  wl_workload *wl;
+  double step_alone_s, step_together_s;
+} drv_fabric_job;
+
+/* Jobs on one cluster; drv_fabric_run fills the results. */
+typedef struct drv_fabric {
+  drv_fabric_job *jobs;
+  int num_jobs;
+  const char *cluster; /* NAME[:NODES] or a cluster spec */
+  sim_options opt;
+  int results_file;    /* collective records for a results file */
+  int top_links;       /* shared links reported (0: all) */
+  int procs;           /* runs alone at once */
+  /* results */
+  int num_ranks;       /* merged ranks: the highest GPU used + 1 */
+  drv_run run;         /* the run together: cluster, merged workload, measured, summary */
+  an_job_row *rows;    /* num_jobs */
+  an_shared_link *shared;
+  size_t num_shared;
+} drv_fabric;
+
+/* Ten shared links, one process at a time, sim_options_init. */
+void drv_fabric_init(drv_fabric *f);
+/* One job from "[NAME:]WHAT@gpus=LIST", WHAT a workload file,
+ * model=M,layout=L[,seq=S] or background=alltoall:RATE[:ROUNDS]
+ * (docs/jobs.md); default names job1, job2, ... */
+int drv_fabric_add_spec(drv_fabric *f, const char *spec, st_err *err);
+/* The jobs of a jobs file (a JSON array of {name, workload | model, layout,
+ * seq | background, gpus}; files beside it). */
+int drv_fabric_load(drv_fabric *f, const char *path, st_err *err);
+/* Place, load, simulate each job alone (in processes) and all together
+ * (here: once per process), find the shared links. */
+int drv_fabric_run(drv_fabric *f, st_err *err);
+/* The results file of the run together, with /jobs and /shared_links. */
+int drv_fabric_write(const drv_fabric *f, const char *path, const char *command_line, st_err *err);
+/* The table for people, or one JSON object (an_jobs_print_json). */
+void drv_fabric_print(const drv_fabric *f, int json, FILE *out);
+void drv_fabric_release(drv_fabric *f);
+
 /* ---- a whole training run with failures (drv_train.c, docs/failures.md) ---- */
 
 /* Defaults from the Llama 3 405B pre-training (Dubey et al. 2024, "The Llama 3
