@@ -38,7 +38,15 @@ static const char usage_text[] =
     "  --et DIR            with --trace (kineto): host execution traces to join by pid\n"
     "  --no-launch-gaps    with --trace (kineto): drop the delays made from idle stream gaps\n"
     "  --gpus N            with --trace: astra: GPUs to expand over (default: the cluster's);\n"
-    "                      chakra: ranks, missing ones copy rank r mod files (default: files)\n"
+    "                      chakra: ranks, missing ones copy rank r mod files (default: files);\n"
+    "                      kineto: the world when the trace does not record it; ranks\n"
+    "                      without a file run the nearest given rank below (docs/traces.md)\n"
+    "  --world N           with --trace (kineto): replay the job on N ranks, its\n"
+    "                      data-parallel groups resized, compute as measured\n"
+    "  --dp F              with --trace (kineto): the data-parallel size times F (0.5, 8)\n"
+    "  --tp F              refused: tensor parallelism cannot be resized from a trace\n"
+    "  --ranks LIST        the replay table (and --json's per-rank array) for these ranks\n"
+    "                      (e.g. 0-3,8); without it past 16 ranks a summary, --json none\n"
     "  --dims N0,N1,...    with --trace (chakra): the topology dimensions that involved_dim\n"
     "                      names, dimension 0 fastest, product = ranks (default: the\n"
     "                      cluster's GPUs per node, ranks / GPUs per node)\n"
@@ -69,6 +77,7 @@ struct run_args {
   drv_job job;
   const char *output;
   int json, quiet, trace_opts, cost_opts;
+  const char *ranks_spec;
   char cfg[1024];
 };
 
@@ -82,18 +91,27 @@ static int parse_count(const char *s, int *v)
   return 0;
 }
 
-static void print_run(const struct run_args *a, const drv_run *r)
+static int print_run(const struct run_args *a, const drv_run *r, st_err *err)
 {
   const an_replay *rp = r->have_replay ? &r->replay : NULL;
-  if (a->json) {
-    an_summary_print_json_replay(&r->sum, rp, stdout);
-    return;
+  int32_t *sel = NULL;
+  size_t nsel = 0;
+  if (a->ranks_spec && rp &&
+      an_rank_list_parse(a->ranks_spec, rp->num_ranks, &sel, &nsel, err) != ST_OK) {
+    st_err_prefix(err, "--ranks: ");
+    return err->code;
   }
-  an_summary_print_text(&r->sum, r->name, r->cl->name, stdout);
-  if (rp) {
-    fputc('\n', stdout);
-    an_replay_print_text(rp, stdout);
+  if (a->json)
+    an_summary_print_json_replay(&r->sum, rp, sel, nsel, stdout);
+  else {
+    an_summary_print_text(&r->sum, r->name, r->cl->name, stdout);
+    if (rp) {
+      fputc('\n', stdout);
+      an_replay_print_text(rp, sel, nsel, stdout);
+    }
   }
+  free(sel);
+  return ST_OK;
 }
 
 const char cmd_run_help[] = "predict a training step: replay a workload on a cluster";
@@ -116,6 +134,8 @@ int cmd_run(int argc, char **argv)
       {"seq", required_argument, NULL, 'Q'},
       {"tokens", required_argument, NULL, 'K'},   {"price", required_argument, NULL, 'P'},
       {"pue", required_argument, NULL, 'U'},
+      {"world", required_argument, NULL, 'W'},   {"dp", required_argument, NULL, 'p'},
+      {"tp", required_argument, NULL, 'r'},      {"ranks", required_argument, NULL, 'R'},
       {NULL, 0, NULL, 0}};
   struct run_args a;
   memset(&a, 0, sizeof a);
@@ -175,6 +195,22 @@ int cmd_run(int argc, char **argv)
       a.trace_opts = 1;
       break;
     case 'F': a.job.from_device = optarg; a.trace_opts = 1; break;
+    case 'W':
+      if (parse_count(optarg, &a.job.world) || a.job.world == 0)
+        return cli_usage_error("run", "--world '%s' is not a positive count", optarg);
+      a.trace_opts = 1;
+      break;
+    case 'p':
+      if (cli_parse_real(optarg, 0, &a.job.dp_factor) || !(a.job.dp_factor > 0))
+        return cli_usage_error("run", "--dp '%s' is not a positive factor", optarg);
+      a.trace_opts = 1;
+      break;
+    case 'r':
+      if (cli_parse_real(optarg, 0, &a.job.tp_factor) || !(a.job.tp_factor > 0))
+        return cli_usage_error("run", "--tp '%s' is not a positive factor", optarg);
+      a.trace_opts = 1;
+      break;
+    case 'R': a.ranks_spec = optarg; break;
     case 'Q':
       if (parse_count(optarg, &a.job.seq_len) || a.job.seq_len == 0)
         return cli_usage_error("run", "--seq '%s' is not a positive length", optarg);
@@ -225,14 +261,16 @@ int cmd_run(int argc, char **argv)
     a.job.cluster = EXAMPLE_CLUSTER;
   }
   if (a.trace_opts && !a.job.trace)
-    return cli_usage_error("run", "--step, --et, --no-launch-gaps, --gpus, --dims and --from-device "
-                                  "go with --trace");
+    return cli_usage_error("run", "--step, --et, --no-launch-gaps, --gpus, --dims, --from-device, "
+                                  "--world, --dp and --tp go with --trace");
   if ((a.job.model && !a.job.layout) || (a.job.layout && !a.job.model))
     return cli_usage_error("run", "--model and --layout go together");
   if (a.job.seq_len && !a.job.model)
     return cli_usage_error("run", "--seq goes with --model");
   if (!a.job.cluster)
     return cli_usage_error("run", "--cluster is required");
+  if (a.ranks_spec && !a.job.trace)
+    return cli_usage_error("run", "--ranks goes with --trace (the replay table)");
   if (a.cost_opts && !(a.job.train_tokens > 0))
     return cli_usage_error("run", "--price and --pue go with --tokens");
 
@@ -246,7 +284,7 @@ int cmd_run(int argc, char **argv)
   if (!rc && a.output)
     rc = drv_run_write(&r, a.output, cli_command_line, &err);
   if (!rc)
-    print_run(&a, &r);
+    rc = print_run(&a, &r, &err);
   drv_run_release(&r);
   return rc ? cli_fail(&err) : 0;
 }
