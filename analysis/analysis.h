@@ -269,6 +269,8 @@ void an_summary_print_text(const an_summary *s, const char *workload_name,
  * measured step began), so both count from the rank's own step start. */
 typedef struct an_replay_rank {
   int32_t rank;
+  int32_t source_rank; /* the rank whose trace it replays: itself, or the given rank it
+                          copies (one rank standing for all) */
   double start_offset_s;
   double measured_step_s, replayed_step_s;
   double measured_compute_s, replayed_compute_s;
@@ -292,11 +294,21 @@ typedef struct an_replay {
 int an_replay_init(an_replay *rp, const wl_workload *wl, const an_measured *m,
                    const double *start_offset_s, st_err *err);
 void an_replay_release(an_replay *rp);
-/* The table `run --trace` prints after the summary (fits 100 columns). */
-void an_replay_print_text(const an_replay *rp, FILE *out);
+/* The table `run --trace` prints after the summary (fits 100 columns): the
+ * copied-rank map when ranks were copied, the whole step, then one row per
+ * rank of sel (nsel ranks) when sel is not NULL, else one per rank up to
+ * AN_REPLAY_ALL_ROWS ranks and past that the min, median and max of each
+ * column and the AN_REPLAY_SLOWEST slowest ranks (by replayed step). */
+#define AN_REPLAY_ALL_ROWS 16
+#define AN_REPLAY_SLOWEST 5
+void an_replay_print_text(const an_replay *rp, const int32_t *sel, size_t nsel, FILE *out);
 /* an_summary_print_json with a "replay" object added (rp NULL: the same as
- * an_summary_print_json). */
-void an_summary_print_json_replay(const an_summary *s, const an_replay *rp, FILE *out);
+ * an_summary_print_json): the whole step, num_ranks, the copied-rank map
+ * ("copied", when any), the replayed step's min, median and max over the
+ * ranks and the slowest ranks; the per-rank array "ranks" only for sel (nsel
+ * ranks; sel NULL: left out, the results file keeps every row). */
+void an_summary_print_json_replay(const an_summary *s, const an_replay *rp, const int32_t *sel,
+                                  size_t nsel, FILE *out);
 
 /* ---- jobs sharing a fabric (analysis/jobs.c, docs/jobs.md) --------------- */
 #define AN_JOBS_MAX 64

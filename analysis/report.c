@@ -337,7 +337,7 @@ void an_report_print_ranks(const an_results *r, const int32_t *ranks, size_t num
   link_section(r, out);
   if (r->replay) {
     fprintf(out, "\n");
-    an_replay_print_text(r->replay, out);
+    an_replay_print_text(r->replay, ranks, num_ranks, out);
   }
   if (r->num_jobs) {
     fprintf(out, "\nJobs sharing the fabric\n");

@@ -221,6 +221,7 @@ static hid_t replay_type(void)
   if (t < 0)
     return -1;
   int bad = H5Tinsert(t, "rank", offsetof(an_replay_rank, rank), H5T_NATIVE_INT32) < 0;
+  bad |= H5Tinsert(t, "source_rank", offsetof(an_replay_rank, source_rank), H5T_NATIVE_INT32) < 0;
 #define D(x) bad |= H5Tinsert(t, #x, offsetof(an_replay_rank, x), H5T_NATIVE_DOUBLE) < 0
   D(start_offset_s);
   D(measured_step_s);
@@ -730,6 +731,13 @@ static int read_replay(reader *rd, an_results *res)
   hid_t ds = H5Dopen2(rd->file, "replay", H5P_DEFAULT);
   if (ds < 0)
     return an__h5_rfail(rd, ST_EINPUT, "dataset '/replay' cannot be opened");
+  /* files written before the copied-rank column: every rank is its own */
+  hid_t ft = H5Dget_type(ds);
+  int has_source = ft >= 0 && H5Tget_member_index(ft, "source_rank") >= 0;
+  if (ft >= 0)
+    H5Tclose(ft);
+  for (size_t i = 0; !has_source && i < n; i++)
+    rp->ranks[i].source_rank = rp->ranks[i].rank;
   char *src = NULL, *dst = NULL;
   const char *where = "dataset '/replay'";
   (void)((rc = an__h5_attr_read_str(rd, ds, where, "source_device", &src)) ||

@@ -1003,6 +1003,8 @@ int tr__chakra_import(const char *path, const tr_options *opt, wl_workload **out
       first = fmin(first, a);
       last = fmax(last, b);
     }
+    for (int r = nf; !rc && r < nranks; r++)
+      stats->rank_source[r] = r % nf;
     if (!rc && nf == nranks && last > first)
       stats->measured_step_s = (last - first) * 1e-6;
   }

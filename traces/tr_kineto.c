@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cjson/cJSON.h>
 
@@ -60,6 +61,7 @@ typedef struct kt_rt {
 
 typedef struct kt_pg {
   char *name;
+  char desc[64]; /* pg_desc, or "" */
   int size;
   int32_t *ranks;
 } kt_pg;
@@ -404,14 +406,18 @@ static int parse_ranks(const cJSON *x, const char *what, int32_t **out, int *n, 
   return ST_OK;
 }
 
-static int pg_add(kt_ctx *c, const kt_file *f, const char *name, const int32_t *ranks, int n)
+static int pg_add(kt_ctx *c, const kt_file *f, const char *name, const int32_t *ranks, int n,
+                  const char *desc)
 {
   for (int i = 0; i < c->npgs; i++)
     if (!strcmp(c->pgs[i].name, name)) {
       if (c->pgs[i].size != n || memcmp(c->pgs[i].ranks, ranks, (size_t)n * sizeof *ranks))
         return st_err_set(c->err, ST_EINPUT,
-                          "trace '%s': process group '%s' has other ranks than in another file",
+                          "trace '%s': process group '%s' has other ranks than in another file "
+                          "(the files are not of one job?)",
                           f->path, name);
+      if (desc && desc[0] && !c->pgs[i].desc[0])
+        snprintf(c->pgs[i].desc, sizeof c->pgs[i].desc, "%s", desc);
       return i;
     }
   kt_pg *np = realloc(c->pgs, (size_t)(c->npgs + 1) * sizeof *np);
@@ -428,6 +434,7 @@ static int pg_add(kt_ctx *c, const kt_file *f, const char *name, const int32_t *
   }
   memcpy(p->ranks, ranks, (size_t)n * sizeof *ranks);
   p->size = n;
+  snprintf(p->desc, sizeof p->desc, "%s", desc ? desc : "");
   return c->npgs++;
 }
 
@@ -482,7 +489,7 @@ static int read_file(kt_ctx *c, kt_file *f)
                             c->err);
       if (prc)
         return prc;
-      int r = pg_add(c, f, name, ranks, n);
+      int r = pg_add(c, f, name, ranks, n, str_item(pg, "pg_desc"));
       free(ranks);
       if (r < 0)
         return r;
@@ -970,7 +977,7 @@ static int coll_from_args(kt_ctx *c, const kt_file *f, const kt_gpu *g, kt_coll 
       for (int i = 0; i < n; i++)
         world &= ranks[i] == i;
       if (!(world && n == f->world)) {
-        int r = pg_add(c, f, nm, ranks, n);
+        int r = pg_add(c, f, nm, ranks, n, NULL);
         if (r < 0) {
           free(ranks);
           return r;
@@ -1276,6 +1283,43 @@ static int build_program(kt_ctx *c, wl_workload *wl, kt_file *f, double t0)
   return rc;
 }
 
+/* The parallelism a process group's pg_desc names (its words: "dp",
+ * "data_parallel", "fsdp", "tp", "tensor", "pp", "pipeline", "cp", "ep",
+ * "expert"...), WL_COMM_OTHER when it names none or several. */
+static int kind_of_desc(const char *desc)
+{
+  static const struct {
+    const char *word;
+    int kind;
+  } words[] = {
+      {"dp", WL_COMM_DP},       {"ddp", WL_COMM_DP},      {"fsdp", WL_COMM_DP},
+      {"data", WL_COMM_DP},     {"zero", WL_COMM_DP},     {"replicate", WL_COMM_DP},
+      {"tp", WL_COMM_TP},       {"tensor", WL_COMM_TP},   {"pp", WL_COMM_PP},
+      {"pipeline", WL_COMM_PP}, {"pipe", WL_COMM_PP},     {"cp", WL_COMM_CP},
+      {"context", WL_COMM_CP},  {"ep", WL_COMM_EP},       {"expert", WL_COMM_EP},
+      {"moe", WL_COMM_EP},
+  };
+  int kind = WL_COMM_OTHER;
+  const char *s = desc;
+  while (*s) {
+    while (*s && !isalnum((unsigned char)*s))
+      s++;
+    size_t n = 0;
+    while (isalpha((unsigned char)s[n]))
+      n++;
+    for (size_t i = 0; n && i < sizeof words / sizeof *words; i++)
+      if (strlen(words[i].word) == n && !strncasecmp(s, words[i].word, n)) {
+        if (kind != WL_COMM_OTHER && kind != words[i].kind)
+          return WL_COMM_OTHER;
+        kind = words[i].kind;
+      }
+    s += n;
+    while (*s && isalnum((unsigned char)*s))
+      s++;
+  }
+  return kind;
+}
+
 /* ---- entry ------------------------------------------------------------------- */
 
 static int is_kineto_name(const char *n)
@@ -1378,11 +1422,38 @@ int tr__kineto_import(const char *path, const tr_options *opt, wl_workload **out
   for (int i = 0; i < c.nfiles && !rc; i++)
     rc = read_file(&c, &c.files[i]);
 
-  int world = 0;
+  int world = 0, recorded = 0;
   if (!rc) {
-    for (int i = 0; i < c.nfiles; i++)
-      if (c.files[i].world > world)
-        world = c.files[i].world;
+    /* the world size: as recorded (every file alike), else --gpus, else the
+     * files; ranks without a file run a given rank's program */
+    const kt_file *said = NULL;
+    for (int i = 0; i < c.nfiles && !rc; i++) {
+      kt_file *f = &c.files[i];
+      if (f->world <= 0)
+        continue;
+      if (said && f->world != said->world)
+        rc = st_err_set(err, ST_EINPUT,
+                        "trace '%s': distributedInfo.world_size is %d but '%s' says %d: the "
+                        "files are not of one job",
+                        f->path, f->world, said->path, said->world);
+      said = f;
+    }
+    recorded = said != NULL;
+    for (int i = 0; i < c.nfiles && !rc; i++)
+      if (said && c.files[i].world <= 0)
+        rc = st_err_set(err, ST_EINPUT,
+                        "trace '%s': no distributedInfo.world_size, but '%s' says %d: the files "
+                        "are not of one job",
+                        c.files[i].path, said->path, said->world);
+    world = said ? said->world : 0;
+    if (!rc && opt->num_gpus > 0) {
+      if (said && opt->num_gpus != world)
+        rc = st_err_set(err, ST_EUSAGE,
+                        "--gpus %d: trace '%s' records a world of %d ranks (to replay the job "
+                        "at another size, give --world %d)",
+                        opt->num_gpus, said->path, world, opt->num_gpus);
+      world = opt->num_gpus;
+    }
     if (world <= 0)
       world = c.nfiles;
     if (world <= 0 || world > 1000000)
@@ -1390,24 +1461,19 @@ int tr__kineto_import(const char *path, const tr_options *opt, wl_workload **out
     for (int i = 0; i < c.nfiles; i++)
       c.files[i].world = world;
     char *seen = calloc((size_t)world, 1);
-    if (!seen)
+    if (!rc && !seen)
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
     for (int i = 0; !rc && i < c.nfiles; i++) {
       kt_file *f = &c.files[i];
       if (f->rank >= world)
-        rc = st_err_set(err, ST_EINPUT, "trace '%s': rank %d is outside world size %d", f->path,
-                        f->rank, world);
+        rc = st_err_set(err, ST_EINPUT, "trace '%s': rank %d is outside world size %d%s", f->path,
+                        f->rank, world, recorded ? "" : " (give the world size: --gpus N)");
       else if (seen[f->rank])
         rc = st_err_set(err, ST_EINPUT, "trace '%s': rank %d appears in two files", f->path,
                         f->rank);
       else
         seen[f->rank] = 1;
     }
-    for (int r = 0; !rc && r < world; r++)
-      if (!seen[r])
-        rc = st_err_set(err, ST_EINPUT,
-                        "trace '%s': no file for rank %d (world size %d, %d files)", path, r,
-                        world, c.nfiles);
     free(seen);
   }
   double t0 = INFINITY, t1 = -INFINITY;
@@ -1465,7 +1531,7 @@ int tr__kineto_import(const char *path, const tr_options *opt, wl_workload **out
     for (int g = 0; !rc && g < c.npgs; g++) {
       char b[96];
       snprintf(b, sizeof b, "pg %s", c.pgs[g].name);
-      int ci = wl_comm_add(wl, b, WL_COMM_OTHER, c.pgs[g].size, c.pgs[g].ranks);
+      int ci = wl_comm_add(wl, b, kind_of_desc(c.pgs[g].desc), c.pgs[g].size, c.pgs[g].ranks);
       if (ci < 0) {
         rc = st_err_set(err, ST_ENOMEM, "out of memory");
         break;
@@ -1488,6 +1554,10 @@ int tr__kineto_import(const char *path, const tr_options *opt, wl_workload **out
         stats->rank_measured_s[r] = (c.files[i].step_end - c.files[i].step_ts) * 1e-6;
         stats->rank_start_s[r] = (c.files[i].step_ts - t0) * 1e-6;
       }
+  /* one rank stands for all: the ranks without a file run a given one's program */
+  if (!rc)
+    rc = tr__spmd_fill(wl, stats, path, err);
+  stats->groups_known = recorded;
   if (!rc) {
     stats->measured_step_s = (t1 - t0) * 1e-6;
     wl->meta.iterations = 1;

@@ -123,6 +123,8 @@ void tr_import_stats_release(tr_import_stats *s)
   s->rank_compute_s = NULL;
   free(s->rank_comm_s);
   s->rank_comm_s = NULL;
+  free(s->rank_source);
+  s->rank_source = NULL;
 }
 
 /* ---- helpers shared by the importers (tr_int.h) ------------------------- */
@@ -148,14 +150,17 @@ int tr__stats_alloc_ranks(tr_import_stats *stats, int n, st_err *err)
   stats->rank_start_s = malloc(sz);
   stats->rank_compute_s = malloc(sz);
   stats->rank_comm_s = malloc(sz);
+  stats->rank_source = malloc((size_t)(n > 0 ? n : 1) * sizeof *stats->rank_source);
   if (!stats->rank_measured_s || !stats->rank_start_s || !stats->rank_compute_s ||
-      !stats->rank_comm_s) {
+      !stats->rank_comm_s || !stats->rank_source) {
     tr_import_stats_release(stats);
     return st_err_set(err, ST_ENOMEM, "out of memory");
   }
   for (int i = 0; i < n; i++)
     stats->rank_measured_s[i] = stats->rank_start_s[i] = stats->rank_compute_s[i] =
         stats->rank_comm_s[i] = NAN;
+  for (int i = 0; i < n; i++)
+    stats->rank_source[i] = i;
   stats->num_ranks = n;
   return ST_OK;
 }

@@ -25,7 +25,12 @@ typedef struct tr_options {
   int step;             /* iteration to import (kineto ProfilerStep#N); -1 = last complete */
   int keep_launch_gaps; /* keep gaps where the CPU launched late (default 1) */
   const char *et_dir;   /* host execution traces to join (kineto), or NULL */
-  int num_gpus;         /* astra: GPUs to expand a layer-wise workload over; 0 = from file */
+  /* astra: GPUs to expand a layer-wise workload over; 0 = from file.
+   * chakra: ranks, those without a file copying rank (r mod files).
+   * kineto: the world size when the trace does not record one (else it must
+   * equal the recorded one); ranks without a file run a given rank's program
+   * (tr_workload_resize changes the world size). */
+  int num_gpus;
   /* chakra: the topology dimensions that a node's involved_dim refers to
    * (ASTRA-sim's npus_count, dimension 0 fastest: rank r's coordinate on
    * dimension d is (r / (dims[0] x ... x dims[d-1])) mod dims[d]); their
@@ -62,6 +67,13 @@ typedef struct tr_import_stats {
   double *rank_comm_s;
   /* The device the trace was measured on, as the trace names it (Kineto
    * deviceProperties), or "" when the trace does not say. */
+  /* Which given rank each rank runs the program of (num_ranks entries, r
+   * itself where the trace gave rank r; NULL when all were given); owned.
+   * The measured columns of a copied rank are NAN. */
+  int32_t *rank_source;
+  /* The trace records its world size and process groups (a Kineto trace's
+   * distributedInfo), so the job can be resized (tr_workload_resize). */
+  int groups_known;
   char source_device[64];
 } tr_import_stats;
 
@@ -108,6 +120,35 @@ typedef struct tr_retarget_stats {
  * without HBM bandwidth), naming the device and the class. */
 int tr_workload_retarget(wl_workload *wl, const plat_device *from, const plat_device *to,
                          tr_retarget_stats *stats, st_err *err);
+
+/* ---- scale: one rank standing for all, and the job resized (tr_scale.c) ---
+ * Resize a trace's job to `world` ranks by resizing its data-parallel groups:
+ * the groups of kind DP (Kineto pg_desc naming dp), or, in a trace with no
+ * DP groups, the world itself when it is the only group of more than one
+ * rank.  Each DP group of size g (stride d) becomes one of g x world / W
+ * (the trace's W ranks), every other group keeps its size and stride, laid
+ * out again over the new world, and every new rank runs the program of the
+ * rank with the same place in the old layout (the same TP/PP coordinates,
+ * DP coordinate mod g), its compute as measured.  Collective sizes are whole
+ * buffers (all-reduce in = out, all-gather the whole output, reduce-scatter
+ * the whole input), so they stay and each rank's shard (bytes / g) follows
+ * the new size; an all-to-all-v on a DP group keeps its total, re-laid over
+ * the new members (member j takes old member j mod g's share x g / g').
+ * Fails (ST_EUSAGE or ST_EINPUT, naming the trace and the group) when the
+ * trace records no process groups (st->groups_known 0), when a group of
+ * more than one rank does not say what it is, when the DP groups are not
+ * evenly strided and alike, or when world is not a multiple of W / g.  On
+ * success *wl is replaced and st's per-rank arrays follow the new ranks
+ * (rank_source: the given rank each copies; measured columns NAN on the
+ * copies; measured_step_s NAN when the size changed). */
+typedef struct tr_resize_stats {
+  int from_ranks, to_ranks; /* the trace's world, the new one */
+  int dp_from, dp_to;       /* the DP group size before and after */
+  long dp_colls;            /* collectives on DP groups (per program) */
+  long splits_relaid;       /* all-to-all-v on DP groups re-laid */
+} tr_resize_stats;
+int tr_workload_resize(wl_workload **wl, tr_import_stats *st, const char *trace, int world,
+                       tr_resize_stats *out, st_err *err);
 
 /* The built-in device (platforms/data/devices.json) a trace's device name
  * stands for: the exact name (any case); else the device whose name the

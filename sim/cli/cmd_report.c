@@ -84,7 +84,7 @@ int cmd_report(int argc, char **argv)
     return cli_fail(&err);
   }
   if (json)
-    an_summary_print_json_replay(&r->summary, r->replay, stdout);
+    an_summary_print_json_replay(&r->summary, r->replay, sel, nsel, stdout);
   else
     an_report_print_ranks(r, sel, nsel, stdout);
   free(sel);

@@ -16,6 +16,9 @@
 #include "driver.h"
 #include "cli.h"
 
+/* long options without a short letter (beyond any char) */
+enum { OPT_WORLD = 1000, OPT_RANKS };
+
 /* The built-in example: Llama 3 8B on two DGX-class H100 nodes with a 3D layout. */
 #define EXAMPLE_MODEL "llama3-8b"
 #define EXAMPLE_LAYOUT "tp=4,pp=2,dp=2,mbs=1,gbs=16,sp=1"
@@ -46,7 +49,15 @@ static const char usage_text[] =
     "  --et DIR            with --trace (kineto): host execution traces to join by pid\n"
     "  --no-launch-gaps    with --trace (kineto): drop the delays made from idle stream gaps\n"
     "  --gpus N            with --trace: astra: GPUs to expand over (default: the cluster's);\n"
-    "                      chakra: ranks, missing ones copy rank r mod files (default: files)\n"
+    "                      chakra: ranks, missing ones copy rank r mod files (default: files);\n"
+    "                      kineto: the world when the trace does not record it; ranks\n"
+    "                      without a file run the nearest given rank below (docs/traces.md)\n"
+    "  --world N           with --trace (kineto): replay the job on N ranks, its\n"
+    "                      data-parallel groups resized, compute as measured\n"
+    "  --dp F              with --trace (kineto): the data-parallel size times F (0.5, 8)\n"
+    "  --tp F              refused: tensor parallelism cannot be resized from a trace\n"
+    "  --ranks LIST        the replay table (and --json's per-rank array) for these ranks\n"
+    "                      (e.g. 0-3,8); without it past 16 ranks a summary, --json none\n"
     "  --dims N0,N1,...    with --trace (chakra): the topology dimensions that involved_dim\n"
     "                      names, dimension 0 fastest, product = ranks (default: the\n"
     "                      cluster's GPUs per node, ranks / GPUs per node)\n"
@@ -89,6 +100,7 @@ struct run_args {
   sim_slow slow[RUN_SLOW_MAX];
   const char *output;
   int json, quiet, trace_opts, cost_opts;
+  const char *ranks_spec;
   char cfg[1024];
   const char **job_specs; /* --job, in order */
   int num_job_specs;
@@ -106,18 +118,27 @@ static int parse_count(const char *s, int *v)
   return 0;
 }
 
-static void print_run(const struct run_args *a, const drv_run *r)
+static int print_run(const struct run_args *a, const drv_run *r, st_err *err)
 {
   const an_replay *rp = r->have_replay ? &r->replay : NULL;
-  if (a->json) {
-    an_summary_print_json_replay(&r->sum, rp, stdout);
-    return;
+  int32_t *sel = NULL;
+  size_t nsel = 0;
+  if (a->ranks_spec && rp &&
+      an_rank_list_parse(a->ranks_spec, rp->num_ranks, &sel, &nsel, err) != ST_OK) {
+    st_err_prefix(err, "--ranks: ");
+    return err->code;
   }
-  an_summary_print_text(&r->sum, r->name, r->cl->name, stdout);
-  if (rp) {
-    fputc('\n', stdout);
-    an_replay_print_text(rp, stdout);
+  if (a->json)
+    an_summary_print_json_replay(&r->sum, rp, sel, nsel, stdout);
+  else {
+    an_summary_print_text(&r->sum, r->name, r->cl->name, stdout);
+    if (rp) {
+      fputc('\n', stdout);
+      an_replay_print_text(rp, sel, nsel, stdout);
+    }
   }
+  free(sel);
+  return ST_OK;
 }
 
 /* Several jobs on the cluster (drv_jobs.c): the other sources, the trace
@@ -193,6 +214,8 @@ int cmd_run(int argc, char **argv)
       {"iterations", required_argument, NULL, 'I'},
       {"job", required_argument, NULL, 'J'},      {"jobs", required_argument, NULL, 'B'},
       {"top-links", required_argument, NULL, 'N'},
+      {"world", required_argument, NULL, OPT_WORLD}, {"dp", required_argument, NULL, 'p'},
+      {"tp", required_argument, NULL, 'r'},      {"ranks", required_argument, NULL, OPT_RANKS},
       {NULL, 0, NULL, 0}};
   struct run_args a;
   memset(&a, 0, sizeof a);
@@ -260,6 +283,22 @@ int cmd_run(int argc, char **argv)
       a.trace_opts = 1;
       break;
     case 'F': a.job.from_device = optarg; a.trace_opts = 1; break;
+    case OPT_WORLD:
+      if (parse_count(optarg, &a.job.world) || a.job.world == 0)
+        return cli_usage_error("run", "--world '%s' is not a positive count", optarg);
+      a.trace_opts = 1;
+      break;
+    case 'p':
+      if (cli_parse_real(optarg, 0, &a.job.dp_factor) || !(a.job.dp_factor > 0))
+        return cli_usage_error("run", "--dp '%s' is not a positive factor", optarg);
+      a.trace_opts = 1;
+      break;
+    case 'r':
+      if (cli_parse_real(optarg, 0, &a.job.tp_factor) || !(a.job.tp_factor > 0))
+        return cli_usage_error("run", "--tp '%s' is not a positive factor", optarg);
+      a.trace_opts = 1;
+      break;
+    case OPT_RANKS: a.ranks_spec = optarg; break;
     case 'Q':
       if (parse_count(optarg, &a.job.seq_len) || a.job.seq_len == 0)
         return cli_usage_error("run", "--seq '%s' is not a positive length", optarg);
@@ -355,14 +394,16 @@ int cmd_run(int argc, char **argv)
     a.job.cluster = EXAMPLE_CLUSTER;
   }
   if (a.trace_opts && !a.job.trace)
-    return cli_usage_error("run", "--step, --et, --no-launch-gaps, --gpus, --dims and --from-device "
-                                  "go with --trace");
+    return cli_usage_error("run", "--step, --et, --no-launch-gaps, --gpus, --dims, --from-device, "
+                                  "--world, --dp and --tp go with --trace");
   if ((a.job.model && !a.job.layout) || (a.job.layout && !a.job.model))
     return cli_usage_error("run", "--model and --layout go together");
   if (a.job.seq_len && !a.job.model)
     return cli_usage_error("run", "--seq goes with --model");
   if (!a.job.cluster)
     return cli_usage_error("run", "--cluster is required");
+  if (a.ranks_spec && !a.job.trace)
+    return cli_usage_error("run", "--ranks goes with --trace (the replay table)");
   if (a.cost_opts && !(a.job.train_tokens > 0))
     return cli_usage_error("run", "--price and --pue go with --tokens");
 
@@ -376,7 +417,7 @@ int cmd_run(int argc, char **argv)
   if (!rc && a.output)
     rc = drv_run_write(&r, a.output, cli_command_line, &err);
   if (!rc)
-    print_run(&a, &r);
+    rc = print_run(&a, &r, &err);
   drv_run_release(&r);
   return rc ? cli_fail(&err) : 0;
 }

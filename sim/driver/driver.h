@@ -85,6 +85,13 @@ typedef struct drv_job {
   const char *trace;          /* a captured trace, FORMAT:PATH */
   tr_options topt;            /* the importer's options (trace) */
   const char *from_device;    /* the device the trace was measured on, when it does not say */
+  /* Resizing a trace's job (tr_workload_resize): world > 0 the new world size;
+   * dp_factor > 0 the data-parallel size multiplied by it (world = the
+   * trace's x dp_factor; both given must agree); tp_factor other than 0 or 1
+   * is refused (tensor parallelism cannot be resized from a trace). */
+  int world;
+  double dp_factor;
+  double tp_factor;
   const char *cluster;        /* NAME[:NODES], cluster spec .json or SimGrid .xml */
   sim_options opt;            /* opt.timeline: the timeline is kept in the result */
   int strict;                 /* a workload that does not fit in device memory is an error */
@@ -120,6 +127,7 @@ typedef struct drv_run {
   an_replay replay; /* a trace that measured anything: measured against replayed */
   int have_replay;
   tr_import_stats st;       /* what the import measured (trace) */
+  tr_resize_stats resize;   /* the trace's job resized (resize.to_ranks > 0) */
   int rescaled;             /* the trace's compute was moved to the cluster's device */
   char source_device[64];   /* the device the trace names, or from_device */
   char *workload_json;      /* where the workload came from (results file /config) */

@@ -77,6 +77,45 @@ static int retarget(const drv_job *j, drv_run *r, st_err *err)
   return ST_OK;
 }
 
+/* A trace's job at another size (--world, --dp): its data-parallel groups
+ * resized (traces.h: tr_workload_resize); tensor and pipeline parallelism
+ * are refused, with the reason. */
+static int resize(const drv_job *j, drv_run *r, st_err *err)
+{
+  if (j->tp_factor != 0 && j->tp_factor != 1)
+    return st_err_set(err, ST_EUSAGE,
+                      "--tp %g: tensor parallelism cannot be resized from a trace: each rank's "
+                      "kernels were measured on its own TP shard, and another TP size changes "
+                      "their shapes and adds or removes their collectives",
+                      j->tp_factor);
+  if (!j->world && !(j->dp_factor > 0))
+    return ST_OK;
+  int W = r->wl->num_ranks, world = j->world;
+  if (j->dp_factor > 0) {
+    double w = W * j->dp_factor;
+    if (w < 1 || fabs(w - llround(w)) > 1e-9 || w > 1e8)
+      return st_err_set(err, ST_EUSAGE,
+                        "--dp %g: the trace's %d ranks times %g is not a whole number of ranks",
+                        j->dp_factor, W, j->dp_factor);
+    if (world && world != (int)llround(w))
+      return st_err_set(err, ST_EUSAGE, "--world %d and --dp %g disagree: the trace has %d ranks",
+                        world, j->dp_factor, W);
+    world = (int)llround(w);
+  }
+  const char *path = strchr(j->trace, ':') ? strchr(j->trace, ':') + 1 : j->trace;
+  int rc = tr_workload_resize(&r->wl, &r->st, path, world, &r->resize, err);
+  if (rc)
+    return rc;
+  if (world != W)
+    say(j, "note",
+        "the trace's %d ranks resized to %d: data-parallel groups of %d now %d (%ld collectives "
+        "on them keep their whole-buffer sizes, each rank's shard now 1/%d; %ld all-to-all-v "
+        "re-laid); compute as measured",
+        W, world, r->resize.dp_from, r->resize.dp_to, r->resize.dp_colls, r->resize.dp_to,
+        r->resize.splits_relaid);
+  return ST_OK;
+}
+
 static int load_trace(const drv_job *j, drv_run *r, st_buf *desc, st_err *err)
 {
   tr_options topt = j->topt;
@@ -91,6 +130,8 @@ static int load_trace(const drv_job *j, drv_run *r, st_buf *desc, st_err *err)
   st_buf_json_str(desc, j->trace);
   st_buf_printf(desc, "}");
   int rc = tr_import(j->trace, &topt, &r->wl, &r->st, err);
+  if (!rc)
+    rc = resize(j, r, err);
   if (!rc)
     rc = retarget(j, r, err);
   return rc;
@@ -224,6 +265,8 @@ static int trace_replay(drv_run *r, st_err *err)
       x->measured_compute_s = st->rank_compute_s[i];
     if (st->rank_comm_s)
       x->measured_comm_s = st->rank_comm_s[i];
+    if (st->rank_source)
+      x->source_rank = st->rank_source[i];
   }
   return ST_OK;
 }
