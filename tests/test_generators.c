@@ -283,7 +283,24 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "layout 'foo=1': key 'foo' is unknown (known: tp, pp, dp, cp, ep, vpp, sp, mbs, gbs, "
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
-       "tp_overlap, etp, account_embedding, account_loss, pp_layout)"},
+       "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl)"},
+      {0, "dp_impl=fsdp,zero=1", 2,
+       "layout 'dp_impl=fsdp,zero=1': dp_impl=fsdp needs zero=3 (parameters, gradients and "
+       "optimizer state sharded, FULL_SHARD); zero is 1 (its other sharding strategies are not "
+       "modelled: use dp_impl=megatron)"},
+      {0, "dp_impl=deepspeed", 2,
+       "layout 'dp_impl=deepspeed': dp_impl=deepspeed needs zero=3 (ZeRO stage 3); zero is 0 "
+       "(its other sharding strategies are not modelled: use dp_impl=megatron)"},
+      {0, "dp_impl=fsdp2,zero=3,overlap_grad_reduce=1", 2,
+       "layout 'dp_impl=fsdp2,zero=3,overlap_grad_reduce=1': dp_impl=fsdp2: overlap_grad_reduce "
+       "and bucket are Megatron-LM's keys (fsdp2 overlaps and buckets its own way, "
+       "docs/workloads.md)"},
+      {0, "dp_impl=fsdp,zero=3,pp=2", 2,
+       "layout 'dp_impl=fsdp,zero=3,pp=2': zero=3 (FSDP) with pp (2) > 1 is not supported "
+       "(DeepSpeed and PyTorch FSDP do not combine it with pipeline schedules)"},
+      {0, "dp_impl=zero3", 1,
+       "layout 'dp_impl=zero3': key 'dp_impl' value 'zero3' is unknown (known: megatron, "
+       "fsdp, fsdp2, deepspeed)"},
       {0, "tp=2,tp_overlap=1", 2,
        "layout 'tp=2,tp_overlap=1': tp_overlap=1 needs sp=1 and tp > 1 (Megatron-LM's "
        "--tp-comm-overlap overlaps the sequence-parallel all-gathers and reduce-scatters); sp "
@@ -1478,6 +1495,123 @@ static void test_experts__gradients_and_memory_follow_the_expert_groups(void **s
   }
 }
 
+/* Layer markers (forward phase) before each op named `name`, in order. */
+static int markers_before(const wl_workload *wl, const char *name, int *out, int max)
+{
+  const wl_program *p = &wl->programs[0];
+  int nmk = 0, n = 0;
+  for (size_t i = 0; i < p->num_ops; i++) {
+    const wl_op *o = &p->ops[i];
+    if (o->kind == WL_OP_MARKER && o->sub == WL_MARK_LAYER && o->phase == WL_PHASE_FORWARD)
+      nmk++;
+    else if (!strcmp(wl_op_name(p, o), name) && n < max)
+      out[n++] = nmk;
+  }
+  return n;
+}
+
+/* ZeRO-3 as the frameworks run it, on GPT_T (8 layers of P = 12h^2 + 13h =
+ * 12,596,224 parameters, h = 1024) over dp = 2, one micro-batch. */
+static void test_dp_impl__op_structure_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  wl_layout lo;
+  const double P = 12.0 * 1024 * 1024 + 13 * 1024, W = 12.0 * 1024 * 1024;
+  /* FSDP1: one gather per layer each way, two in flight: the gather of
+   * layer k >= 2 follows the forward of layer k - 2 */
+  wl_workload *wl = gen(&m, "zero=3,dp=2,gbs=2,dp_impl=fsdp", 2, &lo);
+  assert_int_equal(count_ops(wl, 0, "fsdp.ag"), 8);
+  assert_int_equal(count_ops(wl, 0, "fsdp.ag.bwd"), 8);
+  assert_int_equal(count_ops(wl, 0, "fsdp.rs"), 8);
+  assert_int_equal(count_ops(wl, 0, "fsdp.hook"), 8);
+  assert_int_equal(count_ops(wl, 0, "fsdp.rs.cast"), 0); /* reduce in bf16 (param dtype) */
+  check_rel(named_bytes(wl, 0, "fsdp.ag"), 8 * P * 2, 1e-12, "fsdp ag bytes");
+  check_rel(named_bytes(wl, 0, "fsdp.rs"), 8 * P * 2, 1e-12, "fsdp rs bytes");
+  int mk[16], want1[8] = {0, 0, 1, 2, 3, 4, 5, 6};
+  assert_int_equal(markers_before(wl, "fsdp.ag", mk, 16), 8);
+  for (int i = 0; i < 8; i++)
+    assert_int_equal(mk[i], want1[i]);
+  /* 16 tensors per GPT layer (q k v o, 3 + 1 biases, 2 LayerNorms x 2,
+   * fc1 fc2 and their biases) x 20.2 us */
+  const wl_program *p = &wl->programs[0];
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (!strcmp(wl_op_name(p, &p->ops[i]), "fsdp.hook")) {
+      check_rel(p->ops[i].duration_s, 16 * 20.2e-6, 1e-12, "fsdp hook");
+      assert_string_equal(p->stream_names[p->ops[i].stream], "host");
+    }
+  wl_workload_destroy(wl);
+  wl = gen(&m, "zero=3,dp=2,gbs=2,dp_impl=fsdp,grad_dtype=fp32", 2, &lo);
+  assert_int_equal(count_ops(wl, 0, "fsdp.rs.cast"), 8);
+  check_rel(named_bytes(wl, 0, "fsdp.rs.cast"), 8 * P * (2 + 4), 1e-12, "fsdp cast bytes");
+  check_rel(named_bytes(wl, 0, "fsdp.rs"), 8 * P * 4, 1e-12, "fsdp rs fp32 bytes");
+  wl_workload_destroy(wl);
+  /* FSDP2: copy-out of every gather (read + write), the next layer's gather
+   * after this layer's copy-out; the reduce-scatter input copied in */
+  wl = gen(&m, "zero=3,dp=2,gbs=2,dp_impl=fsdp2", 2, &lo);
+  assert_int_equal(count_ops(wl, 0, "fsdp.ag"), 8);
+  assert_int_equal(count_ops(wl, 0, "fsdp2.ag.copy_out"), 16);
+  check_rel(named_bytes(wl, 0, "fsdp2.ag.copy_out"), 16 * P * 4, 1e-12, "copy-out bytes");
+  check_rel(named_bytes(wl, 0, "fsdp2.rs.copy_in"), 8 * P * 4, 1e-12, "copy-in bytes");
+  assert_int_equal(markers_before(wl, "fsdp.ag", mk, 16), 8);
+  for (int i = 0; i < 8; i++)
+    assert_int_equal(mk[i], want1[i]);
+  assert_int_equal(count_ops(wl, 0, "fsdp.hook"), 0);
+  wl_workload_destroy(wl);
+  /* DeepSpeed: four sub-module fetches per layer (QKV 3h^2, out h^2, fc1
+   * 4h^2, fc2 4h^2; the biases and norms, under 1e5 elements, persist); the
+   * whole model is within max_reuse_distance (2 x 7 x 12.6M < 1e9), so
+   * backward fetches nothing; one reduce bucket (135 M < 5e8 elements) of
+   * the layers and the root (embedding 32768 h + positions 1024 h, final
+   * LayerNorm 2h), in bf16 */
+  wl = gen(&m, "zero=3,dp=2,gbs=2,dp_impl=deepspeed", 2, &lo);
+  assert_int_equal(count_ops(wl, 0, "ds.ag"), 32);
+  assert_int_equal(count_ops(wl, 0, "ds.ag.bwd"), 0);
+  check_rel(named_bytes(wl, 0, "ds.ag"), 8 * W * 2, 1e-12, "ds ag bytes");
+  assert_int_equal(count_ops(wl, 0, "ds.grad.rs"), 1);
+  double root = 33792.0 * 1024 + 2 * 1024;
+  check_rel(named_bytes(wl, 0, "ds.grad.rs"), (8 * P + root) * 2, 1e-12, "ds rs bytes");
+  assert_int_equal(count_ops(wl, 0, "ds.grad_norm.ar"), 1);
+  assert_int_equal(count_ops(wl, 0, "ds.overflow.ar"), 0);
+  wl_workload_destroy(wl);
+  wl = gen(&m, "zero=3,dp=2,gbs=2,dp_impl=deepspeed,dtype=fp16", 2, &lo);
+  assert_int_equal(count_ops(wl, 0, "ds.overflow.ar"), 1);
+  wl_workload_destroy(wl);
+}
+
+/* Memory: the live parameters each implementation holds, by hand. */
+static void test_dp_impl__memory_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  wl_layout lo;
+  wl_memory a, b;
+  st_err err;
+  const double P = 12.0 * 1024 * 1024 + 13 * 1024;
+  assert_int_equal(wl_layout_parse("zero=3,dp=2,gbs=2", 2, &m, &lo, &err), ST_OK);
+  assert_int_equal(wl_memory_estimate(&m, &lo, &a, &err), ST_OK);
+  /* FSDP1 in bf16, reduce in fp32: + one unit's bf16 gradient and its fp32 copy */
+  assert_int_equal(wl_layout_parse("zero=3,dp=2,gbs=2,dp_impl=fsdp,grad_dtype=fp32", 2, &m, &lo,
+                                   &err), ST_OK);
+  assert_int_equal(wl_memory_estimate(&m, &lo, &b, &err), ST_OK);
+  check_rel(b.stages[0].other_bytes - a.stages[0].other_bytes, P * (2 + 4), 1e-12, "fsdp");
+  /* FSDP2: + the all-gather output (2P) and the bf16 gradient + fp32 copy-in */
+  assert_int_equal(wl_layout_parse("zero=3,dp=2,gbs=2,dp_impl=fsdp2,grad_dtype=fp32", 2, &m, &lo,
+                                   &err), ST_OK);
+  assert_int_equal(wl_memory_estimate(&m, &lo, &b, &err), ST_OK);
+  check_rel(b.stages[0].other_bytes - a.stages[0].other_bytes, P * 2 + P * (2 + 4), 1e-12,
+            "fsdp2");
+  /* DeepSpeed: all 8 layers kept (+1 prefetched) in bf16, the root, a
+   * 5e8-element bf16 reduce bucket (against 2 layers + root) */
+  assert_int_equal(wl_layout_parse("zero=3,dp=2,gbs=2,dp_impl=deepspeed", 2, &m, &lo, &err),
+                   ST_OK);
+  assert_int_equal(wl_memory_estimate(&m, &lo, &b, &err), ST_OK);
+  check_rel(b.stages[0].other_bytes - a.stages[0].other_bytes, 9 * P * 2 + 5e8 * 2 - 2 * P * 2,
+            1e-12, "deepspeed");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1505,6 +1639,8 @@ int main(void)
       cmocka_unit_test(test_pipeline__defaults_spelt_out_keep_the_workload),
       cmocka_unit_test(test_experts__groups_follow_megatron_rank_generator),
       cmocka_unit_test(test_experts__gradients_and_memory_follow_the_expert_groups),
+      cmocka_unit_test(test_dp_impl__op_structure_by_hand),
+      cmocka_unit_test(test_dp_impl__memory_by_hand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

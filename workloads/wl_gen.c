@@ -50,9 +50,12 @@
 enum { R_TP, R_DP, R_DPX, R_EP, R_CP, R_PPN, R_PPP, R_EMBD, R_ETP, R_COUNT };
 static const char *const role_names[R_COUNT] = {"tp", "dp",      "dp_expert", "ep",  "cp",
                                                 "pp_next", "pp_prev", "embd", "etp"};
-enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CP, S_COUNT };
-static const char *const stream_names[S_COUNT] = {"compute", "tp",      "dp",
-                                                  "pp_send", "pp_recv", "cp"};
+/* S_HOST (the frameworks' hooks on the CPU) is last: a workload has it only
+ * when dp_impl is not megatron, so older layouts keep their streams */
+enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CP, S_HOST, S_ALL };
+#define S_COUNT S_HOST
+static const char *const stream_names[S_ALL] = {"compute", "tp",      "dp",     "pp_send",
+                                               "pp_recv", "cp",      "host"};
 
 #define MAXPEND 16
 
@@ -97,6 +100,9 @@ typedef struct gen {
   /* FSDP */
   long *z3_ag; /* per layer of the stage: latest all-gather op */
   long z3_root;
+  long *z3_fend;                 /* per layer: its last forward (backward) compute op */
+  int z3_first;                  /* first layer of the unit being emitted */
+  double ds_bucket_d, ds_bucket_x; /* DeepSpeed reduce bucket being filled */
 } gen;
 
 /* ---- emission helpers ------------------------------------------------------ */
@@ -782,6 +788,192 @@ static long z3_gather(gen *g, int layer, long after, int bwd)
   return b >= 0 ? b : a;
 }
 
+/* ---- ZeRO-3 as the frameworks run it (dp_impl) ------------------------------------
+ * docs/workloads.md ("ZeRO-3 as each framework runs it") has the source of
+ * every rule.  Host work (the frameworks' Python hooks) is a timed op on the
+ * "host" stream; a compute op that the host launches after a hook waits on
+ * it. */
+
+/* FSDP1 CPU cost per original parameter for one unshard + reshard cycle
+ * (_use_unsharded_views 4.27 ms, _writeback_orig_params 1.07 ms,
+ * _use_sharded_views 2.75 ms for 400 parameters: pytorch/pytorch#96958) */
+#define Z3_HOST_PER_TENSOR_S 20.2e-6
+/* DeepSpeed defaults (deepspeed/runtime/zero/config.py) */
+#define DS_PERSISTENCE_THRESHOLD 1e5 /* stage3_param_persistence_threshold */
+#define DS_REDUCE_BUCKET 5e8         /* reduce_bucket_size (elements) */
+#define DS_MAX_REUSE_DISTANCE 1e9    /* stage3_max_reuse_distance (elements) */
+
+/* Parameter tensors of layer i as its modules hold them (one per weight,
+ * bias and norm vector; gated MLPs as separate gate/up weights). */
+static int z3_tensors(const gen *g, int layer)
+{
+  const wl_model *m = g->m;
+  int mlp_w = m->ffn_act == WL_ACT_SWIGLU ? 3 : 2;
+  int n = 4 + m->norms_per_layer * (m->layer_norm ? 2 : 1) + 3 * m->qkv_bias + m->out_bias +
+          2 * m->qk_norm;
+  if (wl__is_moe_layer(m, layer)) {
+    int e = m->moe.experts / g->l->ep;
+    n += 1 + (e + m->moe.shared_experts) * mlp_w;
+  } else {
+    n += mlp_w * (1 + m->mlp_bias);
+  }
+  return n;
+}
+
+/* A timed host op (a framework hook) on the "host" stream after op `after`. */
+static long z3_host(gen *g, const char *name, double seconds, long after)
+{
+  wl_op op = wl_op_compute(S_HOST, seconds);
+  op.sub = WL_CLASS_OTHER;
+  op.name = nm(g, name);
+  uint32_t w[1];
+  int n = 0;
+  if (after >= 0)
+    w[n++] = (uint32_t)after;
+  return put(g, op, w, n);
+}
+
+/* A collective on the "dp" stream that waits only for op `after` (a hook
+ * issues it, not the compute stream's progress). */
+static long z3_coll(gen *g, const char *name, int coll, int role, double bytes, long after)
+{
+  if (role_size(g, role) < 2 || bytes <= 0)
+    return -1;
+  wl_op op = wl_op_coll(S_DP, coll, role, bytes);
+  op.name = nm(g, name);
+  uint32_t w[1];
+  int n = 0;
+  if (after >= 0)
+    w[n++] = (uint32_t)after;
+  return put(g, op, w, n);
+}
+
+/* A memory-bound copy of `elems` values, reading rd and writing wr bytes each. */
+static long z3_copy(gen *g, const char *name, double elems, double rd, double wr)
+{
+  if (elems <= 0)
+    return -1;
+  return elem(g, name, elems, (rd + wr) / g->ab, 0);
+}
+
+/* DeepSpeed sub-modules of layer i in forward order: the linear layers as
+ * the generator builds them (QKV, attention output, MLP in, MLP out; a MoE
+ * layer's router + shared experts and its routed experts) with their
+ * gathered parameters (those above stage3_param_persistence_threshold; the
+ * norms and biases below it stay whole on every rank). */
+typedef struct ds_sub {
+  double dense, expert; /* parameters all-gathered per rank (sharded size x dp) */
+  int tensors;
+} ds_sub;
+
+static int ds_subs(const gen *g, int layer, ds_sub *s)
+{
+  const wl_model *m = g->m;
+  wl__params lp;
+  wl__layer_params(m, g->l->tp, g->l->etp, g->l->ep, layer, &lp);
+  double h = g->h, t = g->l->tp;
+  double a = m->heads, kv = m->kv_heads, d = m->head_dim;
+  double qkv = h * (a + 2 * kv) * d / t, proj = a * d * h / t;
+  if (m->has_mla) {
+    qkv = lp.attn - proj; /* the four MLA projections, as one fetch */
+    if (qkv < 0)
+      qkv = 0;
+  }
+  int n = 0;
+  s[n++] = (ds_sub){qkv >= DS_PERSISTENCE_THRESHOLD ? qkv : 0, 0, 1};
+  s[n++] = (ds_sub){proj >= DS_PERSISTENCE_THRESHOLD ? proj : 0, 0, 1};
+  double rest = lp.mlp; /* dense MLP (or router + shared experts), norms included */
+  if (!wl__is_moe_layer(m, layer)) {
+    double f = m->ffn_hidden, fin = (m->ffn_act == WL_ACT_SWIGLU ? 2 : 1) * h * f / t;
+    double fout = f * h / t;
+    s[n++] = (ds_sub){fin, 0, m->ffn_act == WL_ACT_SWIGLU ? 2 : 1};
+    s[n++] = (ds_sub){fout, 0, 1};
+  } else {
+    s[n++] = (ds_sub){rest >= DS_PERSISTENCE_THRESHOLD ? rest : 0, 0, 1};
+    int mlp_w = m->ffn_act == WL_ACT_SWIGLU ? 3 : 2;
+    s[n++] = (ds_sub){0, lp.expert, (m->moe.experts / g->l->ep) * mlp_w};
+  }
+  return n;
+}
+
+/* Parameters of layer i that DeepSpeed gathers (all but the persistent ones). */
+static double ds_gathered(const gen *g, int layer, int expert)
+{
+  ds_sub s[4];
+  int n = ds_subs(g, layer, s);
+  double p = 0;
+  for (int i = 0; i < n; i++)
+    p += expert ? s[i].expert : s[i].dense;
+  return p;
+}
+
+/* DeepSpeed: gather layer i's sub-modules (one coalesced all-gather each)
+ * after op `after`; returns the last. */
+static long ds_gather(gen *g, int layer, long after, int bwd)
+{
+  ds_sub s[4];
+  int n = ds_subs(g, layer, s);
+  long last = -1;
+  for (int i = 0; i < n; i++) {
+    int k = bwd ? n - 1 - i : i;
+    long a = z3_coll(g, bwd ? "ds.ag.bwd" : "ds.ag", WL_COLL_ALLGATHER, R_DP,
+                     s[k].dense * g->pb, after);
+    long b = z3_coll(g, bwd ? "ds.ag.expert.bwd" : "ds.ag.expert", WL_COLL_ALLGATHER, R_DPX,
+                     s[k].expert * g->pb, after);
+    last = b >= 0 ? b : a >= 0 ? a : last;
+  }
+  return last;
+}
+
+/* DeepSpeed's host time for layer i's hooks in one pass (fetch and release
+ * of each sub-module; the figure is FSDP1's per-tensor one, see docs). */
+static double ds_host_s(const gen *g, int layer)
+{
+  ds_sub s[4];
+  int n = ds_subs(g, layer, s), t = 0;
+  for (int i = 0; i < n; i++)
+    t += s[i].tensors;
+  t += g->m->norms_per_layer; /* the norms are sub-modules too, with their hooks */
+  return t * Z3_HOST_PER_TENSOR_S;
+}
+
+/* DeepSpeed's reduce buckets: gradients copied into the bucket as they are
+ * produced (contiguous_gradients), the bucket reduce-scattered on the "dp"
+ * stream when the next gradient would overflow reduce_bucket_size. */
+static void ds_grad(gen *g, double dense, double expert)
+{
+  z3_copy(g, "ds.grad.copy", dense + expert, g->gb, g->gb);
+  if (g->ds_bucket_d + g->ds_bucket_x + dense + expert > DS_REDUCE_BUCKET &&
+      g->ds_bucket_d + g->ds_bucket_x > 0) {
+    dp_push(g, coll_s(g, S_DP, "ds.grad.rs", WL_COLL_REDUCESCATTER, R_DP,
+                      g->ds_bucket_d * g->gb, -1));
+    dp_push(g, coll_s(g, S_DP, "ds.grad.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                      g->ds_bucket_x * g->gb, -1));
+    g->ds_bucket_d = g->ds_bucket_x = 0;
+  }
+  g->ds_bucket_d += dense;
+  g->ds_bucket_x += expert;
+}
+
+static void ds_grad_flush(gen *g)
+{
+  dp_push(g, coll_s(g, S_DP, "ds.grad.rs", WL_COLL_REDUCESCATTER, R_DP, g->ds_bucket_d * g->gb,
+                    -1));
+  dp_push(g, coll_s(g, S_DP, "ds.grad.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                    g->ds_bucket_x * g->gb, -1));
+  g->ds_bucket_d = g->ds_bucket_x = 0;
+}
+
+/* DeepSpeed keeps a parameter gathered after its forward when it is used
+ * again within stage3_max_reuse_distance fetched elements: layer i's next use
+ * is its backward, 2 x (parameters gathered after it) away. */
+static int ds_kept(const gen *g, int first, int count, int layer)
+{
+  double after = 0; /* elements (whole parameters, as ds_numel counts them) */
+  for (int j = layer + 1; j < first + count; j++)
+    after += ds_gathered(g, j, 0) + ds_gathered(g, j, 1);
+  return 2 * after < DS_MAX_REUSE_DISTANCE;
+}
 /* ---- one transformer layer ------------------------------------------------------- */
 static void layer_fwd(gen *g, int layer, int c, int gi_mlp)
 {
@@ -904,12 +1096,168 @@ static void output_bwd(gen *g)
 }
 
 /* ---- units ------------------------------------------------------------------------- */
+/* Host time of FSDP1's hooks for layer i in one pass (pre-forward unshard
+ * + post-forward reshard, or pre-backward unshard + post-backward reshard). */
+static double fsdp_host_s(const gen *g, int layer)
+{
+  return z3_tensors(g, layer) * Z3_HOST_PER_TENSOR_S;
+}
+
+/* dp_impl=fsdp: gather layer i after its hook (which waits for `gate`, the
+ * rate limiter's free event: the compute op that ended the layer two back). */
+static long fsdp_gather(gen *g, int layer, long gate, int bwd)
+{
+  long h = z3_host(g, bwd ? "fsdp.hook.bwd" : "fsdp.hook", fsdp_host_s(g, layer), gate);
+  g->z3_fend[layer - g->z3_first] = h;
+  return z3_gather(g, layer, h, bwd);
+}
+
+/* dp_impl=fsdp2: copy layer i's all-gather output into its parameters
+ * (foreach_all_gather_copy_out: read and write the unsharded bytes). */
+static void fsdp2_copy_out(gen *g, int layer)
+{
+  double p = z3_bytes(g, layer, 0, 0) / g->pb + z3_bytes(g, layer, 0, 1) / g->pb;
+  z3_copy(g, "fsdp2.ag.copy_out", p, g->pb, g->pb);
+}
+
+/* The forward of one unit under the frameworks' ZeRO-3 (dp_impl != megatron). */
+static void unit_fwd_z3(gen *g, int c, int first, int count, int vs, int last_vs)
+{
+  const wl_layout *l = g->l;
+  int impl = l->dp_impl, ngr = g->ngroups[c];
+  g->z3_first = first;
+  /* root unit (embedding, final norm, output): gathered once per micro-batch
+   * and kept to the end of backward (FSDP1 _post_forward_reshard skips the
+   * root; FSDP2 sets the root's reshard_after_forward to False; DeepSpeed
+   * re-uses the output layer at once, within max_reuse_distance) */
+  g->z3_root = coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP, z3_root(g) * g->pb, -1);
+  need(g, g->z3_root);
+  if (impl == WL_DP_FSDP)
+    for (int i = 0; i < 2 && i < count; i++)
+      g->z3_ag[i] = fsdp_gather(g, first + i, -1, 0);
+  else if (impl == WL_DP_FSDP2 && count > 0)
+    g->z3_ag[0] = z3_gather(g, first, -1, 0);
+  else if (impl == WL_DP_DEEPSPEED && count > 0)
+    g->z3_ag[0] = ds_gather(g, first, -1, 0);
+  if (vs == 0) {
+    param_wait(g, c, ngr - 1);
+    embed_fwd(g);
+  }
+  for (int i = first; i < first + count; i++) {
+    int k = i - first, gi = (vs == last_vs) + 2 * (first + count - 1 - i);
+    need(g, g->z3_ag[k]);
+    if (impl == WL_DP_FSDP) {
+      need(g, g->z3_fend[k]);
+      layer_fwd(g, i, c, gi);
+      /* the rate limiter (limit_all_gathers, two in flight): the hook of the
+       * layer two ahead runs once this layer's forward has freed it */
+      if (k + 2 < count)
+        g->z3_ag[k + 2] = fsdp_gather(g, i + 2, g->last_c, 0);
+    } else if (impl == WL_DP_FSDP2) {
+      fsdp2_copy_out(g, i);
+      /* implicit prefetch: the next layer's all-gather is issued as the CPU
+       * runs ahead, once this layer's copy-out has freed the buffer */
+      if (k + 1 < count)
+        g->z3_ag[k + 1] = z3_gather(g, i + 1, g->last_c, 0);
+      layer_fwd(g, i, c, gi);
+    } else {
+      /* DeepSpeed: the layer's hooks wait for the fetch two back (at most
+       * two fetch events outstanding), then prefetch the next layer */
+      long h = z3_host(g, "ds.hook", ds_host_s(g, i), k >= 2 ? g->z3_ag[k - 2] : -1);
+      if (k + 1 < count)
+        g->z3_ag[k + 1] = ds_gather(g, i + 1, h, 0);
+      need(g, h);
+      layer_fwd(g, i, c, gi);
+    }
+  }
+  if (vs == last_vs) {
+    param_wait(g, c, 0);
+    output_fwd(g);
+  }
+}
+
+static void unit_bwd_z3(gen *g, int c, int first, int count, int vs, int last_vs)
+{
+  const wl_layout *l = g->l;
+  int impl = l->dp_impl, ngr = g->ngroups[c];
+  g->z3_first = first;
+  int top = first + count - 1;
+  if (impl == WL_DP_FSDP)
+    for (int i = 0; i < 2 && i < count; i++)
+      g->z3_ag[count - 1 - i] = fsdp_gather(g, top - i, -1, 1);
+  else if (impl == WL_DP_FSDP2 && count > 0)
+    g->z3_ag[count - 1] = z3_gather(g, top, -1, 1);
+  else if (impl == WL_DP_DEEPSPEED && count > 0)
+    g->z3_ag[count - 1] = ds_kept(g, first, count, top) ? -1 : ds_gather(g, top, -1, 1);
+  if (vs == last_vs) {
+    output_bwd(g);
+    group_done(g, c, 0);
+  }
+  for (int i = top; i >= first; i--) {
+    int k = i - first, gi = (vs == last_vs) + 2 * (first + count - 1 - i);
+    need(g, g->z3_ag[k]);
+    if (impl == WL_DP_FSDP) {
+      need(g, g->z3_fend[k]);
+      layer_bwd(g, i, c, gi);
+      /* post-backward: the gradient cast to reduce_dtype when it differs
+       * from param_dtype (_reduce_grad), the reduce-scatter, then the hook
+       * of the layer two below (BACKWARD_PRE with the rate limiter) */
+      if (g->gb != g->pb)
+        z3_copy(g, "fsdp.rs.cast", (z3_bytes(g, i, 0, 0) + z3_bytes(g, i, 0, 1)) / g->pb, g->pb,
+                g->gb);
+      dp_push(g, coll_s(g, S_DP, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP, z3_bytes(g, i, 1, 0), -1));
+      dp_push(g, coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                        z3_bytes(g, i, 1, 1), -1));
+      if (k - 2 >= 0)
+        g->z3_ag[k - 2] = fsdp_gather(g, i - 2, g->last_c, 1);
+    } else if (impl == WL_DP_FSDP2) {
+      fsdp2_copy_out(g, i);
+      /* explicit backward prefetch of one layer (the pre-backward hook) */
+      if (k >= 1)
+        g->z3_ag[k - 1] = z3_gather(g, i - 1, g->last_c, 1);
+      layer_bwd(g, i, c, gi);
+      /* foreach_reduce: the gradients copied into the reduce-scatter input
+       * in reduce_dtype (chunk_cat), then the reduce-scatter */
+      z3_copy(g, "fsdp2.rs.copy_in", (z3_bytes(g, i, 0, 0) + z3_bytes(g, i, 0, 1)) / g->pb, g->pb,
+              g->gb);
+      dp_push(g, coll_s(g, S_DP, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP, z3_bytes(g, i, 1, 0), -1));
+      dp_push(g, coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                        z3_bytes(g, i, 1, 1), -1));
+    } else {
+      int k2 = k + 2 < count ? k + 2 : -1;
+      long h = z3_host(g, "ds.hook.bwd", ds_host_s(g, i), k2 >= 0 ? g->z3_ag[k2] : -1);
+      if (k >= 1)
+        g->z3_ag[k - 1] = ds_kept(g, first, count, i - 1) ? -1 : ds_gather(g, i - 1, h, 1);
+      need(g, h);
+      layer_bwd(g, i, c, gi);
+      wl__params lp;
+      wl__layer_params(g->m, l->tp, l->etp, l->ep, i, &lp);
+      ds_grad(g, lp.attn + lp.mlp, lp.expert);
+    }
+  }
+  if (vs == 0) {
+    embed_bwd(g);
+    group_done(g, c, ngr - 1);
+  }
+  if (impl == WL_DP_DEEPSPEED) {
+    ds_grad(g, z3_root(g), 0);
+    ds_grad_flush(g);
+  } else {
+    dp_push(g, coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
+                      z3_root(g) * g->gb, -1));
+  }
+}
+
 static void unit_fwd(gen *g, int c)
 {
   const wl_layout *l = g->l;
   int first, count;
   wl__chunk_layers(l, g->m, g->stage, c, &first, &count);
   int vs = c * l->pp + g->stage, last_vs = l->pp * l->vpp - 1;
+  if (l->zero == 3 && l->dp_impl != WL_DP_MEGATRON) {
+    unit_fwd_z3(g, c, first, count, vs, last_vs);
+    return;
+  }
   int ngr = g->ngroups[c];
   if (l->zero == 3) {
     /* root unit (embedding, final norm, output) gathered once per micro-batch;
@@ -943,6 +1291,10 @@ static void unit_bwd(gen *g, int c)
   int first, count;
   wl__chunk_layers(l, g->m, g->stage, c, &first, &count);
   int vs = c * l->pp + g->stage, last_vs = l->pp * l->vpp - 1;
+  if (l->zero == 3 && l->dp_impl != WL_DP_MEGATRON) {
+    unit_bwd_z3(g, c, first, count, vs, last_vs);
+    return;
+  }
   int ngr = g->ngroups[c];
   long rs_prev = -1;
   if (l->zero == 3)
@@ -1004,7 +1356,8 @@ static int emit_stage(gen *g, int s, st_err *err)
   const wl_layout *l = g->l;
   char pname[32];
   snprintf(pname, sizeof pname, "stage%d", s);
-  int pi = wl_program_add(g->wl, pname, S_COUNT, stream_names);
+  int pi = wl_program_add(g->wl, pname, l->dp_impl != WL_DP_MEGATRON ? S_ALL : S_COUNT,
+                          stream_names);
   if (pi < 0)
     return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
   g->p = &g->wl->programs[pi];
@@ -1120,6 +1473,13 @@ static int emit_stage(gen *g, int s, st_err *err)
       }
       grad_reduce(g, S_COMPUTE, d, x);
     }
+  }
+  /* DeepSpeed stage 3 step(): the fp16 overflow flag (has_overflow, an
+   * all-reduce MAX) and the global gradient norm, each one float over dp */
+  if (l->zero == 3 && l->dp_impl == WL_DP_DEEPSPEED) {
+    if (l->dtype == WL_DTYPE_FP16)
+      coll_c(g, "ds.overflow.ar", WL_COLL_ALLREDUCE, R_DP, 4);
+    coll_c(g, "ds.grad_norm.ar", WL_COLL_ALLREDUCE, R_DP, 4);
   }
   if (l->sp || (g->m->qk_norm && l->tp > 1))
     coll_c(g, "tp.norm.grad.ar", WL_COLL_ALLREDUCE, R_TP, stage_norm_params(g) * g->gb);
@@ -1320,10 +1680,11 @@ int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err
     if (wl_layout_stage_layers(l, m, s) > maxl)
       maxl = wl_layout_stage_layers(l, m, s);
   g.z3_ag = calloc((size_t)maxl + 1, sizeof *g.z3_ag);
+  g.z3_fend = calloc((size_t)maxl + 1, sizeof *g.z3_fend);
   int rc = ST_OK;
   double model_flops = 0, hw_flops = 0;
   int ranks_per_stage = l->num_gpus / l->pp;
-  if (!g.groups || !g.ngroups || !g.z3_ag) {
+  if (!g.groups || !g.ngroups || !g.z3_ag || !g.z3_fend) {
     rc = st_err_set(err, ST_ENOMEM, "out of memory");
     goto fail;
   }
@@ -1366,6 +1727,7 @@ int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err
   free(g.groups);
   free(g.ngroups);
   free(g.z3_ag);
+  free(g.z3_fend);
   free(g.dp_ops);
   *out = wl;
   return ST_OK;
@@ -1376,6 +1738,7 @@ fail:
   free(g.groups);
   free(g.ngroups);
   free(g.z3_ag);
+  free(g.z3_fend);
   free(g.dp_ops);
   wl_workload_destroy(wl);
   return rc;

@@ -45,6 +45,8 @@
 
 static const char *const recompute_names[WL_RECOMPUTE_COUNT] = {"none", "selective", "full"};
 static const char *const schedule_names[WL_SCHED_COUNT] = {"1f1b", "gpipe", "interleaved"};
+static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", "fsdp2",
+                                                           "deepspeed"};
 
 const char *wl_recompute_name(int r)
 {
@@ -54,18 +56,22 @@ const char *wl_schedule_name(int s)
 {
   return s >= 0 && s < WL_SCHED_COUNT ? schedule_names[s] : "?";
 }
+const char *wl_dp_impl_name(int d)
+{
+  return d >= 0 && d < WL_DP_IMPL_COUNT ? dp_impl_names[d] : "?";
+}
 
 enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
-  K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_COUNT
+  K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
     "sp",    "mbs",       "gbs",      "zero",  "recompute",  "schedule",
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
-    "account_loss", "pp_layout"};
+    "account_loss", "pp_layout", "dp_impl"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -133,7 +139,7 @@ static int lookup_key(const char *name)
 void wl_layout_request_init(wl_layout *l)
 {
   memset(l, 0, sizeof *l);
-  l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = -1;
+  l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = -1;
 }
 
 int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout *out, st_err *err)
@@ -205,7 +211,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       ERR("key '%s' is given twice", key_names[k]);
     given[k] = 1;
     long iv = 0;
-    if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE) {
+    if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE || k == K_DP_IMPL) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
       continue;
     }
@@ -267,6 +273,12 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     if (l.schedule < 0)
       ERR("key 'schedule' value '%s' is unknown (known: 1f1b, gpipe, interleaved)",
           sv[K_SCHEDULE]);
+  }
+  if (sv[K_DP_IMPL][0]) {
+    l.dp_impl = lookup(dp_impl_names, WL_DP_IMPL_COUNT, sv[K_DP_IMPL]);
+    if (l.dp_impl < 0)
+      ERR("key 'dp_impl' value '%s' is unknown (known: megatron, fsdp, fsdp2, deepspeed)",
+          sv[K_DP_IMPL]);
   }
   if (sv[K_RECOMPUTE][0]) {
     l.recompute = lookup(recompute_names, WL_RECOMPUTE_COUNT, sv[K_RECOMPUTE]);
@@ -684,7 +696,15 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     l.recompute = WL_RECOMPUTE_NONE;
   if (l.dtype < 0)
     l.dtype = WL_DTYPE_BF16;
-  /* Megatron accumulates and all-reduces bf16 gradients in fp32; fp16 in fp16. */
+  /* Megatron accumulates and all-reduces bf16 gradients in fp32; fp16 in fp16.
+   * FSDP1 (MixedPrecision.reduce_dtype None: param_dtype), FSDP2
+   * (MixedPrecisionPolicy.reduce_dtype None: param_dtype) and DeepSpeed
+   * (engine.communication_data_type: the fp16/bf16 model dtype) reduce in
+   * the model dtype. */
+  if (l.dp_impl < 0)
+    l.dp_impl = WL_DP_MEGATRON;
+  if (l.grad_dtype < 0 && l.dp_impl != WL_DP_MEGATRON)
+    l.grad_dtype = l.dtype == WL_DTYPE_FP8 ? WL_DTYPE_BF16 : l.dtype;
   if (l.grad_dtype < 0)
     l.grad_dtype = l.dtype == WL_DTYPE_FP16 ? WL_DTYPE_FP16 : WL_DTYPE_FP32;
   /* data parallelism */
@@ -692,6 +712,21 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     ERR("zero=3 (FSDP) with pp (%d) > 1 is not supported (DeepSpeed and PyTorch FSDP do not "
         "combine it with pipeline schedules)",
         l.pp);
+  /* PyTorch FSDP1 FULL_SHARD, fully_shard and DeepSpeed stage 3 shard the
+   * parameters; their other strategies (SHARD_GRAD_OP, NO_SHARD,
+   * reshard_after_forward=False, DeepSpeed stages 1-2) are not modelled, and
+   * Megatron's overlap and bucket keys are not theirs */
+  if (l.dp_impl != WL_DP_MEGATRON && l.zero != 3)
+    ERR("dp_impl=%s needs zero=3 (%s); zero is %d (its other sharding strategies are not "
+        "modelled: use dp_impl=megatron)",
+        dp_impl_names[l.dp_impl],
+        l.dp_impl == WL_DP_DEEPSPEED ? "ZeRO stage 3" : "parameters, gradients and optimizer "
+                                                         "state sharded, FULL_SHARD",
+        l.zero);
+  if (l.dp_impl != WL_DP_MEGATRON && (l.overlap_grad_reduce || given_bucket))
+    ERR("dp_impl=%s: overlap_grad_reduce and bucket are Megatron-LM's keys (%s overlaps and "
+        "buckets its own way, docs/workloads.md)",
+        dp_impl_names[l.dp_impl], dp_impl_names[l.dp_impl]);
   if (l.overlap_param_gather && (l.zero == 0 || l.zero == 3))
     ERR("overlap_param_gather=1 needs zero=1 or zero=2 (the distributed optimizer); zero is %d",
         l.zero);
@@ -732,6 +767,8 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     st_buf_printf(&b, ",account_loss=1");
   if (l.pp_layout[0])
     st_buf_printf(&b, ",pp_layout=%s", l.pp_layout);
+  if (l.dp_impl != WL_DP_MEGATRON)
+    st_buf_printf(&b, ",dp_impl=%s", dp_impl_names[l.dp_impl]);
   if (!b.data || b.len >= sizeof l.spec) {
     st_buf_release(&b);
     ERR("the canonical spec is longer than %zu characters", sizeof l.spec - 1);

@@ -160,9 +160,33 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
       }
       st->other_bytes += w;
     }
-    if (l->zero == 3) /* two gathered layers in flight, and the root unit */
-      st->other_bytes += 2 * z3_layer +
-                         (wl__embedding_params(m, l->tp) + wl__output_params(m, l->tp, l->pp)) * pb;
+    double root = (wl__embedding_params(m, l->tp) + wl__output_params(m, l->tp, l->pp)) * pb;
+    double zp = z3_layer / pb; /* parameters of the largest layer, one rank */
+    if (l->zero == 3 && l->dp_impl == WL_DP_FSDP)
+      /* limit_all_gathers: two unsharded flat parameters; the root unit; the
+       * unsharded gradient of one unit and its reduce_dtype copy */
+      st->other_bytes += 2 * z3_layer + root + zp * (pb + (gb != pb ? gb : 0));
+    else if (l->zero == 3 && l->dp_impl == WL_DP_FSDP2)
+      /* the layer computing and the one prefetched, the all-gather output
+       * being copied out, the root; the unsharded gradient and the
+       * reduce-scatter input in reduce_dtype */
+      st->other_bytes += 3 * z3_layer + root + zp * (pb + gb);
+    else if (l->zero == 3 && l->dp_impl == WL_DP_DEEPSPEED) {
+      /* the layers kept gathered from forward to backward (re-used within
+       * stage3_max_reuse_distance = 1e9 elements) and the one prefetched,
+       * at most stage3_max_live_parameters = 1e9; the root; the reduce
+       * bucket (reduce_bucket_size = 5e8 elements in the gradient dtype) */
+      double kept = 0, after = 0;
+      for (int i = m->layers - 1; i >= 0; i--) {
+        wl__params lp;
+        wl__layer_params(m, l->tp, l->etp, l->ep, i, &lp);
+        if (2 * after < 1e9)
+          kept += lp.attn + lp.mlp + lp.expert;
+        after += lp.attn + lp.mlp + lp.expert;
+      }
+      st->other_bytes += fmin(kept + zp, 1e9) * pb + root + 5e8 * gb;
+    } else if (l->zero == 3) /* two gathered layers in flight, and the root unit */
+      st->other_bytes += 2 * z3_layer + root;
     st->peak_bytes = st->weights_bytes + st->grads_bytes + st->optimizer_bytes +
                      st->activations_bytes + st->other_bytes;
     if (st->peak_bytes > out->peak_bytes) {

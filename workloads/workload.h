@@ -356,6 +356,17 @@ typedef enum wl_recompute {
   WL_RECOMPUTE_COUNT
 } wl_recompute;
 
+/* How sharded data parallelism runs (layout key dp_impl): Megatron-LM's
+ * distributed optimizer and an ideal ZeRO-3 (the default), or ZeRO-3 as
+ * PyTorch FSDP1, FSDP2 and DeepSpeed run it (docs/workloads.md). */
+typedef enum wl_dp_impl {
+  WL_DP_MEGATRON = 0,
+  WL_DP_FSDP,      /* PyTorch FSDP1: FlatParameter per unit, FULL_SHARD */
+  WL_DP_FSDP2,     /* PyTorch fully_shard: per-parameter DTensor sharding */
+  WL_DP_DEEPSPEED, /* DeepSpeed ZeRO stage 3 */
+  WL_DP_IMPL_COUNT
+} wl_dp_impl;
+
 typedef enum wl_schedule {
   WL_SCHED_1F1B = 0,
   WL_SCHED_GPIPE,
@@ -378,6 +389,7 @@ typedef struct wl_layout {
   int edp;               /* expert data-parallel size: tp * cp * dp / (etp * ep) */
   int mbs, gbs, num_microbatches; /* num_microbatches = gbs / (mbs * dp) */
   int zero;              /* 0 DDP, 1/2 distributed optimizer, 3 FSDP */
+  int dp_impl;           /* wl_dp_impl: who runs the sharding (zero=3 only, but megatron) */
   int recompute;         /* wl_recompute */
   int schedule;          /* wl_schedule */
   int dtype, grad_dtype; /* wl_dtype of the math and of gradient reduction */
@@ -414,6 +426,7 @@ int wl_layout_stage_layers(const wl_layout *l, const wl_model *m, int stage);
 int wl_layout_vstage_layers(const wl_layout *l, int vs);
 const char *wl_recompute_name(int r);
 const char *wl_schedule_name(int s);
+const char *wl_dp_impl_name(int d);
 
 /* Build the per-rank workload: one program per pipeline stage, communicators
  * for tp, dp (x cp), cp ring, pp neighbours, ep, expert dp and tied

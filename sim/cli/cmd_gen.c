@@ -28,7 +28,7 @@ static const char usage_text[] =
     "                   schedule=,dtype=,grad_dtype=,overlap_grad_reduce=,\n"
     "                   overlap_param_gather=,bucket=,flash=,first_stage_layers=,\n"
     "                   last_stage_layers=,tp_overlap=,etp=,account_embedding=,\n"
-    "                   account_loss=,pp_layout= (docs/workloads.md)\n"
+    "                   account_loss=,pp_layout=,dp_impl= (docs/workloads.md)\n"
     "  --gpus N         GPU count (dp defaults to what it leaves)\n"
     "  --cluster C      take the GPU count from a cluster (NAME[:NODES], .json, .xml)\n"
     "  -o FILE          the workload (gzip JSON when FILE ends in .gz)\n"
