@@ -326,32 +326,54 @@ static int with_gbs(const char *spec, int gbs, char *out, size_t n)
   return k < 0 || (size_t)k >= n ? -1 : 0;
 }
 
-static int estimate_one(const enum_ctx *x, const plat_cluster *cl, drv_candidate *c, st_err *err)
+/* The estimate of the candidate's layout with m micro-batches a step. */
+static int estimate_at(const enum_ctx *x, const plat_cluster *cl, const drv_candidate *c, int m,
+                       drv_estimate *e, st_err *err)
 {
-  int m_full = c->microbatches, m_est = c->k.vpp > 1 ? c->k.pp : 1;
-  if (m_est > m_full)
-    m_est = m_full;
   char spec[1024];
-  if (with_gbs(c->layout, m_est * c->k.mbs * c->k.dp, spec, sizeof spec))
+  if (with_gbs(c->layout, m * c->k.mbs * c->k.dp, spec, sizeof spec))
     return st_err_set(err, ST_EINPUT, "layout '%s': no gbs to estimate with", c->layout);
   wl_layout l;
   wl_workload *wl = NULL;
   int rc = wl_layout_parse(spec, x->n, x->m, &l, err);
   if (!rc)
     rc = wl_generate(x->m, &l, &wl, err);
-  drv_estimate e;
   if (!rc)
-    rc = drv_estimate_workload(wl, cl, l.num_microbatches, l.vpp, &e, err);
-  if (!rc) {
-    double per_mb = e.slowest.work_s / m_est;
-    e.program_s += (m_full - m_est) * per_mb;
-    e.step_s = e.program_s + e.bubble_s;
-    c->estimate_s = e.step_s;
-    c->est_bubble_s = e.bubble_s;
-    c->est_exposed_comm_s = e.exposed_comm_s;
-  }
+    rc = drv_estimate_workload(wl, cl, l.num_microbatches, l.vpp, e, err);
   wl_workload_destroy(wl);
   return rc;
+}
+
+/* With a pipeline the stages run together on m' and 2 m' micro-batches (m'
+ * one, or one round of p with an interleaved schedule) and the step is
+ * carried to m along the line through the two: the steady state adds the
+ * same time per micro-batch, waits at the stage boundaries included, which
+ * the stages alone do not see.  Without one, a stage's program alone is the
+ * step, carried to m by its per-micro-batch work. */
+static int estimate_one(const enum_ctx *x, const plat_cluster *cl, drv_candidate *c, st_err *err)
+{
+  int m_full = c->microbatches, m_est = c->k.vpp > 1 ? c->k.pp : 1;
+  if (m_est > m_full)
+    m_est = m_full;
+  drv_estimate e;
+  int rc = estimate_at(x, cl, c, m_est, &e, err);
+  if (rc)
+    return rc;
+  double per_mb = e.slowest.work_s / m_est;
+  double alone = e.program_s + (m_full - m_est) * per_mb; /* the slowest stage alone */
+  double step = alone + e.bubble_s;
+  int m2 = 2 * m_est;
+  if (e.coupled && m_full > m_est && m2 <= m_full) {
+    drv_estimate e2;
+    if ((rc = estimate_at(x, cl, c, m2, &e2, err)))
+      return rc;
+    if (e2.coupled)
+      step = e.step_s + (m_full - m_est) * (e2.step_s - e.step_s) / (m2 - m_est);
+  }
+  c->estimate_s = step;
+  c->est_bubble_s = fmax(0, step - alone);
+  c->est_exposed_comm_s = e.exposed_comm_s;
+  return ST_OK;
 }
 
 static int by_estimate(const void *a, const void *b)
