@@ -53,6 +53,14 @@ while IFS= read -r f; do
     fi
   done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
 done < <(git ls-files '*.c' '*.cpp' '*.h' | grep -v '^tests/\|^bench/')
+# every command file has its row in the command table, and every row its file
+table=$(sed -n 's/^ *X(\([a-z_]*\)).*/\1/p' sim/cli/commands.h | sort)
+files=$(git ls-files 'sim/cli/cmd_*.c' | sed 's|.*/cmd_||; s|\.c$||' | sort)
+if [ "$table" != "$files" ]; then
+  echo "sim/cli/commands.h: the table and the cmd_*.c files differ:"
+  diff <(echo "$table") <(echo "$files") | sed -n 's/^</  only in the table:/p; s/^>/  no row for cmd_/p'
+  bad=1
+fi
 if [ "${1:-}" = --sizes ]; then
   while IFS= read -r f; do
     [ "$(level "$f")" -ge 0 ] || continue

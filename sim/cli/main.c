@@ -65,28 +65,14 @@ void cli_warn(const char *fmt, ...)
   fputc('\n', stderr);
 }
 
-/* The order 'simtrain --help' lists commands in; others follow alphabetically. */
-static const char *const display_order[] = {"run",    "search",  "gen",     "memory",  "import", "report",
-                                            "compare", "export", "plot",    "coll",
-                                            "platform", "validate", NULL};
-
 static void usage(FILE *out)
 {
   fprintf(out, "usage: simtrain <command> [options]   (simtrain <command> --help)\n\n"
                "simtrain %s predicts distributed training time by replaying workloads on\n"
                "SimGrid platforms.\n\ncommands:\n",
           SIMTRAIN_VERSION);
-  size_t n = sizeof commands / sizeof commands[0];
-  char shown[sizeof commands / sizeof commands[0]] = {0};
-  for (size_t k = 0; display_order[k]; k++)
-    for (size_t i = 0; i < n; i++)
-      if (!shown[i] && !strcmp(commands[i].name, display_order[k])) {
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
-        shown[i] = 1;
-      }
-  for (size_t i = 0; i < n; i++)
-    if (!shown[i])
-      fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
 static char *join_args(int argc, char **argv)
