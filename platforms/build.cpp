@@ -233,3 +233,50 @@ extern "C" int plat_simgrid_cfg_check(const char* setting, st_err* err)
   return st_err_set(err, ST_EUSAGE, "--cfg '%s': SimGrid rejects this value of '%s'", setting,
                     key.c_str());
 }
+
+/* The route as SimGrid has it, for any cluster (an XML platform's routes are
+ * SimGrid's alone): the engine started and the platform built in this
+ * process, the route asked of the hosts.  Link kinds are unknown here
+ * (PLAT_LINK_KIND_COUNT) and switches not counted. */
+extern "C" int plat_route_from_engine(const plat_cluster* c, int src, int dst, plat_route* r,
+                                      st_err* err)
+{
+  std::memset(r, 0, sizeof *r);
+  if (src < 0 || dst < 0 || src >= c->num_gpus || dst >= c->num_gpus)
+    return st_err_set(err, ST_EUSAGE, "cluster '%s': GPU %d or %d is outside 0..%d", c->name, src,
+                      dst, c->num_gpus - 1);
+  int argc = 2;
+  char arg0[] = "simtrain", arg1[] = "--log=root.thres:critical";
+  char* argv[] = {arg0, arg1, nullptr};
+  simgrid_init(&argc, argv);
+  std::vector<void*> hosts((size_t)c->num_gpus);
+  int rc = plat_cluster_build(c, hosts.data(), err);
+  if (rc)
+    return rc;
+  try {
+    auto* a = static_cast<sg4::Host*>(hosts[(size_t)src]);
+    auto* b = static_cast<sg4::Host*>(hosts[(size_t)dst]);
+    std::vector<sg4::Link*> links;
+    double lat = 0;
+    a->route_to(b, links, &lat);
+    if (links.size() > PLAT_ROUTE_MAX)
+      return st_err_set(err, ST_EINPUT, "cluster '%s': the route gpu-%d -> gpu-%d has %zu links, "
+                        "more than %d", c->name, src, dst, links.size(), PLAT_ROUTE_MAX);
+    r->n = (int)links.size();
+    r->latency_s = lat;
+    r->bw_Bps = 0;
+    for (int i = 0; i < r->n; i++) {
+      std::snprintf(r->links[i].name, sizeof r->links[i].name, "%s", links[(size_t)i]->get_cname());
+      r->links[i].kind = PLAT_LINK_KIND_COUNT;
+      r->links[i].bw_Bps = links[(size_t)i]->get_bandwidth();
+      r->links[i].lat_s = links[(size_t)i]->get_latency();
+      r->link_ids[i] = -1;
+      if (i == 0 || r->links[i].bw_Bps < r->bw_Bps)
+        r->bw_Bps = r->links[i].bw_Bps;
+    }
+  } catch (const std::exception& ex) {
+    return st_err_set(err, ST_EINPUT, "cluster '%s': no route gpu-%d -> gpu-%d: %s", c->name, src,
+                      dst, ex.what());
+  }
+  return ST_OK;
+}

@@ -231,6 +231,10 @@ typedef struct plat_route {
  * Works without SimGrid.  Not for PLAT_FABRIC_XML clusters (ask SimGrid:
  * sg_host_get_route).  src == dst gives an empty route. */
 int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_err *err);
+/* The route as the SimGrid engine has it (any cluster, XML platforms too):
+ * starts the engine and builds the platform in this process (once per
+ * process); link kinds are PLAT_LINK_KIND_COUNT (unknown), switches 0. */
+int plat_route_from_engine(const plat_cluster *c, int src, int dst, plat_route *r, st_err *err);
 /* Direct links (lanes) joining local GPUs a and b of one node: 1 on a full
  * mesh, 1 or 2 on the DGX-1 cube-mesh, 0 where the two are not joined by
  * their own link (not adjacent on the cube-mesh; NVSwitch and rack nodes,

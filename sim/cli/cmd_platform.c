@@ -10,12 +10,8 @@
  * file from SimGrid itself.  -o writes an equivalent SimGrid XML platform.
  */
 #include <getopt.h>
-#include <simgrid/engine.h>
-#include <simgrid/host.h>
-#include <simgrid/link.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xbt/dynar.h>
 
 #include "cli.h"
 #include "platform.h"
@@ -140,36 +136,18 @@ static int print_route_spec(const plat_cluster *c, int a, int b)
   return 0;
 }
 
-static int print_route_simgrid(const plat_cluster *c, int a, int b)
+static int print_route_engine(const plat_cluster *c, int a, int b)
 {
-  int argc = 2;
-  char arg0[] = "simtrain", arg1[] = "--log=root.thres:critical";
-  char *argv[] = {arg0, arg1, NULL};
-  simgrid_init(&argc, argv);
-  void **hosts = calloc((size_t)c->num_gpus, sizeof *hosts);
+  plat_route r;
   st_err err = {0};
-  if (!hosts) {
-    st_err_set(&err, ST_ENOMEM, "out of memory");
+  if (plat_route_from_engine(c, a, b, &r, &err))
     return cli_fail(&err);
-  }
-  if (plat_cluster_build(c, hosts, &err)) {
-    free(hosts);
-    return cli_fail(&err);
-  }
-  xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
-  sg_host_get_route(hosts[a], hosts[b], links);
-  unsigned long n = xbt_dynar_length(links);
-  printf("route gpu-%d -> gpu-%d: %lu links (from SimGrid)\n", a, b, n);
-  for (unsigned long i = 0; i < n; i++) {
-    sg_link_t l = xbt_dynar_get_as(links, i, sg_link_t);
-    printf("  %-28s %10g GB/s %8g us\n", sg_link_get_name(l), sg_link_get_bandwidth(l) / 1e9,
-           sg_link_get_latency(l) * 1e6);
-  }
-  printf("bandwidth      %g GB/s (smallest link)\n",
-         sg_host_get_route_bandwidth(hosts[a], hosts[b]) / 1e9);
-  printf("latency        %g us\n", sg_host_get_route_latency(hosts[a], hosts[b]) * 1e6);
-  xbt_dynar_free(&links);
-  free(hosts);
+  printf("route gpu-%d -> gpu-%d: %d links (from SimGrid)\n", a, b, r.n);
+  for (int i = 0; i < r.n; i++)
+    printf("  %-28s %10g GB/s %8g us\n", r.links[i].name, r.links[i].bw_Bps / 1e9,
+           r.links[i].lat_s * 1e6);
+  printf("bandwidth      %g GB/s (smallest link)\n", r.bw_Bps / 1e9);
+  printf("latency        %g us\n", r.latency_s * 1e6);
   return 0;
 }
 
@@ -253,7 +231,7 @@ int cmd_platform(int argc, char **argv)
   if (summary || (!out && !ra))
     print_summary(c);
   if (ra)
-    rc = c->fabric_kind == PLAT_FABRIC_XML ? print_route_simgrid(c, a, b) : print_route_spec(c, a, b);
+    rc = c->fabric_kind == PLAT_FABRIC_XML ? print_route_engine(c, a, b) : print_route_spec(c, a, b);
 done:
   plat_cluster_destroy(c);
   return rc;
