@@ -5,18 +5,11 @@
 # (S / 0.94 wire bytes at 50 GB/s), checked by awk; disjoint leaves: equal;
 # the table, --json keys, a jobs file, a model job, background traffic, the
 # results file and report, same bytes twice, and the errors.
-set -u
-simtrain=$1
-fails=0
-check() { if eval "$2"; then :; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../cli_lib.sh" "$@"
 data=$(cd "$(dirname "$0")/../data" && pwd)
 cl=$data/jobs_fattree.json
 dp=$data/jobs_dp2.json
 
-# the n-th value of "key":value in a one-line JSON object
-json_num() { grep -o "\"$2\":[^,}]*" <<<"$1" | sed -n "${3:-1}p" | cut -d: -f2; }
 close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d;
   exit !(d <= t * (b > 0 ? b : -b)) }'; }
 

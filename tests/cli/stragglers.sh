@@ -17,15 +17,8 @@
 # then the critical path fields, the results file, `train` passing the
 # options on, and the errors for bad values.  Without the options nothing
 # new is printed (the predictions pin checks the bytes).
-set -u
-simtrain=$1
-fails=0
-check() { if eval "$2"; then :; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../cli_lib.sh" "$@"
 
-json_num() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
-json_str() { grep -o "\"$2\":\"[^\"]*\"" <<<"$1" | head -1 | cut -d'"' -f4; }
 # a and b agree to rel (default 1e-9) relative
 close() { awk -v a="$1" -v b="$2" -v r="${3:-1e-9}" 'BEGIN { d = a - b; if (d < 0) d = -d;
   m = b < 0 ? -b : b; exit !(d <= r * m) }'; }

@@ -4,15 +4,9 @@
 # row against the same point run alone, --json against report --json, shards
 # merged to the bytes of the whole sweep, a shard killed and run again, the
 # merge's refusals, time-outs, the plan, the pictures and bad specs.
-set -u
-simtrain=$1
-fails=0
-check() { if eval "$2"; then :; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../cli_lib.sh" "$@"
 data=$(cd "$(dirname "$0")/../data/sweep" && pwd)
 spec=$data/small.json
-json_num() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
 
 # ---- the whole sweep ----------------------------------------------------------
 # small.json: llama3-8b x 3 layouts + megatron-1.7b x search = 4 requests, x 2

@@ -3,15 +3,8 @@
 # to train, checked against the same run's step numbers by awk (docs/cost.md
 # gives the formulas); the token suffixes; the device's list price and its
 # absence; the results file, report and compare; bad values.
-set -u
-simtrain=$1
-fails=0
-check() { if eval "$2"; then :; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../cli_lib.sh" "$@"
 
-# "key":value of a one-line JSON object
-json_num() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
 # a and b agree to 1e-12 relative (both printed with 17 digits)
 close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; m = b < 0 ? -b : b;
   exit !(d <= 1e-12 * (m > 1 ? m : 1)) }'; }

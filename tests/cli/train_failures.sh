@@ -8,14 +8,8 @@
 # same seed gives the same bytes and another seed other ones; --step-time,
 # the HDF5 file (its trials give the printed quantiles), the SVGs, the sweep
 # and the errors for bad values.
-set -u
-simtrain=$1
-fails=0
-check() { if eval "$2"; then :; else echo "FAIL: $1"; fails=$((fails + 1)); fi; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../cli_lib.sh" "$@"
 
-json_num() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2; }
 # a and b agree to rel (default 1e-12) relative
 close() { awk -v a="$1" -v b="$2" -v r="${3:-1e-12}" 'BEGIN { d = a - b; if (d < 0) d = -d;
   m = b < 0 ? -b : b; exit !(d <= r * (m > 1 ? m : 1)) }'; }
