@@ -172,7 +172,10 @@ static int read_body(an__h5r *rd, an_sweep *s)
     rc = an__h5_rfail(rd, ST_EINPUT, "not a sweep file (format '%s', expected '%s')", format,
                       SWEEP_FORMAT);
   free(format);
-  if (!rc && !(rc = an__h5_attr_read_str(rd, rd->file, where, "kind", &kind))) {
+  /* 'kind' came with search files: a file without it is a sweep */
+  if (!rc && H5Aexists(rd->file, "kind") <= 0)
+    snprintf(s->kind, sizeof s->kind, "sweep");
+  else if (!rc && !(rc = an__h5_attr_read_str(rd, rd->file, where, "kind", &kind))) {
     if (strcmp(kind, "sweep") && strcmp(kind, "search"))
       rc = an__h5_rfail(rd, ST_EINPUT, "attribute 'kind' is '%s', expected 'sweep' or 'search'",
                         kind);
@@ -206,11 +209,16 @@ static int read_body(an__h5r *rd, an_sweep *s)
   if (t < 0)
     return an__h5_rfail(rd, ST_ENOMEM, "dataset '/points': cannot describe the rows");
   void *rows = NULL;
-  rc = an__h5_read_rows(rd, "points", t, 0, &rows, &s->num_rows);
+  /* columns that came with search files: absent in older sweep files */
+  static const char *const later[] = {"estimate_step_s", "estimate_rank", NULL};
+  unsigned missing = 0;
+  rc = an__h5_read_rows_opt(rd, "points", t, 0, later, &missing, &rows, &s->num_rows);
   H5Tclose(t);
   if (rc)
     return rc;
   s->rows = rows;
+  for (size_t i = 0; (missing & 1u) && i < s->num_rows; i++)
+    s->rows[i].estimate_step_s = NAN;
   for (size_t i = 0; i < s->num_rows; i++) {
     an_sweep_row *r = &s->rows[i];
     for (size_t c = 0; c < NUM_COLUMNS; c++)
