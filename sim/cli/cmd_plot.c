@@ -26,11 +26,52 @@ static void usage(FILE *out)
           "                per cluster (or per --series COL, e.g. model, request)\n"
           "  --heatmap X Y a sweep: the best --value COL (default tokens_per_s_per_gpu) over\n"
           "                two knobs, each a layout key (tp, pp, dp, ...) or a column (gbs, ...)\n"
+          "  --where C=V   a sweep: draw only the rows whose column C is V (e.g. model=llama3-70b)\n"
           "  --memory      a search file ('search -o'): every candidate's step time (simulated,\n"
           "                else estimated) against its peak memory per GPU\n"
           "  -o FILE       where to write it (default: OUT-<kind>.svg beside OUT.h5)\n"
           "  --ranks LIST  ranks to draw, like 0-3,8 (timeline default: the first 8)\n"
           "  -h, --help    this help\n");
+}
+
+/* --where COL=VALUE: keep the rows whose column equals the value (text as
+ * written, a number as a number); none left is an error. */
+static int keep_rows(an_sweep *sw, const char *where, st_err *err)
+{
+  const char *eq = strchr(where, '=');
+  char col[64];
+  if (!eq || eq == where || (size_t)(eq - where) >= sizeof col)
+    return st_err_set(err, ST_EUSAGE, "--where '%s' is not COL=VALUE", where);
+  snprintf(col, sizeof col, "%.*s", (int)(eq - where), where);
+  const an_sweep_col *c = an_sweep_column(col);
+  if (!c)
+    return st_err_set(err, ST_EUSAGE, "--where '%s': no column '%s' (docs/sweep.md)", where, col);
+  const char *want = eq + 1;
+  char *end;
+  double num = strtod(want, &end);
+  if (c->kind != AN_SW_STR && (end == want || *end))
+    return st_err_set(err, ST_EUSAGE, "--where '%s': column '%s' holds numbers", where, col);
+  size_t k = 0;
+  for (size_t i = 0; i < sw->num_rows; i++) {
+    const an_sweep_row *r = &sw->rows[i];
+    int keep = c->kind == AN_SW_STR ? !strcmp((const char *)r + c->off, want)
+                                    : an_sweep_value(r, c) == num;
+    if (keep)
+      sw->rows[k++] = *r;
+  }
+  if (!k)
+    return st_err_set(err, ST_EINPUT, "sweep '%s': no row has %s", sw->path, where);
+  sw->num_rows = k;
+  /* the picture's title says which rows it draws */
+  st_buf b;
+  st_buf_init(&b);
+  st_buf_printf(&b, "%s, %s", sw->name ? sw->name : "", where);
+  char *name = st_buf_detach(&b, NULL);
+  if (name) {
+    free(sw->name);
+    sw->name = name;
+  }
+  return ST_OK;
 }
 
 const char cmd_plot_help[] = "SVG pictures of a results file: timeline, per-rank breakdown, links";
@@ -43,10 +84,10 @@ int cmd_plot(int argc, char **argv)
       {"ranks", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
       {"scaling", no_argument, NULL, 'S'},     {"heatmap", required_argument, NULL, 'H'},
       {"series", required_argument, NULL, 's'}, {"value", required_argument, NULL, 'v'},
-      {"memory", no_argument, NULL, 'M'},
+      {"memory", no_argument, NULL, 'M'},       {"where", required_argument, NULL, 'w'},
       {NULL, 0, NULL, 0}};
   const char *path = NULL, *out = NULL, *ranks_spec = NULL, *kind = NULL;
-  const char *series = NULL, *value = NULL, *hx = NULL, *hy = NULL;
+  const char *series = NULL, *value = NULL, *hx = NULL, *hy = NULL, *where = NULL;
   int ch;
   optind = 1;
   opterr = 0;
@@ -76,6 +117,7 @@ int cmd_plot(int argc, char **argv)
     case 'r': ranks_spec = optarg; break;
     case 's': series = optarg; break;
     case 'v': value = optarg; break;
+    case 'w': where = optarg; break;
     case 'h': usage(stdout); return 0;
     default: return cli_bad_option("plot", argv);
     }
@@ -97,6 +139,8 @@ int cmd_plot(int argc, char **argv)
     return cli_usage_error("plot", "'--value' goes with '--heatmap'");
   if (ranks_spec && sweep_kind)
     return cli_usage_error("plot", "'--ranks' does not apply to a sweep");
+  if (where && !sweep_kind)
+    return cli_usage_error("plot", "'--where' chooses rows of a sweep file");
   if (ranks_spec && !strcmp(kind, "links"))
     return cli_usage_error("plot", "'--ranks' does not apply to '--links'");
   char def[4096];
@@ -117,6 +161,10 @@ int cmd_plot(int argc, char **argv)
     an_sweep *sw;
     if (an_sweep_read(path, &sw, &err))
       return cli_fail(&err);
+    if (where && keep_rows(sw, where, &err)) {
+      an_sweep_destroy(sw);
+      return cli_fail(&err);
+    }
     int rc = !strcmp(kind, "scaling") ? an_sweep_plot_scaling(sw, series, out, &err)
              : !strcmp(kind, "memory") ? an_sweep_plot_memory(sw, out, &err)
                                        : an_sweep_plot_heatmap(sw, hx, hy, value, out, &err);
