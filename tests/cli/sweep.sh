@@ -119,6 +119,13 @@ check "the refused layout says why" "grep -q '\"point\":1,[^}]*\"status\":\"fail
 check "plot --scaling writes an SVG" "grep -q '<svg' '$tmp/scaling.svg'"
 "$simtrain" plot "$tmp/whole.h5" --heatmap tp pp -o "$tmp/heat.svg" 2>/dev/null
 check "plot --heatmap writes an SVG" "grep -q '<svg' '$tmp/heat.svg'"
+"$simtrain" plot "$tmp/whole.h5" --scaling --where model=megatron-1.7b -o "$tmp/w.svg" 2>/dev/null
+check "plot --where draws the rows chosen, and says so" \
+  "grep -q 'model=megatron-1.7b' '$tmp/w.svg' && ! grep -q 'tp=2,pp=2' '$tmp/w.svg'"
+"$simtrain" plot "$tmp/whole.h5" --scaling --where model=nope -o "$tmp/w2.svg" 2>"$tmp/err"; rc=$?
+check "plot --where with no such row: exit 2" "[ $rc -eq 2 ] && grep -q 'no row has model=nope' '$tmp/err'"
+"$simtrain" plot "$tmp/whole.h5" --scaling --where colour=1 2>"$tmp/err"; rc=$?
+check "plot --where on no column: exit 1" "[ $rc -eq 1 ]"
 "$simtrain" plot "$tmp/whole.h5" --timeline 2>"$tmp/err"; rc=$?
 check "a results-file picture of a sweep is a usage error" "[ $rc -eq 1 ] && grep -q 'is a sweep file' '$tmp/err'"
 "$simtrain" plot "$tmp/whole.h5" --scaling --series colour -o "$tmp/x.svg" 2>"$tmp/err"; rc=$?
