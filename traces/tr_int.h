@@ -43,4 +43,115 @@ int tr__finish(wl_workload *wl, const char *format, const char *path, st_err *er
  * the rank and the group when a group cannot be placed. */
 int tr__spmd_fill(wl_workload *wl, tr_import_stats *st, const char *trace, st_err *err);
 
+/* ---- Kineto importer (tr_kineto_read.c reads, tr_kineto.c builds) ------- */
+
+typedef struct cJSON cJSON;
+
+/* Two timestamps closer than this (microseconds) are taken as the same
+ * instant when matching a start to an end (Kineto rounds to 1 us). */
+#define KT_EPS_US 1.0
+
+enum { KG_KERNEL = 0, KG_MEMCPY, KG_MEMSET };
+
+typedef struct kt_gpu {
+  double ts, end;   /* microseconds */
+  long corr;        /* correlation id, -1 if none */
+  long index;       /* event index in traceEvents */
+  int tid;          /* CUDA stream */
+  int stream;       /* workload stream index */
+  int kind;         /* KG_* */
+  int nccl;         /* wl_coll_op + 1 for an NCCL kernel, 0 otherwise; -1 SendRecv */
+  const cJSON *ev;
+  long op;          /* op index in the program, once appended */
+} kt_gpu;
+
+typedef struct kt_rt {
+  double ts, end;
+  long corr;
+  int sync;
+} kt_rt;
+
+typedef struct kt_pg {
+  char *name;
+  char desc[64]; /* pg_desc, or "" */
+  int size;
+  int32_t *ranks;
+} kt_pg;
+
+typedef struct kt_file {
+  char *path;
+  char *data;
+  cJSON *root;
+  int rank, world;
+  double cpu_pid;
+  int step_n;
+  double step_ts, step_end;
+  kt_gpu *gpu;
+  size_t ngpu;
+  kt_rt *rt;
+  size_t nrt;
+  int *tids; /* distinct CUDA streams, ascending */
+  int ntids;
+  char device[64]; /* deviceProperties name of the GPU the kernels ran on, or "" */
+} kt_file;
+
+typedef struct kt_ctx {
+  const tr_options *opt;
+  tr_import_stats *stats;
+  st_err *err;
+  kt_file *files;
+  int nfiles;
+  kt_pg *pgs;
+  int npgs;
+  /* execution traces, loaded on demand */
+  int et_loaded;
+  char **et_paths;
+  cJSON **et_roots;
+  double *et_pids;
+  size_t net;
+} kt_ctx;
+typedef struct kt_etcoll {
+  int op;        /* wl_coll_op */
+  double bytes;  /* input bytes */
+  double *split; /* per-peer input split sizes (units of rows), or NULL */
+  int nsplit;
+  double split_sum;
+  char pg[64];
+} kt_etcoll;
+
+
+/* A number at ev[key], also when written as a string: 0, -1 when missing,
+ * -2 when not a number. */
+int tr__kt_ev_number(const cJSON *ev, const char *key, double *v);
+/* The string at o[key], or NULL. */
+const char *tr__kt_str_item(const cJSON *o, const char *key);
+/* Collective op from a name used by PyTorch/ET/args ("allreduce",
+ * "all_to_allv", "_allgather_base", ...).  Returns wl_coll_op, -2 for
+ * point-to-point, -3 for "wait", -1 if unknown. */
+int tr__kt_coll_from_torch_name(const char *s);
+/* The runtime call that launched correlation id corr (f->rt sorted by
+ * correlation), or NULL. */
+const kt_rt *tr__kt_find_launch(const kt_file *f, long corr);
+/* A list of whole numbers in [0, hi]: a JSON array, or a string as PyTorch
+ * writes one ("[0, 1, 2]"; spaces alone also separate).  *out holds *n
+ * values (caller frees).  Errors name `what` (file, place and key) and the
+ * entry; nothing is skipped and no sign is dropped. */
+int tr__kt_parse_int_list(const cJSON *x, double hi, const char *what, double **out, int *n,
+                          st_err *err);
+/* Ranks of a process group: tr__kt_parse_int_list in [0, INT32_MAX], as int32. */
+int tr__kt_parse_ranks(const cJSON *x, const char *what, int32_t **out, int *n, st_err *err);
+/* Index of process group `name` in c->pgs, added when new; < 0 on error
+ * (other ranks than an earlier file gave it, out of memory). */
+int tr__kt_pg_add(kt_ctx *c, const kt_file *f, const char *name, const int32_t *ranks, int n,
+                  const char *desc);
+/* Read f->path: rank, world, process groups, and the chosen step's GPU ops
+ * (sorted by start, streams numbered) and runtime calls. */
+int tr__kt_read_file(kt_ctx *c, kt_file *f);
+/* Load the host execution traces once: from --et, else beside the Kineto
+ * files or in a sibling folder "et". */
+int tr__kt_et_load(kt_ctx *c);
+/* Collectives of one ET in node order (record_param_comms, waits left out). */
+int tr__kt_et_collectives(kt_ctx *c, size_t which, kt_etcoll **out, int *count);
+void tr__kt_etcoll_free(kt_etcoll *v, int n);
+
 #endif
