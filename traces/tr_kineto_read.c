@@ -305,29 +305,10 @@ int tr__kt_pg_add(kt_ctx *c, const kt_file *f, const char *name, const int32_t *
   return c->npgs++;
 }
 
-int tr__kt_read_file(kt_ctx *c, kt_file *f)
+/* rank, world and process groups (distributedInfo), else the rank from the
+ * file name */
+static int read_dist_info(kt_ctx *c, kt_file *f)
 {
-  size_t len;
-  int rc = tr__read_file(f->path, &f->data, &len, c->err);
-  if (rc)
-    return rc;
-  const char *end = NULL;
-  f->root = cJSON_ParseWithLengthOpts(f->data, len, &end, 0);
-  if (!f->root) {
-    size_t at = end && end >= f->data ? (size_t)(end - f->data) : 0;
-    return st_err_set(c->err, ST_EINPUT,
-                      "trace '%s': not valid JSON at byte %zu (truncated or malformed)", f->path,
-                      at);
-  }
-  if (!cJSON_IsObject(f->root))
-    return st_err_set(c->err, ST_EINPUT, "trace '%s': top level is not a JSON object", f->path);
-  const cJSON *events = cJSON_GetObjectItemCaseSensitive(f->root, "traceEvents");
-  if (!events)
-    return st_err_set(c->err, ST_EINPUT, "trace '%s': 'traceEvents' is missing", f->path);
-  if (!cJSON_IsArray(events))
-    return st_err_set(c->err, ST_EINPUT, "trace '%s': 'traceEvents' is not an array", f->path);
-
-  /* rank, world, process groups */
   f->rank = -1;
   f->world = 0;
   const cJSON *di = cJSON_GetObjectItemCaseSensitive(f->root, "distributedInfo");
@@ -370,140 +351,165 @@ int tr__kt_read_file(kt_ctx *c, kt_file *f)
                       "trace '%s': no rank: 'distributedInfo' has none and the file name has no "
                       "number",
                       f->path);
+  return ST_OK;
+}
 
-  /* events */
+/* The step being chosen while the events are read: the best ProfilerStep#N
+ * so far and the one before it, and the latest event start. */
+typedef struct kt_steps {
+  int best_n, prev_n;
+  double best_ts, best_end, prev_ts, prev_end_ts, prev_pid, last_ts;
+} kt_steps;
+
+/* Event i of traceEvents: a GPU op, a runtime call or a step annotation is
+ * kept, anything else read past. */
+static int read_event(kt_ctx *c, kt_file *f, const cJSON *ev, long i, kt_steps *st)
+{
+  if (!cJSON_IsObject(ev))
+    return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: not an object", f->path, i);
+  const cJSON *phj = cJSON_GetObjectItemCaseSensitive(ev, "ph");
+  if (!phj)
+    return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'ph' is missing", f->path, i);
+  if (!cJSON_IsString(phj))
+    return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'ph' is not a string",
+                      f->path, i);
+  const char *ph = phj->valuestring;
+  double ts;
+  if (!tr__kt_ev_number(ev, "ts", &ts) && ts > st->last_ts)
+    st->last_ts = ts;
+  if (strcmp(ph, "X")) {
+    /* Only complete events carry what a replay needs; the other kinds of
+     * the Chrome trace format are read past, unknown ones counted. */
+    if (!strchr("BEMsftiICbenPONDRpc", ph[0]) || ph[1])
+      c->stats->events_skipped++;
+    return ST_OK;
+  }
+  const char *cat = tr__kt_str_item(ev, "cat");
+  int is_gpu = 0, gkind = 0;
+  if (cat && !strcmp(cat, "kernel"))
+    is_gpu = 1, gkind = KG_KERNEL;
+  else if (cat && (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "Memcpy")))
+    is_gpu = 1, gkind = KG_MEMCPY;
+  else if (cat && (!strcmp(cat, "gpu_memset") || !strcmp(cat, "Memset")))
+    is_gpu = 1, gkind = KG_MEMSET;
+  int is_rt = cat && (!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver"));
+  int is_ann = cat && (!strcmp(cat, "user_annotation") || !strcmp(cat, "cpu_op"));
+  if (!cat) {
+    c->stats->events_skipped++;
+    return ST_OK;
+  }
+  if (!is_gpu && !is_rt && !is_ann)
+    return ST_OK;
+  const char *name = tr__kt_str_item(ev, "name");
+  if (!name)
+    return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'name' is missing", f->path,
+                      i);
+  if (is_ann && strncmp(name, "ProfilerStep#", 13))
+    return ST_OK;
+  double dur;
+  int w;
+  if ((w = tr__kt_ev_number(ev, "ts", &ts)))
+    return field_err(c, f, i, "ts", w);
+  if ((w = tr__kt_ev_number(ev, "dur", &dur)))
+    return field_err(c, f, i, "dur", w);
+  if (dur < 0)
+    return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'dur' is negative", f->path,
+                      i);
+  if (!isfinite(ts) || !isfinite(dur))
+    return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'ts' or 'dur' is not finite",
+                      f->path, i);
+  const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+  double corr = -1;
+  if (cJSON_IsObject(args))
+    tr__kt_ev_number(args, "correlation", &corr);
+  if (is_ann) {
+    int stepn = atoi(name + 13);
+    double pid = 0;
+    tr__kt_ev_number(ev, "pid", &pid);
+    if (c->opt->step < 0 && stepn < st->best_n && stepn > st->prev_n) {
+      st->prev_n = stepn;
+      st->prev_ts = ts;
+      st->prev_end_ts = ts + dur;
+      st->prev_pid = pid;
+    } else if ((c->opt->step >= 0 && stepn == c->opt->step) ||
+               (c->opt->step < 0 && stepn > st->best_n)) {
+      st->prev_n = st->best_n;
+      st->prev_ts = st->best_ts;
+      st->prev_end_ts = st->best_end;
+      st->prev_pid = f->cpu_pid;
+      st->best_n = stepn;
+      st->best_ts = ts;
+      st->best_end = ts + dur;
+      f->cpu_pid = pid;
+    }
+  } else if (is_rt) {
+    kt_rt *r = &f->rt[f->nrt++];
+    r->ts = ts;
+    r->end = ts + dur;
+    r->corr = (long)corr;
+    r->sync = strstr(name, "Synchronize") != NULL ||
+              !strcmp(name, "cudaMemcpy") || !strcmp(name, "cuMemcpy");
+  } else {
+    int tid;
+    if ((w = tid_of(ev, &tid)))
+      return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'tid' is %s", f->path, i,
+                        w == -1 ? "missing" : "not a stream number");
+    kt_gpu *g = &f->gpu[f->ngpu++];
+    g->ts = ts;
+    g->end = ts + dur;
+    g->corr = (long)corr;
+    g->index = i;
+    g->tid = tid;
+    g->kind = gkind;
+    g->ev = ev;
+    g->nccl = gkind == KG_KERNEL ? nccl_kernel_op(name) : 0;
+  }
+  return ST_OK;
+}
+
+/* The events: GPU ops and runtime calls into f->gpu and f->rt, and the step
+ * to import into f->step_n, step_ts and step_end. */
+static int read_events(kt_ctx *c, kt_file *f, const cJSON *events)
+{
   long n = cJSON_GetArraySize(events);
   f->gpu = calloc((size_t)(n ? n : 1), sizeof *f->gpu);
   f->rt = calloc((size_t)(n ? n : 1), sizeof *f->rt);
   if (!f->gpu || !f->rt)
     return st_err_set(c->err, ST_ENOMEM, "out of memory");
-  int best_n = -1, prev_n = -1;
-  double best_ts = 0, best_end = 0, prev_ts = 0, prev_end_ts = 0, prev_pid = 0,
-         last_ts = -INFINITY;
+  kt_steps s = {-1, -1, 0, 0, 0, 0, 0, -INFINITY}, *st = &s;
   const cJSON *ev;
   long i = -1;
   cJSON_ArrayForEach(ev, events)
   {
     i++;
     c->stats->events_read++;
-    if (!cJSON_IsObject(ev))
-      return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: not an object", f->path, i);
-    const cJSON *phj = cJSON_GetObjectItemCaseSensitive(ev, "ph");
-    if (!phj)
-      return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'ph' is missing", f->path, i);
-    if (!cJSON_IsString(phj))
-      return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'ph' is not a string",
-                        f->path, i);
-    const char *ph = phj->valuestring;
-    double ts;
-    if (!tr__kt_ev_number(ev, "ts", &ts) && ts > last_ts)
-      last_ts = ts;
-    if (strcmp(ph, "X")) {
-      /* Only complete events carry what a replay needs; the other kinds of
-       * the Chrome trace format are read past, unknown ones counted. */
-      if (!strchr("BEMsftiICbenPONDRpc", ph[0]) || ph[1])
-        c->stats->events_skipped++;
-      continue;
-    }
-    const char *cat = tr__kt_str_item(ev, "cat");
-    int is_gpu = 0, gkind = 0;
-    if (cat && !strcmp(cat, "kernel"))
-      is_gpu = 1, gkind = KG_KERNEL;
-    else if (cat && (!strcmp(cat, "gpu_memcpy") || !strcmp(cat, "Memcpy")))
-      is_gpu = 1, gkind = KG_MEMCPY;
-    else if (cat && (!strcmp(cat, "gpu_memset") || !strcmp(cat, "Memset")))
-      is_gpu = 1, gkind = KG_MEMSET;
-    int is_rt = cat && (!strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver"));
-    int is_ann = cat && (!strcmp(cat, "user_annotation") || !strcmp(cat, "cpu_op"));
-    if (!cat) {
-      c->stats->events_skipped++;
-      continue;
-    }
-    if (!is_gpu && !is_rt && !is_ann)
-      continue;
-    const char *name = tr__kt_str_item(ev, "name");
-    if (!name)
-      return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'name' is missing", f->path,
-                        i);
-    if (is_ann && strncmp(name, "ProfilerStep#", 13))
-      continue;
-    double dur;
-    int w;
-    if ((w = tr__kt_ev_number(ev, "ts", &ts)))
-      return field_err(c, f, i, "ts", w);
-    if ((w = tr__kt_ev_number(ev, "dur", &dur)))
-      return field_err(c, f, i, "dur", w);
-    if (dur < 0)
-      return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'dur' is negative", f->path,
-                        i);
-    if (!isfinite(ts) || !isfinite(dur))
-      return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'ts' or 'dur' is not finite",
-                        f->path, i);
-    const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
-    double corr = -1;
-    if (cJSON_IsObject(args))
-      tr__kt_ev_number(args, "correlation", &corr);
-    if (is_ann) {
-      int stepn = atoi(name + 13);
-      double pid = 0;
-      tr__kt_ev_number(ev, "pid", &pid);
-      if (c->opt->step < 0 && stepn < best_n && stepn > prev_n) {
-        prev_n = stepn;
-        prev_ts = ts;
-        prev_end_ts = ts + dur;
-        prev_pid = pid;
-      } else if ((c->opt->step >= 0 && stepn == c->opt->step) ||
-                 (c->opt->step < 0 && stepn > best_n)) {
-        prev_n = best_n;
-        prev_ts = best_ts;
-        prev_end_ts = best_end;
-        prev_pid = f->cpu_pid;
-        best_n = stepn;
-        best_ts = ts;
-        best_end = ts + dur;
-        f->cpu_pid = pid;
-      }
-    } else if (is_rt) {
-      kt_rt *r = &f->rt[f->nrt++];
-      r->ts = ts;
-      r->end = ts + dur;
-      r->corr = (long)corr;
-      r->sync = strstr(name, "Synchronize") != NULL ||
-                !strcmp(name, "cudaMemcpy") || !strcmp(name, "cuMemcpy");
-    } else {
-      int tid;
-      if ((w = tid_of(ev, &tid)))
-        return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: 'tid' is %s", f->path, i,
-                          w == -1 ? "missing" : "not a stream number");
-      kt_gpu *g = &f->gpu[f->ngpu++];
-      g->ts = ts;
-      g->end = ts + dur;
-      g->corr = (long)corr;
-      g->index = i;
-      g->tid = tid;
-      g->kind = gkind;
-      g->ev = ev;
-      g->nccl = gkind == KG_KERNEL ? nccl_kernel_op(name) : 0;
-    }
+    int rc = read_event(c, f, ev, i, st);
+    if (rc)
+      return rc;
   }
-  if (c->opt->step >= 0 && best_n != c->opt->step)
+  if (c->opt->step >= 0 && st->best_n != c->opt->step)
     return st_err_set(c->err, ST_EINPUT, "trace '%s': ProfilerStep#%d is not in the trace",
                       f->path, c->opt->step);
-  if (best_n < 0)
+  if (st->best_n < 0)
     return st_err_set(c->err, ST_EINPUT, "trace '%s': no ProfilerStep#N annotation (no iteration "
                       "to import)", f->path);
   /* The last step is incomplete when the trace stops inside it (its
    * annotation ends after the last event began): take the one before. */
-  if (c->opt->step < 0 && best_end > last_ts + KT_EPS_US && prev_n >= 0) {
-    best_n = prev_n;
-    best_ts = prev_ts;
-    best_end = prev_end_ts;
-    f->cpu_pid = prev_pid;
+  if (c->opt->step < 0 && st->best_end > st->last_ts + KT_EPS_US && st->prev_n >= 0) {
+    st->best_n = st->prev_n;
+    st->best_ts = st->prev_ts;
+    st->best_end = st->prev_end_ts;
+    f->cpu_pid = st->prev_pid;
   }
-  f->step_n = best_n;
-  f->step_ts = best_ts;
-  f->step_end = best_end;
+  f->step_n = st->best_n;
+  f->step_ts = st->best_ts;
+  f->step_end = st->best_end;
+  return ST_OK;
+}
 
+/* Keep the GPU ops of the step, sorted by start, and number their streams. */
+static int keep_step_ops(kt_ctx *c, kt_file *f)
+{
   /* keep the GPU ops of the step: launched inside it (or, with no launch
    * record, starting inside it) */
   qsort(f->rt, f->nrt, sizeof *f->rt, cmp_rt_corr);
@@ -537,8 +543,13 @@ int tr__kt_read_file(kt_ctx *c, kt_file *f)
     for (int q = 0; q < f->ntids; q++)
       if (f->tids[q] == f->gpu[j].tid)
         f->gpu[j].stream = q + 1; /* stream 0 is the host */
-  /* the device: the deviceProperties entry whose id is the kernels' pid
-   * (a host lists all its GPUs), else the first entry */
+  return ST_OK;
+}
+
+/* f->device: the deviceProperties entry whose id is the kernels' pid (a host
+ * lists all its GPUs), else the first entry. */
+static void read_device(kt_file *f)
+{
   const cJSON *dp = cJSON_GetObjectItemCaseSensitive(f->root, "deviceProperties");
   double gpid = -1;
   if (f->ngpu)
@@ -553,7 +564,38 @@ int tr__kt_read_file(kt_ctx *c, kt_file *f)
     if (!f->device[0] || (!tr__kt_ev_number(d, "id", &id) && id == gpid))
       snprintf(f->device, sizeof f->device, "%s", nm);
   }
-  return ST_OK;
+}
+
+int tr__kt_read_file(kt_ctx *c, kt_file *f)
+{
+  size_t len;
+  int rc = tr__read_file(f->path, &f->data, &len, c->err);
+  if (rc)
+    return rc;
+  const char *end = NULL;
+  f->root = cJSON_ParseWithLengthOpts(f->data, len, &end, 0);
+  if (!f->root) {
+    size_t at = end && end >= f->data ? (size_t)(end - f->data) : 0;
+    return st_err_set(c->err, ST_EINPUT,
+                      "trace '%s': not valid JSON at byte %zu (truncated or malformed)", f->path,
+                      at);
+  }
+  if (!cJSON_IsObject(f->root))
+    return st_err_set(c->err, ST_EINPUT, "trace '%s': top level is not a JSON object", f->path);
+  const cJSON *events = cJSON_GetObjectItemCaseSensitive(f->root, "traceEvents");
+  if (!events)
+    return st_err_set(c->err, ST_EINPUT, "trace '%s': 'traceEvents' is missing", f->path);
+  if (!cJSON_IsArray(events))
+    return st_err_set(c->err, ST_EINPUT, "trace '%s': 'traceEvents' is not an array", f->path);
+
+  rc = read_dist_info(c, f);
+  if (!rc)
+    rc = read_events(c, f, events);
+  if (!rc)
+    rc = keep_step_ops(c, f);
+  if (!rc)
+    read_device(f);
+  return rc;
 }
 
 /* ---- host execution traces (ET), joined by pid ------------------------------ */
