@@ -219,38 +219,10 @@ static int compatible(int kernel_nccl, int op)
 }
 
 static int role_of_pg(int pg) { return pg + 1; } /* role 0 is the world */
-
-/* Build rank f's program. */
-static int build_program(kt_ctx *c, wl_workload *wl, kt_file *f, double t0)
+/* The sizes of rank f's collectives, one per NCCL kernel in colls: from the
+ * kernels' args, else from the host execution trace of f's pid. */
+static int resolve_colls(kt_ctx *c, kt_file *f, kt_coll *colls)
 {
-  char pname[64];
-  snprintf(pname, sizeof pname, "rank %d", f->rank);
-  int ns = f->ntids + 1;
-  char **snames = calloc((size_t)ns, sizeof *snames);
-  if (!snames)
-    return st_err_set(c->err, ST_ENOMEM, "out of memory");
-  snames[0] = strdup("host");
-  for (int q = 0; q < f->ntids; q++) {
-    char b[32];
-    snprintf(b, sizeof b, "stream %d", f->tids[q]);
-    snames[q + 1] = strdup(b);
-  }
-  int pi = wl_program_add(wl, pname, ns, (const char *const *)snames);
-  for (int q = 0; q < ns; q++)
-    free(snames[q]);
-  free(snames);
-  if (pi < 0)
-    return st_err_set(c->err, ST_ENOMEM, "out of memory");
-  wl_program *p = &wl->programs[pi];
-  wl_rank_set(wl, f->rank, pi);
-
-  /* the collectives' sizes, from the kernels' args or else the ET */
-  size_t ncoll = 0;
-  for (size_t j = 0; j < f->ngpu; j++)
-    ncoll += f->gpu[j].nccl != 0;
-  kt_coll *colls = calloc(ncoll ? ncoll : 1, sizeof *colls);
-  if (!colls)
-    return st_err_set(c->err, ST_ENOMEM, "out of memory");
   int rc = ST_OK;
   kt_etcoll *etc = NULL;
   int netc = 0, et_used = 0;
@@ -327,142 +299,193 @@ static int build_program(kt_ctx *c, wl_workload *wl, kt_file *f, double t0)
     }
   }
   tr__kt_etcoll_free(etc, netc);
+  return rc;
+}
 
-  /* host stream: iteration marker and start offset */
-  if (!rc) {
-    wl_op m = wl_op_marker(0, WL_MARK_ITERATION, f->step_n);
-    long om = wl_program_append(p, &m, NULL, 0);
-    wl_op off = wl_op_compute(0, (f->step_ts - t0) * 1e-6);
-    off.name = wl_program_string(p, "step start offset");
-    long ooff = wl_program_append(p, &off, NULL, 0);
-    if (om < 0 || ooff < 0)
-      rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
-    double *prev_end = malloc((size_t)ns * sizeof *prev_end);
-    long *last_op = malloc((size_t)ns * sizeof *last_op);
-    if (!prev_end || !last_op)
-      rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
-    for (int q = 0; !rc && q < ns; q++) {
-      prev_end[q] = f->step_ts;
-      last_op[q] = -1;
-    }
-    /* sync calls sorted by end, for "the CPU waited for the GPU" */
-    ci = 0;
-    double last_gpu_end = f->step_ts;
-    for (size_t j = 0; j < f->ngpu && !rc; j++) {
-      kt_gpu *g = &f->gpu[j];
-      int s = g->stream;
-      double pe = prev_end[s];
-      double gap = g->ts - pe;
-      uint32_t waits[2];
-      uint32_t nw = 0;
-      if (last_op[s] < 0)
-        waits[nw++] = (uint32_t)ooff;
-      if (gap > KT_EPS_US * 0.5) {
-        /* what held the op back: the latest-ending op of another stream that
-         * ended inside the gap, when the launch came earlier (a stream wait)
-         * or the CPU sat in a synchronize call until about then */
-        const kt_rt *l = tr__kt_find_launch(f, g->corr);
-        double ready = l ? l->end : -INFINITY;
-        const kt_gpu *d = NULL;
-        for (size_t q = 0; q < j; q++) {
-          const kt_gpu *h = &f->gpu[q];
-          if (h->stream != s && h->end > pe && h->end <= g->ts + KT_EPS_US &&
-              (!d || h->end > d->end))
-            d = h;
-        }
-        int dep = 0;
-        if (d) {
-          if (ready < g->ts - KT_EPS_US && ready <= d->end + KT_EPS_US)
-            dep = 1; /* launched in time: the stream waited for d */
-          else
-            for (size_t q = 0; q < f->nrt && !dep; q++) {
-              const kt_rt *r = &f->rt[q];
-              if (r->sync && r->end >= d->end - KT_EPS_US && r->end <= d->end + 3 * KT_EPS_US &&
-                  r->ts < d->end && r->end <= ready + KT_EPS_US)
-                dep = 1; /* the CPU blocked until d ended, then launched */
-            }
-        }
-        double delay = gap;
-        if (dep) {
-          waits[nw++] = (uint32_t)d->op;
-          delay = g->ts - (d->end > pe ? d->end : pe);
-          if (delay < 0)
-            delay = 0;
-        }
-        if (delay > 0 && c->opt->keep_launch_gaps) {
-          wl_op dl = wl_op_compute(s, delay * 1e-6);
-          dl.name = wl_program_string(p, dep ? "dependency gap" : "launch gap");
-          long di = wl_program_append(p, &dl, waits, nw);
-          if (di < 0) {
-            rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
-            break;
-          }
-          nw = 0;
-          c->stats->gaps++;
-          c->stats->gap_s += delay * 1e-6;
-        }
-      }
-      const char *nm = tr__kt_str_item(g->ev, "name");
-      char sn[96];
-      short_name(nm ? nm : "", sn, sizeof sn);
-      wl_op op;
-      if (g->nccl) {
-        kt_coll *kc = &colls[ci++];
-        op = wl_op_coll(s, kc->op, role_of_pg(kc->pg), kc->bytes);
-        if (kc->split) {
-          int n = kc->pg >= 0 ? c->pgs[kc->pg].size : f->world;
-          if (kc->nsplit != n) {
-            rc = st_err_set(c->err, ST_EINPUT,
-                            "trace '%s': event %ld: all-to-all has %d split sizes for a group of "
-                            "%d ranks",
-                            f->path, g->index, kc->nsplit, n);
-            break;
-          }
-          op.split_first = wl_program_splits(p, kc->split, kc->nsplit);
-          op.flags |= WL_OPF_SPLITS;
-        }
-        c->stats->coll_ops++;
-        c->stats->rank_comm_s[f->rank] += (g->end - g->ts) * 1e-6;
-      } else {
-        op = wl_op_compute(s, (g->end - g->ts) * 1e-6);
-        op.sub = (uint8_t)class_of_kernel(sn, g->kind);
-        c->stats->compute_ops++;
-        c->stats->rank_compute_s[f->rank] += op.duration_s;
-      }
-      op.name = wl_program_string(p, sn);
-      long oi = wl_program_append(p, &op, waits, nw);
-      if (oi < 0) {
-        rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
-        break;
-      }
-      g->op = oi;
-      last_op[s] = oi;
-      if (g->end > prev_end[s])
-        prev_end[s] = g->end;
-      if (g->end > last_gpu_end)
-        last_gpu_end = g->end;
-    }
-    /* host tail: the step ends after every stream has finished */
-    if (!rc) {
-      uint32_t *w = malloc((size_t)ns * sizeof *w);
-      uint32_t nw = 0;
-      if (!w)
-        rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
-      for (int q = 1; !rc && q < ns; q++)
-        if (last_op[q] >= 0)
-          w[nw++] = (uint32_t)last_op[q];
-      if (!rc) {
-        double tail = f->step_end - last_gpu_end;
-        wl_op t = wl_op_compute(0, (tail > 0 ? tail : 0) * 1e-6);
-        t.name = wl_program_string(p, "step end (host)");
-        if (wl_program_append(p, &t, w, nw) < 0)
-          rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
-      }
-      free(w);
-    }
-    free(prev_end);
-    free(last_op);
+/* What held GPU op j back in the idle gap after pe on its stream: the
+ * latest-ending op of another stream that ended inside the gap, when the
+ * launch came earlier (a stream wait) or the CPU sat in a synchronize call
+ * until about then; NULL when nothing did. */
+static const kt_gpu *held_by(const kt_file *f, size_t j, double pe)
+{
+  const kt_gpu *g = &f->gpu[j];
+  int s = g->stream;
+  const kt_rt *l = tr__kt_find_launch(f, g->corr);
+  double ready = l ? l->end : -INFINITY;
+  const kt_gpu *d = NULL;
+  for (size_t q = 0; q < j; q++) {
+    const kt_gpu *h = &f->gpu[q];
+    if (h->stream != s && h->end > pe && h->end <= g->ts + KT_EPS_US &&
+        (!d || h->end > d->end))
+      d = h;
   }
+  int dep = 0;
+  if (d) {
+    if (ready < g->ts - KT_EPS_US && ready <= d->end + KT_EPS_US)
+      dep = 1; /* launched in time: the stream waited for d */
+    else
+      for (size_t q = 0; q < f->nrt && !dep; q++) {
+        const kt_rt *r = &f->rt[q];
+        if (r->sync && r->end >= d->end - KT_EPS_US && r->end <= d->end + 3 * KT_EPS_US &&
+            r->ts < d->end && r->end <= ready + KT_EPS_US)
+          dep = 1; /* the CPU blocked until d ended, then launched */
+      }
+  }
+  return dep ? d : NULL;
+}
+
+/* Rank f's ops into p: the host stream's marker and start offset, every GPU
+ * op after its gap (a delay and a wait) and the host tail. */
+static int emit_ops(kt_ctx *c, wl_program *p, kt_file *f, kt_coll *colls, int ns, double t0)
+{
+  int rc = ST_OK;
+  wl_op m = wl_op_marker(0, WL_MARK_ITERATION, f->step_n);
+  long om = wl_program_append(p, &m, NULL, 0);
+  wl_op off = wl_op_compute(0, (f->step_ts - t0) * 1e-6);
+  off.name = wl_program_string(p, "step start offset");
+  long ooff = wl_program_append(p, &off, NULL, 0);
+  if (om < 0 || ooff < 0)
+    rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
+  double *prev_end = malloc((size_t)ns * sizeof *prev_end);
+  long *last_op = malloc((size_t)ns * sizeof *last_op);
+  if (!prev_end || !last_op)
+    rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
+  for (int q = 0; !rc && q < ns; q++) {
+    prev_end[q] = f->step_ts;
+    last_op[q] = -1;
+  }
+  /* sync calls sorted by end, for "the CPU waited for the GPU" */
+  size_t ci = 0;
+  double last_gpu_end = f->step_ts;
+  for (size_t j = 0; j < f->ngpu && !rc; j++) {
+    kt_gpu *g = &f->gpu[j];
+    int s = g->stream;
+    double pe = prev_end[s];
+    double gap = g->ts - pe;
+    uint32_t waits[2];
+    uint32_t nw = 0;
+    if (last_op[s] < 0)
+      waits[nw++] = (uint32_t)ooff;
+    if (gap > KT_EPS_US * 0.5) {
+      const kt_gpu *d = held_by(f, j, pe);
+      int dep = d != NULL;
+      double delay = gap;
+      if (dep) {
+        waits[nw++] = (uint32_t)d->op;
+        delay = g->ts - (d->end > pe ? d->end : pe);
+        if (delay < 0)
+          delay = 0;
+      }
+      if (delay > 0 && c->opt->keep_launch_gaps) {
+        wl_op dl = wl_op_compute(s, delay * 1e-6);
+        dl.name = wl_program_string(p, dep ? "dependency gap" : "launch gap");
+        long di = wl_program_append(p, &dl, waits, nw);
+        if (di < 0) {
+          rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
+          break;
+        }
+        nw = 0;
+        c->stats->gaps++;
+        c->stats->gap_s += delay * 1e-6;
+      }
+    }
+    const char *nm = tr__kt_str_item(g->ev, "name");
+    char sn[96];
+    short_name(nm ? nm : "", sn, sizeof sn);
+    wl_op op;
+    if (g->nccl) {
+      kt_coll *kc = &colls[ci++];
+      op = wl_op_coll(s, kc->op, role_of_pg(kc->pg), kc->bytes);
+      if (kc->split) {
+        int n = kc->pg >= 0 ? c->pgs[kc->pg].size : f->world;
+        if (kc->nsplit != n) {
+          rc = st_err_set(c->err, ST_EINPUT,
+                          "trace '%s': event %ld: all-to-all has %d split sizes for a group of "
+                          "%d ranks",
+                          f->path, g->index, kc->nsplit, n);
+          break;
+        }
+        op.split_first = wl_program_splits(p, kc->split, kc->nsplit);
+        op.flags |= WL_OPF_SPLITS;
+      }
+      c->stats->coll_ops++;
+      c->stats->rank_comm_s[f->rank] += (g->end - g->ts) * 1e-6;
+    } else {
+      op = wl_op_compute(s, (g->end - g->ts) * 1e-6);
+      op.sub = (uint8_t)class_of_kernel(sn, g->kind);
+      c->stats->compute_ops++;
+      c->stats->rank_compute_s[f->rank] += op.duration_s;
+    }
+    op.name = wl_program_string(p, sn);
+    long oi = wl_program_append(p, &op, waits, nw);
+    if (oi < 0) {
+      rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
+      break;
+    }
+    g->op = oi;
+    last_op[s] = oi;
+    if (g->end > prev_end[s])
+      prev_end[s] = g->end;
+    if (g->end > last_gpu_end)
+      last_gpu_end = g->end;
+  }
+  /* host tail: the step ends after every stream has finished */
+  if (!rc) {
+    uint32_t *w = malloc((size_t)ns * sizeof *w);
+    uint32_t nw = 0;
+    if (!w)
+      rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
+    for (int q = 1; !rc && q < ns; q++)
+      if (last_op[q] >= 0)
+        w[nw++] = (uint32_t)last_op[q];
+    if (!rc) {
+      double tail = f->step_end - last_gpu_end;
+      wl_op t = wl_op_compute(0, (tail > 0 ? tail : 0) * 1e-6);
+      t.name = wl_program_string(p, "step end (host)");
+      if (wl_program_append(p, &t, w, nw) < 0)
+        rc = st_err_set(c->err, ST_ENOMEM, "out of memory");
+    }
+    free(w);
+  }
+  free(prev_end);
+  free(last_op);
+  return rc;
+}
+
+/* Build rank f's program. */
+static int build_program(kt_ctx *c, wl_workload *wl, kt_file *f, double t0)
+{
+  char pname[64];
+  snprintf(pname, sizeof pname, "rank %d", f->rank);
+  int ns = f->ntids + 1;
+  char **snames = calloc((size_t)ns, sizeof *snames);
+  if (!snames)
+    return st_err_set(c->err, ST_ENOMEM, "out of memory");
+  snames[0] = strdup("host");
+  for (int q = 0; q < f->ntids; q++) {
+    char b[32];
+    snprintf(b, sizeof b, "stream %d", f->tids[q]);
+    snames[q + 1] = strdup(b);
+  }
+  int pi = wl_program_add(wl, pname, ns, (const char *const *)snames);
+  for (int q = 0; q < ns; q++)
+    free(snames[q]);
+  free(snames);
+  if (pi < 0)
+    return st_err_set(c->err, ST_ENOMEM, "out of memory");
+  wl_program *p = &wl->programs[pi];
+  wl_rank_set(wl, f->rank, pi);
+
+  /* the collectives' sizes, from the kernels' args or else the ET */
+  size_t ncoll = 0;
+  for (size_t j = 0; j < f->ngpu; j++)
+    ncoll += f->gpu[j].nccl != 0;
+  kt_coll *colls = calloc(ncoll ? ncoll : 1, sizeof *colls);
+  if (!colls)
+    return st_err_set(c->err, ST_ENOMEM, "out of memory");
+  int rc = resolve_colls(c, f, colls);
+  if (!rc)
+    rc = emit_ops(c, p, f, colls, ns, t0);
   for (size_t q = 0; q < ncoll; q++)
     free(colls[q].split);
   free(colls);
