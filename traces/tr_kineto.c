@@ -604,6 +604,100 @@ static int list_inputs(const char *spec, char ***names, size_t *count, st_err *e
   return ST_OK;
 }
 
+/* The world size: as recorded (every file alike), else --gpus, else the
+ * files; every file's rank inside it and in one file only.  *recorded: the
+ * files record it. */
+static int check_world(kt_ctx *c, int *world_out, int *recorded_out)
+{
+  const tr_options *opt = c->opt;
+  st_err *err = c->err;
+  int rc = ST_OK, world = 0, recorded = 0;
+  const kt_file *said = NULL;
+  for (int i = 0; i < c->nfiles && !rc; i++) {
+    kt_file *f = &c->files[i];
+    if (f->world <= 0)
+      continue;
+    if (said && f->world != said->world)
+      rc = st_err_set(err, ST_EINPUT,
+                      "trace '%s': distributedInfo.world_size is %d but '%s' says %d: the "
+                      "files are not of one job",
+                      f->path, f->world, said->path, said->world);
+    said = f;
+  }
+  recorded = said != NULL;
+  for (int i = 0; i < c->nfiles && !rc; i++)
+    if (said && c->files[i].world <= 0)
+      rc = st_err_set(err, ST_EINPUT,
+                      "trace '%s': no distributedInfo.world_size, but '%s' says %d: the files "
+                      "are not of one job",
+                      c->files[i].path, said->path, said->world);
+  world = said ? said->world : 0;
+  if (!rc && opt->num_gpus > 0) {
+    if (said && opt->num_gpus != world)
+      rc = st_err_set(err, ST_EUSAGE,
+                      "--gpus %d: trace '%s' records a world of %d ranks (to replay the job "
+                      "at another size, give --world %d)",
+                      opt->num_gpus, said->path, world, opt->num_gpus);
+    world = opt->num_gpus;
+  }
+  if (world <= 0)
+    world = c->nfiles;
+  if (world <= 0 || world > 1000000)
+    world = 1;
+  for (int i = 0; i < c->nfiles; i++)
+    c->files[i].world = world;
+  char *seen = calloc((size_t)world, 1);
+  if (!rc && !seen)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  for (int i = 0; !rc && i < c->nfiles; i++) {
+    kt_file *f = &c->files[i];
+    if (f->rank >= world)
+      rc = st_err_set(err, ST_EINPUT, "trace '%s': rank %d is outside world size %d%s", f->path,
+                      f->rank, world, recorded ? "" : " (give the world size: --gpus N)");
+    else if (seen[f->rank])
+      rc = st_err_set(err, ST_EINPUT, "trace '%s': rank %d appears in two files", f->path,
+                      f->rank);
+    else
+      seen[f->rank] = 1;
+  }
+  free(seen);
+  *world_out = world;
+  *recorded_out = recorded;
+  return rc;
+}
+
+/* The communicators: "world" of every rank (role 0), then one per process
+ * group (role g + 1). */
+static int add_comms(kt_ctx *c, wl_workload *wl, int world)
+{
+  st_err *err = c->err;
+  int rc = ST_OK;
+  int32_t *all = malloc((size_t)world * sizeof *all);
+  if (!all)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  for (int r = 0; !rc && r < world; r++)
+    all[r] = r;
+  int cw = rc ? -1 : wl_comm_add(wl, "world", WL_COMM_WORLD, world, all);
+  free(all);
+  if (!rc && cw < 0)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  for (int r = 0; !rc && r < world; r++)
+    wl_rank_set_comm(wl, r, 0, cw);
+  for (int g = 0; !rc && g < c->npgs; g++) {
+    char b[96];
+    snprintf(b, sizeof b, "pg %s", c->pgs[g].name);
+    int ci = wl_comm_add(wl, b, kind_of_desc(c->pgs[g].desc), c->pgs[g].size, c->pgs[g].ranks);
+    if (ci < 0) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      break;
+    }
+    for (int k = 0; k < c->pgs[g].size; k++)
+      if (c->pgs[g].ranks[k] >= 0 && c->pgs[g].ranks[k] < world)
+        wl_rank_set_comm(wl, c->pgs[g].ranks[k], g + 1, ci);
+  }
+  return rc;
+}
+
 int tr__kineto_import(const char *path, const tr_options *opt, wl_workload **out,
                       tr_import_stats *stats, st_err *err)
 {
@@ -632,59 +726,8 @@ int tr__kineto_import(const char *path, const tr_options *opt, wl_workload **out
     rc = tr__kt_read_file(&c, &c.files[i]);
 
   int world = 0, recorded = 0;
-  if (!rc) {
-    /* the world size: as recorded (every file alike), else --gpus, else the
-     * files; ranks without a file run a given rank's program */
-    const kt_file *said = NULL;
-    for (int i = 0; i < c.nfiles && !rc; i++) {
-      kt_file *f = &c.files[i];
-      if (f->world <= 0)
-        continue;
-      if (said && f->world != said->world)
-        rc = st_err_set(err, ST_EINPUT,
-                        "trace '%s': distributedInfo.world_size is %d but '%s' says %d: the "
-                        "files are not of one job",
-                        f->path, f->world, said->path, said->world);
-      said = f;
-    }
-    recorded = said != NULL;
-    for (int i = 0; i < c.nfiles && !rc; i++)
-      if (said && c.files[i].world <= 0)
-        rc = st_err_set(err, ST_EINPUT,
-                        "trace '%s': no distributedInfo.world_size, but '%s' says %d: the files "
-                        "are not of one job",
-                        c.files[i].path, said->path, said->world);
-    world = said ? said->world : 0;
-    if (!rc && opt->num_gpus > 0) {
-      if (said && opt->num_gpus != world)
-        rc = st_err_set(err, ST_EUSAGE,
-                        "--gpus %d: trace '%s' records a world of %d ranks (to replay the job "
-                        "at another size, give --world %d)",
-                        opt->num_gpus, said->path, world, opt->num_gpus);
-      world = opt->num_gpus;
-    }
-    if (world <= 0)
-      world = c.nfiles;
-    if (world <= 0 || world > 1000000)
-      world = 1;
-    for (int i = 0; i < c.nfiles; i++)
-      c.files[i].world = world;
-    char *seen = calloc((size_t)world, 1);
-    if (!rc && !seen)
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    for (int i = 0; !rc && i < c.nfiles; i++) {
-      kt_file *f = &c.files[i];
-      if (f->rank >= world)
-        rc = st_err_set(err, ST_EINPUT, "trace '%s': rank %d is outside world size %d%s", f->path,
-                        f->rank, world, recorded ? "" : " (give the world size: --gpus N)");
-      else if (seen[f->rank])
-        rc = st_err_set(err, ST_EINPUT, "trace '%s': rank %d appears in two files", f->path,
-                        f->rank);
-      else
-        seen[f->rank] = 1;
-    }
-    free(seen);
-  }
+  if (!rc)
+    rc = check_world(&c, &world, &recorded);
   double t0 = INFINITY, t1 = -INFINITY;
   for (int i = 0; !rc && i < c.nfiles; i++) {
     if (c.files[i].step_ts < t0)
@@ -725,31 +768,8 @@ int tr__kineto_import(const char *path, const tr_options *opt, wl_workload **out
     if (!rc && !wl)
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
   }
-  if (!rc) {
-    int32_t *all = malloc((size_t)world * sizeof *all);
-    if (!all)
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    for (int r = 0; !rc && r < world; r++)
-      all[r] = r;
-    int cw = rc ? -1 : wl_comm_add(wl, "world", WL_COMM_WORLD, world, all);
-    free(all);
-    if (!rc && cw < 0)
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-    for (int r = 0; !rc && r < world; r++)
-      wl_rank_set_comm(wl, r, 0, cw);
-    for (int g = 0; !rc && g < c.npgs; g++) {
-      char b[96];
-      snprintf(b, sizeof b, "pg %s", c.pgs[g].name);
-      int ci = wl_comm_add(wl, b, kind_of_desc(c.pgs[g].desc), c.pgs[g].size, c.pgs[g].ranks);
-      if (ci < 0) {
-        rc = st_err_set(err, ST_ENOMEM, "out of memory");
-        break;
-      }
-      for (int k = 0; k < c.pgs[g].size; k++)
-        if (c.pgs[g].ranks[k] >= 0 && c.pgs[g].ranks[k] < world)
-          wl_rank_set_comm(wl, c.pgs[g].ranks[k], g + 1, ci);
-    }
-  }
+  if (!rc)
+    rc = add_comms(&c, wl, world);
   if (!rc)
     rc = tr__stats_alloc_ranks(stats, world, err);
   /* programs in rank order, so that program i is rank i's */
