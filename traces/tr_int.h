@@ -1,6 +1,7 @@
 /* tr_int.h — helpers shared by the importers (internal to traces/).
  *
- * Each importer lives in tr_<format>.c and exports one tr_<format>_import()
+ * Each importer lives in tr_<format>.c (Kineto and Chakra read in
+ * tr_<format>_read.c, their shared names below) and exports one tr__<format>_import()
  * listed in traces.c's table.  Errors all start with "trace '<file>': " so a
  * person sees which file was bad before what was wrong in it.
  */
@@ -153,5 +154,59 @@ int tr__kt_et_load(kt_ctx *c);
 /* Collectives of one ET in node order (record_param_comms, waits left out). */
 int tr__kt_et_collectives(kt_ctx *c, size_t which, kt_etcoll **out, int *count);
 void tr__kt_etcoll_free(kt_etcoll *v, int n);
+
+/* ---- Chakra importer (tr_chakra_read.c reads, tr_chakra.c builds) ------- */
+
+
+enum {
+  CK_INVALID = 0,
+  CK_METADATA = 1,
+  CK_MEM_LOAD = 2,
+  CK_MEM_STORE = 3,
+  CK_COMP = 4,
+  CK_SEND = 5,
+  CK_RECV = 6,
+  CK_COLL = 7,
+};
+
+typedef struct ck_node {
+  uint64_t id;
+  int type;
+  int cpu;
+  long tid;      /* -1 if absent */
+  int comm_type; /* -1 if absent */
+  double comm_size, num_ops, tensor_size;
+  long src, dst, tag;
+  double dur_us, start_us;
+  int inv_len;       /* entries of involved_dim, -1 if absent */
+  uint32_t inv_mask; /* bit d: dimension d involved */
+  char *name;
+  uint64_t *data;
+  uint8_t *drop;   /* per data dependency: dropped (dangling, self or repeated);
+                      a flag, not a marker id: every uint64 is a valid node id */
+  size_t ndata;
+  uint64_t *ctrl;
+  size_t nctrl;
+  int stream;
+  long op;   /* op index once appended, -1 if not replayed */
+  long pos;  /* position in the order */
+  int indeg;
+} ck_node;
+
+typedef struct ck_rank {
+  ck_node *nodes;
+  size_t n;
+  size_t *by_id; /* node indices sorted by id */
+} ck_rank;
+
+
+/* Read one rank's .et file into r (nodes sorted by id in r->by_id); counts
+ * into stats. */
+int tr__ck_read_rank(const char *path, ck_rank *r, tr_import_stats *stats, st_err *err);
+void tr__ck_rank_release(ck_rank *r);
+/* Index in r->nodes of the node with this id, or -1. */
+long tr__ck_find_node(const ck_rank *r, uint64_t id);
+/* Topological order of the data dependencies; returns node indices. */
+int tr__ck_order_nodes(ck_rank *r, size_t **order_out, tr_import_stats *stats, st_err *err);
 
 #endif
