@@ -446,4 +446,3 @@ int tr__ck_order_nodes(ck_rank *r, size_t **order_out, tr_import_stats *stats, s
   *order_out = order;
   return ST_OK;
 }
-
