@@ -146,24 +146,21 @@ static int group_of(int kind, const as_layer *l, int ph, const as_comm *c)
   }
 }
 
-int tr__astra_import(const char *path, const tr_options *opt, wl_workload **out,
-                     tr_import_stats *stats, st_err *err)
+/* The header: the parallelism line with its options, then the number of
+ * layers. */
+typedef struct as_head {
+  int kind, tp, pp, ep, ga, all_gpus, nlayers;
+  double pp_comm;
+} as_head;
+
+static int read_header(const char *path, char **cur, int *lineno, as_head *h, st_err *err)
 {
-  char *data;
-  size_t len;
-  int rc = tr__read_file(path, &data, &len, err);
-  if (rc)
-    return rc;
-  char *cur = data, *line;
-  int lineno = 0;
-  as_layer *layers = NULL;
-  wl_workload *wl = NULL;
+  char *line;
+  int rc = ST_OK;
   int kind = -1, tp = 0, pp = 1, ep = 1, ga = 1, all_gpus = 0, nlayers = 0;
   double pp_comm = 0;
-
-  /* header */
-  while (next_line(&cur, &line)) {
-    lineno++;
+  while (next_line(cur, &line)) {
+    (*lineno)++;
     char *tok[64];
     int n = split_ws(line, tok, 64);
     if (n == 0)
@@ -171,7 +168,7 @@ int tr__astra_import(const char *path, const tr_options *opt, wl_workload **out,
     kind = kind_from(tok[0]);
     if (kind < 0) {
       rc = st_err_set(err, ST_EINPUT, "trace '%s': line %d: parallelism '%s' is unknown", path,
-                      lineno, tok[0]);
+                      *lineno, tok[0]);
       goto done;
     }
     for (int i = 1; i < n; i++) {
@@ -203,15 +200,15 @@ int tr__astra_import(const char *path, const tr_options *opt, wl_workload **out,
     rc = st_err_set(err, ST_EINPUT, "trace '%s': empty (no parallelism line)", path);
     goto done;
   }
-  while (next_line(&cur, &line)) {
-    lineno++;
+  while (next_line(cur, &line)) {
+    (*lineno)++;
     char *tok[4];
     if (split_ws(line, tok, 4) == 0)
       continue;
     double v;
     if (parse_num(tok[0], &v) || v != floor(v) || v < 1 || v > 1e7) {
       rc = st_err_set(err, ST_EINPUT, "trace '%s': line %d: number of layers '%s' is not valid",
-                      path, lineno, tok[0]);
+                      path, *lineno, tok[0]);
       goto done;
     }
     nlayers = (int)v;
@@ -219,9 +216,232 @@ int tr__astra_import(const char *path, const tr_options *opt, wl_workload **out,
   }
   if (nlayers == 0) {
     rc = st_err_set(err, ST_EINPUT, "trace '%s': line %d: number of layers is missing", path,
-                    lineno);
+                    *lineno);
     goto done;
   }
+done:
+  *h = (as_head){kind, tp, pp, ep, ga, all_gpus, nlayers, pp_comm};
+  return rc;
+}
+
+/* The communicators of every stage (all, tp, dp, ep, dp over ep) and the
+ * pipeline pairs between stages; buf has room for every rank. */
+static int add_groups(wl_workload *wl, int pp, int dp, int tp, int ep, int32_t *buf, st_err *err)
+{
+  int rc = ST_OK;
+  for (int s = 0; s < pp && !rc; s++)
+    for (int g = 0; g < AG_PP_NEXT && !rc; g++) {
+      /* enumerate groups of kind g in stage s by a canonical member */
+      for (int d = 0; d < dp; d++)
+        for (int t = 0; t < tp; t++) {
+          int lead; /* is (d,t) the first member of its group? */
+          switch (g) {
+          case AG_ALL: lead = d == 0 && t == 0; break;
+          case AG_TP: lead = t == 0; break;
+          case AG_DP: lead = d == 0; break;
+          case AG_EP: lead = d % ep == 0; break;
+          default: lead = d < ep; break; /* DP_EP */
+          }
+          if (!lead)
+            continue;
+          int n = 0;
+          for (int d2 = 0; d2 < dp; d2++)
+            for (int t2 = 0; t2 < tp; t2++) {
+              int in;
+              switch (g) {
+              case AG_ALL: in = 1; break;
+              case AG_TP: in = d2 == d; break;
+              case AG_DP: in = t2 == t; break;
+              case AG_EP: in = t2 == t && d2 / ep == d / ep; break;
+              default: in = t2 == t && d2 % ep == d % ep; break;
+              }
+              if (in)
+                buf[n++] = (s * dp + d2) * tp + t2;
+            }
+          char nm[64];
+          snprintf(nm, sizeof nm, "%s s%d d%d t%d", group_roles[g], s, d, t);
+          int kinds[AG_COUNT] = {WL_COMM_WORLD, WL_COMM_TP, WL_COMM_DP, WL_COMM_EP, WL_COMM_DP};
+          int ci = wl_comm_add(wl, nm, kinds[g], n, buf);
+          if (ci < 0) {
+            rc = st_err_set(err, ST_ENOMEM, "out of memory");
+            break;
+          }
+          for (int q = 0; q < n; q++)
+            wl_rank_set_comm(wl, buf[q], g, ci);
+        }
+    }
+  /* pipeline pairs */
+  for (int s = 0; s + 1 < pp && !rc; s++)
+    for (int d = 0; d < dp && !rc; d++)
+      for (int t = 0; t < tp && !rc; t++) {
+        buf[0] = (s * dp + d) * tp + t;
+        buf[1] = ((s + 1) * dp + d) * tp + t;
+        char nm[64];
+        snprintf(nm, sizeof nm, "pp s%d-s%d d%d t%d", s, s + 1, d, t);
+        int ci = wl_comm_add(wl, nm, WL_COMM_PP, 2, buf);
+        if (ci < 0) {
+          rc = st_err_set(err, ST_ENOMEM, "out of memory");
+          break;
+        }
+        wl_rank_set_comm(wl, buf[0], AG_PP_NEXT, ci);
+        wl_rank_set_comm(wl, buf[1], AG_PP_PREV, ci);
+      }
+  return rc;
+}
+
+/* The program of stage s: ga microbatches forward, then backward with the
+ * gradient collectives (on stream "dp") after the last one. */
+static int build_stage(wl_workload *wl, int s, const as_layer *layers, int nlayers, int kind,
+                       int pp, int dp, int tp, int ga, double pp_comm, const int *sizes,
+                       tr_import_stats *stats, st_err *err)
+{
+  int rc = ST_OK;
+  static const char *const streams[2] = {"compute", "dp"};
+  char pn[32];
+  snprintf(pn, sizeof pn, "stage %d", s);
+  int pi = wl_program_add(wl, pn, 2, streams);
+  if (pi < 0) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    goto done;
+  }
+  wl_program *p = &wl->programs[pi];
+  for (int d = 0; d < dp; d++)
+    for (int t = 0; t < tp; t++)
+      wl_rank_set(wl, (s * dp + d) * tp + t, pi);
+  long last_wg = -1;
+#define APPEND(opv, w, nw)                                                                         \
+  do {                                                                                             \
+    if (wl_program_append(p, &(opv), (w), (nw)) < 0) {                                             \
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");                                            \
+      goto done;                                                                                   \
+    }                                                                                              \
+  } while (0)
+  wl_op mk = wl_op_marker(0, WL_MARK_ITERATION, 0);
+  APPEND(mk, NULL, 0);
+  for (int mb = 0; mb < ga; mb++) {
+    wl_op m = wl_op_marker(0, WL_MARK_MICROBATCH, mb);
+    APPEND(m, NULL, 0);
+    m = wl_op_marker(0, WL_MARK_PHASE, WL_PHASE_FORWARD);
+    APPEND(m, NULL, 0);
+    if (s > 0 && pp_comm > 0) {
+      wl_op r = wl_op_p2p(0, WL_OP_RECV, AG_PP_PREV, 0, mb, pp_comm);
+      r.phase = WL_PHASE_FORWARD;
+      APPEND(r, NULL, 0);
+      stats->p2p_ops++;
+    }
+    for (int li = 0; li < nlayers; li++) {
+      const as_layer *l = &layers[li];
+      wl_op c = wl_op_compute(0, l->comp_ns[0] * 1e-9);
+      c.phase = WL_PHASE_FORWARD;
+      c.name = wl_program_string(p, l->name);
+      APPEND(c, NULL, 0);
+      stats->compute_ops++;
+      int g = group_of(kind, l, 0, &l->comm[0]);
+      if (l->comm[0].coll >= 0 && sizes[g] > 1) {
+        wl_op o = wl_op_coll(0, l->comm[0].coll, g, l->comm[0].bytes);
+        o.phase = WL_PHASE_FORWARD;
+        o.name = c.name;
+        APPEND(o, NULL, 0);
+        stats->coll_ops++;
+      }
+    }
+    if (s + 1 < pp && pp_comm > 0) {
+      wl_op sd = wl_op_p2p(0, WL_OP_SEND, AG_PP_NEXT, 1, mb, pp_comm);
+      sd.phase = WL_PHASE_FORWARD;
+      APPEND(sd, NULL, 0);
+      stats->p2p_ops++;
+    }
+  }
+  for (int mb = 0; mb < ga; mb++) {
+    wl_op m = wl_op_marker(0, WL_MARK_PHASE, WL_PHASE_BACKWARD);
+    APPEND(m, NULL, 0);
+    if (s + 1 < pp && pp_comm > 0) {
+      wl_op r = wl_op_p2p(0, WL_OP_RECV, AG_PP_NEXT, 1, 1000000 + mb, pp_comm);
+      r.phase = WL_PHASE_BACKWARD;
+      APPEND(r, NULL, 0);
+      stats->p2p_ops++;
+    }
+    for (int li = nlayers - 1; li >= 0; li--) {
+      const as_layer *l = &layers[li];
+      uint32_t nm = wl_program_string(p, l->name);
+      wl_op c = wl_op_compute(0, l->comp_ns[1] * 1e-9);
+      c.phase = WL_PHASE_BACKWARD;
+      c.name = nm;
+      APPEND(c, NULL, 0);
+      stats->compute_ops++;
+      int g = group_of(kind, l, 1, &l->comm[1]);
+      if (l->comm[1].coll >= 0 && sizes[g] > 1) {
+        wl_op o = wl_op_coll(0, l->comm[1].coll, g, l->comm[1].bytes);
+        o.phase = WL_PHASE_BACKWARD;
+        o.name = nm;
+        APPEND(o, NULL, 0);
+        stats->coll_ops++;
+      }
+      wl_op w = wl_op_compute(0, l->comp_ns[2] * 1e-9);
+      w.phase = WL_PHASE_BACKWARD;
+      w.name = nm;
+      long wi = wl_program_append(p, &w, NULL, 0);
+      if (wi < 0) {
+        rc = st_err_set(err, ST_ENOMEM, "out of memory");
+        goto done;
+      }
+      stats->compute_ops++;
+      g = group_of(kind, l, 2, &l->comm[2]);
+      if (mb == ga - 1 && l->comm[2].coll >= 0 && sizes[g] > 1) {
+        uint32_t wt = (uint32_t)wi;
+        wl_op o = wl_op_coll(1, l->comm[2].coll, g, l->comm[2].bytes);
+        o.phase = WL_PHASE_BACKWARD;
+        o.name = nm;
+        APPEND(o, &wt, 1);
+        stats->coll_ops++;
+        wl_op u = wl_op_compute(1, l->update_ns * 1e-9);
+        u.phase = WL_PHASE_OPTIMIZER;
+        u.name = wl_program_string(p, "update delay");
+        last_wg = wl_program_append(p, &u, NULL, 0);
+        if (last_wg < 0) {
+          rc = st_err_set(err, ST_ENOMEM, "out of memory");
+          goto done;
+        }
+      }
+    }
+    if (s > 0 && pp_comm > 0) {
+      wl_op sd = wl_op_p2p(0, WL_OP_SEND, AG_PP_PREV, 0, 1000000 + mb, pp_comm);
+      sd.phase = WL_PHASE_BACKWARD;
+      APPEND(sd, NULL, 0);
+      stats->p2p_ops++;
+    }
+  }
+  /* the step ends when the gradient collectives are done */
+  wl_op e = wl_op_marker(0, WL_MARK_PHASE, WL_PHASE_OPTIMIZER);
+  uint32_t lw = (uint32_t)last_wg;
+  APPEND(e, last_wg >= 0 ? &lw : NULL, last_wg >= 0 ? 1 : 0);
+#undef APPEND
+done:
+  return rc;
+}
+
+int tr__astra_import(const char *path, const tr_options *opt, wl_workload **out,
+                     tr_import_stats *stats, st_err *err)
+{
+  char *data;
+  size_t len;
+  int rc = tr__read_file(path, &data, &len, err);
+  if (rc)
+    return rc;
+  char *cur = data, *line;
+  int lineno = 0;
+  as_layer *layers = NULL;
+  wl_workload *wl = NULL;
+  int kind = -1, tp = 0, pp = 1, ep = 1, ga = 1, all_gpus = 0, nlayers = 0;
+  double pp_comm = 0;
+
+  as_head h;
+  rc = read_header(path, &cur, &lineno, &h, err);
+  if (rc)
+    goto done;
+  kind = h.kind, tp = h.tp, pp = h.pp, ep = h.ep, ga = h.ga, all_gpus = h.all_gpus;
+  nlayers = h.nlayers;
+  pp_comm = h.pp_comm;
   layers = calloc((size_t)nlayers, sizeof *layers);
   if (!layers) {
     rc = st_err_set(err, ST_ENOMEM, "out of memory");
@@ -315,190 +535,14 @@ int tr__astra_import(const char *path, const tr_options *opt, wl_workload **out,
   }
   /* communicators */
   int sizes[AG_COUNT] = {tp * dp, tp, dp, ep, dp / ep, 2, 2};
-  for (int s = 0; s < pp && !rc; s++)
-    for (int g = 0; g < AG_PP_NEXT && !rc; g++) {
-      /* enumerate groups of kind g in stage s by a canonical member */
-      for (int d = 0; d < dp; d++)
-        for (int t = 0; t < tp; t++) {
-          int lead; /* is (d,t) the first member of its group? */
-          switch (g) {
-          case AG_ALL: lead = d == 0 && t == 0; break;
-          case AG_TP: lead = t == 0; break;
-          case AG_DP: lead = d == 0; break;
-          case AG_EP: lead = d % ep == 0; break;
-          default: lead = d < ep; break; /* DP_EP */
-          }
-          if (!lead)
-            continue;
-          int n = 0;
-          for (int d2 = 0; d2 < dp; d2++)
-            for (int t2 = 0; t2 < tp; t2++) {
-              int in;
-              switch (g) {
-              case AG_ALL: in = 1; break;
-              case AG_TP: in = d2 == d; break;
-              case AG_DP: in = t2 == t; break;
-              case AG_EP: in = t2 == t && d2 / ep == d / ep; break;
-              default: in = t2 == t && d2 % ep == d % ep; break;
-              }
-              if (in)
-                buf[n++] = (s * dp + d2) * tp + t2;
-            }
-          char nm[64];
-          snprintf(nm, sizeof nm, "%s s%d d%d t%d", group_roles[g], s, d, t);
-          int kinds[AG_COUNT] = {WL_COMM_WORLD, WL_COMM_TP, WL_COMM_DP, WL_COMM_EP, WL_COMM_DP};
-          int ci = wl_comm_add(wl, nm, kinds[g], n, buf);
-          if (ci < 0) {
-            rc = st_err_set(err, ST_ENOMEM, "out of memory");
-            break;
-          }
-          for (int q = 0; q < n; q++)
-            wl_rank_set_comm(wl, buf[q], g, ci);
-        }
-    }
-  /* pipeline pairs */
-  for (int s = 0; s + 1 < pp && !rc; s++)
-    for (int d = 0; d < dp && !rc; d++)
-      for (int t = 0; t < tp && !rc; t++) {
-        buf[0] = (s * dp + d) * tp + t;
-        buf[1] = ((s + 1) * dp + d) * tp + t;
-        char nm[64];
-        snprintf(nm, sizeof nm, "pp s%d-s%d d%d t%d", s, s + 1, d, t);
-        int ci = wl_comm_add(wl, nm, WL_COMM_PP, 2, buf);
-        if (ci < 0) {
-          rc = st_err_set(err, ST_ENOMEM, "out of memory");
-          break;
-        }
-        wl_rank_set_comm(wl, buf[0], AG_PP_NEXT, ci);
-        wl_rank_set_comm(wl, buf[1], AG_PP_PREV, ci);
-      }
+  rc = add_groups(wl, pp, dp, tp, ep, buf, err);
   free(buf);
   if (rc)
     goto done;
 
   /* one program per stage */
-  for (int s = 0; s < pp && !rc; s++) {
-    static const char *const streams[2] = {"compute", "dp"};
-    char pn[32];
-    snprintf(pn, sizeof pn, "stage %d", s);
-    int pi = wl_program_add(wl, pn, 2, streams);
-    if (pi < 0) {
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-      break;
-    }
-    wl_program *p = &wl->programs[pi];
-    for (int d = 0; d < dp; d++)
-      for (int t = 0; t < tp; t++)
-        wl_rank_set(wl, (s * dp + d) * tp + t, pi);
-    long last_wg = -1;
-#define APPEND(opv, w, nw)                                                                         \
-  do {                                                                                             \
-    if (wl_program_append(p, &(opv), (w), (nw)) < 0) {                                             \
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");                                            \
-      goto done;                                                                                   \
-    }                                                                                              \
-  } while (0)
-    wl_op mk = wl_op_marker(0, WL_MARK_ITERATION, 0);
-    APPEND(mk, NULL, 0);
-    for (int mb = 0; mb < ga; mb++) {
-      wl_op m = wl_op_marker(0, WL_MARK_MICROBATCH, mb);
-      APPEND(m, NULL, 0);
-      m = wl_op_marker(0, WL_MARK_PHASE, WL_PHASE_FORWARD);
-      APPEND(m, NULL, 0);
-      if (s > 0 && pp_comm > 0) {
-        wl_op r = wl_op_p2p(0, WL_OP_RECV, AG_PP_PREV, 0, mb, pp_comm);
-        r.phase = WL_PHASE_FORWARD;
-        APPEND(r, NULL, 0);
-        stats->p2p_ops++;
-      }
-      for (int li = 0; li < nlayers; li++) {
-        const as_layer *l = &layers[li];
-        wl_op c = wl_op_compute(0, l->comp_ns[0] * 1e-9);
-        c.phase = WL_PHASE_FORWARD;
-        c.name = wl_program_string(p, l->name);
-        APPEND(c, NULL, 0);
-        stats->compute_ops++;
-        int g = group_of(kind, l, 0, &l->comm[0]);
-        if (l->comm[0].coll >= 0 && sizes[g] > 1) {
-          wl_op o = wl_op_coll(0, l->comm[0].coll, g, l->comm[0].bytes);
-          o.phase = WL_PHASE_FORWARD;
-          o.name = c.name;
-          APPEND(o, NULL, 0);
-          stats->coll_ops++;
-        }
-      }
-      if (s + 1 < pp && pp_comm > 0) {
-        wl_op sd = wl_op_p2p(0, WL_OP_SEND, AG_PP_NEXT, 1, mb, pp_comm);
-        sd.phase = WL_PHASE_FORWARD;
-        APPEND(sd, NULL, 0);
-        stats->p2p_ops++;
-      }
-    }
-    for (int mb = 0; mb < ga; mb++) {
-      wl_op m = wl_op_marker(0, WL_MARK_PHASE, WL_PHASE_BACKWARD);
-      APPEND(m, NULL, 0);
-      if (s + 1 < pp && pp_comm > 0) {
-        wl_op r = wl_op_p2p(0, WL_OP_RECV, AG_PP_NEXT, 1, 1000000 + mb, pp_comm);
-        r.phase = WL_PHASE_BACKWARD;
-        APPEND(r, NULL, 0);
-        stats->p2p_ops++;
-      }
-      for (int li = nlayers - 1; li >= 0; li--) {
-        const as_layer *l = &layers[li];
-        uint32_t nm = wl_program_string(p, l->name);
-        wl_op c = wl_op_compute(0, l->comp_ns[1] * 1e-9);
-        c.phase = WL_PHASE_BACKWARD;
-        c.name = nm;
-        APPEND(c, NULL, 0);
-        stats->compute_ops++;
-        int g = group_of(kind, l, 1, &l->comm[1]);
-        if (l->comm[1].coll >= 0 && sizes[g] > 1) {
-          wl_op o = wl_op_coll(0, l->comm[1].coll, g, l->comm[1].bytes);
-          o.phase = WL_PHASE_BACKWARD;
-          o.name = nm;
-          APPEND(o, NULL, 0);
-          stats->coll_ops++;
-        }
-        wl_op w = wl_op_compute(0, l->comp_ns[2] * 1e-9);
-        w.phase = WL_PHASE_BACKWARD;
-        w.name = nm;
-        long wi = wl_program_append(p, &w, NULL, 0);
-        if (wi < 0) {
-          rc = st_err_set(err, ST_ENOMEM, "out of memory");
-          goto done;
-        }
-        stats->compute_ops++;
-        g = group_of(kind, l, 2, &l->comm[2]);
-        if (mb == ga - 1 && l->comm[2].coll >= 0 && sizes[g] > 1) {
-          uint32_t wt = (uint32_t)wi;
-          wl_op o = wl_op_coll(1, l->comm[2].coll, g, l->comm[2].bytes);
-          o.phase = WL_PHASE_BACKWARD;
-          o.name = nm;
-          APPEND(o, &wt, 1);
-          stats->coll_ops++;
-          wl_op u = wl_op_compute(1, l->update_ns * 1e-9);
-          u.phase = WL_PHASE_OPTIMIZER;
-          u.name = wl_program_string(p, "update delay");
-          last_wg = wl_program_append(p, &u, NULL, 0);
-          if (last_wg < 0) {
-            rc = st_err_set(err, ST_ENOMEM, "out of memory");
-            goto done;
-          }
-        }
-      }
-      if (s > 0 && pp_comm > 0) {
-        wl_op sd = wl_op_p2p(0, WL_OP_SEND, AG_PP_PREV, 0, 1000000 + mb, pp_comm);
-        sd.phase = WL_PHASE_BACKWARD;
-        APPEND(sd, NULL, 0);
-        stats->p2p_ops++;
-      }
-    }
-    /* the step ends when the gradient collectives are done */
-    wl_op e = wl_op_marker(0, WL_MARK_PHASE, WL_PHASE_OPTIMIZER);
-    uint32_t lw = (uint32_t)last_wg;
-    APPEND(e, last_wg >= 0 ? &lw : NULL, last_wg >= 0 ? 1 : 0);
-#undef APPEND
-  }
+  for (int s = 0; s < pp && !rc; s++)
+    rc = build_stage(wl, s, layers, nlayers, kind, pp, dp, tp, ga, pp_comm, sizes, stats, err);
   if (!rc)
     rc = tr__stats_alloc_ranks(stats, N, err);
   if (!rc)

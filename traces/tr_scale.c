@@ -157,21 +157,13 @@ static int is_dp(const wl_comm *c, int world, int have_dp)
   return c->size == world && (c->kind == WL_COMM_WORLD || c->kind == WL_COMM_OTHER);
 }
 
-int tr_workload_resize(wl_workload **wlp, tr_import_stats *st, const char *trace, int world,
-                       tr_resize_stats *out, st_err *err)
+/* The groups in use, and which of them are the data-parallel ones: *dp_g
+ * ranks each, stride *dp_d (0 when none).  ST_EINPUT naming the trace and
+ * the group when one cannot be resized. */
+static int classify_groups(const wl_workload *wl, const char *trace, int world, int *have_dp_out,
+                           int *dp_g_out, int *dp_d_out, st_err *err)
 {
-  wl_workload *wl = *wlp;
   int W = wl->num_ranks, nr = wl->num_roles;
-  if (out)
-    memset(out, 0, sizeof *out);
-  if (!st->groups_known)
-    return st_err_set(err, ST_EUSAGE,
-                      "trace '%s': it does not record its process groups (a Kineto trace's "
-                      "distributedInfo: world_size, pg_config), so the job cannot be resized",
-                      trace);
-  if (world < 1)
-    return st_err_set(err, ST_EUSAGE, "--world %d: not a positive size", world);
-  /* the groups in use, and which of them are the data-parallel ones */
   unsigned char *used = calloc((size_t)(wl->num_comms ? wl->num_comms : 1), 1);
   if (!used)
     return st_err_set(err, ST_ENOMEM, "out of memory");
@@ -222,6 +214,101 @@ int tr_workload_resize(wl_workload **wlp, tr_import_stats *st, const char *trace
     }
   }
   free(used);
+  *have_dp_out = have_dp;
+  *dp_g_out = dp_g;
+  *dp_d_out = dp_d;
+  return rc;
+}
+
+/* All-to-all-v splits on DP groups: the same total spread over the new
+ * members, member j taking old member j mod g's share scaled by g / g'. */
+static int relay_splits(wl_workload *wl, int have_dp, int dp_g, int g_new, tr_resize_stats *out,
+                        st_err *err)
+{
+  int W = wl->num_ranks, nr = wl->num_roles, rc = ST_OK;
+  for (int p = 0; p < wl->num_programs && !rc && g_new != dp_g; p++) {
+    wl_program *pg = &wl->programs[p];
+    int s = -1;
+    for (int r = 0; r < W && s < 0; r++)
+      if (wl->rank_program[r] == p)
+        s = r;
+    double *nsp = malloc((size_t)g_new * sizeof *nsp);
+    if (!nsp) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      break;
+    }
+    for (size_t i = 0; s >= 0 && i < pg->num_ops && !rc; i++) {
+      wl_op *o = &pg->ops[i];
+      if (o->kind != WL_OP_COLL)
+        continue;
+      int c = wl->rank_comm[(size_t)s * nr + o->role];
+      if (c < 0 || !is_dp(&wl->comms[c], W, have_dp))
+        continue;
+      out ? out->dp_colls++ : 0;
+      if (o->sub != WL_COLL_ALLTOALL || !(o->flags & WL_OPF_SPLITS))
+        continue;
+      for (int j = 0; j < g_new; j++)
+        nsp[j] = pg->splits[o->split_first + (uint32_t)(j % dp_g)] * dp_g / g_new;
+      o->split_first = wl_program_splits(pg, nsp, g_new);
+      if (out)
+        out->splits_relaid++;
+    }
+    free(nsp);
+  }
+  return rc;
+}
+
+/* The per-rank facts follow: a rank copied from s (src[r]) is s's copy. */
+static int follow_rank_stats(tr_import_stats *st, const int32_t *src, int world, int W,
+                             st_err *err)
+{
+  int rc;
+  tr_import_stats ns;
+  memset(&ns, 0, sizeof ns);
+  if ((rc = tr__stats_alloc_ranks(&ns, world, err)) == ST_OK) {
+    for (int r = 0; r < world; r++) {
+      int s = src[r];
+      ns.rank_source[r] = st->rank_source ? st->rank_source[s] : s;
+      ns.rank_start_s[r] = st->rank_start_s ? st->rank_start_s[s] : NAN;
+      if (r == s && ns.rank_source[r] == r) {
+        ns.rank_measured_s[r] = st->rank_measured_s ? st->rank_measured_s[s] : NAN;
+        ns.rank_compute_s[r] = st->rank_compute_s ? st->rank_compute_s[s] : NAN;
+        ns.rank_comm_s[r] = st->rank_comm_s ? st->rank_comm_s[s] : NAN;
+      }
+    }
+    free(st->rank_measured_s);
+    free(st->rank_start_s);
+    free(st->rank_compute_s);
+    free(st->rank_comm_s);
+    free(st->rank_source);
+    st->rank_measured_s = ns.rank_measured_s;
+    st->rank_start_s = ns.rank_start_s;
+    st->rank_compute_s = ns.rank_compute_s;
+    st->rank_comm_s = ns.rank_comm_s;
+    st->rank_source = ns.rank_source;
+    st->num_ranks = world;
+    /* the measured whole step was of another job size */
+    st->measured_step_s = world == W ? st->measured_step_s : NAN;
+  }
+  return rc;
+}
+
+int tr_workload_resize(wl_workload **wlp, tr_import_stats *st, const char *trace, int world,
+                       tr_resize_stats *out, st_err *err)
+{
+  wl_workload *wl = *wlp;
+  int W = wl->num_ranks, nr = wl->num_roles;
+  if (out)
+    memset(out, 0, sizeof *out);
+  if (!st->groups_known)
+    return st_err_set(err, ST_EUSAGE,
+                      "trace '%s': it does not record its process groups (a Kineto trace's "
+                      "distributedInfo: world_size, pg_config), so the job cannot be resized",
+                      trace);
+  if (world < 1)
+    return st_err_set(err, ST_EUSAGE, "--world %d: not a positive size", world);
+  int have_dp = 0, dp_g = 0, dp_d = 0;
+  int rc = classify_groups(wl, trace, world, &have_dp, &dp_g, &dp_d, err);
   if (rc)
     return rc;
   if (!dp_g)
@@ -282,37 +369,8 @@ int tr_workload_resize(wl_workload **wlp, tr_import_stats *st, const char *trace
         nw->rank_comm[(size_t)r * nr + role] = k;
     }
   }
-  /* all-to-all-v splits on DP groups: the same total spread over the new
-   * members, member j taking old member j mod g's share scaled by g / g' */
-  for (int p = 0; p < wl->num_programs && !rc && g_new != dp_g; p++) {
-    wl_program *pg = &wl->programs[p];
-    int s = -1;
-    for (int r = 0; r < W && s < 0; r++)
-      if (wl->rank_program[r] == p)
-        s = r;
-    double *nsp = malloc((size_t)g_new * sizeof *nsp);
-    if (!nsp) {
-      rc = st_err_set(err, ST_ENOMEM, "out of memory");
-      break;
-    }
-    for (size_t i = 0; s >= 0 && i < pg->num_ops && !rc; i++) {
-      wl_op *o = &pg->ops[i];
-      if (o->kind != WL_OP_COLL)
-        continue;
-      int c = wl->rank_comm[(size_t)s * nr + o->role];
-      if (c < 0 || !is_dp(&wl->comms[c], W, have_dp))
-        continue;
-      out ? out->dp_colls++ : 0;
-      if (o->sub != WL_COLL_ALLTOALL || !(o->flags & WL_OPF_SPLITS))
-        continue;
-      for (int j = 0; j < g_new; j++)
-        nsp[j] = pg->splits[o->split_first + (uint32_t)(j % dp_g)] * dp_g / g_new;
-      o->split_first = wl_program_splits(pg, nsp, g_new);
-      if (out)
-        out->splits_relaid++;
-    }
-    free(nsp);
-  }
+  if (!rc && g_new != dp_g)
+    rc = relay_splits(wl, have_dp, dp_g, g_new, out, err);
   if (!rc) {
     /* the programs and the description move to the new workload */
     nw->programs = wl->programs;
@@ -330,36 +388,8 @@ int tr_workload_resize(wl_workload **wlp, tr_import_stats *st, const char *trace
     if (rc)
       st_err_prefix(err, "trace '%s' resized to %d ranks: ", trace, world);
   }
-  /* the per-rank facts follow: a rank copied from s is s's copy */
-  if (!rc) {
-    tr_import_stats ns;
-    memset(&ns, 0, sizeof ns);
-    if ((rc = tr__stats_alloc_ranks(&ns, world, err)) == ST_OK) {
-      for (int r = 0; r < world; r++) {
-        int s = src[r];
-        ns.rank_source[r] = st->rank_source ? st->rank_source[s] : s;
-        ns.rank_start_s[r] = st->rank_start_s ? st->rank_start_s[s] : NAN;
-        if (r == s && ns.rank_source[r] == r) {
-          ns.rank_measured_s[r] = st->rank_measured_s ? st->rank_measured_s[s] : NAN;
-          ns.rank_compute_s[r] = st->rank_compute_s ? st->rank_compute_s[s] : NAN;
-          ns.rank_comm_s[r] = st->rank_comm_s ? st->rank_comm_s[s] : NAN;
-        }
-      }
-      free(st->rank_measured_s);
-      free(st->rank_start_s);
-      free(st->rank_compute_s);
-      free(st->rank_comm_s);
-      free(st->rank_source);
-      st->rank_measured_s = ns.rank_measured_s;
-      st->rank_start_s = ns.rank_start_s;
-      st->rank_compute_s = ns.rank_compute_s;
-      st->rank_comm_s = ns.rank_comm_s;
-      st->rank_source = ns.rank_source;
-      st->num_ranks = world;
-      /* the measured whole step was of another job size */
-      st->measured_step_s = world == W ? st->measured_step_s : NAN;
-    }
-  }
+  if (!rc)
+    rc = follow_rank_stats(st, src, world, W, err);
   free(src);
   free(tmp);
   if (rc) {

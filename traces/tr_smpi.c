@@ -161,122 +161,115 @@ static long app(sm_build *b, wl_op *op, const uint32_t *w, uint32_t nw)
   return i;
 }
 
-static int do_line(sm_build *b, const sm_line *L)
+/* send, isend, recv, irecv: a point-to-point op; an i- one on a free request
+ * stream, pending until a wait. */
+static int do_p2p(sm_build *b, const sm_line *L, uint32_t nm, int send)
+{
+  const char *a = L->tok[0];
+  double x;
+  int rc;
+  wl_op op;
+  double peer, tag;
+  if ((rc = argnum(b, L, 1, &peer)) || (rc = argnum(b, L, 2, &tag)) ||
+      (rc = argnum(b, L, 3, &x)))
+    return rc;
+  if (peer >= b->nranks)
+    return st_err_set(b->err, ST_EINPUT, "trace '%s': line %d: peer %.0f is outside 0..%d",
+                      L->file, L->lineno, peer, b->nranks - 1);
+  int async = a[0] == 'i';
+  int stream = 0, slot = -1;
+  if (async) {
+    for (int s = 0; s < b->nslots && slot < 0; s++)
+      if (!b->slot_busy[s])
+        slot = s;
+    if (slot < 0)
+      return st_err_set(b->err, ST_EINPUT, "trace '%s': line %d: more than %d requests pending",
+                        L->file, L->lineno, b->nslots);
+    stream = 1 + slot;
+  }
+  op = wl_op_p2p(stream, send ? WL_OP_SEND : WL_OP_RECV, 0, (int)peer, (int)tag, x * b->dtype);
+  op.name = nm;
+  /* a request posted now must not start before the main stream got here */
+  uint32_t w;
+  uint32_t nw = 0;
+  if (async && b->p->num_ops > 0) {
+    w = (uint32_t)(b->p->num_ops - 1);
+    nw = 1;
+  }
+  long oi = app(b, &op, &w, nw);
+  if (oi < 0)
+    return ST_ENOMEM;
+  b->stats->p2p_ops++;
+  if (async) {
+    b->slot_busy[slot] = 1;
+    if (b->nreq == b->capreq) {
+      b->capreq = b->capreq ? 2 * b->capreq : 16;
+      sm_req *nr = realloc(b->reqs, (size_t)b->capreq * sizeof *nr);
+      if (!nr)
+        return st_err_set(b->err, ST_ENOMEM, "out of memory");
+      b->reqs = nr;
+    }
+    sm_req *r = &b->reqs[b->nreq++];
+    r->op = oi;
+    r->src = send ? b->rank : (int)peer;
+    r->dst = send ? (int)peer : b->rank;
+    r->tag = (int)tag;
+    r->slot = slot;
+  }
+  return 0;
+}
+
+/* wait, waitall: an empty op waiting for the pending requests it names. */
+static int do_wait(sm_build *b, const sm_line *L, uint32_t nm)
+{
+  const char *a = L->tok[0];
+  wl_op op;
+  int all = a[4] == 'a';
+  if (b->nreq == 0)
+    return 0;
+  uint32_t *w = malloc((size_t)b->nreq * sizeof *w);
+  if (!w)
+    return st_err_set(b->err, ST_ENOMEM, "out of memory");
+  uint32_t nw = 0;
+  int pick = 0;
+  if (!all && L->ntok >= 4) {
+    int src = atoi(L->tok[1]), dst = atoi(L->tok[2]), tag = atoi(L->tok[3]);
+    pick = -1;
+    for (int i = 0; i < b->nreq && pick < 0; i++)
+      if (b->reqs[i].src == src && b->reqs[i].dst == dst && b->reqs[i].tag == tag)
+        pick = i;
+    if (pick < 0) {
+      free(w);
+      return st_err_set(b->err, ST_EINPUT,
+                        "trace '%s': line %d: no pending request from %d to %d with tag %d",
+                        L->file, L->lineno, src, dst, tag);
+    }
+  }
+  for (int i = 0; i < b->nreq; i++)
+    if (all || i == pick) {
+      w[nw++] = (uint32_t)b->reqs[i].op;
+      b->slot_busy[b->reqs[i].slot] = 0;
+    }
+  /* drop the waited requests */
+  int k = 0;
+  for (int i = 0; i < b->nreq; i++)
+    if (!(all || i == pick))
+      b->reqs[k++] = b->reqs[i];
+  b->nreq = k;
+  op = wl_op_compute(0, 0);
+  op.name = nm;
+  long oi = app(b, &op, w, nw);
+  free(w);
+  return oi < 0 ? ST_ENOMEM : 0;
+}
+
+/* A collective action, with its reduction FLOPs after it when it has any. */
+static int do_coll(sm_build *b, const sm_line *L, uint32_t nm)
 {
   const char *a = L->tok[0];
   double x, y;
   int rc;
   wl_op op;
-  uint32_t nm = wl_program_string(b->p, a);
-  if (!strcmp(a, "init")) {
-    if (L->ntok > 1 && !strcmp(L->tok[1], "1"))
-      b->dtype = 8;
-    return 0;
-  }
-  if (!strcmp(a, "finalize") || !strcmp(a, "comm_size") || !strcmp(a, "location") ||
-      !strcmp(a, "test"))
-    return 0;
-  if (!strcmp(a, "compute") || !strcmp(a, "sleep")) {
-    if ((rc = argnum(b, L, 1, &x)))
-      return rc;
-    op = wl_op_compute(0, a[0] == 's' ? x : -1);
-    if (a[0] == 'c')
-      op.flops = x;
-    op.name = nm;
-    b->stats->compute_ops++;
-    return app(b, &op, NULL, 0) < 0 ? ST_ENOMEM : 0;
-  }
-  int send = !strcmp(a, "send") || !strcmp(a, "isend");
-  int recv = !strcmp(a, "recv") || !strcmp(a, "irecv");
-  if (send || recv) {
-    double peer, tag;
-    if ((rc = argnum(b, L, 1, &peer)) || (rc = argnum(b, L, 2, &tag)) ||
-        (rc = argnum(b, L, 3, &x)))
-      return rc;
-    if (peer >= b->nranks)
-      return st_err_set(b->err, ST_EINPUT, "trace '%s': line %d: peer %.0f is outside 0..%d",
-                        L->file, L->lineno, peer, b->nranks - 1);
-    int async = a[0] == 'i';
-    int stream = 0, slot = -1;
-    if (async) {
-      for (int s = 0; s < b->nslots && slot < 0; s++)
-        if (!b->slot_busy[s])
-          slot = s;
-      if (slot < 0)
-        return st_err_set(b->err, ST_EINPUT, "trace '%s': line %d: more than %d requests pending",
-                          L->file, L->lineno, b->nslots);
-      stream = 1 + slot;
-    }
-    op = wl_op_p2p(stream, send ? WL_OP_SEND : WL_OP_RECV, 0, (int)peer, (int)tag, x * b->dtype);
-    op.name = nm;
-    /* a request posted now must not start before the main stream got here */
-    uint32_t w;
-    uint32_t nw = 0;
-    if (async && b->p->num_ops > 0) {
-      w = (uint32_t)(b->p->num_ops - 1);
-      nw = 1;
-    }
-    long oi = app(b, &op, &w, nw);
-    if (oi < 0)
-      return ST_ENOMEM;
-    b->stats->p2p_ops++;
-    if (async) {
-      b->slot_busy[slot] = 1;
-      if (b->nreq == b->capreq) {
-        b->capreq = b->capreq ? 2 * b->capreq : 16;
-        sm_req *nr = realloc(b->reqs, (size_t)b->capreq * sizeof *nr);
-        if (!nr)
-          return st_err_set(b->err, ST_ENOMEM, "out of memory");
-        b->reqs = nr;
-      }
-      sm_req *r = &b->reqs[b->nreq++];
-      r->op = oi;
-      r->src = send ? b->rank : (int)peer;
-      r->dst = send ? (int)peer : b->rank;
-      r->tag = (int)tag;
-      r->slot = slot;
-    }
-    return 0;
-  }
-  if (!strcmp(a, "wait") || !strcmp(a, "waitall")) {
-    int all = a[4] == 'a';
-    if (b->nreq == 0)
-      return 0;
-    uint32_t *w = malloc((size_t)b->nreq * sizeof *w);
-    if (!w)
-      return st_err_set(b->err, ST_ENOMEM, "out of memory");
-    uint32_t nw = 0;
-    int pick = 0;
-    if (!all && L->ntok >= 4) {
-      int src = atoi(L->tok[1]), dst = atoi(L->tok[2]), tag = atoi(L->tok[3]);
-      pick = -1;
-      for (int i = 0; i < b->nreq && pick < 0; i++)
-        if (b->reqs[i].src == src && b->reqs[i].dst == dst && b->reqs[i].tag == tag)
-          pick = i;
-      if (pick < 0) {
-        free(w);
-        return st_err_set(b->err, ST_EINPUT,
-                          "trace '%s': line %d: no pending request from %d to %d with tag %d",
-                          L->file, L->lineno, src, dst, tag);
-      }
-    }
-    for (int i = 0; i < b->nreq; i++)
-      if (all || i == pick) {
-        w[nw++] = (uint32_t)b->reqs[i].op;
-        b->slot_busy[b->reqs[i].slot] = 0;
-      }
-    /* drop the waited requests */
-    int k = 0;
-    for (int i = 0; i < b->nreq; i++)
-      if (!(all || i == pick))
-        b->reqs[k++] = b->reqs[i];
-    b->nreq = k;
-    op = wl_op_compute(0, 0);
-    op.name = nm;
-    long oi = app(b, &op, w, nw);
-    free(w);
-    return oi < 0 ? ST_ENOMEM : 0;
-  }
   /* collectives */
   int n = b->nranks;
   int coll = -1, root = 0;
@@ -372,6 +365,40 @@ static int do_line(sm_build *b, const sm_line *L)
     b->stats->compute_ops++;
   }
   return 0;
+}
+
+static int do_line(sm_build *b, const sm_line *L)
+{
+  const char *a = L->tok[0];
+  double x;
+  int rc;
+  wl_op op;
+  uint32_t nm = wl_program_string(b->p, a);
+  if (!strcmp(a, "init")) {
+    if (L->ntok > 1 && !strcmp(L->tok[1], "1"))
+      b->dtype = 8;
+    return 0;
+  }
+  if (!strcmp(a, "finalize") || !strcmp(a, "comm_size") || !strcmp(a, "location") ||
+      !strcmp(a, "test"))
+    return 0;
+  if (!strcmp(a, "compute") || !strcmp(a, "sleep")) {
+    if ((rc = argnum(b, L, 1, &x)))
+      return rc;
+    op = wl_op_compute(0, a[0] == 's' ? x : -1);
+    if (a[0] == 'c')
+      op.flops = x;
+    op.name = nm;
+    b->stats->compute_ops++;
+    return app(b, &op, NULL, 0) < 0 ? ST_ENOMEM : 0;
+  }
+  int send = !strcmp(a, "send") || !strcmp(a, "isend");
+  int recv = !strcmp(a, "recv") || !strcmp(a, "irecv");
+  if (send || recv)
+    return do_p2p(b, L, nm, send);
+  if (!strcmp(a, "wait") || !strcmp(a, "waitall"))
+    return do_wait(b, L, nm);
+  return do_coll(b, L, nm);
 }
 
 int tr__smpi_import(const char *path, const tr_options *opt, wl_workload **out,
