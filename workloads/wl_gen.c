@@ -254,15 +254,15 @@ static double stage_norm_params(const wl__gen *g)
   return n;
 }
 
-static int emit_stage(wl__gen *g, int s, st_err *err)
+/* Start stage s's program: its streams, the emission state, the DP groups
+ * of each chunk.  Returns -1 out of memory. */
+static int stage_begin(wl__gen *g, int s, const char *pname)
 {
   const wl_layout *l = g->l;
-  char pname[32];
-  snprintf(pname, sizeof pname, "stage%d", s);
-  int pi = wl_program_add(g->wl, pname, l->dp_impl != WL_DP_MEGATRON ? S_ALL : S_COUNT,
-                          stream_names);
+  int pi =
+      wl_program_add(g->wl, pname, l->dp_impl != WL_DP_MEGATRON ? S_ALL : S_COUNT, stream_names);
   if (pi < 0)
-    return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
+    return -1;
   g->p = &g->wl->programs[pi];
   g->stage = s;
   g->npend = 0;
@@ -270,53 +270,59 @@ static int emit_stage(wl__gen *g, int s, st_err *err)
   g->flags = 0;
   g->conv_model = g->conv_hw = 0;
   g->ndp_ops = 0;
-  int v = l->vpp, p = l->pp;
-  for (int c = 0; c < v; c++) {
+  for (int c = 0; c < l->vpp; c++) {
     g->ngroups[c] = chunk_groups(g, c, &g->groups[c]);
     if (g->ngroups[c] < 0)
-      return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
+      return -1;
   }
-  g->phase = WL_PHASE_FORWARD;
-  wl__marker(g, WL_MARK_ITERATION, 0);
+  return 0;
+}
 
-  /* distributed optimizer with overlap_param_gather: the previous step's
-   * parameter all-gathers, per bucket in forward order, waited on by the
-   * first forward of each bucket's layers */
-  if ((l->zero == 1 || l->zero == 2) && l->overlap_param_gather) {
-    for (int c = 0; c < v; c++) {
-      wl__dp_group *gr = g->groups[c];
-      int n = g->ngroups[c];
-      /* buckets in backward order end at closing groups; gather them from the
-       * last (first in forward order) */
-      int end_d = n - 1, end_x = n - 1;
-      for (int gi = n - 1; gi >= 0; gi--) {
-        if (gi == 0 || gr[gi - 1].close_dense) {
-          double bytes = 0;
-          for (int k = gi; k <= end_d; k++)
-            bytes += gr[k].dense;
-          long op = wl__coll_s(g, S_DP, "dp.param.ag", WL_COLL_ALLGATHER, R_DP, bytes * g->pb, -1);
-          for (int k = gi; k <= end_d; k++)
-            gr[k].ag_dense = op;
-          end_d = gi - 1;
-        }
-        if (gi == 0 || gr[gi - 1].close_expert) {
-          double bytes = 0;
-          for (int k = gi; k <= end_x; k++)
-            bytes += gr[k].expert;
-          long op = wl__coll_s(g, S_DP, "dp_expert.param.ag", WL_COLL_ALLGATHER, R_DPX,
-                               bytes * g->pb, -1);
-          for (int k = gi; k <= end_x; k++)
-            gr[k].ag_expert = op;
-          end_x = gi - 1;
-        }
+/* Distributed optimizer with overlap_param_gather: the previous step's
+ * parameter all-gathers, per bucket in forward order, waited on by the
+ * first forward of each bucket's layers. */
+static void prev_param_gathers(wl__gen *g)
+{
+  for (int c = 0; c < g->l->vpp; c++) {
+    wl__dp_group *gr = g->groups[c];
+    int n = g->ngroups[c];
+    /* buckets in backward order end at closing groups; gather them from the
+     * last (first in forward order) */
+    int end_d = n - 1, end_x = n - 1;
+    for (int gi = n - 1; gi >= 0; gi--) {
+      if (gi == 0 || gr[gi - 1].close_dense) {
+        double bytes = 0;
+        for (int k = gi; k <= end_d; k++)
+          bytes += gr[k].dense;
+        long op = wl__coll_s(g, S_DP, "dp.param.ag", WL_COLL_ALLGATHER, R_DP, bytes * g->pb, -1);
+        for (int k = gi; k <= end_d; k++)
+          gr[k].ag_dense = op;
+        end_d = gi - 1;
+      }
+      if (gi == 0 || gr[gi - 1].close_expert) {
+        double bytes = 0;
+        for (int k = gi; k <= end_x; k++)
+          bytes += gr[k].expert;
+        long op =
+            wl__coll_s(g, S_DP, "dp_expert.param.ag", WL_COLL_ALLGATHER, R_DPX, bytes * g->pb, -1);
+        for (int k = gi; k <= end_x; k++)
+          gr[k].ag_expert = op;
+        end_x = gi - 1;
       }
     }
   }
+}
 
+/* The stage's units in schedule order, each between its input receive and
+ * its output send.  Returns -1 out of memory. */
+static int stage_units(wl__gen *g)
+{
+  const wl_layout *l = g->l;
+  int s = g->stage, v = l->vpp, p = l->pp;
   int nu = 0;
   wl__unit *u = wl__schedule(l, s, &nu);
   if (!u)
-    return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
+    return -1;
   int last_vs = p * v - 1;
   double act = g->Tsp * g->h * g->ab; /* p2p tensor: [s/cp(/tp with SP), b, h] */
   long prev_send = -1;
@@ -363,8 +369,14 @@ static int emit_stage(wl__gen *g, int s, st_err *err)
   }
   free(u);
   wl__need(g, prev_send);
+  return 0;
+}
 
-  /* finalize_model_grads: DP reduction, SP norm all-reduce, tied embeddings */
+/* finalize_model_grads: DP reduction, SP norm all-reduce, tied embeddings. */
+static void finalize_grads(wl__gen *g)
+{
+  const wl_layout *l = g->l;
+  int s = g->stage, v = l->vpp, p = l->pp;
   g->phase = WL_PHASE_BACKWARD;
   if (l->zero == 3 || l->overlap_grad_reduce) {
     for (size_t i = 0; i < g->ndp_ops; i++)
@@ -391,9 +403,14 @@ static int emit_stage(wl__gen *g, int s, st_err *err)
   if (g->m->tie_embeddings && p > 1 && (s == 0 || s == p - 1))
     wl__coll_c(g, "embd.grad.ar", WL_COLL_ALLREDUCE, R_EMBD,
                (double)wl__vocab_padded(g->m, l->tp) / l->tp * g->h * g->gb);
+}
 
-  /* optimizer step over this rank's shard, then (distributed optimizer
-   * without overlap) the parameter all-gather */
+/* The optimizer step over this rank's shard, then (distributed optimizer
+ * without overlap) the parameter all-gather. */
+static void optimizer_step(wl__gen *g)
+{
+  const wl_layout *l = g->l;
+  int v = l->vpp;
   g->phase = WL_PHASE_OPTIMIZER;
   double dense = 0, expert = 0;
   for (int c = 0; c < v; c++)
@@ -421,7 +438,26 @@ static int emit_stage(wl__gen *g, int s, st_err *err)
       wl__coll_c(g, "dp_expert.param.ag", WL_COLL_ALLGATHER, R_DPX, x * g->pb);
     }
   }
-  for (int c = 0; c < v; c++) {
+}
+
+/* Stage s's program: the previous step's parameter gathers, the units, the
+ * gradient reductions, the optimizer step. */
+static int emit_stage(wl__gen *g, int s, st_err *err)
+{
+  const wl_layout *l = g->l;
+  char pname[32];
+  snprintf(pname, sizeof pname, "stage%d", s);
+  if (stage_begin(g, s, pname) < 0)
+    return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
+  g->phase = WL_PHASE_FORWARD;
+  wl__marker(g, WL_MARK_ITERATION, 0);
+  if ((l->zero == 1 || l->zero == 2) && l->overlap_param_gather)
+    prev_param_gathers(g);
+  if (stage_units(g) < 0)
+    return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
+  finalize_grads(g);
+  optimizer_step(g);
+  for (int c = 0; c < l->vpp; c++) {
     free(g->groups[c]);
     g->groups[c] = NULL;
   }
