@@ -144,6 +144,112 @@ static int stream_name_unique(const wl_program *p, int s)
   return 1;
 }
 
+/* The keys of a compute op after those every op has. */
+static void w_op_compute(wr *w, const wl_op *o)
+{
+  if (o->sub != WL_CLASS_OTHER) {
+    w_sep(w);
+    w_key(w, "class");
+    w_quoted(w, wl_class_name(o->sub));
+  }
+  if (o->duration_s >= 0) { /* negative: the compute model decides */
+    w_sep(w);
+    w_key(w, "duration_s");
+    w_double(w, o->duration_s);
+  }
+  if (!same_bits(o->flops, 0)) {
+    w_sep(w);
+    w_key(w, "flops");
+    w_double(w, o->flops);
+  }
+  if (!same_bits(o->bytes, 0)) {
+    w_sep(w);
+    w_key(w, "bytes");
+    w_double(w, o->bytes);
+  }
+  if (o->m || o->n || o->k) {
+    w_sep(w);
+    w_key(w, "m");
+    w_long(w, o->m);
+    w_sep(w);
+    w_key(w, "n");
+    w_long(w, o->n);
+    w_sep(w);
+    w_key(w, "k");
+    w_long(w, o->k);
+  }
+  if (o->batch != 1) {
+    w_sep(w);
+    w_key(w, "batch");
+    w_long(w, o->batch);
+  }
+  if (o->concurrent > 1) {
+    w_sep(w);
+    w_key(w, "concurrent");
+    w_long(w, o->concurrent);
+  }
+  if (o->dtype != WL_DTYPE_BF16) {
+    w_sep(w);
+    w_key(w, "dtype");
+    w_quoted(w, wl_dtype_name(o->dtype));
+  }
+  if (o->flags & WL_OPF_CAUSAL) {
+    w_sep(w);
+    w_key(w, "causal");
+    w_str(w, "true");
+  }
+}
+
+/* The keys of a collective, send or receive after those every op has. */
+static void w_op_comm(wr *w, const wl_workload *wl, int pi, size_t oi)
+{
+  const wl_program *p = &wl->programs[pi];
+  const wl_op *o = &p->ops[oi];
+  int kind = o->kind;
+  if (kind == WL_OP_COLL) {
+    w_sep(w);
+    w_key(w, "coll");
+    w_quoted(w, wl_coll_name(o->sub));
+  }
+  w_sep(w);
+  w_key(w, "role");
+  if (o->role >= 0 && o->role < wl->num_roles)
+    w_quoted(w, wl->roles[o->role]);
+  else
+    w_long(w, o->role); /* invalid; wl_workload_write refuses it before */
+  if (kind != WL_OP_COLL) {
+    w_sep(w);
+    w_key(w, "peer");
+    w_long(w, o->peer);
+    if (o->tag != 0) {
+      w_sep(w);
+      w_key(w, "tag");
+      w_long(w, o->tag);
+    }
+  } else if ((o->sub == WL_COLL_BROADCAST || o->sub == WL_COLL_REDUCE) && o->peer != 0) {
+    w_sep(w);
+    w_key(w, "root");
+    w_long(w, o->peer);
+  }
+  if (!same_bits(o->bytes, 0)) {
+    w_sep(w);
+    w_key(w, "bytes");
+    w_double(w, o->bytes);
+  }
+  if (kind == WL_OP_COLL && o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS)) {
+    size_t n = split_count(wl, pi, oi);
+    w_sep(w);
+    w_key(w, "splits");
+    w_raw(w, "[", 1);
+    for (size_t i = 0; i < n && o->split_first + i < p->num_splits; i++) {
+      if (i)
+        w_sep(w);
+      w_double(w, p->splits[o->split_first + i]);
+    }
+    w_raw(w, "]", 1);
+  }
+}
+
 static void w_op(wr *w, const wl_workload *wl, int pi, size_t oi, const unsigned char *unique)
 {
   const wl_program *p = &wl->programs[pi];
@@ -171,105 +277,10 @@ static void w_op(wr *w, const wl_workload *wl, int pi, size_t oi, const unsigned
     w_quoted(w, wl_phase_name(o->phase));
   }
   switch (kind) {
-  case WL_OP_COMPUTE:
-    if (o->sub != WL_CLASS_OTHER) {
-      w_sep(w);
-      w_key(w, "class");
-      w_quoted(w, wl_class_name(o->sub));
-    }
-    if (o->duration_s >= 0) { /* negative: the compute model decides */
-      w_sep(w);
-      w_key(w, "duration_s");
-      w_double(w, o->duration_s);
-    }
-    if (!same_bits(o->flops, 0)) {
-      w_sep(w);
-      w_key(w, "flops");
-      w_double(w, o->flops);
-    }
-    if (!same_bits(o->bytes, 0)) {
-      w_sep(w);
-      w_key(w, "bytes");
-      w_double(w, o->bytes);
-    }
-    if (o->m || o->n || o->k) {
-      w_sep(w);
-      w_key(w, "m");
-      w_long(w, o->m);
-      w_sep(w);
-      w_key(w, "n");
-      w_long(w, o->n);
-      w_sep(w);
-      w_key(w, "k");
-      w_long(w, o->k);
-    }
-    if (o->batch != 1) {
-      w_sep(w);
-      w_key(w, "batch");
-      w_long(w, o->batch);
-    }
-    if (o->concurrent > 1) {
-      w_sep(w);
-      w_key(w, "concurrent");
-      w_long(w, o->concurrent);
-    }
-    if (o->dtype != WL_DTYPE_BF16) {
-      w_sep(w);
-      w_key(w, "dtype");
-      w_quoted(w, wl_dtype_name(o->dtype));
-    }
-    if (o->flags & WL_OPF_CAUSAL) {
-      w_sep(w);
-      w_key(w, "causal");
-      w_str(w, "true");
-    }
-    break;
+  case WL_OP_COMPUTE: w_op_compute(w, o); break;
   case WL_OP_COLL:
   case WL_OP_SEND:
-  case WL_OP_RECV:
-    if (kind == WL_OP_COLL) {
-      w_sep(w);
-      w_key(w, "coll");
-      w_quoted(w, wl_coll_name(o->sub));
-    }
-    w_sep(w);
-    w_key(w, "role");
-    if (o->role >= 0 && o->role < wl->num_roles)
-      w_quoted(w, wl->roles[o->role]);
-    else
-      w_long(w, o->role); /* invalid; wl_workload_write refuses it before */
-    if (kind != WL_OP_COLL) {
-      w_sep(w);
-      w_key(w, "peer");
-      w_long(w, o->peer);
-      if (o->tag != 0) {
-        w_sep(w);
-        w_key(w, "tag");
-        w_long(w, o->tag);
-      }
-    } else if ((o->sub == WL_COLL_BROADCAST || o->sub == WL_COLL_REDUCE) && o->peer != 0) {
-      w_sep(w);
-      w_key(w, "root");
-      w_long(w, o->peer);
-    }
-    if (!same_bits(o->bytes, 0)) {
-      w_sep(w);
-      w_key(w, "bytes");
-      w_double(w, o->bytes);
-    }
-    if (kind == WL_OP_COLL && o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS)) {
-      size_t n = split_count(wl, pi, oi);
-      w_sep(w);
-      w_key(w, "splits");
-      w_raw(w, "[", 1);
-      for (size_t i = 0; i < n && o->split_first + i < p->num_splits; i++) {
-        if (i)
-          w_sep(w);
-        w_double(w, p->splits[o->split_first + i]);
-      }
-      w_raw(w, "]", 1);
-    }
-    break;
+  case WL_OP_RECV: w_op_comm(w, wl, pi, oi); break;
   case WL_OP_MARKER:
     w_sep(w);
     w_key(w, "mark");
@@ -318,6 +329,145 @@ static void w_meta_num(wr *w, const char *key, double v)
   w_raw(w, ",", 1);
 }
 
+/* "meta": the workload's description, every key written. */
+static void w_meta(wr *w, const wl_meta *m)
+{
+  w_nl(w, 1);
+  w_key(w, "meta");
+  w_raw(w, "{", 1);
+  w_meta_str(w, "model", m->model);
+  w_meta_str(w, "layout", m->layout);
+  w_meta_str(w, "source", m->source);
+  w_meta_num(w, "tokens_per_step", m->tokens_per_step);
+  w_meta_num(w, "model_flops_per_step", m->model_flops_per_step);
+  w_meta_num(w, "hw_flops_per_step", m->hw_flops_per_step);
+  w_meta_num(w, "peak_memory_bytes", m->peak_memory_bytes);
+  w_nl(w, 2);
+  w_key(w, "dtype");
+  w_quoted(w, wl_dtype_name(m->dtype));
+  w_raw(w, ",", 1);
+  w_nl(w, 2);
+  w_key(w, "iterations");
+  w_long(w, m->iterations);
+  w_nl(w, 1);
+  w_raw(w, "},", 2);
+}
+
+/* "communicators": one per line. */
+static void w_comms(wr *w, const wl_workload *wl)
+{
+  w_nl(w, 1);
+  w_key(w, "communicators");
+  w_raw(w, "[", 1);
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    w_nl(w, 2);
+    w_raw(w, "{", 1);
+    w_key(w, "name");
+    w_quoted(w, cm->name);
+    w_sep(w);
+    w_key(w, "kind");
+    w_quoted(w, wl_comm_kind_name(cm->kind));
+    w_sep(w);
+    w_key(w, "ranks");
+    w_int_array(w, cm->ranks, (size_t)cm->size, 0);
+    w_raw(w, c + 1 < wl->num_comms ? "}," : "}", c + 1 < wl->num_comms ? 2 : 1);
+  }
+  if (wl->num_comms)
+    w_nl(w, 1);
+  w_raw(w, "],", 2);
+}
+
+/* "programs": each with its streams and its ops, one op per line. */
+static void w_programs(wr *w, const wl_workload *wl)
+{
+  w_nl(w, 1);
+  w_key(w, "programs");
+  w_raw(w, "[", 1);
+  unsigned char *unique = NULL;
+  for (int pi = 0; pi < wl->num_programs && !w->oom; pi++) {
+    const wl_program *p = &wl->programs[pi];
+    free(unique);
+    unique = malloc((size_t)p->num_streams);
+    if (!unique) {
+      w->oom = 1;
+      break;
+    }
+    for (int s = 0; s < p->num_streams; s++)
+      unique[s] = (unsigned char)stream_name_unique(p, s);
+    w_nl(w, 2);
+    w_raw(w, "{", 1);
+    w_nl(w, 3);
+    w_key(w, "name");
+    w_quoted(w, p->name);
+    w_raw(w, ",", 1);
+    w_nl(w, 3);
+    w_key(w, "streams");
+    w_raw(w, "[", 1);
+    for (int s = 0; s < p->num_streams; s++) {
+      if (s)
+        w_sep(w);
+      w_quoted(w, p->stream_names[s]);
+    }
+    w_raw(w, "],", 2);
+    w_nl(w, 3);
+    w_key(w, "ops");
+    w_raw(w, "[", 1);
+    for (size_t i = 0; i < p->num_ops && !w->oom; i++) {
+      w_nl(w, 4);
+      w_op(w, wl, pi, i, unique);
+      if (i + 1 < p->num_ops)
+        w_raw(w, ",", 1);
+    }
+    if (p->num_ops)
+      w_nl(w, 3);
+    w_raw(w, "]", 1);
+    w_nl(w, 2);
+    w_raw(w, pi + 1 < wl->num_programs ? "}," : "}", pi + 1 < wl->num_programs ? 2 : 1);
+  }
+  free(unique);
+  if (wl->num_programs)
+    w_nl(w, 1);
+  w_raw(w, "],", 2);
+}
+
+/* "rank_map": each rank's program and, per role, its communicator. */
+static void w_rank_map(wr *w, const wl_workload *wl)
+{
+  w_nl(w, 1);
+  w_key(w, "rank_map");
+  w_raw(w, "{", 1);
+  w_nl(w, 2);
+  w_key(w, "program");
+  w_int_array(w, wl->rank_program, (size_t)wl->num_ranks, 1);
+  w_raw(w, ",", 1);
+  w_nl(w, 2);
+  w_key(w, "comms");
+  w_raw(w, "{", 1);
+  int32_t *col = NULL;
+  if (wl->num_roles > 0) {
+    col = malloc((size_t)wl->num_ranks * sizeof *col);
+    if (!col)
+      w->oom = 1;
+  }
+  for (int role = 0; role < wl->num_roles && col; role++) {
+    for (int r = 0; r < wl->num_ranks; r++)
+      col[r] = wl_rank_comm(wl, r, role);
+    w_nl(w, 3);
+    w_quoted(w, wl->roles[role]);
+    w_raw(w, w->pretty ? ": " : ":", w->pretty ? 2 : 1);
+    w_int_array(w, col, (size_t)wl->num_ranks, 1);
+    if (role + 1 < wl->num_roles)
+      w_raw(w, ",", 1);
+  }
+  free(col);
+  if (wl->num_roles)
+    w_nl(w, 2);
+  w_raw(w, "}", 1);
+  w_nl(w, 1);
+  w_raw(w, "}", 1);
+}
+
 char *wl_workload_to_json(const wl_workload *wl, int pretty)
 {
   wr w = {.pretty = pretty != 0};
@@ -345,129 +495,10 @@ char *wl_workload_to_json(const wl_workload *wl, int pretty)
   }
   w_raw(&w, "],", 2);
 
-  const wl_meta *m = &wl->meta;
-  w_nl(&w, 1);
-  w_key(&w, "meta");
-  w_raw(&w, "{", 1);
-  w_meta_str(&w, "model", m->model);
-  w_meta_str(&w, "layout", m->layout);
-  w_meta_str(&w, "source", m->source);
-  w_meta_num(&w, "tokens_per_step", m->tokens_per_step);
-  w_meta_num(&w, "model_flops_per_step", m->model_flops_per_step);
-  w_meta_num(&w, "hw_flops_per_step", m->hw_flops_per_step);
-  w_meta_num(&w, "peak_memory_bytes", m->peak_memory_bytes);
-  w_nl(&w, 2);
-  w_key(&w, "dtype");
-  w_quoted(&w, wl_dtype_name(m->dtype));
-  w_raw(&w, ",", 1);
-  w_nl(&w, 2);
-  w_key(&w, "iterations");
-  w_long(&w, m->iterations);
-  w_nl(&w, 1);
-  w_raw(&w, "},", 2);
-
-  w_nl(&w, 1);
-  w_key(&w, "communicators");
-  w_raw(&w, "[", 1);
-  for (int c = 0; c < wl->num_comms; c++) {
-    const wl_comm *cm = &wl->comms[c];
-    w_nl(&w, 2);
-    w_raw(&w, "{", 1);
-    w_key(&w, "name");
-    w_quoted(&w, cm->name);
-    w_sep(&w);
-    w_key(&w, "kind");
-    w_quoted(&w, wl_comm_kind_name(cm->kind));
-    w_sep(&w);
-    w_key(&w, "ranks");
-    w_int_array(&w, cm->ranks, (size_t)cm->size, 0);
-    w_raw(&w, c + 1 < wl->num_comms ? "}," : "}", c + 1 < wl->num_comms ? 2 : 1);
-  }
-  if (wl->num_comms)
-    w_nl(&w, 1);
-  w_raw(&w, "],", 2);
-
-  w_nl(&w, 1);
-  w_key(&w, "programs");
-  w_raw(&w, "[", 1);
-  unsigned char *unique = NULL;
-  for (int pi = 0; pi < wl->num_programs && !w.oom; pi++) {
-    const wl_program *p = &wl->programs[pi];
-    free(unique);
-    unique = malloc((size_t)p->num_streams);
-    if (!unique) {
-      w.oom = 1;
-      break;
-    }
-    for (int s = 0; s < p->num_streams; s++)
-      unique[s] = (unsigned char)stream_name_unique(p, s);
-    w_nl(&w, 2);
-    w_raw(&w, "{", 1);
-    w_nl(&w, 3);
-    w_key(&w, "name");
-    w_quoted(&w, p->name);
-    w_raw(&w, ",", 1);
-    w_nl(&w, 3);
-    w_key(&w, "streams");
-    w_raw(&w, "[", 1);
-    for (int s = 0; s < p->num_streams; s++) {
-      if (s)
-        w_sep(&w);
-      w_quoted(&w, p->stream_names[s]);
-    }
-    w_raw(&w, "],", 2);
-    w_nl(&w, 3);
-    w_key(&w, "ops");
-    w_raw(&w, "[", 1);
-    for (size_t i = 0; i < p->num_ops && !w.oom; i++) {
-      w_nl(&w, 4);
-      w_op(&w, wl, pi, i, unique);
-      if (i + 1 < p->num_ops)
-        w_raw(&w, ",", 1);
-    }
-    if (p->num_ops)
-      w_nl(&w, 3);
-    w_raw(&w, "]", 1);
-    w_nl(&w, 2);
-    w_raw(&w, pi + 1 < wl->num_programs ? "}," : "}", pi + 1 < wl->num_programs ? 2 : 1);
-  }
-  free(unique);
-  if (wl->num_programs)
-    w_nl(&w, 1);
-  w_raw(&w, "],", 2);
-
-  w_nl(&w, 1);
-  w_key(&w, "rank_map");
-  w_raw(&w, "{", 1);
-  w_nl(&w, 2);
-  w_key(&w, "program");
-  w_int_array(&w, wl->rank_program, (size_t)wl->num_ranks, 1);
-  w_raw(&w, ",", 1);
-  w_nl(&w, 2);
-  w_key(&w, "comms");
-  w_raw(&w, "{", 1);
-  int32_t *col = NULL;
-  if (wl->num_roles > 0) {
-    col = malloc((size_t)wl->num_ranks * sizeof *col);
-    if (!col)
-      w.oom = 1;
-  }
-  for (int role = 0; role < wl->num_roles && col; role++) {
-    for (int r = 0; r < wl->num_ranks; r++)
-      col[r] = wl_rank_comm(wl, r, role);
-    w_nl(&w, 3);
-    w_quoted(&w, wl->roles[role]);
-    w_raw(&w, w.pretty ? ": " : ":", w.pretty ? 2 : 1);
-    w_int_array(&w, col, (size_t)wl->num_ranks, 1);
-    if (role + 1 < wl->num_roles)
-      w_raw(&w, ",", 1);
-  }
-  free(col);
-  if (wl->num_roles)
-    w_nl(&w, 2);
-  w_raw(&w, "}", 1);
-  w_nl(&w, 1);
-  w_raw(&w, "}", 1);
+  w_meta(&w, &wl->meta);
+  w_comms(&w, wl);
+  w_programs(&w, wl);
+  w_rank_map(&w, wl);
   w_nl(&w, 0);
   w_raw(&w, "}", 1);
   if (w.pretty)
