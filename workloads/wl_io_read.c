@@ -259,6 +259,170 @@ static int rd_role(rd *r, const st_jpath *at, const cJSON *v, int *out)
   return st_jrd_fail(&r->j, at, "'role' is '%s', not one of the workload's roles", s);
 }
 
+/* The keys of a compute op beyond those every op has, into *op. */
+static int rd_op_compute(rd *r, const st_jpath *at, const cJSON *const *s, wl_op *op)
+{
+  int e = 0, yes = 0;
+  long v = 0;
+  if (s[K_CLASS]) {
+    if (st_jrd_enum(&r->j, at, s[K_CLASS], wl_class_from_name, wl_class_name, WL_CLASS_COUNT, &e))
+      return ST_EINPUT;
+    op->sub = (uint8_t)e;
+  }
+  if (s[K_DURATION] && st_jrd_size(&r->j, at, s[K_DURATION], &op->duration_s))
+    return ST_EINPUT;
+  if (s[K_FLOPS] && st_jrd_size(&r->j, at, s[K_FLOPS], &op->flops))
+    return ST_EINPUT;
+  int32_t *dims[3] = {&op->m, &op->n, &op->k};
+  for (int i = 0; i < 3; i++)
+    if (s[K_M + i]) {
+      if (st_jrd_int(&r->j, at, s[K_M + i], 0, INT32_MAX, &v))
+        return ST_EINPUT;
+      *dims[i] = (int32_t)v;
+    }
+  if (s[K_BATCH]) {
+    if (st_jrd_int(&r->j, at, s[K_BATCH], 1, INT32_MAX, &v))
+      return ST_EINPUT;
+    op->batch = (int32_t)v;
+  }
+  if (s[K_CONCURRENT]) {
+    if (st_jrd_int(&r->j, at, s[K_CONCURRENT], 1, 255, &v))
+      return ST_EINPUT;
+    op->concurrent = (uint8_t)v;
+  }
+  if (s[K_DTYPE]) {
+    if (st_jrd_enum(&r->j, at, s[K_DTYPE], wl_dtype_from_name, wl_dtype_name, WL_DTYPE_COUNT, &e))
+      return ST_EINPUT;
+    op->dtype = (uint8_t)e;
+  }
+  if (s[K_CAUSAL]) {
+    if (st_jrd_bool(&r->j, at, s[K_CAUSAL], &yes))
+      return ST_EINPUT;
+    if (yes)
+      op->flags |= WL_OPF_CAUSAL;
+  }
+  if (!s[K_DURATION] && !(op->flops > 0) && !(op->bytes > 0))
+    return st_jrd_fail(&r->j, at,
+                       "a compute op needs 'duration_s', or 'flops'/'bytes' for the "
+                       "compute model");
+  return ST_OK;
+}
+
+/* An alltoall's "splits" (bytes per destination), kept in the program and
+ * noted for the check against the group's size. */
+static int rd_op_splits(rd *r, const st_jpath *at, const cJSON *a, wl_program *p, size_t index,
+                        prog_notes *notes, wl_op *op)
+{
+  if (!cJSON_IsArray(a))
+    return st_jrd_fail(&r->j, at, "'splits' is %s, expected an array", st_json_type_name(a));
+  int n = cJSON_GetArraySize(a);
+  if (n == 0)
+    return st_jrd_fail(&r->j, at, "'splits' is empty");
+  if ((size_t)n > r->cap_splits) {
+    double *ns = realloc(r->splits, (size_t)n * sizeof *ns);
+    if (!ns)
+      return st_jrd_oom(&r->j);
+    r->splits = ns;
+    r->cap_splits = (size_t)n;
+  }
+  st_jpath sp = {at, "splits", 0};
+  long i = 0;
+  for (const cJSON *x = a->child; x; x = x->next, i++) {
+    st_jpath ep = {&sp, NULL, i};
+    if (st_jrd_bytes(&r->j, &ep, x, &r->splits[i]))
+      return ST_EINPUT;
+  }
+  uint32_t first = wl_program_splits(p, r->splits, n);
+  if (first == UINT32_MAX)
+    return st_jrd_oom(&r->j);
+  op->split_first = first;
+  op->flags |= WL_OPF_SPLITS;
+  if (notes->n == notes->cap) {
+    size_t cap = notes->cap ? 2 * notes->cap : 8;
+    split_note *nv = realloc(notes->v, cap * sizeof *nv);
+    if (!nv)
+      return st_jrd_oom(&r->j);
+    notes->v = nv;
+    notes->cap = cap;
+  }
+  notes->v[notes->n++] = (split_note){(uint32_t)index, op->role, (uint32_t)n};
+  return ST_OK;
+}
+
+/* The keys of a collective, send or receive beyond those every op has. */
+static int rd_op_comm(rd *r, const st_jpath *at, const cJSON *const *s, int kind, wl_program *p,
+                      size_t index, prog_notes *notes, wl_op *op)
+{
+  int e = 0;
+  long v = 0;
+  if (kind == WL_OP_COLL) {
+    if (!s[K_COLL])
+      return st_jrd_missing(&r->j, at, "coll");
+    if (st_jrd_enum(&r->j, at, s[K_COLL], wl_coll_from_name, wl_coll_name, WL_COLL_COUNT, &e))
+      return ST_EINPUT;
+    op->sub = (uint8_t)e;
+    if (s[K_ROOT] && e != WL_COLL_BROADCAST && e != WL_COLL_REDUCE)
+      return st_jrd_fail(&r->j, at, "key 'root' applies only to broadcast and reduce");
+    if (s[K_SPLITS] && e != WL_COLL_ALLTOALL)
+      return st_jrd_fail(&r->j, at, "key 'splits' applies only to alltoall");
+    if (e == WL_COLL_BROADCAST || e == WL_COLL_REDUCE) {
+      op->peer = 0;
+      if (s[K_ROOT]) {
+        if (st_jrd_int(&r->j, at, s[K_ROOT], 0, INT32_MAX, &v))
+          return ST_EINPUT;
+        op->peer = (int32_t)v;
+      }
+    }
+  } else {
+    if (!s[K_PEER])
+      return st_jrd_missing(&r->j, at, "peer");
+    if (st_jrd_int(&r->j, at, s[K_PEER], 0, INT32_MAX, &v))
+      return ST_EINPUT;
+    op->peer = (int32_t)v;
+    if (s[K_TAG]) {
+      if (st_jrd_int(&r->j, at, s[K_TAG], INT32_MIN, INT32_MAX, &v))
+        return ST_EINPUT;
+      op->tag = (int32_t)v;
+    }
+  }
+  if (!s[K_ROLE])
+    return st_jrd_missing(&r->j, at, "role");
+  if (rd_role(r, at, s[K_ROLE], &e))
+    return ST_EINPUT;
+  op->role = e;
+  if (s[K_SPLITS])
+    return rd_op_splits(r, at, s[K_SPLITS], p, index, notes, op);
+  return ST_OK;
+}
+
+/* An op's "waits": ops of the same program before it, into r->waits. */
+static int rd_op_waits(rd *r, const st_jpath *at, const cJSON *a, size_t index, uint32_t *out)
+{
+  uint32_t nw = 0;
+  long v = 0;
+  if (!cJSON_IsArray(a))
+    return st_jrd_fail(&r->j, at, "'waits' is %s, expected an array", st_json_type_name(a));
+  int n = cJSON_GetArraySize(a);
+  if ((size_t)n > r->cap_waits) {
+    uint32_t *nv = realloc(r->waits, (size_t)n * sizeof *nv);
+    if (!nv)
+      return st_jrd_oom(&r->j);
+    r->waits = nv;
+    r->cap_waits = (size_t)n;
+  }
+  st_jpath wp = {at, "waits", 0};
+  for (const cJSON *x = a->child; x; x = x->next, nw++) {
+    st_jpath ep = {&wp, NULL, (long)nw};
+    if (st_jrd_elem_int(&r->j, &ep, x, "op", 0, INT32_MAX, &v))
+      return ST_EINPUT;
+    if ((size_t)v >= index)
+      return st_jrd_fail(&r->j, &ep, "op %ld does not come before this op (%zu)", v, index);
+    r->waits[nw] = (uint32_t)v;
+  }
+  *out = nw;
+  return ST_OK;
+}
+
 static int rd_op(rd *r, const st_jpath *at, const cJSON *obj, wl_program *p, size_t index,
                  prog_notes *notes)
 {
@@ -301,7 +465,7 @@ static int rd_op(rd *r, const st_jpath *at, const cJSON *obj, wl_program *p, siz
       return ST_EINPUT;
     op.phase = (uint8_t)e;
   }
-  int yes = 0;
+  int yes = 0, rc = ST_OK;
   if (s[K_RECOMPUTE]) {
     if (st_jrd_bool(&r->j, at, s[K_RECOMPUTE], &yes))
       return ST_EINPUT;
@@ -313,122 +477,14 @@ static int rd_op(rd *r, const st_jpath *at, const cJSON *obj, wl_program *p, siz
 
   switch (kind) {
   case WL_OP_COMPUTE:
-    if (s[K_CLASS]) {
-      if (st_jrd_enum(&r->j, at, s[K_CLASS], wl_class_from_name, wl_class_name, WL_CLASS_COUNT, &e))
-        return ST_EINPUT;
-      op.sub = (uint8_t)e;
-    }
-    if (s[K_DURATION] && st_jrd_size(&r->j, at, s[K_DURATION], &op.duration_s))
-      return ST_EINPUT;
-    if (s[K_FLOPS] && st_jrd_size(&r->j, at, s[K_FLOPS], &op.flops))
-      return ST_EINPUT;
-    int32_t *dims[3] = {&op.m, &op.n, &op.k};
-    for (int i = 0; i < 3; i++)
-      if (s[K_M + i]) {
-        if (st_jrd_int(&r->j, at, s[K_M + i], 0, INT32_MAX, &v))
-          return ST_EINPUT;
-        *dims[i] = (int32_t)v;
-      }
-    if (s[K_BATCH]) {
-      if (st_jrd_int(&r->j, at, s[K_BATCH], 1, INT32_MAX, &v))
-        return ST_EINPUT;
-      op.batch = (int32_t)v;
-    }
-    if (s[K_CONCURRENT]) {
-      if (st_jrd_int(&r->j, at, s[K_CONCURRENT], 1, 255, &v))
-        return ST_EINPUT;
-      op.concurrent = (uint8_t)v;
-    }
-    if (s[K_DTYPE]) {
-      if (st_jrd_enum(&r->j, at, s[K_DTYPE], wl_dtype_from_name, wl_dtype_name, WL_DTYPE_COUNT, &e))
-        return ST_EINPUT;
-      op.dtype = (uint8_t)e;
-    }
-    if (s[K_CAUSAL]) {
-      if (st_jrd_bool(&r->j, at, s[K_CAUSAL], &yes))
-        return ST_EINPUT;
-      if (yes)
-        op.flags |= WL_OPF_CAUSAL;
-    }
-    if (!s[K_DURATION] && !(op.flops > 0) && !(op.bytes > 0))
-      return st_jrd_fail(&r->j, at,
-                         "a compute op needs 'duration_s', or 'flops'/'bytes' for the "
-                         "compute model");
+    if ((rc = rd_op_compute(r, at, s, &op)) != ST_OK)
+      return rc;
     break;
   case WL_OP_COLL:
   case WL_OP_SEND:
   case WL_OP_RECV:
-    if (kind == WL_OP_COLL) {
-      if (!s[K_COLL])
-        return st_jrd_missing(&r->j, at, "coll");
-      if (st_jrd_enum(&r->j, at, s[K_COLL], wl_coll_from_name, wl_coll_name, WL_COLL_COUNT, &e))
-        return ST_EINPUT;
-      op.sub = (uint8_t)e;
-      if (s[K_ROOT] && e != WL_COLL_BROADCAST && e != WL_COLL_REDUCE)
-        return st_jrd_fail(&r->j, at, "key 'root' applies only to broadcast and reduce");
-      if (s[K_SPLITS] && e != WL_COLL_ALLTOALL)
-        return st_jrd_fail(&r->j, at, "key 'splits' applies only to alltoall");
-      if (e == WL_COLL_BROADCAST || e == WL_COLL_REDUCE) {
-        op.peer = 0;
-        if (s[K_ROOT]) {
-          if (st_jrd_int(&r->j, at, s[K_ROOT], 0, INT32_MAX, &v))
-            return ST_EINPUT;
-          op.peer = (int32_t)v;
-        }
-      }
-    } else {
-      if (!s[K_PEER])
-        return st_jrd_missing(&r->j, at, "peer");
-      if (st_jrd_int(&r->j, at, s[K_PEER], 0, INT32_MAX, &v))
-        return ST_EINPUT;
-      op.peer = (int32_t)v;
-      if (s[K_TAG]) {
-        if (st_jrd_int(&r->j, at, s[K_TAG], INT32_MIN, INT32_MAX, &v))
-          return ST_EINPUT;
-        op.tag = (int32_t)v;
-      }
-    }
-    if (!s[K_ROLE])
-      return st_jrd_missing(&r->j, at, "role");
-    if (rd_role(r, at, s[K_ROLE], &e))
-      return ST_EINPUT;
-    op.role = e;
-    if (s[K_SPLITS]) {
-      const cJSON *a = s[K_SPLITS];
-      if (!cJSON_IsArray(a))
-        return st_jrd_fail(&r->j, at, "'splits' is %s, expected an array", st_json_type_name(a));
-      int n = cJSON_GetArraySize(a);
-      if (n == 0)
-        return st_jrd_fail(&r->j, at, "'splits' is empty");
-      if ((size_t)n > r->cap_splits) {
-        double *ns = realloc(r->splits, (size_t)n * sizeof *ns);
-        if (!ns)
-          return st_jrd_oom(&r->j);
-        r->splits = ns;
-        r->cap_splits = (size_t)n;
-      }
-      st_jpath sp = {at, "splits", 0};
-      long i = 0;
-      for (const cJSON *x = a->child; x; x = x->next, i++) {
-        st_jpath ep = {&sp, NULL, i};
-        if (st_jrd_bytes(&r->j, &ep, x, &r->splits[i]))
-          return ST_EINPUT;
-      }
-      uint32_t first = wl_program_splits(p, r->splits, n);
-      if (first == UINT32_MAX)
-        return st_jrd_oom(&r->j);
-      op.split_first = first;
-      op.flags |= WL_OPF_SPLITS;
-      if (notes->n == notes->cap) {
-        size_t cap = notes->cap ? 2 * notes->cap : 8;
-        split_note *nv = realloc(notes->v, cap * sizeof *nv);
-        if (!nv)
-          return st_jrd_oom(&r->j);
-        notes->v = nv;
-        notes->cap = cap;
-      }
-      notes->v[notes->n++] = (split_note){(uint32_t)index, op.role, (uint32_t)n};
-    }
+    if ((rc = rd_op_comm(r, at, s, kind, p, index, notes, &op)) != ST_OK)
+      return rc;
     break;
   case WL_OP_MARKER:
     if (!s[K_MARK])
@@ -445,28 +501,8 @@ static int rd_op(rd *r, const st_jpath *at, const cJSON *obj, wl_program *p, siz
   }
 
   uint32_t nw = 0;
-  if (s[K_WAITS]) {
-    const cJSON *a = s[K_WAITS];
-    if (!cJSON_IsArray(a))
-      return st_jrd_fail(&r->j, at, "'waits' is %s, expected an array", st_json_type_name(a));
-    int n = cJSON_GetArraySize(a);
-    if ((size_t)n > r->cap_waits) {
-      uint32_t *nv = realloc(r->waits, (size_t)n * sizeof *nv);
-      if (!nv)
-        return st_jrd_oom(&r->j);
-      r->waits = nv;
-      r->cap_waits = (size_t)n;
-    }
-    st_jpath wp = {at, "waits", 0};
-    for (const cJSON *x = a->child; x; x = x->next, nw++) {
-      st_jpath ep = {&wp, NULL, (long)nw};
-      if (st_jrd_elem_int(&r->j, &ep, x, "op", 0, INT32_MAX, &v))
-        return ST_EINPUT;
-      if ((size_t)v >= index)
-        return st_jrd_fail(&r->j, &ep, "op %ld does not come before this op (%zu)", v, index);
-      r->waits[nw] = (uint32_t)v;
-    }
-  }
+  if (s[K_WAITS] && (rc = rd_op_waits(r, at, s[K_WAITS], index, &nw)) != ST_OK)
+    return rc;
   if (wl_program_append(p, &op, r->waits, nw) < 0)
     return st_jrd_oom(&r->j);
   return ST_OK;
