@@ -142,6 +142,33 @@ void wl_layout_request_init(wl_layout *l)
   l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = -1;
 }
 
+/* An integer key's value, checked, into the request. */
+static void set_int_key(wl_layout *l, int k, int v)
+{
+  switch (k) {
+  case K_TP: l->tp = v; break;
+  case K_PP: l->pp = v; break;
+  case K_DP: l->dp = v; break;
+  case K_CP: l->cp = v; break;
+  case K_EP: l->ep = v; break;
+  case K_ETP: l->etp = v; break;
+  case K_VPP: l->vpp = v; break;
+  case K_SP: l->sp = v; break;
+  case K_MBS: l->mbs = v; break;
+  case K_GBS: l->gbs = v; break;
+  case K_ZERO: l->zero = v; break;
+  case K_OVERLAP_GRAD: l->overlap_grad_reduce = v; break;
+  case K_OVERLAP_PARAM: l->overlap_param_gather = v; break;
+  case K_FLASH: l->flash = v; break;
+  case K_FIRST: l->first_stage_layers = v; break;
+  case K_LAST: l->last_stage_layers = v; break;
+  case K_TP_OVERLAP: l->tp_overlap = v; break;
+  case K_ACCOUNT_EMB: l->account_embedding = v; break;
+  case K_ACCOUNT_LOSS: l->account_loss = v; break;
+  default: break;
+  }
+}
+
 int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout *out, st_err *err)
 {
   int given[K_COUNT] = {0};
@@ -245,28 +272,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     if (k == K_ZERO && iv > 3)
       ERR("key 'zero' is %ld (must be 0, 1, 2 or 3)", iv);
     int v = (int)iv;
-    switch (k) {
-    case K_TP: l.tp = v; break;
-    case K_PP: l.pp = v; break;
-    case K_DP: l.dp = v; break;
-    case K_CP: l.cp = v; break;
-    case K_EP: l.ep = v; break;
-    case K_ETP: l.etp = v; break;
-    case K_VPP: l.vpp = v; break;
-    case K_SP: l.sp = v; break;
-    case K_MBS: l.mbs = v; break;
-    case K_GBS: l.gbs = v; break;
-    case K_ZERO: l.zero = v; break;
-    case K_OVERLAP_GRAD: l.overlap_grad_reduce = v; break;
-    case K_OVERLAP_PARAM: l.overlap_param_gather = v; break;
-    case K_FLASH: l.flash = v; break;
-    case K_FIRST: l.first_stage_layers = v; break;
-    case K_LAST: l.last_stage_layers = v; break;
-    case K_TP_OVERLAP: l.tp_overlap = v; break;
-    case K_ACCOUNT_EMB: l.account_embedding = v; break;
-    case K_ACCOUNT_LOSS: l.account_loss = v; break;
-    default: break;
-    }
+    set_int_key(&l, k, v);
   }
   if (sv[K_SCHEDULE][0]) {
     l.schedule = lookup(schedule_names, WL_SCHED_COUNT, sv[K_SCHEDULE]);

@@ -1,0 +1,122 @@
+/* wl_emit_int.h — the generator's emission state and the functions its
+ * sources share: wl_gen.c (the stage's program, the DP buckets, the
+ * communicators), wl_gen_emit.c (ops and TP linear layers), wl_gen_layer.c
+ * (attention, MLP, MoE, one transformer layer, embedding and output) and
+ * wl_gen_zero.c (ZeRO-3: Megatron's FSDP and the frameworks' dp_impl).  Not
+ * part of the public interface. */
+#ifndef WL_EMIT_INT_H
+#define WL_EMIT_INT_H
+
+#include <stdint.h>
+
+#include "wl_gen_int.h"
+#include "workload.h"
+
+/* R_ETP (the expert-TP group) is last: a workload has it only when the
+ * layout's etp differs from tp (otherwise the expert-TP group is the TP group
+ * and the workload keeps the roles it always had) */
+enum { R_TP, R_DP, R_DPX, R_EP, R_CP, R_PPN, R_PPP, R_EMBD, R_ETP, R_COUNT };
+/* S_HOST (the frameworks' hooks on the CPU) is last: a workload has it only
+ * when dp_impl is not megatron, so older layouts keep their streams */
+enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CP, S_HOST, S_ALL };
+#define S_COUNT S_HOST
+
+#define MAXPEND 16
+
+/* DP gradient groups of one model chunk, in backward order. */
+typedef struct wl__dp_group {
+  double dense, expert; /* parameters per rank */
+  int close_dense;      /* 1: the dense bucket closes after this group */
+  int close_expert;
+  double bucket_dense, bucket_expert; /* size of the bucket closing here */
+  long ag_dense, ag_expert;           /* overlapped param all-gather to wait for, or -1 */
+} wl__dp_group;
+
+typedef struct wl__gen {
+  const wl_model *m;
+  const wl_layout *l;
+  wl_workload *wl;
+  wl_program *p;
+  int stage, oom;
+  char bad[ST_ERR_MSG_MAX / 2]; /* the first op whose numbers do not fit, or "" */
+  /* shapes */
+  double b, s, sl, T, Tsp, h, t; /* micro-batch, seq, local seq (s/cp), tokens, SP tokens */
+  double ab, gb, pb;             /* activation, gradient, parameter bytes */
+  double cf;                     /* MoE capacity factor (1 when dropless) */
+  int gemm_dtype;
+  int dp_size, edp_size; /* dp x cp, expert dp */
+  int etp, r_etp;        /* expert TP size, and the role its collectives use */
+  /* emission state */
+  uint32_t pend[MAXPEND];
+  int npend;
+  long last_c; /* last op on the compute stream */
+  int phase;
+  uint16_t flags;
+  /* FLOPs of Megatron's convention for one rank of this program */
+  double conv_model, conv_hw;
+  /* DP buckets of the current program, per chunk */
+  wl__dp_group **groups;
+  int *ngroups;
+  long *dp_ops;
+  size_t ndp_ops, cap_dp_ops;
+  int grad_sync; /* emitting the last backward of a chunk: buckets fire */
+  int param_wait; /* first forward of a chunk under overlap_param_gather */
+  /* FSDP */
+  long *z3_ag; /* per layer of the stage: latest all-gather op */
+  long z3_root;
+  long *z3_fend;                 /* per layer: its last forward (backward) compute op */
+  int z3_first;                  /* first layer of the unit being emitted */
+  double ds_bucket_d, ds_bucket_x; /* DeepSpeed reduce bucket being filled */
+} wl__gen;
+
+typedef struct wl__col_gemm {
+  const char *fwd, *dgrad, *wgrad;
+  double N, K;  /* per-rank output width, input width */
+  double scale; /* conv-FLOPs scale (1/tp for weights duplicated across TP) */
+} wl__col_gemm;
+/* ---- wl_gen_emit.c: ops on the streams ---------------------------------------- */
+long wl__put(wl__gen *g, wl_op op, const uint32_t *w, int nw);
+void wl__need(wl__gen *g, long op);
+long wl__put_c(wl__gen *g, wl_op op);
+void wl__marker(wl__gen *g, int kind, int value);
+uint32_t wl__nm(wl__gen *g, const char *s);
+int32_t wl__i32(wl__gen *g, const char *op, const char *key, double x);
+long wl__gemm(wl__gen *g, const char *name, double M, double N, double K, double batch,
+              double conv_scale);
+long wl__elem(wl__gen *g, const char *name, double elems, double rw, double flops_per);
+int wl__role_size(const wl__gen *g, int role);
+long wl__coll_s(wl__gen *g, int stream, const char *name, int coll, int role, double bytes,
+                long extra);
+long wl__coll_c(wl__gen *g, const char *name, int coll, int role, double bytes);
+void wl__tp_enter(wl__gen *g, const char *name);
+void wl__col_fwd(wl__gen *g, const wl__col_gemm *c, int n);
+void wl__col_fwd_sp(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name);
+void wl__col_bwd(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name,
+                 const char *red_name);
+void wl__row_fwd(wl__gen *g, const char *name, double Kloc, const char *red_name);
+void wl__row_bwd(wl__gen *g, const char *dgrad, const char *wgrad, double Kloc,
+                 const char *ag_name);
+long wl__p2p(wl__gen *g, int stream, int kind, int role, int peer, int tag, double bytes,
+             const char *name, long extra);
+
+/* ---- wl_gen_layer.c: the model pieces -------------------------------------------- */
+void wl__layer_fwd(wl__gen *g, int layer, int c, int gi_mlp);
+void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp);
+void wl__embed_fwd(wl__gen *g);
+void wl__embed_bwd(wl__gen *g);
+void wl__output_fwd(wl__gen *g);
+void wl__output_bwd(wl__gen *g);
+
+/* ---- wl_gen_zero.c: ZeRO-3 ------------------------------------------------------- */
+double wl__z3_bytes(const wl__gen *g, int layer, int grads, int expert);
+double wl__z3_root(const wl__gen *g);
+long wl__z3_gather(wl__gen *g, int layer, long after, int bwd);
+void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs);
+void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs);
+
+/* ---- wl_gen.c: DP buckets -------------------------------------------------------- */
+void wl__dp_push(wl__gen *g, long op);
+void wl__group_done(wl__gen *g, int c, int gi);
+void wl__param_wait(wl__gen *g, int c, int gi);
+
+#endif

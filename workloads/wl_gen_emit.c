@@ -1,0 +1,325 @@
+/* wl_gen_emit.c — the generator's ops: the emission helpers (streams,
+ * waits, GEMMs, elementwise ops, collectives, point-to-point) and the
+ * tensor-parallel linear layers (column / row parallel, sequence parallel,
+ * tp_overlap's chunked rings).  wl_gen.c has the streams and the plan. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wl_emit_int.h"
+#include "workload.h"
+
+/* ---- emission helpers ------------------------------------------------------ */
+long wl__put(wl__gen *g, wl_op op, const uint32_t *w, int nw)
+{
+  op.phase = (uint8_t)g->phase;
+  long i = wl_program_append(g->p, &op, w, (uint32_t)nw);
+  if (i < 0)
+    g->oom = 1;
+  return i;
+}
+
+void wl__need(wl__gen *g, long op)
+{
+  if (op < 0)
+    return;
+  for (int i = 0; i < g->npend; i++)
+    if (g->pend[i] == (uint32_t)op)
+      return;
+  if (g->npend < MAXPEND)
+    g->pend[g->npend++] = (uint32_t)op;
+}
+
+/* An op on the compute stream: takes the pending waits. */
+long wl__put_c(wl__gen *g, wl_op op)
+{
+  op.stream = S_COMPUTE;
+  long i = wl__put(g, op, g->pend, g->npend);
+  g->npend = 0;
+  if (i >= 0)
+    g->last_c = i;
+  return i;
+}
+
+/* An op on another stream, issued after the last compute op (and an extra op). */
+static long put_s(wl__gen *g, wl_op op, int stream, long extra)
+{
+  uint32_t w[2];
+  int n = 0;
+  if (g->last_c >= 0)
+    w[n++] = (uint32_t)g->last_c;
+  if (extra >= 0 && extra != g->last_c)
+    w[n++] = (uint32_t)extra;
+  op.stream = (uint16_t)stream;
+  return wl__put(g, op, w, n);
+}
+
+void wl__marker(wl__gen *g, int kind, int value)
+{
+  wl_op op = wl_op_marker(S_COMPUTE, kind, value);
+  wl__put(g, op, NULL, 0);
+}
+
+uint32_t wl__nm(wl__gen *g, const char *s) { return wl_program_string(g->p, s); }
+
+/* A GEMM dimension as the int32 the op stores: one that does not fit (a qkv
+ * width above 2^31 once wrapped to a small positive n) is recorded in g->bad
+ * and the program fails, never written wrapped. */
+int32_t wl__i32(wl__gen *g, const char *op, const char *key, double x)
+{
+  if (!g->bad[0]) {
+    st_err e;
+    if (st_num_check(x, ST_NUM_REAL, 0, ST_INT32_MAX, &e, "op '%s': '%s'", op, key))
+      snprintf(g->bad, sizeof g->bad, "%s", e.msg);
+  }
+  return g->bad[0] ? 0 : (int32_t)llround(x);
+}
+
+/* A byte count of a generated op: at most ST_BYTES_MAX, like any read one. */
+static double bytes_ok(wl__gen *g, const char *op, double bytes)
+{
+  st_err e;
+  if (!g->bad[0] && st_num_check(bytes, ST_NUM_REAL, 0, ST_BYTES_MAX, &e, "op '%s': 'bytes'", op))
+    snprintf(g->bad, sizeof g->bad, "%s", e.msg);
+  return bytes;
+}
+
+long wl__gemm(wl__gen *g, const char *name, double M, double N, double K, double batch,
+              double conv_scale)
+{
+  wl_op op = wl_op_compute(S_COMPUTE, -1);
+  op.sub = WL_CLASS_GEMM;
+  op.dtype = (uint8_t)g->gemm_dtype;
+  op.flags = g->flags;
+  op.m = wl__i32(g, name, "m", M);
+  op.n = wl__i32(g, name, "n", N);
+  op.k = wl__i32(g, name, "k", K);
+  op.batch = wl__i32(g, name, "batch", batch);
+  op.flops = 2 * M * N * K * batch;
+  double in = wl_dtype_bytes(g->gemm_dtype);
+  op.bytes = bytes_ok(g, name, ((M * K + K * N) * in + M * N * g->ab) * batch);
+  op.name = wl__nm(g, name);
+  double conv = op.flops * conv_scale;
+  g->conv_hw += conv;
+  if (!(g->flags & WL_OPF_RECOMPUTE))
+    g->conv_model += conv;
+  return wl__put_c(g, op);
+}
+
+/* Memory-bound op over `elems` elements, touching rw x elems values. */
+long wl__elem(wl__gen *g, const char *name, double elems, double rw, double flops_per)
+{
+  wl_op op = wl_op_compute(S_COMPUTE, -1);
+  op.sub = WL_CLASS_ELEMENTWISE;
+  op.dtype = WL_DTYPE_BF16;
+  op.flags = g->flags;
+  op.flops = elems * flops_per;
+  op.bytes = elems * rw * g->ab;
+  op.name = wl__nm(g, name);
+  return wl__put_c(g, op);
+}
+
+int wl__role_size(const wl__gen *g, int role)
+{
+  switch (role) {
+  case R_TP: return g->l->tp;
+  case R_DP: return g->dp_size;
+  case R_DPX: return g->edp_size;
+  case R_ETP: return g->etp;
+  case R_EP: return g->l->ep;
+  case R_CP: return g->l->cp;
+  default: return 2;
+  }
+}
+
+/* A collective on a side stream, issued after the last compute op. */
+long wl__coll_s(wl__gen *g, int stream, const char *name, int coll, int role, double bytes,
+                long extra)
+{
+  if (wl__role_size(g, role) < 2 || bytes <= 0)
+    return -1;
+  wl_op op = wl_op_coll(stream, coll, role, bytes);
+  op.name = wl__nm(g, name);
+  return put_s(g, op, stream, extra);
+}
+
+/* A collective that blocks compute: on the compute stream; with tp_overlap a
+ * TP one goes on the "tp" stream (every TP collective of the rank on one
+ * stream, in issue order) and the next compute op waits for it. */
+long wl__coll_c(wl__gen *g, const char *name, int coll, int role, double bytes)
+{
+  if (wl__role_size(g, role) < 2 || bytes <= 0)
+    return -1;
+  if (role == R_TP && g->l->tp_overlap) {
+    long i = wl__coll_s(g, S_TP, name, coll, role, bytes, -1);
+    wl__need(g, i);
+    return i;
+  }
+  wl_op op = wl_op_coll(S_COMPUTE, coll, role, bytes);
+  op.name = wl__nm(g, name);
+  return wl__put_c(g, op);
+}
+
+/* ---- tensor-parallel linear layers ------------------------------------------ */
+
+/* Enter a TP region (Megatron's copy_to / gather_from_sequence_parallel_region). */
+void wl__tp_enter(wl__gen *g, const char *name)
+{
+  if (g->l->sp)
+    wl__coll_c(g, name, WL_COLL_ALLGATHER, R_TP, g->T * g->h * g->ab);
+}
+
+/* Leave it after a row-parallel GEMM (reduce_from / reduce_scatter_to). */
+static void tp_exit(wl__gen *g, const char *name)
+{
+  wl__coll_c(g, name, g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP,
+             g->T * g->h * g->ab);
+}
+
+void wl__col_fwd(wl__gen *g, const wl__col_gemm *c, int n)
+{
+  for (int i = 0; i < n; i++)
+    wl__gemm(g, c[i].fwd, g->T, c[i].N, c[i].K, 1, c[i].scale);
+}
+
+/* tp_overlap (Megatron's --tp-comm-overlap, Transformer Engine userbuffers,
+ * method "ring_exchange"): the SP all-gather of a [T, h] tensor becomes tp - 1
+ * ring steps; in step j every rank sends the shard it holds (its own, then
+ * the one it received in step j - 1) to the next rank and receives one from
+ * the previous (T/tp tokens).  Each step is one "shift" collective of the TP
+ * communicator on the "tp" stream: every member sends and receives at once,
+ * so the steps keep the communicator's one issue order, and on links the TP
+ * group has to itself a step has a closed form (sim/engine/closed.c) where n send/recv
+ * pairs would be n simulated flows.  The GEMMs that consume the gathered
+ * tensor run in k = tp chunks of T/tp rows: chunk 0 on the local shard,
+ * chunk j after step j - 1.  Returns the first step; step j is that + j. */
+static long ag_ring(wl__gen *g, const char *name)
+{
+  int t = g->l->tp;
+  double shard = g->T * g->h * g->ab / t;
+  long first = -1;
+  for (int j = 0; j < t - 1; j++) {
+    long i = wl__coll_s(g, S_TP, name, WL_COLL_SHIFT, R_TP, shard, -1);
+    if (j == 0)
+      first = i;
+  }
+  return first;
+}
+
+/* Before GEMM chunk i of k fed by a ring exchange (ag_ring: first step r):
+ * chunk 0 runs on the local shard, chunk i after step i - 1 (the last chunk
+ * after the last step: the gathered buffer is complete). */
+static void ag_ring_chunk_wait(wl__gen *g, long r, int i)
+{
+  if (i > 0 && r >= 0)
+    wl__need(g, r + (i - 1));
+}
+
+#define TE_PIPELINE_SPLITS 4
+/* Transformer Engine issues the chunk GEMMs of its comm-overlap methods
+ * round-robin on num_max_streams = 3 compute streams (comm_gemm_overlap:
+ * _stream_compute[i % num_max_streams]): while one chunk runs its last,
+ * partial wave the next two are already queued, so the SMs see one stream of
+ * tiles over the k chunks and the waves quantise over all of them, not per
+ * chunk (the chunks still wait for their shards; only the cost is shared). */
+
+/* Emit GEMM chunk of a k-way comm-overlap split. */
+static long gemm_chunk(wl__gen *g, const char *name, double M, double N, double K, double scale,
+                       int k)
+{
+  long i = wl__gemm(g, name, M, N, K, 1, scale);
+  if (i >= 0)
+    g->p->ops[i].concurrent = (uint8_t)(k < 255 ? k : 255);
+  return i;
+}
+
+/* SP all-gather of the input, then column-parallel GEMMs over [T, h]. */
+void wl__col_fwd_sp(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name)
+{
+  if (!g->l->tp_overlap) {
+    wl__tp_enter(g, ag_name);
+    wl__col_fwd(g, c, n);
+    return;
+  }
+  int k = g->l->tp;
+  long r = ag_ring(g, ag_name);
+  for (int i = 0; i < k; i++) {
+    ag_ring_chunk_wait(g, r, i);
+    for (int j = 0; j < n; j++)
+      gemm_chunk(g, c[j].fwd, g->T / k, c[j].N, c[j].K, c[j].scale, k);
+  }
+}
+
+/* Backward of a column-parallel block fed by one [T, h] input: dgrad, then
+ * the TP reduction of the input gradient overlapped with wgrad; with SP the
+ * input is all-gathered again for wgrad (Megatron's async TP communication). */
+void wl__col_bwd(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name,
+                 const char *red_name)
+{
+  double bytes = g->T * g->h * g->ab;
+  int tp = g->l->tp > 1;
+  long ag = -1;
+  if (tp && g->l->sp)
+    ag = wl__coll_s(g, S_TP, ag_name, WL_COLL_ALLGATHER, R_TP, bytes, -1);
+  for (int i = n - 1; i >= 0; i--)
+    wl__gemm(g, c[i].dgrad, g->T, c[i].K, c[i].N, 1, c[i].scale);
+  long red = -1;
+  if (tp)
+    red = wl__coll_s(g, S_TP, red_name, g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP,
+                     bytes, -1);
+  wl__need(g, ag);
+  for (int i = n - 1; i >= 0; i--)
+    wl__gemm(g, c[i].wgrad, c[i].K, c[i].N, g->T, 1, c[i].scale);
+  wl__need(g, red);
+}
+
+/* Row-parallel GEMM [T, K/tp] x [K/tp, h]: forward, and backward (SP: the
+ * output gradient is all-gathered first, the backward of reduce-scatter). */
+void wl__row_fwd(wl__gen *g, const char *name, double Kloc, const char *red_name)
+{
+  if (!g->l->tp_overlap) {
+    wl__gemm(g, name, g->T, g->h, Kloc, 1, 1);
+    tp_exit(g, red_name);
+    return;
+  }
+  /* tp_overlap: k GEMM chunks of T/k rows, the reduce-scatter of chunk i on
+   * the "tp" stream as soon as GEMM chunk i is done (pipelined); the next
+   * compute op waits for the last one, so only its transfer is exposed.
+   * k = 4: Transformer Engine's "pipeline" method splits in 4 by default
+   * (initialize_ub: num_splits = 4 for pipeline, tp for ring_exchange). */
+  int k = TE_PIPELINE_SPLITS;
+  long rs = -1;
+  for (int i = 0; i < k; i++) {
+    gemm_chunk(g, name, g->T / k, g->h, Kloc, 1, k);
+    rs = wl__coll_s(g, S_TP, red_name, WL_COLL_REDUCESCATTER, R_TP, g->T * g->h * g->ab / k, -1);
+  }
+  wl__need(g, rs);
+}
+
+void wl__row_bwd(wl__gen *g, const char *dgrad, const char *wgrad, double Kloc, const char *ag_name)
+{
+  if (!g->l->tp_overlap) {
+    wl__tp_enter(g, ag_name);
+    wl__gemm(g, dgrad, g->T, Kloc, g->h, 1, 1);
+  } else {
+    /* tp_overlap: the output gradient's all-gather as a ring exchange
+     * (ag_ring), dgrad chunk i on the shard received in step i - 1; wgrad
+     * needs all of it and follows the last dgrad chunk */
+    int k = g->l->tp;
+    long r = ag_ring(g, ag_name);
+    for (int i = 0; i < k; i++) {
+      ag_ring_chunk_wait(g, r, i);
+      gemm_chunk(g, dgrad, g->T / k, Kloc, g->h, 1, k);
+    }
+  }
+  wl__gemm(g, wgrad, Kloc, g->h, g->T, 1, 1);
+}
+
+long wl__p2p(wl__gen *g, int stream, int kind, int role, int peer, int tag, double bytes,
+             const char *name, long extra)
+{
+  wl_op op = wl_op_p2p(stream, kind, role, peer, tag, bytes);
+  op.name = wl__nm(g, name);
+  return put_s(g, op, stream, extra);
+}

@@ -1,0 +1,377 @@
+/* wl_gen_layer.c — the generator's model pieces: attention (fused or not,
+ * the context-parallel ring), the MLP and the MoE layer, one transformer
+ * layer forward and backward, the embedding and the output layer.
+ * docs/workloads.md has every formula and its source. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wl_emit_int.h"
+#include "workload.h"
+
+/* ---- attention ----------------------------------------------------------------- */
+static void attn_dims(const wl__gen *g, double *a_loc, double *kv_loc, double *dqk, double *dv)
+{
+  const wl_model *m = g->m;
+  *a_loc = (double)m->heads / g->t;
+  if (m->has_mla) {
+    *kv_loc = *a_loc;
+    *dqk = m->mla.qk_nope_head_dim + m->mla.qk_rope_head_dim;
+    *dv = m->mla.v_head_dim;
+  } else {
+    *kv_loc = (double)m->kv_heads / g->t;
+    *dqk = *dv = m->head_dim;
+  }
+}
+
+static int attn_proj(const wl__gen *g, wl__col_gemm *c)
+{
+  const wl_model *m = g->m;
+  double a = m->heads, t = g->t, h = g->h;
+  if (m->has_mla) {
+    const wl_mla *q = &m->mla;
+    double qk = q->qk_nope_head_dim + q->qk_rope_head_dim;
+    if (!q->q_lora_rank) { /* queries projected directly, column-parallel (DeepSeek-V2-Lite) */
+      c[0] = (wl__col_gemm){"q", "q.dgrad", "q.wgrad", a * qk / t, h, 1};
+      c[1] = (wl__col_gemm){
+          "kv_down", "kv_down.dgrad", "kv_down.wgrad", q->kv_lora_rank + q->qk_rope_head_dim, h,
+          1 / t};
+      c[2] = (wl__col_gemm){"kv_up",         "kv_up.dgrad",
+                            "kv_up.wgrad",   a * (q->qk_nope_head_dim + q->v_head_dim) / t,
+                            q->kv_lora_rank, 1};
+      return 3;
+    }
+    c[0] = (wl__col_gemm){"q_down", "q_down.dgrad", "q_down.wgrad", q->q_lora_rank, h, 1 / t};
+    c[1] = (wl__col_gemm){
+        "kv_down", "kv_down.dgrad", "kv_down.wgrad", q->kv_lora_rank + q->qk_rope_head_dim, h,
+        1 / t};
+    c[2] = (wl__col_gemm){"q_up", "q_up.dgrad", "q_up.wgrad", a * qk / t, q->q_lora_rank, 1};
+    c[3] = (wl__col_gemm){"kv_up",         "kv_up.dgrad",
+                          "kv_up.wgrad",   a * (q->qk_nope_head_dim + q->v_head_dim) / t,
+                          q->kv_lora_rank, 1};
+    return 4;
+  }
+  double d = m->head_dim;
+  c[0] = (wl__col_gemm){"qkv", "qkv.dgrad", "qkv.wgrad", (a + 2.0 * m->kv_heads) * d / t, h, 1};
+  return 1;
+}
+
+/* One attention-core kernel over sq local queries and sk keys, `share` of the
+ * causal work (CP ring steps split it). */
+static long attn_kernel(wl__gen *g, const char *name, double sq, double sk, double share, int bwd)
+{
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  double full = 2 * g->b * sq * sk * a * (dqk + dv); /* QK^T + AV, no mask */
+  wl_op op = wl_op_compute(S_COMPUTE, -1);
+  op.sub = WL_CLASS_ATTENTION;
+  op.dtype = WL_DTYPE_BF16;
+  op.flags = g->flags;
+  double exec = 0.5 * full * share; /* causal: half the score matrix */
+  op.flops = bwd ? 2.5 * exec : exec;
+  /* shape for the compute model (workload.h): queries, keys, head dim, b x heads */
+  op.m = wl__i32(g, "attention", "m", sq);
+  op.n = wl__i32(g, "attention", "n", sk);
+  op.k = wl__i32(g, "attention", "k", dqk);
+  op.batch = wl__i32(g, "attention", "batch", g->b * a);
+  op.flags |= WL_OPF_CAUSAL;
+  double io = g->b * (sq * a * dqk + sk * kv * (dqk + dv) + sq * a * dv) * g->ab;
+  op.bytes = bwd ? 2 * io : io;
+  op.name = wl__nm(g, name);
+  double conv = (bwd ? 2 : 1) * full * share;
+  g->conv_hw += conv;
+  if (!(g->flags & WL_OPF_RECOMPUTE))
+    g->conv_model += conv;
+  return wl__put_c(g, op);
+}
+
+/* Attention without a fused kernel (flash=0, Megatron-LM before flash
+ * attention): batched GEMMs over the full s x s score matrix, the fused
+ * scale-mask-softmax and the attention dropout as memory-bound passes over
+ * it; backward runs the four gradient GEMMs and both passes' backward.
+ * Convention FLOPs as for the fused kernel. */
+static void attn_unfused(wl__gen *g, int bwd)
+{
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  double sq = g->sl, sk = g->s, ba = g->b * a, scores = ba * sq * sk;
+  if (!bwd) {
+    wl__gemm(g, "attn.qk", sq, sk, dqk, ba, 0);
+    wl__elem(g, "attn.softmax", scores, 2, 5);
+    wl__elem(g, "attn.dropout", scores, 2.5, 2);
+    wl__gemm(g, "attn.av", sq, dv, sk, ba, 0);
+  } else {
+    wl__gemm(g, "attn.av.dgrad", sq, sk, dv, ba, 0);
+    wl__gemm(g, "attn.av.wgrad", sk, dv, sq, ba, 0);
+    wl__elem(g, "attn.dropout.bwd", scores, 2.5, 1);
+    wl__elem(g, "attn.softmax.bwd", scores, 3, 4);
+    wl__gemm(g, "attn.qk.dgrad", sq, dqk, sk, ba, 0);
+    wl__gemm(g, "attn.qk.wgrad", sk, dqk, sq, ba, 0);
+  }
+  double conv = (bwd ? 2 : 1) * 2 * g->b * sq * sk * a * (dqk + dv);
+  g->conv_hw += conv;
+  if (!(g->flags & WL_OPF_RECOMPUTE))
+    g->conv_model += conv;
+}
+/* Attention core forward; with CP, the ring of TransformerEngine's
+ * AttnFuncWithCPAndKVP2P: cp steps, each on 1/cp of the causal work, the next
+ * KV chunk travelling to the ring neighbour during the current step.  Each
+ * hop of the ring is one "shift" collective of the CP group (member i sends
+ * to i + 1 and receives from i - 1 at once) on the "cp" stream: the same
+ * transfers as a send/recv pair per member, with one issue order and, on
+ * links the group has to itself, a closed form (sim/engine/closed.c). */
+static void attn_fwd(wl__gen *g)
+{
+  int cp = g->l->cp;
+  if (cp == 1 && !g->l->flash) {
+    attn_unfused(g, 0);
+    return;
+  }
+  if (cp == 1) {
+    attn_kernel(g, "attn", g->sl, g->s, 1, 0);
+    return;
+  }
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  double kv_bytes = g->b * g->sl * kv * (dqk + dv) * g->ab;
+  long prev = -1;
+  for (int j = 0; j < cp; j++) {
+    long hop = j < cp - 1 ? wl__coll_s(g, S_CP, "cp.kv", WL_COLL_SHIFT, R_CP, kv_bytes, -1) : -1;
+    wl__need(g, prev);
+    attn_kernel(g, "attn.cp", g->sl, g->s, 1.0 / cp, 0);
+    prev = hop;
+  }
+}
+
+static void attn_bwd(wl__gen *g)
+{
+  int cp = g->l->cp;
+  if (cp == 1 && !g->l->flash) {
+    attn_unfused(g, 1);
+    return;
+  }
+  if (cp == 1) {
+    attn_kernel(g, "attn.bwd", g->sl, g->s, 1, 1);
+    return;
+  }
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  double kv_bytes = g->b * g->sl * kv * (dqk + dv) * g->ab;
+  long prev = -1, dprev = -1;
+  for (int j = 0; j < cp; j++) {
+    long hop = j < cp - 1 ? wl__coll_s(g, S_CP, "cp.kv", WL_COLL_SHIFT, R_CP, kv_bytes, -1) : -1;
+    wl__need(g, prev);
+    wl__need(g, dprev);
+    attn_kernel(g, "attn.cp.bwd", g->sl, g->s, 1.0 / cp, 1);
+    /* the partial dKV follows its KV chunk round the ring, back to its owner */
+    dprev = wl__coll_s(g, S_CP, "cp.dkv", WL_COLL_SHIFT, R_CP, kv_bytes, -1);
+    prev = hop;
+  }
+  wl__need(g, dprev);
+}
+
+/* ---- MLP and MoE --------------------------------------------------------------- */
+static double act_in(const wl_model *m, double f) { return m->ffn_act == WL_ACT_SWIGLU ? 2 * f : f; }
+
+static void mlp_fwd(wl__gen *g, double f, const char *pre)
+{
+  char n1[32], n2[32], n3[32], n4[32], n5[32];
+  snprintf(n1, sizeof n1, "%s.tp.ag", pre);
+  snprintf(n2, sizeof n2, "%s.fc1", pre);
+  snprintf(n3, sizeof n3, "%s.act", pre);
+  snprintf(n4, sizeof n4, "%s.fc2", pre);
+  snprintf(n5, sizeof n5, "%s.tp.%s", pre, g->l->sp ? "rs" : "ar");
+  wl__col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1};
+  wl__col_fwd_sp(g, &c, 1, n1);
+  wl__elem(g, n3, g->T * act_in(g->m, f) / g->t, 1.5, 8);
+  wl__row_fwd(g, n4, f / g->t, n5);
+}
+
+static void mlp_bwd(wl__gen *g, double f, const char *pre)
+{
+  char a[32], b[32], c1[32], d[32], e[32], f1[32], f2[32], f3[32];
+  snprintf(a, sizeof a, "%s.tp.ag.bwd", pre);
+  snprintf(b, sizeof b, "%s.fc2.dgrad", pre);
+  snprintf(c1, sizeof c1, "%s.fc2.wgrad", pre);
+  snprintf(d, sizeof d, "%s.act.bwd", pre);
+  snprintf(e, sizeof e, "%s.tp.ag.wgrad", pre);
+  snprintf(f1, sizeof f1, "%s.tp.%s.dgrad", pre, g->l->sp ? "rs" : "ar");
+  snprintf(f2, sizeof f2, "%s.fc1.dgrad", pre);
+  snprintf(f3, sizeof f3, "%s.fc1.wgrad", pre);
+  wl__row_bwd(g, b, c1, f / g->t, a);
+  wl__elem(g, d, g->T * act_in(g->m, f) / g->t, 2.5, 12);
+  wl__col_gemm c = {"", f2, f3, act_in(g->m, f) / g->t, g->h, 1};
+  wl__col_bwd(g, &c, 1, e, f1);
+}
+
+/* Megatron-core MoE with the all-to-all token dispatcher
+ * (MoEAlltoAllTokenDispatcher): the all-to-all over the EP group, then the
+ * all-gather of the received tokens over the expert-TP group (etp ranks;
+ * the TP group itself when etp = tp), expert GEMMs on ef/etp columns.
+ * Tokens routed by this rank: T/tp with SP; balanced routing. */
+static void moe_fwd(wl__gen *g)
+{
+  const wl_moe *mo = &g->m->moe;
+  double E = mo->experts, k = mo->top_k, ep = g->l->ep, ef = mo->expert_ffn_hidden;
+  double Tl = g->Tsp, et = g->etp;
+  double Te = Tl * et * k * g->cf; /* tokens through this rank's experts (after the gather) */
+  double Me = Te * ep / E;         /* per local expert */
+  wl__gemm(g, "router", Tl, E, g->h, 1, 1);
+  wl__elem(g, "moe.permute", Tl * k * g->cf * g->h, 2, 0);
+  wl__coll_c(g, "ep.dispatch", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  wl__coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
+  wl__gemm(g, "expert.fc1", Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
+  wl__elem(g, "expert.act", Te * act_in(g->m, ef) / et, 1.5, 8);
+  wl__gemm(g, "expert.fc2", Me, g->h, ef / et, E / ep, 1 / g->cf);
+  wl__coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
+  wl__coll_c(g, "ep.combine", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  wl__elem(g, "moe.unpermute", Tl * k * g->cf * g->h, 2, 2);
+  if (mo->shared_experts)
+    mlp_fwd(g, mo->shared_experts * ef, "shared");
+}
+
+static void moe_bwd(wl__gen *g)
+{
+  const wl_moe *mo = &g->m->moe;
+  double E = mo->experts, k = mo->top_k, ep = g->l->ep, ef = mo->expert_ffn_hidden;
+  double Tl = g->Tsp, et = g->etp;
+  double Te = Tl * et * k * g->cf;
+  double Me = Te * ep / E;
+  if (mo->shared_experts)
+    mlp_bwd(g, mo->shared_experts * ef, "shared");
+  wl__elem(g, "moe.unpermute.bwd", Tl * k * g->cf * g->h, 2, 2);
+  wl__coll_c(g, "ep.combine.bwd", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  wl__coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
+  wl__gemm(g, "expert.fc2.dgrad", Me, ef / et, g->h, E / ep, 1 / g->cf);
+  wl__gemm(g, "expert.fc2.wgrad", ef / et, g->h, Me, E / ep, 1 / g->cf);
+  wl__elem(g, "expert.act.bwd", Te * act_in(g->m, ef) / et, 2.5, 12);
+  wl__gemm(g, "expert.fc1.dgrad", Me, g->h, act_in(g->m, ef) / et, E / ep, 1 / g->cf);
+  wl__gemm(g, "expert.fc1.wgrad", g->h, act_in(g->m, ef) / et, Me, E / ep, 1 / g->cf);
+  wl__coll_c(g, "moe.tp.ag.bwd", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
+  wl__coll_c(g, "ep.dispatch.bwd", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  wl__elem(g, "moe.permute.bwd", Tl * k * g->cf * g->h, 2, 0);
+  wl__gemm(g, "router.dgrad", Tl, g->h, E, 1, 1);
+  wl__gemm(g, "router.wgrad", g->h, E, Tl, 1, 1);
+}
+
+/* ---- one transformer layer ------------------------------------------------------- */
+void wl__layer_fwd(wl__gen *g, int layer, int c, int gi_mlp)
+{
+  const wl_model *m = g->m;
+  double h = g->h, Tsp = g->Tsp;
+  wl__marker(g, WL_MARK_LAYER, layer);
+  wl__param_wait(g, c, gi_mlp);
+  wl__param_wait(g, c, gi_mlp + 1);
+  wl__elem(g, "ln1", Tsp * h, 2, 5);
+  wl__col_gemm pc[4];
+  int np = attn_proj(g, pc);
+  wl__col_fwd_sp(g, pc, np, "attn.tp.ag");
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  if (m->qk_norm)
+    wl__elem(g, "qk_norm", g->T * (a + kv) * dqk, 2, 5);
+  attn_fwd(g);
+  wl__row_fwd(g, "proj", a * dv, g->l->sp ? "attn.tp.rs" : "attn.tp.ar");
+  if (m->norms_per_layer > 2)
+    wl__elem(g, "ln1.post", Tsp * h, 2, 5);
+  wl__elem(g, "res1", Tsp * h, 3, 2);
+  wl__elem(g, "ln2", Tsp * h, 2, 5);
+  if (wl__is_moe_layer(m, layer))
+    moe_fwd(g);
+  else
+    mlp_fwd(g, m->ffn_hidden, "mlp");
+  if (m->norms_per_layer > 2)
+    wl__elem(g, "ln2.post", Tsp * h, 2, 5);
+  wl__elem(g, "res2", Tsp * h, 3, 2);
+}
+
+void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
+{
+  const wl_model *m = g->m;
+  double h = g->h, Tsp = g->Tsp;
+  wl__marker(g, WL_MARK_LAYER, layer);
+  if (g->l->recompute == WL_RECOMPUTE_FULL) {
+    int pw = g->param_wait;
+    g->param_wait = 0;
+    g->flags = WL_OPF_RECOMPUTE;
+    wl__layer_fwd(g, layer, c, gi_mlp);
+    g->flags = 0;
+    g->param_wait = pw;
+  }
+  wl__elem(g, "res2.bwd", Tsp * h, 3, 1);
+  if (m->norms_per_layer > 2)
+    wl__elem(g, "ln2.post.bwd", Tsp * h, 3, 8);
+  if (wl__is_moe_layer(m, layer))
+    moe_bwd(g);
+  else
+    mlp_bwd(g, m->ffn_hidden, "mlp");
+  wl__elem(g, "ln2.bwd", Tsp * h, 3, 8);
+  wl__group_done(g, c, gi_mlp);
+  wl__elem(g, "res1.bwd", Tsp * h, 3, 1);
+  if (m->norms_per_layer > 2)
+    wl__elem(g, "ln1.post.bwd", Tsp * h, 3, 8);
+  double a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  wl__row_bwd(g, "proj.dgrad", "proj.wgrad", a * dv, "attn.tp.ag.bwd");
+  if (g->l->recompute == WL_RECOMPUTE_SELECTIVE) {
+    g->flags = WL_OPF_RECOMPUTE;
+    attn_fwd(g);
+    g->flags = 0;
+  }
+  attn_bwd(g);
+  if (m->qk_norm)
+    wl__elem(g, "qk_norm.bwd", g->T * (a + kv) * dqk, 3, 8);
+  wl__col_gemm pc[4];
+  int np = attn_proj(g, pc);
+  wl__col_bwd(g, pc, np, "attn.tp.ag.wgrad", g->l->sp ? "attn.tp.rs.dgrad" : "attn.tp.ar.dgrad");
+  wl__elem(g, "ln1.bwd", Tsp * h, 3, 8);
+  wl__group_done(g, c, gi_mlp + 1);
+}
+
+/* ---- embedding and output ---------------------------------------------------------- */
+void wl__embed_fwd(wl__gen *g)
+{
+  wl__elem(g, "emb.lookup", g->T * g->h, 2, 1);
+  wl__coll_c(g, g->l->sp ? "emb.tp.rs" : "emb.tp.ar",
+             g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP, g->T * g->h * g->ab);
+}
+
+void wl__embed_bwd(wl__gen *g)
+{
+  wl__tp_enter(g, "emb.tp.ag.bwd");
+  wl__elem(g, "emb.grad", g->T * g->h, 3, 1);
+}
+
+void wl__output_fwd(wl__gen *g)
+{
+  double V = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
+  wl__elem(g, "out.ln", g->Tsp * g->h, 2, 5);
+  wl__tp_enter(g, "out.tp.ag");
+  wl__col_gemm c = {"out.logits", "", "", V, g->h, 1};
+  wl__col_fwd(g, &c, 1);
+  /* vocab-parallel cross entropy as Megatron-Core runs it unfused (the
+   * default; tensor_parallel/cross_entropy.py), per element of the [T, V/t]
+   * logits: cast to fp32 (read 2, write 4 B), max (read 4), subtract the max
+   * in place (8), exp in place (8), sum (4), divide by the sum in place (8):
+   * 38 B, here 9.5 values of 4 B; then three all-reduces of T floats */
+  g->ab *= 2;
+  wl__elem(g, "out.loss", g->T * V, 9.5, 6);
+  g->ab /= 2;
+  wl__coll_c(g, "out.loss.max.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
+  wl__coll_c(g, "out.loss.target.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
+  wl__coll_c(g, "out.loss.sum.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
+}
+
+void wl__output_bwd(wl__gen *g)
+{
+  double V = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
+  /* backward: the saved softmax times the loss gradient in place (read 4,
+   * write 4 B), then the cast's backward to bf16 (read 4, write 2): 14 B */
+  g->ab *= 2;
+  wl__elem(g, "out.loss.bwd", g->T * V, 3.5, 3);
+  g->ab /= 2;
+  wl__col_gemm c = {"", "out.logits.dgrad", "out.logits.wgrad", V, g->h, 1};
+  wl__col_bwd(g, &c, 1, "out.tp.ag.wgrad", g->l->sp ? "out.tp.rs.dgrad" : "out.tp.ar.dgrad");
+  wl__elem(g, "out.ln.bwd", g->Tsp * g->h, 3, 8);
+}

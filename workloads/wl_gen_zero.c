@@ -1,0 +1,377 @@
+/* wl_gen_zero.c — the generator's ZeRO-3: Megatron's FSDP (zero=3) and the
+ * frameworks' ZeRO-3 (dp_impl=fsdp, fsdp2, deepspeed) with their hooks,
+ * gathers, reduce buckets and the units they run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wl_emit_int.h"
+#include "workload.h"
+
+/* ---- FSDP (zero=3) ----------------------------------------------------------------- */
+double wl__z3_bytes(const wl__gen *g, int layer, int grads, int expert)
+{
+  wl__params lp;
+  wl__layer_params(g->m, g->l->tp, g->l->etp, g->l->ep, layer, &lp);
+  double p = expert ? lp.expert : lp.attn + lp.mlp;
+  return p * (grads ? g->gb : g->pb);
+}
+
+double wl__z3_root(const wl__gen *g)
+{
+  return wl__embedding_params(g->m, g->l->tp) + wl__output_params(g->m, g->l->tp, g->l->pp);
+}
+
+/* All-gather layer i's parameters on the "dp" stream, after op `after`. */
+long wl__z3_gather(wl__gen *g, int layer, long after, int bwd)
+{
+  long a = wl__coll_s(g, S_DP, bwd ? "fsdp.ag.bwd" : "fsdp.ag", WL_COLL_ALLGATHER, R_DP,
+                      wl__z3_bytes(g, layer, 0, 0), after);
+  long b = wl__coll_s(g, S_DP, bwd ? "fsdp.ag.expert.bwd" : "fsdp.ag.expert", WL_COLL_ALLGATHER,
+                      R_DPX, wl__z3_bytes(g, layer, 0, 1), after);
+  return b >= 0 ? b : a;
+}
+
+/* ---- ZeRO-3 as the frameworks run it (dp_impl) ------------------------------------
+ * docs/workloads.md ("ZeRO-3 as each framework runs it") has the source of
+ * every rule.  Host work (the frameworks' Python hooks) is a timed op on the
+ * "host" stream; a compute op that the host launches after a hook waits on
+ * it. */
+
+/* FSDP1 CPU cost per original parameter for one unshard + reshard cycle
+ * (_use_unsharded_views 4.27 ms, _writeback_orig_params 1.07 ms,
+ * _use_sharded_views 2.75 ms for 400 parameters: pytorch/pytorch#96958) */
+#define Z3_HOST_PER_TENSOR_S 20.2e-6
+/* DeepSpeed defaults (deepspeed/runtime/zero/config.py) */
+#define DS_PERSISTENCE_THRESHOLD 1e5 /* stage3_param_persistence_threshold */
+#define DS_REDUCE_BUCKET 5e8         /* reduce_bucket_size (elements) */
+#define DS_MAX_REUSE_DISTANCE 1e9    /* stage3_max_reuse_distance (elements) */
+
+/* Parameter tensors of layer i as its modules hold them (one per weight,
+ * bias and norm vector; gated MLPs as separate gate/up weights). */
+static int z3_tensors(const wl__gen *g, int layer)
+{
+  const wl_model *m = g->m;
+  int mlp_w = m->ffn_act == WL_ACT_SWIGLU ? 3 : 2;
+  int n = 4 + m->norms_per_layer * (m->layer_norm ? 2 : 1) + 3 * m->qkv_bias + m->out_bias +
+          2 * m->qk_norm;
+  if (wl__is_moe_layer(m, layer)) {
+    int e = m->moe.experts / g->l->ep;
+    n += 1 + (e + m->moe.shared_experts) * mlp_w;
+  } else {
+    n += mlp_w * (1 + m->mlp_bias);
+  }
+  return n;
+}
+
+/* A timed host op (a framework hook) on the "host" stream after op `after`. */
+static long z3_host(wl__gen *g, const char *name, double seconds, long after)
+{
+  wl_op op = wl_op_compute(S_HOST, seconds);
+  op.sub = WL_CLASS_OTHER;
+  op.name = wl__nm(g, name);
+  uint32_t w[1];
+  int n = 0;
+  if (after >= 0)
+    w[n++] = (uint32_t)after;
+  return wl__put(g, op, w, n);
+}
+
+/* A collective on the "dp" stream that waits only for op `after` (a hook
+ * issues it, not the compute stream's progress). */
+static long z3_coll(wl__gen *g, const char *name, int coll, int role, double bytes, long after)
+{
+  if (wl__role_size(g, role) < 2 || bytes <= 0)
+    return -1;
+  wl_op op = wl_op_coll(S_DP, coll, role, bytes);
+  op.name = wl__nm(g, name);
+  uint32_t w[1];
+  int n = 0;
+  if (after >= 0)
+    w[n++] = (uint32_t)after;
+  return wl__put(g, op, w, n);
+}
+
+/* A memory-bound copy of `elems` values, reading rd and writing wr bytes each. */
+static long z3_copy(wl__gen *g, const char *name, double elems, double rd, double wr)
+{
+  if (elems <= 0)
+    return -1;
+  return wl__elem(g, name, elems, (rd + wr) / g->ab, 0);
+}
+
+/* DeepSpeed sub-modules of layer i in forward order: the linear layers as
+ * the generator builds them (QKV, attention output, MLP in, MLP out; a MoE
+ * layer's router + shared experts and its routed experts) with their
+ * gathered parameters (those above stage3_param_persistence_threshold; the
+ * norms and biases below it stay whole on every rank). */
+typedef struct ds_sub {
+  double dense, expert; /* parameters all-gathered per rank (sharded size x dp) */
+  int tensors;
+} ds_sub;
+
+static int ds_subs(const wl__gen *g, int layer, ds_sub *s)
+{
+  const wl_model *m = g->m;
+  wl__params lp;
+  wl__layer_params(m, g->l->tp, g->l->etp, g->l->ep, layer, &lp);
+  double h = g->h, t = g->l->tp;
+  double a = m->heads, kv = m->kv_heads, d = m->head_dim;
+  double qkv = h * (a + 2 * kv) * d / t, proj = a * d * h / t;
+  if (m->has_mla) {
+    qkv = lp.attn - proj; /* the four MLA projections, as one fetch */
+    if (qkv < 0)
+      qkv = 0;
+  }
+  int n = 0;
+  s[n++] = (ds_sub){qkv >= DS_PERSISTENCE_THRESHOLD ? qkv : 0, 0, 1};
+  s[n++] = (ds_sub){proj >= DS_PERSISTENCE_THRESHOLD ? proj : 0, 0, 1};
+  double rest = lp.mlp; /* dense MLP (or router + shared experts), norms included */
+  if (!wl__is_moe_layer(m, layer)) {
+    double f = m->ffn_hidden, fin = (m->ffn_act == WL_ACT_SWIGLU ? 2 : 1) * h * f / t;
+    double fout = f * h / t;
+    s[n++] = (ds_sub){fin, 0, m->ffn_act == WL_ACT_SWIGLU ? 2 : 1};
+    s[n++] = (ds_sub){fout, 0, 1};
+  } else {
+    s[n++] = (ds_sub){rest >= DS_PERSISTENCE_THRESHOLD ? rest : 0, 0, 1};
+    int mlp_w = m->ffn_act == WL_ACT_SWIGLU ? 3 : 2;
+    s[n++] = (ds_sub){0, lp.expert, (m->moe.experts / g->l->ep) * mlp_w};
+  }
+  return n;
+}
+
+/* Parameters of layer i that DeepSpeed gathers (all but the persistent ones). */
+static double ds_gathered(const wl__gen *g, int layer, int expert)
+{
+  ds_sub s[4];
+  int n = ds_subs(g, layer, s);
+  double p = 0;
+  for (int i = 0; i < n; i++)
+    p += expert ? s[i].expert : s[i].dense;
+  return p;
+}
+
+/* DeepSpeed: gather layer i's sub-modules (one coalesced all-gather each)
+ * after op `after`; returns the last. */
+static long ds_gather(wl__gen *g, int layer, long after, int bwd)
+{
+  ds_sub s[4];
+  int n = ds_subs(g, layer, s);
+  long last = -1;
+  for (int i = 0; i < n; i++) {
+    int k = bwd ? n - 1 - i : i;
+    long a = z3_coll(g, bwd ? "ds.ag.bwd" : "ds.ag", WL_COLL_ALLGATHER, R_DP,
+                     s[k].dense * g->pb, after);
+    long b = z3_coll(g, bwd ? "ds.ag.expert.bwd" : "ds.ag.expert", WL_COLL_ALLGATHER, R_DPX,
+                     s[k].expert * g->pb, after);
+    last = b >= 0 ? b : a >= 0 ? a : last;
+  }
+  return last;
+}
+
+/* DeepSpeed's host time for layer i's hooks in one pass (fetch and release
+ * of each sub-module; the figure is FSDP1's per-tensor one, see docs). */
+static double ds_host_s(const wl__gen *g, int layer)
+{
+  ds_sub s[4];
+  int n = ds_subs(g, layer, s), t = 0;
+  for (int i = 0; i < n; i++)
+    t += s[i].tensors;
+  t += g->m->norms_per_layer; /* the norms are sub-modules too, with their hooks */
+  return t * Z3_HOST_PER_TENSOR_S;
+}
+
+/* DeepSpeed's reduce buckets: gradients copied into the bucket as they are
+ * produced (contiguous_gradients), the bucket reduce-scattered on the "dp"
+ * stream when the next gradient would overflow reduce_bucket_size. */
+static void ds_grad(wl__gen *g, double dense, double expert)
+{
+  z3_copy(g, "ds.grad.copy", dense + expert, g->gb, g->gb);
+  if (g->ds_bucket_d + g->ds_bucket_x + dense + expert > DS_REDUCE_BUCKET &&
+      g->ds_bucket_d + g->ds_bucket_x > 0) {
+    wl__dp_push(g, wl__coll_s(g, S_DP, "ds.grad.rs", WL_COLL_REDUCESCATTER, R_DP,
+                              g->ds_bucket_d * g->gb, -1));
+    wl__dp_push(g, wl__coll_s(g, S_DP, "ds.grad.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                              g->ds_bucket_x * g->gb, -1));
+    g->ds_bucket_d = g->ds_bucket_x = 0;
+  }
+  g->ds_bucket_d += dense;
+  g->ds_bucket_x += expert;
+}
+
+static void ds_grad_flush(wl__gen *g)
+{
+  wl__dp_push(g, wl__coll_s(g, S_DP, "ds.grad.rs", WL_COLL_REDUCESCATTER, R_DP,
+                            g->ds_bucket_d * g->gb, -1));
+  wl__dp_push(g, wl__coll_s(g, S_DP, "ds.grad.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                            g->ds_bucket_x * g->gb, -1));
+  g->ds_bucket_d = g->ds_bucket_x = 0;
+}
+
+/* DeepSpeed keeps a parameter gathered after its forward when it is used
+ * again within stage3_max_reuse_distance fetched elements: layer i's next use
+ * is its backward, 2 x (parameters gathered after it) away. */
+static int ds_kept(const wl__gen *g, int first, int count, int layer)
+{
+  double after = 0; /* elements (whole parameters, as ds_numel counts them) */
+  for (int j = layer + 1; j < first + count; j++)
+    after += ds_gathered(g, j, 0) + ds_gathered(g, j, 1);
+  return 2 * after < DS_MAX_REUSE_DISTANCE;
+}
+
+/* ---- units under the frameworks' ZeRO-3 ------------------------------------------ */
+/* Host time of FSDP1's hooks for layer i in one pass (pre-forward unshard
+ * + post-forward reshard, or pre-backward unshard + post-backward reshard). */
+static double fsdp_host_s(const wl__gen *g, int layer)
+{
+  return z3_tensors(g, layer) * Z3_HOST_PER_TENSOR_S;
+}
+
+/* dp_impl=fsdp: gather layer i after its hook (which waits for `gate`, the
+ * rate limiter's free event: the compute op that ended the layer two back). */
+static long fsdp_gather(wl__gen *g, int layer, long gate, int bwd)
+{
+  long h = z3_host(g, bwd ? "fsdp.hook.bwd" : "fsdp.hook", fsdp_host_s(g, layer), gate);
+  g->z3_fend[layer - g->z3_first] = h;
+  return wl__z3_gather(g, layer, h, bwd);
+}
+
+/* dp_impl=fsdp2: copy layer i's all-gather output into its parameters
+ * (foreach_all_gather_copy_out: read and write the unsharded bytes). */
+static void fsdp2_copy_out(wl__gen *g, int layer)
+{
+  double p = wl__z3_bytes(g, layer, 0, 0) / g->pb + wl__z3_bytes(g, layer, 0, 1) / g->pb;
+  z3_copy(g, "fsdp2.ag.copy_out", p, g->pb, g->pb);
+}
+
+/* The forward of one unit under the frameworks' ZeRO-3 (dp_impl != megatron). */
+void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs)
+{
+  const wl_layout *l = g->l;
+  int impl = l->dp_impl, ngr = g->ngroups[c];
+  g->z3_first = first;
+  /* root unit (embedding, final norm, output): gathered once per micro-batch
+   * and kept to the end of backward (FSDP1 _post_forward_reshard skips the
+   * root; FSDP2 sets the root's reshard_after_forward to False; DeepSpeed
+   * re-uses the output layer at once, within max_reuse_distance) */
+  g->z3_root =
+      wl__coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP, wl__z3_root(g) * g->pb, -1);
+  wl__need(g, g->z3_root);
+  if (impl == WL_DP_FSDP)
+    for (int i = 0; i < 2 && i < count; i++)
+      g->z3_ag[i] = fsdp_gather(g, first + i, -1, 0);
+  else if (impl == WL_DP_FSDP2 && count > 0)
+    g->z3_ag[0] = wl__z3_gather(g, first, -1, 0);
+  else if (impl == WL_DP_DEEPSPEED && count > 0)
+    g->z3_ag[0] = ds_gather(g, first, -1, 0);
+  if (vs == 0) {
+    wl__param_wait(g, c, ngr - 1);
+    wl__embed_fwd(g);
+  }
+  for (int i = first; i < first + count; i++) {
+    int k = i - first, gi = (vs == last_vs) + 2 * (first + count - 1 - i);
+    wl__need(g, g->z3_ag[k]);
+    if (impl == WL_DP_FSDP) {
+      wl__need(g, g->z3_fend[k]);
+      wl__layer_fwd(g, i, c, gi);
+      /* the rate limiter (limit_all_gathers, two in flight): the hook of the
+       * layer two ahead runs once this layer's forward has freed it */
+      if (k + 2 < count)
+        g->z3_ag[k + 2] = fsdp_gather(g, i + 2, g->last_c, 0);
+    } else if (impl == WL_DP_FSDP2) {
+      fsdp2_copy_out(g, i);
+      /* implicit prefetch: the next layer's all-gather is issued as the CPU
+       * runs ahead, once this layer's copy-out has freed the buffer */
+      if (k + 1 < count)
+        g->z3_ag[k + 1] = wl__z3_gather(g, i + 1, g->last_c, 0);
+      wl__layer_fwd(g, i, c, gi);
+    } else {
+      /* DeepSpeed: the layer's hooks wait for the fetch two back (at most
+       * two fetch events outstanding), then prefetch the next layer */
+      long h = z3_host(g, "ds.hook", ds_host_s(g, i), k >= 2 ? g->z3_ag[k - 2] : -1);
+      if (k + 1 < count)
+        g->z3_ag[k + 1] = ds_gather(g, i + 1, h, 0);
+      wl__need(g, h);
+      wl__layer_fwd(g, i, c, gi);
+    }
+  }
+  if (vs == last_vs) {
+    wl__param_wait(g, c, 0);
+    wl__output_fwd(g);
+  }
+}
+
+void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs)
+{
+  const wl_layout *l = g->l;
+  int impl = l->dp_impl, ngr = g->ngroups[c];
+  g->z3_first = first;
+  int top = first + count - 1;
+  if (impl == WL_DP_FSDP)
+    for (int i = 0; i < 2 && i < count; i++)
+      g->z3_ag[count - 1 - i] = fsdp_gather(g, top - i, -1, 1);
+  else if (impl == WL_DP_FSDP2 && count > 0)
+    g->z3_ag[count - 1] = wl__z3_gather(g, top, -1, 1);
+  else if (impl == WL_DP_DEEPSPEED && count > 0)
+    g->z3_ag[count - 1] = ds_kept(g, first, count, top) ? -1 : ds_gather(g, top, -1, 1);
+  if (vs == last_vs) {
+    wl__output_bwd(g);
+    wl__group_done(g, c, 0);
+  }
+  for (int i = top; i >= first; i--) {
+    int k = i - first, gi = (vs == last_vs) + 2 * (first + count - 1 - i);
+    wl__need(g, g->z3_ag[k]);
+    if (impl == WL_DP_FSDP) {
+      wl__need(g, g->z3_fend[k]);
+      wl__layer_bwd(g, i, c, gi);
+      /* post-backward: the gradient cast to reduce_dtype when it differs
+       * from param_dtype (_reduce_grad), the reduce-scatter, then the hook
+       * of the layer two below (BACKWARD_PRE with the rate limiter) */
+      if (g->gb != g->pb)
+        z3_copy(g, "fsdp.rs.cast", (wl__z3_bytes(g, i, 0, 0) + wl__z3_bytes(g, i, 0, 1)) / g->pb,
+                g->pb, g->gb);
+      wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP,
+                                wl__z3_bytes(g, i, 1, 0), -1));
+      wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                                wl__z3_bytes(g, i, 1, 1), -1));
+      if (k - 2 >= 0)
+        g->z3_ag[k - 2] = fsdp_gather(g, i - 2, g->last_c, 1);
+    } else if (impl == WL_DP_FSDP2) {
+      fsdp2_copy_out(g, i);
+      /* explicit backward prefetch of one layer (the pre-backward hook) */
+      if (k >= 1)
+        g->z3_ag[k - 1] = wl__z3_gather(g, i - 1, g->last_c, 1);
+      wl__layer_bwd(g, i, c, gi);
+      /* foreach_reduce: the gradients copied into the reduce-scatter input
+       * in reduce_dtype (chunk_cat), then the reduce-scatter */
+      z3_copy(g, "fsdp2.rs.copy_in", (wl__z3_bytes(g, i, 0, 0) + wl__z3_bytes(g, i, 0, 1)) / g->pb,
+              g->pb, g->gb);
+      wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP,
+                                wl__z3_bytes(g, i, 1, 0), -1));
+      wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                                wl__z3_bytes(g, i, 1, 1), -1));
+    } else {
+      int k2 = k + 2 < count ? k + 2 : -1;
+      long h = z3_host(g, "ds.hook.bwd", ds_host_s(g, i), k2 >= 0 ? g->z3_ag[k2] : -1);
+      if (k >= 1)
+        g->z3_ag[k - 1] = ds_kept(g, first, count, i - 1) ? -1 : ds_gather(g, i - 1, h, 1);
+      wl__need(g, h);
+      wl__layer_bwd(g, i, c, gi);
+      wl__params lp;
+      wl__layer_params(g->m, l->tp, l->etp, l->ep, i, &lp);
+      ds_grad(g, lp.attn + lp.mlp, lp.expert);
+    }
+  }
+  if (vs == 0) {
+    wl__embed_bwd(g);
+    wl__group_done(g, c, ngr - 1);
+  }
+  if (impl == WL_DP_DEEPSPEED) {
+    ds_grad(g, wl__z3_root(g), 0);
+    ds_grad_flush(g);
+  } else {
+    wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
+                              wl__z3_root(g) * g->gb, -1));
+  }
+}
