@@ -65,6 +65,15 @@ double an_sweep_value(const an_sweep_row *r, const an_sweep_col *c)
   return NAN;
 }
 
+void an_sweep_row_clear(an_sweep_row *r)
+{
+  memset(r, 0, sizeof *r);
+  const double nan = NAN;
+  for (size_t i = 0; i < NUM_COLUMNS; i++)
+    if (columns[i].kind == AN_SW_NUM)
+      memcpy((char *)r + columns[i].off, &nan, sizeof nan);
+}
+
 static hid_t row_type(void)
 {
   hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(an_sweep_row));
@@ -548,5 +557,44 @@ int an_sweep_print_json(const an_sweep *s, const char *by, int desc, FILE *out, 
   }
   fputs("]}\n", out);
   free(idx);
+  return ST_OK;
+}
+
+/* ---- choosing rows (sweep.h) ---------------------------------------------------- */
+int an_sweep_keep(an_sweep *sw, const char *where, st_err *err)
+{
+  const char *eq = strchr(where, '=');
+  char col[64];
+  if (!eq || eq == where || (size_t)(eq - where) >= sizeof col)
+    return st_err_set(err, ST_EUSAGE, "--where '%s' is not COL=VALUE", where);
+  snprintf(col, sizeof col, "%.*s", (int)(eq - where), where);
+  const an_sweep_col *c = an_sweep_column(col);
+  if (!c)
+    return st_err_set(err, ST_EUSAGE, "--where '%s': no column '%s' (docs/sweep.md)", where, col);
+  const char *want = eq + 1;
+  char *end;
+  double num = strtod(want, &end);
+  if (c->kind != AN_SW_STR && (end == want || *end))
+    return st_err_set(err, ST_EUSAGE, "--where '%s': column '%s' holds numbers", where, col);
+  size_t k = 0;
+  for (size_t i = 0; i < sw->num_rows; i++) {
+    const an_sweep_row *r = &sw->rows[i];
+    int keep = c->kind == AN_SW_STR ? !strcmp((const char *)r + c->off, want)
+                                    : an_sweep_value(r, c) == num;
+    if (keep)
+      sw->rows[k++] = *r;
+  }
+  if (!k)
+    return st_err_set(err, ST_EINPUT, "sweep '%s': no row has %s", sw->path, where);
+  sw->num_rows = k;
+  /* the picture's title says which rows it draws */
+  st_buf b;
+  st_buf_init(&b);
+  st_buf_printf(&b, "%s, %s", sw->name ? sw->name : "", where);
+  char *name = st_buf_detach(&b, NULL);
+  if (name) {
+    free(sw->name);
+    sw->name = name;
+  }
   return ST_OK;
 }

@@ -47,6 +47,9 @@ typedef struct an_sweep_row {
   int32_t estimate_rank;  /* its 1-based rank by that estimate (0 in a sweep) */
 } an_sweep_row;
 
+/* A row with nothing in it: zeros, every number NaN ("does not apply"). */
+void an_sweep_row_clear(an_sweep_row *r);
+
 typedef struct an_sweep {
   char *path;      /* read from (an_sweep_read), or NULL */
   char kind[16];   /* "sweep", or "search": a search's candidates (status "ok" for the
@@ -75,6 +78,11 @@ int an_sweep_is_file(const char *path);
  * of another sweep (digest ... , 'a.h5' has ...)", "'c.h5' and 'd.h5' are
  * both shard 2 of 4", "shard 3 of 4 is missing (points 2, 7, ...)". */
 int an_sweep_merge(an_sweep *const *shards, size_t n, an_sweep *out, st_err *err);
+
+/* Keep the rows whose column equals the value of where, "COL=VALUE" (text
+ * as written, a number as a number) and name s after it ("name, COL=VALUE");
+ * an unknown column or a bad value is ST_EUSAGE, no row left ST_EINPUT. */
+int an_sweep_keep(an_sweep *s, const char *where, st_err *err);
 
 /* ---- columns: by name, for sorting, printing and plotting ---- */
 typedef enum an_sweep_kind { AN_SW_INT, AN_SW_NUM, AN_SW_STR } an_sweep_kind;

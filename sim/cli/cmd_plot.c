@@ -34,46 +34,6 @@ static void usage(FILE *out)
           "  -h, --help    this help\n");
 }
 
-/* --where COL=VALUE: keep the rows whose column equals the value (text as
- * written, a number as a number); none left is an error. */
-static int keep_rows(an_sweep *sw, const char *where, st_err *err)
-{
-  const char *eq = strchr(where, '=');
-  char col[64];
-  if (!eq || eq == where || (size_t)(eq - where) >= sizeof col)
-    return st_err_set(err, ST_EUSAGE, "--where '%s' is not COL=VALUE", where);
-  snprintf(col, sizeof col, "%.*s", (int)(eq - where), where);
-  const an_sweep_col *c = an_sweep_column(col);
-  if (!c)
-    return st_err_set(err, ST_EUSAGE, "--where '%s': no column '%s' (docs/sweep.md)", where, col);
-  const char *want = eq + 1;
-  char *end;
-  double num = strtod(want, &end);
-  if (c->kind != AN_SW_STR && (end == want || *end))
-    return st_err_set(err, ST_EUSAGE, "--where '%s': column '%s' holds numbers", where, col);
-  size_t k = 0;
-  for (size_t i = 0; i < sw->num_rows; i++) {
-    const an_sweep_row *r = &sw->rows[i];
-    int keep = c->kind == AN_SW_STR ? !strcmp((const char *)r + c->off, want)
-                                    : an_sweep_value(r, c) == num;
-    if (keep)
-      sw->rows[k++] = *r;
-  }
-  if (!k)
-    return st_err_set(err, ST_EINPUT, "sweep '%s': no row has %s", sw->path, where);
-  sw->num_rows = k;
-  /* the picture's title says which rows it draws */
-  st_buf b;
-  st_buf_init(&b);
-  st_buf_printf(&b, "%s, %s", sw->name ? sw->name : "", where);
-  char *name = st_buf_detach(&b, NULL);
-  if (name) {
-    free(sw->name);
-    sw->name = name;
-  }
-  return ST_OK;
-}
-
 const char cmd_plot_help[] = "SVG pictures of a results file: timeline, per-rank breakdown, links";
 
 int cmd_plot(int argc, char **argv)
@@ -161,7 +121,7 @@ int cmd_plot(int argc, char **argv)
     an_sweep *sw;
     if (an_sweep_read(path, &sw, &err))
       return cli_fail(&err);
-    if (where && keep_rows(sw, where, &err)) {
+    if (where && an_sweep_keep(sw, where, &err)) {
       an_sweep_destroy(sw);
       return cli_fail(&err);
     }

@@ -56,7 +56,7 @@ static int print_plan(const drv_sweep_spec *s, int shards, int json)
   double *load = malloc(((size_t)shards + 1) * sizeof *load);
   int *shard_of = malloc(((size_t)n + 1) * sizeof *shard_of);
   int rc = 0;
-  if (!cost || !load || !shard_of || drv_sweep_plan(s, shards, cost, shard_of, load)) {
+  if (!cost || !load || !shard_of || drv_sweep_plan(s, shards, cost, shard_of, load, NULL)) {
     st_err e;
     st_err_set(&e, ST_ENOMEM, "sweep: out of memory planning %d points", n);
     rc = cli_fail(&e);

@@ -438,12 +438,14 @@ typedef struct drv_sweep_point_t {
 /* Point index (0..num_points-1) of the grid; ST_EUSAGE outside. */
 int drv_sweep_point(const drv_sweep_spec *s, int index, drv_sweep_point_t *p);
 /* The point's simulation cost in seconds, estimated without simulating
- * (drv_sweep.c's header). */
-double drv_sweep_cost(const drv_sweep_spec *s, const drv_sweep_point_t *p);
+ * (drv_sweep.c's header); *num_gpus (may be NULL) its cluster's GPUs, 0 when
+ * the cluster does not load. */
+double drv_sweep_cost(const drv_sweep_spec *s, const drv_sweep_point_t *p, int *num_gpus);
 /* Every point's cost and shard (1..shards; longest processing time first),
- * load[k] the cost of shard k+1.  Returns 0 or ST_ENOMEM. */
+ * load[k] the cost of shard k+1, gpus[i] (may be NULL) point i's GPUs.
+ * Returns 0 or ST_ENOMEM. */
 int drv_sweep_plan(const drv_sweep_spec *s, int shards, double *cost, int *shard_of,
-                   double *load);
+                   double *load, int *gpus);
 /* The rule itself: points (costs cost[0..n-1]) costliest first (ties: the
  * lower point) to the shard with the least cost so far (ties: the lower
  * shard).  ord is scratch of n ints. */
@@ -462,6 +464,9 @@ void drv_sweep_opts_init(drv_sweep_opts *o);
  * point; out->shard and shards as asked).  A point that fails, crashes or
  * runs out of time is recorded in its row and the others still run;
  * *failed counts them.  Returns 0, or an error when nothing could be run. */
+/* The numbers of a simulated step into a sweep row (num_gpus and the
+ * step's figures; the inputs stay). */
+void drv_sweep_row_summary(an_sweep_row *row, const an_summary *u);
 int drv_sweep_run(const drv_sweep_spec *s, const drv_sweep_opts *o, an_sweep *out, int *failed,
                   st_err *err);
 

@@ -38,7 +38,7 @@ static char *options_json(const drv_search_opts *o, const drv_search *s)
 static void fill_row(const drv_search_opts *o, const drv_search *s, const drv_candidate *c,
                      an_sweep_row *r)
 {
-  memset(r, 0, sizeof *r);
+  an_sweep_row_clear(r);
   r->point = c->estimate_rank - 1;
   snprintf(r->model, sizeof r->model, "%s", o->model);
   snprintf(r->request, sizeof r->request, "search");
@@ -49,12 +49,6 @@ static void fill_row(const drv_search_opts *o, const drv_search *s, const drv_ca
   r->seq = s->seq;
   snprintf(r->dtype, sizeof r->dtype, "%s", o->dtype ? o->dtype : "");
   snprintf(r->layout, sizeof r->layout, "%s", c->layout);
-  double *nums[] = {&r->step_time_s, &r->tokens_per_step, &r->tokens_per_s,
-                    &r->tokens_per_s_per_gpu, &r->model_tflops_per_gpu, &r->mfu,
-                    &r->compute_s, &r->exposed_comm_s, &r->bubble_s, &r->train_steps,
-                    &r->time_to_train_s, &r->cost_usd, &r->energy_MWh, &r->cost_estimate_s};
-  for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
-    *nums[k] = NAN;
   r->peak_memory_bytes = c->peak_memory_bytes;
   r->estimate_step_s = c->estimate_s;
   r->estimate_rank = c->estimate_rank;
@@ -68,20 +62,8 @@ static void fill_row(const drv_search_opts *o, const drv_search *s, const drv_ca
     return;
   }
   snprintf(r->status, sizeof r->status, "ok");
-  const an_summary *u = &c->sum;
-  r->step_time_s = u->step_time_s;
-  r->tokens_per_step = u->tokens_per_step;
-  r->tokens_per_s = u->tokens_per_s;
-  r->tokens_per_s_per_gpu = u->tokens_per_s_per_gpu;
-  r->model_tflops_per_gpu = u->model_tflops_per_gpu;
-  r->mfu = u->mfu;
-  r->compute_s = u->compute_s;
-  r->exposed_comm_s = u->exposed_comm_s;
-  r->bubble_s = u->bubble_s;
-  r->train_steps = u->train_steps;
-  r->time_to_train_s = u->time_to_train_s;
-  r->cost_usd = u->cost_usd;
-  r->energy_MWh = u->energy_MWh;
+  drv_sweep_row_summary(r, &c->sum);
+  r->peak_memory_bytes = c->peak_memory_bytes; /* the memory model's, as for the others */
 }
 
 int drv_search_sweep(const drv_search_opts *o, const drv_search *s, an_sweep *out, st_err *err)

@@ -605,16 +605,20 @@ double drv_layout_cost(const wl_model *m, const char *spec, const plat_cluster *
   return c;
 }
 
-double drv_sweep_cost(const drv_sweep_spec *s, const drv_sweep_point_t *p)
+double drv_sweep_cost(const drv_sweep_spec *s, const drv_sweep_point_t *p, int *num_gpus)
 {
   wl_model m;
   plat_cluster *cl = NULL;
   st_err e;
   st_err_clear(&e);
   double c = COST_PER_POINT_S;
-  if (drv_model_load(s->models[p->model].path, NULL, p->seq, &m, &e))
+  if (num_gpus)
+    *num_gpus = 0;
+  if (plat_cluster_load(p->cluster_arg, &cl, &e))
     return c;
-  if (!plat_cluster_load(p->cluster_arg, &cl, &e)) {
+  if (num_gpus)
+    *num_gpus = cl->num_gpus;
+  if (!drv_model_load(s->models[p->model].path, NULL, p->seq, &m, &e)) {
     if (!p->search) {
       c = drv_layout_cost(&m, p->layout, cl);
     } else {
@@ -623,9 +627,9 @@ double drv_sweep_cost(const drv_sweep_spec *s, const drv_sweep_point_t *p)
       snprintf(spec, sizeof spec, "tp=%d,gbs=%d", cl->gpus_per_node, p->gbs);
       c = COST_PER_POINT_S + s->search_top * drv_layout_cost(&m, spec, cl);
     }
-    plat_cluster_destroy(cl);
+    wl_model_release(&m);
   }
-  wl_model_release(&m);
+  plat_cluster_destroy(cl);
   return c;
 }
 
@@ -661,7 +665,7 @@ void drv_sweep_assign(const double *cost, int n, int shards, int *ord, int *shar
 }
 
 int drv_sweep_plan(const drv_sweep_spec *s, int shards, double *cost, int *shard_of,
-                   double *load)
+                   double *load, int *gpus)
 {
   int n = s->num_points;
   int *ord = malloc(((size_t)n + 1) * sizeof *ord);
@@ -670,7 +674,7 @@ int drv_sweep_plan(const drv_sweep_spec *s, int shards, double *cost, int *shard
   for (int i = 0; i < n; i++) {
     drv_sweep_point_t p;
     drv_sweep_point(s, i, &p);
-    cost[i] = drv_sweep_cost(s, &p);
+    cost[i] = drv_sweep_cost(s, &p, gpus ? &gpus[i] : NULL);
   }
   drv_sweep_assign(cost, n, shards, ord, shard_of, load);
   free(ord);

@@ -27,7 +27,7 @@ typedef struct sweep_ctx {
   an_sweep_row *rows; /* [ntodo] */
 } sweep_ctx;
 
-static void take_summary(an_sweep_row *row, const an_summary *u)
+void drv_sweep_row_summary(an_sweep_row *row, const an_summary *u)
 {
   row->num_gpus = u->num_gpus;
   row->step_time_s = u->step_time_s;
@@ -63,7 +63,7 @@ static int run_point(const drv_sweep_spec *s, const drv_sweep_point_t *p, an_swe
   drv_run r;
   int rc = drv_run_job(&j, &r, err);
   if (!rc) {
-    take_summary(row, &r.sum);
+    drv_sweep_row_summary(row, &r.sum);
     snprintf(row->layout, sizeof row->layout, "%s",
              r.wl->meta.layout ? r.wl->meta.layout : p->layout);
   }
@@ -91,7 +91,7 @@ static int search_point(const drv_sweep_spec *s, const drv_sweep_point_t *p, an_
   int rc = drv_search_run(&o, &r, err);
   if (!rc) {
     if (r.simulated > 0 && r.num > 0 && !r.cands[0].failed) {
-      take_summary(row, &r.cands[0].sum);
+      drv_sweep_row_summary(row, &r.cands[0].sum);
       snprintf(row->layout, sizeof row->layout, "%s", r.cands[0].layout);
       row->estimate_step_s = r.cands[0].estimate_s;
       row->estimate_rank = r.cands[0].estimate_rank;
@@ -160,7 +160,7 @@ static void point_done(void *u, int i, const drv_answer *a)
 static void row_init(const drv_sweep_spec *s, const drv_sweep_point_t *p, double cost,
                      int num_gpus, an_sweep_row *row)
 {
-  memset(row, 0, sizeof *row);
+  an_sweep_row_clear(row);
   row->point = p->index;
   snprintf(row->model, sizeof row->model, "%s", s->models[p->model].name);
   snprintf(row->request, sizeof row->request, "%s", p->request);
@@ -172,15 +172,7 @@ static void row_init(const drv_sweep_spec *s, const drv_sweep_point_t *p, double
   snprintf(row->dtype, sizeof row->dtype, "%s", p->dtype ? p->dtype : "");
   snprintf(row->status, sizeof row->status, "failed");
   snprintf(row->layout, sizeof row->layout, "%s", p->layout);
-  double *nums[] = {&row->step_time_s, &row->tokens_per_step, &row->tokens_per_s,
-                    &row->tokens_per_s_per_gpu, &row->model_tflops_per_gpu, &row->mfu,
-                    &row->compute_s, &row->exposed_comm_s, &row->bubble_s,
-                    &row->peak_memory_bytes, &row->train_steps, &row->time_to_train_s,
-                    &row->cost_usd, &row->energy_MWh};
-  for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
-    *nums[k] = NAN;
   row->cost_estimate_s = cost;
-  row->estimate_step_s = NAN;
 }
 
 int drv_sweep_run(const drv_sweep_spec *s, const drv_sweep_opts *o, an_sweep *out, int *failed,
@@ -196,13 +188,14 @@ int drv_sweep_run(const drv_sweep_spec *s, const drv_sweep_opts *o, an_sweep *ou
   double *load = malloc(((size_t)o->shards + 1) * sizeof *load);
   int *shard_of = malloc(((size_t)n + 1) * sizeof *shard_of);
   int *todo = malloc(((size_t)n + 1) * sizeof *todo);
+  int *gpus = malloc(((size_t)n + 1) * sizeof *gpus);
   an_sweep_row *rows = calloc((size_t)n + 1, sizeof *rows);
   int rc = ST_OK;
-  if (!cost || !load || !shard_of || !todo || !rows) {
+  if (!cost || !load || !shard_of || !todo || !gpus || !rows) {
     rc = st_err_set(err, ST_ENOMEM, "sweep: out of memory for %d points", n);
     goto out;
   }
-  if ((rc = drv_sweep_plan(s, o->shards, cost, shard_of, load))) {
+  if ((rc = drv_sweep_plan(s, o->shards, cost, shard_of, load, gpus))) {
     rc = st_err_set(err, rc, "sweep: out of memory planning %d points", n);
     goto out;
   }
@@ -212,15 +205,7 @@ int drv_sweep_run(const drv_sweep_spec *s, const drv_sweep_opts *o, an_sweep *ou
       continue;
     drv_sweep_point_t p;
     drv_sweep_point(s, i, &p);
-    plat_cluster *cl = NULL;
-    st_err e;
-    st_err_clear(&e);
-    int gpus = 0;
-    if (!plat_cluster_load(p.cluster_arg, &cl, &e)) {
-      gpus = cl->num_gpus;
-      plat_cluster_destroy(cl);
-    }
-    row_init(s, &p, cost[i], gpus, &rows[k]);
+    row_init(s, &p, cost[i], gpus[i], &rows[k]);
     todo[k++] = i;
   }
   if (o->progress) {
@@ -263,6 +248,7 @@ out:
   }
   free(rows);
   free(todo);
+  free(gpus);
   free(shard_of);
   free(load);
   free(cost);
