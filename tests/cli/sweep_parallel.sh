@@ -59,6 +59,9 @@ host=$1
 shift
 [ "${1:-}" = -- ] && shift
 echo "$host: $*" >>"$(dirname "$0")/ssh.log"
+# sshd starts the login shell with SHELL set (from the password file);
+# parallel's remote side runs the job with $SHELL
+export SHELL=/bin/sh
 exec sh -c "$*"
 SSH
 chmod +x "$tmp/ssh"
