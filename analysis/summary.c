@@ -6,7 +6,8 @@
  *   tokens_per_s         tokens_per_step / step_time_s
  *   model_tflops_per_gpu model FLOPs per step / step_time_s / num_gpus / 1e12
  *   mfu                  model_tflops_per_gpu / device dense peak of the
- *                        workload's dtype
+ *                        workload's dtype (node groups: the mean peak of the
+ *                        job's GPUs)
  *   compute_s, exposed_comm_s, overlapped_comm_s, bubble_s, idle_s
  *                        means over ranks, per step
  */
@@ -29,10 +30,10 @@ void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_
   s->tokens_per_s_per_gpu = s->tokens_per_s / s->num_gpus;
   s->model_flops_per_step = wl->meta.model_flops_per_step;
   s->model_tflops_per_gpu = s->model_flops_per_step / s->step_time_s / s->num_gpus / 1e12;
-  double peak = NAN;
-  if (cl && wl->meta.dtype >= 0 && wl->meta.dtype < WL_DTYPE_COUNT &&
-      cl->device.peak_flops[wl->meta.dtype] > 0)
-    peak = cl->device.peak_flops[wl->meta.dtype];
+  double peak = NAN; /* per GPU, the mean over the job's GPUs (node groups differ) */
+  int dt = wl->meta.dtype;
+  if (cl && dt >= 0 && dt < WL_DTYPE_COUNT && plat_gpus_min(cl, s->num_gpus, plat_dev_peak, &dt) > 0)
+    peak = plat_gpus_sum(cl, s->num_gpus, plat_dev_peak, &dt) / s->num_gpus;
   s->mfu = s->model_tflops_per_gpu * 1e12 / peak;
   double c = 0, e = 0, o = 0, b = 0, i = 0;
   for (size_t k = 0; k < m->num_ranks; k++) {
@@ -49,7 +50,9 @@ void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_
   s->bubble_s = b / n;
   s->idle_s = i / n;
   s->peak_memory_bytes = wl->meta.peak_memory_bytes;
-  s->device_memory_bytes = cl ? cl->device.hbm_bytes : NAN;
+  /* the least of the job's devices: each group is checked against its own
+   * (drv_run), the summary names the tightest */
+  s->device_memory_bytes = cl ? plat_gpus_min(cl, s->num_gpus, plat_dev_hbm, NULL) : NAN;
   s->sim_wall_s = m->wall_s;
   s->events = (double)m->events;
   s->simulated_ranks = m->simulated_ranks > 0 ? (double)m->simulated_ranks : (double)m->num_ranks;

@@ -19,8 +19,15 @@ void an_power_from_cluster(const plat_cluster *cl, an_power *p)
 {
   memset(p, 0, sizeof *p);
   p->tdp_W = cl && cl->device.tdp_W > 0 ? cl->device.tdp_W : NAN;
-  p->idle_W = p->tdp_W * AN_IDLE_FRACTION;
   p->host_W_per_gpu = cl && cl->gpus_per_node > 0 ? cl->host_power_W / cl->gpus_per_node : NAN;
+  if (cl && cl->num_groups > 1) { /* node groups: the means over the cluster's GPUs */
+    double t = plat_gpus_sum(cl, cl->num_gpus, plat_dev_tdp, NULL) / cl->num_gpus, h = 0;
+    p->tdp_W = t > 0 ? t : NAN;
+    for (int k = 0; k < cl->num_groups; k++)
+      h += cl->groups[k].num_nodes * cl->groups[k].host_power_W;
+    p->host_W_per_gpu = h / cl->num_gpus;
+  }
+  p->idle_W = p->tdp_W * AN_IDLE_FRACTION;
 }
 
 /* The fewest whole steps that train at least `tokens`: ceil of the quotient,

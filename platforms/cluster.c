@@ -257,17 +257,17 @@ double plat_host_power_default(const plat_device *d, int gpus_per_node)
 static const char *intra_name(int k) { return plat_intra_kind_name(k); }
 static const char *fabric_name(int k) { return plat_fabric_kind_name(k); }
 
-static int parse_node(const st_jrd *j, const cJSON *node, plat_cluster *c)
+int plat__parse_node(const st_jrd *j, const st_jpath *up, const cJSON *node, plat_cluster *c)
 {
   static const char *const keys[] = {"gpus", "intra", "nics", "pcie", "host_power_W", NULL};
   static const char *const ikeys[] = {"kind", "links_per_gpu", "link_GBps", "lat_us", "nvls", NULL};
   static const char *const nkeys[] = {"count", "Gbps", "lat_us", NULL};
   static const char *const pkeys[] = {"GBps", "lat_us", NULL};
-  st_jpath at_node = {NULL, "node", 0}, at_intra = {&at_node, "intra", 0};
+  st_jpath at_node = {up, "node", 0}, at_intra = {&at_node, "intra", 0};
   st_jpath at_nics = {&at_node, "nics", 0}, at_pcie = {&at_node, "pcie", 0};
   int rc;
   if (!node)
-    return st_jrd_missing(j, NULL, "node");
+    return st_jrd_missing(j, up, "node");
   if ((rc = st_jrd_members(j, &at_node, node, keys, -1, NULL)) ||
       (rc = get_int(j, &at_node, node, "gpus", INT_MIN, 1, &c->gpus_per_node)))
     return rc;
@@ -551,6 +551,28 @@ int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
   return ST_OK;
 }
 
+/* A spec without groups: its node count, device and node. */
+static int spec_device_node(const st_jrd *j, const char *what, const cJSON *root, plat_cluster *c,
+                            st_err *err)
+{
+  const char *device = NULL;
+  int rc = get_int(j, NULL, root, "nodes", 1, 1, &c->default_nodes);
+  const cJSON *dv = cJSON_GetObjectItemCaseSensitive(root, "device");
+  if (!rc)
+    rc = dv ? st_jrd_string(j, NULL, dv, &device) : st_jrd_missing(j, NULL, "device");
+  if (!rc && (rc = plat__device_find(device, &c->device, err)))
+    st_err_prefix(err, "%s: key 'device': ", what);
+  if (!rc) { /* memory a job can use, when it is not the device's (another part, a reserve) */
+    double gb;
+    rc = get_num(j, NULL, root, "device_memory_GB", 0, 0, 0, &gb);
+    if (!rc && gb > 0)
+      c->device.hbm_bytes = gb * 1e9;
+  }
+  if (!rc)
+    rc = plat__parse_node(j, NULL, cJSON_GetObjectItemCaseSensitive(root, "node"), c);
+  return rc;
+}
+
 int plat__spec_parse(const char *what, const char *text, int nodes_override, plat_cluster **out,
                      st_err *err)
 {
@@ -558,31 +580,25 @@ int plat__spec_parse(const char *what, const char *text, int nodes_override, pla
   if (st_json_parse(text, strlen(text), what, &root, err))
     return ST_EINPUT;
   st_jrd j = {what, "docs/platforms.md", err};
-  static const char *const keys[] = {"name", "description", "nodes", "device", "device_memory_GB",
-                                     "node", "fabric", NULL};
+  static const char *const keys[] = {"name", "description", "nodes",  "device", "device_memory_GB",
+                                     "node", "fabric",      "groups", NULL};
   plat_cluster *c = calloc(1, sizeof *c);
   int rc = c ? ST_OK : st_err_set(err, ST_ENOMEM, "out of memory");
   if (!rc)
     rc = st_jrd_members(&j, NULL, root, keys, -1, NULL);
-  const char *name = NULL, *device = NULL;
+  const char *name = NULL;
   const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
   if (!rc)
     rc = nm ? st_jrd_string(&j, NULL, nm, &name) : st_jrd_missing(&j, NULL, "name");
-  if (!rc)
-    rc = get_int(&j, NULL, root, "nodes", 1, 1, &c->default_nodes);
-  const cJSON *dv = cJSON_GetObjectItemCaseSensitive(root, "device");
-  if (!rc)
-    rc = dv ? st_jrd_string(&j, NULL, dv, &device) : st_jrd_missing(&j, NULL, "device");
-  if (!rc && (rc = plat__device_find(device, &c->device, err)))
-    st_err_prefix(err, "%s: key 'device': ", what);
-  if (!rc) { /* memory a job can use, when it is not the device's (another part, a reserve) */
-    double gb;
-    rc = get_num(&j, NULL, root, "device_memory_GB", 0, 0, 0, &gb);
-    if (!rc && gb > 0)
-      c->device.hbm_bytes = gb * 1e9;
+  const cJSON *groups = cJSON_GetObjectItemCaseSensitive(root, "groups");
+  if (!rc && groups) {
+    rc = plat__groups_parse(&j, root, groups, c);
+    if (!rc && nodes_override > 0)
+      rc = st_err_set(err, ST_EINPUT, "%s: a spec with groups has its node count per group; "
+                      "':%d' cannot change it", what, nodes_override);
+  } else if (!rc) {
+    rc = spec_device_node(&j, what, root, c, err);
   }
-  if (!rc)
-    rc = parse_node(&j, cJSON_GetObjectItemCaseSensitive(root, "node"), c);
   if (!rc) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "fabric");
     rc = f ? parse_fabric(&j, f, c) : st_jrd_missing(&j, NULL, "fabric");
@@ -590,14 +606,18 @@ int plat__spec_parse(const char *what, const char *text, int nodes_override, pla
   if (!rc) {
     c->num_nodes = nodes_override > 0 ? nodes_override : c->default_nodes;
     rc = plat__cluster_finish(c, what, err);
+    if (!rc && c->num_groups)
+      rc = plat__groups_finish(c, what, err);
   }
   if (!rc) {
     if (nodes_override > 0)
       snprintf(c->name, sizeof c->name, "%s:%d", name, c->num_nodes);
     else
       snprintf(c->name, sizeof c->name, "%s", name);
-    cJSON_DeleteItemFromObjectCaseSensitive(root, "nodes");
-    cJSON_AddNumberToObject(root, "nodes", c->num_nodes);
+    if (!c->num_groups) {
+      cJSON_DeleteItemFromObjectCaseSensitive(root, "nodes");
+      cJSON_AddNumberToObject(root, "nodes", c->num_nodes);
+    }
     c->spec_json = cJSON_PrintUnformatted(root);
     if (!c->spec_json)
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
@@ -680,5 +700,6 @@ void plat_cluster_destroy(plat_cluster *c)
     return;
   free(c->spec_json);
   free(c->xml_path);
+  free(c->groups);
   free(c);
 }

@@ -54,6 +54,14 @@ int plat__spec_parse(const char *what, const char *text, int nodes_override, pla
 /* Validate and derive: levels, m_i, num_links (called by the parser). */
 int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err);
 
+/* A spec's "node" object under `up` (NULL: the top) onto c (its device set). */
+int plat__parse_node(const st_jrd *j, const st_jpath *up, const struct cJSON *node, plat_cluster *c);
+/* groups.c: the spec's "groups" array into c->groups, and c's node fields
+ * from group 0; then, after the fabric, each group checked as a cluster. */
+int plat__groups_parse(const st_jrd *j, const struct cJSON *root, const struct cJSON *groups,
+                       plat_cluster *c);
+int plat__groups_finish(plat_cluster *c, const char *what, st_err *err);
+
 /* SimGrid XML platform: count hosts gpu-<g>, read simtrain.* properties. */
 int plat__xml_load(const char *path, plat_cluster **out, st_err *err);
 

@@ -57,6 +57,19 @@ typedef enum plat_fabric_kind {
   PLAT_FABRIC_COUNT
 } plat_fabric_kind;
 
+/* A node group of a cluster (platforms/groups.c): nodes first_node ..
+ * first_node + num_nodes - 1, with their own device and links. */
+typedef struct plat_group {
+  char name[48];       /* the spec's "name", else its preset's or device's name */
+  int first_node, num_nodes;
+  int gpus_per_node, nics_per_node, intra_kind; /* the same in every group */
+  plat_device device;
+  double intra_link_Bps, intra_Bps, intra_lat_s;
+  int intra_links_per_gpu, nvls;
+  double nic_Bps, nic_lat_s, pcie_Bps, pcie_lat_s;
+  double host_power_W;
+} plat_group;
+
 typedef struct plat_cluster plat_cluster;
 struct plat_cluster {
   char name[64];      /* preset or file name */
@@ -99,7 +112,38 @@ struct plat_cluster {
   int default_nodes;       /* node count of the spec when NAME has no :NODES */
   double host_power_W;     /* a node's non-GPU power (CPUs, memory, NICs, switches, fans) at
                               full load: node.host_power_W, or plat_host_power_default */
+  /* ---- node groups (spec key "groups"; docs/platforms.md) ---- */
+  int num_groups;          /* 0: every node alike; else the groups, in node order, and the
+                              fields above (device, intra_*, nic_*, pcie_*, nvls,
+                              host_power_W) are group 0's */
+  plat_group *groups;      /* owned */
 };
+
+/* The group of a node or GPU (0 when the cluster has no groups). */
+int plat_node_group(const plat_cluster *c, int node);
+int plat_gpu_group(const plat_cluster *c, int gpu);
+/* The device GPU gpu is (its group's, or the cluster's). */
+const plat_device *plat_gpu_device(const plat_cluster *c, int gpu);
+/* *v = *c with the group-dependent fields those of g. */
+void plat_group_apply(plat_cluster *v, const plat_group *g);
+/* The cluster as the n GPUs gpus[] see it together: *v = *c with the
+ * group-dependent fields the least of the groups the GPUs are in (each rate
+ * the least, each latency the most, NVLS where all have it, the device of
+ * the lowest peak), as a collective library across them settles on.  v
+ * shares c's pointers: it must not be destroyed, nor outlive c. */
+void plat_cluster_view(const plat_cluster *c, const int32_t *gpus, int n, plat_cluster *v);
+/* Over GPUs 0 .. n-1 (those a job of n ranks runs on): the sum, and the
+ * least, of per_gpu(the GPU's device, u). */
+double plat_gpus_sum(const plat_cluster *c, int n,
+                     double (*per_gpu)(const plat_device *, void *), void *u);
+double plat_gpus_min(const plat_cluster *c, int n,
+                     double (*per_gpu)(const plat_device *, void *), void *u);
+/* per_gpu functions: the peak of dtype (u points at a wl_dtype int), HBM
+ * bytes, TDP, list price per GPU-hour. */
+double plat_dev_peak(const plat_device *d, void *dtype);
+double plat_dev_hbm(const plat_device *d, void *u);
+double plat_dev_tdp(const plat_device *d, void *u);
+double plat_dev_price(const plat_device *d, void *u);
 
 /* NAME[:NODES] (a preset), FILE.json (a cluster spec) or FILE.xml (SimGrid
  * platform whose hosts are named gpu-0 ... gpu-(N-1)). */

@@ -286,6 +286,23 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
 
 static const char *const dir_name[2] = {"up", "down"};
 
+/* The node-level worth of node's links: its group's (groups.c), or the
+ * cluster's. */
+typedef struct node_worth {
+  double intra_link_Bps, intra_Bps, intra_lat_s, pcie_Bps, pcie_lat_s, nic_Bps, nic_lat_s;
+} node_worth;
+
+static node_worth worth_of(const plat_cluster *c, long node)
+{
+  if (c->num_groups > 1) {
+    const plat_group *g = &c->groups[plat_node_group(c, (int)node)];
+    return (node_worth){g->intra_link_Bps, g->intra_Bps, g->intra_lat_s, g->pcie_Bps,
+                        g->pcie_lat_s,     g->nic_Bps,   g->nic_lat_s};
+  }
+  return (node_worth){c->intra_link_Bps, c->intra_Bps, c->intra_lat_s, c->pcie_Bps,
+                      c->pcie_lat_s,     c->nic_Bps,   c->nic_lat_s};
+}
+
 void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_link_info *o)
 {
   memset(o, 0, sizeof *o);
@@ -293,39 +310,46 @@ void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_li
   if (id < L->pcie_base) {
     long r = id - L->intra_base;
     o->kind = PLAT_LINK_INTRA;
-    o->lat_s = c->intra_lat_s;
     if (c->intra_kind == PLAT_INTRA_CUBEMESH) {
       long g = r / 4, node = g / 8;
+      node_worth w = worth_of(c, node);
       int l = (int)(g % 8), slot = (int)(r % 4), j = 0;
       for (int k = 0, s = 0; k < 8; k++)
         if (cube_lanes[l][k] && s++ == slot)
           j = k;
       snprintf(o->name, sizeof o->name, "nvl-%ld-%ld", g, node * 8 + j);
-      o->bw_Bps = cube_lanes[l][j] * c->intra_link_Bps;
+      o->bw_Bps = cube_lanes[l][j] * w.intra_link_Bps;
+      o->lat_s = w.intra_lat_s;
     } else if (c->intra_kind == PLAT_INTRA_FULLMESH) {
       long g = r / (gpn - 1);
+      node_worth w = worth_of(c, g / gpn);
       int l = (int)(g % gpn), j = (int)(r % (gpn - 1));
       if (j >= l)
         j++;
       snprintf(o->name, sizeof o->name, "mesh-%ld-%ld", g, g - l + j);
-      o->bw_Bps = c->intra_link_Bps;
+      o->bw_Bps = w.intra_link_Bps;
+      o->lat_s = w.intra_lat_s;
     } else {
+      node_worth w = worth_of(c, r / 2 / gpn);
       snprintf(o->name, sizeof o->name, "nvl-%ld-%s", r / 2, dir_name[r % 2]);
-      o->bw_Bps = c->intra_Bps;
+      o->bw_Bps = w.intra_Bps;
+      o->lat_s = w.intra_lat_s;
     }
   } else if (id < L->nic_base) {
     long r = id - L->pcie_base;
+    node_worth w = worth_of(c, r / 2 / gpn);
     snprintf(o->name, sizeof o->name, "pcie-%ld-%s", r / 2, dir_name[r % 2]);
     o->kind = PLAT_LINK_PCIE;
-    o->bw_Bps = c->pcie_Bps;
-    o->lat_s = c->pcie_lat_s;
+    o->bw_Bps = w.pcie_Bps;
+    o->lat_s = w.pcie_lat_s;
   } else if (id < L->fab_base) {
     long r = id - L->nic_base, q = r / 2;
+    node_worth w = worth_of(c, q / c->nics_per_node);
     snprintf(o->name, sizeof o->name, "nic-%ld-%ld-%s", q / c->nics_per_node,
              q % c->nics_per_node, dir_name[r % 2]);
     o->kind = PLAT_LINK_NIC;
-    o->bw_Bps = c->nic_Bps;
-    o->lat_s = c->nic_lat_s;
+    o->bw_Bps = w.nic_Bps;
+    o->lat_s = w.nic_lat_s;
   } else if (c->fabric_kind == PLAT_FABRIC_TORUS) {
     long r = id - L->fab_base;
     static const char axis[3] = {'x', 'y', 'z'};
@@ -452,6 +476,11 @@ double plat_cluster_bisection_Bps(const plat_cluster *c)
   /* Whole nodes on each side: the NICs' capacity, then each fabric level's
    * up-link capacity; the cut crosses half of the smallest. */
   double nics = (double)c->num_nodes * c->nics_per_node * c->nic_Bps;
+  if (c->num_groups > 1) {
+    nics = 0;
+    for (int k = 0; k < c->num_groups; k++)
+      nics += (double)c->groups[k].num_nodes * c->nics_per_node * c->groups[k].nic_Bps;
+  }
   double best = nics;
   if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
     for (int i = 2; i <= L.h; i++) {

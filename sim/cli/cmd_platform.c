@@ -48,15 +48,17 @@ static const char *kind_name(int k)
   return k >= 0 && k < PLAT_LINK_KIND_COUNT ? n[k] : "?";
 }
 
-static void print_summary(const plat_cluster *c)
+/* A node's lines: device, power, intra-node, PCIe (the cluster's, or a
+ * group's through a view); `in` indents them under a group's heading. */
+static void print_node(const plat_cluster *c, const char *in)
 {
   const plat_device *d = &c->device;
-  printf("cluster        %s\n", c->name);
-  printf("device         %s: fp32 %g, tf32 %g, bf16 %g, fp16 %g, fp8 %g TFLOP/s; HBM %g GB at %g GB/s\n",
-         d->name, d->peak_flops[WL_DTYPE_FP32] / 1e12, d->peak_flops[WL_DTYPE_TF32] / 1e12,
-         d->peak_flops[WL_DTYPE_BF16] / 1e12, d->peak_flops[WL_DTYPE_FP16] / 1e12,
-         d->peak_flops[WL_DTYPE_FP8] / 1e12, d->hbm_bytes / 1e9, d->hbm_Bps / 1e9);
-  printf("gpus           %d (%d nodes x %d)\n", c->num_gpus, c->num_nodes, c->gpus_per_node);
+  int w = 15 - (int)strlen(in); /* the values stay in one column */
+  printf("%s%-*s%s: fp32 %g, tf32 %g, bf16 %g, fp16 %g, fp8 %g TFLOP/s; HBM %g GB at %g GB/s\n",
+         in, w, "device", d->name, d->peak_flops[WL_DTYPE_FP32] / 1e12,
+         d->peak_flops[WL_DTYPE_TF32] / 1e12, d->peak_flops[WL_DTYPE_BF16] / 1e12,
+         d->peak_flops[WL_DTYPE_FP16] / 1e12, d->peak_flops[WL_DTYPE_FP8] / 1e12,
+         d->hbm_bytes / 1e9, d->hbm_Bps / 1e9);
   /* the facts behind run --tokens (docs/cost.md) */
   char tdp[32] = "n/a", host[32] = "n/a", price[48] = "none built in";
   if (d->tdp_W > 0)
@@ -65,21 +67,51 @@ static void print_summary(const plat_cluster *c)
     snprintf(host, sizeof host, "%g W", c->host_power_W);
   if (d->price_usd_per_gpu_hour >= 0)
     snprintf(price, sizeof price, "%g USD per GPU-hour", d->price_usd_per_gpu_hour);
-  printf("power          TDP %s per GPU, non-GPU %s per node; list price %s\n", tdp, host, price);
+  printf("%s%-*sTDP %s per GPU, non-GPU %s per node; list price %s\n", in, w, "power", tdp, host,
+         price);
+  if (c->fabric_kind == PLAT_FABRIC_XML)
+    return;
+  if (c->intra_kind == PLAT_INTRA_NONE)
+    printf("%s%-*snone\n", in, w, "intra-node");
+  else
+    printf("%s%-*s%s, %d links x %g GB/s = %g GB/s per GPU per direction, %g us per link%s\n", in,
+           w, "intra-node", plat_intra_kind_name(c->intra_kind), c->intra_links_per_gpu,
+           c->intra_link_Bps / 1e9, c->intra_Bps / 1e9, c->intra_lat_s * 1e6,
+           c->nvls ? ", NVLink SHARP" : "");
+  if (c->pcie_Bps > 0)
+    printf("%s%-*s%g GB/s per GPU per direction, %g us\n", in, w, "pcie", c->pcie_Bps / 1e9,
+           c->pcie_lat_s * 1e6);
+  if (c->fabric_kind != PLAT_FABRIC_TORUS)
+    printf("%s%-*s%d per node x %g GB/s (%g Gb/s) per direction, %g us; %g GB/s per GPU\n", in, w,
+           "nics", c->nics_per_node, c->nic_Bps / 1e9, c->nic_Bps * 8 / 1e9, c->nic_lat_s * 1e6,
+           c->nic_Bps * c->nics_per_node / c->gpus_per_node / 1e9);
+}
+
+static void print_summary(const plat_cluster *c)
+{
+  printf("cluster        %s\n", c->name);
+  if (c->num_groups > 1) {
+    printf("gpus           %d (%d nodes x %d) in %d node groups\n", c->num_gpus, c->num_nodes,
+           c->gpus_per_node, c->num_groups);
+    for (int k = 0; k < c->num_groups; k++) {
+      const plat_group *g = &c->groups[k];
+      int gpn = c->gpus_per_node;
+      printf("group %-8s nodes %d-%d, GPUs %d-%d (%d GPUs)\n", g->name, g->first_node,
+             g->first_node + g->num_nodes - 1, g->first_node * gpn,
+             (g->first_node + g->num_nodes) * gpn - 1, g->num_nodes * gpn);
+      plat_cluster v = *c;
+      plat_group_apply(&v, g);
+      print_node(&v, "  ");
+    }
+  } else {
+    printf("gpus           %d (%d nodes x %d)\n", c->num_gpus, c->num_nodes, c->gpus_per_node);
+    print_node(c, "");
+  }
   if (c->fabric_kind == PLAT_FABRIC_XML) {
     printf("fabric         SimGrid XML '%s' (links and routes as the file declares them)\n",
            c->xml_path);
     return;
   }
-  if (c->intra_kind == PLAT_INTRA_NONE)
-    printf("intra-node     none\n");
-  else
-    printf("intra-node     %s, %d links x %g GB/s = %g GB/s per GPU per direction, %g us per link%s\n",
-           plat_intra_kind_name(c->intra_kind), c->intra_links_per_gpu, c->intra_link_Bps / 1e9,
-           c->intra_Bps / 1e9, c->intra_lat_s * 1e6, c->nvls ? ", NVLink SHARP" : "");
-  if (c->pcie_Bps > 0)
-    printf("pcie           %g GB/s per GPU per direction, %g us\n", c->pcie_Bps / 1e9,
-           c->pcie_lat_s * 1e6);
   if (c->fabric_kind == PLAT_FABRIC_TORUS) {
     printf("fabric         torus %dx%dx%d%s%s, 6 ICI links per chip x %g GB/s = %g GB/s per chip "
            "per direction, %g us per hop\n",
@@ -88,9 +120,6 @@ static void print_summary(const plat_cluster *c)
            c->torus_cube[0] ? " of 4x4x4 cubes" : "", c->fabric_link_Bps / 1e9, c->nic_Bps / 1e9,
            c->fabric_link_lat_s * 1e6);
   } else {
-    printf("nics           %d per node x %g GB/s (%g Gb/s) per direction, %g us; %g GB/s per GPU\n",
-           c->nics_per_node, c->nic_Bps / 1e9, c->nic_Bps * 8 / 1e9, c->nic_lat_s * 1e6,
-           c->nic_Bps * c->nics_per_node / c->gpus_per_node / 1e9);
     printf("fabric         %s", plat_fabric_kind_name(c->fabric_kind));
     if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
       printf(", %d levels of %d-port switches, children per switch by level", c->fabric_levels,

@@ -43,7 +43,9 @@ double sim_coll_estimate(const plat_cluster *cl, const int32_t *ranks, int n, in
     ctx.n = n;
     ctx.bytes = bytes;
     ctx.ranks = ranks;
-    ctx.cl = cl;
+    plat_cluster view; /* node groups: what the members settle on together */
+    plat_cluster_view(cl, ranks, n, &view);
+    ctx.cl = &view;
     ctx.fidelity = SIM_FID_FLOW;
     ctx.model = SIM_COLL_NCCL;
     ctx.force_algo = ctx.force_proto = -1;

@@ -133,6 +133,9 @@ typedef struct drv_run {
   char *workload_json;      /* where the workload came from (results file /config) */
   char *options_json;       /* the options as JSON (results file /config) */
   const char *name;         /* the workload's name for reports */
+  wl_model model;           /* a generated workload's model and layout (have_layout) */
+  wl_layout layout;
+  int have_layout;
 } drv_run;
 
 /* Load, generate or import; check memory; simulate; summarise.  On failure

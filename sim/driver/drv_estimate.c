@@ -97,17 +97,18 @@ static uint64_t key_of(uint64_t kind, uint64_t a, uint64_t b, uint64_t c)
   return h ? h : 1;
 }
 
-static double compute_time(est_ctx *x, const wl_op *op)
+static double compute_time(est_ctx *x, int rank, const wl_op *op)
 {
   if (op->duration_s >= 0)
     return op->duration_s;
-  uint64_t k = key_of(1, mix(mix(op->sub, op->dtype), mix(op->flags, op->concurrent)),
+  int g = plat_gpu_group(x->cl, rank); /* node groups: priced on the rank's device */
+  uint64_t k = key_of(1, mix(mix(op->sub, op->dtype), mix(op->flags, op->concurrent)) + (uint64_t)g,
                       mix(mix(dbl_bits(op->flops), dbl_bits(op->bytes)), (uint64_t)op->m),
                       mix(mix((uint64_t)op->n, (uint64_t)op->k), (uint64_t)op->batch));
   size_t s;
   if (x->memo.cap && memo_find(&x->memo, k, &s))
     return x->memo.vals[s];
-  double t = plat_compute_time(&x->cl->device, op);
+  double t = plat_compute_time(plat_gpu_device(x->cl, rank), op);
   memo_put(&x->memo, k, t);
   return t;
 }
@@ -165,7 +166,7 @@ static int stage_run(est_ctx *x, int r, drv_stage_estimate *out, st_err *err)
                                                                       : wl_rank_comm(wl, r, op->role);
     switch (op->kind) {
     case WL_OP_COMPUTE:
-      d = compute_time(x, op);
+      d = compute_time(x, r, op);
       out->compute_s += d;
       if (op->phase == WL_PHASE_FORWARD || op->phase == WL_PHASE_BACKWARD)
         out->work_s = fmax(out->work_s, start + d);
@@ -296,7 +297,7 @@ static double op_price(est_ctx *x, int rank, const wl_op *op)
 {
   const wl_workload *wl = x->wl;
   switch (op->kind) {
-  case WL_OP_COMPUTE: return compute_time(x, op);
+  case WL_OP_COMPUTE: return compute_time(x, rank, op);
   case WL_OP_COLL: return coll_time(x, wl_rank_comm(wl, rank, op->role), op);
   case WL_OP_SEND: {
     int comm = wl_rank_comm(wl, rank, op->role);

@@ -160,6 +160,9 @@ static int load_model(const drv_job *j, drv_run *r, st_buf *desc, st_err *err)
   if (!rc)
     rc = wl_generate(&m, &l, &r->wl, err);
   if (!rc) {
+    r->model = m;
+    r->layout = l;
+    r->have_layout = 1;
     st_buf_printf(desc, "{\"kind\":\"model\",\"model\":");
     st_buf_json_str(desc, j->model);
     st_buf_printf(desc, ",\"layout\":");
@@ -189,10 +192,56 @@ static int load_workload(const drv_job *j, drv_run *r, st_err *err)
   return rc;
 }
 
+/* With node groups, each group against its own device: the peak of each
+ * pipeline stage (ranks s * R .. (s+1) * R - 1, R = ranks / pp, the
+ * generator's order) on the groups its ranks are on; a workload without a
+ * layout by its largest peak on every group. */
+static int check_memory_groups(const drv_job *j, const drv_run *r, st_err *err)
+{
+  const plat_cluster *cl = r->cl;
+  wl_memory mem;
+  int pp = 1;
+  double peak[WL_MAX_STAGES] = {r->wl->meta.peak_memory_bytes};
+  if (r->have_layout && !wl_memory_estimate(&r->model, &r->layout, &mem, NULL)) {
+    pp = mem.num_stages;
+    for (int s = 0; s < pp; s++)
+      peak[s] = mem.stages[s].peak_bytes;
+  }
+  int n = r->wl->num_ranks, per = n / pp;
+  for (int s = 0; s < pp; s++) {
+    if (!isfinite(peak[s]))
+      continue;
+    int seen = -1;
+    for (int g = s * per; g < (s + 1) * per && g < cl->num_gpus; g++) {
+      int k = plat_gpu_group(cl, g);
+      if (k == seen)
+        continue;
+      seen = k;
+      const plat_device *d = &cl->groups[k].device;
+      if (peak[s] <= d->hbm_bytes)
+        continue;
+      char a[32], b[32];
+      st_format_bytes(peak[s], a, sizeof a);
+      st_format_bytes(d->hbm_bytes, b, sizeof b);
+      if (j->strict)
+        return st_err_set(err, ST_EINPUT,
+                          "stage %d needs %s per GPU at its peak but a %s of group '%s' has %s "
+                          "(--strict)",
+                          s, a, d->name, cl->groups[k].name, b);
+      say(j, "warning",
+          "stage %d needs %s per GPU at its peak but a %s of group '%s' has %s: it would not fit",
+          s, a, d->name, cl->groups[k].name, b);
+    }
+  }
+  return ST_OK;
+}
+
 /* The memory-fit check: a warning, or an error with strict. */
 static int check_memory(const drv_job *j, const drv_run *r, st_err *err)
 {
   double need = r->wl->meta.peak_memory_bytes, have = r->cl->device.hbm_bytes;
+  if (r->cl->num_groups > 1)
+    return check_memory_groups(j, r, err);
   if (!isfinite(need) || need <= have)
     return ST_OK;
   char a[32], b[32];
@@ -304,8 +353,10 @@ static int simulate(const drv_job *j, drv_run *r, st_err *err)
  * power facts. */
 static int train(const drv_job *j, drv_run *r, st_err *err)
 {
-  double price = isnan(j->price_usd_per_gpu_hour) ? r->cl->device.price_usd_per_gpu_hour
-                                                   : j->price_usd_per_gpu_hour;
+  /* node groups: the mean list price of the job's GPUs */
+  double list = plat_gpus_sum(r->cl, r->wl->num_ranks, plat_dev_price, NULL) /
+                (r->wl->num_ranks < r->cl->num_gpus ? r->wl->num_ranks : r->cl->num_gpus);
+  double price = isnan(j->price_usd_per_gpu_hour) ? list : j->price_usd_per_gpu_hour;
   an_power p;
   an_power_from_cluster(r->cl, &p);
   int rc = an_train_compute(&r->sum, &p, j->train_tokens, price, j->pue, err);

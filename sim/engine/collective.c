@@ -98,6 +98,18 @@ void eng__coll_ctx_fill(int c, eng__comm *cs, coll_ctx *ctx, eng__route_ctx *rc)
   ctx->bytes = cs->bytes;
   ctx->ranks = cm->ranks;
   ctx->cl = eng__E.cl;
+  if (eng__E.cl->num_groups > 1) {
+    if (!cs->view) {
+      plat_cluster *v = st_arena_alloc(&eng__E.arena, sizeof *v);
+      if (v)
+        plat_cluster_view(eng__E.cl, cm->ranks, cm->size, v);
+      else
+        eng__fail(ST_ENOMEM, "out of memory");
+      cs->view = v;
+    }
+    if (cs->view)
+      ctx->cl = cs->view;
+  }
   ctx->fidelity = eng__E.opt->fidelity;
   ctx->model = eng__E.opt->coll_model;
   ctx->force_algo = eng__E.opt->coll_algo;

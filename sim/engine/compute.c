@@ -59,7 +59,8 @@ void eng__compute_run_tail(eng__actor *a, int rank, const wl_program *p, const e
 {
   sim_rank_stats *st = &eng__E.res->ranks[rank];
   double extra = 0;
-  if (modelled > 0 && eng__E.overlap_slowdown > 0) {
+  double slowdown = eng__overlap_slowdown(rank);
+  if (modelled > 0 && slowdown > 0) {
     /* Each overlapped second costs q more; the stretch may overlap a
      * transfer too, and so on.  A transfer that covered the whole last
      * sleep and is still running covers the rest of that series as
@@ -67,7 +68,7 @@ void eng__compute_run_tail(eng__actor *a, int rank, const wl_program *p, const e
      * limit the step-by-step stretches reach (a transfer that ends
      * inside it leaves at most q / (1 - q) of its uncovered part too
      * much).  One to three sleeps instead of one per factor q. */
-    double q = eng__E.overlap_slowdown * (modelled / total);
+    double q = slowdown * (modelled / total);
     double seen = 0; /* overlapped time already paid for */
     eng__acct(rank, 0, 0, 0);
     for (int it = 0; it < 16; it++) {

@@ -78,6 +78,7 @@ typedef struct eng__sym_env {
   size_t num_links;
   const double *link_bw;
   const uint8_t *link_shared;
+  const int32_t *rank_group; /* node groups: each rank's group, or NULL */
   /* route between two GPUs: link indices (valid until the next call), count, latency */
   const uint32_t *(*route)(void *u, int src, int dst, uint32_t *n, double *lat_s);
   /* call fn on every flow of communicator c's (op, bytes, root) instance; 0 or ST_ENOMEM */
@@ -160,6 +161,8 @@ typedef struct eng__comm {
   int fast;             /* its links carry no other traffic (closed form allowed) */
   double fast_end;      /* closed-form end of the current instance, or < 0 */
   double busy_until;    /* end of the last closed-form instance */
+  const plat_cluster *view; /* node groups: the cluster as its members see it together
+                               (plat_cluster_view), made at its first instance */
 } eng__comm;
 
 typedef struct eng__p2p {
@@ -207,8 +210,10 @@ typedef struct eng__prog {
   uint32_t *stream_len;
   uint32_t *pos;          /* per op: position within its stream */
   uint8_t *is_target;     /* per op: some op of another stream waits on it */
-  double *dur;            /* per op: compute time on the cluster's device (priced
-                             once per program, not once per rank), else 0 */
+  double *dur;            /* per op: compute time on the cluster's device (priced once
+                             per program, not once per rank), else 0; unused with groups */
+  double **gdur;          /* node groups: per group, the same on its device (NULL for a
+                             group that runs no rank of the program); NULL without groups */
   uint32_t *role_streams; /* per role: bit s set when ops of stream s play it
                              (all bits when the program has over 32 streams) */
   uint32_t *iter;         /* per op: its iteration (design note 8), or NULL without variability */
@@ -259,6 +264,8 @@ typedef struct eng__state {
   double last_progress;
   uint64_t events;
   double overlap_slowdown; /* plat_compute_overlap_factor() - 1 for the cluster's device */
+  double *group_slowdown;  /* node groups: the same per group; NULL without groups */
+  int32_t *rank_group;     /* node groups: each rank's (its GPU's) group; NULL without */
   eng__sym sym;           /* rank classes (sym.c); sym.on when used */
   double *class_bytes;    /* with sym.on: bytes of class-0 flows per link, copied to the
                              images after the run (the groups' closed forms count all) */
@@ -277,10 +284,16 @@ static inline double eng__now(void) { return simgrid_get_clock(); }
  * rank's factor in the op's iteration when there are stragglers (slow.c). */
 static inline double eng__op_dur(int rank, const eng__prog *pi, uint32_t opi)
 {
-  double d = pi->dur[opi];
+  double d = eng__E.rank_group ? pi->gdur[eng__E.rank_group[rank]][opi] : pi->dur[opi];
   if (eng__E.cfactor)
     d *= eng__E.cfactor[(size_t)rank * (size_t)eng__E.n_iter + (pi->iter ? pi->iter[opi] : 0)];
   return d;
+}
+
+/* The compute stretch per overlapped second of rank's device. */
+static inline double eng__overlap_slowdown(int rank)
+{
+  return eng__E.rank_group ? eng__E.group_slowdown[eng__E.rank_group[rank]] : eng__E.overlap_slowdown;
 }
 
 /* ---- engine.c ------------------------------------------------------------ */

@@ -73,7 +73,6 @@ static int build_prog_info(st_err *err)
     }
     for (size_t i = 0; i < p->num_ops; i++) {
       const wl_op *o = &p->ops[i];
-      pi->dur[i] = o->kind == WL_OP_COMPUTE ? plat_compute_time(&eng__E.cl->device, o) : 0;
       pi->pos[i] = pi->stream_len[o->stream]++;
       for (uint32_t w = 0; w < o->wait_count; w++) {
         uint32_t t = p->waits[o->wait_first + w];
@@ -88,6 +87,53 @@ static int build_prog_info(st_err *err)
     }
     for (size_t i = 0; i < p->num_ops; i++)
       pi->stream_ops[p->ops[i].stream][pi->pos[i]] = (uint32_t)i;
+  }
+  return ST_OK;
+}
+
+/* Each program's compute times on the devices that run it: one table per
+ * node group with a rank of the program (design note 2: an op is priced
+ * once per program and device, not once per rank). */
+static int price_programs(st_err *err)
+{
+  const wl_workload *wl = eng__E.wl;
+  const plat_cluster *cl = eng__E.cl;
+  int ng = cl->num_groups > 1 ? cl->num_groups : 0;
+  if (ng) {
+    eng__E.rank_group = st_arena_alloc(&eng__E.arena, (size_t)wl->num_ranks * sizeof(int32_t));
+    eng__E.group_slowdown = st_arena_alloc(&eng__E.arena, (size_t)ng * sizeof(double));
+    if (!eng__E.rank_group || !eng__E.group_slowdown)
+      return st_err_set(err, ST_ENOMEM, "out of memory");
+    for (int r = 0; r < wl->num_ranks; r++)
+      eng__E.rank_group[r] = plat_gpu_group(cl, r);
+    for (int g = 0; g < ng; g++)
+      eng__E.group_slowdown[g] = plat_compute_overlap_factor(&cl->groups[g].device) - 1.0;
+    for (int pidx = 0; pidx < wl->num_programs; pidx++) {
+      eng__prog *pi = &eng__E.progs[pidx];
+      if (!(pi->gdur = st_arena_alloc(&eng__E.arena, (size_t)ng * sizeof *pi->gdur)))
+        return st_err_set(err, ST_ENOMEM, "out of memory");
+      memset(pi->gdur, 0, (size_t)ng * sizeof *pi->gdur);
+    }
+  }
+  for (int r = 0; r < (ng ? wl->num_ranks : 0); r++) {
+    int pidx = wl->rank_program[r], g = eng__E.rank_group[r];
+    eng__prog *pi = &eng__E.progs[pidx];
+    if (pi->gdur[g])
+      continue;
+    const wl_program *p = &wl->programs[pidx];
+    if (!(pi->gdur[g] = st_arena_alloc(&eng__E.arena, (p->num_ops + 1) * sizeof(double))))
+      return st_err_set(err, ST_ENOMEM, "out of memory");
+    const plat_device *d = &cl->groups[g].device;
+    for (size_t i = 0; i < p->num_ops; i++)
+      pi->gdur[g][i] = p->ops[i].kind == WL_OP_COMPUTE ? plat_compute_time(d, &p->ops[i]) : 0;
+  }
+  for (int pidx = 0; pidx < wl->num_programs; pidx++) {
+    const wl_program *p = &wl->programs[pidx];
+    eng__prog *pi = &eng__E.progs[pidx];
+    if (pi->gdur) /* eng__op_dur reads gdur */
+      continue;
+    for (size_t i = 0; i < p->num_ops; i++)
+      pi->dur[i] = p->ops[i].kind == WL_OP_COMPUTE ? plat_compute_time(&cl->device, &p->ops[i]) : 0;
   }
   return ST_OK;
 }
@@ -193,6 +239,8 @@ static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_opt
   int rc = build_members(err);
   if (!rc)
     rc = build_prog_info(err);
+  if (!rc)
+    rc = price_programs(err);
   return rc ? rc : eng__slow_setup(err);
 }
 

@@ -195,6 +195,11 @@ static int check_ranks(eng__sym *s, const eng__sym_env *env, const uint8_t *used
     if (k == 0)
       continue;
     int p = wl->rank_program[r], p0 = wl->rank_program[r0];
+    if (env->rank_group && env->rank_group[r] != env->rank_group[r0]) {
+      why(s, "rank %d and rank %d of its '%s' group are in different node groups", r, r0,
+          wl->roles[s->role]);
+      goto out;
+    }
     int first =
         p != p0 ? seen_first(&same, &same_arena, (uint64_t)p, (uint64_t)p0, 0x73616d65, 3) : 0;
     if (first < 0) {

@@ -92,6 +92,7 @@ int eng__sym_setup(st_err *err)
                       .num_links = eng__E.num_links,
                       .link_bw = eng__E.link_bw,
                       .link_shared = eng__E.link_shared,
+                      .rank_group = eng__E.rank_group,
                       .route = sym_route,
                       .walk = sym_walk,
                       .closed = sym_closed,

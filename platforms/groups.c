@@ -1,0 +1,360 @@
+/* groups.c — clusters of node groups: nodes of more than one kind (an A100
+ * part and an H100 part, older GPUs beside new ones) on one fabric.
+ *
+ * A spec with "groups" lists them in GPU order; group i holds nodes
+ * first_node .. first_node + num_nodes - 1 and has its own device, intra-node
+ * links, NICs, PCIe and host power (docs/platforms.md, "Node groups").  The
+ * fabric is the cluster's.  What the link layout is built from stays one per
+ * cluster: GPUs per node, NICs per node, the intra-node kind and whether PCIe
+ * is modelled (topo.c lays link ids out by those); the groups differ in
+ * everything a link or a GPU is *worth*, and plat__link_info() asks the
+ * group of the link's node for it.
+ *
+ * The cluster's own fields (device, intra_*, nic_*, pcie_*, nvls,
+ * host_power_W) are group 0's, so code that reads one device still gets a
+ * real one; code that must see the difference asks plat_gpu_device() or
+ * plat_cluster_view().
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plat_int.h"
+
+/* ---- lookups -------------------------------------------------------------- */
+
+int plat_node_group(const plat_cluster *c, int node)
+{
+  if (c->num_groups <= 1)
+    return 0;
+  int lo = 0, hi = c->num_groups - 1; /* the last group whose first node <= node */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (c->groups[mid].first_node <= node)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+int plat_gpu_group(const plat_cluster *c, int gpu)
+{
+  return c->num_groups <= 1 ? 0 : plat_node_group(c, gpu / c->gpus_per_node);
+}
+
+const plat_device *plat_gpu_device(const plat_cluster *c, int gpu)
+{
+  return c->num_groups <= 1 ? &c->device : &c->groups[plat_gpu_group(c, gpu)].device;
+}
+
+void plat_group_apply(plat_cluster *v, const plat_group *g)
+{
+  v->device = g->device;
+  v->intra_link_Bps = g->intra_link_Bps;
+  v->intra_links_per_gpu = g->intra_links_per_gpu;
+  v->intra_Bps = g->intra_Bps;
+  v->intra_lat_s = g->intra_lat_s;
+  v->nvls = g->nvls;
+  v->nic_Bps = g->nic_Bps;
+  v->nic_lat_s = g->nic_lat_s;
+  v->pcie_Bps = g->pcie_Bps;
+  v->pcie_lat_s = g->pcie_lat_s;
+  v->host_power_W = g->host_power_W;
+}
+
+/* The group's worth from a cluster parsed with its node. */
+static void group_take(plat_group *g, const plat_cluster *t)
+{
+  g->device = t->device;
+  g->intra_link_Bps = t->intra_link_Bps;
+  g->intra_links_per_gpu = t->intra_links_per_gpu;
+  g->intra_Bps = t->intra_Bps;
+  g->intra_lat_s = t->intra_lat_s;
+  g->nvls = t->nvls;
+  g->nic_Bps = t->nic_Bps;
+  g->nic_lat_s = t->nic_lat_s;
+  g->pcie_Bps = t->pcie_Bps;
+  g->pcie_lat_s = t->pcie_lat_s;
+  g->host_power_W = t->host_power_W;
+}
+
+/* The peak a device has for dtype, bf16 where it has none of that. */
+static double dev_peak(const plat_device *d)
+{
+  return d->peak_flops[WL_DTYPE_BF16] > 0 ? d->peak_flops[WL_DTYPE_BF16]
+                                          : d->peak_flops[WL_DTYPE_FP32];
+}
+
+void plat_cluster_view(const plat_cluster *c, const int32_t *gpus, int n, plat_cluster *v)
+{
+  *v = *c;
+  if (c->num_groups <= 1 || n <= 0)
+    return;
+  int first = plat_gpu_group(c, gpus[0]), mixed = 0;
+  for (int i = 1; i < n && !mixed; i++)
+    mixed = plat_gpu_group(c, gpus[i]) != first;
+  plat_group_apply(v, &c->groups[first]);
+  if (!mixed)
+    return;
+  /* Across groups a collective library settles on what every member can do
+   * (NCCL's graph search keeps the speed all ranks reach): the least of each
+   * rate, the most of each latency, NVLS only where all have it, and the
+   * slowest device's tuning.  Members of one node are in one group, so the
+   * members' groups are a run of indices between the smallest and largest. */
+  int lo = first, hi = first;
+  for (int i = 1; i < n; i++) {
+    int g = plat_gpu_group(c, gpus[i]);
+    lo = g < lo ? g : lo;
+    hi = g > hi ? g : hi;
+  }
+  for (int k = lo; k <= hi; k++) {
+    const plat_group *g = &c->groups[k];
+    int used = 0;
+    for (int i = 0; i < n && !used; i++)
+      used = plat_gpu_group(c, gpus[i]) == k;
+    if (!used)
+      continue;
+    if (dev_peak(&g->device) < dev_peak(&v->device))
+      v->device = g->device;
+    v->intra_link_Bps = fmin(v->intra_link_Bps, g->intra_link_Bps);
+    v->intra_Bps = fmin(v->intra_Bps, g->intra_Bps);
+    v->intra_lat_s = fmax(v->intra_lat_s, g->intra_lat_s);
+    v->nvls = v->nvls && g->nvls;
+    v->nic_Bps = fmin(v->nic_Bps, g->nic_Bps);
+    v->nic_lat_s = fmax(v->nic_lat_s, g->nic_lat_s);
+    v->pcie_Bps = fmin(v->pcie_Bps, g->pcie_Bps);
+    v->pcie_lat_s = fmax(v->pcie_lat_s, g->pcie_lat_s);
+  }
+}
+
+double plat_dev_peak(const plat_device *d, void *dtype) { return d->peak_flops[*(int *)dtype]; }
+double plat_dev_hbm(const plat_device *d, void *u)
+{
+  (void)u;
+  return d->hbm_bytes;
+}
+double plat_dev_tdp(const plat_device *d, void *u)
+{
+  (void)u;
+  return d->tdp_W;
+}
+double plat_dev_price(const plat_device *d, void *u)
+{
+  (void)u;
+  return d->price_usd_per_gpu_hour;
+}
+
+double plat_gpus_sum(const plat_cluster *c, int n,
+                     double (*per_gpu)(const plat_device *, void *), void *u)
+{
+  if (n > c->num_gpus)
+    n = c->num_gpus;
+  if (c->num_groups <= 1)
+    return n * per_gpu(&c->device, u);
+  double s = 0;
+  int gpn = c->gpus_per_node;
+  for (int k = 0; k < c->num_groups; k++) {
+    long lo = (long)c->groups[k].first_node * gpn, hi = lo + (long)c->groups[k].num_nodes * gpn;
+    if (hi > n)
+      hi = n;
+    if (hi > lo)
+      s += (double)(hi - lo) * per_gpu(&c->groups[k].device, u);
+  }
+  return s;
+}
+
+double plat_gpus_min(const plat_cluster *c, int n,
+                     double (*per_gpu)(const plat_device *, void *), void *u)
+{
+  if (c->num_groups <= 1 || n <= 0)
+    return per_gpu(&c->device, u);
+  double m = INFINITY;
+  int gpn = c->gpus_per_node;
+  for (int k = 0; k < c->num_groups && (long)c->groups[k].first_node * gpn < n; k++)
+    m = fmin(m, per_gpu(&c->groups[k].device, u));
+  return m;
+}
+
+/* ---- spec ----------------------------------------------------------------- */
+
+/* The preset named at `at` as parsed JSON (caller deletes). */
+static int preset_json(const st_jrd *j, const st_jpath *at, const char *name, cJSON **out)
+{
+  int known = 0;
+  for (const char *const *p = plat_preset_names(); *p; p++)
+    known |= !strcmp(*p, name);
+  if (!known)
+    return st_jrd_fail(j, at, "'preset' is '%s', not a built-in preset (see `simtrain platform "
+                              "--list`)", name);
+  char rel[256];
+  snprintf(rel, sizeof rel, "presets/%.200s.json", name);
+  char *text = plat__data_read(rel, j->err);
+  if (!text)
+    return j->err && j->err->code ? j->err->code : st_jrd_fail(j, at, "preset '%s' is missing", name);
+  char what[300];
+  snprintf(what, sizeof what, "preset '%s'", name);
+  int rc = st_json_parse(text, strlen(text), what, out, j->err);
+  free(text);
+  return rc;
+}
+
+/* Group gi of the array at `at_groups`: its nodes, name and worth. */
+static int group_parse(const st_jrd *j, const st_jpath *at_groups, int gi, const cJSON *g,
+                       const cJSON *root, plat_cluster *c, plat_group *out)
+{
+  static const char *const keys[] = {"name", "nodes", "preset", "device", "device_memory_GB",
+                                     "node", NULL};
+  st_jpath at = {at_groups, NULL, gi};
+  const cJSON *slot[6];
+  int rc = st_jrd_members(j, &at, g, keys, -1, slot);
+  if (rc)
+    return rc;
+  long nodes;
+  if (!slot[1])
+    return st_jrd_missing(j, &at, "nodes");
+  st_jpath at_n = {&at, "nodes", 0};
+  if ((rc = st_jrd_int(j, &at_n, slot[1], 1, 1 << 24, &nodes)))
+    return rc;
+  out->num_nodes = (int)nodes;
+  cJSON *preset = NULL;
+  const char *s = NULL;
+  if (slot[2]) {
+    st_jpath at_p = {&at, "preset", 0};
+    if ((rc = st_jrd_string(j, &at_p, slot[2], &s)) || (rc = preset_json(j, &at_p, s, &preset)))
+      return rc;
+  }
+  /* each setting from the group, else its preset, else the spec's top level */
+  const cJSON *dv = slot[3] ? slot[3]
+                    : preset ? cJSON_GetObjectItemCaseSensitive(preset, "device")
+                             : cJSON_GetObjectItemCaseSensitive(root, "device");
+  const cJSON *mem = slot[4] ? slot[4]
+                     : preset ? cJSON_GetObjectItemCaseSensitive(preset, "device_memory_GB")
+                              : cJSON_GetObjectItemCaseSensitive(root, "device_memory_GB");
+  const cJSON *node = slot[5] ? slot[5]
+                      : preset ? cJSON_GetObjectItemCaseSensitive(preset, "node")
+                               : cJSON_GetObjectItemCaseSensitive(root, "node");
+  const char *nm = NULL;
+  if (slot[0]) {
+    st_jpath at_nm = {&at, "name", 0};
+    if ((rc = st_jrd_string(j, &at_nm, slot[0], &nm)))
+      goto out;
+    if (strlen(nm) >= sizeof out->name) {
+      rc = st_jrd_fail(j, &at_nm, "'name' is longer than %zu characters", sizeof out->name - 1);
+      goto out;
+    }
+  }
+  plat_cluster t = *c; /* the group's node parsed onto a copy */
+  t.nics_per_node = 0;
+  t.pcie_Bps = 0;
+  t.pcie_lat_s = 0;
+  if (!dv) {
+    rc = st_jrd_fail(j, &at, "key 'device' is missing (give the group a device, a preset or the "
+                             "spec a top-level device)");
+    goto out;
+  }
+  st_jpath at_dv = {&at, "device", 0};
+  if ((rc = st_jrd_string(j, &at_dv, dv, &s)))
+    goto out;
+  if ((rc = plat__device_find(s, &t.device, j->err))) {
+    st_err_prefix(j->err, "%s: groups[%d]: key 'device': ", j->subject, gi);
+    goto out;
+  }
+  if (mem) {
+    st_jpath at_m = {&at, "device_memory_GB", 0};
+    double gb;
+    if ((rc = st_jrd_number(j, &at_m, mem, ST_NUM_REAL | ST_NUM_OPEN_LO, 0, 1e6, &gb)))
+      goto out;
+    t.device.hbm_bytes = gb * 1e9;
+  }
+  if (!node) {
+    rc = st_jrd_fail(j, &at, "key 'node' is missing (give the group a node, a preset or the spec "
+                             "a top-level node)");
+    goto out;
+  }
+  if ((rc = plat__parse_node(j, &at, node, &t)))
+    goto out;
+  snprintf(out->name, sizeof out->name, "%s", nm ? nm : slot[2] ? cJSON_GetStringValue(slot[2])
+                                                              : t.device.name);
+  group_take(out, &t);
+  out->gpus_per_node = t.gpus_per_node;
+  out->nics_per_node = t.nics_per_node;
+  out->intra_kind = t.intra_kind;
+out:
+  cJSON_Delete(preset);
+  return rc;
+}
+
+int plat__groups_parse(const st_jrd *j, const cJSON *root, const cJSON *groups, plat_cluster *c)
+{
+  st_jpath at_g = {NULL, "groups", 0};
+  if (!cJSON_IsArray(groups) || cJSON_GetArraySize(groups) < 1)
+    return st_jrd_fail(j, &at_g, "is %s, expected an array of one or more node groups",
+                       cJSON_IsArray(groups) ? "empty" : st_json_type_name(groups));
+  if (cJSON_GetObjectItemCaseSensitive(root, "nodes"))
+    return st_jrd_fail(j, NULL, "key 'nodes' cannot stand beside 'groups': each group has its "
+                                "own node count");
+  int n = cJSON_GetArraySize(groups);
+  c->groups = calloc((size_t)n, sizeof *c->groups);
+  if (!c->groups)
+    return st_jrd_oom(j);
+  c->num_groups = n;
+  int gi = 0, rc = ST_OK;
+  long nodes = 0;
+  for (const cJSON *g = groups->child; g && !rc; g = g->next, gi++) {
+    plat_group *gr = &c->groups[gi];
+    if ((rc = group_parse(j, &at_g, gi, g, root, c, gr)))
+      break;
+    gr->first_node = (int)nodes;
+    nodes += gr->num_nodes;
+    if (nodes > (1L << 24))
+      return st_jrd_fail(j, &at_g, "%ld nodes in all is more than %ld", nodes, 1L << 24);
+    const plat_group *g0 = &c->groups[0];
+    st_jpath at = {&at_g, NULL, gi};
+    /* what the link layout is made of stays one per cluster (see the top) */
+    if (gi > 0 && gr->gpus_per_node != g0->gpus_per_node)
+      return st_jrd_fail(j, &at, "node.gpus is %d, group 0's is %d: the groups of one cluster "
+                                 "have the same GPUs per node",
+                         gr->gpus_per_node, g0->gpus_per_node);
+    if (gi > 0 && gr->nics_per_node != g0->nics_per_node)
+      return st_jrd_fail(j, &at, "node.nics.count is %d, group 0's is %d: the groups of one "
+                                 "cluster have the same NICs per node (their rate may differ)",
+                         gr->nics_per_node, g0->nics_per_node);
+    if (gi > 0 && gr->intra_kind != g0->intra_kind)
+      return st_jrd_fail(j, &at, "node.intra.kind is %s, group 0's is %s: the groups of one "
+                                 "cluster have the same kind of intra-node fabric",
+                         plat_intra_kind_name(gr->intra_kind), plat_intra_kind_name(g0->intra_kind));
+    if (gi > 0 && (gr->pcie_Bps > 0) != (g0->pcie_Bps > 0))
+      return st_jrd_fail(j, &at, "node.pcie is %s, group 0's is %s: PCIe is modelled in every "
+                                 "group or in none",
+                         gr->pcie_Bps > 0 ? "given" : "absent", g0->pcie_Bps > 0 ? "given" : "absent");
+  }
+  if (rc)
+    return rc;
+  c->default_nodes = (int)nodes;
+  c->gpus_per_node = c->groups[0].gpus_per_node;
+  c->nics_per_node = c->groups[0].nics_per_node;
+  c->intra_kind = c->groups[0].intra_kind;
+  plat_group_apply(c, &c->groups[0]);
+  return ST_OK;
+}
+
+int plat__groups_finish(plat_cluster *c, const char *what, st_err *err)
+{
+  if (c->fabric_kind == PLAT_FABRIC_TORUS)
+    return st_err_set(err, ST_EINPUT, "%s: key 'groups': node groups need a switched fabric (a "
+                      "torus's chips are its links); fabric.kind is torus", what);
+  for (int k = 0; k < c->num_groups; k++) {
+    plat_cluster t = *c;
+    plat_group_apply(&t, &c->groups[k]);
+    t.num_groups = 0;
+    t.groups = NULL;
+    char w[300];
+    snprintf(w, sizeof w, "%.200s: groups[%d] ('%s')", what, k, c->groups[k].name);
+    int rc = plat__cluster_finish(&t, w, err);
+    if (rc)
+      return rc;
+  }
+  return ST_OK;
+}
