@@ -29,6 +29,21 @@
 
 #define PLAT_XML_MAX_GPUS 256
 
+/* s as the text of an XML attribute or comment (truncated to fit cap). */
+static void xml_escape(const char *s, char *out, size_t cap)
+{
+  size_t n = 0;
+  for (; *s && n + 7 < cap; s++) {
+    const char *e = *s == '&' ? "&amp;" : *s == '<' ? "&lt;" : *s == '>' ? "&gt;"
+                  : *s == '"' ? "&quot;" : *s == '\'' ? "&apos;" : NULL;
+    if (e)
+      n += (size_t)snprintf(out + n, cap - n, "%s", e);
+    else
+      out[n++] = *s;
+  }
+  out[n] = '\0';
+}
+
 int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err)
 {
   if (c->fabric_kind == PLAT_FABRIC_XML)
@@ -59,14 +74,22 @@ int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err)
     }
   if (c->switch_lat_s <= 0)
     maxsw = 0;
+  char name[6 * sizeof c->name]; /* the name as XML text: &, <, >, " and ' escaped */
+  xml_escape(c->name, name, sizeof name);
   fprintf(out,
           "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
           "<!-- cluster %s: %d GPUs (%d nodes x %d), written by simtrain platform -->\n"
           "<platform version=\"4.1\">\n<zone id=\"%s\" routing=\"Full\">\n"
           "  <prop id=\"simtrain.gpus_per_node\" value=\"%d\"/>\n"
           "  <prop id=\"simtrain.device\" value=\"%s\"/>\n",
-          c->name, c->num_gpus, c->num_nodes, c->gpus_per_node, c->name, c->gpus_per_node,
-          c->device.name);
+          strstr(name, "--") ? "(see the zone id)" : name, c->num_gpus, c->num_nodes,
+          c->gpus_per_node, name, c->gpus_per_node, c->device.name);
+  if (c->num_groups > 1) { /* node groups: each one's device and node count, in order */
+    fprintf(out, "  <prop id=\"simtrain.groups\" value=\"");
+    for (int k = 0; k < c->num_groups; k++)
+      fprintf(out, "%s%s:%d", k ? ";" : "", c->groups[k].device.name, c->groups[k].num_nodes);
+    fprintf(out, "\"/>\n");
+  }
   double speed = c->device.peak_flops[WL_DTYPE_BF16];
   if (speed <= 0)
     speed = c->device.peak_flops[WL_DTYPE_FP16];
@@ -261,6 +284,50 @@ static void zone_release(xml_zone *z)
   memset(z, 0, sizeof *z);
 }
 
+/* simtrain.groups "DEVICE:NODES;DEVICE:NODES..." (what plat_cluster_write_xml
+ * writes for node groups) into c->groups: each group's device and nodes (the
+ * links are the file's). */
+static int xml_groups(const char *path, int line, const char *v, plat_cluster *c, st_err *err)
+{
+  int n = 1;
+  for (const char *q = v; *q; q++)
+    n += *q == ';';
+  if (!(c->groups = calloc((size_t)n, sizeof *c->groups)))
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  char item[256];
+  int node = 0;
+  for (int k = 0; k < n; k++) {
+    const char *e = strchr(v, ';');
+    size_t len = e ? (size_t)(e - v) : strlen(v);
+    snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), v);
+    v += len + (e ? 1 : 0);
+    char *colon = strrchr(item, ':'), *end = NULL;
+    long nodes = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || *end || nodes < 1 || node + nodes > c->num_nodes)
+      return st_err_set(err, ST_EINPUT,
+                        "platform '%s': line %d: simtrain.groups item %d '%s' is not DEVICE:NODES "
+                        "within the %d nodes",
+                        path, line, k, item, c->num_nodes);
+    *colon = '\0';
+    plat_group *g = &c->groups[k];
+    if (plat__device_find(item, &g->device, err))
+      return st_err_prefix(err, "platform '%s': line %d: simtrain.groups: ", path, line);
+    snprintf(g->name, sizeof g->name, "%s", item);
+    g->first_node = node;
+    g->num_nodes = (int)nodes;
+    g->gpus_per_node = c->gpus_per_node;
+    g->host_power_W = plat_host_power_default(&g->device, c->gpus_per_node);
+    node += (int)nodes;
+  }
+  if (node != c->num_nodes)
+    return st_err_set(err, ST_EINPUT, "platform '%s': line %d: simtrain.groups hold %d nodes, the "
+                      "platform has %d", path, line, node, c->num_nodes);
+  c->num_groups = n;
+  c->device = c->groups[0].device;
+  c->host_power_W = c->groups[0].host_power_W;
+  return ST_OK;
+}
+
 int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
 {
   char *text;
@@ -271,6 +338,8 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
   seen_set s = {0};
   int gpn = 1;
   char device[48] = "H100-SXM";
+  char groups[1024] = ""; /* simtrain.groups: DEVICE:NODES;... */
+  int groups_line = 0;
   char buf[4096];
   xml_zone zones[XML_ZONE_DEPTH];
   memset(zones, 0, sizeof zones);
@@ -326,7 +395,7 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
     int is_cluster = !strncmp(p, "<cluster", 8) && isspace((unsigned char)p[8]);
     int is_prop = !strncmp(p, "<prop", 5) && isspace((unsigned char)p[5]);
     if (is_prop) {
-      char v[64];
+      char v[1024];
       if (attr(p, "id", buf, sizeof buf) || attr(p, "value", v, sizeof v))
         continue;
       if (!strcmp(buf, "simtrain.gpus_per_node")) {
@@ -340,6 +409,9 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
         gpn = (int)x;
       } else if (!strcmp(buf, "simtrain.device")) {
         snprintf(device, sizeof device, "%s", v);
+      } else if (!strcmp(buf, "simtrain.groups")) {
+        snprintf(groups, sizeof groups, "%s", v);
+        groups_line = line_of(text, p);
       }
     } else if (is_host) {
       if (attr(p, "id", buf, sizeof buf))
@@ -420,6 +492,10 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
   for (int i = 0; i < 4; i++)
     c->oversub[i] = 1;
   c->torus_dims[0] = c->torus_dims[1] = c->torus_dims[2] = 1;
+  if (groups[0] && (rc = xml_groups(path, groups_line, groups, c, err))) {
+    plat_cluster_destroy(c);
+    return rc;
+  }
   c->xml_path = strdup(path);
   st_buf b;
   st_buf_init(&b);

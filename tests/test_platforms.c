@@ -619,7 +619,8 @@ static void test_simgrid__routes_match_plat_route(void **state)
 {
   (void)state;
   static const char *const args[] = {"dgx-h100:5", "dgx-v100:3", "tpu-v4:16", "mi300x:2",
-                                     "selene:3", "gb200-nvl72:2"};
+                                     "selene:3", "gb200-nvl72:2",
+                                     ST_SOURCE_DIR "/examples/clusters/mixed-a100-h100.json"};
   for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
     route_arg = args[i];
     in_child(child_routes);

@@ -1,0 +1,51 @@
+#!/bin/bash
+# groups.sh — node groups (examples/clusters/mixed-a100-h100.json: 2 DGX H100
+# nodes, GPUs 0-15, then 2 DGX A100 nodes, GPUs 16-31, on one fabric).
+#
+# The references are runs on the all-H100 and all-A100 clusters, which take
+# no path through the groups:
+#  - each rank's compute is priced on its own GPU, so the mean compute of
+#    llama3-8b tp=8 dp=4 on the mixed cluster is the mean of the two pure
+#    clusters' (16 ranks of each);
+#  - its step ends with the A100 ranks: their compute, then the data-parallel
+#    all-reduce, whose rail rings cross both kinds of node and run at what
+#    all members share (the HDR NICs' 25 GB/s, A100 tuning), exactly as on an
+#    all-A100 cluster; so the step time is the all-A100 cluster's.
+. "$(dirname "$0")/../cli_lib.sh" "$@"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mixed=$root/examples/clusters/mixed-a100-h100.json
+run_json() { "$simtrain" run --model llama3-8b --layout tp=8,dp=4,mbs=1,gbs=32 --cluster "$1" --json 2>"$tmp/err"; }
+m=$(run_json "$mixed")
+h=$(run_json dgx-h100:4)
+a=$(run_json dgx-a100:4)
+close() { awk -v x="$1" -v y="$2" -v t="$3" 'BEGIN { d = x - y; if (d < 0) d = -d; exit !(d <= t * (y < 0 ? -y : y)) }'; }
+want=$(awk -v h="$(json_num "$h" compute_s)" -v a="$(json_num "$a" compute_s)" 'BEGIN { printf "%.12g", (h + a) / 2 }')
+check "mean compute is the two pure clusters' mean ($(json_num "$m" compute_s) vs $want)" \
+  "close '$(json_num "$m" compute_s)' '$want' 1e-9"
+check "the step time is the all-A100 cluster's ($(json_num "$m" step_time_s) vs $(json_num "$a" step_time_s))" \
+  "close '$(json_num "$m" step_time_s)' '$(json_num "$a" step_time_s)' 1e-9"
+check "the H100 ranks wait for the A100 ranks (idle > 0)" \
+  "awk 'BEGIN { exit !($(json_num "$m" idle_s) > 0.1) }'"
+# MFU against the mean peak: (989.4 + 312) / 2 = 650.7 TFLOP/s bf16
+mfu_want=$(awk -v t="$(json_num "$m" model_tflops_per_gpu)" 'BEGIN { printf "%.12g", t / 650.7 }')
+check "MFU is against the mean of the GPUs' peaks" "close '$(json_num "$m" mfu)' '$mfu_want' 1e-9"
+
+# the summary shows the groups
+"$simtrain" platform "$mixed" >"$tmp/sum"
+check "platform names both groups" "grep -q '^group h100     nodes 0-1, GPUs 0-15' '$tmp/sum' && grep -q '^group a100     nodes 2-3, GPUs 16-31' '$tmp/sum'"
+check "each group's device and NICs" "grep -q '^  device       A100-SXM4-80GB' '$tmp/sum' && grep -q '^  nics         8 per node x 25 GB/s' '$tmp/sum'"
+
+# memory per group: llama3-70b tp=8 pp=2 puts stage 0 on the H100 nodes and
+# stage 1 on the A100 nodes; each is checked against its own device
+"$simtrain" run --model llama3-70b --layout tp=8,pp=2,dp=2,mbs=1,gbs=8 --cluster "$mixed" >/dev/null 2>"$tmp/mem"
+check "stage 0 is checked against the H100 group" "grep -q \"stage 0 needs .* a H100-SXM of group 'h100'\" '$tmp/mem'"
+check "stage 1 against the A100 group" "grep -q \"stage 1 needs .* a A100-SXM4-80GB of group 'a100'\" '$tmp/mem'"
+
+# a bad group is named with its place
+printf '{"name":"m","groups":[{"nodes":2,"preset":"dgx-h100"},{"nodes":2,"device":"A100-SXM4-80GB"}],"fabric":{"kind":"rail-fat-tree","radix":64}}' >"$tmp/bad.json"
+"$simtrain" platform "$tmp/bad.json" >/dev/null 2>"$tmp/bad"; rc=$?
+check "a group without a node fails (rc $rc) naming groups[1]" \
+  "[ $rc -ne 0 ] && grep -q \"groups\[1\]: key 'node' is missing\" '$tmp/bad'"
+
+if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo "groups: all checks passed"
