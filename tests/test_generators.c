@@ -283,7 +283,8 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "layout 'foo=1': key 'foo' is unknown (known: tp, pp, dp, cp, ep, vpp, sp, mbs, gbs, "
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
-       "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl)"},
+       "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
+       "dp_microbatches, balance)"},
       {0, "dp_impl=fsdp,zero=1", 2,
        "layout 'dp_impl=fsdp,zero=1': dp_impl=fsdp needs zero=3 (parameters, gradients and "
        "optimizer state sharded, FULL_SHARD); zero is 1 (its other sharding strategies are not "
@@ -311,6 +312,30 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "is 0, tp is 1"},
       {0, "tp=2,sp=1,tp_overlap=2", 2,
        "layout 'tp=2,sp=1,tp_overlap=2': key 'tp_overlap' is 2 (must be 0 or 1)"},
+      /* uneven splits (gpt-t: 8 layers) */
+      {0, "pp=2,stage_layers=3/4", 2,
+       "layout 'pp=2,stage_layers=3/4': stage_layers '3/4' sums to 7 layers, the model has 8"},
+      {0, "pp=2,stage_layers=2/3/3", 2,
+       "layout 'pp=2,stage_layers=2/3/3': stage_layers '2/3/3' has 3 stages, pp is 2"},
+      {0, "pp=2,stage_layers=2/x", 2,
+       "layout 'pp=2,stage_layers=2/x': stage_layers '2/x' item 2 ('x') is not a positive "
+       "integer"},
+      {0, "pp=2,stage_layers=3/5,first_stage_layers=3", 2,
+       "layout 'pp=2,stage_layers=3/5,first_stage_layers=3': stage_layers cannot be combined "
+       "with pp_layout, first_stage_layers, last_stage_layers, account_embedding or account_loss "
+       "(it gives every stage's layers)"},
+      {0, "dp=4,gbs=12,dp_microbatches=4*2/2", 4,
+       "layout 'dp=4,gbs=12,dp_microbatches=4*2/2': dp_microbatches '4*2/2' covers 3 replicas, "
+       "dp is 4"},
+      {0, "dp=2,gbs=12,dp_microbatches=8/2", 2,
+       "layout 'dp=2,gbs=12,dp_microbatches=8/2': dp_microbatches '8/2' gives 10 micro-batches "
+       "of mbs 1 = 10 samples, gbs is 12"},
+      {0, "dp=2,gbs=12,zero=3,dp_microbatches=8/4", 2,
+       "layout 'dp=2,gbs=12,zero=3,dp_microbatches=8/4': dp_microbatches '8/4' cannot go with "
+       "zero=3: parameters are gathered across the data-parallel group every micro-batch, so "
+       "every replica runs as many"},
+      {0, "balance=speed", 1,
+       "layout 'balance=speed': key 'balance' value 'speed' is unknown (known: compute, none)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_layout l;

@@ -442,11 +442,11 @@ static void optimizer_step(wl__gen *g)
 
 /* Stage s's program: the previous step's parameter gathers, the units, the
  * gradient reductions, the optimizer step. */
-static int emit_stage(wl__gen *g, int s, st_err *err)
+static int emit_stage(wl__gen *g, int s, const char *suffix, st_err *err)
 {
   const wl_layout *l = g->l;
-  char pname[32];
-  snprintf(pname, sizeof pname, "stage%d", s);
+  char pname[48];
+  snprintf(pname, sizeof pname, "stage%d%s", s, suffix);
   if (stage_begin(g, s, pname) < 0)
     return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
   g->phase = WL_PHASE_FORWARD;
@@ -634,17 +634,45 @@ int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err
     rc = st_err_set(err, ST_ENOMEM, "out of memory building communicators");
     goto fail;
   }
-  for (int s = 0; s < l->pp; s++) {
-    if ((rc = emit_stage(&g, s, err)) != ST_OK) {
-      if (rc == ST_EINPUT)
-        st_err_prefix(err, "model '%s': ", m->name);
-      goto fail;
-    }
-    model_flops += g.conv_model * ranks_per_stage;
-    hw_flops += g.conv_hw * ranks_per_stage;
+  /* one program per stage, or per (stage, micro-batch count) with
+   * dp_microbatches: replica d's ranks run their count (wl_layout_split.c) */
+  int nv = 0, vals[WL_MAX_DP_RUNS + 1];
+  for (int i = 0; i < (l->dp_runs ? l->dp_runs : 1); i++) {
+    int v = l->dp_runs ? l->dp_run_mb[i] : l->num_microbatches, seen = 0;
+    for (int j = 0; j < nv; j++)
+      seen |= vals[j] == v;
+    if (!seen)
+      vals[nv++] = v;
   }
-  for (int r = 0; r < l->num_gpus; r++)
-    wl_rank_set(wl, r, r / ranks_per_stage);
+  int first_prog = wl->num_programs;
+  for (int s = 0; s < l->pp && !rc; s++)
+    for (int vi = 0; vi < nv; vi++) {
+      wl_layout lv = *l; /* the stage as a replica of vals[vi] micro-batches runs it */
+      lv.num_microbatches = vals[vi];
+      g.l = &lv;
+      char suffix[24] = "";
+      if (nv > 1)
+        snprintf(suffix, sizeof suffix, "/mb%d", vals[vi]);
+      if ((rc = emit_stage(&g, s, suffix, err)) != ST_OK) {
+        if (rc == ST_EINPUT)
+          st_err_prefix(err, "model '%s': ", m->name);
+        g.l = l;
+        goto fail;
+      }
+      g.l = l;
+      int users = 0; /* ranks of the stage whose replica runs vals[vi] */
+      for (int d = 0; d < l->dp; d++)
+        users += wl_layout_replica_microbatches(l, d) == vals[vi];
+      users *= ranks_per_stage / l->dp;
+      model_flops += g.conv_model * users;
+      hw_flops += g.conv_hw * users;
+    }
+  for (int r = 0; r < l->num_gpus; r++) {
+    int d = (r / (l->tp * l->cp)) % l->dp, v = wl_layout_replica_microbatches(l, d), vi = 0;
+    while (vi < nv - 1 && vals[vi] != v)
+      vi++;
+    wl_rank_set(wl, r, first_prog + (r / ranks_per_stage) * nv + vi);
+  }
 
   wl_meta *mt = &wl->meta;
   if (wl_meta_set_str(&mt->model, m->name) || wl_meta_set_str(&mt->layout, l->spec) ||

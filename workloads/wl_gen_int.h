@@ -50,4 +50,9 @@ wl__unit *wl__schedule(const wl_layout *l, int stage, int *n);
  * chunks and layers are alive then. */
 void wl__peak_alive(const wl_layout *l, int stage, int *chunks, int *layers);
 
+/* wl_layout_split.c: stage_layers into l->vs_layers, dp_microbatches into
+ * l->dp_run_*; 0, or -1 with what is wrong in msg. */
+int wl__layout_stage_list(wl_layout *l, const wl_model *m, char *msg, size_t cap);
+int wl__layout_dp_list(wl_layout *l, char *msg, size_t cap);
+
 #endif

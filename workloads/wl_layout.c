@@ -64,14 +64,15 @@ const char *wl_dp_impl_name(int d)
 enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
-  K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_COUNT
+  K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
+  K_DP_MB, K_BALANCE, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
     "sp",    "mbs",       "gbs",      "zero",  "recompute",  "schedule",
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
-    "account_loss", "pp_layout", "dp_impl"};
+    "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -240,6 +241,21 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     long iv = 0;
     if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE || k == K_DP_IMPL) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
+      continue;
+    }
+    if (k == K_STAGE_LAYERS || k == K_DP_MB) {
+      char *dst = k == K_STAGE_LAYERS ? l.stage_layers : l.dp_microbatches;
+      if (strlen(val) >= WL_LIST_MAX)
+        ERR("key '%s' value is too long (at most %d characters)", key, WL_LIST_MAX - 1);
+      if (!*val)
+        ERR("key '%s' is empty", key);
+      snprintf(dst, WL_LIST_MAX, "%s", val);
+      continue;
+    }
+    if (k == K_BALANCE) {
+      if (strcmp(val, "compute") && strcmp(val, "none"))
+        ERR("key 'balance' value '%s' is unknown (known: compute, none)", val);
+      l.balance = !strcmp(val, "compute");
       continue;
     }
     if (k == K_PP_LAYOUT) {
@@ -575,7 +591,10 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
 
   /* layers per virtual stage: one of Megatron's four ways */
   int stacking = (l.pp_layout[0] != 0) + (given_first || given_last) +
-                 (l.account_embedding || l.account_loss);
+                 (l.account_embedding || l.account_loss) + (l.stage_layers[0] != 0);
+  if (l.stage_layers[0] && stacking > 1)
+    ERR("stage_layers cannot be combined with pp_layout, first_stage_layers, last_stage_layers, "
+        "account_embedding or account_loss (it gives every stage's layers)");
   if (l.pp_layout[0] && stacking > 1)
     ERR("pp_layout cannot be combined with first_stage_layers, last_stage_layers, "
         "account_embedding or account_loss (Megatron-core: the layout says it all)");
@@ -596,7 +615,11 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     ERR("pp*vpp = %d*%d = %ld virtual stages exceed the %d supported", l.pp, l.vpp,
         (long)l.pp * l.vpp, WL_MAX_VSTAGES);
   int nvs = l.pp * l.vpp;
-  if (given_first || given_last) {
+  if (l.stage_layers[0]) {
+    char msg[300];
+    if (wl__layout_stage_list(&l, m, msg, sizeof msg))
+      ERR("stage_layers '%s' %s", l.stage_layers, msg);
+  } else if (given_first || given_last) {
     /* Megatron-core get_num_layers_to_build with num_layers_in_{first,last}_pipeline_stage:
      * the stage's count covers all its virtual stages */
     if (l.pp < 2)
@@ -646,9 +669,9 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     l.vs_layers[vs] = 0;
   /* batch */
   l.gbs = given_gbs ? l.gbs : l.mbs * l.dp;
-  if (l.gbs % ((long)l.mbs * l.dp))
+  if (!l.dp_microbatches[0] && l.gbs % ((long)l.mbs * l.dp))
     ERR("gbs (%d) not divisible by mbs*dp = %d*%d = %d", l.gbs, l.mbs, l.dp, l.mbs * l.dp);
-  l.num_microbatches = l.gbs / (l.mbs * l.dp);
+  l.num_microbatches = l.gbs / (l.mbs * l.dp); /* dp_microbatches: set below */
   /* sequence */
   if (m->positions > 0 && m->seq_len > m->positions)
     ERR("seq_len (%d) exceeds the model's %d learned positions", m->seq_len, m->positions);
@@ -694,6 +717,11 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
   if (l.schedule != WL_SCHED_INTERLEAVED && l.vpp > 1)
     ERR("vpp (%d) needs schedule 'interleaved' (schedule is '%s')", l.vpp,
         schedule_names[l.schedule]);
+  if (l.dp_microbatches[0]) {
+    char msg[300];
+    if (wl__layout_dp_list(&l, msg, sizeof msg))
+      ERR("dp_microbatches '%s' %s", l.dp_microbatches, msg);
+  }
   if (l.schedule == WL_SCHED_INTERLEAVED && l.num_microbatches % l.pp)
     ERR("schedule 'interleaved': micro-batches gbs/(mbs*dp) = %d not divisible by pp (%d)",
         l.num_microbatches, l.pp);
@@ -775,6 +803,12 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     st_buf_printf(&b, ",pp_layout=%s", l.pp_layout);
   if (l.dp_impl != WL_DP_MEGATRON)
     st_buf_printf(&b, ",dp_impl=%s", dp_impl_names[l.dp_impl]);
+  if (l.stage_layers[0])
+    st_buf_printf(&b, ",stage_layers=%s", l.stage_layers);
+  if (l.dp_microbatches[0])
+    st_buf_printf(&b, ",dp_microbatches=%s", l.dp_microbatches);
+  if (l.balance)
+    st_buf_printf(&b, ",balance=compute");
   if (!b.data || b.len >= sizeof l.spec) {
     st_buf_release(&b);
     ERR("the canonical spec is longer than %zu characters", sizeof l.spec - 1);

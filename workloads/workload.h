@@ -376,6 +376,8 @@ typedef enum wl_schedule {
 
 #define WL_MAX_STAGES 256
 #define WL_MAX_VSTAGES 1024  /* pipeline stages x virtual stages */
+#define WL_LIST_MAX 256      /* stage_layers, dp_microbatches as given */
+#define WL_MAX_DP_RUNS 32    /* runs of dp_microbatches */
 #define WL_PP_LAYOUT_MAX 512 /* characters of a pp_layout string, NUL included */
 
 /* A parallel layout, resolved against a model and a GPU count.  Plain data.
@@ -404,8 +406,20 @@ typedef struct wl_layout {
                             overlapped with their GEMMs (needs sp) */
   int vs_layers[WL_MAX_VSTAGES]; /* transformer layers of virtual stage c * pp + s
                                     (chunk c of stage s); resolved */
+  /* ---- uneven splits, for clusters of unlike GPUs (wl_layout_split.c) ---- */
+  char stage_layers[WL_LIST_MAX];  /* "8/8/12/12": layers per stage as given, "" = none */
+  char dp_microbatches[WL_LIST_MAX]; /* "6*2/2*2": micro-batches per data-parallel
+                                      replica (N, or N*K for K replicas), "" = none */
+  int balance;           /* balance=compute: the driver fills both lists from the
+                            cluster's groups before generating (docs/workloads.md) */
+  int dp_runs;           /* resolved dp_microbatches: runs of replicas */
+  int dp_run_mb[WL_MAX_DP_RUNS], dp_run_len[WL_MAX_DP_RUNS];
   char spec[1024];       /* canonical spec: every key, resolved */
 } wl_layout;
+
+/* Micro-batches data-parallel replica d runs (num_microbatches without
+ * dp_microbatches). */
+int wl_layout_replica_microbatches(const wl_layout *l, int d);
 
 /* Parse "tp=8,pp=4,mbs=1,gbs=512,...".  num_gpus 0 means "what the layout
  * says" (dp defaults to 1); otherwise dp defaults to what the GPU count
