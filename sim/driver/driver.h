@@ -119,6 +119,12 @@ void drv_job_init(drv_job *j);
 int drv_model_load(const char *name, const wl_model *spec, int seq_len, wl_model *m, st_err *err);
 
 /* A prediction and everything it was made from. */
+/* balance=compute (drv_balance.c): replace the layout's even split by
+ * stage_layers and dp_microbatches from the speeds of cl's node groups
+ * (*l re-parsed; note says what was chosen, "" when balance is not set). */
+int drv_balance(const wl_model *m, const plat_cluster *cl, wl_layout *l, char *note, size_t cap,
+                st_err *err);
+
 typedef struct drv_run {
   plat_cluster *cl;
   wl_workload *wl;

@@ -157,6 +157,9 @@ static int load_model(const drv_job *j, drv_run *r, st_buf *desc, st_err *err)
   if (rc)
     return rc;
   rc = wl_layout_parse(j->layout, r->cl->num_gpus, &m, &l, err);
+  char note[600];
+  if (!rc && !(rc = drv_balance(&m, r->cl, &l, note, sizeof note, err)) && note[0])
+    say(j, "note", "%s", note);
   if (!rc)
     rc = wl_generate(&m, &l, &r->wl, err);
   if (!rc) {
