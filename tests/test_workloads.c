@@ -2,6 +2,7 @@
  * the shared basics of st_common, and the on-disk form (round trip, stable
  * bytes, exact error messages for broken files). */
 #include <dirent.h>
+#include <malloc.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -940,6 +941,41 @@ static void test_read_all__plain_and_gzip_give_the_same_bytes(void **state)
     assert_int_equal(data[len], '\0');
     free(data);
   }
+}
+
+/* An empty file reads as "" (length 0, NUL-terminated): the buffer is
+ * terminated from its first allocation, not only by an append.  glibc's
+ * M_PERTURB (and ASan's malloc fill) make fresh memory non-zero, so an
+ * unterminated buffer fails here rather than reading as "" by chance (an
+ * empty SMPI trace once read its garbage as a file name). */
+static void test_read_all__empty_file_is_an_empty_string(void **state)
+{
+  (void)state;
+#ifdef M_PERTURB
+  mallopt(M_PERTURB, 0x5a);
+#endif
+  const char *empty = tmp_path("empty.txt");
+  write_bytes(empty, "", 0);
+  for (int round = 0; round < 4; round++) {
+    char *data = NULL;
+    size_t len = 7;
+    st_err err;
+    st_err_clear(&err);
+    assert_int_equal(st_file_read_all(empty, &data, &len, &err), 0);
+    assert_int_equal(len, 0);
+    assert_non_null(data);
+    assert_int_equal(data[0], '\0');
+    free(data);
+  }
+  st_buf b;
+  st_buf_init(&b);
+  char *d = st_buf_detach(&b, NULL);
+  assert_non_null(d);
+  assert_int_equal(d[0], '\0');
+  free(d);
+#ifdef M_PERTURB
+  mallopt(M_PERTURB, 0);
+#endif
 }
 
 static void test_read_all__truncated_and_corrupt_gzip_are_errors(void **state)
@@ -1937,6 +1973,7 @@ int main(void)
       cmocka_unit_test(test_err__table_gives_code_text_and_status),
       cmocka_unit_test(test_num_check__finite_in_range_and_whole),
       cmocka_unit_test(test_read_all__plain_and_gzip_give_the_same_bytes),
+      cmocka_unit_test(test_read_all__empty_file_is_an_empty_string),
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),
       cmocka_unit_test(test_write_atomic__replaces_and_leaves_no_temp_file),
       cmocka_unit_test(test_write_atomic__writes_through_symlinks_and_refuses_non_files),

@@ -54,15 +54,11 @@ static int is_number(const char *s)
   return end != s && *end == '\0';
 }
 
-static int add_file_lines(const char *path, sm_line **lines, size_t *n, size_t *cap,
-                          char **bufs, st_err *err)
+/* The action lines of data (path's text, NUL-terminated, cut in place and
+ * kept by the caller). */
+static int add_lines(const char *path, char *data, sm_line **lines, size_t *n, size_t *cap,
+                     st_err *err)
 {
-  char *data;
-  size_t len;
-  int rc = tr__read_file(path, &data, &len, err);
-  if (rc)
-    return rc;
-  *bufs = data;
   char *cur = data;
   int lineno = 0;
   while (*cur) {
@@ -111,19 +107,25 @@ static int add_file_lines(const char *path, sm_line **lines, size_t *n, size_t *
   return ST_OK;
 }
 
-static int first_token_is_number(const char *path)
+static int add_file_lines(const char *path, sm_line **lines, size_t *n, size_t *cap,
+                          char **bufs, st_err *err)
 {
   char *data;
   size_t len;
-  st_err quiet;
-  if (st_file_read_all(path, &data, &len, &quiet))
-    return 1; /* let the reader report it */
+  int rc = tr__read_file(path, &data, &len, err);
+  if (rc)
+    return rc;
+  *bufs = data;
+  return add_lines(path, data, lines, n, cap, err);
+}
+
+/* An action file starts with a rank; anything else is a listing of files. */
+static int first_token_is_number(const char *data)
+{
   const char *s = data;
   while (*s && isspace((unsigned char)*s))
     s++;
-  int num = isdigit((unsigned char)*s);
-  free(data);
-  return num;
+  return isdigit((unsigned char)*s);
 }
 
 typedef struct sm_build {
@@ -412,45 +414,48 @@ int tr__smpi_import(const char *path, const tr_options *opt, wl_workload **out,
   int nbufs = 0, npaths = 0;
   int rc = ST_OK;
   wl_workload *wl = NULL;
-  if (first_token_is_number(path)) {
-    bufs[nbufs] = NULL;
-    rc = add_file_lines(path, &lines, &n, &cap, &bufs[nbufs++], err);
-  } else {
-    char *list;
-    size_t len;
-    rc = tr__read_file(path, &list, &len, err);
-    if (!rc) {
-      char *dir = st_path_dirname(path);
-      char *save;
-      for (char *l = strtok_r(list, "\r\n", &save); l && !rc; l = strtok_r(NULL, "\r\n", &save)) {
-        while (isspace((unsigned char)*l))
-          l++;
-        if (!*l || *l == '#')
-          continue;
-        if (npaths == 1024) {
-          rc = st_err_set(err, ST_EINPUT, "trace '%s': lists more than 1024 files", path);
-          break;
-        }
-        size_t m = strlen(dir) + strlen(l) + 2;
-        char *p = malloc(m);
-        if (!p) {
-          rc = st_err_set(err, ST_ENOMEM, "out of memory");
-          break;
-        }
-        if (l[0] == '/')
-          snprintf(p, m, "%s", l);
-        else
-          snprintf(p, m, "%s/%s", dir, l);
-        struct stat s;
-        if (stat(p, &s))
-          snprintf(p, m, "%s/%s", dir, st_path_basename(l));
-        paths[npaths++] = p;
-        bufs[nbufs] = NULL;
-        rc = add_file_lines(p, &lines, &n, &cap, &bufs[nbufs++], err);
+  /* read once (a FIFO or standard input cannot be read again) */
+  char *first;
+  size_t first_len;
+  rc = tr__read_file(path, &first, &first_len, err);
+  if (!rc && first_token_is_number(first)) {
+    bufs[nbufs++] = first;
+    rc = add_lines(path, first, &lines, &n, &cap, err);
+  } else if (!rc) {
+    char *list = first;
+    char *dir = st_path_dirname(path);
+    char *save;
+    if (!dir)
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    for (char *l = dir ? strtok_r(list, "\r\n", &save) : NULL; l && !rc;
+         l = strtok_r(NULL, "\r\n", &save)) {
+      while (isspace((unsigned char)*l))
+        l++;
+      if (!*l || *l == '#')
+        continue;
+      if (npaths == 1024) {
+        rc = st_err_set(err, ST_EINPUT, "trace '%s': lists more than 1024 files", path);
+        break;
       }
-      free(dir);
-      free(list);
+      size_t m = strlen(dir) + strlen(l) + 2;
+      char *p = malloc(m);
+      if (!p) {
+        rc = st_err_set(err, ST_ENOMEM, "out of memory");
+        break;
+      }
+      if (l[0] == '/')
+        snprintf(p, m, "%s", l);
+      else
+        snprintf(p, m, "%s/%s", dir, l);
+      struct stat s;
+      if (stat(p, &s))
+        snprintf(p, m, "%s/%s", dir, st_path_basename(l));
+      paths[npaths++] = p;
+      bufs[nbufs] = NULL;
+      rc = add_file_lines(p, &lines, &n, &cap, &bufs[nbufs++], err);
     }
+    free(dir);
+    free(list);
   }
   int nranks = 0;
   for (size_t i = 0; i < n; i++)

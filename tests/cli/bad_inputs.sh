@@ -17,6 +17,7 @@ cases=$(cat <<'EOF'
 2|simtrain: error: trace 'bad/kineto_pg_ranks_spaces.json': imported workload is inconsistent: communicator 'pg g': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_ranks_spaces.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_pg_config_spaces.json': imported workload is inconsistent: communicator 'pg h': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_config_spaces.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_split_negative.json': event 2: 'In split size' entry 0 is -1, below the smallest allowed 0|run --trace kineto:bad/kineto_split_negative.json --cluster node8
+2|simtrain: error: trace 'bad/smpi_empty.txt': no actions|run --trace smpi:bad/smpi_empty.txt --cluster node8
 2|simtrain: error: spec 'bad/cluster_link_1e308.json': node.intra: 'link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
 2|simtrain: error: spec 'bad/cluster_nic_1e308.json': node.nics: 'Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
 2|simtrain: error: platform 'bad/xml_link_zero.xml': link 'l01': bandwidth 0 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_zero.xml

@@ -204,6 +204,7 @@ static int buf_reserve(st_buf *b, size_t extra)
   char *d = realloc(b->data, cap);
   if (!d)
     return ST_ENOMEM;
+  d[b->len] = '\0'; /* NUL-terminated from the first reserve on, empty included */
   b->data = d;
   b->cap = cap;
   return ST_OK;

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Inputs are read once, as streams: a trace, a cluster spec or a SimGrid XML
+# platform given as a FIFO, or as '-' (standard input, plain or gzip), gives
+# the same prediction as the file itself.  Each read has a time limit: an
+# input opened twice blocks on the FIFO's second open (it hung).
+# usage: stream_inputs.sh <simtrain> <shared-dir>
+set -u
+ST=$1
+fail() { echo "FAIL: $*"; exit 1; }
+D="$(cd "$(dirname "$0")/../data" && pwd)"
+EX="$(cd "$(dirname "$0")/../../examples" && pwd)/pipeline2.json"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+step() { grep -o '"step_time_s":[^,]*'; }
+
+# format | file | extra arguments (a trace: --trace FORMAT:PATH; a cluster:
+# --workload pipeline2 --cluster PATH)
+cases=$(cat <<EOT
+smpi|$D/smpi_tiny.txt|--cluster node8
+astra|$D/astra_tiny.txt|--gpus 8 --cluster node8
+kineto|$D/kineto_ddp/rank0.trace.json|--cluster node8
+cluster.json|$D/one_nic.json|
+EOT
+)
+n=0
+while IFS='|' read -r fmt file extra; do
+  [ -n "$fmt" ] || continue
+  n=$((n + 1))
+  case $fmt in
+    cluster.*) suffix=${fmt#cluster}
+               args() { echo "--workload $EX --cluster $1"; } ;;
+    *) suffix=.in
+       args() { echo "--trace $fmt:$1 $extra"; } ;;
+  esac
+  # shellcheck disable=SC2046
+  ref=$("$ST" run $(args "$file") --json --quiet 2>"$tmp/err" | step)
+  [ -n "$ref" ] || fail "$fmt: the file itself does not run: $(cat "$tmp/err")"
+  fifo="$tmp/in$n$suffix"
+  mkfifo "$fifo"
+  (cat "$file" >"$fifo" &)
+  # shellcheck disable=SC2046
+  got=$(timeout 30 "$ST" run $(args "$fifo") --json --quiet 2>"$tmp/err" | step)
+  [ "$got" = "$ref" ] || fail "$fmt as a FIFO: '$got', want '$ref': $(cat "$tmp/err")"
+  case $fmt in
+    cluster.*) ;;  # a cluster is named by its suffix: no '-'
+    *)
+      # shellcheck disable=SC2046
+      got=$(timeout 30 "$ST" run $(args -) --json --quiet <"$file" 2>"$tmp/err" | step)
+      [ "$got" = "$ref" ] || fail "$fmt on standard input: '$got', want '$ref': $(cat "$tmp/err")"
+      # shellcheck disable=SC2046
+      got=$(gzip -c "$file" | timeout 30 "$ST" run $(args -) --json --quiet 2>"$tmp/err" | step)
+      [ "$got" = "$ref" ] || fail "$fmt gzip on standard input: '$got', want '$ref': $(cat "$tmp/err")" ;;
+  esac
+done <<<"$cases"
+echo "ok ($n inputs as FIFOs and standard input)"
