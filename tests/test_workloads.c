@@ -921,6 +921,61 @@ static void test_num_check__finite_in_range_and_whole(void **state)
   assert_true((double)(int32_t)ST_INT32_MAX == ST_INT32_MAX);
 }
 
+/* Numbers in text: the whole text is one number, then st_num_check's rules;
+ * nothing is written on error, and a long gets no value a cast would wrap. */
+static void test_num_parse__whole_text_then_checked(void **state)
+{
+  (void)state;
+  struct {
+    const char *text;
+    int kind;
+    double lo, hi;
+    double want;     /* when accepted */
+    const char *msg; /* NULL: accepted */
+  } t[] = {
+      {"12", ST_NUM_INTEGER, 0, 100, 12, NULL},
+      {"1e3", ST_NUM_INTEGER, 0, 1e6, 1000, NULL},
+      {"2.5", ST_NUM_REAL, 0, 10, 2.5, NULL},
+      {"-3", ST_NUM_REAL, -5, 5, -3, NULL},
+      {"-3", ST_NUM_REAL, 0, 5, 0, "trace 't': line 2: 'tag' is -3, below the smallest allowed 0"},
+      {"1e300", ST_NUM_INTEGER, 0, ST_INT32_MAX, 0,
+       "trace 't': line 2: 'tag' is 1e+300, above the largest allowed 2147483647"},
+      {"1e400", ST_NUM_REAL, 0, 10, 0, "trace 't': line 2: 'tag' is not a finite number"},
+      {"nan", ST_NUM_REAL, 0, 10, 0, "trace 't': line 2: 'tag' is not a finite number"},
+      {"2.5", ST_NUM_INTEGER, 0, 10, 0, "trace 't': line 2: 'tag' is 2.5, not a whole number"},
+      {"12x", ST_NUM_INTEGER, 0, 100, 0, "trace 't': line 2: 'tag' is '12x', not a number"},
+      {"", ST_NUM_INTEGER, 0, 100, 0, "trace 't': line 2: 'tag' is '', not a number"},
+      {" 1", ST_NUM_INTEGER, 0, 100, 0, "trace 't': line 2: 'tag' is ' 1', not a number"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    st_err err;
+    st_err_clear(&err);
+    double v = -99;
+    int rc = st_num_parse(t[i].text, t[i].kind, t[i].lo, t[i].hi, &v, &err,
+                          "trace '%s': line %d: '%s'", "t", 2, "tag");
+    if (!t[i].msg) {
+      if (rc != 0)
+        fail_msg("row %zu: rejected: %s", i, err.msg);
+      assert_true(v == t[i].want);
+      continue;
+    }
+    assert_int_equal(rc, ST_EINPUT);
+    assert_string_equal(err.msg, t[i].msg);
+    assert_true(v == -99); /* untouched */
+  }
+  long x = -1;
+  st_err err;
+  assert_int_equal(st_num_parse_long("1048575", 0, ST_RANKS_MAX - 1, &x, &err, "rank"), 0);
+  assert_int_equal(x, 1048575);
+  assert_int_equal(st_num_parse_long("1048576", 0, ST_RANKS_MAX - 1, &x, &err, "rank"), ST_EINPUT);
+  assert_string_equal(err.msg, "rank is 1048576, above the largest allowed 1048575");
+  assert_int_equal(x, 1048575);
+  assert_int_equal(st_num_to_long(4.5e9, 0, INT32_MAX, &x, &err, "'n'"), ST_EINPUT);
+  assert_string_equal(err.msg, "'n' is 4500000000, above the largest allowed 2147483647");
+  assert_int_equal(st_num_to_long(65536, 1, ST_LAYERS_MAX, &x, &err, "'layers'"), 0);
+  assert_int_equal(x, 65536);
+}
+
 static void test_read_all__plain_and_gzip_give_the_same_bytes(void **state)
 {
   (void)state;
@@ -1972,6 +2027,7 @@ int main(void)
       cmocka_unit_test(test_err__set_and_prefix),
       cmocka_unit_test(test_err__table_gives_code_text_and_status),
       cmocka_unit_test(test_num_check__finite_in_range_and_whole),
+      cmocka_unit_test(test_num_parse__whole_text_then_checked),
       cmocka_unit_test(test_read_all__plain_and_gzip_give_the_same_bytes),
       cmocka_unit_test(test_read_all__empty_file_is_an_empty_string),
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),

@@ -18,6 +18,14 @@ cases=$(cat <<'EOF'
 2|simtrain: error: trace 'bad/kineto_pg_config_spaces.json': imported workload is inconsistent: communicator 'pg h': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_config_spaces.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_split_negative.json': event 2: 'In split size' entry 0 is -1, below the smallest allowed 0|run --trace kineto:bad/kineto_split_negative.json --cluster node8
 2|simtrain: error: trace 'bad/smpi_empty.txt': no actions|run --trace smpi:bad/smpi_empty.txt --cluster node8
+2|simtrain: error: trace 'bad/smpi_tag_1e300.txt': line 3: 'send' argument 2 is 1e+300, above the largest allowed 2147483647|run --trace smpi:bad/smpi_tag_1e300.txt --cluster node8
+2|simtrain: error: trace 'bad/smpi_rank_huge.txt': line 2: rank is 99999999999, above the largest allowed 1048575|run --trace smpi:bad/smpi_rank_huge.txt --cluster node8
+2|simtrain: error: trace 'bad/smpi_root_1e300.txt': line 3: 'bcast' argument 2 is 1e+300, above the largest allowed 1048576|run --trace smpi:bad/smpi_root_1e300.txt --cluster node8
+2|simtrain: error: trace 'bad/astra_pp_zero.txt': line 1: 'pp' is 0, below the smallest allowed 1|run --trace astra:bad/astra_pp_zero.txt --gpus 8 --cluster node8
+2|simtrain: error: trace 'bad/astra_tp_pp_overflow.txt': 8 GPUs cannot be laid out as tp 65536 x pp 65536 (x dp)|run --trace astra:bad/astra_tp_pp_overflow.txt --gpus 8 --cluster node8
+2|simtrain: error: trace 'bad/astra_bytes_1e19.txt': line 3: fwd_bytes is 1e+19, above the largest allowed 9007199254740992|run --trace astra:bad/astra_bytes_1e19.txt --gpus 8 --cluster node8
+2|simtrain: error: trace 'bad/astra_layers_1e8.txt': line 2: the number of layers is 100000000, above the largest allowed 65536|run --trace astra:bad/astra_layers_1e8.txt --gpus 8 --cluster node8
+1|simtrain: error: trace 'bad/astra_3line.txt': 100000000 GPUs asked for, above the largest allowed 1048576|import astra:bad/astra_3line.txt --gpus 100000000 -o TMP/a.json
 2|simtrain: error: spec 'bad/cluster_link_1e308.json': node.intra: 'link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
 2|simtrain: error: spec 'bad/cluster_nic_1e308.json': node.nics: 'Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
 2|simtrain: error: platform 'bad/xml_link_zero.xml': link 'l01': bandwidth 0 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_zero.xml
@@ -50,4 +58,5 @@ while IFS='|' read -r want_rc want_err args; do
   want: $want_err"
 done <<<"$cases"
 [ ! -e "$tmp/p.xml" ] || fail "a rejected platform must not be written"
+[ ! -e "$tmp/a.json" ] || fail "a rejected import must not be written"
 echo "ok ($n bad inputs)"

@@ -2,6 +2,7 @@
  * Files are in st_file.c, JSON in st_json.c; st_common.h has the contracts. */
 #include "st_common.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -116,6 +117,71 @@ int st_num_check(double v, int kind, double lo, double hi, st_err *err, const ch
                  why[0] == 'b' ? "smallest" : "largest", b);
   }
   return ST_EINPUT;
+}
+
+__attribute__((format(printf, 6, 0))) static int num_vcheck(double v, int kind, double lo,
+                                                             double hi, st_err *err,
+                                                             const char *fmt, va_list ap)
+{
+  char subject[ST_ERR_MSG_MAX];
+  vsnprintf(subject, sizeof subject, fmt, ap);
+  return st_num_check(v, kind, lo, hi, err, "%s", subject);
+}
+
+/* The whole of text is one number for strtod ("12", "1e6", "-3"), with no
+ * space around it; strtod's overflow (1e400) is infinite, so not finite. */
+__attribute__((format(printf, 7, 0))) static int num_vparse(const char *text, int kind, double lo,
+                                                             double hi, double *out, st_err *err,
+                                                             const char *fmt, va_list ap)
+{
+  char *end = NULL;
+  double v = text && *text && !isspace((unsigned char)*text) ? strtod(text, &end) : 0;
+  if (!text || !*text || isspace((unsigned char)*text) || *end || end == text) {
+    if (err) {
+      char subject[ST_ERR_MSG_MAX];
+      vsnprintf(subject, sizeof subject, fmt, ap);
+      st_err_set(err, ST_EINPUT, "%s is '%.64s', not a number", subject, text ? text : "");
+    }
+    return ST_EINPUT;
+  }
+  int rc = num_vcheck(v, kind, lo, hi, err, fmt, ap);
+  if (!rc)
+    *out = v;
+  return rc;
+}
+
+int st_num_parse(const char *text, int kind, double lo, double hi, double *out, st_err *err,
+                 const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = num_vparse(text, kind, lo, hi, out, err, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+int st_num_parse_long(const char *text, long lo, long hi, long *out, st_err *err,
+                      const char *fmt, ...)
+{
+  double v;
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = num_vparse(text, ST_NUM_INTEGER, (double)lo, (double)hi, &v, err, fmt, ap);
+  va_end(ap);
+  if (!rc)
+    *out = (long)v;
+  return rc;
+}
+
+int st_num_to_long(double v, long lo, long hi, long *out, st_err *err, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = num_vcheck(v, ST_NUM_INTEGER, (double)lo, (double)hi, err, fmt, ap);
+  va_end(ap);
+  if (!rc)
+    *out = (long)v;
+  return rc;
 }
 
 /* ---- arena ---------------------------------------------------------------- */

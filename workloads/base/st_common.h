@@ -77,6 +77,11 @@ int st_err_exit_status(int code);
  * before it is stored, so nothing downstream sees inf, nan, a negative size
  * or a value its integer type would wrap.  The documented limits: */
 #define ST_BYTES_MAX 9007199254740992.0 /* 2^53: every byte count up to it is exact in a double */
+/* Ranks (GPUs) of a workload, a cluster or an imported trace, and a model's
+ * layers: checked before anything is allocated for them, so that a few
+ * bytes of input cannot ask for gigabytes (docs/workload-format.md). */
+#define ST_RANKS_MAX 1048576 /* 2^20 */
+#define ST_LAYERS_MAX 65536  /* 2^16 */
 #define ST_INT32_MAX 2147483647.0
 #define ST_INT32_MIN (-2147483648.0)
 /* kind: ST_NUM_REAL or ST_NUM_INTEGER, either | ST_NUM_OPEN_LO (lo itself
@@ -91,6 +96,19 @@ enum { ST_NUM_REAL = 0, ST_NUM_INTEGER = 1, ST_NUM_OPEN_LO = 2 };
  *   <subject> is 0; it must be greater than 0          (ST_NUM_OPEN_LO)
  *   <subject> is 2.5, not a whole number */
 int st_num_check(double v, int kind, double lo, double hi, st_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Numbers in text (trace lines, command-line values): the whole of text is
+ * one number ("<subject> is 'x1', not a number" otherwise), then
+ * st_num_check's rules and messages.  *out is written only on success. */
+int st_num_parse(const char *text, int kind, double lo, double hi, double *out, st_err *err,
+                 const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+/* A whole number lo..hi in text, into a long. */
+int st_num_parse_long(const char *text, long lo, long hi, long *out, st_err *err,
+                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* A double that must be a whole number lo..hi, into a long: the one checked
+ * way from a double read from input to an integer field (a cast of a value
+ * out of the type's range is undefined behaviour). */
+int st_num_to_long(double v, long lo, long hi, long *out, st_err *err, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
 /* ---- random numbers (st_rng.c) -------------------------------------------
