@@ -923,6 +923,26 @@ static void test_num_check__finite_in_range_and_whole(void **state)
 
 /* Numbers in text: the whole text is one number, then st_num_check's rules;
  * nothing is written on error, and a long gets no value a cast would wrap. */
+/* An error message is one line whatever it quotes: control characters from
+ * an input are escaped by st_err_set and st_err_prefix (UTF-8 stays). */
+static void test_err__message_is_one_line(void **state)
+{
+  (void)state;
+  st_err err;
+  st_err_set(&err, ST_EINPUT, "key '%s' is unknown", "a\nb\tc\r\x1b[1m\x7f\xc3\xa9");
+  assert_string_equal(err.msg, "key 'a\\nb\\tc\\r\\x1b[1m\\x7f\xc3\xa9' is unknown");
+  st_err_prefix(&err, "model '%s': ", "m\n.json");
+  assert_string_equal(err.msg,
+                      "model 'm\\n.json': key 'a\\nb\\tc\\r\\x1b[1m\\x7f\xc3\xa9' is unknown");
+  /* escaping never overruns: a message of control characters fills the buffer */
+  char many[ST_ERR_MSG_MAX];
+  memset(many, '\n', sizeof many - 1);
+  many[sizeof many - 1] = '\0';
+  st_err_set(&err, ST_EINPUT, "%s", many);
+  assert_true(strlen(err.msg) < ST_ERR_MSG_MAX);
+  assert_null(strchr(err.msg, '\n'));
+}
+
 static void test_num_parse__whole_text_then_checked(void **state)
 {
   (void)state;
@@ -2028,6 +2048,7 @@ int main(void)
       cmocka_unit_test(test_err__table_gives_code_text_and_status),
       cmocka_unit_test(test_num_check__finite_in_range_and_whole),
       cmocka_unit_test(test_num_parse__whole_text_then_checked),
+      cmocka_unit_test(test_err__message_is_one_line),
       cmocka_unit_test(test_read_all__plain_and_gzip_give_the_same_bytes),
       cmocka_unit_test(test_read_all__empty_file_is_an_empty_string),
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),

@@ -26,6 +26,7 @@ cases=$(cat <<'EOF'
 2|simtrain: error: trace 'bad/astra_bytes_1e19.txt': line 3: fwd_bytes is 1e+19, above the largest allowed 9007199254740992|run --trace astra:bad/astra_bytes_1e19.txt --gpus 8 --cluster node8
 2|simtrain: error: trace 'bad/astra_layers_1e8.txt': line 2: the number of layers is 100000000, above the largest allowed 65536|run --trace astra:bad/astra_layers_1e8.txt --gpus 8 --cluster node8
 1|simtrain: error: trace 'bad/astra_3line.txt': 100000000 GPUs asked for, above the largest allowed 1048576|import astra:bad/astra_3line.txt --gpus 100000000 -o TMP/a.json
+2|simtrain: error: model 'bad/model_key_newline.json': key 'lay\nersbad\x1b[31m' is unknown|memory --model bad/model_key_newline.json --layout tp=1,gbs=8 --cluster node8
 2|simtrain: error: spec 'bad/cluster_link_1e308.json': node.intra: 'link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
 2|simtrain: error: spec 'bad/cluster_nic_1e308.json': node.nics: 'Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
 2|simtrain: error: platform 'bad/xml_link_zero.xml': link 'l01': bandwidth 0 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_zero.xml

@@ -9,6 +9,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A message is one line: control characters that it quotes from an input
+ * (a key holding a newline, an escape sequence) are written as \n, \r, \t
+ * or \xNN, so that stderr's first line is the whole error and a terminal
+ * sees no control codes.  Bytes of 0x80 and above (UTF-8) stay. */
+static void msg_one_line(char *msg, size_t cap)
+{
+  size_t n = strlen(msg), bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += (unsigned char)msg[i] < 0x20 || msg[i] == 0x7f;
+  if (!bad)
+    return;
+  char old[ST_ERR_MSG_MAX];
+  memcpy(old, msg, n + 1);
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)old[i];
+    char esc[8];
+    if (c == '\n' || c == '\r' || c == '\t')
+      snprintf(esc, sizeof esc, "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
+    else if (c < 0x20 || c == 0x7f)
+      snprintf(esc, sizeof esc, "\\x%02x", c);
+    else
+      esc[0] = (char)c, esc[1] = '\0';
+    size_t k = strlen(esc);
+    if (o + k >= cap)
+      break;
+    memcpy(msg + o, esc, k);
+    o += k;
+  }
+  msg[o] = '\0';
+}
+
 int st_err_set(st_err *err, int code, const char *fmt, ...)
 {
   if (err) {
@@ -16,6 +48,7 @@ int st_err_set(st_err *err, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    msg_one_line(err->msg, sizeof err->msg);
     err->code = code;
   }
   return code;
@@ -40,6 +73,7 @@ int st_err_prefix(st_err *err, const char *fmt, ...)
     m = sizeof err->msg - 1 - n;
   memcpy(err->msg + n, old, m);
   err->msg[n + m] = '\0';
+  msg_one_line(err->msg, sizeof err->msg);
   return err->code;
 }
 
