@@ -490,6 +490,18 @@ int tr__smpi_import(const char *path, const tr_options *opt, wl_workload **out,
       nranks = lines[i].rank + 1;
   if (!rc && nranks == 0)
     rc = st_err_set(err, ST_EINPUT, "trace '%s': no actions", path);
+  /* every rank has a line (its init at least): the ranks, and so what is
+   * allocated for them, follow the lines read, not one large rank number */
+  char *seen = rc ? NULL : calloc((size_t)nranks, 1);
+  if (!rc && !seen)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n && seen; i++)
+    seen[lines[i].rank] = 1;
+  for (int r = 0; r < nranks && seen && !rc; r++)
+    if (!seen[r])
+      rc = st_err_set(err, ST_EINPUT, "trace '%s': rank %d has no actions (ranks go up to %d)",
+                      path, r, nranks - 1);
+  free(seen);
   sm_build b;
   memset(&b, 0, sizeof b);
   if (!rc) {

@@ -21,6 +21,7 @@ cases=$(cat <<'EOF'
 2|simtrain: error: trace 'bad/smpi_tag_1e300.txt': line 3: 'send' argument 2 is 1e+300, above the largest allowed 2147483647|run --trace smpi:bad/smpi_tag_1e300.txt --cluster node8
 2|simtrain: error: trace 'bad/smpi_rank_huge.txt': line 2: rank is 99999999999, above the largest allowed 1048575|run --trace smpi:bad/smpi_rank_huge.txt --cluster node8
 2|simtrain: error: trace 'bad/smpi_root_1e300.txt': line 3: 'bcast' argument 2 is 1e+300, above the largest allowed 1048576|run --trace smpi:bad/smpi_root_1e300.txt --cluster node8
+2|simtrain: error: trace 'bad/smpi_rank_gap.txt': rank 1 has no actions (ranks go up to 1048575)|import smpi:bad/smpi_rank_gap.txt -o TMP/a.json
 2|simtrain: error: trace 'bad/astra_pp_zero.txt': line 1: 'pp' is 0, below the smallest allowed 1|run --trace astra:bad/astra_pp_zero.txt --gpus 8 --cluster node8
 2|simtrain: error: trace 'bad/astra_tp_pp_overflow.txt': 8 GPUs cannot be laid out as tp 65536 x pp 65536 (x dp)|run --trace astra:bad/astra_tp_pp_overflow.txt --gpus 8 --cluster node8
 2|simtrain: error: trace 'bad/astra_bytes_1e19.txt': line 3: fwd_bytes is 1e+19, above the largest allowed 9007199254740992|run --trace astra:bad/astra_bytes_1e19.txt --gpus 8 --cluster node8
