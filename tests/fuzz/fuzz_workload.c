@@ -5,16 +5,15 @@
  * writing it and reading that back gives the same JSON again (the reader and
  * the writer agree on every value the reader accepts).
  *
- * Built only with clang and -fsanitize=fuzzer (see tests/CMakeLists.txt):
- *   fuzz_workload -max_total_time=60 corpus/ ../examples/
+ * bench/fuzz.sh runs it with the others (tests/fuzz/CMakeLists.txt builds
+ * them with clang, -DSIMTRAIN_FUZZ=ON).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "workload.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
