@@ -1676,7 +1676,7 @@ static const bad_doc bad_docs[] = {
     {"{'format':'simtrain-workload','version':1,'programs':[],'rank_map':{}}",
      "key 'num_ranks' is missing"},
     {"{'format':'simtrain-workload','version':1,'num_ranks':0,'programs':[],'rank_map':{}}",
-     "'num_ranks' is 0, outside 1..16777216"},
+     "'num_ranks' is 0, outside 1..1048576"},
     {"{'format':'simtrain-workload','version':1,'num_ranks':2.5,'programs':[],'rank_map':{}}",
      "'num_ranks' is 2.5, expected an integer"},
     {"{'format':'simtrain-workload','version':1,'num_ranks':'2','programs':[],'rank_map':{}}",

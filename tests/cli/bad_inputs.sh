@@ -28,6 +28,13 @@ cases=$(cat <<'EOF'
 2|simtrain: error: trace 'bad/astra_layers_1e8.txt': line 2: the number of layers is 100000000, above the largest allowed 65536|run --trace astra:bad/astra_layers_1e8.txt --gpus 8 --cluster node8
 1|simtrain: error: trace 'bad/astra_3line.txt': 100000000 GPUs asked for, above the largest allowed 1048576|import astra:bad/astra_3line.txt --gpus 100000000 -o TMP/a.json
 2|simtrain: error: model 'bad/model_key_newline.json': key 'lay\nersbad\x1b[31m' is unknown|memory --model bad/model_key_newline.json --layout tp=1,gbs=8 --cluster node8
+2|simtrain: error: workload 'bad/wl_ranks_16m.json': 'num_ranks' is 16777216, outside 1..1048576|run --workload bad/wl_ranks_16m.json --cluster node8
+2|simtrain: error: workload 'bad/wl_rank_map_64_roles.json': 1048576 ranks x 64 roles is 67108864 rank map entries, above the largest allowed 33554432|run --workload bad/wl_rank_map_64_roles.json --cluster node8
+2|simtrain: error: model 'bad/model_layers_1e6.json': 'layers' is 1000000, outside 1..65536|gen --model bad/model_layers_1e6.json --layout tp=1,pp=1,mbs=1,gbs=1 --gpus 1 -o TMP/g.json
+2|simtrain: error: spec 'bad/cluster_nodes_1e6.json': 1000000 nodes x 4 GPUs is more than 1048576 GPUs|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nodes_1e6.json
+2|simtrain: error: preset 'dgx-h100': 1000000 nodes x 8 GPUs is more than 1048576 GPUs|run --workload ../../examples/pipeline2.json --cluster dgx-h100:1000000
+2|simtrain: error: cluster 'dgx-h100:1048577': node count '1048577' is not a whole number in 1..1048576|platform dgx-h100:1048577 --summary
+1|simtrain: error: --gpus '100000000' is not a GPU count 1..1048576 (see 'simtrain gen --help')|gen --model llama3-8b --layout tp=8,gbs=1024 --gpus 100000000 -o TMP/g.json
 2|simtrain: error: spec 'bad/cluster_link_1e308.json': node.intra: 'link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
 2|simtrain: error: spec 'bad/cluster_nic_1e308.json': node.nics: 'Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
 2|simtrain: error: platform 'bad/xml_link_zero.xml': link 'l01': bandwidth 0 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_zero.xml
@@ -61,4 +68,5 @@ while IFS='|' read -r want_rc want_err args; do
 done <<<"$cases"
 [ ! -e "$tmp/p.xml" ] || fail "a rejected platform must not be written"
 [ ! -e "$tmp/a.json" ] || fail "a rejected import must not be written"
+[ ! -e "$tmp/g.json" ] || fail "a rejected model must not be written"
 echo "ok ($n bad inputs)"
