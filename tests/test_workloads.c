@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -1110,6 +1111,52 @@ static int count_tmp_files(void)
   return n;
 }
 
+/* The memory guard: a child with a 64 MiB limit and an output file being
+ * written touches memory until the guard ends it: exit status 2, the one
+ * line on stderr, and the temporary file removed (the target never made). */
+static void test_mem_guard__ends_the_process_and_removes_temporaries(void **state)
+{
+  (void)state;
+  const char *target = tmp_path("guarded.json");
+  const char *errf = tmp_path("guarded.err");
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (!freopen(errf, "w", stderr))
+      _exit(90);
+    st_outfile o;
+    st_err e;
+    if (st_out_begin(&o, target, &e) || !fopen(o.tmp, "w"))
+      _exit(91);
+    if (st_mem_guard_start(64 << 20, &e))
+      _exit(92);
+    for (int i = 0; i < 64; i++) { /* up to 1 GiB, 16 MiB at a time, touched */
+      char *p = malloc(16 << 20);
+      if (!p)
+        _exit(93);
+      memset(p, i + 1, 16 << 20);
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    _exit(94); /* the guard never fired */
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 2);
+  size_t n;
+  char *msg = read_bytes(errf, &n);
+  assert_string_equal(msg, "simtrain: error: out of memory: resident memory passed --max-memory "
+                           "64.00 MiB\n");
+  free(msg);
+  struct stat st;
+  assert_int_not_equal(stat(target, &st), 0);
+  char tmp[600];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)pid);
+  assert_int_not_equal(stat(tmp, &st), 0);
+  assert_int_equal(count_tmp_files(), 0);
+}
+
 static void test_write_atomic__replaces_and_leaves_no_temp_file(void **state)
 {
   (void)state;
@@ -2049,6 +2096,7 @@ int main(void)
       cmocka_unit_test(test_num_check__finite_in_range_and_whole),
       cmocka_unit_test(test_num_parse__whole_text_then_checked),
       cmocka_unit_test(test_err__message_is_one_line),
+      cmocka_unit_test(test_mem_guard__ends_the_process_and_removes_temporaries),
       cmocka_unit_test(test_read_all__plain_and_gzip_give_the_same_bytes),
       cmocka_unit_test(test_read_all__empty_file_is_an_empty_string),
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),

@@ -16,4 +16,19 @@ trap 'rm -rf "$tmp"' EXIT
 out=$(timeout 120 "$ST" import astra:"$D"/bad/astra_3line.txt --gpus 1048576 -o "$tmp/a.json.gz" 2>&1) ||
   fail "import of 1048576 GPUs: $out"
 grep -q '^imported astra:.*: 1048576 ranks, 1 programs' <<<"$out" || fail "import: $out"
+
+# --max-memory: a cluster within the limits whose SimGrid platform needs
+# more than the limit ends with one line and exit 2 (as out of memory), not
+# with the kernel's OOM killer; any command takes it, anywhere on the line.
+EX="$(cd "$(dirname "$0")/../../examples" && pwd)/pipeline2.json"
+err=$(timeout 120 "$ST" run --workload "$EX" --cluster dgx-h100:131072 --max-memory 256M -o "$tmp/r.h5" 2>&1 >/dev/null)
+rc=$?
+[ $rc -eq 2 ] || fail "--max-memory 256M on 1048576 GPUs: exit $rc: $err"
+[ "$err" = "simtrain: error: out of memory: resident memory passed --max-memory 256.00 MiB" ] ||
+  fail "--max-memory message: $err"
+[ -z "$(ls "$tmp" | grep -v '^a.json.gz$')" ] || fail "--max-memory left: $(ls "$tmp")"
+out=$("$ST" --max-memory=1G run --workload "$EX" --cluster node8 --json 2>&1) || fail "--max-memory=1G before the command: $out"
+err=$("$ST" run --max-memory 10 --workload "$EX" --cluster node8 2>&1); rc=$?
+[ $rc -eq 1 ] && [ "$err" = "simtrain: error: --max-memory '10' is not a size of at least 1M (4G, 512M)" ] ||
+  fail "--max-memory 10: exit $rc: $err"
 echo ok

@@ -213,6 +213,21 @@ int st_out_commit(st_outfile *o, int ok, const char *path, st_err *err);
  * (SimGrid's engine catches SIGINT when it starts). */
 void st_signals_install(void);
 
+/* ---- the memory guard (st_mem.c) -----------------------------------------
+ * A limit on the process's resident memory: past it the process removes its
+ * temporary output files, prints "simtrain: error: out of memory: resident
+ * memory passed --max-memory 4.00 GiB" and exits 2.  main() starts it
+ * (limit_bytes <= 0: st_mem_default_limit()); a forked child restarts it.
+ * Each process has its own limit (the children of a sweep or a search each
+ * have the whole of it). */
+int st_mem_guard_start(double limit_bytes, st_err *err);
+void st_mem_guard_restart(void);
+/* The guard's limit in bytes, 0 when there is none. */
+double st_mem_guard_limit(void);
+/* 90% of the physical memory, or of the cgroup's memory.max when smaller; 0
+ * when neither is known. */
+double st_mem_default_limit(void);
+
 /* ---- paths and folders --------------------------------------------------- */
 /* The last component of a path ("runs/a.h5" -> "a.h5"), a pointer into path. */
 const char *st_path_basename(const char *path);
