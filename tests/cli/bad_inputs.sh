@@ -1,8 +1,9 @@
 #!/bin/bash
 # Bad and hostile inputs (tests/data/bad/): each row runs simtrain on one and
-# asserts the exit status (README "Exit status": 1 usage, 2 bad input) and the
-# exact first line of stderr.  A crash (abort, segfault) shows as 134/139 and
-# an uncaught C++ exception as 134, so a row that once crashed fails loudly.
+# asserts the exit status (README "Exit status": 1 usage, 2 bad input, 3
+# simulation failure) and the exact first line of stderr.  A crash (abort,
+# segfault) shows as 134/139 and an uncaught C++ exception as 134, so a row
+# that once crashed fails loudly.
 # usage: bad_inputs.sh <simtrain> <shared-dir>
 set -u
 ST=$1
@@ -35,6 +36,9 @@ cases=$(cat <<'EOF'
 2|simtrain: error: preset 'dgx-h100': 1000000 nodes x 8 GPUs is more than 1048576 GPUs|run --workload ../../examples/pipeline2.json --cluster dgx-h100:1000000
 2|simtrain: error: cluster 'dgx-h100:1048577': node count '1048577' is not a whole number in 1..1048576|platform dgx-h100:1048577 --summary
 1|simtrain: error: --gpus '100000000' is not a GPU count 1..1048576 (see 'simtrain gen --help')|gen --model llama3-8b --layout tp=8,gbs=1024 --gpus 100000000 -o TMP/g.json
+3|simtrain: error: workload 'bad/wl_unmatched_send.json': send from rank 0 to rank 1 on communicator 'pair' (tag 0; op 0 'act' of program 'sender' of rank 0) was never matched by a recv|run --workload bad/wl_unmatched_send.json --cluster node8
+3|simtrain: error: workload 'bad/wl_mismatched_sizes.json': collective mismatch on communicator 'world': rank 0 called allreduce of 4 bytes (op 0 'grad_norm' of program 'small'), rank 1 called allreduce of 8 bytes (op 1 'grad_norm' of program 'large')|run --workload bad/wl_mismatched_sizes.json --cluster node8
+3|simtrain: error: trace 'smpi:bad/smpi_unmatched_send.txt': send from rank 0 to rank 1 on communicator 'world' (tag 0; op 0 'send' of program 'rank 0' of rank 0) was never matched by a recv|run --trace smpi:bad/smpi_unmatched_send.txt --cluster node8
 2|simtrain: error: spec 'bad/cluster_link_1e308.json': node.intra: 'link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
 2|simtrain: error: spec 'bad/cluster_nic_1e308.json': node.nics: 'Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
 2|simtrain: error: platform 'bad/xml_link_zero.xml': link 'l01': bandwidth 0 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_zero.xml
