@@ -700,6 +700,9 @@ void plat_cluster_destroy(plat_cluster *c)
     return;
   free(c->spec_json);
   free(c->xml_path);
+  free(c->xml_load_path);
+  if (c->xml_copy)
+    fclose(c->xml_copy);
   free(c->groups);
   free(c);
 }

@@ -21,9 +21,12 @@
  * finite bandwidth (build.cpp, on the rates SimGrid parsed).
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "plat_int.h"
 
@@ -328,6 +331,26 @@ static int xml_groups(const char *path, int line, const char *v, plat_cluster *c
   return ST_OK;
 }
 
+/* 1 when SimGrid can read path itself: a regular file whose bytes are the
+ * text read (not gzip-compressed). */
+static int xml_plain_file(const char *path, size_t len)
+{
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len;
+}
+
+/* The text in an unlinked temporary file, for SimGrid to load by the name
+ * /proc/self/fd/N: a FIFO, '-' or a gzip file is read once, here. */
+static FILE *xml_copy(const char *text, size_t len)
+{
+  FILE *f = tmpfile();
+  if (f && (fwrite(text, 1, len, f) != len || fflush(f))) {
+    fclose(f);
+    f = NULL;
+  }
+  return f;
+}
+
 int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
 {
   char *text;
@@ -457,6 +480,10 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
   }
   for (int i = 0; i < XML_ZONE_DEPTH; i++)
     zone_release(&zones[i]);
+  FILE *copy = NULL;
+  if (!rc && !xml_plain_file(path, len) && !(copy = xml_copy(text, len)))
+    rc = st_err_set(err, ST_EIO, "platform '%s': cannot keep a copy for SimGrid: %s", path,
+                    strerror(errno));
   free(text);
   if (!rc && s.count == 0)
     rc = st_err_set(err, ST_EINPUT, "platform '%s': no host named gpu-<index> (see the naming rule in "
@@ -472,11 +499,20 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
     rc = st_err_set(err, ST_EINPUT, "platform '%s': %ld hosts are not whole nodes of %d (simtrain.gpus_per_node)",
                     path, s.count, gpn);
   free(s.bits);
-  if (rc)
+  plat_cluster *c = rc ? NULL : calloc(1, sizeof *c);
+  if (!rc && !c)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  if (rc) {
+    if (copy)
+      fclose(copy);
     return rc;
-  plat_cluster *c = calloc(1, sizeof *c);
-  if (!c)
-    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  if (copy) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fileno(copy));
+    c->xml_copy = copy;
+    c->xml_load_path = strdup(p);
+  }
   if ((rc = plat__device_find(device, &c->device, err))) {
     free(c);
     return st_err_prefix(err, "platform '%s': simtrain.device: ", path);
@@ -505,7 +541,7 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
   st_buf_json_str(&b, c->device.name);
   st_buf_printf(&b, "}");
   c->spec_json = st_buf_detach(&b, NULL);
-  if (!c->xml_path || !c->spec_json) {
+  if (!c->xml_path || !c->spec_json || (copy && !c->xml_load_path)) {
     plat_cluster_destroy(c);
     return st_err_set(err, ST_ENOMEM, "out of memory");
   }

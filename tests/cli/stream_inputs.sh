@@ -1,7 +1,8 @@
 #!/bin/bash
 # Inputs are read once, as streams: a trace, a cluster spec or a SimGrid XML
-# platform given as a FIFO, or as '-' (standard input, plain or gzip), gives
-# the same prediction as the file itself.  Each read has a time limit: an
+# platform given as a FIFO, or a trace as '-' (standard input, plain or
+# gzip), gives the same prediction as the file itself; so does a
+# gzip-compressed XML platform (SimGrid loads the copy read once).  Each read has a time limit: an
 # input opened twice blocks on the FIFO's second open (it hung).
 # usage: stream_inputs.sh <simtrain> <shared-dir>
 set -u
@@ -12,6 +13,7 @@ EX="$(cd "$(dirname "$0")/../../examples" && pwd)/pipeline2.json"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 step() { grep -o '"step_time_s":[^,]*'; }
+"$ST" platform node8:1 -o "$tmp/p.xml" >/dev/null || fail "platform -o"
 
 # format | file | extra arguments (a trace: --trace FORMAT:PATH; a cluster:
 # --workload pipeline2 --cluster PATH)
@@ -20,6 +22,7 @@ smpi|$D/smpi_tiny.txt|--cluster node8
 astra|$D/astra_tiny.txt|--gpus 8 --cluster node8
 kineto|$D/kineto_ddp/rank0.trace.json|--cluster node8
 cluster.json|$D/one_nic.json|
+cluster.xml|$tmp/p.xml|
 EOT
 )
 n=0
@@ -52,4 +55,8 @@ while IFS='|' read -r fmt file extra; do
       [ "$got" = "$ref" ] || fail "$fmt gzip on standard input: '$got', want '$ref': $(cat "$tmp/err")" ;;
   esac
 done <<<"$cases"
+ref=$("$ST" run --workload "$EX" --cluster "$tmp/p.xml" --json --quiet | step)
+gzip -c "$tmp/p.xml" >"$tmp/z.xml"
+got=$("$ST" run --workload "$EX" --cluster "$tmp/z.xml" --json --quiet 2>&1 | step)
+[ -n "$ref" ] && [ "$got" = "$ref" ] || fail "a gzip XML platform: '$got', want '$ref'"
 echo "ok ($n inputs as FIFOs and standard input)"
