@@ -5,6 +5,7 @@
  * communicators from what is read here is there too.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,23 +49,38 @@ const char *tr__kt_str_item(const cJSON *o, const char *key)
   return cJSON_IsString(x) ? x->valuestring : NULL;
 }
 
-/* A stream id: a number, or a string holding one ("stream 7", "7"). */
+/* The leading digits of s as an int, or -1 when there are none or the number
+ * does not fit (atoi's overflow is undefined). */
+static int digits_int(const char *s)
+{
+  if (!isdigit((unsigned char)*s))
+    return -1;
+  errno = 0;
+  long v = strtol(s, NULL, 10);
+  return errno || v > INT32_MAX ? -1 : (int)v;
+}
+
+/* A stream id: a whole number an int holds, or a string holding one
+ * ("stream 7", "7"). */
 static int tid_of(const cJSON *ev, int *tid)
 {
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(ev, "tid");
   if (cJSON_IsNumber(x)) {
-    *tid = (int)x->valuedouble;
+    long v;
+    if (st_num_to_long(x->valuedouble, INT32_MIN, INT32_MAX, &v, NULL, "tid"))
+      return -2;
+    *tid = (int)v;
     return 0;
   }
   if (cJSON_IsString(x)) {
     const char *s = x->valuestring;
     while (*s && !isdigit((unsigned char)*s))
       s++;
-    if (*s) {
-      *tid = atoi(s);
-      return 0;
-    }
-    return -2;
+    int v = digits_int(s);
+    if (v < 0)
+      return -2;
+    *tid = v;
+    return 0;
   }
   return x ? -2 : -1;
 }
@@ -167,12 +183,12 @@ static int rank_from_name(const char *path)
       while (*p == '_' || *p == '-')
         p++;
       if (isdigit((unsigned char)*p))
-        return atoi(p);
+        return digits_int(p);
     }
   }
   for (const char *p = b; *p; p++)
     if (isdigit((unsigned char)*p))
-      return atoi(p);
+      return digits_int(p);
   return -1;
 }
 
@@ -314,10 +330,19 @@ static int read_dist_info(kt_ctx *c, kt_file *f)
   const cJSON *di = cJSON_GetObjectItemCaseSensitive(f->root, "distributedInfo");
   if (cJSON_IsObject(di)) {
     double v;
-    if (!tr__kt_ev_number(di, "rank", &v))
-      f->rank = (int)v;
-    if (!tr__kt_ev_number(di, "world_size", &v))
-      f->world = (int)v;
+    long x;
+    if (!tr__kt_ev_number(di, "rank", &v)) {
+      if (st_num_to_long(v, 0, ST_RANKS_MAX - 1, &x, c->err, "trace '%s': distributedInfo: 'rank'",
+                         f->path))
+        return ST_EINPUT;
+      f->rank = (int)x;
+    }
+    if (!tr__kt_ev_number(di, "world_size", &v)) {
+      if (st_num_to_long(v, 1, ST_RANKS_MAX, &x, c->err,
+                         "trace '%s': distributedInfo: 'world_size'", f->path))
+        return ST_EINPUT;
+      f->world = (int)x;
+    }
     const cJSON *pgc = cJSON_GetObjectItemCaseSensitive(di, "pg_config");
     const cJSON *pg;
     int k = 0;
@@ -420,10 +445,15 @@ static int read_event(kt_ctx *c, kt_file *f, const cJSON *ev, long i, kt_steps *
                       f->path, i);
   const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
   double corr = -1;
-  if (cJSON_IsObject(args))
-    tr__kt_ev_number(args, "correlation", &corr);
+  if (cJSON_IsObject(args) && !tr__kt_ev_number(args, "correlation", &corr) &&
+      st_num_check(corr, ST_NUM_INTEGER, -ST_BYTES_MAX, ST_BYTES_MAX, c->err,
+                   "trace '%s': event %ld: 'correlation'", f->path, i))
+    return ST_EINPUT;
   if (is_ann) {
-    int stepn = atoi(name + 13);
+    int stepn = isdigit((unsigned char)name[13]) ? digits_int(name + 13) : 0;
+    if (stepn < 0)
+      return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: step number '%.20s' is too large",
+                        f->path, i, name + 13);
     double pid = 0;
     tr__kt_ev_number(ev, "pid", &pid);
     if (c->opt->step < 0 && stepn < st->best_n && stepn > st->prev_n) {

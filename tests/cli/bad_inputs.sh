@@ -39,6 +39,9 @@ cases=$(cat <<'EOF'
 3|simtrain: error: workload 'bad/wl_unmatched_send.json': send from rank 0 to rank 1 on communicator 'pair' (tag 0; op 0 'act' of program 'sender' of rank 0) was never matched by a recv|run --workload bad/wl_unmatched_send.json --cluster node8
 3|simtrain: error: workload 'bad/wl_mismatched_sizes.json': collective mismatch on communicator 'world': rank 0 called allreduce of 4 bytes (op 0 'grad_norm' of program 'small'), rank 1 called allreduce of 8 bytes (op 1 'grad_norm' of program 'large')|run --workload bad/wl_mismatched_sizes.json --cluster node8
 3|simtrain: error: trace 'smpi:bad/smpi_unmatched_send.txt': send from rank 0 to rank 1 on communicator 'world' (tag 0; op 0 'send' of program 'rank 0' of rank 0) was never matched by a recv|run --trace smpi:bad/smpi_unmatched_send.txt --cluster node8
+2|simtrain: error: trace 'bad/kineto_tid_1e300.json': event 2: 'tid' is not a stream number|run --trace kineto:bad/kineto_tid_1e300.json --cluster node8
+2|simtrain: error: trace 'bad/kineto_world_1e300.json': distributedInfo: 'world_size' is 1e+300, above the largest allowed 1048576|run --trace kineto:bad/kineto_world_1e300.json --cluster node8
+2|simtrain: error: trace 'bad/kineto_corr_1e300.json': event 1: 'correlation' is 1e+300, above the largest allowed 9007199254740992|run --trace kineto:bad/kineto_corr_1e300.json --cluster node8
 2|simtrain: error: spec 'bad/cluster_link_1e308.json': node.intra: 'link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
 2|simtrain: error: spec 'bad/cluster_nic_1e308.json': node.nics: 'Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
 2|simtrain: error: platform 'bad/xml_link_zero.xml': link 'l01': bandwidth 0 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_zero.xml
