@@ -21,6 +21,7 @@ cases=$(cat <<EOT
 smpi|$D/smpi_tiny.txt|--cluster node8
 astra|$D/astra_tiny.txt|--gpus 8 --cluster node8
 kineto|$D/kineto_ddp/rank0.trace.json|--cluster node8
+chakra|${2:-../shared}/peer-astra/transformer_L10.0.et|--cluster node8
 cluster.json|$D/one_nic.json|
 cluster.xml|$tmp/p.xml|
 EOT
@@ -28,6 +29,7 @@ EOT
 n=0
 while IFS='|' read -r fmt file extra; do
   [ -n "$fmt" ] || continue
+  [ -f "$file" ] || { echo "skip: $file is absent"; continue; }
   n=$((n + 1))
   case $fmt in
     cluster.*) suffix=${fmt#cluster}
