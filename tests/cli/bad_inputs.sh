@@ -42,6 +42,7 @@ cases=$(cat <<'EOF'
 2|simtrain: error: trace 'bad/kineto_tid_1e300.json': event 2: 'tid' is not a stream number|run --trace kineto:bad/kineto_tid_1e300.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_world_1e300.json': distributedInfo: 'world_size' is 1e+300, above the largest allowed 1048576|run --trace kineto:bad/kineto_world_1e300.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_corr_1e300.json': event 1: 'correlation' is 1e+300, above the largest allowed 9007199254740992|run --trace kineto:bad/kineto_corr_1e300.json --cluster node8
+2|simtrain: error: execution trace 'bad/et_split_negative/rank0_et.json': node 608: split entry 0 is -5, below the smallest allowed 0|run --trace kineto:fuzz/et_kineto_rank0.json --et bad/et_split_negative --cluster node8
 2|simtrain: error: spec 'bad/cluster_link_1e308.json': node.intra: 'link_GBps' is 1e+308, above the largest allowed 1000000|platform bad/cluster_link_1e308.json -o TMP/p.xml
 2|simtrain: error: spec 'bad/cluster_nic_1e308.json': node.nics: 'Gbps' is 1e+308, above the largest allowed 8000000|run --workload ../../examples/pipeline2.json --cluster bad/cluster_nic_1e308.json
 2|simtrain: error: platform 'bad/xml_link_zero.xml': link 'l01': bandwidth 0 B/s is not a positive finite rate|run --workload ../../examples/pipeline2.json --cluster bad/xml_link_zero.xml

@@ -17,6 +17,19 @@ out=$(timeout 120 "$ST" import astra:"$D"/bad/astra_3line.txt --gpus 1048576 -o 
   fail "import of 1048576 GPUs: $out"
 grep -q '^imported astra:.*: 1048576 ranks, 1 programs' <<<"$out" || fail "import: $out"
 
+# A host execution trace of 100,000 collectives (10 MB) is read in linear
+# time: its nodes were taken by index from cJSON's list (quadratic: over a
+# minute), now walked once and sorted.
+mkdir -p "$tmp/et"
+awk 'BEGIN { printf "{\"schema\": \"1.0.1\", \"pid\": 59811, \"nodes\": [\n";
+  for (i = 0; i < 100000; i++) { if (i) printf ",\n";
+    printf "{\"name\": \"record_param_comms\", \"id\": %d, \"inputs\": [[5,6,0,1024,4,\"cuda:0\"], 0, 0, \"allreduce\", [], []]}", i }
+  printf "]}\n" }' >"$tmp/et/rank0_et.json"
+err=$(timeout 30 "$ST" run --trace kineto:"$D"/fuzz/et_kineto_rank0.json --et "$tmp/et" --cluster node8 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "ET of 100000 collectives: exit $rc (124: too slow): $err"
+grep -q "has 100000 collectives but ProfilerStep#3 has 2 NCCL kernels" <<<"$err" || fail "ET: $err"
+rm -rf "$tmp/et"
+
 # --max-memory: a cluster within the limits whose SimGrid platform needs
 # more than the limit ends with one line and exit 2 (as out of memory), not
 # with the kernel's OOM killer; any command takes it, anywhere on the line.
