@@ -351,6 +351,60 @@ static FILE *xml_copy(const char *text, size_t len)
   return f;
 }
 
+/* The cluster of a scanned platform of gpus hosts; it owns copy from here
+ * (plat_cluster_destroy closes it, on error too). */
+static int xml_cluster(const char *path, int gpus, int gpn, const char *device, const char *groups,
+                       int groups_line, FILE *copy, plat_cluster **out, st_err *err)
+{
+  plat_cluster *c = calloc(1, sizeof *c);
+  if (!c) {
+    if (copy)
+      fclose(copy);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  c->xml_copy = copy;
+  if (copy) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fileno(copy));
+    c->xml_load_path = strdup(p);
+  }
+  int rc;
+  if ((rc = plat__device_find(device, &c->device, err))) {
+    plat_cluster_destroy(c);
+    return st_err_prefix(err, "platform '%s': simtrain.device: ", path);
+  }
+  snprintf(c->name, sizeof c->name, "%s", st_path_basename(path));
+  c->num_gpus = gpus;
+  c->gpus_per_node = gpn;
+  c->num_nodes = c->num_gpus / gpn;
+  c->host_power_W = plat_host_power_default(&c->device, gpn);
+  c->default_nodes = c->num_nodes;
+  c->fabric_kind = PLAT_FABRIC_XML;
+  c->intra_kind = PLAT_INTRA_NONE;
+  for (int i = 0; i < 4; i++)
+    c->oversub[i] = 1;
+  c->torus_dims[0] = c->torus_dims[1] = c->torus_dims[2] = 1;
+  if (groups[0] && (rc = xml_groups(path, groups_line, groups, c, err))) {
+    plat_cluster_destroy(c);
+    return rc;
+  }
+  c->xml_path = strdup(path);
+  st_buf b;
+  st_buf_init(&b);
+  st_buf_printf(&b, "{\"xml\":");
+  st_buf_json_str(&b, c->name);
+  st_buf_printf(&b, ",\"gpus\":%d,\"gpus_per_node\":%d,\"device\":", c->num_gpus, gpn);
+  st_buf_json_str(&b, c->device.name);
+  st_buf_printf(&b, "}");
+  c->spec_json = st_buf_detach(&b, NULL);
+  if (!c->xml_path || !c->spec_json || (copy && !c->xml_load_path)) {
+    plat_cluster_destroy(c);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  *out = c;
+  return ST_OK;
+}
+
 int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
 {
   char *text;
@@ -499,52 +553,10 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
     rc = st_err_set(err, ST_EINPUT, "platform '%s': %ld hosts are not whole nodes of %d (simtrain.gpus_per_node)",
                     path, s.count, gpn);
   free(s.bits);
-  plat_cluster *c = rc ? NULL : calloc(1, sizeof *c);
-  if (!rc && !c)
-    rc = st_err_set(err, ST_ENOMEM, "out of memory");
   if (rc) {
     if (copy)
       fclose(copy);
     return rc;
   }
-  if (copy) {
-    char p[64];
-    snprintf(p, sizeof p, "/proc/self/fd/%d", fileno(copy));
-    c->xml_copy = copy;
-    c->xml_load_path = strdup(p);
-  }
-  if ((rc = plat__device_find(device, &c->device, err))) {
-    free(c);
-    return st_err_prefix(err, "platform '%s': simtrain.device: ", path);
-  }
-  snprintf(c->name, sizeof c->name, "%s", st_path_basename(path));
-  c->num_gpus = (int)s.count;
-  c->gpus_per_node = gpn;
-  c->num_nodes = c->num_gpus / gpn;
-  c->host_power_W = plat_host_power_default(&c->device, gpn);
-  c->default_nodes = c->num_nodes;
-  c->fabric_kind = PLAT_FABRIC_XML;
-  c->intra_kind = PLAT_INTRA_NONE;
-  for (int i = 0; i < 4; i++)
-    c->oversub[i] = 1;
-  c->torus_dims[0] = c->torus_dims[1] = c->torus_dims[2] = 1;
-  if (groups[0] && (rc = xml_groups(path, groups_line, groups, c, err))) {
-    plat_cluster_destroy(c);
-    return rc;
-  }
-  c->xml_path = strdup(path);
-  st_buf b;
-  st_buf_init(&b);
-  st_buf_printf(&b, "{\"xml\":");
-  st_buf_json_str(&b, c->name);
-  st_buf_printf(&b, ",\"gpus\":%d,\"gpus_per_node\":%d,\"device\":", c->num_gpus, gpn);
-  st_buf_json_str(&b, c->device.name);
-  st_buf_printf(&b, "}");
-  c->spec_json = st_buf_detach(&b, NULL);
-  if (!c->xml_path || !c->spec_json || (copy && !c->xml_load_path)) {
-    plat_cluster_destroy(c);
-    return st_err_set(err, ST_ENOMEM, "out of memory");
-  }
-  *out = c;
-  return ST_OK;
+  return xml_cluster(path, (int)s.count, gpn, device, groups, groups_line, copy, out, err);
 }

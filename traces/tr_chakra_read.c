@@ -66,6 +66,42 @@ static double attr_number(const StChakra__Attr *a, int *ok)
   }
 }
 
+/* A numeric attribute of node k: the integers this reader stores are
+ * checked before they are (a cast of a double out of range is undefined),
+ * the sizes are finite and at most 2^53 bytes. */
+static int node_attr_number(const char *path, ck_node *k, const char *an, double x, st_err *err)
+{
+  static const struct {
+    const char *name;
+    double lo, hi;
+  } ints[] = {{"tid", ST_INT32_MIN, ST_INT32_MAX},       {"comm_type", 0, ST_INT32_MAX},
+              {"comm_src", ST_INT32_MIN, ST_INT32_MAX}, {"comm_dst", ST_INT32_MIN, ST_INT32_MAX},
+              {"comm_tag", ST_INT32_MIN, ST_INT32_MAX}};
+  long *field[] = {&k->tid, NULL, &k->src, &k->dst, &k->tag};
+  int which = -1;
+  for (int q = 0; q < 5; q++)
+    if (!strcmp(an, ints[q].name))
+      which = q;
+  long iv = 0;
+  if (which >= 0 && st_num_to_long(x, (long)ints[which].lo, (long)ints[which].hi, &iv, err,
+                                   "trace '%s': node %llu: attribute '%s'", path,
+                                   (unsigned long long)k->id, an))
+    return ST_EINPUT;
+  if (which == 1)
+    k->comm_type = (int)iv;
+  else if (which >= 0)
+    *field[which] = iv;
+  else if (!strcmp(an, "is_cpu_op"))
+    k->cpu = x != 0;
+  else if (!strcmp(an, "comm_size") || !strcmp(an, "num_ops") || !strcmp(an, "tensor_size")) {
+    if (st_num_check(x, ST_NUM_REAL, 0, an[0] == 'n' ? DBL_MAX : ST_BYTES_MAX, err,
+                     "trace '%s': node %llu: attribute '%s'", path, (unsigned long long)k->id, an))
+      return ST_EINPUT;
+    *(an[0] == 'c' ? &k->comm_size : an[0] == 'n' ? &k->num_ops : &k->tensor_size) = x;
+  }
+  return ST_OK;
+}
+
 /* ASTRA-sim's involved_dim: a bool_list, one entry per topology dimension
  * (Workload::issue_coll_comm reads attr.bool_list(); Sys::generate_collective
  * runs a phase on every dimension whose entry is true).  Lists of 0/1
@@ -248,37 +284,8 @@ int tr__ck_read_rank(const char *path, ck_rank *r, tr_import_stats *stats, st_er
       }
       if (!ok)
         continue;
-      /* the integers this reader stores, checked before they are (a cast of
-       * a double out of range is undefined): attribute, smallest, largest */
-      static const struct {
-        const char *name;
-        double lo, hi;
-      } ints[] = {{"tid", ST_INT32_MIN, ST_INT32_MAX},       {"comm_type", 0, ST_INT32_MAX},
-                  {"comm_src", ST_INT32_MIN, ST_INT32_MAX}, {"comm_dst", ST_INT32_MIN, ST_INT32_MAX},
-                  {"comm_tag", ST_INT32_MIN, ST_INT32_MAX}};
-      long *field[] = {&k->tid, NULL, &k->src, &k->dst, &k->tag};
-      int which = -1;
-      for (int q = 0; q < 5; q++)
-        if (!strcmp(an, ints[q].name))
-          which = q;
-      long iv = 0;
-      if (which >= 0 && (rc = st_num_to_long(x, (long)ints[which].lo, (long)ints[which].hi, &iv, err,
-                                              "trace '%s': node %llu: attribute '%s'", path,
-                                              (unsigned long long)k->id, an)))
+      if ((rc = node_attr_number(path, k, an, x, err)))
         break;
-      if (which == 1)
-        k->comm_type = (int)iv;
-      else if (which >= 0)
-        *field[which] = iv;
-      else if (!strcmp(an, "is_cpu_op"))
-        k->cpu = x != 0;
-      else if (!strcmp(an, "comm_size") || !strcmp(an, "num_ops") || !strcmp(an, "tensor_size")) {
-        if ((rc = st_num_check(x, ST_NUM_REAL, 0, an[0] == 'n' ? DBL_MAX : ST_BYTES_MAX, err,
-                               "trace '%s': node %llu: attribute '%s'", path,
-                               (unsigned long long)k->id, an)))
-          break;
-        *(an[0] == 'c' ? &k->comm_size : an[0] == 'n' ? &k->num_ops : &k->tensor_size) = x;
-      }
     }
     st_chakra__node__free_unpacked(nd, NULL);
     if (rc) {
