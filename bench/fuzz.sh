@@ -111,9 +111,9 @@ run_one() {
   local rc=$? t1; t1=$(date +%s)
   local execs cov ft corp crashes
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
-  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
-  corp=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -n 1 | cut -d' ' -f2)
+  cov=$(grep -a -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+  ft=$(grep -a -o 'ft: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+  corp=$(grep -a -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -n 1 | cut -d' ' -f2)
   crashes=$(ls "$w/crashes" | grep -c -E '^(crash|leak|oom|timeout)-')
   printf '%-14s %6ss %12s execs %14s corpus %6s edges %7s features %3s crashes%s\n' \
     "$name" "$((t1 - t0))" "${execs:-?}" "${corp:-?}" "${cov:-?}" "${ft:-?}" "$crashes" \
