@@ -177,6 +177,32 @@ double plat_gpus_min(const plat_cluster *c, int n,
   return m;
 }
 
+int plat_cluster_group_node(const plat_cluster *c, int k, plat_cluster **out, st_err *err)
+{
+  if (c->fabric_kind == PLAT_FABRIC_XML)
+    return st_err_set(err, ST_EINPUT, "cluster '%s': a SimGrid XML platform's nodes cannot be "
+                      "taken apart (its links are the file's)", c->name);
+  plat_cluster *n = malloc(sizeof *n);
+  if (!n)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  *n = *c;
+  if (c->num_groups > 1 && k >= 0 && k < c->num_groups)
+    plat_group_apply(n, &c->groups[k]);
+  n->num_groups = 0;
+  n->groups = NULL;
+  n->spec_json = NULL;
+  n->xml_path = NULL;
+  n->num_nodes = 1;
+  snprintf(n->name, sizeof n->name, "%.40s/node", c->num_groups > 1 ? c->groups[k].name : c->name);
+  int rc = plat__cluster_finish(n, n->name, err);
+  if (rc) {
+    free(n);
+    return rc;
+  }
+  *out = n;
+  return ST_OK;
+}
+
 /* ---- spec ----------------------------------------------------------------- */
 
 /* The preset named at `at` as parsed JSON (caller deletes). */

@@ -132,6 +132,9 @@ void plat_group_apply(plat_cluster *v, const plat_group *g);
  * the lowest peak), as a collective library across them settles on.  v
  * shares c's pointers: it must not be destroyed, nor outlive c. */
 void plat_cluster_view(const plat_cluster *c, const int32_t *gpus, int n, plat_cluster *v);
+/* One node of group k (of the cluster, without groups) as a cluster of its
+ * own, its fabric unused: for probes of a group's speed. */
+int plat_cluster_group_node(const plat_cluster *c, int k, plat_cluster **out, st_err *err);
 /* Over GPUs 0 .. n-1 (those a job of n ranks runs on): the sum, and the
  * least, of per_gpu(the GPU's device, u). */
 double plat_gpus_sum(const plat_cluster *c, int n,

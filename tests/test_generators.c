@@ -335,7 +335,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "zero=3: parameters are gathered across the data-parallel group every micro-batch, so "
        "every replica runs as many"},
       {0, "balance=speed", 1,
-       "layout 'balance=speed': key 'balance' value 'speed' is unknown (known: compute, none)"},
+       "layout 'balance=speed': key 'balance' value 'speed' is unknown (known: compute, time, none)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_layout l;

@@ -253,9 +253,12 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       continue;
     }
     if (k == K_BALANCE) {
-      if (strcmp(val, "compute") && strcmp(val, "none"))
-        ERR("key 'balance' value '%s' is unknown (known: compute, none)", val);
-      l.balance = !strcmp(val, "compute");
+      l.balance = !strcmp(val, "compute") ? WL_BALANCE_COMPUTE
+                  : !strcmp(val, "time")  ? WL_BALANCE_TIME
+                  : !strcmp(val, "none")  ? WL_BALANCE_NONE
+                                          : -1;
+      if (l.balance < 0)
+        ERR("key 'balance' value '%s' is unknown (known: compute, time, none)", val);
       continue;
     }
     if (k == K_PP_LAYOUT) {
@@ -808,7 +811,7 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
   if (l.dp_microbatches[0])
     st_buf_printf(&b, ",dp_microbatches=%s", l.dp_microbatches);
   if (l.balance)
-    st_buf_printf(&b, ",balance=compute");
+    st_buf_printf(&b, ",balance=%s", l.balance == WL_BALANCE_TIME ? "time" : "compute");
   if (!b.data || b.len >= sizeof l.spec) {
     st_buf_release(&b);
     ERR("the canonical spec is longer than %zu characters", sizeof l.spec - 1);

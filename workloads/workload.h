@@ -377,6 +377,8 @@ typedef enum wl_schedule {
 #define WL_MAX_STAGES 256
 #define WL_MAX_VSTAGES 1024  /* pipeline stages x virtual stages */
 #define WL_LIST_MAX 256      /* stage_layers, dp_microbatches as given */
+/* balance=: how the driver splits work over unlike GPUs */
+typedef enum wl_balance { WL_BALANCE_NONE = 0, WL_BALANCE_COMPUTE, WL_BALANCE_TIME } wl_balance;
 #define WL_MAX_DP_RUNS 32    /* runs of dp_microbatches */
 #define WL_PP_LAYOUT_MAX 512 /* characters of a pp_layout string, NUL included */
 
@@ -410,8 +412,8 @@ typedef struct wl_layout {
   char stage_layers[WL_LIST_MAX];  /* "8/8/12/12": layers per stage as given, "" = none */
   char dp_microbatches[WL_LIST_MAX]; /* "6*2/2*2": micro-batches per data-parallel
                                       replica (N, or N*K for K replicas), "" = none */
-  int balance;           /* balance=compute: the driver fills both lists from the
-                            cluster's groups before generating (docs/workloads.md) */
+  int balance;           /* wl_balance: the driver fills both lists from the cluster's
+                            groups before generating (docs/workloads.md) */
   int dp_runs;           /* resolved dp_microbatches: runs of replicas */
   int dp_run_mb[WL_MAX_DP_RUNS], dp_run_len[WL_MAX_DP_RUNS];
   char spec[1024];       /* canonical spec: every key, resolved */
