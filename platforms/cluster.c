@@ -180,71 +180,109 @@ static int device_name(const st_jrd *j, const st_jpath *at, const cJSON *v, cons
   return ST_OK;
 }
 
-int plat__device_find(const char *name, plat_device *d, st_err *err)
+static const char *const arch_names[PLAT_ARCH_COUNT] = {"volta", "ampere", "hopper", "blackwell",
+                                                        "cdna3", "tpu",    "ascend"};
+const char *plat_arch_name(int a) { return a >= 0 && a < PLAT_ARCH_COUNT ? arch_names[a] : "?"; }
+
+/* Device entry `it` (at `at`) of the table into *d. */
+static int parse_device(const st_jrd *j, const st_jpath *at, const cJSON *it, plat_device *d)
 {
+  static const char *const keys[] = {"name",      "arch",  "peak_TFLOPS",
+                                     "hbm_GB",    "hbm_GBps", "link_GBps",
+                                     "tdp_W",     "price_usd_per_gpu_hour", NULL};
+  static const char *const dt[] = {"fp32", "tf32", "bf16", "fp16", "fp8", NULL};
+  const char *nm = NULL;
+  int rc;
+  if ((rc = st_jrd_members(j, at, it, keys, -1, NULL)) || (rc = device_name(j, at, it, &nm)))
+    return rc;
+  plat_device dv;
+  memset(&dv, 0, sizeof dv);
+  snprintf(dv.name, sizeof dv.name, "%s", nm);
+  if ((rc = get_enum(j, at, it, "arch", plat_arch_name, PLAT_ARCH_COUNT, &dv.arch)))
+    return rc;
+  const cJSON *pk = cJSON_GetObjectItemCaseSensitive(it, "peak_TFLOPS");
+  st_jpath pp = {at, "peak_TFLOPS", 0};
+  if ((rc = st_jrd_members(j, &pp, pk, dt, -1, NULL)))
+    return rc;
+  for (int k = 0; k < WL_DTYPE_COUNT && !rc; k++) {
+    double x;
+    rc = get_num(j, &pp, pk, dt[k], 0, 0, 1, &x);
+    dv.peak_flops[k] = x * 1e12;
+  }
+  double gb = 0, gbps = 0, lk = 0;
+  if (!rc)
+    rc = get_num(j, at, it, "hbm_GB", NAN, 0, 0, &gb);
+  if (!rc)
+    rc = get_num(j, at, it, "hbm_GBps", NAN, 0, 0, &gbps);
+  if (!rc)
+    rc = get_num(j, at, it, "link_GBps", 0, 0, 1, &lk);
+  /* absent: not published (NaN); never 0, which would read as free or powerless */
+  double tdp = NAN, price = NAN;
+  if (!rc)
+    rc = get_num(j, at, it, "tdp_W", INFINITY, 0, 0, &tdp);
+  if (!rc)
+    rc = get_num(j, at, it, "price_usd_per_gpu_hour", INFINITY, 0, 0, &price);
+  if (rc)
+    return rc;
+  dv.hbm_bytes = gb * 1e9;
+  dv.hbm_Bps = gbps * 1e9;
+  dv.link_Bps = lk * 1e9;
+  dv.tdp_W = isinf(tdp) ? NAN : tdp;
+  dv.price_usd_per_gpu_hour = isinf(price) ? NAN : price;
+  *d = dv;
+  return ST_OK;
+}
+
+int plat__devices_all(plat_device **out, int *count, st_err *err)
+{
+  *out = NULL;
+  *count = 0;
   cJSON *root = NULL;
   int rc = plat__devices_json(&root, err);
   if (rc)
     return rc;
   st_jrd j = {PLAT__DEVICES, "docs/platforms.md", err};
-  int found = 0;
-  st_buf known;
-  st_buf_init(&known);
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "devices");
   st_jpath at_list = {NULL, "devices", 0};
-  int idx = 0;
-  for (const cJSON *it = list ? list->child : NULL; it && !rc; it = it->next, idx++) {
-    st_jpath at = {&at_list, NULL, idx};
-    static const char *const keys[] = {"name",     "peak_TFLOPS", "hbm_GB", "hbm_GBps",
-                                       "link_GBps", "tdp_W",      "price_usd_per_gpu_hour",
-                                       NULL};
-    static const char *const dt[] = {"fp32", "tf32", "bf16", "fp16", "fp8", NULL};
-    const char *nm = NULL;
-    if ((rc = st_jrd_members(&j, &at, it, keys, -1, NULL)) || (rc = device_name(&j, &at, it, &nm)))
-      break;
-    st_buf_printf(&known, "%s%s", idx ? ", " : "", nm);
-    if (strcmp(nm, name))
-      continue;
-    plat_device dv;
-    memset(&dv, 0, sizeof dv);
-    snprintf(dv.name, sizeof dv.name, "%s", nm);
-    const cJSON *pk = cJSON_GetObjectItemCaseSensitive(it, "peak_TFLOPS");
-    st_jpath pp = {&at, "peak_TFLOPS", 0};
-    if ((rc = st_jrd_members(&j, &pp, pk, dt, -1, NULL)))
-      break;
-    for (int k = 0; k < WL_DTYPE_COUNT && !rc; k++) {
-      double x;
-      rc = get_num(&j, &pp, pk, dt[k], 0, 0, 1, &x);
-      dv.peak_flops[k] = x * 1e12;
-    }
-    double gb = 0, gbps = 0, lk = 0;
-    if (!rc)
-      rc = get_num(&j, &at, it, "hbm_GB", NAN, 0, 0, &gb);
-    if (!rc)
-      rc = get_num(&j, &at, it, "hbm_GBps", NAN, 0, 0, &gbps);
-    if (!rc)
-      rc = get_num(&j, &at, it, "link_GBps", 0, 0, 1, &lk);
-    /* absent: not published (NaN); never 0, which would read as free or powerless */
-    double tdp = NAN, price = NAN;
-    if (!rc)
-      rc = get_num(&j, &at, it, "tdp_W", INFINITY, 0, 0, &tdp);
-    if (!rc)
-      rc = get_num(&j, &at, it, "price_usd_per_gpu_hour", INFINITY, 0, 0, &price);
-    if (rc)
-      break;
-    dv.hbm_bytes = gb * 1e9;
-    dv.hbm_Bps = gbps * 1e9;
-    dv.link_Bps = lk * 1e9;
-    dv.tdp_W = isinf(tdp) ? NAN : tdp;
-    dv.price_usd_per_gpu_hour = isinf(price) ? NAN : price;
-    *d = dv;
-    found = 1;
+  int n = cJSON_GetArraySize(list), i = 0;
+  plat_device *v = calloc((size_t)(n > 0 ? n : 1), sizeof *v);
+  if (!v)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  for (const cJSON *it = list ? list->child : NULL; it && !rc; it = it->next, i++) {
+    st_jpath at = {&at_list, NULL, i};
+    rc = parse_device(&j, &at, it, &v[i]);
   }
-  if (!rc && !found)
+  cJSON_Delete(root);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *count = n;
+  return ST_OK;
+}
+
+int plat__device_find(const char *name, plat_device *d, st_err *err)
+{
+  plat_device *v;
+  int n, rc = plat__devices_all(&v, &n, err);
+  if (rc)
+    return rc;
+  st_buf known;
+  st_buf_init(&known);
+  int found = 0;
+  for (int i = 0; i < n && !found; i++) {
+    st_buf_printf(&known, "%s%s", i ? ", " : "", v[i].name);
+    if (!strcmp(v[i].name, name)) {
+      *d = v[i];
+      found = 1;
+    }
+  }
+  if (!found)
     rc = st_err_set(err, ST_EINPUT, "device '%s' is unknown (known: %s)", name,
                     known.data ? known.data : "none");
   st_buf_release(&known);
-  cJSON_Delete(root);
+  free(v);
   return rc;
 }
 

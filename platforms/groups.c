@@ -149,10 +149,10 @@ double plat_dev_price(const plat_device *d, void *u)
 double plat_gpus_sum(const plat_cluster *c, int n,
                      double (*per_gpu)(const plat_device *, void *), void *u)
 {
-  if (n > c->num_gpus)
-    n = c->num_gpus;
   if (c->num_groups <= 1)
     return n * per_gpu(&c->device, u);
+  if (n > c->num_gpus)
+    n = c->num_gpus;
   double s = 0;
   int gpn = c->gpus_per_node;
   for (int k = 0; k < c->num_groups; k++) {

@@ -44,6 +44,8 @@ char *plat__data_read(const char *rel, st_err *err);
 #define PLAT__DEVICES "devices 'devices.json'"
 struct cJSON;
 int plat__devices_json(struct cJSON **root, st_err *err);
+/* Every device of the table, parsed once (*out the caller frees). */
+int plat__devices_all(plat_device **out, int *count, st_err *err);
 /* Parse the devices table and fill d for device 'name'. */
 int plat__device_find(const char *name, plat_device *d, st_err *err);
 

@@ -27,8 +27,23 @@
 extern "C" {
 #endif
 
+/* A device's architecture (devices.json "arch"): what the collective
+ * library's tables are indexed by (sim/coll/tuner.c). */
+typedef enum plat_arch {
+  PLAT_ARCH_VOLTA = 0,
+  PLAT_ARCH_AMPERE,
+  PLAT_ARCH_HOPPER,
+  PLAT_ARCH_BLACKWELL,
+  PLAT_ARCH_CDNA3,
+  PLAT_ARCH_TPU,
+  PLAT_ARCH_ASCEND,
+  PLAT_ARCH_COUNT
+} plat_arch;
+const char *plat_arch_name(int arch);
+
 typedef struct plat_device {
   char name[48];
+  int arch;                          /* plat_arch */
   double peak_flops[WL_DTYPE_COUNT]; /* dense peak FLOP/s per dtype; 0 = not supported */
   double hbm_bytes;                  /* HBM capacity */
   double hbm_Bps;                    /* HBM bandwidth */

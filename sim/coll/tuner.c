@@ -53,18 +53,17 @@ int sim_coll_proto_from_name(const char *s)
 
 enum { ARCH_VOLTA = 0, ARCH_AMPERE, ARCH_HOPPER, ARCH_BLACKWELL, ARCH_CDNA3, ARCH_COUNT };
 
+/* The library tables' row of a device (devices.json "arch"): TPU and Ascend
+ * have no NCCL data and take Hopper's. */
 static int device_arch(const plat_device *d)
 {
-  const char *s = d->name;
-  if (strstr(s, "V100"))
-    return ARCH_VOLTA;
-  if (strstr(s, "MI300") || strstr(s, "MI325"))
-    return ARCH_CDNA3;
-  if (strstr(s, "A100") || strstr(s, "A800") || strstr(s, "A30") || strstr(s, "A10"))
-    return ARCH_AMPERE;
-  if (strstr(s, "B100") || strstr(s, "B200") || strstr(s, "B300"))
-    return ARCH_BLACKWELL;
-  return ARCH_HOPPER; /* H100, H200, H800, GH200, and accelerators without NCCL data */
+  switch (d->arch) {
+  case PLAT_ARCH_VOLTA: return ARCH_VOLTA;
+  case PLAT_ARCH_AMPERE: return ARCH_AMPERE;
+  case PLAT_ARCH_BLACKWELL: return ARCH_BLACKWELL;
+  case PLAT_ARCH_CDNA3: return ARCH_CDNA3;
+  default: return ARCH_HOPPER;
+  }
 }
 
 /* NVLink payload efficiency with the Simple protocol: NCCL's per-link
@@ -146,7 +145,7 @@ static int coll_lib(const plat_cluster *cl)
     return LIB_XLA;
   if (device_arch(&cl->device) == ARCH_CDNA3)
     return LIB_RCCL;
-  if (strstr(cl->device.name, "Ascend"))
+  if (cl->device.arch == PLAT_ARCH_ASCEND)
     return LIB_HCCL;
   return LIB_NCCL;
 }

@@ -23,7 +23,7 @@
 root=$(cd "$(dirname "$0")/../.." && pwd)
 data=$tmp/data
 cp -r "$root/platforms/data" "$data"
-sed -i 's|^  \]$|    ,{"name": "Fast-X", "peak_TFLOPS": {"fp32": 60, "tf32": 400, "bf16": 800, "fp16": 800, "fp8": 0}, "hbm_GB": 80, "hbm_GBps": 3200, "link_GBps": 450}\n    ,{"name": "Slow-X", "peak_TFLOPS": {"fp32": 30, "tf32": 200, "bf16": 400, "fp16": 400, "fp8": 0}, "hbm_GB": 80, "hbm_GBps": 1600, "link_GBps": 450}\n  ]|' "$data/devices.json"
+sed -i 's|^  \]$|    ,{"name": "Fast-X", "arch": "hopper", "peak_TFLOPS": {"fp32": 60, "tf32": 400, "bf16": 800, "fp16": 800, "fp8": 0}, "hbm_GB": 80, "hbm_GBps": 3200, "link_GBps": 450}\n    ,{"name": "Slow-X", "arch": "hopper", "peak_TFLOPS": {"fp32": 30, "tf32": 200, "bf16": 400, "fp16": 400, "fp8": 0}, "hbm_GB": 80, "hbm_GBps": 1600, "link_GBps": 450}\n  ]|' "$data/devices.json"
 export SIMTRAIN_PLATFORMS_DATA=$data
 node='"node":{"gpus":8,"intra":{"kind":"nvswitch","links_per_gpu":18,"link_GBps":25,"lat_us":0.5},"nics":{"count":8,"Gbps":400,"lat_us":1}}'
 fab='"fabric":{"kind":"rail-fat-tree","radix":64}'
