@@ -283,7 +283,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "layout 'foo=1': key 'foo' is unknown (known: tp, pp, dp, cp, ep, vpp, sp, mbs, gbs, "
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
-       "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl)"},
+       "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, offload)"},
       {0, "dp_impl=fsdp,zero=1", 2,
        "layout 'dp_impl=fsdp,zero=1': dp_impl=fsdp needs zero=3 (parameters, gradients and "
        "optimizer state sharded, FULL_SHARD); zero is 1 (its other sharding strategies are not "
