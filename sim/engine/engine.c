@@ -15,6 +15,7 @@
  *  7. Rank classes and running ahead: chain.c; sym.c finds the classes and
  *     sym_env.c answers what it asks of the engine.
  *  8. Stragglers and variability: slow.c (compute factors, slowed links).
+ *  9. Copies to and from host memory (offload): copy.c.
  * links.c counts each link's bytes, map.c is the engine's hash map,
  * options.c its options.
  */
@@ -73,7 +74,9 @@ static int build_prog_info(st_err *err)
     }
     for (size_t i = 0; i < p->num_ops; i++) {
       const wl_op *o = &p->ops[i];
-      pi->dur[i] = o->kind == WL_OP_COMPUTE ? plat_compute_time(&eng__E.cl->device, o) : 0;
+      pi->dur[i] = o->kind != WL_OP_COMPUTE    ? 0
+                   : (o->flags & WL_OPF_HOST) ? plat_host_compute_time(eng__E.cl, o)
+                                              : plat_compute_time(&eng__E.cl->device, o);
       pi->pos[i] = pi->stream_len[o->stream]++;
       for (uint32_t w = 0; w < o->wait_count; w++) {
         uint32_t t = p->waits[o->wait_first + w];
@@ -163,6 +166,14 @@ static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_opt
   eng__E.opt = opt;
   eng__E.err = err;
   eng__E.overlap_slowdown = plat_compute_overlap_factor(&cl->device) - 1.0;
+  /* copies to host memory: the platform gets its host-memory endpoints */
+  eng__E.host_use = wl_workload_host_use(wl);
+  if (eng__E.host_use & WL_HOST_COPIES) {
+    eng__E.cl_host = *cl;
+    if (plat_cluster_host_memory(&eng__E.cl_host, 1, err))
+      return err ? err->code : ST_EINPUT;
+    eng__E.cl = cl = &eng__E.cl_host;
+  }
   st_arena_init(&eng__E.arena, 1 << 20);
   eng__map_init(&eng__E.mailboxes);
   eng__map_init(&eng__E.p2ps);
@@ -178,7 +189,8 @@ static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_opt
   eng__E.res = r;
   eng__E.ranks = calloc((size_t)wl->num_ranks, sizeof *eng__E.ranks);
   eng__E.comms = calloc((size_t)wl->num_comms + 1, sizeof *eng__E.comms);
-  eng__E.hosts = calloc((size_t)cl->num_gpus, sizeof *eng__E.hosts);
+  eng__E.hosts = calloc((size_t)cl->num_gpus + (cl->host_memory ? cl->num_nodes : 0),
+                        sizeof *eng__E.hosts);
   if (!r->ranks || !eng__E.ranks || !eng__E.comms || !eng__E.hosts)
     return st_err_set(err, ST_ENOMEM, "out of memory");
   for (int i = 0; i < wl->num_ranks; i++) {
