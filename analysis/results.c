@@ -84,6 +84,7 @@ static const char *op_label(const wl_op *op, const char *name)
   case WL_OP_COLL: return wl_coll_name(op->sub);
   case WL_OP_COMPUTE: return wl_class_name(op->sub);
   case WL_OP_MARKER: return wl_marker_name(op->sub);
+  case WL_OP_COPY: return wl_copy_dir_name(op->sub); /* "d2h", "h2d" */
   default: return wl_op_kind_name(op->kind);
   }
 }

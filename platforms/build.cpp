@@ -263,14 +263,15 @@ extern "C" int plat_route_from_engine(const plat_cluster* c, int src, int dst, p
                                       st_err* err)
 {
   std::memset(r, 0, sizeof *r);
-  if (src < 0 || dst < 0 || src >= c->num_gpus || dst >= c->num_gpus)
+  int ends = c->num_gpus + (c->host_memory ? c->num_nodes : 0); /* host memory: host.c */
+  if (src < 0 || dst < 0 || src >= ends || dst >= ends)
     return st_err_set(err, ST_EUSAGE, "cluster '%s': GPU %d or %d is outside 0..%d", c->name, src,
                       dst, c->num_gpus - 1);
   int argc = 2;
   char arg0[] = "simtrain", arg1[] = "--log=root.thres:critical";
   char* argv[] = {arg0, arg1, nullptr};
   simgrid_init(&argc, argv);
-  std::vector<void*> hosts((size_t)c->num_gpus);
+  std::vector<void*> hosts((size_t)ends);
   int rc = plat_cluster_build(c, hosts.data(), err);
   if (rc)
     return rc;
