@@ -32,8 +32,7 @@
  * groups_flat grads). */
 #define HOST_GRAD_BYTES 4.0
 
-static const char *const offload_names[WL_OFFLOAD_COUNT] = {"none", "optimizer", "params",
-                                                            "both"};
+static const char *const offload_names[WL_OFFLOAD_COUNT] = {"none", "optimizer", "params", "both"};
 
 const char *wl_offload_name(int o)
 {
