@@ -647,6 +647,36 @@ static void test_engine__generated_offload_step_is_the_hand_sum(void **state)
   wl_workload_destroy(wl);
 }
 
+/* Steps in a row: a step's first parameter fetches and compute wait for the
+ * previous step's CPU work and copies (the step's end marker, the next
+ * step's iteration marker), so three steps take three times one step. */
+static void test_engine__repeated_steps_wait_for_the_host(void **state)
+{
+  (void)state;
+  wl_model m = model_small();
+  static const char *const specs[] = {
+      "tp=1,pp=1,dp=8,zero=3,mbs=1,gbs=8,offload=both",
+      "tp=1,pp=1,dp=8,zero=3,mbs=1,gbs=8,dp_impl=deepspeed,offload=both",
+      "tp=1,pp=1,dp=8,zero=1,mbs=1,gbs=8,offload=optimizer",
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    wl_layout l = layout(specs[i], 8, &m);
+    wl_workload *one = NULL, *three = NULL;
+    st_err err = {0};
+    assert_int_equal(wl_generate(&m, &l, &one, &err), 0);
+    assert_int_equal(wl_generate(&m, &l, &three, &err), 0);
+    assert_int_equal(wl_workload_repeat(three, 3, &err), 0);
+    forked_result *a = sim_run_forked(one, "dgx-h100:1", NULL);
+    forked_result *b = sim_run_forked(three, "dgx-h100:1", NULL);
+    assert_true(a && b && !a->rc && !b->rc);
+    check_rel(b->step_time_s, a->step_time_s, 1e-9, specs[i]);
+    forked_result_free(a);
+    forked_result_free(b);
+    wl_workload_destroy(one);
+    wl_workload_destroy(three);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -660,6 +690,7 @@ int main(void)
       cmocka_unit_test(test_platform__simgrid_and_xml_route_to_host_memory_alike),
       cmocka_unit_test(test_engine__copies_and_cpu_step_match_the_hand_calculation),
       cmocka_unit_test(test_engine__generated_offload_step_is_the_hand_sum),
+      cmocka_unit_test(test_engine__repeated_steps_wait_for_the_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -160,8 +160,11 @@ long wl__offload_fetch(wl__gen *g, double dense, double expert, long after, int 
 {
   if (!(g->l->offload & WL_OFFLOAD_PARAMS))
     return -1;
-  return copy_op(g, WL_COPY_H2D, "offload.param.h2d", shard_params(g, dense, expert) * g->pb,
-                 with_last ? g->last_c : -1, after);
+  long a = with_last ? g->last_c : -1;
+  if (a < 0 && after < 0)
+    a = 0; /* the step's iteration marker: a next step's first fetches come after the last */
+  return copy_op(g, WL_COPY_H2D, "offload.param.h2d", shard_params(g, dense, expert) * g->pb, a,
+                 after);
 }
 
 long wl__offload_step(wl__gen *g, double dense, double expert)
