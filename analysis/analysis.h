@@ -98,13 +98,18 @@ typedef struct an_summary {
   double max_wait_s;             /* its wait, per step */
   int32_t critical_ranks[AN_CRITICAL_LIST]; /* the first of them, ascending */
   int num_critical_listed;
+  /* host-memory offload (docs/results-format.md): NaN, and not printed or
+   * stored, unless the workload copies to host memory or computes on the
+   * host.  Means over ranks, per step. */
+  double offload_s;         /* a copy to or from host memory or the CPU's step running */
+  double offload_exposed_s; /* of it, with nothing else running (its own bucket) */
 } an_summary;
 
 /* ---- what a run measured ---------------------------------------------------- */
 /* Per rank, in seconds, over the whole run: a /ranks row as stored (the
  * column names are the fields', phase_s[i] and comm_kind_s[i] as
  * busy_<phase>_s and comm_<kind>_s).  compute + exposed_comm + bubble + idle
- * == the run's end (the largest finish_s = step time x iterations): the wait
+ * (+ offload_exposed with offload) == the run's end (the largest finish_s = step time x iterations): the wait
  * from a rank's last op to the end of the run counts as idle. */
 typedef struct an_rank_row {
   int32_t rank;
@@ -118,6 +123,10 @@ typedef struct an_rank_row {
   double finish_s;          /* the rank's last op ended */
   double phase_s[WL_PHASE_COUNT];         /* busy time per phase */
   double comm_kind_s[WL_COMM_KIND_COUNT]; /* transfer time per communicator kind */
+  /* host-memory offload: a copy or host compute running, and of that the
+   * time nothing else ran; not stored in /ranks (0 when read back) */
+  double offload_s;
+  double offload_exposed_s;
 } an_rank_row;
 
 /* One link over the run: a /links row. */

@@ -10,6 +10,8 @@
  *                        job's GPUs)
  *   compute_s, exposed_comm_s, overlapped_comm_s, bubble_s, idle_s
  *                        means over ranks, per step
+ *   offload_s, offload_exposed_s
+ *                        the same, for host-memory offload (NaN without)
  */
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +66,17 @@ void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_
   /* no critical path unless asked for (an_summary_critical) */
   s->slowest_rank = s->num_critical_ranks = s->slowest_wait_s = NAN;
   s->max_wait_rank = s->max_wait_s = NAN;
+  /* offload figures only for workloads that use the host */
+  s->offload_s = s->offload_exposed_s = NAN;
+  if (wl_workload_host_use(wl)) {
+    double of = 0, ox = 0;
+    for (size_t k = 0; k < m->num_ranks; k++) {
+      of += m->ranks[k].offload_s;
+      ox += m->ranks[k].offload_exposed_s;
+    }
+    s->offload_s = of / n;
+    s->offload_exposed_s = ox / n;
+  }
 }
 
 void an_summary_critical(an_summary *s, const an_rank_row *rows, size_t n)
@@ -137,6 +150,10 @@ void an_summary_print_json(const an_summary *s, FILE *out)
   num(out, "power_W", s->power_W, 0);
   num(out, "pue", s->pue, 0);
   num(out, "energy_MWh", s->energy_MWh, 0);
+  if (isfinite(s->offload_s)) { /* only with offload: other runs print as before */
+    num(out, "offload_s", s->offload_s, 0);
+    num(out, "offload_exposed_s", s->offload_exposed_s, 0);
+  }
   if (isfinite(s->slowest_rank)) { /* only with stragglers: other runs print as before */
     num(out, "slowest_rank", s->slowest_rank, 0);
     fputs(",\"critical_ranks\":[", out);
@@ -209,7 +226,15 @@ void an_summary_print_text(const an_summary *s, const char *workload_name,
   row(out, "  exposed communication", 6, s->exposed_comm_s, "s");
   row(out, "  overlapped comm.", 6, s->overlapped_comm_s, "s");
   row(out, "  pipeline bubble", 6, s->bubble_s, "s");
+  if (isfinite(s->offload_s)) /* its own bucket, between exposed comm. and bubble */
+    row(out, "  exposed offload", 6, s->offload_exposed_s, "s");
   row(out, "  idle", 6, s->idle_s, "s");
+  if (isfinite(s->offload_s)) {
+    char unit[96];
+    snprintf(unit, sizeof unit, "s (%.1f%% of the step; copies to and from host memory, "
+             "the CPU's step)", 100 * s->offload_s / s->step_time_s);
+    row(out, "  offload, in all", 6, s->offload_s, unit);
+  }
   if (isfinite(s->peak_memory_bytes)) {
     char a[32], b[32];
     fprintf(out, "  %-24s %14s of %s\n", "peak memory per GPU",

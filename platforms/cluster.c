@@ -189,7 +189,8 @@ static int parse_device(const st_jrd *j, const st_jpath *at, const cJSON *it, pl
 {
   static const char *const keys[] = {"name",      "arch",  "peak_TFLOPS",
                                      "hbm_GB",    "hbm_GBps", "link_GBps",
-                                     "tdp_W",     "price_usd_per_gpu_hour", NULL};
+                                     "tdp_W",     "price_usd_per_gpu_hour", "host_link_GBps",
+                                     NULL};
   static const char *const dt[] = {"fp32", "tf32", "bf16", "fp16", "fp8", NULL};
   const char *nm = NULL;
   int rc;
@@ -216,6 +217,10 @@ static int parse_device(const st_jrd *j, const st_jpath *at, const cJSON *it, pl
     rc = get_num(j, at, it, "hbm_GBps", NAN, 0, 0, &gbps);
   if (!rc)
     rc = get_num(j, at, it, "link_GBps", 0, 0, 1, &lk);
+  double hl = 0; /* absent: none built in */
+  if (!rc)
+    rc = get_num(j, at, it, "host_link_GBps", 0, 0, 1, &hl);
+  dv.host_link_Bps = hl * 1e9;
   /* absent: not published (NaN); never 0, which would read as free or powerless */
   double tdp = NAN, price = NAN;
   if (!rc)
@@ -297,7 +302,8 @@ static const char *fabric_name(int k) { return plat_fabric_kind_name(k); }
 
 int plat__parse_node(const st_jrd *j, const st_jpath *up, const cJSON *node, plat_cluster *c)
 {
-  static const char *const keys[] = {"gpus", "intra", "nics", "pcie", "host_power_W", NULL};
+  static const char *const keys[] = {"gpus", "intra", "nics", "pcie", "host_power_W", "host",
+                                     NULL};
   static const char *const ikeys[] = {"kind", "links_per_gpu", "link_GBps", "lat_us", "nvls", NULL};
   static const char *const nkeys[] = {"count", "Gbps", "lat_us", NULL};
   static const char *const pkeys[] = {"GBps", "lat_us", NULL};
@@ -355,7 +361,8 @@ int plat__parse_node(const st_jrd *j, const st_jpath *up, const cJSON *node, pla
     return rc;
   if (isinf(c->host_power_W))
     c->host_power_W = plat_host_power_default(&c->device, c->gpus_per_node);
-  return ST_OK;
+  st_jpath at_host = {&at_node, "host", 0}; /* host memory, for offload (host.c) */
+  return plat__host_parse(j, &at_host, cJSON_GetObjectItemCaseSensitive(node, "host"), c);
 }
 
 static int parse_fabric(const st_jrd *j, const cJSON *f, plat_cluster *c)

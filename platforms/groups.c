@@ -62,6 +62,11 @@ void plat_group_apply(plat_cluster *v, const plat_group *g)
   v->pcie_Bps = g->pcie_Bps;
   v->pcie_lat_s = g->pcie_lat_s;
   v->host_power_W = g->host_power_W;
+  v->host_link_Bps = g->host_link_Bps;
+  v->host_link_lat_s = g->host_link_lat_s;
+  v->host_mem_bytes = g->host_mem_bytes;
+  v->host_mem_Bps = g->host_mem_Bps;
+  v->host_adam_params_per_s = g->host_adam_params_per_s;
 }
 
 /* The group's worth from a cluster parsed with its node. */
@@ -78,6 +83,11 @@ static void group_take(plat_group *g, const plat_cluster *t)
   g->pcie_Bps = t->pcie_Bps;
   g->pcie_lat_s = t->pcie_lat_s;
   g->host_power_W = t->host_power_W;
+  g->host_link_Bps = t->host_link_Bps;
+  g->host_link_lat_s = t->host_link_lat_s;
+  g->host_mem_bytes = t->host_mem_bytes;
+  g->host_mem_Bps = t->host_mem_Bps;
+  g->host_adam_params_per_s = t->host_adam_params_per_s;
 }
 
 /* The peak a device has for dtype, bf16 where it has none of that. */

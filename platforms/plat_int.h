@@ -22,6 +22,9 @@ typedef struct plat__lay {
   long ft_base[PLAT__MAX_LEVELS + 1];
   /* dragonfly: routers per group, NICs per router, global links per router */
   long a, p, hh, groups, dl_base, dg_base;
+  /* host memory (host.c), with c->host_memory: the GPUs' own host links
+   * (none when they are the pcie block's) and the nodes' memory links */
+  long host_base, hostmem_base, host_end;
 } plat__lay;
 
 void plat__layout(const plat_cluster *c, plat__lay *L);
@@ -33,6 +36,22 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
                     int *switches);
 void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_link_info *o);
 int plat__cube_lanes(int i, int j);
+
+/* ---- host memory (host.c) ---- */
+/* Lay out the host-memory block from link id *id on (nothing without
+ * c->host_memory); *id moves past it. */
+void plat__host_layout(const plat_cluster *c, plat__lay *L, long *id);
+/* The route between a GPU and a host-memory endpoint (either way) into ids;
+ * returns the count, or -1 when the pair has no route (another node's
+ * memory, two memories). */
+int plat__host_route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int *ids);
+/* Whether link id is in the host block; its info when it is. */
+int plat__host_link_info(const plat_cluster *c, const plat__lay *L, long id, plat_link_info *o);
+/* The spec's node.host object (at `at`, may be NULL: defaults) into c,
+ * after node.pcie and the device are known. */
+struct cJSON;
+int plat__host_parse(const st_jrd *j, const st_jpath *at, const struct cJSON *host,
+                     plat_cluster *c);
 
 /* Data folder: $SIMTRAIN_PLATFORMS_DATA, else the embedded copy of
  * platforms/data (see embed.cmake).  Returns the text of "devices.json" or

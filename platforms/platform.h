@@ -51,6 +51,8 @@ typedef struct plat_device {
   /* ---- power and price (docs/cost.md) ---- */
   double tdp_W;                      /* board power at full load (TDP / TBP); NaN: not published */
   double price_usd_per_gpu_hour;     /* on-demand list price per GPU-hour; NaN: none built in */
+  double host_link_Bps;              /* the device's link to host memory per direction (PCIe
+                                        generation x16, NVLink-C2C); 0: none built in */
 } plat_device;
 
 typedef enum plat_intra_kind {
@@ -83,6 +85,7 @@ typedef struct plat_group {
   int intra_links_per_gpu, nvls;
   double nic_Bps, nic_lat_s, pcie_Bps, pcie_lat_s;
   double host_power_W;
+  double host_link_Bps, host_link_lat_s, host_mem_bytes, host_mem_Bps, host_adam_params_per_s;
 } plat_group;
 
 typedef struct plat_cluster plat_cluster;
@@ -130,8 +133,21 @@ struct plat_cluster {
   /* ---- node groups (spec key "groups"; docs/platforms.md) ---- */
   int num_groups;          /* 0: every node alike; else the groups, in node order, and the
                               fields above (device, intra_*, nic_*, pcie_*, nvls,
-                              host_power_W) are group 0's */
+                              host_power_W) and the host-memory ones below are group 0's */
   plat_group *groups;      /* owned */
+  /* ---- host memory, for offload (node.host, docs/platforms.md "Host memory") ---- */
+  double host_link_Bps;    /* a GPU's link to its node's host memory, per direction: node.pcie
+                              when the spec models PCIe (then shared with NIC traffic), else
+                              node.host.link_GBps, else the device's; 0: unknown */
+  double host_link_lat_s;
+  double host_mem_bytes;   /* the node's host memory, node.host.memory_GB; NaN: not given */
+  double host_mem_Bps;     /* its bandwidth, one link shared by the node's copies both ways;
+                              0: not modelled */
+  double host_adam_params_per_s; /* the node's CPU-Adam rate, parameters per second, shared
+                                    evenly by its GPUs */
+  int host_memory;         /* 1: the built platform has the host-memory endpoints (a host
+                              "host-<n>" per node, index num_gpus + n) and their links; the
+                              engine sets it on its copy for workloads with copies */
 };
 
 /* The group of a node or GPU (0 when the cluster has no groups). */
@@ -172,7 +188,8 @@ const char *const *plat_preset_names(void);
 
 /* After simgrid_init(): create the platform in the engine and fill hosts[g]
  * (an array of num_gpus sg_host_t, given as void* so this header does not
- * pull in SimGrid). */
+ * pull in SimGrid; with c->host_memory num_gpus + num_nodes of them, node
+ * n's host memory at num_gpus + n). */
 int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
 /* One extra SimGrid setting ("key:value") as SimGrid would take it, tried
  * before the simulation (in a child process, see build.cpp): ST_EUSAGE with
@@ -180,8 +197,25 @@ int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
  * engine would abort with an uncaught exception. */
 int plat_simgrid_cfg_check(const char *setting, st_err *err);
 
-/* Write an equivalent SimGrid XML platform. */
+/* Write an equivalent SimGrid XML platform (with c->host_memory, the
+ * host-memory endpoints, their links and the routes to them too). */
 int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err);
+
+/* ---- host memory (platforms/host.c, docs/platforms.md "Host memory") ----- */
+/* The default CPU-Adam rate of a node (parameters per second, the whole
+ * node): DeepSpeedCPUAdam's measured throughput (docs/platforms.md). */
+#define PLAT_HOST_ADAM_PARAMS_PER_S 3.89e9
+/* Turn the host-memory endpoints on (on) or off in c, keeping num_links in
+ * step.  0, or ST_EINPUT naming the cluster when a GPU's link to host memory
+ * has no rate (neither the spec nor the device gives one). */
+int plat_cluster_host_memory(plat_cluster *c, int on, st_err *err);
+/* Time in seconds of a compute op that runs on the host (WL_OPF_HOST): its
+ * duration, else an optimizer op's parameters (flops /
+ * WL_ADAM_FLOPS_PER_PARAM) at the node's CPU-Adam rate over its GPUs. */
+double plat_host_compute_time(const plat_cluster *c, const wl_op *op);
+/* The endpoint index of node n's host memory in routes (plat_route_get):
+ * num_gpus + n. */
+static inline int plat_host_endpoint(const plat_cluster *c, int node) { return c->num_gpus + node; }
 
 /* ---- built-in devices (platforms/data/devices.json) ---------------------- */
 /* The device of that exact name ("V100-SXM2", "H100-SXM", ...). */
@@ -268,6 +302,8 @@ typedef enum plat_link_kind {
   PLAT_LINK_FABRIC,    /* switch<->switch */
   PLAT_LINK_GLOBAL,    /* dragonfly global link */
   PLAT_LINK_ICI,       /* torus chip-to-chip link */
+  PLAT_LINK_HOST,      /* GPU<->host memory (PCIe, NVLink-C2C), when PCIe is not modelled */
+  PLAT_LINK_HOSTMEM,   /* a node's host memory bandwidth, shared by both directions */
   PLAT_LINK_KIND_COUNT
 } plat_link_kind;
 
@@ -291,7 +327,9 @@ typedef struct plat_route {
 /* The route from GPU src to GPU dst, exactly as the SimGrid platform built by
  * plat_cluster_build() has it (same links, same order, same latency).
  * Works without SimGrid.  Not for PLAT_FABRIC_XML clusters (ask SimGrid:
- * sg_host_get_route).  src == dst gives an empty route. */
+ * sg_host_get_route).  src == dst gives an empty route.  With
+ * c->host_memory, an endpoint may also be a node's host memory
+ * (plat_host_endpoint), routed to and from the node's own GPUs only. */
 int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_err *err);
 /* The route as the SimGrid engine has it (any cluster, XML platforms too):
  * starts the engine and builds the platform in this process (once per

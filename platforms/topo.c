@@ -133,6 +133,7 @@ void plat__layout(const plat_cluster *c, plat__lay *L)
   } else if (c->fabric_kind == PLAT_FABRIC_TORUS) {
     id += 6 * G;
   }
+  plat__host_layout(c, L, &id); /* last, and only with host memory (host.c) */
   L->total = id;
 }
 
@@ -176,6 +177,8 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
   *switches = 0;
   if (s == d)
     return 0;
+  if (s >= c->num_gpus || d >= c->num_gpus)
+    return plat__host_route_ids(c, L, s, d, ids);
   int gpn = c->gpus_per_node;
   long ns = s / gpn, nd = d / gpn;
   if (c->fabric_kind == PLAT_FABRIC_TORUS) {
@@ -307,6 +310,8 @@ void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_li
 {
   memset(o, 0, sizeof *o);
   int gpn = c->gpus_per_node;
+  if (plat__host_link_info(c, L, id, o))
+    return;
   if (id < L->pcie_base) {
     long r = id - L->intra_base;
     o->kind = PLAT_LINK_INTRA;
@@ -394,13 +399,22 @@ int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_er
                       "cluster '%s': routes of a SimGrid XML platform are known only to SimGrid "
                       "(use sg_host_get_route)",
                       c->name);
-  if (src < 0 || src >= c->num_gpus || dst < 0 || dst >= c->num_gpus)
+  int ends = c->num_gpus + (c->host_memory ? c->num_nodes : 0);
+  if (src < 0 || src >= ends || dst < 0 || dst >= ends)
     return st_err_set(err, ST_EINPUT, "cluster '%s': GPU %d is out of range (0..%d)", c->name,
-                      src < 0 || src >= c->num_gpus ? src : dst, c->num_gpus - 1);
+                      src < 0 || src >= ends ? src : dst, c->num_gpus - 1);
   plat__lay L;
   plat__layout(c, &L);
   memset(r, 0, sizeof *r);
   int n = plat__route_ids(c, &L, src, dst, r->link_ids, &r->switches);
+  if (n < 0 && (src >= c->num_gpus || dst >= c->num_gpus))
+    return st_err_set(err, ST_EINPUT,
+                      "cluster '%s': no route from %s%d to %s%d (host memory is reached from its "
+                      "node's own GPUs only)",
+                      c->name, src >= c->num_gpus ? "host-" : "gpu-",
+                      src >= c->num_gpus ? src - c->num_gpus : src,
+                      dst >= c->num_gpus ? "host-" : "gpu-",
+                      dst >= c->num_gpus ? dst - c->num_gpus : dst);
   if (n < 0)
     return st_err_set(err, ST_EINPUT, "cluster '%s': route gpu-%d -> gpu-%d has more than %d links",
                       c->name, src, dst, PLAT_ROUTE_MAX);

@@ -139,7 +139,8 @@ int sim_variability_parse(const char *s, sim_options *o, st_err *err);
 int sim_options_stragglers(const sim_options *o);
 
 /* Per rank, in seconds, over the whole run.  compute + exposed_comm + bubble
- * + idle == the run's end (the largest finish_s = step time x iterations):
+ * + idle (+ offload_exposed with offload) == the run's end (the largest
+ * finish_s = step time x iterations):
  * the wait from a rank's last op (finish_s) to the end of the run, for the
  * slowest rank, counts as idle, like waits inside the run. */
 typedef struct sim_rank_stats {
@@ -154,6 +155,13 @@ typedef struct sim_rank_stats {
   double finish_s;
   double phase_s[WL_PHASE_COUNT];          /* busy time per phase */
   double comm_kind_s[WL_COMM_KIND_COUNT];  /* transfer time per communicator kind */
+  /* host-memory offload (docs/results-format.md): a copy to or from host
+   * memory or host compute (the optimizer step on the CPU) running, and of
+   * that the time nothing else ran (no compute, no transfer: its own
+   * bucket, so compute + exposed_comm + offload_exposed + bubble + idle is
+   * the run's end) */
+  double offload_s;
+  double offload_exposed_s;
 } sim_rank_stats;
 
 /* One collective (or send/recv pair) instance. */

@@ -55,4 +55,14 @@ void wl__peak_alive(const wl_layout *l, int stage, int *chunks, int *layers);
 int wl__layout_stage_list(wl_layout *l, const wl_model *m, char *msg, size_t cap);
 int wl__layout_dp_list(wl_layout *l, char *msg, size_t cap);
 
+/* ---- wl_offload.c ------------------------------------------------------------ */
+/* "none", "optimizer", "params", "both" -> wl_offload, -1 when unknown. */
+int wl__offload_from_name(const char *s);
+/* The offload default (none) and its rules against the rest of the layout
+ * (zero, dp_impl): 0, or -1 with what is wrong in msg. */
+int wl__offload_resolve(wl_layout *l, char *msg, size_t n);
+/* What offload moves off one rank's GPU: the stage's weights, gradients and
+ * optimizer state become host bytes (shard: the rank's parameter shard). */
+void wl__offload_memory(const wl_layout *l, double shard, wl_memory_stage *st);
+
 #endif

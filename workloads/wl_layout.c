@@ -65,14 +65,14 @@ enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
-  K_DP_MB, K_BALANCE, K_COUNT
+  K_DP_MB, K_BALANCE, K_OFFLOAD, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
     "sp",    "mbs",       "gbs",      "zero",  "recompute",  "schedule",
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
-    "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance"};
+    "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -140,7 +140,7 @@ static int lookup_key(const char *name)
 void wl_layout_request_init(wl_layout *l)
 {
   memset(l, 0, sizeof *l);
-  l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = -1;
+  l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = l->offload = -1;
 }
 
 /* An integer key's value, checked, into the request. */
@@ -239,7 +239,8 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       ERR("key '%s' is given twice", key_names[k]);
     given[k] = 1;
     long iv = 0;
-    if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE || k == K_DP_IMPL) {
+    if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE ||
+        k == K_DP_IMPL || k == K_OFFLOAD) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
       continue;
     }
@@ -305,6 +306,9 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       ERR("key 'dp_impl' value '%s' is unknown (known: megatron, fsdp, fsdp2, deepspeed)",
           sv[K_DP_IMPL]);
   }
+  if (sv[K_OFFLOAD][0] && (l.offload = wl__offload_from_name(sv[K_OFFLOAD])) < 0)
+    ERR("key 'offload' value '%s' is unknown (known: none, optimizer, params, both)",
+        sv[K_OFFLOAD]);
   if (sv[K_RECOMPUTE][0]) {
     l.recompute = lookup(recompute_names, WL_RECOMPUTE_COUNT, sv[K_RECOMPUTE]);
     if (l.recompute < 0)
@@ -770,6 +774,9 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
   if (given_bucket && (!l.overlap_grad_reduce || l.zero == 3))
     ERR("bucket has no effect without overlap_grad_reduce=1 and zero < 3 (the whole gradient "
         "buffer is reduced at once)");
+  char omsg[400];
+  if (wl__offload_resolve(&l, omsg, sizeof omsg))
+    ERR("%s", omsg);
   if (!given_bucket && l.overlap_grad_reduce && l.zero < 3) {
     /* Megatron DistributedDataParallel: max(40M, 1M x data-parallel size) parameters */
     double d = (double)l.dp * l.cp;
@@ -810,6 +817,8 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     st_buf_printf(&b, ",stage_layers=%s", l.stage_layers);
   if (l.dp_microbatches[0])
     st_buf_printf(&b, ",dp_microbatches=%s", l.dp_microbatches);
+  if (l.offload)
+    st_buf_printf(&b, ",offload=%s", wl_offload_name(l.offload));
   if (l.balance)
     st_buf_printf(&b, ",balance=%s", l.balance == WL_BALANCE_TIME ? "time" : "compute");
   if (!b.data || b.len >= sizeof l.spec) {

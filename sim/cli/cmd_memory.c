@@ -7,6 +7,7 @@
  * Exit status 0 whether or not it fits (the answer is printed); 2 on bad
  * input. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,8 @@ static const char usage_text[] =
     "\n"
     "Per-GPU memory of a training step, per pipeline stage: weights, gradients,\n"
     "optimizer state, activations (by recomputation, SP and the schedule's\n"
-    "micro-batches in flight), the peak, and whether it fits the device.\n"
+    "micro-batches in flight), the peak, and whether it fits the device; with\n"
+    "offload, the host memory per node and whether it fits the node's.\n"
     "\n"
     "  --model M        a built-in model or a model spec .json\n"
     "  --layout SPEC    the parallel layout (see 'simtrain gen --help')\n"
@@ -88,6 +90,11 @@ int cmd_memory(int argc, char **argv)
   }
   double cap = c->device.hbm_bytes;
   int fits = mem.peak_bytes <= cap;
+  /* with offload: the host memory the busiest node holds, against the
+   * node's when the cluster gives it */
+  double host = l.offload ? wl_memory_host_per_node(&l, &mem, c->gpus_per_node) : 0;
+  double host_cap = c->host_mem_bytes;
+  int host_known = l.offload && isfinite(host_cap), host_fits = host <= host_cap;
   if (json) {
     fputs("{\"model\":", stdout);
     st_json_str(stdout, m.name);
@@ -97,19 +104,29 @@ int cmd_memory(int argc, char **argv)
     st_json_str(stdout, c->name);
     fputs(",\"device\":", stdout);
     st_json_str(stdout, c->device.name);
-    printf(",\"device_bytes\":%.17g,\"peak_bytes\":%.17g,\"peak_stage\":%d,\"fits\":%s,"
-           "\"stages\":[",
-           cap, mem.peak_bytes, mem.peak_stage,
-           fits ? "true" : "false");
+    printf(",\"device_bytes\":%.17g,\"peak_bytes\":%.17g,\"peak_stage\":%d,\"fits\":%s,",
+           cap, mem.peak_bytes, mem.peak_stage, fits ? "true" : "false");
+    if (l.offload) { /* only with offload: other layouts print as before */
+      printf("\"host_node_bytes\":%.17g,\"host_memory_bytes\":", host);
+      if (host_known)
+        printf("%.17g,\"host_fits\":%s,", host_cap, host_fits ? "true" : "false");
+      else
+        printf("null,\"host_fits\":null,");
+    }
+    printf("\"stages\":[");
     for (int s = 0; s < mem.num_stages; s++) {
       const wl_memory_stage *st = &mem.stages[s];
       printf("%s{\"stage\":%d,\"layers\":%d,\"params\":%.17g,\"weights_bytes\":%.17g,"
              "\"grads_bytes\":%.17g,\"optimizer_bytes\":%.17g,\"activations_bytes\":%.17g,"
              "\"act_layer_bytes\":%.17g,\"inflight_microbatches\":%.17g,\"other_bytes\":%.17g,"
-             "\"peak_bytes\":%.17g}",
+             "\"peak_bytes\":%.17g",
              s ? "," : "", s, st->layers, st->params, st->weights_bytes, st->grads_bytes,
              st->optimizer_bytes, st->activations_bytes, st->act_layer_bytes, st->inflight,
              st->other_bytes, st->peak_bytes);
+      if (l.offload)
+        printf(",\"host_bytes\":%.17g}", st->host_bytes);
+      else
+        printf("}");
     }
     printf("]}\n");
   } else {
@@ -126,6 +143,15 @@ int cmd_memory(int argc, char **argv)
     }
     printf("\npeak      %.2f GiB on stage %d: %s the %.1f GiB of a %s\n", gib(mem.peak_bytes),
            mem.peak_stage, fits ? "fits" : "does NOT fit", gib(cap), c->device.name);
+    if (l.offload && host_known)
+      printf("host      %.2f GiB per node (offload=%s): %s the %.1f GiB of host memory of a "
+             "node\n",
+             gib(host), wl_offload_name(l.offload), host_fits ? "fits" : "does NOT fit",
+             gib(host_cap));
+    else if (l.offload)
+      printf("host      %.2f GiB per node (offload=%s); the cluster does not give its host "
+             "memory (node.host.memory_GB): not checked\n",
+             gib(host), wl_offload_name(l.offload));
   }
   plat_cluster_destroy(c);
   return 0;

@@ -67,6 +67,8 @@ static void rank_row(const void *from, void *to)
       .bubble_s = s.bubble_s,
       .idle_s = s.idle_s,
       .finish_s = s.finish_s,
+      .offload_s = s.offload_s,
+      .offload_exposed_s = s.offload_exposed_s,
   };
   memcpy(d.phase_s, s.phase_s, sizeof d.phase_s);
   memcpy(d.comm_kind_s, s.comm_kind_s, sizeof d.comm_kind_s);

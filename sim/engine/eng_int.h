@@ -132,6 +132,7 @@ typedef struct eng__rank {
   eng__waitq wq;        /* streams waiting for another stream of this rank */
   int waiters;
   int n_compute, n_xfer, n_bubble;
+  int n_offload;        /* copies to or from host memory and host compute running */
   double last_t;
   /* A stream running ahead (design note 7): its planned segments stand in
    * for its counters until ahead_end; a transfer of another stream starting
@@ -232,7 +233,10 @@ typedef struct eng__memo {
 
 typedef struct eng__state {
   const wl_workload *wl;
-  const plat_cluster *cl;
+  const plat_cluster *cl;  /* the caller's cluster, or cl_host */
+  plat_cluster cl_host;    /* with copies to host memory: the caller's with host_memory on
+                              (pointers borrowed) */
+  int host_use;            /* wl_workload_host_use() of the workload */
   const sim_options *opt;
   sg_host_t *hosts;
   eng__rank *ranks;
@@ -307,6 +311,10 @@ void eng__fail(int code, const char *msg);
  * 5), then apply the deltas to its streams computing, transferring and
  * waiting for a pipeline peer. */
 void eng__acct(int rank, int dc, int dx, int db);
+/* A copy to or from host memory, or host compute, of the rank starts (+1)
+ * or ends (-1): the accounting (offload time, exposed when nothing else
+ * runs) as eng__acct. */
+void eng__acct_offload(int rank, int d);
 /* Transfers of the rank running now, a running-ahead stream's included. */
 int eng__xfer_now(int rank);
 /* A transfer of rank's that started at start on communicator cm ends: the
@@ -401,6 +409,12 @@ double eng__fast_duration(int c, eng__comm *cs, const wl_op *op, coll_sched *sch
  * out of memory. */
 eng__memo *eng__memo_get(int c, eng__comm *cs, const wl_op *op);
 
+/* ---- copy.c -------------------------------------------------------------- */
+
+/* The copy op of rank's stream: one flow between its GPU and its node's
+ * host memory. */
+void eng__run_copy(int rank, const wl_op *op);
+
 /* ---- p2p.c --------------------------------------------------------------- */
 
 /* The send or recv op of rank's stream (design note 4). */
@@ -417,6 +431,9 @@ eng__route *eng__route_get(int src_gpu, int dst_gpu);
 /* Add a flow's bytes to every link of its route, and to the link's share
  * of communicator comm's op (kind: WL_OP_COLL or WL_OP_SEND). */
 void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op);
+/* A copy's bytes on every link of its route (endpoints: a GPU and a host
+ * memory, plat_host_endpoint); no communicator share. */
+void eng__account_copy(int src, int dst, double bytes);
 /* After the run, with rank classes: class 0's bytes and usage copied to
  * the other classes' links. */
 void eng__links_expand_classes(void);

@@ -15,6 +15,7 @@
  *  7. Rank classes and running ahead: chain.c; sym.c finds the classes and
  *     sym_env.c answers what it asks of the engine.
  *  8. Stragglers and variability: slow.c (compute factors, slowed links).
+ *  9. Copies to and from host memory (offload): copy.c.
  * links.c counts each link's bytes, map.c is the engine's hash map,
  * options.c its options.
  */
@@ -91,6 +92,15 @@ static int build_prog_info(st_err *err)
   return ST_OK;
 }
 
+/* An op's priced time on device d: compute on the GPU, or (WL_OPF_HOST) on
+ * its node's CPUs; 0 for what is not compute. */
+static double op_price(const plat_cluster *cl, const plat_device *d, const wl_op *o)
+{
+  return o->kind != WL_OP_COMPUTE    ? 0
+         : (o->flags & WL_OPF_HOST) ? plat_host_compute_time(cl, o)
+                                    : plat_compute_time(d, o);
+}
+
 /* Each program's compute times on the devices that run it: one table per
  * node group with a rank of the program (design note 2: an op is priced
  * once per program and device, not once per rank). */
@@ -123,9 +133,10 @@ static int price_programs(st_err *err)
     const wl_program *p = &wl->programs[pidx];
     if (!(pi->gdur[g] = st_arena_alloc(&eng__E.arena, (p->num_ops + 1) * sizeof(double))))
       return st_err_set(err, ST_ENOMEM, "out of memory");
-    const plat_device *d = &cl->groups[g].device;
+    plat_cluster gv = *cl; /* the group's node: its device, its CPUs */
+    plat_group_apply(&gv, &cl->groups[g]);
     for (size_t i = 0; i < p->num_ops; i++)
-      pi->gdur[g][i] = p->ops[i].kind == WL_OP_COMPUTE ? plat_compute_time(d, &p->ops[i]) : 0;
+      pi->gdur[g][i] = op_price(&gv, &gv.device, &p->ops[i]);
   }
   for (int pidx = 0; pidx < wl->num_programs; pidx++) {
     const wl_program *p = &wl->programs[pidx];
@@ -133,7 +144,7 @@ static int price_programs(st_err *err)
     if (pi->gdur) /* eng__op_dur reads gdur */
       continue;
     for (size_t i = 0; i < p->num_ops; i++)
-      pi->dur[i] = p->ops[i].kind == WL_OP_COMPUTE ? plat_compute_time(&cl->device, &p->ops[i]) : 0;
+      pi->dur[i] = op_price(cl, &cl->device, &p->ops[i]);
   }
   return ST_OK;
 }
@@ -209,6 +220,14 @@ static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_opt
   eng__E.opt = opt;
   eng__E.err = err;
   eng__E.overlap_slowdown = plat_compute_overlap_factor(&cl->device) - 1.0;
+  /* copies to host memory: the platform gets its host-memory endpoints */
+  eng__E.host_use = wl_workload_host_use(wl);
+  if (eng__E.host_use & WL_HOST_COPIES) {
+    eng__E.cl_host = *cl;
+    if (plat_cluster_host_memory(&eng__E.cl_host, 1, err))
+      return err ? err->code : ST_EINPUT;
+    eng__E.cl = cl = &eng__E.cl_host;
+  }
   st_arena_init(&eng__E.arena, 1 << 20);
   eng__map_init(&eng__E.mailboxes);
   eng__map_init(&eng__E.p2ps);
@@ -224,7 +243,8 @@ static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_opt
   eng__E.res = r;
   eng__E.ranks = calloc((size_t)wl->num_ranks, sizeof *eng__E.ranks);
   eng__E.comms = calloc((size_t)wl->num_comms + 1, sizeof *eng__E.comms);
-  eng__E.hosts = calloc((size_t)cl->num_gpus, sizeof *eng__E.hosts);
+  eng__E.hosts = calloc((size_t)cl->num_gpus + (cl->host_memory ? cl->num_nodes : 0),
+                        sizeof *eng__E.hosts);
   if (!r->ranks || !eng__E.ranks || !eng__E.comms || !eng__E.hosts)
     return st_err_set(err, ST_ENOMEM, "out of memory");
   for (int i = 0; i < wl->num_ranks; i++) {
