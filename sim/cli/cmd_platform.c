@@ -43,8 +43,8 @@ static int parse_gpu(const char *s, int *g)
 
 static const char *kind_name(int k)
 {
-  static const char *const n[PLAT_LINK_KIND_COUNT] = {"intra", "pcie", "nic", "fabric", "global",
-                                                      "ici"};
+  static const char *const n[PLAT_LINK_KIND_COUNT] = {"intra",  "pcie", "nic", "fabric",
+                                                      "global", "ici",  "pod"};
   return k >= 0 && k < PLAT_LINK_KIND_COUNT ? n[k] : "?";
 }
 
