@@ -54,13 +54,12 @@ static int dc_parse(const st_jrd *j, const st_jpath *at, const cJSON *o, dc_spec
   int rc = st_jrd_members(j, at, o, keys, -1, v);
   if (rc)
     return rc;
-  st_jpath at_c = {at, "count", 0}, at_b = {at, "Gbps", 0}, at_l = {at, "lat_us", 0};
-  if (v[0] && (rc = st_jrd_int(j, &at_c, v[0], 1, DC_COUNT_MAX, &d->count)))
+  if (v[0] && (rc = st_jrd_int(j, at, v[0], 1, DC_COUNT_MAX, &d->count)))
     return rc;
   /* rates as for NICs: > 0, up to 8e6 Gb/s; latencies up to 1 s (1e6 us) */
-  if (v[1] && (rc = st_jrd_number(j, &at_b, v[1], ST_NUM_REAL | ST_NUM_OPEN_LO, 0, 8e6, &d->Gbps)))
+  if (v[1] && (rc = st_jrd_number(j, at, v[1], ST_NUM_REAL | ST_NUM_OPEN_LO, 0, 8e6, &d->Gbps)))
     return rc;
-  if (v[2] && (rc = st_jrd_number(j, &at_l, v[2], ST_NUM_REAL, 0, 1e6, &d->lat_us)))
+  if (v[2] && (rc = st_jrd_number(j, at, v[2], ST_NUM_REAL, 0, 1e6, &d->lat_us)))
     return rc;
   d->has_count |= v[0] != NULL;
   d->has_bps |= v[1] != NULL;
@@ -211,14 +210,14 @@ static int entry_parse(const st_jrd *j, const char *what, const st_jpath *at_pod
                             : "key 'cluster' is missing (a preset[:NODES] or a spec "
                               "file; or 'spec', an inline spec)");
   long count = 1;
-  st_jpath at_n = {&at, "count", 0}, at_nm = {&at, "name", 0}, at_l = {&at, "pod_links", 0};
-  if (v[3] && (rc = st_jrd_int(j, &at_n, v[3], 1, 1 << 20, &count)))
+  st_jpath at_l = {&at, "pod_links", 0};
+  if (v[3] && (rc = st_jrd_int(j, &at, v[3], 1, 1 << 20, &count)))
     return rc;
   const char *name = NULL;
-  if (v[2] && (rc = st_jrd_string(j, &at_nm, v[2], &name)))
+  if (v[2] && (rc = st_jrd_string(j, &at, v[2], &name)))
     return rc;
   if (name && strlen(name) > 40)
-    return st_jrd_fail(j, &at_nm, "'name' is longer than 40 characters");
+    return st_jrd_fail(j, &at, "'name' is longer than 40 characters");
   dc_spec own = {0};
   if (v[4] && (rc = dc_parse(j, &at_l, v[4], &own)))
     return rc;
@@ -228,8 +227,7 @@ static int entry_parse(const st_jrd *j, const char *what, const st_jpath *at_pod
   plat_cluster *pc = NULL;
   if (v[0]) {
     const char *arg = NULL;
-    st_jpath at_c = {&at, "cluster", 0};
-    if ((rc = st_jrd_string(j, &at_c, v[0], &arg)) ||
+    if ((rc = st_jrd_string(j, &at, v[0], &arg)) ||
         (rc = pod_load(what, i, arg, dir, &pc, j->err)))
       return rc;
   } else {
@@ -375,8 +373,8 @@ int plat__pods_parse(const char *what, const cJSON *root, const char *dir, plat_
   const char *name = NULL;
   if (!v[0])
     return st_jrd_missing(&j, NULL, "name");
-  st_jpath at_name = {NULL, "name", 0}, at_l = {NULL, "pod_links", 0}, at_p = {NULL, "pods", 0};
-  if ((rc = st_jrd_string(&j, &at_name, v[0], &name)))
+  st_jpath at_l = {NULL, "pod_links", 0}, at_p = {NULL, "pods", 0};
+  if ((rc = st_jrd_string(&j, NULL, v[0], &name)))
     return rc;
   dc_spec top = {0};
   if (v[3] && (rc = dc_parse(&j, &at_l, v[3], &top)))
