@@ -42,6 +42,12 @@
  * the same port residue: the rail rings of DP groups that straddle
  * spine-leaf groups ran at half rate from 1,280 DGX H100 nodes on
  * (docs/platforms.md, "Fat-tree routing").
+ *
+ * A cluster of pods (pods.c) is its pods' layouts one after the other and
+ * their links to the data-centre network; a route between two pods joins
+ * plat__route_up() in one to plat__route_down() in the other, and a pod's
+ * links are named by plat__link_info_at() with the cluster's GPU and node
+ * numbers and the pod's prefix on its fabric's links.
  */
 #include <stdio.h>
 #include <string.h>
