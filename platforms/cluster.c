@@ -580,12 +580,20 @@ int plat__spec_parse(const char *what, const char *text, int nodes_override, con
   if (st_json_parse(text, strlen(text), what, &root, err))
     return ST_EINPUT;
   if (cJSON_IsObject(root) && cJSON_GetObjectItemCaseSensitive(root, "pods")) {
-    int rc = nodes_override > 0 ? st_err_set(err, ST_EINPUT,
-                                             "%s: a cluster of pods has its node count per pod; "
-                                             "':%d' cannot change it",
-                                             what, nodes_override)
-                                : plat__pods_parse(what, root, dir, out, err);
+    /* the node count is the pods': ':NODES' may only repeat it (as a sweep's size does) */
+    int rc = plat__pods_parse(what, root, dir, out, err);
     cJSON_Delete(root);
+    if (!rc && nodes_override > 0 && nodes_override != (*out)->num_nodes) {
+      rc = st_err_set(err, ST_EINPUT,
+                      "%s: a cluster of pods has its node count per pod (%d nodes in all); "
+                      "':%d' cannot change it",
+                      what, (*out)->num_nodes, nodes_override);
+      plat_cluster_destroy(*out);
+      *out = NULL;
+    } else if (!rc && nodes_override > 0) {
+      size_t len = strlen((*out)->name);
+      snprintf((*out)->name + len, sizeof (*out)->name - len, ":%d", nodes_override);
+    }
     return rc;
   }
   st_jrd j = {what, "docs/platforms.md", err};

@@ -100,7 +100,7 @@ static int pod_load(const char *what, int i, const char *arg, const char *dir, p
   size_t base = colon && !strchr(colon, '/') ? (size_t)(colon - arg) : strlen(arg);
   int file = base >= 5 && !strncmp(arg + base - 5, ".json", 5);
   char path[4096];
-  if (file && dir && arg[0] != '/')
+  if (file && dir && strcmp(dir, ".") && arg[0] != '/')
     snprintf(path, sizeof path, "%s/%s", dir, arg);
   else
     snprintf(path, sizeof path, "%s", arg);
