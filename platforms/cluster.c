@@ -592,7 +592,7 @@ int plat__spec_parse(const char *what, const char *text, int nodes_override, con
       *out = NULL;
     } else if (!rc && nodes_override > 0) {
       size_t len = strlen((*out)->name);
-      snprintf((*out)->name + len, sizeof (*out)->name - len, ":%d", nodes_override);
+      snprintf((*out)->name + len, sizeof(*out)->name - len, ":%d", nodes_override);
     }
     return rc;
   }

@@ -227,8 +227,7 @@ static int entry_parse(const st_jrd *j, const char *what, const st_jpath *at_pod
   plat_cluster *pc = NULL;
   if (v[0]) {
     const char *arg = NULL;
-    if ((rc = st_jrd_string(j, &at, v[0], &arg)) ||
-        (rc = pod_load(what, i, arg, dir, &pc, j->err)))
+    if ((rc = st_jrd_string(j, &at, v[0], &arg)) || (rc = pod_load(what, i, arg, dir, &pc, j->err)))
       return rc;
   } else {
     if (!cJSON_IsObject(v[1]))

@@ -142,8 +142,8 @@ static void test_take__every_field_arrives(void **state)
   assert_int_equal(c->dst, 1);
   assert_true(c->bytes == 512 && c->start_s == 0.4 && c->end_s == 0.45);
   /* every algorithm and protocol the engine has, by the engine's number */
-  static const char *const algos[] = {"ring", "direct",  "chain", "tree",  "nvls",
-                                      "nvls_tree", "collnet", "hier", "torus", "hier_pods"};
+  static const char *const algos[] = {"ring",      "direct",  "chain", "tree",  "nvls",
+                                      "nvls_tree", "collnet", "hier",  "torus", "hier_pods"};
   static const char *const protos[] = {"ll", "ll128", "simple"};
   assert_int_equal(m.num_algo_names, 10);
   assert_int_equal(m.num_proto_names, 3);
