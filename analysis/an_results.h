@@ -18,6 +18,8 @@ extern const size_t an__num_summary_doubles;
 int an__summary_critical(const char *name);
 /* Fields written only for runs with host-memory offload. */
 int an__summary_offload(const char *name);
+/* Summary fields written only for runs on a cluster of pods (pod_*). */
+int an__summary_pods(const char *name);
 /* Fields added after the first version: absent in older files. */
 int an__summary_optional(const char *name);
 

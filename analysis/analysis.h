@@ -103,6 +103,12 @@ typedef struct an_summary {
    * host.  Means over ranks, per step. */
   double offload_s;         /* a copy to or from host memory or the CPU's step running */
   double offload_exposed_s; /* of it, with nothing else running (its own bucket) */
+  /* the inter-pod links of a cluster of pods (docs/results-format.md): NaN,
+   * and not printed or stored, on any other cluster.  Per step. */
+  double pod_exposed_s;   /* mean over ranks: exposed comm. while a transfer crossing
+                                    pods ran (a collective spanning pods, a send/recv between) */
+  double pod_link_bytes;  /* bytes that crossed between pods (= out of all pods) */
+  double pod_link_busy_s; /* the busiest pod link's time moving its bytes at full rate */
 } an_summary;
 
 /* ---- what a run measured ---------------------------------------------------- */
@@ -210,6 +216,11 @@ typedef struct an_measured {
   char algo_names[AN_NAMES_MAX][AN_ALGO_NAME_SIZE];
   char proto_names[AN_NAMES_MAX][AN_PROTO_NAME_SIZE];
   int num_algo_names, num_proto_names;
+  /* a cluster of pods (num_pods > 0; else 0 and NULL), over the run: */
+  int num_pods;
+  double pod_exposed_s;  /* summed over ranks: exposed time while a transfer crossing pods ran */
+  double *pod_out_bytes; /* per pod: bytes out over its data-centre links, owned */
+  double *pod_in_bytes;  /* per pod: bytes in over them, owned */
 } an_measured;
 
 /* Free the arrays (and link names) and zero m. */

@@ -315,7 +315,8 @@ static int write_body(writer *w)
   bad = bad || an__h5_attr_write_num(g, "iterations", H5T_STD_I32LE, H5T_NATIVE_INT, &s->iterations) < 0;
   for (size_t i = 0; !bad && i < an__num_summary_doubles; i++)
     if ((!an__summary_critical(an__summary_doubles[i].name) || isfinite(s->slowest_rank)) &&
-        (!an__summary_offload(an__summary_doubles[i].name) || isfinite(s->offload_s)))
+        (!an__summary_offload(an__summary_doubles[i].name) || isfinite(s->offload_s)) &&
+        (!an__summary_pods(an__summary_doubles[i].name) || isfinite(s->pod_link_bytes)))
       bad = an__h5_attr_write_num(g, an__summary_doubles[i].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                          (const char *)s + an__summary_doubles[i].off) < 0;
   bad = bad || an__h5_attr_write_str(g, "reduction", s->reduction) < 0;

@@ -200,6 +200,7 @@ static int read_body(reader *rd, an_results *res)
   s->slowest_rank = s->num_critical_ranks = s->slowest_wait_s = NAN;
   s->max_wait_rank = s->max_wait_s = NAN;
   s->offload_s = s->offload_exposed_s = NAN;
+  s->pod_exposed_s = s->pod_link_bytes = s->pod_link_busy_s = NAN;
   for (size_t i = 0; !rc && i < an__num_summary_doubles; i++) {
     if (an__summary_optional(an__summary_doubles[i].name) && H5Aexists(g, an__summary_doubles[i].name) <= 0)
       continue;

@@ -23,6 +23,7 @@ const an__summary_field an__summary_doubles[] = {
     F(pue),               F(energy_MWh),
     F(slowest_rank),      F(num_critical_ranks), F(slowest_wait_s),    F(max_wait_rank),
     F(max_wait_s),        F(offload_s),         F(offload_exposed_s),
+    F(pod_exposed_s),     F(pod_link_bytes),    F(pod_link_busy_s),
 #undef F
 };
 const size_t an__num_summary_doubles = sizeof an__summary_doubles / sizeof an__summary_doubles[0];
@@ -41,6 +42,8 @@ int an__summary_offload(const char *name)
 {
   return !strcmp(name, "offload_s") || !strcmp(name, "offload_exposed_s");
 }
+/* The inter-pod ones only for runs on a cluster of pods. */
+int an__summary_pods(const char *name) { return !strncmp(name, "pod_", 4); }
 
 int an__summary_optional(const char *name)
 {
@@ -49,7 +52,8 @@ int an__summary_optional(const char *name)
                                       "gpu_busy_fraction", "power_W", "pue", "energy_MWh",
                                       "slowest_rank", "num_critical_ranks", "slowest_wait_s",
                                       "max_wait_rank", "max_wait_s", "offload_s",
-                                      "offload_exposed_s", NULL};
+                                      "offload_exposed_s", "pod_exposed_s",
+                                      "pod_link_bytes", "pod_link_busy_s", NULL};
   for (int i = 0; later[i]; i++)
     if (!strcmp(name, later[i]))
       return 1;

@@ -12,12 +12,34 @@
  *                        means over ranks, per step
  *   offload_s, offload_exposed_s
  *                        the same, for host-memory offload (NaN without)
+ *   pod_exposed_s        (pods) mean over ranks per step of the exposed time
+ *                        while a transfer crossing pods ran
+ *   pod_link_bytes       (pods) bytes out of all pods per step
+ *   pod_link_busy_s      (pods) the busiest pod link's bytes / its rate, per step
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "analysis.h"
+
+/* The inter-pod links' figures per step: NaN without pods. */
+static void pods_compute(const plat_cluster *cl, const an_measured *m, an_summary *s)
+{
+  s->pod_exposed_s = s->pod_link_bytes = s->pod_link_busy_s = NAN;
+  if (!cl || cl->num_pods == 0 || m->num_pods != cl->num_pods || !m->pod_out_bytes)
+    return;
+  int it = m->iterations > 0 ? m->iterations : 1;
+  double bytes = 0, busy = 0;
+  for (int k = 0; k < m->num_pods; k++) {
+    double cap = cl->pods[k].dc_links * cl->pods[k].dc_link_Bps;
+    bytes += m->pod_out_bytes[k];
+    busy = fmax(busy, fmax(m->pod_out_bytes[k], m->pod_in_bytes[k]) / cap);
+  }
+  s->pod_exposed_s = m->num_ranks > 0 ? m->pod_exposed_s / ((double)m->num_ranks * it) : 0;
+  s->pod_link_bytes = bytes / it;
+  s->pod_link_busy_s = busy / it;
+}
 
 void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_measured *m,
                         an_summary *s)
@@ -77,6 +99,7 @@ void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_
     s->offload_s = of / n;
     s->offload_exposed_s = ox / n;
   }
+  pods_compute(cl, m, s);
 }
 
 void an_summary_critical(an_summary *s, const an_rank_row *rows, size_t n)
@@ -165,6 +188,11 @@ void an_summary_print_json(const an_summary *s, FILE *out)
     num(out, "max_wait_rank", s->max_wait_rank, 0);
     num(out, "max_wait_s", s->max_wait_s, 0);
   }
+  if (isfinite(s->pod_link_bytes)) { /* only on a cluster of pods */
+    num(out, "pod_exposed_s", s->pod_exposed_s, 0);
+    num(out, "pod_link_bytes", s->pod_link_bytes, 0);
+    num(out, "pod_link_busy_s", s->pod_link_busy_s, 0);
+  }
   fprintf(out, "}\n");
 }
 
@@ -249,6 +277,18 @@ void an_summary_print_text(const an_summary *s, const char *workload_name,
       fprintf(out, " and %.0f more", s->num_critical_ranks - 1);
     fprintf(out, " (waited %.6f s per step); rank %.0f waited longest for it, %.6f s per step\n",
             s->slowest_wait_s, s->max_wait_rank, s->max_wait_s);
+  }
+  if (isfinite(s->pod_link_bytes)) {
+    char unit[64], b[32];
+    fprintf(out, "  inter-pod links, per step:\n");
+    snprintf(unit, sizeof unit, "s (%.1f%% of the step), mean per rank",
+             s->pod_exposed_s / s->step_time_s * 100);
+    row(out, "  exposed, crossing pods", 6, s->pod_exposed_s, unit);
+    fprintf(out, "  %-24s %14s\n", "  bytes between pods",
+            st_format_bytes(s->pod_link_bytes, b, sizeof b));
+    snprintf(unit, sizeof unit, "s (%.1f%% of the step), the busiest pod link",
+             s->pod_link_busy_s / s->step_time_s * 100);
+    row(out, "  busy", 6, s->pod_link_busy_s, unit);
   }
   fprintf(out, "  (simulated in %.2f s wall, %.0f activities)\n", s->sim_wall_s, s->events);
   if (isfinite(s->simulated_ranks) && s->simulated_ranks < s->num_gpus)

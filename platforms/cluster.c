@@ -618,12 +618,29 @@ static int spec_device_node(const st_jrd *j, const char *what, const cJSON *root
   return rc;
 }
 
-int plat__spec_parse(const char *what, const char *text, int nodes_override, plat_cluster **out,
-                     st_err *err)
+int plat__spec_parse(const char *what, const char *text, int nodes_override, const char *dir,
+                     plat_cluster **out, st_err *err)
 {
   cJSON *root = NULL;
   if (st_json_parse(text, strlen(text), what, &root, err))
     return ST_EINPUT;
+  if (cJSON_IsObject(root) && cJSON_GetObjectItemCaseSensitive(root, "pods")) {
+    /* the node count is the pods': ':NODES' may only repeat it (as a sweep's size does) */
+    int rc = plat__pods_parse(what, root, dir, out, err);
+    cJSON_Delete(root);
+    if (!rc && nodes_override > 0 && nodes_override != (*out)->num_nodes) {
+      rc = st_err_set(err, ST_EINPUT,
+                      "%s: a cluster of pods has its node count per pod (%d nodes in all); "
+                      "':%d' cannot change it",
+                      what, (*out)->num_nodes, nodes_override);
+      plat_cluster_destroy(*out);
+      *out = NULL;
+    } else if (!rc && nodes_override > 0) {
+      size_t len = strlen((*out)->name);
+      snprintf((*out)->name + len, sizeof(*out)->name - len, ":%d", nodes_override);
+    }
+    return rc;
+  }
   st_jrd j = {what, "docs/platforms.md", err};
   static const char *const keys[] = {"name", "description", "nodes",  "device", "device_memory_GB",
                                      "node", "fabric",      "groups", NULL};
@@ -705,13 +722,17 @@ int plat_cluster_load(const char *arg, plat_cluster **out, st_err *err)
     *colon = '\0';
   }
   char what[4200];
-  char *text;
+  char *text, *dir = NULL;
   if (st_str_ends_with(buf, ".json")) {
     size_t len;
     int rc = st_file_read_all(buf, &text, &len, err);
     if (rc)
       return rc;
     snprintf(what, sizeof what, "spec '%s'", buf);
+    if (!(dir = st_path_dirname(buf))) {
+      free(text);
+      return st_err_set(err, ST_ENOMEM, "out of memory");
+    }
   } else {
     int known = 0;
     for (int i = 0; preset_names[i]; i++)
@@ -734,8 +755,9 @@ int plat_cluster_load(const char *arg, plat_cluster **out, st_err *err)
     }
     snprintf(what, sizeof what, "preset '%s'", buf);
   }
-  int rc = plat__spec_parse(what, text, nodes, out, err);
+  int rc = plat__spec_parse(what, text, nodes, dir, out, err);
   free(text);
+  free(dir);
   return rc;
 }
 
@@ -746,5 +768,8 @@ void plat_cluster_destroy(plat_cluster *c)
   free(c->spec_json);
   free(c->xml_path);
   free(c->groups);
+  for (int k = 0; k < c->num_pods; k++)
+    plat_cluster_destroy(c->pods[k].c);
+  free(c->pods);
   free(c);
 }

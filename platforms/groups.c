@@ -70,7 +70,7 @@ void plat_group_apply(plat_cluster *v, const plat_group *g)
 }
 
 /* The group's worth from a cluster parsed with its node. */
-static void group_take(plat_group *g, const plat_cluster *t)
+void plat__group_from(plat_group *g, const plat_cluster *t)
 {
   g->device = t->device;
   g->intra_link_Bps = t->intra_link_Bps;
@@ -88,6 +88,9 @@ static void group_take(plat_group *g, const plat_cluster *t)
   g->host_mem_bytes = t->host_mem_bytes;
   g->host_mem_Bps = t->host_mem_Bps;
   g->host_adam_params_per_s = t->host_adam_params_per_s;
+  g->gpus_per_node = t->gpus_per_node;
+  g->nics_per_node = t->nics_per_node;
+  g->intra_kind = t->intra_kind;
 }
 
 /* The peak a device has for dtype, bf16 where it has none of that. */
@@ -105,6 +108,10 @@ void plat_cluster_view(const plat_cluster *c, const int32_t *gpus, int n, plat_c
   int first = plat_gpu_group(c, gpus[0]), mixed = 0;
   for (int i = 1; i < n && !mixed; i++)
     mixed = plat_gpu_group(c, gpus[i]) != first;
+  if (c->num_pods > 0 && !mixed) { /* one pod: the pod as it is, fabric and all */
+    *v = *c->pods[first].c;
+    return;
+  }
   plat_group_apply(v, &c->groups[first]);
   if (!mixed)
     return;
@@ -313,10 +320,7 @@ static int group_parse(const st_jrd *j, const st_jpath *at_groups, int gi, const
     goto out;
   snprintf(out->name, sizeof out->name, "%s", nm ? nm : slot[2] ? cJSON_GetStringValue(slot[2])
                                                               : t.device.name);
-  group_take(out, &t);
-  out->gpus_per_node = t.gpus_per_node;
-  out->nics_per_node = t.nics_per_node;
-  out->intra_kind = t.intra_kind;
+  plat__group_from(out, &t);
 out:
   cJSON_Delete(preset);
   return rc;

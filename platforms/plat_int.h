@@ -25,6 +25,8 @@ typedef struct plat__lay {
   /* host memory (host.c), with c->host_memory: the GPUs' own host links
    * (none when they are the pcie block's) and the nodes' memory links */
   long host_base, hostmem_base, host_end;
+  /* pods: the pods' links to the data-centre network (2 per pod) start here */
+  long dc_base;
 } plat__lay;
 
 void plat__layout(const plat_cluster *c, plat__lay *L);
@@ -36,6 +38,30 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
                     int *switches);
 void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_link_info *o);
 int plat__cube_lanes(int i, int j);
+/* Link ids of a route to or from the top of c's fabric (a fat-tree's top
+ * level, a switch): from GPU s, [pcie up] NIC up and the up links of every
+ * level; to GPU d, the down links of every level, NIC down [pcie down].
+ * Appended to ids at *n (at most PLAT_ROUTE_MAX); -1 when too long.
+ * *switches gets the switches crossed up to (down from) the top. */
+int plat__route_up(const plat_cluster *c, const plat__lay *L, int s, int *ids, int *n,
+                   int *switches);
+int plat__route_down(const plat_cluster *c, const plat__lay *L, int d, int *ids, int *n,
+                     int *switches);
+/* Link id's name, kind, rate and latency in a cluster whose GPU and node
+ * names start at gpu0 and node0, fabric link names prefixed with pfx. */
+void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long gpu0, long node0,
+                        const char *pfx, plat_link_info *o);
+
+/* pods.c: a spec's "pods" (root: the spec; dir: the folder its relative
+ * paths start from) into a cluster of pods; its layout, routes and links
+ * (called by plat__layout, plat__route_ids and plat__link_info). */
+int plat__pods_parse(const char *what, const struct cJSON *root, const char *dir,
+                     plat_cluster **out, st_err *err);
+void plat__pods_layout(const plat_cluster *c, plat__lay *L);
+int plat__pods_route_ids(const plat_cluster *c, int s, int d, int *ids, int *switches);
+void plat__pods_link_info(const plat_cluster *c, const plat__lay *L, long id, plat_link_info *o);
+double plat__pods_bisection_Bps(const plat_cluster *c);
+long plat__pods_switch_count(const plat_cluster *c);
 
 /* ---- host memory (host.c) ---- */
 /* Lay out the host-memory block from link id *id on (nothing without
@@ -69,9 +95,10 @@ int plat__devices_all(plat_device **out, int *count, st_err *err);
 int plat__device_find(const char *name, plat_device *d, st_err *err);
 
 /* Spec text (JSON) -> cluster; 'what' names the source in messages;
- * nodes_override > 0 replaces the spec's node count. */
-int plat__spec_parse(const char *what, const char *text, int nodes_override, plat_cluster **out,
-                     st_err *err);
+ * nodes_override > 0 replaces the spec's node count; dir: the folder a
+ * pod's relative path starts from (NULL: the working directory). */
+int plat__spec_parse(const char *what, const char *text, int nodes_override, const char *dir,
+                     plat_cluster **out, st_err *err);
 /* Validate and derive: levels, m_i, num_links (called by the parser). */
 int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err);
 
@@ -82,6 +109,8 @@ int plat__parse_node(const st_jrd *j, const st_jpath *up, const struct cJSON *no
 int plat__groups_parse(const st_jrd *j, const struct cJSON *root, const struct cJSON *groups,
                        plat_cluster *c);
 int plat__groups_finish(plat_cluster *c, const char *what, st_err *err);
+/* A group's worth (device, node links, host power, node shape) from t. */
+void plat__group_from(plat_group *g, const plat_cluster *t);
 
 /* SimGrid XML platform: count hosts gpu-<g>, read simtrain.* properties. */
 int plat__xml_load(const char *path, plat_cluster **out, st_err *err);

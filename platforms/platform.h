@@ -70,7 +70,8 @@ typedef enum plat_fabric_kind {
   PLAT_FABRIC_FATTREE,
   PLAT_FABRIC_DRAGONFLY,
   PLAT_FABRIC_TORUS,
-  PLAT_FABRIC_XML, /* user-supplied SimGrid XML */
+  PLAT_FABRIC_XML,  /* user-supplied SimGrid XML */
+  PLAT_FABRIC_PODS, /* pods joined by data-centre links (platforms/pods.c); not a spec kind */
   PLAT_FABRIC_COUNT
 } plat_fabric_kind;
 
@@ -89,6 +90,22 @@ typedef struct plat_group {
 } plat_group;
 
 typedef struct plat_cluster plat_cluster;
+
+/* A pod of a cluster of pods (platforms/pods.c): a cluster of its own,
+ * nodes first_node .. first_node + num_nodes - 1 of the whole, joined to the
+ * data-centre network by dc_links links of dc_link_Bps each (per direction,
+ * taken together as one link of their sum, as adaptive routing spreads a
+ * pod's flows over them). */
+typedef struct plat_pod {
+  char name[48]; /* the spec's "name" (with -<i> for a repeated pod), else pod<k> */
+  int first_node, num_nodes;
+  long link_base;     /* the pod's own links are ids link_base .. + (its link count - 1) */
+  int dc_links;       /* links to the data-centre network */
+  double dc_link_Bps; /* one such link, per direction */
+  double dc_lat_s;    /* latency of one (a route between pods crosses two) */
+  plat_cluster *c;    /* the pod as a cluster (GPU 0 = its first), owned */
+} plat_pod;
+
 struct plat_cluster {
   char name[64];      /* preset or file name */
   char *spec_json;    /* the resolved spec as JSON (stored in results' /config), owned */
@@ -148,8 +165,14 @@ struct plat_cluster {
   int host_memory;         /* 1: the built platform has the host-memory endpoints (a host
                               "host-<n>" per node, index num_gpus + n) and their links; the
                               engine sets it on its copy for workloads with copies */
+  /* ---- pods (spec key "pods"; docs/platforms.md, "Clusters of pods") ---- */
+  int num_pods;   /* 0: one fabric; else >= 2 pods, in node order, each also
+                              node group k (groups[k]), fabric_kind PLAT_FABRIC_PODS */
+  plat_pod *pods; /* owned */
 };
 
+/* The pod of a node or GPU (0 when the cluster has no pods). */
+int plat_gpu_pod(const plat_cluster *c, int gpu);
 /* The group of a node or GPU (0 when the cluster has no groups). */
 int plat_node_group(const plat_cluster *c, int node);
 int plat_gpu_group(const plat_cluster *c, int gpu);
@@ -160,8 +183,11 @@ void plat_group_apply(plat_cluster *v, const plat_group *g);
 /* The cluster as the n GPUs gpus[] see it together: *v = *c with the
  * group-dependent fields the least of the groups the GPUs are in (each rate
  * the least, each latency the most, NVLS where all have it, the device of
- * the lowest peak), as a collective library across them settles on.  v
- * shares c's pointers: it must not be destroyed, nor outlive c. */
+ * the lowest peak), as a collective library across them settles on.  With
+ * pods: the pod's own cluster when all the GPUs are in one pod; across pods
+ * the least as above and no in-network reduction (SHARP does not span the
+ * data-centre network).  v shares c's pointers: it must not be destroyed,
+ * nor outlive c. */
 void plat_cluster_view(const plat_cluster *c, const int32_t *gpus, int n, plat_cluster *v);
 /* One node of group k (of the cluster, without groups) as a cluster of its
  * own, its fabric unused: for probes of a group's speed. */
@@ -304,6 +330,7 @@ typedef enum plat_link_kind {
   PLAT_LINK_ICI,       /* torus chip-to-chip link */
   PLAT_LINK_HOST,      /* GPU<->host memory (PCIe, NVLink-C2C), when PCIe is not modelled */
   PLAT_LINK_HOSTMEM,   /* a node's host memory bandwidth, shared by both directions */
+  PLAT_LINK_POD,       /* a pod's links to the data-centre network (up: out of the pod) */
   PLAT_LINK_KIND_COUNT
 } plat_link_kind;
 

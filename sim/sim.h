@@ -55,6 +55,8 @@ typedef enum sim_coll_algo {
   SIM_ALGO_COLLNET,   /* in-network reduction (SHARP) across nodes, rings inside */
   SIM_ALGO_HIER,      /* intra reduce-scatter, inter all-reduce, intra all-gather */
   SIM_ALGO_TORUS,     /* bidirectional ring per torus dimension */
+  SIM_ALGO_HIER_PODS, /* across pods: reduce-scatter in each pod, the shards across pods,
+                         all-gather in each pod (sim/coll/edges.c) */
   SIM_ALGO_COUNT
 } sim_coll_algo;
 
@@ -162,6 +164,7 @@ typedef struct sim_rank_stats {
    * the run's end) */
   double offload_s;
   double offload_exposed_s;
+  double pod_exposed_s; /* of exposed_comm_s, while a transfer crossing pods ran */
 } sim_rank_stats;
 
 /* One collective (or send/recv pair) instance. */
@@ -235,6 +238,10 @@ typedef struct sim_result {
   uint64_t chains;      /* run-ahead chains waited for (design note 7, engine/chain.c) */
   uint64_t chains_cut;  /* ... of them interrupted by a transfer beside them */
   char reduction[200];  /* the symmetry reduction used, or "none (why)" */
+  /* a cluster of pods (else 0 and NULL): bytes each pod sent out over its
+   * data-centre links and received over them, over the run */
+  int num_pods;
+  double *pod_out_bytes, *pod_in_bytes;
 } sim_result;
 
 int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,

@@ -31,7 +31,8 @@ static const char usage_text[] =
     "  --bytes B           one size (nccl-tests convention), e.g. 64M, 1G, 4096\n"
     "  --sweep MIN:MAX     sizes MIN, 2 MIN, 4 MIN ... up to MAX (default 1K:1G)\n"
     "  --algo A            ring, tree, nvls, nvls_tree, collnet, hier, torus, direct,\n"
-    "                      chain (default: chosen per size like NCCL's tuner)\n"
+    "                      chain, hier_pods (default: chosen per size like NCCL's tuner;\n"
+    "                      hier_pods whenever the GPUs span pods)\n"
     "  --proto P           ll, ll128 or simple (default: chosen per size)\n"
     "  --channels K        rings/tree pairs across nodes (default: GPUs per node)\n"
     "  --ideal             links at line rate, latency = route latency per hop\n"
@@ -177,7 +178,7 @@ int cmd_coll(int argc, char **argv)
     case 'A':
       if ((opt.coll_algo = sim_coll_algo_from_name(optarg)) < 0)
         return cli_usage_error("coll", "--algo '%s' is not ring, tree, nvls, nvls_tree, collnet, "
-                                       "hier, torus, direct or chain", optarg);
+                                       "hier, torus, direct, chain or hier_pods", optarg);
       break;
     case 'P':
       if ((opt.coll_proto = sim_coll_proto_from_name(optarg)) < 0)

@@ -59,8 +59,8 @@ static void endpoint_name(const plat_cluster *c, int e, char *buf, size_t n)
 
 static const char *kind_name(int k)
 {
-  static const char *const n[PLAT_LINK_KIND_COUNT] = {"intra", "pcie",   "nic",   "fabric",
-                                                      "global", "ici", "host", "hostmem"};
+  static const char *const n[PLAT_LINK_KIND_COUNT] = {"intra", "pcie",   "nic",     "fabric",
+                                                      "global", "ici", "host", "hostmem", "pod"};
   return k >= 0 && k < PLAT_LINK_KIND_COUNT ? n[k] : "?";
 }
 
@@ -121,10 +121,68 @@ static void print_host(const plat_cluster *c, const char *group)
          c->host_memory ? "" : " (endpoints built with offload)");
 }
 
+/* The fabric's lines (not for XML); `in` indents them under a pod's heading. */
+static void print_fabric(const plat_cluster *c, const char *in)
+{
+  int w = 15 - (int)strlen(in);
+  if (c->fabric_kind == PLAT_FABRIC_TORUS) {
+    printf("%s%-*storus %dx%dx%d%s%s, 6 ICI links per chip x %g GB/s = %g GB/s per chip "
+           "per direction, %g us per hop\n",
+           in, w, "fabric", c->torus_dims[0], c->torus_dims[1], c->torus_dims[2],
+           c->torus_wrap ? " with wrap-around" : " (mesh, no wrap-around)",
+           c->torus_cube[0] ? " of 4x4x4 cubes" : "", c->fabric_link_Bps / 1e9, c->nic_Bps / 1e9,
+           c->fabric_link_lat_s * 1e6);
+    return;
+  }
+  printf("%s%-*s%s", in, w, "fabric", plat_fabric_kind_name(c->fabric_kind));
+  if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
+    printf(", %d levels of %d-port switches, children per switch by level", c->fabric_levels,
+           c->fabric_radix);
+    for (int i = 0; i < c->fabric_levels; i++)
+      printf("%s%d", i ? "/" : " ", c->fabric_radix_used[i]);
+    printf(", %g GB/s links, oversubscription", c->fabric_link_Bps / 1e9);
+    for (int i = 0; i + 1 < c->fabric_levels; i++)
+      printf("%s%g:1", i ? "/" : " ", c->oversub[i]);
+    if (c->fabric_levels == 1)
+      printf(" none (one level)");
+  } else if (c->fabric_kind == PLAT_FABRIC_DRAGONFLY) {
+    printf(", %d routers per group, %d NICs per router, %d global links per router, %g GB/s "
+           "local, %g GB/s global",
+           c->dragonfly[0], c->dragonfly[1], c->dragonfly[2], c->fabric_link_Bps / 1e9,
+           c->fabric_global_Bps / 1e9);
+  } else if (c->fabric_kind == PLAT_FABRIC_PODS) {
+    printf(": %d pods joined by a non-blocking data-centre core", c->num_pods);
+  }
+  printf(", %g us per switch%s\n", c->switch_lat_s * 1e6, c->in_network_reduction ? ", SHARP" : "");
+  printf("%s%-*s%ld\n", in, w, "switches", plat_cluster_switch_count(c));
+}
+
+/* Each pod: its GPUs, node, fabric and links to the data-centre network. */
+static void print_pods(const plat_cluster *c)
+{
+  printf("gpus           %d (%d nodes x %d) in %d pods\n", c->num_gpus, c->num_nodes,
+         c->gpus_per_node, c->num_pods);
+  for (int k = 0; k < c->num_pods; k++) {
+    const plat_pod *p = &c->pods[k];
+    int gpn = c->gpus_per_node;
+    printf("pod %-10s nodes %d-%d, GPUs %d-%d (%d GPUs), from %s\n", p->name, p->first_node,
+           p->first_node + p->num_nodes - 1, p->first_node * gpn,
+           (p->first_node + p->num_nodes) * gpn - 1, p->num_nodes * gpn, p->c->name);
+    print_node(p->c, "  ");
+    print_fabric(p->c, "  ");
+    printf("  %-13s%d x %g GB/s (%g Gb/s) = %g GB/s per direction to the data-centre network, "
+           "%g us per link\n",
+           "pod links", p->dc_links, p->dc_link_Bps / 1e9, p->dc_link_Bps * 8 / 1e9,
+           p->dc_links * p->dc_link_Bps / 1e9, p->dc_lat_s * 1e6);
+  }
+}
+
 static void print_summary(const plat_cluster *c)
 {
   printf("cluster        %s\n", c->name);
-  if (c->num_groups > 1) {
+  if (c->num_pods > 0) {
+    print_pods(c);
+  } else if (c->num_groups > 1) {
     printf("gpus           %d (%d nodes x %d) in %d node groups\n", c->num_gpus, c->num_nodes,
            c->gpus_per_node, c->num_groups);
     for (int k = 0; k < c->num_groups; k++) {
@@ -146,43 +204,17 @@ static void print_summary(const plat_cluster *c)
            c->xml_path);
     return;
   }
-  if (c->fabric_kind == PLAT_FABRIC_TORUS) {
-    printf("fabric         torus %dx%dx%d%s%s, 6 ICI links per chip x %g GB/s = %g GB/s per chip "
-           "per direction, %g us per hop\n",
-           c->torus_dims[0], c->torus_dims[1], c->torus_dims[2],
-           c->torus_wrap ? " with wrap-around" : " (mesh, no wrap-around)",
-           c->torus_cube[0] ? " of 4x4x4 cubes" : "", c->fabric_link_Bps / 1e9, c->nic_Bps / 1e9,
-           c->fabric_link_lat_s * 1e6);
-  } else {
-    printf("fabric         %s", plat_fabric_kind_name(c->fabric_kind));
-    if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
-      printf(", %d levels of %d-port switches, children per switch by level", c->fabric_levels,
-             c->fabric_radix);
-      for (int i = 0; i < c->fabric_levels; i++)
-        printf("%s%d", i ? "/" : " ", c->fabric_radix_used[i]);
-      printf(", %g GB/s links, oversubscription", c->fabric_link_Bps / 1e9);
-      for (int i = 0; i + 1 < c->fabric_levels; i++)
-        printf("%s%g:1", i ? "/" : " ", c->oversub[i]);
-      if (c->fabric_levels == 1)
-        printf(" none (one level)");
-    } else if (c->fabric_kind == PLAT_FABRIC_DRAGONFLY) {
-      printf(", %d routers per group, %d NICs per router, %d global links per router, %g GB/s "
-             "local, %g GB/s global",
-             c->dragonfly[0], c->dragonfly[1], c->dragonfly[2], c->fabric_link_Bps / 1e9,
-             c->fabric_global_Bps / 1e9);
-    }
-    printf(", %g us per switch%s\n", c->switch_lat_s * 1e6,
-           c->in_network_reduction ? ", SHARP" : "");
-    printf("switches       %ld\n", plat_cluster_switch_count(c));
-  }
-  for (int k = 0; k < (c->num_groups > 1 ? c->num_groups : 1); k++) {
+  print_fabric(c, "");
+  for (int k = 0; k < (c->num_groups > 1 && !c->num_pods ? c->num_groups : 1); k++) {
     plat_cluster v = *c; /* node groups: each group's host */
-    if (c->num_groups > 1)
+    if (c->num_groups > 1 && !c->num_pods)
       plat_group_apply(&v, &c->groups[k]);
-    print_host(&v, c->num_groups > 1 ? c->groups[k].name : NULL);
+    print_host(&v, c->num_groups > 1 && !c->num_pods ? c->groups[k].name : NULL);
   }
   printf("links          %d directed\n", c->num_links);
-  printf("bisection      %g GB/s per direction\n", plat_cluster_bisection_Bps(c) / 1e9);
+  printf("bisection      %g GB/s per direction%s\n", plat_cluster_bisection_Bps(c) / 1e9,
+         c->num_pods > 0 ? " (across the data-centre network: half the pods against the rest)"
+                         : "");
 }
 
 static int print_route_spec(const plat_cluster *c, int a, int b)

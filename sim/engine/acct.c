@@ -8,7 +8,10 @@
  *     offload > bubble > idle), so the buckets add up to the rank's finish
  *     time exactly.  Offload time is also counted whatever else runs.
  *     A stream running ahead (chain.c) stands in for its counters with its
- *     plan, cut at the plan's changes.
+ *     plan, cut at the plan's changes.  Exposed time while a transfer that
+ *     crosses pods runs (a collective of a communicator spanning pods, a
+ *     send/recv between pods) is also counted apart (pod_exposed_s): the
+ *     step's wait on the data-centre links.  Chains never hold one.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -18,7 +21,7 @@
 
 #include "eng_int.h"
 
-static void charge(sim_rank_stats *st, double dt, int nc, int nx, int nb, int no)
+static void charge(sim_rank_stats *st, double dt, int nc, int nx, int nb, int no, int nxp)
 {
   if (!(dt > 0))
     return;
@@ -30,6 +33,8 @@ static void charge(sim_rank_stats *st, double dt, int nc, int nx, int nb, int no
       st->overlapped_comm_s += dt;
   } else if (nx > 0) {
     st->exposed_comm_s += dt;
+    if (nxp > 0)
+      st->pod_exposed_s += dt;
   } else if (no > 0) {
     st->offload_exposed_s += dt;
   } else if (nb > 0) {
@@ -70,14 +75,14 @@ void eng__acct(int rank, int dc, int dx, int db)
   sim_rank_stats *st = &eng__E.res->ranks[rank];
   double t = eng__now();
   if (!rs->ahead) {
-    charge(st, t - rs->last_t, rs->n_compute, rs->n_xfer, rs->n_bubble, rs->n_offload);
+    charge(st, t - rs->last_t, rs->n_compute, rs->n_xfer, rs->n_bubble, rs->n_offload, rs->n_xpod);
   } else {
     for (double u = rs->last_t; u < t;) {
       double until;
       int a = ahead_state(rs, u, &until);
       double v = fmin(until, t);
       charge(st, v - u, rs->n_compute + (a == 1), rs->n_xfer + (a == 2), rs->n_bubble,
-             rs->n_offload);
+             rs->n_offload, rs->n_xpod);
       u = v;
     }
     if (dx > 0 && !rs->interrupted && t < rs->ahead_end) {
@@ -178,10 +183,16 @@ void eng__coll_record_add(int c, const eng__comm *cs, int opk, int n, double byt
   rec->busbw_GBps = rec->algbw_GBps * sim_busbw_factor(opk, n);
 }
 
+void eng__xfer_start(int rank, int xpod)
+{
+  eng__acct(rank, 0, 1, 0);
+  eng__E.ranks[rank].n_xpod += xpod != 0;
+}
 
-void eng__xfer_end(int rank, const wl_comm *cm, double start)
+void eng__xfer_end(int rank, const wl_comm *cm, double start, int xpod)
 {
   eng__acct(rank, 0, -1, 0);
+  eng__E.ranks[rank].n_xpod -= xpod != 0;
   int kind = cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0;
   eng__E.res->ranks[rank].comm_kind_s[kind] += eng__now() - start;
 }

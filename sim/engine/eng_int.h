@@ -133,6 +133,7 @@ typedef struct eng__rank {
   int waiters;
   int n_compute, n_xfer, n_bubble;
   int n_offload;        /* copies to or from host memory and host compute running */
+  int n_xpod; /* of n_xfer, transfers that cross pods (design note 5) */
   double last_t;
   /* A stream running ahead (design note 7): its planned segments stand in
    * for its counters until ahead_end; a transfer of another stream starting
@@ -270,6 +271,9 @@ typedef struct eng__state {
   double overlap_slowdown; /* plat_compute_overlap_factor() - 1 for the cluster's device */
   double *group_slowdown;  /* node groups: the same per group; NULL without groups */
   int32_t *rank_group;     /* node groups: each rank's (its GPU's) group; NULL without */
+  uint8_t *comm_xpod;      /* pods: per communicator, its members span pods; NULL without */
+  double *pod_out_bytes;   /* pods: bytes out of / into each pod over its data-centre links */
+  double *pod_in_bytes;
   eng__sym sym;           /* rank classes (sym.c); sym.on when used */
   double *class_bytes;    /* with sym.on: bytes of class-0 flows per link, copied to the
                              images after the run (the groups' closed forms count all) */
@@ -317,9 +321,12 @@ void eng__acct(int rank, int dc, int dx, int db);
 void eng__acct_offload(int rank, int d);
 /* Transfers of the rank running now, a running-ahead stream's included. */
 int eng__xfer_now(int rank);
-/* A transfer of rank's that started at start on communicator cm ends: the
- * accounting, and its time on cm's kind. */
-void eng__xfer_end(int rank, const wl_comm *cm, double start);
+/* A transfer of rank's starts; xpod: it crosses pods.  (The accounting up
+ * to now, then one more transfer running.) */
+void eng__xfer_start(int rank, int xpod);
+/* A transfer of rank's that started at start on communicator cm ends (xpod:
+ * it crossed pods): the accounting, and its time on cm's kind. */
+void eng__xfer_end(int rank, const wl_comm *cm, double start, int xpod);
 /* One timeline row (when the options record them). */
 void eng__timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1);
 /* A new collective record (zeroed), or NULL when the options record none or

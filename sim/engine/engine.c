@@ -149,6 +149,34 @@ static int price_programs(st_err *err)
   return ST_OK;
 }
 
+/* A cluster of pods: which communicators span pods, and the pods' byte
+ * counts (the result's).  Each pod is node group k, so rank_group is each
+ * rank's pod. */
+static int pods_setup(st_err *err)
+{
+  const wl_workload *wl = eng__E.wl;
+  const plat_cluster *cl = eng__E.cl;
+  sim_result *r = eng__E.res;
+  if (cl->num_pods == 0)
+    return ST_OK;
+  eng__E.comm_xpod = st_arena_alloc(&eng__E.arena, (size_t)wl->num_comms + 1);
+  r->pod_out_bytes = calloc((size_t)cl->num_pods, sizeof(double));
+  r->pod_in_bytes = calloc((size_t)cl->num_pods, sizeof(double));
+  if (!eng__E.comm_xpod || !r->pod_out_bytes || !r->pod_in_bytes)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  r->num_pods = cl->num_pods;
+  eng__E.pod_out_bytes = r->pod_out_bytes;
+  eng__E.pod_in_bytes = r->pod_in_bytes;
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    int x = 0;
+    for (int i = 1; i < cm->size && !x; i++)
+      x = eng__E.rank_group[cm->ranks[i]] != eng__E.rank_group[cm->ranks[0]];
+    eng__E.comm_xpod[c] = (uint8_t)x;
+  }
+  return ST_OK;
+}
+
 static int build_members(st_err *err)
 {
   const wl_workload *wl = eng__E.wl;
@@ -261,6 +289,8 @@ static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_opt
     rc = build_prog_info(err);
   if (!rc)
     rc = price_programs(err);
+  if (!rc)
+    rc = pods_setup(err);
   return rc ? rc : eng__slow_setup(err);
 }
 
@@ -428,6 +458,8 @@ void sim_result_destroy(sim_result *r)
   free(r->timeline);
   free(r->links);
   free(r->link_usage);
+  free(r->pod_out_bytes);
+  free(r->pod_in_bytes);
   st_arena_release(&r->arena);
   free(r);
 }

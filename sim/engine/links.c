@@ -126,12 +126,19 @@ eng__route *eng__route_get(int src_gpu, int dst_gpu)
  * of communicator comm's op (kind, op). */
 void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op)
 {
+  int copied = eng__E.sym.on && !eng__E.sym.comm_collapse[comm];
+  if (eng__E.pod_out_bytes && eng__E.rank_group[src_gpu] != eng__E.rank_group[dst_gpu]) {
+    /* a flow between pods: out of one, into the other (class 0's flow
+     * stands for all C classes' copies, which cross the same pods) */
+    double w = copied ? eng__E.sym.C * bytes : bytes;
+    eng__E.pod_out_bytes[eng__E.rank_group[src_gpu]] += w;
+    eng__E.pod_in_bytes[eng__E.rank_group[dst_gpu]] += w;
+  }
   if (!eng__E.link_bytes || src_gpu == dst_gpu)
     return;
   eng__route *re = eng__route_get(src_gpu, dst_gpu);
   if (!re)
     return;
-  int copied = eng__E.sym.on && !eng__E.sym.comm_collapse[comm];
   for (uint32_t i = 0; i < re->n; i++) {
     eng__E.link_bytes[re->links[i]] += bytes;
     if (copied)
