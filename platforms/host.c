@@ -82,6 +82,13 @@ int plat__host_parse(const st_jrd *j, const st_jpath *at, const cJSON *host, pla
 
 int plat_cluster_host_memory(plat_cluster *c, int on, st_err *err)
 {
+  /* a cluster of pods lays its links out pod by pod (pods.c): the host
+   * block is not in that layout */
+  if (on && c->num_pods > 0)
+    return st_err_set(err, ST_EINPUT,
+                      "cluster '%s': host memory (offload, copies to the host) is not modelled on "
+                      "a cluster of pods; run each pod's cluster alone",
+                      c->name);
   if (on && c->fabric_kind != PLAT_FABRIC_XML && !(c->host_link_Bps > 0))
     return st_err_set(err, ST_EINPUT,
                       "cluster '%s': the GPUs' link to host memory has no rate (the %s has none "

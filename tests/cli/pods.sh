@@ -118,5 +118,10 @@ JSON
 err=$("$simtrain" run --workload "$tmp/w.json" --cluster "$tmp/gpn.json" 2>&1 >/dev/null); rc=$?
 check "a pod that cannot join is bad input (exit $rc: $err)" "[ $rc -eq 2 ] && grep -q \"pods\\[1\\] ('tpu-v5p:16'): its fabric is a torus\" <<<\"\$err\""
 
+# host memory is not laid out pod by pod: offload on pods is refused
+err=$("$simtrain" run --model llama3-8b --layout tp=8,dp=2,gbs=16,zero=1,offload=optimizer --cluster "$tmp/small.json" 2>&1 >/dev/null); rc=$?
+check "offload on a cluster of pods is refused (exit $rc)" \
+  "[ $rc -eq 2 ] && grep -q 'host memory (offload, copies to the host) is not modelled on a cluster of pods' <<<\"\$err\""
+
 [ "$fails" -eq 0 ] && echo "pods: all checks passed"
 exit $((fails > 0))
