@@ -390,13 +390,21 @@ static void finalize_grads(wl__gen *g)
   int s = g->stage, v = l->vpp, p = l->pp;
   g->phase = WL_PHASE_BACKWARD;
   if (l->zero == 3 || l->overlap_grad_reduce) {
-    /* the dp stream's reductions run in order: with offload, whose copies
-     * delay that stream, the last one is waited for first, as the wait
-     * list holds MAXPEND ops (layouts without offload keep theirs) */
-    if (l->offload && g->ndp_ops)
-      wl__need(g, g->dp_ops[g->ndp_ops - 1]);
-    for (size_t i = 0; i < g->ndp_ops; i++)
-      wl__need(g, g->dp_ops[i]);
+    /* A stream's ops run in order, so the last reduction of each stream
+     * stands for all of it: wait for those (the wait list holds MAXPEND
+     * ops; waiting for the first MAXPEND of the reductions let the
+     * optimizer start before the rest, with more than 16 buckets or
+     * layers). */
+    int streams[MAXPEND], ns = 0;
+    for (size_t i = g->ndp_ops; i-- > 0 && ns < MAXPEND;) {
+      int st = g->p->ops[g->dp_ops[i]].stream, seen = 0;
+      for (int k = 0; k < ns; k++)
+        seen |= streams[k] == st;
+      if (!seen) {
+        streams[ns++] = st;
+        wl__need(g, g->dp_ops[i]);
+      }
+    }
   } else {
     for (int c = 0; c < v; c++) {
       double d = 0, x = 0;
