@@ -50,6 +50,10 @@ wl__unit *wl__schedule(const wl_layout *l, int stage, int *n);
  * chunks and layers are alive then. */
 void wl__peak_alive(const wl_layout *l, int stage, int *chunks, int *layers);
 
+/* wl_pp_layout.c: l->pp_layout into l->vs_layers (vpp_given: the layout
+ * gave vpp); 0, -1 with what is wrong in msg, -2 out of memory. */
+int wl__pp_layout_split(wl_layout *l, const wl_model *m, int vpp_given, char *msg, size_t msgn);
+
 /* wl_layout_split.c: stage_layers into l->vs_layers, dp_microbatches into
  * l->dp_run_*; 0, or -1 with what is wrong in msg. */
 int wl__layout_stage_list(wl_layout *l, const wl_model *m, char *msg, size_t cap);
