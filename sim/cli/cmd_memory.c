@@ -83,13 +83,30 @@ int cmd_memory(int argc, char **argv)
   wl_model m;
   wl_layout l;
   static wl_memory mem;
+  char note[600] = "";
   if (drv_model_load(model, NULL, seq, &m, &err) || wl_layout_parse(layout, c->num_gpus, &m, &l, &err) ||
-      wl_memory_estimate(&m, &l, &mem, &err)) {
+      drv_balance(&m, c, &l, note, sizeof note, &err) || wl_memory_estimate(&m, &l, &mem, &err)) {
     plat_cluster_destroy(c);
     return cli_fail(&err);
   }
-  double cap = c->device.hbm_bytes;
-  int fits = mem.peak_bytes <= cap;
+  if (note[0])
+    fprintf(stderr, "simtrain: note: %s\n", note);
+  /* node groups: each stage against the smallest device its ranks are on;
+   * the summary names the stage that comes nearest its device */
+  const plat_device *dev[WL_MAX_STAGES];
+  int tight = mem.peak_stage, fits = 1;
+  for (int s = 0; s < mem.num_stages; s++) {
+    int per = l.num_gpus / mem.num_stages;
+    dev[s] = plat_gpu_device(c, s * per);
+    for (int g = s * per; g < (s + 1) * per && c->num_groups > 1; g++)
+      if (plat_gpu_device(c, g)->hbm_bytes < dev[s]->hbm_bytes)
+        dev[s] = plat_gpu_device(c, g);
+    fits &= mem.stages[s].peak_bytes <= dev[s]->hbm_bytes;
+    if (c->num_groups > 1 && mem.stages[s].peak_bytes / dev[s]->hbm_bytes >
+                                 mem.stages[tight].peak_bytes / dev[tight]->hbm_bytes)
+      tight = s;
+  }
+  double cap = dev[tight]->hbm_bytes;
   /* with offload: the host memory the busiest node holds, against the
    * node's when the cluster gives it */
   double host = l.offload ? wl_memory_host_per_node(&l, &mem, c->gpus_per_node) : 0;
@@ -103,7 +120,7 @@ int cmd_memory(int argc, char **argv)
     fputs(",\"cluster\":", stdout);
     st_json_str(stdout, c->name);
     fputs(",\"device\":", stdout);
-    st_json_str(stdout, c->device.name);
+    st_json_str(stdout, dev[tight]->name);
     printf(",\"device_bytes\":%.17g,\"peak_bytes\":%.17g,\"peak_stage\":%d,\"fits\":%s,",
            cap, mem.peak_bytes, mem.peak_stage, fits ? "true" : "false");
     if (l.offload) { /* only with offload: other layouts print as before */
@@ -124,14 +141,23 @@ int cmd_memory(int argc, char **argv)
              st->optimizer_bytes, st->activations_bytes, st->act_layer_bytes, st->inflight,
              st->other_bytes, st->peak_bytes);
       if (l.offload)
-        printf(",\"host_bytes\":%.17g}", st->host_bytes);
-      else
-        printf("}");
+        printf(",\"host_bytes\":%.17g", st->host_bytes);
+      if (c->num_groups > 1) { /* node groups: the stage's device */
+        fputs(",\"device\":", stdout);
+        st_json_str(stdout, dev[s]->name);
+        printf(",\"device_bytes\":%.17g", dev[s]->hbm_bytes);
+      }
+      printf("}");
     }
     printf("]}\n");
   } else {
-    printf("model     %s\nlayout    %s\ncluster   %s (%s, %.1f GiB per GPU)\n\n", m.name, l.spec,
-           c->name, c->device.name, gib(cap));
+    if (c->num_groups > 1)
+      printf("model     %s\nlayout    %s\ncluster   %s (%d node groups: each stage against "
+             "its own devices)\n\n",
+             m.name, l.spec, c->name, c->num_groups);
+    else
+      printf("model     %s\nlayout    %s\ncluster   %s (%s, %.1f GiB per GPU)\n\n", m.name, l.spec,
+             c->name, c->device.name, gib(cap));
     printf("%5s %6s %14s %11s %11s %11s %11s %9s %11s %11s\n", "stage", "layers", "params/GPU",
            "weights", "grads", "optimizer", "activation", "in-flight", "other", "peak");
     for (int s = 0; s < mem.num_stages; s++) {
@@ -141,8 +167,19 @@ int cmd_memory(int argc, char **argv)
              gib(st->optimizer_bytes), gib(st->activations_bytes), st->inflight,
              gib(st->other_bytes), gib(st->peak_bytes));
     }
-    printf("\npeak      %.2f GiB on stage %d: %s the %.1f GiB of a %s\n", gib(mem.peak_bytes),
-           mem.peak_stage, fits ? "fits" : "does NOT fit", gib(cap), c->device.name);
+    if (c->num_groups > 1)
+      for (int s = 0; s < mem.num_stages; s++)
+        printf("stage %-3d %.2f GiB: %s the %.1f GiB of a %s\n", s, gib(mem.stages[s].peak_bytes),
+               mem.stages[s].peak_bytes <= dev[s]->hbm_bytes ? "fits" : "does NOT fit",
+               gib(dev[s]->hbm_bytes), dev[s]->name);
+    if (c->num_groups > 1) /* the stage nearest its device's memory, and whether all fit */
+      printf("\ntightest  %.2f GiB on stage %d, the %.1f GiB of a %s: %s\n",
+             gib(mem.stages[tight].peak_bytes), tight, gib(cap), dev[tight]->name,
+             fits ? "every stage fits" : "some stage does NOT fit");
+    else
+      printf("\npeak      %.2f GiB on stage %d: %s the %.1f GiB of a %s\n",
+             gib(mem.stages[tight].peak_bytes), tight, fits ? "fits" : "does NOT fit", gib(cap),
+             dev[tight]->name);
     if (l.offload && host_known)
       printf("host      %.2f GiB per node (offload=%s): %s the %.1f GiB of host memory of a "
              "node\n",
