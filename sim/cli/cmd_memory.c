@@ -37,6 +37,29 @@ const char cmd_memory_help[] = "memory per GPU of a model and layout, and whethe
 
 static double gib(double b) { return b / 1073741824.0; }
 
+/* Each stage's device (the smallest its ranks are on), whether every stage
+ * fits, and the stage nearest its device's memory (the peak's without
+ * node groups), returned. */
+static int stage_devices(const plat_cluster *c, const wl_layout *l, const wl_memory *mem,
+                         const plat_device **dev, int *fits)
+{
+  int tight = mem->peak_stage;
+  *fits = 1;
+  for (int s = 0; s < mem->num_stages; s++) {
+    int per = l->num_gpus / mem->num_stages;
+    dev[s] = plat_gpu_device(c, s * per);
+    for (int g = s * per; g < (s + 1) * per && c->num_groups > 1; g++)
+      if (plat_gpu_device(c, g)->hbm_bytes < dev[s]->hbm_bytes)
+        dev[s] = plat_gpu_device(c, g);
+    *fits &= mem->stages[s].peak_bytes <= dev[s]->hbm_bytes;
+  }
+  for (int s = 0; s < mem->num_stages && c->num_groups > 1; s++)
+    if (mem->stages[s].peak_bytes / dev[s]->hbm_bytes >
+        mem->stages[tight].peak_bytes / dev[tight]->hbm_bytes)
+      tight = s;
+  return tight;
+}
+
 int cmd_memory(int argc, char **argv)
 {
   static const struct option longopts[] = {
@@ -94,18 +117,7 @@ int cmd_memory(int argc, char **argv)
   /* node groups: each stage against the smallest device its ranks are on;
    * the summary names the stage that comes nearest its device */
   const plat_device *dev[WL_MAX_STAGES];
-  int tight = mem.peak_stage, fits = 1;
-  for (int s = 0; s < mem.num_stages; s++) {
-    int per = l.num_gpus / mem.num_stages;
-    dev[s] = plat_gpu_device(c, s * per);
-    for (int g = s * per; g < (s + 1) * per && c->num_groups > 1; g++)
-      if (plat_gpu_device(c, g)->hbm_bytes < dev[s]->hbm_bytes)
-        dev[s] = plat_gpu_device(c, g);
-    fits &= mem.stages[s].peak_bytes <= dev[s]->hbm_bytes;
-    if (c->num_groups > 1 && mem.stages[s].peak_bytes / dev[s]->hbm_bytes >
-                                 mem.stages[tight].peak_bytes / dev[tight]->hbm_bytes)
-      tight = s;
-  }
+  int fits, tight = stage_devices(c, &l, &mem, dev, &fits);
   double cap = dev[tight]->hbm_bytes;
   /* with offload: the host memory the busiest node holds, against the
    * node's when the cluster gives it */
