@@ -16,6 +16,10 @@ extern const an__summary_field an__summary_doubles[];
 extern const size_t an__num_summary_doubles;
 /* Fields written only for runs with stragglers (the critical path). */
 int an__summary_critical(const char *name);
+/* Fields written only for runs with host-memory offload. */
+int an__summary_offload(const char *name);
+/* Summary fields written only for runs on a cluster of pods (pod_*). */
+int an__summary_pods(const char *name);
 /* Fields added after the first version: absent in older files. */
 int an__summary_optional(const char *name);
 

@@ -98,13 +98,24 @@ typedef struct an_summary {
   double max_wait_s;             /* its wait, per step */
   int32_t critical_ranks[AN_CRITICAL_LIST]; /* the first of them, ascending */
   int num_critical_listed;
+  /* host-memory offload (docs/results-format.md): NaN, and not printed or
+   * stored, unless the workload copies to host memory or computes on the
+   * host.  Means over ranks, per step. */
+  double offload_s;         /* a copy to or from host memory or the CPU's step running */
+  double offload_exposed_s; /* of it, with nothing else running (its own bucket) */
+  /* the inter-pod links of a cluster of pods (docs/results-format.md): NaN,
+   * and not printed or stored, on any other cluster.  Per step. */
+  double pod_exposed_s;   /* mean over ranks: exposed comm. while a transfer crossing
+                                    pods ran (a collective spanning pods, a send/recv between) */
+  double pod_link_bytes;  /* bytes that crossed between pods (= out of all pods) */
+  double pod_link_busy_s; /* the busiest pod link's time moving its bytes at full rate */
 } an_summary;
 
 /* ---- what a run measured ---------------------------------------------------- */
 /* Per rank, in seconds, over the whole run: a /ranks row as stored (the
  * column names are the fields', phase_s[i] and comm_kind_s[i] as
  * busy_<phase>_s and comm_<kind>_s).  compute + exposed_comm + bubble + idle
- * == the run's end (the largest finish_s = step time x iterations): the wait
+ * (+ offload_exposed with offload) == the run's end (the largest finish_s = step time x iterations): the wait
  * from a rank's last op to the end of the run counts as idle. */
 typedef struct an_rank_row {
   int32_t rank;
@@ -118,6 +129,10 @@ typedef struct an_rank_row {
   double finish_s;          /* the rank's last op ended */
   double phase_s[WL_PHASE_COUNT];         /* busy time per phase */
   double comm_kind_s[WL_COMM_KIND_COUNT]; /* transfer time per communicator kind */
+  /* host-memory offload: a copy or host compute running, and of that the
+   * time nothing else ran; not stored in /ranks (0 when read back) */
+  double offload_s;
+  double offload_exposed_s;
 } an_rank_row;
 
 /* One link over the run: a /links row. */
@@ -201,6 +216,11 @@ typedef struct an_measured {
   char algo_names[AN_NAMES_MAX][AN_ALGO_NAME_SIZE];
   char proto_names[AN_NAMES_MAX][AN_PROTO_NAME_SIZE];
   int num_algo_names, num_proto_names;
+  /* a cluster of pods (num_pods > 0; else 0 and NULL), over the run: */
+  int num_pods;
+  double pod_exposed_s;  /* summed over ranks: exposed time while a transfer crossing pods ran */
+  double *pod_out_bytes; /* per pod: bytes out over its data-centre links, owned */
+  double *pod_in_bytes;  /* per pod: bytes in over them, owned */
 } an_measured;
 
 /* Free the arrays (and link names) and zero m. */

@@ -17,5 +17,7 @@ void an_measured_release(an_measured *m)
   free(m->colls);
   free(m->usage);
   free(m->timeline);
+  free(m->pod_out_bytes);
+  free(m->pod_in_bytes);
   memset(m, 0, sizeof *m);
 }

@@ -84,6 +84,7 @@ static const char *op_label(const wl_op *op, const char *name)
   case WL_OP_COLL: return wl_coll_name(op->sub);
   case WL_OP_COMPUTE: return wl_class_name(op->sub);
   case WL_OP_MARKER: return wl_marker_name(op->sub);
+  case WL_OP_COPY: return wl_copy_dir_name(op->sub); /* "d2h", "h2d" */
   default: return wl_op_kind_name(op->kind);
   }
 }
@@ -313,7 +314,9 @@ static int write_body(writer *w)
   bad = bad || an__h5_attr_write_num(g, "num_gpus", H5T_STD_I32LE, H5T_NATIVE_INT, &s->num_gpus) < 0;
   bad = bad || an__h5_attr_write_num(g, "iterations", H5T_STD_I32LE, H5T_NATIVE_INT, &s->iterations) < 0;
   for (size_t i = 0; !bad && i < an__num_summary_doubles; i++)
-    if (!an__summary_critical(an__summary_doubles[i].name) || isfinite(s->slowest_rank))
+    if ((!an__summary_critical(an__summary_doubles[i].name) || isfinite(s->slowest_rank)) &&
+        (!an__summary_offload(an__summary_doubles[i].name) || isfinite(s->offload_s)) &&
+        (!an__summary_pods(an__summary_doubles[i].name) || isfinite(s->pod_link_bytes)))
       bad = an__h5_attr_write_num(g, an__summary_doubles[i].name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                          (const char *)s + an__summary_doubles[i].off) < 0;
   bad = bad || an__h5_attr_write_str(g, "reduction", s->reduction) < 0;

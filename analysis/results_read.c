@@ -159,14 +159,10 @@ static int read_jobs(reader *rd, an_results *res)
   return ST_OK;
 }
 
-static int read_body(reader *rd, an_results *res)
+/* /config and /summary. */
+static int read_config_summary(reader *rd, an_results *res)
 {
   int rc;
-  if ((rc = an__h5_attr_read_str(rd, rd->file, "group '/'", "simtrain_version", &res->version)) ||
-      (rc = an__h5_attr_read_str(rd, rd->file, "group '/'", "command_line", &res->command_line)) ||
-      (rc = an__h5_attr_read_str(rd, rd->file, "group '/'", "created_utc", &res->created_utc)))
-    return rc;
-
   if (H5Lexists(rd->file, "config", H5P_DEFAULT) <= 0)
     return an__h5_rfail(rd, ST_EINPUT, "group '/config' is missing");
   hid_t g = H5Gopen2(rd->file, "config", H5P_DEFAULT);
@@ -199,6 +195,8 @@ static int read_body(reader *rd, an_results *res)
   s->gpu_busy_fraction = s->power_W = s->pue = s->energy_MWh = NAN;
   s->slowest_rank = s->num_critical_ranks = s->slowest_wait_s = NAN;
   s->max_wait_rank = s->max_wait_s = NAN;
+  s->offload_s = s->offload_exposed_s = NAN;
+  s->pod_exposed_s = s->pod_link_bytes = s->pod_link_busy_s = NAN;
   for (size_t i = 0; !rc && i < an__num_summary_doubles; i++) {
     if (an__summary_optional(an__summary_doubles[i].name) && H5Aexists(g, an__summary_doubles[i].name) <= 0)
       continue;
@@ -216,9 +214,17 @@ static int read_body(reader *rd, an_results *res)
   if (rc)
     return rc;
 
+  return ST_OK;
+}
+
+/* /ranks and /collectives. */
+static int read_ranks_colls(reader *rd, an_results *res)
+{
+  int rc;
   void *rows;
   size_t n;
-  hid_t t = an__rank_type();
+  hid_t t;
+  t = an__rank_type();
   if (t < 0)
     return an__h5_rfail(rd, ST_ENOMEM, "dataset '/ranks': cannot describe the rows");
   rc = an__h5_read_rows(rd, "ranks", t, 0, &rows, &n);
@@ -227,8 +233,8 @@ static int read_body(reader *rd, an_results *res)
     return rc;
   res->ranks = rows;
   res->num_ranks = n;
-  if (isfinite(s->slowest_rank)) /* the list of critical ranks, from the rows */
-    an_summary_critical(s, res->ranks, res->num_ranks);
+  if (isfinite(res->summary.slowest_rank)) /* the list of critical ranks, from the rows */
+    an_summary_critical(&res->summary, res->ranks, res->num_ranks);
 
   /* files written before the algo/proto/channels columns: without them */
   int with_run = 0;
@@ -257,9 +263,16 @@ static int read_body(reader *rd, an_results *res)
       res->colls[i].channels = -1;
   }
 
-  if ((rc = read_links(rd, res)) != ST_OK)
-    return rc;
+  return ST_OK;
+}
 
+/* /timeline and /link_usage. */
+static int read_timeline_usage(reader *rd, an_results *res)
+{
+  int rc;
+  void *rows;
+  size_t n;
+  hid_t t;
   if ((t = an__timeline_type()) < 0)
     return an__h5_rfail(rd, ST_ENOMEM, "dataset '/timeline': cannot describe the rows");
   static const char *const tl_optional[] = {"comm", NULL};
@@ -296,6 +309,16 @@ static int read_body(reader *rd, an_results *res)
                                   "'/links' (%zu rows)", i, (int)u->link, res->num_links);
   }
 
+  return ST_OK;
+}
+
+/* /communicators and their members; the timeline's communicators checked against them. */
+static int read_comms(reader *rd, an_results *res)
+{
+  int rc;
+  void *rows;
+  size_t n;
+  hid_t t;
   if ((t = an__comm_type()) < 0)
     return an__h5_rfail(rd, ST_ENOMEM, "dataset '/communicators': cannot describe the rows");
   rc = an__h5_read_rows(rd, "communicators", t, 1, &rows, &n);
@@ -324,9 +347,23 @@ static int read_body(reader *rd, an_results *res)
       return an__h5_rfail(rd, ST_EINPUT, "dataset '/timeline': row %zu: communicator %d is not a row "
                                   "of '/communicators' (%zu rows)", i, (int)c, res->num_comms);
   }
-  return (rc = read_replay(rd, res)) ? rc : read_jobs(rd, res);
+  return ST_OK;
 }
 
+static int read_body(reader *rd, an_results *res)
+{
+  int rc;
+  if ((rc = an__h5_attr_read_str(rd, rd->file, "group '/'", "simtrain_version", &res->version)) ||
+      (rc = an__h5_attr_read_str(rd, rd->file, "group '/'", "command_line", &res->command_line)) ||
+      (rc = an__h5_attr_read_str(rd, rd->file, "group '/'", "created_utc", &res->created_utc)))
+    return rc;
+
+  if ((rc = read_config_summary(rd, res)) || (rc = read_ranks_colls(rd, res)) ||
+      (rc = read_links(rd, res)) || (rc = read_timeline_usage(rd, res)) ||
+      (rc = read_comms(rd, res)))
+    return rc;
+  return (rc = read_replay(rd, res)) ? rc : read_jobs(rd, res);
+}
 
 int an_results_read(const char *path, an_results **out, st_err *err)
 {

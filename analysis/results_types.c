@@ -22,7 +22,8 @@ const an__summary_field an__summary_doubles[] = {
     F(price_usd_per_gpu_hour), F(cost_usd),     F(gpu_busy_fraction), F(power_W),
     F(pue),               F(energy_MWh),
     F(slowest_rank),      F(num_critical_ranks), F(slowest_wait_s),    F(max_wait_rank),
-    F(max_wait_s),
+    F(max_wait_s),        F(offload_s),         F(offload_exposed_s),
+    F(pod_exposed_s),     F(pod_link_bytes),    F(pod_link_busy_s),
 #undef F
 };
 const size_t an__num_summary_doubles = sizeof an__summary_doubles / sizeof an__summary_doubles[0];
@@ -36,13 +37,23 @@ int an__summary_critical(const char *name)
          !strcmp(name, "max_wait_s");
 }
 
+/* The offload ones only for runs with offload. */
+int an__summary_offload(const char *name)
+{
+  return !strcmp(name, "offload_s") || !strcmp(name, "offload_exposed_s");
+}
+/* The inter-pod ones only for runs on a cluster of pods. */
+int an__summary_pods(const char *name) { return !strncmp(name, "pod_", 4); }
+
 int an__summary_optional(const char *name)
 {
   static const char *const later[] = {"simulated_ranks", "train_tokens", "train_steps",
                                       "time_to_train_s", "price_usd_per_gpu_hour", "cost_usd",
                                       "gpu_busy_fraction", "power_W", "pue", "energy_MWh",
                                       "slowest_rank", "num_critical_ranks", "slowest_wait_s",
-                                      "max_wait_rank", "max_wait_s", NULL};
+                                      "max_wait_rank", "max_wait_s", "offload_s",
+                                      "offload_exposed_s", "pod_exposed_s",
+                                      "pod_link_bytes", "pod_link_busy_s", NULL};
   for (int i = 0; later[i]; i++)
     if (!strcmp(name, later[i]))
       return 1;

@@ -10,12 +10,36 @@
  *                        job's GPUs)
  *   compute_s, exposed_comm_s, overlapped_comm_s, bubble_s, idle_s
  *                        means over ranks, per step
+ *   offload_s, offload_exposed_s
+ *                        the same, for host-memory offload (NaN without)
+ *   pod_exposed_s        (pods) mean over ranks per step of the exposed time
+ *                        while a transfer crossing pods ran
+ *   pod_link_bytes       (pods) bytes out of all pods per step
+ *   pod_link_busy_s      (pods) the busiest pod link's bytes / its rate, per step
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "analysis.h"
+
+/* The inter-pod links' figures per step: NaN without pods. */
+static void pods_compute(const plat_cluster *cl, const an_measured *m, an_summary *s)
+{
+  s->pod_exposed_s = s->pod_link_bytes = s->pod_link_busy_s = NAN;
+  if (!cl || cl->num_pods == 0 || m->num_pods != cl->num_pods || !m->pod_out_bytes)
+    return;
+  int it = m->iterations > 0 ? m->iterations : 1;
+  double bytes = 0, busy = 0;
+  for (int k = 0; k < m->num_pods; k++) {
+    double cap = cl->pods[k].dc_links * cl->pods[k].dc_link_Bps;
+    bytes += m->pod_out_bytes[k];
+    busy = fmax(busy, fmax(m->pod_out_bytes[k], m->pod_in_bytes[k]) / cap);
+  }
+  s->pod_exposed_s = m->num_ranks > 0 ? m->pod_exposed_s / ((double)m->num_ranks * it) : 0;
+  s->pod_link_bytes = bytes / it;
+  s->pod_link_busy_s = busy / it;
+}
 
 void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_measured *m,
                         an_summary *s)
@@ -64,6 +88,18 @@ void an_summary_compute(const wl_workload *wl, const plat_cluster *cl, const an_
   /* no critical path unless asked for (an_summary_critical) */
   s->slowest_rank = s->num_critical_ranks = s->slowest_wait_s = NAN;
   s->max_wait_rank = s->max_wait_s = NAN;
+  /* offload figures only for workloads that use the host */
+  s->offload_s = s->offload_exposed_s = NAN;
+  if (wl_workload_host_use(wl)) {
+    double of = 0, ox = 0;
+    for (size_t k = 0; k < m->num_ranks; k++) {
+      of += m->ranks[k].offload_s;
+      ox += m->ranks[k].offload_exposed_s;
+    }
+    s->offload_s = of / n;
+    s->offload_exposed_s = ox / n;
+  }
+  pods_compute(cl, m, s);
 }
 
 void an_summary_critical(an_summary *s, const an_rank_row *rows, size_t n)
@@ -137,6 +173,10 @@ void an_summary_print_json(const an_summary *s, FILE *out)
   num(out, "power_W", s->power_W, 0);
   num(out, "pue", s->pue, 0);
   num(out, "energy_MWh", s->energy_MWh, 0);
+  if (isfinite(s->offload_s)) { /* only with offload: other runs print as before */
+    num(out, "offload_s", s->offload_s, 0);
+    num(out, "offload_exposed_s", s->offload_exposed_s, 0);
+  }
   if (isfinite(s->slowest_rank)) { /* only with stragglers: other runs print as before */
     num(out, "slowest_rank", s->slowest_rank, 0);
     fputs(",\"critical_ranks\":[", out);
@@ -147,6 +187,11 @@ void an_summary_print_json(const an_summary *s, FILE *out)
     num(out, "slowest_wait_s", s->slowest_wait_s, 0);
     num(out, "max_wait_rank", s->max_wait_rank, 0);
     num(out, "max_wait_s", s->max_wait_s, 0);
+  }
+  if (isfinite(s->pod_link_bytes)) { /* only on a cluster of pods */
+    num(out, "pod_exposed_s", s->pod_exposed_s, 0);
+    num(out, "pod_link_bytes", s->pod_link_bytes, 0);
+    num(out, "pod_link_busy_s", s->pod_link_busy_s, 0);
   }
   fprintf(out, "}\n");
 }
@@ -209,7 +254,15 @@ void an_summary_print_text(const an_summary *s, const char *workload_name,
   row(out, "  exposed communication", 6, s->exposed_comm_s, "s");
   row(out, "  overlapped comm.", 6, s->overlapped_comm_s, "s");
   row(out, "  pipeline bubble", 6, s->bubble_s, "s");
+  if (isfinite(s->offload_s)) /* its own bucket, between exposed comm. and bubble */
+    row(out, "  exposed offload", 6, s->offload_exposed_s, "s");
   row(out, "  idle", 6, s->idle_s, "s");
+  if (isfinite(s->offload_s)) {
+    char unit[96];
+    snprintf(unit, sizeof unit, "s (%.1f%% of the step; copies to and from host memory, "
+             "the CPU's step)", 100 * s->offload_s / s->step_time_s);
+    row(out, "  offload, in all", 6, s->offload_s, unit);
+  }
   if (isfinite(s->peak_memory_bytes)) {
     char a[32], b[32];
     fprintf(out, "  %-24s %14s of %s\n", "peak memory per GPU",
@@ -224,6 +277,18 @@ void an_summary_print_text(const an_summary *s, const char *workload_name,
       fprintf(out, " and %.0f more", s->num_critical_ranks - 1);
     fprintf(out, " (waited %.6f s per step); rank %.0f waited longest for it, %.6f s per step\n",
             s->slowest_wait_s, s->max_wait_rank, s->max_wait_s);
+  }
+  if (isfinite(s->pod_link_bytes)) {
+    char unit[64], b[32];
+    fprintf(out, "  inter-pod links, per step:\n");
+    snprintf(unit, sizeof unit, "s (%.1f%% of the step), mean per rank",
+             s->pod_exposed_s / s->step_time_s * 100);
+    row(out, "  exposed, crossing pods", 6, s->pod_exposed_s, unit);
+    fprintf(out, "  %-24s %14s\n", "  bytes between pods",
+            st_format_bytes(s->pod_link_bytes, b, sizeof b));
+    snprintf(unit, sizeof unit, "s (%.1f%% of the step), the busiest pod link",
+             s->pod_link_busy_s / s->step_time_s * 100);
+    row(out, "  busy", 6, s->pod_link_busy_s, unit);
   }
   fprintf(out, "  (simulated in %.2f s wall, %.0f activities)\n", s->sim_wall_s, s->events);
   if (isfinite(s->simulated_ranks) && s->simulated_ranks < s->num_gpus)

@@ -64,6 +64,16 @@ public:
       host_of_id_[id] = g;
       hosts[g] = h;
     }
+    /* host memory (host.c): node n's is endpoint num_gpus + n, "host-<n>" */
+    for (int n = 0; c_.host_memory && n < c_.num_nodes; n++) {
+      sg4::Host* h = create_host("host-" + std::to_string(n), std::vector<double>{1e9});
+      h->seal();
+      unsigned long id = h->get_netpoint()->id();
+      if (id >= host_of_id_.size())
+        host_of_id_.resize(id + 1, -1);
+      host_of_id_[id] = c_.num_gpus + n;
+      hosts[c_.num_gpus + n] = h;
+    }
     links_.resize(lay_.total);
     lat_.resize(lay_.total);
     plat_link_info li;
@@ -85,7 +95,8 @@ protected:
     int ids[PLAT_ROUTE_MAX];
     int switches = 0;
     int n = plat__route_ids(&c_, &lay_, s, d, ids, &switches);
-    xbt_assert(n >= 0, "route gpu-%d -> gpu-%d is longer than %d links", s, d, PLAT_ROUTE_MAX);
+    xbt_assert(n >= 0, "no route from endpoint %d to %d (longer than %d links, or a host memory "
+               "another node's GPU asked for)", s, d, PLAT_ROUTE_MAX);
     for (int i = 0; i < n; i++) {
       into->link_list_.push_back(links_[ids[i]]);
       if (latency)
@@ -142,6 +153,16 @@ extern "C" int plat_cluster_build(const plat_cluster* c, void** hosts, st_err* e
         if (!h)
           return st_err_set(err, ST_EINPUT, "platform '%s': host 'gpu-%d' is missing", c->xml_path, g);
         hosts[g] = h;
+      }
+      for (int n = 0; c->host_memory && n < c->num_nodes; n++) {
+        sg4::Host* h = e->host_by_name_or_null("host-" + std::to_string(n));
+        if (!h)
+          return st_err_set(err, ST_EINPUT,
+                            "platform '%s': host 'host-%d' (node %d's host memory, which the "
+                            "workload's copies to and from host memory need) is missing; "
+                            "simtrain platform --host-memory writes it",
+                            c->xml_path, n, n);
+        hosts[c->num_gpus + n] = h;
       }
       return ST_OK;
     }
@@ -244,14 +265,15 @@ extern "C" int plat_route_from_engine(const plat_cluster* c, int src, int dst, p
                                       st_err* err)
 {
   std::memset(r, 0, sizeof *r);
-  if (src < 0 || dst < 0 || src >= c->num_gpus || dst >= c->num_gpus)
+  int ends = c->num_gpus + (c->host_memory ? c->num_nodes : 0); /* host memory: host.c */
+  if (src < 0 || dst < 0 || src >= ends || dst >= ends)
     return st_err_set(err, ST_EUSAGE, "cluster '%s': GPU %d or %d is outside 0..%d", c->name, src,
                       dst, c->num_gpus - 1);
   int argc = 2;
   char arg0[] = "simtrain", arg1[] = "--log=root.thres:critical";
   char* argv[] = {arg0, arg1, nullptr};
   simgrid_init(&argc, argv);
-  std::vector<void*> hosts((size_t)c->num_gpus);
+  std::vector<void*> hosts((size_t)ends);
   int rc = plat_cluster_build(c, hosts.data(), err);
   if (rc)
     return rc;

@@ -180,71 +180,114 @@ static int device_name(const st_jrd *j, const st_jpath *at, const cJSON *v, cons
   return ST_OK;
 }
 
-int plat__device_find(const char *name, plat_device *d, st_err *err)
+static const char *const arch_names[PLAT_ARCH_COUNT] = {"volta", "ampere", "hopper", "blackwell",
+                                                        "cdna3", "tpu",    "ascend"};
+const char *plat_arch_name(int a) { return a >= 0 && a < PLAT_ARCH_COUNT ? arch_names[a] : "?"; }
+
+/* Device entry `it` (at `at`) of the table into *d. */
+static int parse_device(const st_jrd *j, const st_jpath *at, const cJSON *it, plat_device *d)
 {
+  static const char *const keys[] = {"name",      "arch",  "peak_TFLOPS",
+                                     "hbm_GB",    "hbm_GBps", "link_GBps",
+                                     "tdp_W",     "price_usd_per_gpu_hour", "host_link_GBps",
+                                     NULL};
+  static const char *const dt[] = {"fp32", "tf32", "bf16", "fp16", "fp8", NULL};
+  const char *nm = NULL;
+  int rc;
+  if ((rc = st_jrd_members(j, at, it, keys, -1, NULL)) || (rc = device_name(j, at, it, &nm)))
+    return rc;
+  plat_device dv;
+  memset(&dv, 0, sizeof dv);
+  snprintf(dv.name, sizeof dv.name, "%s", nm);
+  if ((rc = get_enum(j, at, it, "arch", plat_arch_name, PLAT_ARCH_COUNT, &dv.arch)))
+    return rc;
+  const cJSON *pk = cJSON_GetObjectItemCaseSensitive(it, "peak_TFLOPS");
+  st_jpath pp = {at, "peak_TFLOPS", 0};
+  if ((rc = st_jrd_members(j, &pp, pk, dt, -1, NULL)))
+    return rc;
+  for (int k = 0; k < WL_DTYPE_COUNT && !rc; k++) {
+    double x;
+    rc = get_num(j, &pp, pk, dt[k], 0, 0, 1, &x);
+    dv.peak_flops[k] = x * 1e12;
+  }
+  double gb = 0, gbps = 0, lk = 0;
+  if (!rc)
+    rc = get_num(j, at, it, "hbm_GB", NAN, 0, 0, &gb);
+  if (!rc)
+    rc = get_num(j, at, it, "hbm_GBps", NAN, 0, 0, &gbps);
+  if (!rc)
+    rc = get_num(j, at, it, "link_GBps", 0, 0, 1, &lk);
+  double hl = 0; /* absent: none built in */
+  if (!rc)
+    rc = get_num(j, at, it, "host_link_GBps", 0, 0, 1, &hl);
+  dv.host_link_Bps = hl * 1e9;
+  /* absent: not published (NaN); never 0, which would read as free or powerless */
+  double tdp = NAN, price = NAN;
+  if (!rc)
+    rc = get_num(j, at, it, "tdp_W", INFINITY, 0, 0, &tdp);
+  if (!rc)
+    rc = get_num(j, at, it, "price_usd_per_gpu_hour", INFINITY, 0, 0, &price);
+  if (rc)
+    return rc;
+  dv.hbm_bytes = gb * 1e9;
+  dv.hbm_Bps = gbps * 1e9;
+  dv.link_Bps = lk * 1e9;
+  dv.tdp_W = isinf(tdp) ? NAN : tdp;
+  dv.price_usd_per_gpu_hour = isinf(price) ? NAN : price;
+  *d = dv;
+  return ST_OK;
+}
+
+int plat__devices_all(plat_device **out, int *count, st_err *err)
+{
+  *out = NULL;
+  *count = 0;
   cJSON *root = NULL;
   int rc = plat__devices_json(&root, err);
   if (rc)
     return rc;
   st_jrd j = {PLAT__DEVICES, "docs/platforms.md", err};
-  int found = 0;
-  st_buf known;
-  st_buf_init(&known);
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "devices");
   st_jpath at_list = {NULL, "devices", 0};
-  int idx = 0;
-  for (const cJSON *it = list ? list->child : NULL; it && !rc; it = it->next, idx++) {
-    st_jpath at = {&at_list, NULL, idx};
-    static const char *const keys[] = {"name",     "peak_TFLOPS", "hbm_GB", "hbm_GBps",
-                                       "link_GBps", "tdp_W",      "price_usd_per_gpu_hour",
-                                       NULL};
-    static const char *const dt[] = {"fp32", "tf32", "bf16", "fp16", "fp8", NULL};
-    const char *nm = NULL;
-    if ((rc = st_jrd_members(&j, &at, it, keys, -1, NULL)) || (rc = device_name(&j, &at, it, &nm)))
-      break;
-    st_buf_printf(&known, "%s%s", idx ? ", " : "", nm);
-    if (strcmp(nm, name))
-      continue;
-    plat_device dv;
-    memset(&dv, 0, sizeof dv);
-    snprintf(dv.name, sizeof dv.name, "%s", nm);
-    const cJSON *pk = cJSON_GetObjectItemCaseSensitive(it, "peak_TFLOPS");
-    st_jpath pp = {&at, "peak_TFLOPS", 0};
-    if ((rc = st_jrd_members(&j, &pp, pk, dt, -1, NULL)))
-      break;
-    for (int k = 0; k < WL_DTYPE_COUNT && !rc; k++) {
-      double x;
-      rc = get_num(&j, &pp, pk, dt[k], 0, 0, 1, &x);
-      dv.peak_flops[k] = x * 1e12;
-    }
-    double gb = 0, gbps = 0, lk = 0;
-    if (!rc)
-      rc = get_num(&j, &at, it, "hbm_GB", NAN, 0, 0, &gb);
-    if (!rc)
-      rc = get_num(&j, &at, it, "hbm_GBps", NAN, 0, 0, &gbps);
-    if (!rc)
-      rc = get_num(&j, &at, it, "link_GBps", 0, 0, 1, &lk);
-    /* absent: not published (NaN); never 0, which would read as free or powerless */
-    double tdp = NAN, price = NAN;
-    if (!rc)
-      rc = get_num(&j, &at, it, "tdp_W", INFINITY, 0, 0, &tdp);
-    if (!rc)
-      rc = get_num(&j, &at, it, "price_usd_per_gpu_hour", INFINITY, 0, 0, &price);
-    if (rc)
-      break;
-    dv.hbm_bytes = gb * 1e9;
-    dv.hbm_Bps = gbps * 1e9;
-    dv.link_Bps = lk * 1e9;
-    dv.tdp_W = isinf(tdp) ? NAN : tdp;
-    dv.price_usd_per_gpu_hour = isinf(price) ? NAN : price;
-    *d = dv;
-    found = 1;
+  int n = cJSON_GetArraySize(list), i = 0;
+  plat_device *v = calloc((size_t)(n > 0 ? n : 1), sizeof *v);
+  if (!v)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  for (const cJSON *it = list ? list->child : NULL; it && !rc; it = it->next, i++) {
+    st_jpath at = {&at_list, NULL, i};
+    rc = parse_device(&j, &at, it, &v[i]);
   }
-  if (!rc && !found)
+  cJSON_Delete(root);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *count = n;
+  return ST_OK;
+}
+
+int plat__device_find(const char *name, plat_device *d, st_err *err)
+{
+  plat_device *v;
+  int n, rc = plat__devices_all(&v, &n, err);
+  if (rc)
+    return rc;
+  st_buf known;
+  st_buf_init(&known);
+  int found = 0;
+  for (int i = 0; i < n && !found; i++) {
+    st_buf_printf(&known, "%s%s", i ? ", " : "", v[i].name);
+    if (!strcmp(v[i].name, name)) {
+      *d = v[i];
+      found = 1;
+    }
+  }
+  if (!found)
     rc = st_err_set(err, ST_EINPUT, "device '%s' is unknown (known: %s)", name,
                     known.data ? known.data : "none");
   st_buf_release(&known);
-  cJSON_Delete(root);
+  free(v);
   return rc;
 }
 
@@ -259,7 +302,8 @@ static const char *fabric_name(int k) { return plat_fabric_kind_name(k); }
 
 int plat__parse_node(const st_jrd *j, const st_jpath *up, const cJSON *node, plat_cluster *c)
 {
-  static const char *const keys[] = {"gpus", "intra", "nics", "pcie", "host_power_W", NULL};
+  static const char *const keys[] = {"gpus", "intra", "nics", "pcie", "host_power_W", "host",
+                                     NULL};
   static const char *const ikeys[] = {"kind", "links_per_gpu", "link_GBps", "lat_us", "nvls", NULL};
   static const char *const nkeys[] = {"count", "Gbps", "lat_us", NULL};
   static const char *const pkeys[] = {"GBps", "lat_us", NULL};
@@ -317,7 +361,8 @@ int plat__parse_node(const st_jrd *j, const st_jpath *up, const cJSON *node, pla
     return rc;
   if (isinf(c->host_power_W))
     c->host_power_W = plat_host_power_default(&c->device, c->gpus_per_node);
-  return ST_OK;
+  st_jpath at_host = {&at_node, "host", 0}; /* host memory, for offload (host.c) */
+  return plat__host_parse(j, &at_host, cJSON_GetObjectItemCaseSensitive(node, "host"), c);
 }
 
 static int parse_fabric(const st_jrd *j, const cJSON *f, plat_cluster *c)
@@ -573,12 +618,29 @@ static int spec_device_node(const st_jrd *j, const char *what, const cJSON *root
   return rc;
 }
 
-int plat__spec_parse(const char *what, const char *text, int nodes_override, plat_cluster **out,
-                     st_err *err)
+int plat__spec_parse(const char *what, const char *text, int nodes_override, const char *dir,
+                     plat_cluster **out, st_err *err)
 {
   cJSON *root = NULL;
   if (st_json_parse(text, strlen(text), what, &root, err))
     return ST_EINPUT;
+  if (cJSON_IsObject(root) && cJSON_GetObjectItemCaseSensitive(root, "pods")) {
+    /* the node count is the pods': ':NODES' may only repeat it (as a sweep's size does) */
+    int rc = plat__pods_parse(what, root, dir, out, err);
+    cJSON_Delete(root);
+    if (!rc && nodes_override > 0 && nodes_override != (*out)->num_nodes) {
+      rc = st_err_set(err, ST_EINPUT,
+                      "%s: a cluster of pods has its node count per pod (%d nodes in all); "
+                      "':%d' cannot change it",
+                      what, (*out)->num_nodes, nodes_override);
+      plat_cluster_destroy(*out);
+      *out = NULL;
+    } else if (!rc && nodes_override > 0) {
+      size_t len = strlen((*out)->name);
+      snprintf((*out)->name + len, sizeof(*out)->name - len, ":%d", nodes_override);
+    }
+    return rc;
+  }
   st_jrd j = {what, "docs/platforms.md", err};
   static const char *const keys[] = {"name", "description", "nodes",  "device", "device_memory_GB",
                                      "node", "fabric",      "groups", NULL};
@@ -660,13 +722,17 @@ int plat_cluster_load(const char *arg, plat_cluster **out, st_err *err)
     *colon = '\0';
   }
   char what[4200];
-  char *text;
+  char *text, *dir = NULL;
   if (st_str_ends_with(buf, ".json")) {
     size_t len;
     int rc = st_file_read_all(buf, &text, &len, err);
     if (rc)
       return rc;
     snprintf(what, sizeof what, "spec '%s'", buf);
+    if (!(dir = st_path_dirname(buf))) {
+      free(text);
+      return st_err_set(err, ST_ENOMEM, "out of memory");
+    }
   } else {
     int known = 0;
     for (int i = 0; preset_names[i]; i++)
@@ -689,8 +755,9 @@ int plat_cluster_load(const char *arg, plat_cluster **out, st_err *err)
     }
     snprintf(what, sizeof what, "preset '%s'", buf);
   }
-  int rc = plat__spec_parse(what, text, nodes, out, err);
+  int rc = plat__spec_parse(what, text, nodes, dir, out, err);
   free(text);
+  free(dir);
   return rc;
 }
 
@@ -704,5 +771,8 @@ void plat_cluster_destroy(plat_cluster *c)
   if (c->xml_copy)
     fclose(c->xml_copy);
   free(c->groups);
+  for (int k = 0; k < c->num_pods; k++)
+    plat_cluster_destroy(c->pods[k].c);
+  free(c->pods);
   free(c);
 }

@@ -62,10 +62,15 @@ void plat_group_apply(plat_cluster *v, const plat_group *g)
   v->pcie_Bps = g->pcie_Bps;
   v->pcie_lat_s = g->pcie_lat_s;
   v->host_power_W = g->host_power_W;
+  v->host_link_Bps = g->host_link_Bps;
+  v->host_link_lat_s = g->host_link_lat_s;
+  v->host_mem_bytes = g->host_mem_bytes;
+  v->host_mem_Bps = g->host_mem_Bps;
+  v->host_adam_params_per_s = g->host_adam_params_per_s;
 }
 
 /* The group's worth from a cluster parsed with its node. */
-static void group_take(plat_group *g, const plat_cluster *t)
+void plat__group_from(plat_group *g, const plat_cluster *t)
 {
   g->device = t->device;
   g->intra_link_Bps = t->intra_link_Bps;
@@ -78,6 +83,14 @@ static void group_take(plat_group *g, const plat_cluster *t)
   g->pcie_Bps = t->pcie_Bps;
   g->pcie_lat_s = t->pcie_lat_s;
   g->host_power_W = t->host_power_W;
+  g->host_link_Bps = t->host_link_Bps;
+  g->host_link_lat_s = t->host_link_lat_s;
+  g->host_mem_bytes = t->host_mem_bytes;
+  g->host_mem_Bps = t->host_mem_Bps;
+  g->host_adam_params_per_s = t->host_adam_params_per_s;
+  g->gpus_per_node = t->gpus_per_node;
+  g->nics_per_node = t->nics_per_node;
+  g->intra_kind = t->intra_kind;
 }
 
 /* The peak a device has for dtype, bf16 where it has none of that. */
@@ -95,6 +108,10 @@ void plat_cluster_view(const plat_cluster *c, const int32_t *gpus, int n, plat_c
   int first = plat_gpu_group(c, gpus[0]), mixed = 0;
   for (int i = 1; i < n && !mixed; i++)
     mixed = plat_gpu_group(c, gpus[i]) != first;
+  if (c->num_pods > 0 && !mixed) { /* one pod: the pod as it is, fabric and all */
+    *v = *c->pods[first].c;
+    return;
+  }
   plat_group_apply(v, &c->groups[first]);
   if (!mixed)
     return;
@@ -149,10 +166,10 @@ double plat_dev_price(const plat_device *d, void *u)
 double plat_gpus_sum(const plat_cluster *c, int n,
                      double (*per_gpu)(const plat_device *, void *), void *u)
 {
-  if (n > c->num_gpus)
-    n = c->num_gpus;
   if (c->num_groups <= 1)
     return n * per_gpu(&c->device, u);
+  if (n > c->num_gpus)
+    n = c->num_gpus;
   double s = 0;
   int gpn = c->gpus_per_node;
   for (int k = 0; k < c->num_groups; k++) {
@@ -175,6 +192,32 @@ double plat_gpus_min(const plat_cluster *c, int n,
   for (int k = 0; k < c->num_groups && (long)c->groups[k].first_node * gpn < n; k++)
     m = fmin(m, per_gpu(&c->groups[k].device, u));
   return m;
+}
+
+int plat_cluster_group_node(const plat_cluster *c, int k, plat_cluster **out, st_err *err)
+{
+  if (c->fabric_kind == PLAT_FABRIC_XML)
+    return st_err_set(err, ST_EINPUT, "cluster '%s': a SimGrid XML platform's nodes cannot be "
+                      "taken apart (its links are the file's)", c->name);
+  plat_cluster *n = malloc(sizeof *n);
+  if (!n)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  *n = *c;
+  if (c->num_groups > 1 && k >= 0 && k < c->num_groups)
+    plat_group_apply(n, &c->groups[k]);
+  n->num_groups = 0;
+  n->groups = NULL;
+  n->spec_json = NULL;
+  n->xml_path = NULL;
+  n->num_nodes = 1;
+  snprintf(n->name, sizeof n->name, "%.40s/node", c->num_groups > 1 ? c->groups[k].name : c->name);
+  int rc = plat__cluster_finish(n, n->name, err);
+  if (rc) {
+    free(n);
+    return rc;
+  }
+  *out = n;
+  return ST_OK;
 }
 
 /* ---- spec ----------------------------------------------------------------- */
@@ -277,10 +320,7 @@ static int group_parse(const st_jrd *j, const st_jpath *at_groups, int gi, const
     goto out;
   snprintf(out->name, sizeof out->name, "%s", nm ? nm : slot[2] ? cJSON_GetStringValue(slot[2])
                                                               : t.device.name);
-  group_take(out, &t);
-  out->gpus_per_node = t.gpus_per_node;
-  out->nics_per_node = t.nics_per_node;
-  out->intra_kind = t.intra_kind;
+  plat__group_from(out, &t);
 out:
   cJSON_Delete(preset);
   return rc;

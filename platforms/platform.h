@@ -27,8 +27,23 @@
 extern "C" {
 #endif
 
+/* A device's architecture (devices.json "arch"): what the collective
+ * library's tables are indexed by (sim/coll/tuner.c). */
+typedef enum plat_arch {
+  PLAT_ARCH_VOLTA = 0,
+  PLAT_ARCH_AMPERE,
+  PLAT_ARCH_HOPPER,
+  PLAT_ARCH_BLACKWELL,
+  PLAT_ARCH_CDNA3,
+  PLAT_ARCH_TPU,
+  PLAT_ARCH_ASCEND,
+  PLAT_ARCH_COUNT
+} plat_arch;
+const char *plat_arch_name(int arch);
+
 typedef struct plat_device {
   char name[48];
+  int arch;                          /* plat_arch */
   double peak_flops[WL_DTYPE_COUNT]; /* dense peak FLOP/s per dtype; 0 = not supported */
   double hbm_bytes;                  /* HBM capacity */
   double hbm_Bps;                    /* HBM bandwidth */
@@ -36,6 +51,8 @@ typedef struct plat_device {
   /* ---- power and price (docs/cost.md) ---- */
   double tdp_W;                      /* board power at full load (TDP / TBP); NaN: not published */
   double price_usd_per_gpu_hour;     /* on-demand list price per GPU-hour; NaN: none built in */
+  double host_link_Bps;              /* the device's link to host memory per direction (PCIe
+                                        generation x16, NVLink-C2C); 0: none built in */
 } plat_device;
 
 typedef enum plat_intra_kind {
@@ -53,7 +70,8 @@ typedef enum plat_fabric_kind {
   PLAT_FABRIC_FATTREE,
   PLAT_FABRIC_DRAGONFLY,
   PLAT_FABRIC_TORUS,
-  PLAT_FABRIC_XML, /* user-supplied SimGrid XML */
+  PLAT_FABRIC_XML,  /* user-supplied SimGrid XML */
+  PLAT_FABRIC_PODS, /* pods joined by data-centre links (platforms/pods.c); not a spec kind */
   PLAT_FABRIC_COUNT
 } plat_fabric_kind;
 
@@ -68,9 +86,26 @@ typedef struct plat_group {
   int intra_links_per_gpu, nvls;
   double nic_Bps, nic_lat_s, pcie_Bps, pcie_lat_s;
   double host_power_W;
+  double host_link_Bps, host_link_lat_s, host_mem_bytes, host_mem_Bps, host_adam_params_per_s;
 } plat_group;
 
 typedef struct plat_cluster plat_cluster;
+
+/* A pod of a cluster of pods (platforms/pods.c): a cluster of its own,
+ * nodes first_node .. first_node + num_nodes - 1 of the whole, joined to the
+ * data-centre network by dc_links links of dc_link_Bps each (per direction,
+ * taken together as one link of their sum, as adaptive routing spreads a
+ * pod's flows over them). */
+typedef struct plat_pod {
+  char name[48]; /* the spec's "name" (with -<i> for a repeated pod), else pod<k> */
+  int first_node, num_nodes;
+  long link_base;     /* the pod's own links are ids link_base .. + (its link count - 1) */
+  int dc_links;       /* links to the data-centre network */
+  double dc_link_Bps; /* one such link, per direction */
+  double dc_lat_s;    /* latency of one (a route between pods crosses two) */
+  plat_cluster *c;    /* the pod as a cluster (GPU 0 = its first), owned */
+} plat_pod;
+
 struct plat_cluster {
   char name[64];      /* preset or file name */
   char *spec_json;    /* the resolved spec as JSON (stored in results' /config), owned */
@@ -118,10 +153,29 @@ struct plat_cluster {
   /* ---- node groups (spec key "groups"; docs/platforms.md) ---- */
   int num_groups;          /* 0: every node alike; else the groups, in node order, and the
                               fields above (device, intra_*, nic_*, pcie_*, nvls,
-                              host_power_W) are group 0's */
+                              host_power_W) and the host-memory ones below are group 0's */
   plat_group *groups;      /* owned */
+  /* ---- host memory, for offload (node.host, docs/platforms.md "Host memory") ---- */
+  double host_link_Bps;    /* a GPU's link to its node's host memory, per direction: node.pcie
+                              when the spec models PCIe (then shared with NIC traffic), else
+                              node.host.link_GBps, else the device's; 0: unknown */
+  double host_link_lat_s;
+  double host_mem_bytes;   /* the node's host memory, node.host.memory_GB; NaN: not given */
+  double host_mem_Bps;     /* its bandwidth, one link shared by the node's copies both ways;
+                              0: not modelled */
+  double host_adam_params_per_s; /* the node's CPU-Adam rate, parameters per second, shared
+                                    evenly by its GPUs */
+  int host_memory;         /* 1: the built platform has the host-memory endpoints (a host
+                              "host-<n>" per node, index num_gpus + n) and their links; the
+                              engine sets it on its copy for workloads with copies */
+  /* ---- pods (spec key "pods"; docs/platforms.md, "Clusters of pods") ---- */
+  int num_pods;   /* 0: one fabric; else >= 2 pods, in node order, each also
+                              node group k (groups[k]), fabric_kind PLAT_FABRIC_PODS */
+  plat_pod *pods; /* owned */
 };
 
+/* The pod of a node or GPU (0 when the cluster has no pods). */
+int plat_gpu_pod(const plat_cluster *c, int gpu);
 /* The group of a node or GPU (0 when the cluster has no groups). */
 int plat_node_group(const plat_cluster *c, int node);
 int plat_gpu_group(const plat_cluster *c, int gpu);
@@ -132,9 +186,15 @@ void plat_group_apply(plat_cluster *v, const plat_group *g);
 /* The cluster as the n GPUs gpus[] see it together: *v = *c with the
  * group-dependent fields the least of the groups the GPUs are in (each rate
  * the least, each latency the most, NVLS where all have it, the device of
- * the lowest peak), as a collective library across them settles on.  v
- * shares c's pointers: it must not be destroyed, nor outlive c. */
+ * the lowest peak), as a collective library across them settles on.  With
+ * pods: the pod's own cluster when all the GPUs are in one pod; across pods
+ * the least as above and no in-network reduction (SHARP does not span the
+ * data-centre network).  v shares c's pointers: it must not be destroyed,
+ * nor outlive c. */
 void plat_cluster_view(const plat_cluster *c, const int32_t *gpus, int n, plat_cluster *v);
+/* One node of group k (of the cluster, without groups) as a cluster of its
+ * own, its fabric unused: for probes of a group's speed. */
+int plat_cluster_group_node(const plat_cluster *c, int k, plat_cluster **out, st_err *err);
 /* Over GPUs 0 .. n-1 (those a job of n ranks runs on): the sum, and the
  * least, of per_gpu(the GPU's device, u). */
 double plat_gpus_sum(const plat_cluster *c, int n,
@@ -157,7 +217,8 @@ const char *const *plat_preset_names(void);
 
 /* After simgrid_init(): create the platform in the engine and fill hosts[g]
  * (an array of num_gpus sg_host_t, given as void* so this header does not
- * pull in SimGrid). */
+ * pull in SimGrid; with c->host_memory num_gpus + num_nodes of them, node
+ * n's host memory at num_gpus + n). */
 int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
 /* One extra SimGrid setting ("key:value") as SimGrid would take it, tried
  * before the simulation (in a child process, see build.cpp): ST_EUSAGE with
@@ -165,8 +226,25 @@ int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
  * engine would abort with an uncaught exception. */
 int plat_simgrid_cfg_check(const char *setting, st_err *err);
 
-/* Write an equivalent SimGrid XML platform. */
+/* Write an equivalent SimGrid XML platform (with c->host_memory, the
+ * host-memory endpoints, their links and the routes to them too). */
 int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err);
+
+/* ---- host memory (platforms/host.c, docs/platforms.md "Host memory") ----- */
+/* The default CPU-Adam rate of a node (parameters per second, the whole
+ * node): DeepSpeedCPUAdam's measured throughput (docs/platforms.md). */
+#define PLAT_HOST_ADAM_PARAMS_PER_S 3.89e9
+/* Turn the host-memory endpoints on (on) or off in c, keeping num_links in
+ * step.  0, or ST_EINPUT naming the cluster when a GPU's link to host memory
+ * has no rate (neither the spec nor the device gives one). */
+int plat_cluster_host_memory(plat_cluster *c, int on, st_err *err);
+/* Time in seconds of a compute op that runs on the host (WL_OPF_HOST): its
+ * duration, else an optimizer op's parameters (flops /
+ * WL_ADAM_FLOPS_PER_PARAM) at the node's CPU-Adam rate over its GPUs. */
+double plat_host_compute_time(const plat_cluster *c, const wl_op *op);
+/* The endpoint index of node n's host memory in routes (plat_route_get):
+ * num_gpus + n. */
+static inline int plat_host_endpoint(const plat_cluster *c, int node) { return c->num_gpus + node; }
 
 /* ---- built-in devices (platforms/data/devices.json) ---------------------- */
 /* The device of that exact name ("V100-SXM2", "H100-SXM", ...). */
@@ -253,6 +331,9 @@ typedef enum plat_link_kind {
   PLAT_LINK_FABRIC,    /* switch<->switch */
   PLAT_LINK_GLOBAL,    /* dragonfly global link */
   PLAT_LINK_ICI,       /* torus chip-to-chip link */
+  PLAT_LINK_HOST,      /* GPU<->host memory (PCIe, NVLink-C2C), when PCIe is not modelled */
+  PLAT_LINK_HOSTMEM,   /* a node's host memory bandwidth, shared by both directions */
+  PLAT_LINK_POD,       /* a pod's links to the data-centre network (up: out of the pod) */
   PLAT_LINK_KIND_COUNT
 } plat_link_kind;
 
@@ -276,7 +357,9 @@ typedef struct plat_route {
 /* The route from GPU src to GPU dst, exactly as the SimGrid platform built by
  * plat_cluster_build() has it (same links, same order, same latency).
  * Works without SimGrid.  Not for PLAT_FABRIC_XML clusters (ask SimGrid:
- * sg_host_get_route).  src == dst gives an empty route. */
+ * sg_host_get_route).  src == dst gives an empty route.  With
+ * c->host_memory, an endpoint may also be a node's host memory
+ * (plat_host_endpoint), routed to and from the node's own GPUs only. */
 int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_err *err);
 /* The route as the SimGrid engine has it (any cluster, XML platforms too):
  * starts the engine and builds the platform in this process (once per

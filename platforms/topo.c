@@ -42,6 +42,12 @@
  * the same port residue: the rail rings of DP groups that straddle
  * spine-leaf groups ran at half rate from 1,280 DGX H100 nodes on
  * (docs/platforms.md, "Fat-tree routing").
+ *
+ * A cluster of pods (pods.c) is its pods' layouts one after the other and
+ * their links to the data-centre network; a route between two pods joins
+ * plat__route_up() in one to plat__route_down() in the other, and a pod's
+ * links are named by plat__link_info_at() with the cluster's GPU and node
+ * numbers and the pod's prefix on its fabric's links.
  */
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +89,10 @@ static int cube_slot(int i, int j)
 void plat__layout(const plat_cluster *c, plat__lay *L)
 {
   memset(L, 0, sizeof *L);
+  if (c->num_pods > 0) {
+    plat__pods_layout(c, L);
+    return;
+  }
   int gpn = c->gpus_per_node;
   long G = c->num_gpus;
   long id = 0;
@@ -133,6 +143,7 @@ void plat__layout(const plat_cluster *c, plat__lay *L)
   } else if (c->fabric_kind == PLAT_FABRIC_TORUS) {
     id += 6 * G;
   }
+  plat__host_layout(c, L, &id); /* last, and only with host memory (host.c) */
   L->total = id;
 }
 
@@ -176,6 +187,10 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
   *switches = 0;
   if (s == d)
     return 0;
+  if (s >= c->num_gpus || d >= c->num_gpus)
+    return plat__host_route_ids(c, L, s, d, ids);
+  if (c->num_pods > 0)
+    return plat__pods_route_ids(c, s, d, ids, switches);
   int gpn = c->gpus_per_node;
   long ns = s / gpn, nd = d / gpn;
   if (c->fabric_kind == PLAT_FABRIC_TORUS) {
@@ -284,6 +299,49 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
   return n;
 }
 
+/* The route to the top of the fabric (pods.c joins two of them across the
+ * data-centre network): as if the destination were beyond the top level,
+ * every up link of the source's groups; a switch fabric is its one switch. */
+int plat__route_up(const plat_cluster *c, const plat__lay *L, int s, int *ids, int *np,
+                   int *switches)
+{
+  int n = *np;
+  long ns = s / c->gpus_per_node;
+  int ks = gpu_nic(c, s);
+  if (c->pcie_Bps > 0)
+    PUSH(L->pcie_base + 2L * s);
+  PUSH(L->nic_base + 2 * (ns * c->nics_per_node + ks));
+  *switches = 1;
+  if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
+    long es = endpoint(c, ns, ks);
+    for (int i = 2; i <= L->h; i++)
+      PUSH(L->ft_base[i] + 2 * (es / L->M[i - 1]));
+    *switches = L->h;
+  }
+  *np = n;
+  return n;
+}
+
+int plat__route_down(const plat_cluster *c, const plat__lay *L, int d, int *ids, int *np,
+                     int *switches)
+{
+  int n = *np;
+  long nd = d / c->gpus_per_node;
+  int kd = gpu_nic(c, d);
+  *switches = 1;
+  if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
+    long ed = endpoint(c, nd, kd);
+    for (int i = L->h; i >= 2; i--)
+      PUSH(L->ft_base[i] + 2 * (ed / L->M[i - 1]) + 1);
+    *switches = L->h;
+  }
+  PUSH(L->nic_base + 2 * (nd * c->nics_per_node + kd) + 1);
+  if (c->pcie_Bps > 0)
+    PUSH(L->pcie_base + 2L * d + 1);
+  *np = n;
+  return n;
+}
+
 static const char *const dir_name[2] = {"up", "down"};
 
 /* The node-level worth of node's links: its group's (groups.c), or the
@@ -305,8 +363,19 @@ static node_worth worth_of(const plat_cluster *c, long node)
 
 void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_link_info *o)
 {
+  if (c->num_pods > 0)
+    plat__pods_link_info(c, L, id, o);
+  else
+    plat__link_info_at(c, L, id, 0, 0, "", o);
+}
+
+void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long gpu0, long node0,
+                        const char *pfx, plat_link_info *o)
+{
   memset(o, 0, sizeof *o);
   int gpn = c->gpus_per_node;
+  if (plat__host_link_info(c, L, id, o))
+    return;
   if (id < L->pcie_base) {
     long r = id - L->intra_base;
     o->kind = PLAT_LINK_INTRA;
@@ -317,7 +386,7 @@ void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_li
       for (int k = 0, s = 0; k < 8; k++)
         if (cube_lanes[l][k] && s++ == slot)
           j = k;
-      snprintf(o->name, sizeof o->name, "nvl-%ld-%ld", g, node * 8 + j);
+      snprintf(o->name, sizeof o->name, "nvl-%ld-%ld", gpu0 + g, gpu0 + node * 8 + j);
       o->bw_Bps = cube_lanes[l][j] * w.intra_link_Bps;
       o->lat_s = w.intra_lat_s;
     } else if (c->intra_kind == PLAT_INTRA_FULLMESH) {
@@ -326,26 +395,26 @@ void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_li
       int l = (int)(g % gpn), j = (int)(r % (gpn - 1));
       if (j >= l)
         j++;
-      snprintf(o->name, sizeof o->name, "mesh-%ld-%ld", g, g - l + j);
+      snprintf(o->name, sizeof o->name, "mesh-%ld-%ld", gpu0 + g, gpu0 + g - l + j);
       o->bw_Bps = w.intra_link_Bps;
       o->lat_s = w.intra_lat_s;
     } else {
       node_worth w = worth_of(c, r / 2 / gpn);
-      snprintf(o->name, sizeof o->name, "nvl-%ld-%s", r / 2, dir_name[r % 2]);
+      snprintf(o->name, sizeof o->name, "nvl-%ld-%s", gpu0 + r / 2, dir_name[r % 2]);
       o->bw_Bps = w.intra_Bps;
       o->lat_s = w.intra_lat_s;
     }
   } else if (id < L->nic_base) {
     long r = id - L->pcie_base;
     node_worth w = worth_of(c, r / 2 / gpn);
-    snprintf(o->name, sizeof o->name, "pcie-%ld-%s", r / 2, dir_name[r % 2]);
+    snprintf(o->name, sizeof o->name, "pcie-%ld-%s", gpu0 + r / 2, dir_name[r % 2]);
     o->kind = PLAT_LINK_PCIE;
     o->bw_Bps = w.pcie_Bps;
     o->lat_s = w.pcie_lat_s;
   } else if (id < L->fab_base) {
     long r = id - L->nic_base, q = r / 2;
     node_worth w = worth_of(c, q / c->nics_per_node);
-    snprintf(o->name, sizeof o->name, "nic-%ld-%ld-%s", q / c->nics_per_node,
+    snprintf(o->name, sizeof o->name, "nic-%ld-%ld-%s", node0 + q / c->nics_per_node,
              q % c->nics_per_node, dir_name[r % 2]);
     o->kind = PLAT_LINK_NIC;
     o->bw_Bps = w.nic_Bps;
@@ -353,7 +422,8 @@ void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_li
   } else if (c->fabric_kind == PLAT_FABRIC_TORUS) {
     long r = id - L->fab_base;
     static const char axis[3] = {'x', 'y', 'z'};
-    snprintf(o->name, sizeof o->name, "ici-%ld-%c%c", r / 6, axis[(r % 6) / 2], r % 2 ? '-' : '+');
+    snprintf(o->name, sizeof o->name, "%sici-%ld-%c%c", pfx, gpu0 + r / 6, axis[(r % 6) / 2],
+             r % 2 ? '-' : '+');
     o->kind = PLAT_LINK_ICI;
     o->bw_Bps = c->fabric_link_Bps;
     o->lat_s = c->fabric_link_lat_s;
@@ -363,13 +433,13 @@ void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_li
       long j = r % (L->a - 1), i = router % L->a;
       if (j >= i)
         j++;
-      snprintf(o->name, sizeof o->name, "df-g%ld-r%ld-r%ld", router / L->a, i, j);
+      snprintf(o->name, sizeof o->name, "%sdf-g%ld-r%ld-r%ld", pfx, router / L->a, i, j);
       o->kind = PLAT_LINK_FABRIC;
       o->bw_Bps = c->fabric_link_Bps;
     } else {
       long r = id - L->dg_base, per = L->a * L->hh;
       long G = r / per, q = r % per, G2 = q < G ? q : q + 1;
-      snprintf(o->name, sizeof o->name, "df-g%ld-g%ld", G, G2);
+      snprintf(o->name, sizeof o->name, "%sdf-g%ld-g%ld", pfx, G, G2);
       o->kind = PLAT_LINK_GLOBAL;
       o->bw_Bps = c->fabric_global_Bps;
     }
@@ -380,7 +450,7 @@ void plat__link_info(const plat_cluster *c, const plat__lay *L, long id, plat_li
       i--;
     long r = id - L->ft_base[i], q = r / 2;
     /* the up (down) links of level-(i-1) group q, one link of their sum */
-    snprintf(o->name, sizeof o->name, "ft-g%d.%ld-%s", i - 1, q, dir_name[r % 2]);
+    snprintf(o->name, sizeof o->name, "%sft-g%d.%ld-%s", pfx, i - 1, q, dir_name[r % 2]);
     o->kind = PLAT_LINK_FABRIC;
     o->bw_Bps = (double)L->W[i] * c->fabric_link_Bps / c->oversub[i - 2];
     o->lat_s = c->fabric_link_lat_s;
@@ -394,13 +464,22 @@ int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_er
                       "cluster '%s': routes of a SimGrid XML platform are known only to SimGrid "
                       "(use sg_host_get_route)",
                       c->name);
-  if (src < 0 || src >= c->num_gpus || dst < 0 || dst >= c->num_gpus)
+  int ends = c->num_gpus + (c->host_memory ? c->num_nodes : 0);
+  if (src < 0 || src >= ends || dst < 0 || dst >= ends)
     return st_err_set(err, ST_EINPUT, "cluster '%s': GPU %d is out of range (0..%d)", c->name,
-                      src < 0 || src >= c->num_gpus ? src : dst, c->num_gpus - 1);
+                      src < 0 || src >= ends ? src : dst, c->num_gpus - 1);
   plat__lay L;
   plat__layout(c, &L);
   memset(r, 0, sizeof *r);
   int n = plat__route_ids(c, &L, src, dst, r->link_ids, &r->switches);
+  if (n < 0 && (src >= c->num_gpus || dst >= c->num_gpus))
+    return st_err_set(err, ST_EINPUT,
+                      "cluster '%s': no route from %s%d to %s%d (host memory is reached from its "
+                      "node's own GPUs only)",
+                      c->name, src >= c->num_gpus ? "host-" : "gpu-",
+                      src >= c->num_gpus ? src - c->num_gpus : src,
+                      dst >= c->num_gpus ? "host-" : "gpu-",
+                      dst >= c->num_gpus ? dst - c->num_gpus : dst);
   if (n < 0)
     return st_err_set(err, ST_EINPUT, "cluster '%s': route gpu-%d -> gpu-%d has more than %d links",
                       c->name, src, dst, PLAT_ROUTE_MAX);
@@ -418,6 +497,8 @@ int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_er
 
 long plat_cluster_switch_count(const plat_cluster *c)
 {
+  if (c->num_pods > 0)
+    return plat__pods_switch_count(c);
   plat__lay L;
   plat__layout(c, &L);
   switch (c->fabric_kind) {
@@ -443,6 +524,8 @@ long plat_cluster_switch_count(const plat_cluster *c)
 
 double plat_cluster_bisection_Bps(const plat_cluster *c)
 {
+  if (c->num_pods > 0)
+    return plat__pods_bisection_Bps(c);
   plat__lay L;
   plat__layout(c, &L);
   if (c->fabric_kind == PLAT_FABRIC_TORUS) {
@@ -507,7 +590,7 @@ const char *plat_intra_kind_name(int kind)
 
 const char *plat_fabric_kind_name(int kind)
 {
-  static const char *const names[PLAT_FABRIC_COUNT] = {"switch", "rail-fat-tree", "fat-tree",
-                                                       "dragonfly", "torus", "xml"};
+  static const char *const names[PLAT_FABRIC_COUNT] = {
+      "switch", "rail-fat-tree", "fat-tree", "dragonfly", "torus", "xml", "pods"};
   return kind >= 0 && kind < PLAT_FABRIC_COUNT ? names[kind] : "?";
 }

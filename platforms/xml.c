@@ -22,6 +22,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,8 @@ int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err)
     speed = c->device.peak_flops[WL_DTYPE_FP16];
   for (int g = 0; g < c->num_gpus; g++)
     fprintf(out, "  <host id=\"gpu-%d\" speed=\"%.17gf\"/>\n", g, speed);
+  for (int n = 0; c->host_memory && n < c->num_nodes; n++) /* host memory (host.c) */
+    fprintf(out, "  <host id=\"host-%d\" speed=\"1e9f\"/>\n", n);
   for (long id = 0; id < L.total; id++) {
     plat_link_info li;
     plat__link_info(c, &L, id, &li);
@@ -119,6 +122,20 @@ int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err)
         fprintf(out, "<link_ctn id=\"%s\"/>", r->links[k].name);
       for (int k = 1; k <= r->switches && k <= maxsw; k++)
         fprintf(out, "<link_ctn id=\"switch-hop-%d\"/>", k);
+      fprintf(out, "</route>\n");
+    }
+  for (int g = 0; c->host_memory && g < c->num_gpus; g++)
+    for (int back = 0; back < 2; back++) {
+      int h = plat_host_endpoint(c, plat_gpu_node(c, g));
+      plat_route_get(c, back ? h : g, back ? g : h, r, NULL);
+      if (back)
+        fprintf(out, "  <route src=\"host-%d\" dst=\"gpu-%d\" symmetrical=\"NO\">",
+                plat_gpu_node(c, g), g);
+      else
+        fprintf(out, "  <route src=\"gpu-%d\" dst=\"host-%d\" symmetrical=\"NO\">", g,
+                plat_gpu_node(c, g));
+      for (int k = 0; k < r->n; k++)
+        fprintf(out, "<link_ctn id=\"%s\"/>", r->links[k].name);
       fprintf(out, "</route>\n");
     }
   free(r);
@@ -193,6 +210,16 @@ static int seen_add(seen_set *s, long g)
   if (g + 1 > s->max)
     s->max = g + 1;
   return 0;
+}
+
+/* "host-<n>": a node's host memory, not a GPU. */
+static int host_memory_name(const char *name)
+{
+  if (strncmp(name, "host-", 5) || !isdigit((unsigned char)name[5]))
+    return 0;
+  char *end;
+  strtol(name + 5, &end, 10);
+  return *end == '\0';
 }
 
 /* "gpu-<digits>" -> index, else -1 */
@@ -378,6 +405,8 @@ static int xml_cluster(const char *path, int gpus, int gpn, const char *device, 
   c->gpus_per_node = gpn;
   c->num_nodes = c->num_gpus / gpn;
   c->host_power_W = plat_host_power_default(&c->device, gpn);
+  c->host_mem_bytes = NAN; /* the file's own links carry copies to host-<n>, if it has them */
+  c->host_adam_params_per_s = PLAT_HOST_ADAM_PARAMS_PER_S;
   c->default_nodes = c->num_nodes;
   c->fabric_kind = PLAT_FABRIC_XML;
   c->intra_kind = PLAT_INTRA_NONE;
@@ -493,6 +522,8 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
     } else if (is_host) {
       if (attr(p, "id", buf, sizeof buf))
         continue;
+      if (host_memory_name(buf))
+        continue; /* a node's host memory (docs/platforms.md, "Host memory") */
       long g = gpu_index(buf);
       if (g < 0)
         rc = st_err_set(err, ST_EINPUT,

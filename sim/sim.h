@@ -55,6 +55,8 @@ typedef enum sim_coll_algo {
   SIM_ALGO_COLLNET,   /* in-network reduction (SHARP) across nodes, rings inside */
   SIM_ALGO_HIER,      /* intra reduce-scatter, inter all-reduce, intra all-gather */
   SIM_ALGO_TORUS,     /* bidirectional ring per torus dimension */
+  SIM_ALGO_HIER_PODS, /* across pods: reduce-scatter in each pod, the shards across pods,
+                         all-gather in each pod (sim/coll/edges.c) */
   SIM_ALGO_COUNT
 } sim_coll_algo;
 
@@ -139,7 +141,8 @@ int sim_variability_parse(const char *s, sim_options *o, st_err *err);
 int sim_options_stragglers(const sim_options *o);
 
 /* Per rank, in seconds, over the whole run.  compute + exposed_comm + bubble
- * + idle == the run's end (the largest finish_s = step time x iterations):
+ * + idle (+ offload_exposed with offload) == the run's end (the largest
+ * finish_s = step time x iterations):
  * the wait from a rank's last op (finish_s) to the end of the run, for the
  * slowest rank, counts as idle, like waits inside the run. */
 typedef struct sim_rank_stats {
@@ -154,6 +157,14 @@ typedef struct sim_rank_stats {
   double finish_s;
   double phase_s[WL_PHASE_COUNT];          /* busy time per phase */
   double comm_kind_s[WL_COMM_KIND_COUNT];  /* transfer time per communicator kind */
+  /* host-memory offload (docs/results-format.md): a copy to or from host
+   * memory or host compute (the optimizer step on the CPU) running, and of
+   * that the time nothing else ran (no compute, no transfer: its own
+   * bucket, so compute + exposed_comm + offload_exposed + bubble + idle is
+   * the run's end) */
+  double offload_s;
+  double offload_exposed_s;
+  double pod_exposed_s; /* of exposed_comm_s, while a transfer crossing pods ran */
 } sim_rank_stats;
 
 /* One collective (or send/recv pair) instance. */
@@ -227,6 +238,10 @@ typedef struct sim_result {
   uint64_t chains;      /* run-ahead chains waited for (design note 7, engine/chain.c) */
   uint64_t chains_cut;  /* ... of them interrupted by a transfer beside them */
   char reduction[200];  /* the symmetry reduction used, or "none (why)" */
+  /* a cluster of pods (else 0 and NULL): bytes each pod sent out over its
+   * data-centre links and received over them, over the run */
+  int num_pods;
+  double *pod_out_bytes, *pod_in_bytes;
 } sim_result;
 
 int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *opt,

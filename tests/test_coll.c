@@ -83,6 +83,9 @@ static void tweak(plat_cluster *cl, const void *u)
 {
   const standin *s = u;
   snprintf(cl->device.name, sizeof cl->device.name, "%s", s->device);
+  plat_device d; /* the stand-in device's architecture: the collective tables' row */
+  if (!plat_device_find(s->device, &d, NULL))
+    cl->device.arch = d.arch;
   cl->intra_Bps = s->intra_Bps;
   cl->nic_Bps = s->nic_Bps;
   cl->nvls = s->nvls;

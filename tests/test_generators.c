@@ -284,7 +284,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
-       "dp_microbatches, balance)"},
+       "dp_microbatches, balance, offload)"},
       {0, "dp_impl=fsdp,zero=1", 2,
        "layout 'dp_impl=fsdp,zero=1': dp_impl=fsdp needs zero=3 (parameters, gradients and "
        "optimizer state sharded, FULL_SHARD); zero is 1 (its other sharding strategies are not "
@@ -335,7 +335,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "zero=3: parameters are gathered across the data-parallel group every micro-batch, so "
        "every replica runs as many"},
       {0, "balance=speed", 1,
-       "layout 'balance=speed': key 'balance' value 'speed' is unknown (known: compute, none)"},
+       "layout 'balance=speed': key 'balance' value 'speed' is unknown (known: compute, time, none)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_layout l;

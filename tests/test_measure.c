@@ -46,7 +46,14 @@ static sim_result *hand_result(void)
       s->phase_s[p] = 10.0 * k + p;
     for (int c = 0; c < WL_COMM_KIND_COUNT; c++)
       s->comm_kind_s[c] = 100.0 * k + c;
+    s->pod_exposed_s = 0.015625 * (k + 1);
   }
+  /* a cluster of two pods: bytes out of and into each */
+  r->num_pods = 2;
+  r->pod_out_bytes = calloc(2, sizeof *r->pod_out_bytes);
+  r->pod_in_bytes = calloc(2, sizeof *r->pod_in_bytes);
+  r->pod_out_bytes[0] = r->pod_in_bytes[1] = 3e9;
+  r->pod_out_bytes[1] = r->pod_in_bytes[0] = 1e9;
   r->num_colls = 2;
   r->colls = calloc(2, sizeof *r->colls);
   r->colls[0] = (sim_coll_record){.comm = 3, .kind = WL_OP_COLL, .op = WL_COLL_ALLGATHER,
@@ -135,12 +142,12 @@ static void test_take__every_field_arrives(void **state)
   assert_int_equal(c->dst, 1);
   assert_true(c->bytes == 512 && c->start_s == 0.4 && c->end_s == 0.45);
   /* every algorithm and protocol the engine has, by the engine's number */
-  static const char *const algos[] = {"ring", "direct", "chain", "tree", "nvls",
-                                      "nvls_tree", "collnet", "hier", "torus"};
+  static const char *const algos[] = {"ring",      "direct",  "chain", "tree",  "nvls",
+                                      "nvls_tree", "collnet", "hier",  "torus", "hier_pods"};
   static const char *const protos[] = {"ll", "ll128", "simple"};
-  assert_int_equal(m.num_algo_names, 9);
+  assert_int_equal(m.num_algo_names, 10);
   assert_int_equal(m.num_proto_names, 3);
-  for (int i = 0; i < 9; i++)
+  for (int i = 0; i < 10; i++)
     assert_string_equal(m.algo_names[i], algos[i]);
   for (int i = 0; i < 3; i++)
     assert_string_equal(m.proto_names[i], protos[i]);
@@ -159,6 +166,13 @@ static void test_take__every_field_arrives(void **state)
   assert_int_equal(m.usage[0].kind, WL_OP_COLL);
   assert_int_equal(m.usage[0].op, WL_COLL_ALLGATHER);
   assert_true(m.usage[0].bytes == 2e6);
+
+  /* the pods' bytes taken over; the exposed time crossing pods summed over
+   * the ranks (0.015625 + 0.03125) */
+  assert_int_equal(m.num_pods, 2);
+  assert_true(m.pod_out_bytes[0] == 3e9 && m.pod_out_bytes[1] == 1e9);
+  assert_true(m.pod_in_bytes[0] == 1e9 && m.pod_in_bytes[1] == 3e9);
+  assert_true(m.pod_exposed_s == 0.046875);
 
   assert_int_equal(m.num_timeline, 3);
   static const struct {

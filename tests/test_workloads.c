@@ -1788,7 +1788,7 @@ static const bad_doc bad_docs[] = {
      "programs[0].ops[0]: 'duration_s' is not a finite number"},
     {HEAD COMMS PROG("{'duration_s':1}") RMAP "}", "programs[0].ops[0]: key 'op' is missing"},
     {HEAD COMMS PROG("{'op':'kernel','duration_s':1}") RMAP "}",
-     "programs[0].ops[0]: 'op' is 'kernel', expected one of compute, coll, send, recv, marker"},
+     "programs[0].ops[0]: 'op' is 'kernel', expected one of compute, coll, send, recv, marker, copy"},
     {HEAD COMMS PROG("{'op':'compute','duration_s':1,'peer':1}") RMAP "}",
      "programs[0].ops[0]: key 'peer' does not apply to a 'compute' op"},
     {HEAD COMMS PROG("{'op':'marker','mark':'layer','bytes':1}") RMAP "}",

@@ -16,10 +16,13 @@
  * layout's etp differs from tp (otherwise the expert-TP group is the TP group
  * and the workload keeps the roles it always had) */
 enum { R_TP, R_DP, R_DPX, R_EP, R_CP, R_PPN, R_PPP, R_EMBD, R_ETP, R_COUNT };
-/* S_HOST (the frameworks' hooks on the CPU) is last: a workload has it only
- * when dp_impl is not megatron, so older layouts keep their streams */
-enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CP, S_HOST, S_ALL };
+/* S_HOST (the frameworks' hooks on the CPU) comes after the first six: a
+ * workload has it only when dp_impl is not megatron, so older layouts keep
+ * their streams; the offload streams (copies to and from host memory, the
+ * optimizer step on the CPU) follow it, only with offload */
+enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CP, S_HOST, S_D2H, S_H2D, S_CPU, S_OFF_ALL };
 #define S_COUNT S_HOST
+#define S_ALL S_D2H
 
 #define MAXPEND 16
 
@@ -67,6 +70,7 @@ typedef struct wl__gen {
   long *z3_fend;                 /* per layer: its last forward (backward) compute op */
   int z3_first;                  /* first layer of the unit being emitted */
   double ds_bucket_d, ds_bucket_x; /* DeepSpeed reduce bucket being filled */
+  long off_d2h;                    /* offload: the last copy to host memory, or -1 */
 } wl__gen;
 
 typedef struct wl__col_gemm {
@@ -113,6 +117,27 @@ double wl__z3_root(const wl__gen *g);
 long wl__z3_gather(wl__gen *g, int layer, long after, int bwd);
 void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs);
 void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs);
+
+/* ---- wl_offload.c: host-memory offload ------------------------------------------ */
+/* With offload=optimizer: this rank's shard of the gradients a reduction
+ * (op red, or -1 when there was none) produced for dense and expert
+ * parameters (the bucket's, before sharding) copied to host memory. */
+void wl__offload_grad(wl__gen *g, long red, double dense, double expert);
+/* With offload=params: the shard of `params` parameters (before sharding
+ * over dp; expert ones over the expert dp group) copied to the GPU before
+ * its gather, after op `after` (and the last compute op when with_last);
+ * returns the copy, or -1 without params offload. */
+long wl__offload_fetch(wl__gen *g, double dense, double expert, long after, int with_last);
+/* The optimizer step when the optimizer is offloaded: the CPU's Adam over
+ * the shard of dense and expert parameters in DeepSpeed's sub-groups, each
+ * followed by the copy of its updated parameters to the GPU (not with
+ * params offload); the last copy, or -1.  With offload=params only, the GPU
+ * step's updated shard copied back to host memory (after op `gpu_step`). */
+long wl__offload_step(wl__gen *g, double dense, double expert);
+void wl__offload_after_gpu_step(wl__gen *g, long gpu_step, double dense, double expert);
+/* The end of the step: a marker on the compute stream waiting for op last
+ * (the step's last copy or CPU op), so a next iteration starts after it. */
+void wl__offload_end(wl__gen *g, long last);
 
 /* ---- wl_gen.c: DP buckets -------------------------------------------------------- */
 void wl__dp_push(wl__gen *g, long op);

@@ -47,8 +47,9 @@
 /* the names of the roles and streams (their enums: wl_emit_int.h) */
 static const char *const role_names[R_COUNT] = {"tp", "dp",      "dp_expert", "ep",  "cp",
                                                 "pp_next", "pp_prev", "embd", "etp"};
-static const char *const stream_names[S_ALL] = {"compute", "tp",      "dp",     "pp_send",
-                                               "pp_recv", "cp",      "host"};
+static const char *const stream_names[S_OFF_ALL] = {"compute", "tp",  "dp",  "pp_send",
+                                                   "pp_recv", "cp",  "host", "d2h",
+                                                   "h2d",     "cpu"};
 
 /* ---- DP buckets ---------------------------------------------------------------- */
 /* Group order of chunk c, backward order: [output], per layer from the last:
@@ -122,13 +123,15 @@ static void grad_reduce(wl__gen *g, int stream, double dense, double expert)
   int op = g->l->zero == 0 ? WL_COLL_ALLREDUCE : WL_COLL_REDUCESCATTER;
   const char *nd = g->l->zero == 0 ? "dp.grad.ar" : "dp.grad.rs";
   const char *nx = g->l->zero == 0 ? "dp_expert.grad.ar" : "dp_expert.grad.rs";
+  long a, b;
   if (stream == S_COMPUTE) {
-    wl__coll_c(g, nd, op, R_DP, dense * g->gb);
-    wl__coll_c(g, nx, op, R_DPX, expert * g->gb);
+    a = wl__coll_c(g, nd, op, R_DP, dense * g->gb);
+    b = wl__coll_c(g, nx, op, R_DPX, expert * g->gb);
   } else {
-    wl__dp_push(g, wl__coll_s(g, stream, nd, op, R_DP, dense * g->gb, -1));
-    wl__dp_push(g, wl__coll_s(g, stream, nx, op, R_DPX, expert * g->gb, -1));
+    wl__dp_push(g, a = wl__coll_s(g, stream, nd, op, R_DP, dense * g->gb, -1));
+    wl__dp_push(g, b = wl__coll_s(g, stream, nx, op, R_DPX, expert * g->gb, -1));
   }
+  wl__offload_grad(g, b >= 0 ? b : a, dense, expert);
 }
 
 /* A group's gradients are complete (its last wgrad was just emitted). */
@@ -165,7 +168,8 @@ static void unit_fwd(wl__gen *g, int c)
     /* root unit (embedding, final norm, output) gathered once per micro-batch;
      * transformer layers gathered with at most two in flight (limit_all_gathers) */
     g->z3_root =
-        wl__coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP, wl__z3_root(g) * g->pb, -1);
+        wl__coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP, wl__z3_root(g) * g->pb,
+               wl__offload_fetch(g, wl__z3_root(g), 0, -1, 1));
     for (int i = 0; i < 2 && i < count; i++)
       g->z3_ag[i] = wl__z3_gather(g, first + i, -1, 0);
     wl__need(g, g->z3_root);
@@ -218,8 +222,11 @@ static void unit_bwd(wl__gen *g, int c)
       rs_prev =
           wl__coll_s(g, S_DP, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP, wl__z3_bytes(g, i, 1, 0), -1);
       wl__dp_push(g, rs_prev);
-      wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
-                                wl__z3_bytes(g, i, 1, 1), -1));
+      long rsx = wl__coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                            wl__z3_bytes(g, i, 1, 1), -1);
+      wl__dp_push(g, rsx);
+      wl__offload_grad(g, rsx >= 0 ? rsx : rs_prev, wl__z3_bytes(g, i, 0, 0) / g->pb,
+                       wl__z3_bytes(g, i, 0, 1) / g->pb);
       if (i - 2 >= first)
         g->z3_ag[i - 2 - first] = wl__z3_gather(g, i - 2, g->last_c, 1);
     }
@@ -228,9 +235,12 @@ static void unit_bwd(wl__gen *g, int c)
     wl__embed_bwd(g);
     wl__group_done(g, c, ngr - 1);
   }
-  if (l->zero == 3)
-    wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
-                              wl__z3_root(g) * g->gb, -1));
+  if (l->zero == 3) {
+    long rs = wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
+                         wl__z3_root(g) * g->gb, -1);
+    wl__dp_push(g, rs);
+    wl__offload_grad(g, rs, wl__z3_root(g), 0);
+  }
 }
 
 /* ---- one pipeline stage's program ---------------------------------------------------- */
@@ -259,8 +269,8 @@ static double stage_norm_params(const wl__gen *g)
 static int stage_begin(wl__gen *g, int s, const char *pname)
 {
   const wl_layout *l = g->l;
-  int pi =
-      wl_program_add(g->wl, pname, l->dp_impl != WL_DP_MEGATRON ? S_ALL : S_COUNT, stream_names);
+  int ns = l->offload ? S_OFF_ALL : l->dp_impl != WL_DP_MEGATRON ? S_ALL : S_COUNT;
+  int pi = wl_program_add(g->wl, pname, ns, stream_names);
   if (pi < 0)
     return -1;
   g->p = &g->wl->programs[pi];
@@ -270,6 +280,7 @@ static int stage_begin(wl__gen *g, int s, const char *pname)
   g->flags = 0;
   g->conv_model = g->conv_hw = 0;
   g->ndp_ops = 0;
+  g->off_d2h = -1;
   for (int c = 0; c < l->vpp; c++) {
     g->ngroups[c] = chunk_groups(g, c, &g->groups[c]);
     if (g->ngroups[c] < 0)
@@ -379,8 +390,21 @@ static void finalize_grads(wl__gen *g)
   int s = g->stage, v = l->vpp, p = l->pp;
   g->phase = WL_PHASE_BACKWARD;
   if (l->zero == 3 || l->overlap_grad_reduce) {
-    for (size_t i = 0; i < g->ndp_ops; i++)
-      wl__need(g, g->dp_ops[i]);
+    /* A stream's ops run in order, so the last reduction of each stream
+     * stands for all of it: wait for those (the wait list holds MAXPEND
+     * ops; waiting for the first MAXPEND of the reductions let the
+     * optimizer start before the rest, with more than 16 buckets or
+     * layers). */
+    int streams[MAXPEND], ns = 0;
+    for (size_t i = g->ndp_ops; i-- > 0 && ns < MAXPEND;) {
+      int st = g->p->ops[g->dp_ops[i]].stream, seen = 0;
+      for (int k = 0; k < ns; k++)
+        seen |= streams[k] == st;
+      if (!seen) {
+        streams[ns++] = st;
+        wl__need(g, g->dp_ops[i]);
+      }
+    }
   } else {
     for (int c = 0; c < v; c++) {
       double d = 0, x = 0;
@@ -419,14 +443,20 @@ static void optimizer_step(wl__gen *g)
       expert += g->groups[c][gi].expert;
     }
   double shard = l->zero >= 1 ? dense / g->dp_size + expert / g->edp_size : dense + expert;
-  wl_op op = wl_op_compute(S_COMPUTE, -1);
-  op.sub = WL_CLASS_OPTIMIZER;
-  op.dtype = WL_DTYPE_FP32;
-  op.flops = 12 * shard;
-  /* read grad, read+write fp32 master, m, v; write the model-dtype weight */
-  op.bytes = shard * (g->gb + 24 + g->pb);
-  op.name = wl__nm(g, "optimizer.adam");
-  wl__put_c(g, op);
+  if (l->offload & WL_OFFLOAD_OPTIMIZER) {
+    wl__offload_end(g, wl__offload_step(g, dense, expert));
+  } else {
+    wl_op op = wl_op_compute(S_COMPUTE, -1);
+    op.sub = WL_CLASS_OPTIMIZER;
+    op.dtype = WL_DTYPE_FP32;
+    op.flops = 12 * shard;
+    /* read grad, read+write fp32 master, m, v; write the model-dtype weight */
+    op.bytes = shard * (g->gb + 24 + g->pb);
+    op.name = wl__nm(g, "optimizer.adam");
+    long step = wl__put_c(g, op);
+    if (l->offload & WL_OFFLOAD_PARAMS)
+      wl__offload_after_gpu_step(g, step, dense, expert);
+  }
   if ((l->zero == 1 || l->zero == 2) && !l->overlap_param_gather) {
     for (int c = 0; c < v; c++) {
       double d = 0, x = 0;

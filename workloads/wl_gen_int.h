@@ -50,9 +50,23 @@ wl__unit *wl__schedule(const wl_layout *l, int stage, int *n);
  * chunks and layers are alive then. */
 void wl__peak_alive(const wl_layout *l, int stage, int *chunks, int *layers);
 
+/* wl_pp_layout.c: l->pp_layout into l->vs_layers (vpp_given: the layout
+ * gave vpp); 0, -1 with what is wrong in msg, -2 out of memory. */
+int wl__pp_layout_split(wl_layout *l, const wl_model *m, int vpp_given, char *msg, size_t msgn);
+
 /* wl_layout_split.c: stage_layers into l->vs_layers, dp_microbatches into
  * l->dp_run_*; 0, or -1 with what is wrong in msg. */
 int wl__layout_stage_list(wl_layout *l, const wl_model *m, char *msg, size_t cap);
 int wl__layout_dp_list(wl_layout *l, char *msg, size_t cap);
+
+/* ---- wl_offload.c ------------------------------------------------------------ */
+/* "none", "optimizer", "params", "both" -> wl_offload, -1 when unknown. */
+int wl__offload_from_name(const char *s);
+/* The offload default (none) and its rules against the rest of the layout
+ * (zero, dp_impl): 0, or -1 with what is wrong in msg. */
+int wl__offload_resolve(wl_layout *l, char *msg, size_t n);
+/* What offload moves off one rank's GPU: the stage's weights, gradients and
+ * optimizer state become host bytes (shard: the rank's parameter shard). */
+void wl__offload_memory(const wl_layout *l, double shard, wl_memory_stage *st);
 
 #endif

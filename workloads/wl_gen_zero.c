@@ -26,6 +26,11 @@ double wl__z3_root(const wl__gen *g)
 /* All-gather layer i's parameters on the "dp" stream, after op `after`. */
 long wl__z3_gather(wl__gen *g, int layer, long after, int bwd)
 {
+  /* offload=params: the shard first comes from host memory */
+  long h = wl__offload_fetch(g, wl__z3_bytes(g, layer, 0, 0) / g->pb,
+                             wl__z3_bytes(g, layer, 0, 1) / g->pb, after, 1);
+  if (h >= 0)
+    after = h;
   long a = wl__coll_s(g, S_DP, bwd ? "fsdp.ag.bwd" : "fsdp.ag", WL_COLL_ALLGATHER, R_DP,
                       wl__z3_bytes(g, layer, 0, 0), after);
   long b = wl__coll_s(g, S_DP, bwd ? "fsdp.ag.expert.bwd" : "fsdp.ag.expert", WL_COLL_ALLGATHER,
@@ -159,6 +164,11 @@ static long ds_gather(wl__gen *g, int layer, long after, int bwd)
   ds_sub s[4];
   int n = ds_subs(g, layer, s);
   long last = -1;
+  /* offload=params: the layer's shard copied to the GPU by the fetch, ahead
+   * of its all-gathers */
+  long h = wl__offload_fetch(g, ds_gathered(g, layer, 0), ds_gathered(g, layer, 1), after, 0);
+  if (h >= 0)
+    after = h;
   for (int i = 0; i < n; i++) {
     int k = bwd ? n - 1 - i : i;
     long a = z3_coll(g, bwd ? "ds.ag.bwd" : "ds.ag", WL_COLL_ALLGATHER, R_DP,
@@ -185,27 +195,29 @@ static double ds_host_s(const wl__gen *g, int layer)
 /* DeepSpeed's reduce buckets: gradients copied into the bucket as they are
  * produced (contiguous_gradients), the bucket reduce-scattered on the "dp"
  * stream when the next gradient would overflow reduce_bucket_size. */
+static void ds_grad_flush(wl__gen *g);
+
 static void ds_grad(wl__gen *g, double dense, double expert)
 {
   z3_copy(g, "ds.grad.copy", dense + expert, g->gb, g->gb);
   if (g->ds_bucket_d + g->ds_bucket_x + dense + expert > DS_REDUCE_BUCKET &&
-      g->ds_bucket_d + g->ds_bucket_x > 0) {
-    wl__dp_push(g, wl__coll_s(g, S_DP, "ds.grad.rs", WL_COLL_REDUCESCATTER, R_DP,
-                              g->ds_bucket_d * g->gb, -1));
-    wl__dp_push(g, wl__coll_s(g, S_DP, "ds.grad.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
-                              g->ds_bucket_x * g->gb, -1));
-    g->ds_bucket_d = g->ds_bucket_x = 0;
-  }
+      g->ds_bucket_d + g->ds_bucket_x > 0)
+    ds_grad_flush(g);
   g->ds_bucket_d += dense;
   g->ds_bucket_x += expert;
 }
 
+/* The bucket reduce-scattered (with offload=optimizer, this rank's shard
+ * then copied to the host's fp32 gradient partition). */
 static void ds_grad_flush(wl__gen *g)
 {
-  wl__dp_push(g, wl__coll_s(g, S_DP, "ds.grad.rs", WL_COLL_REDUCESCATTER, R_DP,
-                            g->ds_bucket_d * g->gb, -1));
-  wl__dp_push(g, wl__coll_s(g, S_DP, "ds.grad.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
-                            g->ds_bucket_x * g->gb, -1));
+  long a = wl__coll_s(g, S_DP, "ds.grad.rs", WL_COLL_REDUCESCATTER, R_DP,
+                      g->ds_bucket_d * g->gb, -1);
+  long b = wl__coll_s(g, S_DP, "ds.grad.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                      g->ds_bucket_x * g->gb, -1);
+  wl__dp_push(g, a);
+  wl__dp_push(g, b);
+  wl__offload_grad(g, b >= 0 ? b : a, g->ds_bucket_d, g->ds_bucket_x);
   g->ds_bucket_d = g->ds_bucket_x = 0;
 }
 
@@ -256,7 +268,8 @@ void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
    * root; FSDP2 sets the root's reshard_after_forward to False; DeepSpeed
    * re-uses the output layer at once, within max_reuse_distance) */
   g->z3_root =
-      wl__coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP, wl__z3_root(g) * g->pb, -1);
+      wl__coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP, wl__z3_root(g) * g->pb,
+                 wl__offload_fetch(g, wl__z3_root(g), 0, -1, 1));
   wl__need(g, g->z3_root);
   if (impl == WL_DP_FSDP)
     for (int i = 0; i < 2 && i < count; i++)

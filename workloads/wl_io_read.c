@@ -179,13 +179,15 @@ enum {
   K_MARK, K_VALUE,                                              /* marker */
   K_CONCURRENT,                                                 /* compute (GEMM) */
   K_CAUSAL,                                                     /* compute (attention) */
+  K_HOST,                                                       /* compute (on the CPUs) */
+  K_DIR,                                                        /* copy */
   K_COUNT
 };
 static const char *const op_keys[K_COUNT] = {
     "op",    "stream", "name",  "phase", "waits", "recompute", "class", "duration_s",
     "flops", "m",      "n",     "k",     "batch", "dtype",     "bytes", "coll",
     "role",  "root",   "splits", "peer", "tag",   "mark",      "value", "concurrent",
-    "causal"};
+    "causal", "host",  "dir"};
 
 #define KB(k) (1u << (k))
 #define K_ANY (KB(K_OP) | KB(K_STREAM) | KB(K_NAME) | KB(K_PHASE) | KB(K_WAITS))
@@ -193,12 +195,13 @@ static const char *const op_keys[K_COUNT] = {
 static const uint32_t op_kind_keys[WL_OP_KIND_COUNT] = {
     [WL_OP_COMPUTE] = K_ANY | KB(K_RECOMPUTE) | KB(K_CLASS) | KB(K_DURATION) | KB(K_FLOPS) |
                       KB(K_M) | KB(K_N) | KB(K_K) | KB(K_BATCH) | KB(K_DTYPE) | KB(K_BYTES) |
-                      KB(K_CONCURRENT) | KB(K_CAUSAL),
+                      KB(K_CONCURRENT) | KB(K_CAUSAL) | KB(K_HOST),
     [WL_OP_COLL] = K_ANY | KB(K_RECOMPUTE) | KB(K_COLL) | KB(K_ROLE) | KB(K_ROOT) | KB(K_SPLITS) |
                    KB(K_BYTES),
     [WL_OP_SEND] = K_ANY | KB(K_RECOMPUTE) | KB(K_ROLE) | KB(K_PEER) | KB(K_TAG) | KB(K_BYTES),
     [WL_OP_RECV] = K_ANY | KB(K_RECOMPUTE) | KB(K_ROLE) | KB(K_PEER) | KB(K_TAG) | KB(K_BYTES),
     [WL_OP_MARKER] = K_ANY | KB(K_MARK) | KB(K_VALUE),
+    [WL_OP_COPY] = K_ANY | KB(K_DIR) | KB(K_BYTES),
 };
 
 static int kind_from_name(const char *s)
@@ -305,6 +308,17 @@ static int rd_op_compute(rd *r, const st_jpath *at, const cJSON *const *s, wl_op
     if (yes)
       op->flags |= WL_OPF_CAUSAL;
   }
+  if (s[K_HOST]) {
+    if (st_jrd_bool(&r->j, at, s[K_HOST], &yes))
+      return ST_EINPUT;
+    if (yes)
+      op->flags |= WL_OPF_HOST;
+  }
+  if ((op->flags & WL_OPF_HOST) && !s[K_DURATION] &&
+      !(op->sub == WL_CLASS_OPTIMIZER && op->flops > 0))
+    return st_jrd_fail(&r->j, at,
+                       "a host op needs 'duration_s', or class 'optimizer' with 'flops' (priced "
+                       "at the platform's host Adam rate)");
   if (!s[K_DURATION] && !(op->flops > 0) && !(op->bytes > 0))
     return st_jrd_fail(&r->j, at,
                        "a compute op needs 'duration_s', or 'flops'/'bytes' for the "
@@ -440,8 +454,8 @@ static int rd_op(rd *r, const st_jpath *at, const cJSON *obj, wl_program *p, siz
     return ST_EINPUT;
   int kind = kind_from_name(ks);
   if (kind < 0)
-    return st_jrd_fail(&r->j, at, "'op' is '%s', expected one of compute, coll, send, recv, marker",
-                       ks);
+    return st_jrd_fail(&r->j, at,
+                       "'op' is '%s', expected one of compute, coll, send, recv, marker, copy", ks);
   uint32_t allowed = op_kind_keys[kind];
   for (int k = 0; k < K_COUNT; k++)
     if (s[k] && !(allowed & KB(k)))
@@ -501,6 +515,14 @@ static int rd_op(rd *r, const st_jpath *at, const cJSON *obj, wl_program *p, siz
         return ST_EINPUT;
       op.tag = (int32_t)v;
     }
+    break;
+  case WL_OP_COPY:
+    if (!s[K_DIR])
+      return st_jrd_missing(&r->j, at, "dir");
+    if (st_jrd_enum(&r->j, at, s[K_DIR], wl_copy_dir_from_name, wl_copy_dir_name,
+                    WL_COPY_DIR_COUNT, &e))
+      return ST_EINPUT;
+    op.sub = (uint8_t)e;
     break;
   }
 

@@ -198,6 +198,11 @@ static void w_op_compute(wr *w, const wl_op *o)
     w_key(w, "causal");
     w_str(w, "true");
   }
+  if (o->flags & WL_OPF_HOST) {
+    w_sep(w);
+    w_key(w, "host");
+    w_str(w, "true");
+  }
 }
 
 /* The keys of a collective, send or receive after those every op has. */
@@ -289,8 +294,18 @@ static void w_op(wr *w, const wl_workload *wl, int pi, size_t oi, const unsigned
     w_key(w, "value");
     w_long(w, o->tag);
     break;
+  case WL_OP_COPY:
+    w_sep(w);
+    w_key(w, "dir");
+    w_quoted(w, wl_copy_dir_name(o->sub));
+    if (!same_bits(o->bytes, 0)) {
+      w_sep(w);
+      w_key(w, "bytes");
+      w_double(w, o->bytes);
+    }
+    break;
   }
-  if (kind != WL_OP_MARKER && (o->flags & WL_OPF_RECOMPUTE)) {
+  if (kind != WL_OP_MARKER && kind != WL_OP_COPY && (o->flags & WL_OPF_RECOMPUTE)) {
     w_sep(w);
     w_key(w, "recompute");
     w_str(w, "true");

@@ -65,14 +65,14 @@ enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
-  K_DP_MB, K_BALANCE, K_COUNT
+  K_DP_MB, K_BALANCE, K_OFFLOAD, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
     "sp",    "mbs",       "gbs",      "zero",  "recompute",  "schedule",
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
-    "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance"};
+    "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -140,7 +140,7 @@ static int lookup_key(const char *name)
 void wl_layout_request_init(wl_layout *l)
 {
   memset(l, 0, sizeof *l);
-  l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = -1;
+  l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = l->offload = -1;
 }
 
 /* An integer key's value, checked, into the request. */
@@ -168,6 +168,49 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_ACCOUNT_LOSS: l->account_loss = v; break;
   default: break;
   }
+}
+
+/* The keys whose values are names, from their text in sv. */
+static int named_values(wl_layout *l, char sv[][32], const char *spec, st_err *err)
+{
+#define ERR(...)                                                                         \
+  do {                                                                                   \
+    st_err_set(err, ST_EINPUT, __VA_ARGS__);                                             \
+    return st_err_prefix(err, "layout '%s': ", spec);                                    \
+  } while (0)
+  if (sv[K_SCHEDULE][0]) {
+    l->schedule = lookup(schedule_names, WL_SCHED_COUNT, sv[K_SCHEDULE]);
+    if (l->schedule < 0)
+      ERR("key 'schedule' value '%s' is unknown (known: 1f1b, gpipe, interleaved)",
+          sv[K_SCHEDULE]);
+  }
+  if (sv[K_DP_IMPL][0]) {
+    l->dp_impl = lookup(dp_impl_names, WL_DP_IMPL_COUNT, sv[K_DP_IMPL]);
+    if (l->dp_impl < 0)
+      ERR("key 'dp_impl' value '%s' is unknown (known: megatron, fsdp, fsdp2, deepspeed)",
+          sv[K_DP_IMPL]);
+  }
+  if (sv[K_OFFLOAD][0] && (l->offload = wl__offload_from_name(sv[K_OFFLOAD])) < 0)
+    ERR("key 'offload' value '%s' is unknown (known: none, optimizer, params, both)",
+        sv[K_OFFLOAD]);
+  if (sv[K_RECOMPUTE][0]) {
+    l->recompute = lookup(recompute_names, WL_RECOMPUTE_COUNT, sv[K_RECOMPUTE]);
+    if (l->recompute < 0)
+      ERR("key 'recompute' value '%s' is unknown (known: none, selective, full)", sv[K_RECOMPUTE]);
+  }
+  if (sv[K_DTYPE][0]) {
+    l->dtype = wl_dtype_from_name(sv[K_DTYPE]);
+    if (l->dtype != WL_DTYPE_BF16 && l->dtype != WL_DTYPE_FP16 && l->dtype != WL_DTYPE_FP8)
+      ERR("key 'dtype' value '%s' is unknown (known: bf16, fp16, fp8)", sv[K_DTYPE]);
+  }
+  if (sv[K_GRAD_DTYPE][0]) {
+    l->grad_dtype = wl_dtype_from_name(sv[K_GRAD_DTYPE]);
+    if (l->grad_dtype != WL_DTYPE_FP32 && l->grad_dtype != WL_DTYPE_BF16 &&
+        l->grad_dtype != WL_DTYPE_FP16)
+      ERR("key 'grad_dtype' value '%s' is unknown (known: fp32, bf16, fp16)", sv[K_GRAD_DTYPE]);
+  }
+#undef ERR
+  return ST_OK;
 }
 
 int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout *out, st_err *err)
@@ -239,7 +282,8 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       ERR("key '%s' is given twice", key_names[k]);
     given[k] = 1;
     long iv = 0;
-    if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE || k == K_DP_IMPL) {
+    if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE ||
+        k == K_DP_IMPL || k == K_OFFLOAD) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
       continue;
     }
@@ -253,9 +297,12 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       continue;
     }
     if (k == K_BALANCE) {
-      if (strcmp(val, "compute") && strcmp(val, "none"))
-        ERR("key 'balance' value '%s' is unknown (known: compute, none)", val);
-      l.balance = !strcmp(val, "compute");
+      l.balance = !strcmp(val, "compute") ? WL_BALANCE_COMPUTE
+                  : !strcmp(val, "time")  ? WL_BALANCE_TIME
+                  : !strcmp(val, "none")  ? WL_BALANCE_NONE
+                                          : -1;
+      if (l.balance < 0)
+        ERR("key 'balance' value '%s' is unknown (known: compute, time, none)", val);
       continue;
     }
     if (k == K_PP_LAYOUT) {
@@ -290,34 +337,8 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     int v = (int)iv;
     set_int_key(&l, k, v);
   }
-  if (sv[K_SCHEDULE][0]) {
-    l.schedule = lookup(schedule_names, WL_SCHED_COUNT, sv[K_SCHEDULE]);
-    if (l.schedule < 0)
-      ERR("key 'schedule' value '%s' is unknown (known: 1f1b, gpipe, interleaved)",
-          sv[K_SCHEDULE]);
-  }
-  if (sv[K_DP_IMPL][0]) {
-    l.dp_impl = lookup(dp_impl_names, WL_DP_IMPL_COUNT, sv[K_DP_IMPL]);
-    if (l.dp_impl < 0)
-      ERR("key 'dp_impl' value '%s' is unknown (known: megatron, fsdp, fsdp2, deepspeed)",
-          sv[K_DP_IMPL]);
-  }
-  if (sv[K_RECOMPUTE][0]) {
-    l.recompute = lookup(recompute_names, WL_RECOMPUTE_COUNT, sv[K_RECOMPUTE]);
-    if (l.recompute < 0)
-      ERR("key 'recompute' value '%s' is unknown (known: none, selective, full)", sv[K_RECOMPUTE]);
-  }
-  if (sv[K_DTYPE][0]) {
-    l.dtype = wl_dtype_from_name(sv[K_DTYPE]);
-    if (l.dtype != WL_DTYPE_BF16 && l.dtype != WL_DTYPE_FP16 && l.dtype != WL_DTYPE_FP8)
-      ERR("key 'dtype' value '%s' is unknown (known: bf16, fp16, fp8)", sv[K_DTYPE]);
-  }
-  if (sv[K_GRAD_DTYPE][0]) {
-    l.grad_dtype = wl_dtype_from_name(sv[K_GRAD_DTYPE]);
-    if (l.grad_dtype != WL_DTYPE_FP32 && l.grad_dtype != WL_DTYPE_BF16 &&
-        l.grad_dtype != WL_DTYPE_FP16)
-      ERR("key 'grad_dtype' value '%s' is unknown (known: fp32, bf16, fp16)", sv[K_GRAD_DTYPE]);
-  }
+  if (named_values(&l, sv, spec, err))
+    return ST_EINPUT;
 #undef ERR
   int rc = wl_layout_resolve(&l, num_gpus, m, spec, err);
   if (rc == ST_OK)
@@ -325,221 +346,10 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
   return rc;
 }
 
-/* ---- Megatron-core's pipeline_model_parallel_layout strings ---------------------------- */
-/* The grammar of PipelineParallelLayerLayout.parse_str_to_list
- * (megatron/core/transformer/pipeline_parallel_layer_layout.py): '(...)*N'
- * groups are unrolled first (one level: the regex takes no ')' inside), then
- * 'x*N' repeats one character; '|' separates stages; E embedding,
- * t transformer layer, L loss, m multi-token prediction (not modelled here).
- * Positions in messages are 1-based, in the string as given (commas dropped). */
-typedef struct pp_str {
-  char *c;
-  int *pos; /* position in the given string of each character */
-  size_t n, cap;
-} pp_str;
-
-#define PP_EXPAND_MAX 1000000
-
-static int pp_push(pp_str *s, char c, int pos)
-{
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? 2 * s->cap : 256;
-    if (cap > PP_EXPAND_MAX)
-      cap = PP_EXPAND_MAX;
-    if (s->n >= cap)
-      return -1;
-    char *nc = realloc(s->c, cap);
-    if (!nc)
-      return -2;
-    s->c = nc;
-    int *np = realloc(s->pos, cap * sizeof *np);
-    if (!np)
-      return -2;
-    s->pos = np;
-    s->cap = cap;
-  }
-  s->c[s->n] = c;
-  s->pos[s->n++] = pos;
-  return 0;
-}
-
-/* A repetition count after '*' at src[*i]; returns -1 when there is none. */
-static long pp_count(const char *src, size_t len, size_t *i)
-{
-  size_t j = *i;
-  if (j >= len || src[j] != '*' || j + 1 >= len || !isdigit((unsigned char)src[j + 1]))
-    return -1;
-  long v = 0;
-  for (j++; j < len && isdigit((unsigned char)src[j]); j++) {
-    v = v * 10 + (src[j] - '0');
-    if (v > PP_EXPAND_MAX)
-      v = PP_EXPAND_MAX + 1;
-  }
-  *i = j;
-  return v;
-}
-
-static void pp_free(pp_str *s)
-{
-  free(s->c);
-  free(s->pos);
-  memset(s, 0, sizeof *s);
-}
-
-/* Both layout-string functions report into msg (msgn bytes), set rc and
- * leave through their 'done' label. */
-#define PPERR(...)                                                                       \
-  do {                                                                                   \
-    snprintf(msg, msgn, __VA_ARGS__);                                                    \
-    rc = -1;                                                                             \
-    goto done;                                                                           \
-  } while (0)
-
-/* Expand the layout string s into one character per layer or boundary.
- * Returns 0, or fills msg with what is wrong (and returns -1; -2 out of memory). */
-static int pp_expand(const char *s, pp_str *out, char *msg, size_t msgn)
-{
-  size_t len = strlen(s);
-  pp_str a = {0};
-  int rc = 0;
-#define PUSH(s_, c_, p_)                                                                 \
-  do {                                                                                   \
-    int pr_ = pp_push(s_, c_, p_);                                                       \
-    if (pr_ == -2) {                                                                     \
-      rc = -2;                                                                           \
-      goto done;                                                                         \
-    }                                                                                    \
-    if (pr_)                                                                             \
-      PPERR("expands to more than %d characters", PP_EXPAND_MAX);                        \
-  } while (0)
-  /* pass 1: '(...)*N' */
-  for (size_t i = 0; i < len;) {
-    if (s[i] == ')')
-      PPERR("position %zu: ')' without its '('", i + 1);
-    if (s[i] != '(') {
-      PUSH(&a, s[i], (int)i + 1);
-      i++;
-      continue;
-    }
-    size_t close = i + 1;
-    while (close < len && s[close] != ')') {
-      if (s[close] == '(')
-        PPERR("position %zu: '(' inside '(' at position %zu (groups do not nest)", close + 1,
-              i + 1);
-      close++;
-    }
-    if (close >= len)
-      PPERR("position %zu: '(' without its ')'", i + 1);
-    if (close == i + 1)
-      PPERR("position %zu: '()' repeats nothing", i + 1);
-    size_t j = close + 1;
-    long reps = pp_count(s, len, &j);
-    if (reps < 0)
-      PPERR("position %zu: ')' is not followed by a repetition count '*N'", close + 1);
-    for (long r = 0; r < reps; r++)
-      for (size_t k = i + 1; k < close; k++)
-        PUSH(&a, s[k], (int)k + 1);
-    i = j;
-  }
-  /* pass 2: 'x*N' */
-  for (size_t i = 0; i < a.n;) {
-    if (a.c[i] == '*')
-      PPERR("position %d: '*' repeats nothing", a.pos[i]);
-    if (i + 1 < a.n && a.c[i + 1] == '*') {
-      size_t j = i + 1;
-      long reps = pp_count(a.c, a.n, &j);
-      if (reps < 0)
-        PPERR("position %d: '*' is not followed by a repetition count", a.pos[i + 1]);
-      for (long r = 0; r < reps; r++)
-        PUSH(out, a.c[i], a.pos[i]);
-      i = j;
-      continue;
-    }
-    PUSH(out, a.c[i], a.pos[i]);
-    i++;
-  }
-  for (size_t i = 0; i < out->n; i++) {
-    char c = out->c[i];
-    if (c == 'm')
-      PPERR("position %d: 'm' (a multi-token-prediction layer) is not modelled", out->pos[i]);
-    if (c != 'E' && c != 't' && c != 'L' && c != '|')
-      PPERR("position %d: '%c' is not a layer (known: E embedding, t transformer layer, "
-            "L loss, | stage boundary, (...)*N and x*N repetitions)",
-            out->pos[i], c);
-  }
-done:
-#undef PUSH
-  pp_free(&a);
-  return rc;
-}
-
-/* The layers of each virtual stage from a layout string, with Megatron-core's
- * validate_layer_layout rules: exactly one E, opening the first stage (where
- * Megatron builds the embedding: pre_process on virtual stage 0), exactly
- * one L closing the last, as many t as the model has layers, pp*vpp stages
- * (the string's stage count sets vpp when vpp is not given). */
-static int pp_layout_split(wl_layout *l, const wl_model *m, int vpp_given, char *msg, size_t msgn)
-{
-  pp_str e = {0};
-  int rc = pp_expand(l->pp_layout, &e, msg, msgn);
-  if (rc)
-    goto done;
-  int nstages = 1, ts = 0, ne = 0, nl = 0;
-  for (size_t i = 0; i < e.n; i++)
-    nstages += e.c[i] == '|';
-  if (nstages % l->pp)
-    PPERR("has %d stages, not divisible by pp (%d)", nstages, l->pp);
-  if (vpp_given && nstages != l->pp * l->vpp)
-    PPERR("has %d stages, but pp*vpp = %d*%d = %d", nstages, l->pp, l->vpp, l->pp * l->vpp);
-  if (nstages > WL_MAX_VSTAGES)
-    PPERR("has %d stages, more than the %d virtual stages supported", nstages, WL_MAX_VSTAGES);
-  l->vpp = nstages / l->pp;
-  int vs = 0;
-  memset(l->vs_layers, 0, sizeof l->vs_layers);
-  for (size_t i = 0; i < e.n; i++) {
-    char c = e.c[i];
-    if (c == '|') {
-      vs++;
-      continue;
-    }
-    if (c == 't') {
-      l->vs_layers[vs]++;
-      ts++;
-    } else if (c == 'E') {
-      if (ne++)
-        PPERR("position %d: a second 'E' (the embedding is one layer)", e.pos[i]);
-      if (i != 0)
-        PPERR("position %d: 'E' must open the first stage (Megatron builds the embedding "
-              "on virtual stage 0)",
-              e.pos[i]);
-    } else if (c == 'L') {
-      if (nl++)
-        PPERR("position %d: a second 'L' (the loss is one layer)", e.pos[i]);
-      if (i != e.n - 1)
-        PPERR("position %d: 'L' must close the last stage (Megatron builds the output layer "
-              "and loss on the last virtual stage)",
-              e.pos[i]);
-    }
-  }
-  if (!ne)
-    PPERR("has no 'E' (the embedding must open the first stage)");
-  if (!nl)
-    PPERR("has no 'L' (the loss must close the last stage)");
-  if (ts != m->layers)
-    PPERR("holds %d transformer layers 't', but the model has %d", ts, m->layers);
-#undef PPERR
-done:
-  pp_free(&e);
-  return rc;
-}
-
-int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char *what,
-                      st_err *err)
-{
-  wl_layout l = *io;
-  int given_dp = l.dp > 0, given_gbs = l.gbs > 0, given_vpp = l.vpp > 0;
-  int given_bucket = l.bucket_params > 0, given_etp = l.etp > 0;
-  int given_first = l.first_stage_layers > 0, given_last = l.last_stage_layers > 0;
+/* What the request gave (before the defaults fill it in). */
+typedef struct res_given {
+  int given_dp, given_gbs, given_vpp, given_bucket, given_etp, given_first, given_last;
+} res_given;
 
 #define ERR(...)                                                                         \
   do {                                                                                   \
@@ -547,131 +357,168 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     return st_err_prefix(err, "layout '%s': ", what);                                    \
   } while (0)
 
+/* wl_layout_resolve: the sizes: defaults, dp from the GPUs, the limits. */
+static int res_sizes(wl_layout *l, int num_gpus, const wl_model *m, const res_given *gv,
+              const char *what, st_err *err)
+{
+  (void)num_gpus;
+  (void)m;
+  (void)gv;
   /* sizes not given are 1 */
-  int *one[] = {&l.tp, &l.pp, &l.cp, &l.ep, &l.vpp, &l.mbs};
+  int *one[] = {&l->tp, &l->pp, &l->cp, &l->ep, &l->vpp, &l->mbs};
   for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
     if (*one[i] < 1)
       *one[i] = 1;
-  if (l.flash < 0)
-    l.flash = 1;
-  if (l.first_stage_layers < 0 || l.last_stage_layers < 0)
+  if (l->flash < 0)
+    l->flash = 1;
+  if (l->first_stage_layers < 0 || l->last_stage_layers < 0)
     ERR("first_stage_layers/last_stage_layers must be >= 1");
-  long tpc = (long)l.tp * l.pp * l.cp;
-  if (given_dp) {
-    if (num_gpus > 0 && tpc * l.dp != num_gpus)
-      ERR("tp*pp*dp*cp = %d*%d*%d*%d = %ld, but there are %d GPUs", l.tp, l.pp, l.dp, l.cp,
-          tpc * l.dp, num_gpus);
+  long tpc = (long)l->tp * l->pp * l->cp;
+  if (gv->given_dp) {
+    if (num_gpus > 0 && tpc * l->dp != num_gpus)
+      ERR("tp*pp*dp*cp = %d*%d*%d*%d = %ld, but there are %d GPUs", l->tp, l->pp, l->dp, l->cp,
+          tpc * l->dp, num_gpus);
   } else if (num_gpus > 0) {
     if (num_gpus % tpc)
-      ERR("%d GPUs are not divisible by tp*pp*cp = %d*%d*%d = %ld", num_gpus, l.tp, l.pp, l.cp,
+      ERR("%d GPUs are not divisible by tp*pp*cp = %d*%d*%d = %ld", num_gpus, l->tp, l->pp, l->cp,
           tpc);
-    l.dp = (int)(num_gpus / tpc);
+    l->dp = (int)(num_gpus / tpc);
   } else {
-    l.dp = 1;
+    l->dp = 1;
   }
-  if (tpc * l.dp > 100000000L)
-    ERR("tp*pp*dp*cp = %ld GPUs is too many", tpc * l.dp);
-  l.num_gpus = (int)(tpc * l.dp);
-  if (l.pp > WL_MAX_STAGES)
-    ERR("pp %d exceeds the %d pipeline stages supported", l.pp, WL_MAX_STAGES);
+  if (tpc * l->dp > 100000000L)
+    ERR("tp*pp*dp*cp = %ld GPUs is too many", tpc * l->dp);
+  l->num_gpus = (int)(tpc * l->dp);
+  if (l->pp > WL_MAX_STAGES)
+    ERR("pp %d exceeds the %d pipeline stages supported", l->pp, WL_MAX_STAGES);
   /* Megatron-LM: expert_tensor_parallel_size defaults to the TP size */
-  if (!given_etp)
-    l.etp = l.tp;
+  if (!gv->given_etp)
+    l->etp = l->tp;
 
+  return ST_OK;
+}
+
+/* wl_layout_resolve: the model's shape against the parallel sizes. */
+static int res_shape(wl_layout *l, int num_gpus, const wl_model *m, const res_given *gv,
+              const char *what, st_err *err)
+{
+  (void)num_gpus;
+  (void)m;
+  (void)gv;
   /* model shape against the layout */
-  if (m->heads % l.tp)
-    ERR("heads (%d) not divisible by tp (%d)", m->heads, l.tp);
-  if (!m->has_mla && m->kv_heads % l.tp)
-    ERR("kv_heads (%d) not divisible by tp (%d)", m->kv_heads, l.tp);
-  if (m->ffn_hidden % l.tp)
-    ERR("ffn_hidden (%d) not divisible by tp (%d)", m->ffn_hidden, l.tp);
-  if (m->has_moe && m->moe.expert_ffn_hidden % l.etp)
-    ERR("%s (%d) not divisible by %s (%d)", given_etp ? "moe.expert_ffn_hidden" : "ffn_hidden",
-        m->moe.expert_ffn_hidden, given_etp ? "etp" : "tp", l.etp);
+  if (m->heads % l->tp)
+    ERR("heads (%d) not divisible by tp (%d)", m->heads, l->tp);
+  if (!m->has_mla && m->kv_heads % l->tp)
+    ERR("kv_heads (%d) not divisible by tp (%d)", m->kv_heads, l->tp);
+  if (m->ffn_hidden % l->tp)
+    ERR("ffn_hidden (%d) not divisible by tp (%d)", m->ffn_hidden, l->tp);
+  if (m->has_moe && m->moe.expert_ffn_hidden % l->etp)
+    ERR("%s (%d) not divisible by %s (%d)", gv->given_etp ? "moe.expert_ffn_hidden" : "ffn_hidden",
+        m->moe.expert_ffn_hidden, gv->given_etp ? "etp" : "tp", l->etp);
 
+  return ST_OK;
+}
+
+/* wl_layout_resolve: layers per virtual stage. */
+static int res_stages(wl_layout *l, int num_gpus, const wl_model *m, const res_given *gv,
+              const char *what, st_err *err)
+{
+  (void)num_gpus;
+  (void)m;
+  (void)gv;
   /* layers per virtual stage: one of Megatron's four ways */
-  int stacking = (l.pp_layout[0] != 0) + (given_first || given_last) +
-                 (l.account_embedding || l.account_loss) + (l.stage_layers[0] != 0);
-  if (l.stage_layers[0] && stacking > 1)
+  int stacking = (l->pp_layout[0] != 0) + (gv->given_first || gv->given_last) +
+                 (l->account_embedding || l->account_loss) + (l->stage_layers[0] != 0);
+  if (l->stage_layers[0] && stacking > 1)
     ERR("stage_layers cannot be combined with pp_layout, first_stage_layers, last_stage_layers, "
         "account_embedding or account_loss (it gives every stage's layers)");
-  if (l.pp_layout[0] && stacking > 1)
+  if (l->pp_layout[0] && stacking > 1)
     ERR("pp_layout cannot be combined with first_stage_layers, last_stage_layers, "
         "account_embedding or account_loss (Megatron-core: the layout says it all)");
-  if ((given_first || given_last) && (l.account_embedding || l.account_loss))
+  if ((gv->given_first || gv->given_last) && (l->account_embedding || l->account_loss))
     ERR("first_stage_layers/last_stage_layers cannot be combined with account_embedding or "
         "account_loss (Megatron-core rejects the combination)");
-  if (l.pp_layout[0]) {
+  if (l->pp_layout[0]) {
     char msg[400];
-    int prc = pp_layout_split(&l, m, given_vpp, msg, sizeof msg);
+    int prc = wl__pp_layout_split(l, m, gv->given_vpp, msg, sizeof msg);
     if (prc == -2)
       return st_err_set(err, ST_ENOMEM, "out of memory expanding pp_layout");
     if (prc)
-      ERR("pp_layout '%s' %s", l.pp_layout, msg);
+      ERR("pp_layout '%s' %s", l->pp_layout, msg);
   }
-  if (l.vpp > 1 && l.pp == 1)
-    ERR("vpp (%d) needs pp > 1", l.vpp);
-  if ((long)l.pp * l.vpp > WL_MAX_VSTAGES)
-    ERR("pp*vpp = %d*%d = %ld virtual stages exceed the %d supported", l.pp, l.vpp,
-        (long)l.pp * l.vpp, WL_MAX_VSTAGES);
-  int nvs = l.pp * l.vpp;
-  if (l.stage_layers[0]) {
+  if (l->vpp > 1 && l->pp == 1)
+    ERR("vpp (%d) needs pp > 1", l->vpp);
+  if ((long)l->pp * l->vpp > WL_MAX_VSTAGES)
+    ERR("pp*vpp = %d*%d = %ld virtual stages exceed the %d supported", l->pp, l->vpp,
+        (long)l->pp * l->vpp, WL_MAX_VSTAGES);
+  int nvs = l->pp * l->vpp;
+  if (l->stage_layers[0]) {
     char msg[300];
-    if (wl__layout_stage_list(&l, m, msg, sizeof msg))
-      ERR("stage_layers '%s' %s", l.stage_layers, msg);
-  } else if (given_first || given_last) {
+    if (wl__layout_stage_list(l, m, msg, sizeof msg))
+      ERR("stage_layers '%s' %s", l->stage_layers, msg);
+  } else if (gv->given_first || gv->given_last) {
     /* Megatron-core get_num_layers_to_build with num_layers_in_{first,last}_pipeline_stage:
      * the stage's count covers all its virtual stages */
-    if (l.pp < 2)
-      ERR("first_stage_layers/last_stage_layers need pp > 1 (pp is %d)", l.pp);
-    int fixed = given_first + given_last;
-    int rest_stages = l.pp - fixed;
-    long rest = (long)m->layers - l.first_stage_layers - l.last_stage_layers;
+    if (l->pp < 2)
+      ERR("first_stage_layers/last_stage_layers need pp > 1 (pp is %d)", l->pp);
+    int fixed = gv->given_first + gv->given_last;
+    int rest_stages = l->pp - fixed;
+    long rest = (long)m->layers - l->first_stage_layers - l->last_stage_layers;
     if (rest < 0 || (rest_stages == 0 && rest != 0) ||
         (rest_stages > 0 && (rest % rest_stages || rest == 0)))
       ERR("layers (%d) minus first_stage_layers (%d) and last_stage_layers (%d) = %ld not "
           "divisible into the %d other stages",
-          m->layers, l.first_stage_layers, l.last_stage_layers, rest, rest_stages);
-    for (int s = 0; s < l.pp; s++) {
-      int n = s == 0 && given_first            ? l.first_stage_layers
-              : s == l.pp - 1 && given_last    ? l.last_stage_layers
+          m->layers, l->first_stage_layers, l->last_stage_layers, rest, rest_stages);
+    for (int s = 0; s < l->pp; s++) {
+      int n = s == 0 && gv->given_first            ? l->first_stage_layers
+              : s == l->pp - 1 && gv->given_last    ? l->last_stage_layers
                                                : (int)(rest / rest_stages);
-      if (n % l.vpp)
-        ERR("stage %d has %d layers, not divisible by vpp (%d)", s, n, l.vpp);
-      for (int c = 0; c < l.vpp; c++)
-        l.vs_layers[c * l.pp + s] = n / l.vpp;
+      if (n % l->vpp)
+        ERR("stage %d has %d layers, not divisible by vpp (%d)", s, n, l->vpp);
+      for (int c = 0; c < l->vpp; c++)
+        l->vs_layers[c * l->pp + s] = n / l->vpp;
     }
-  } else if (!l.pp_layout[0]) {
+  } else if (!l->pp_layout[0]) {
     /* even split; with account_for_{embedding,loss}_in_pipeline_split the
      * embedding and the loss count as one layer each and the first (last)
      * virtual stage builds one transformer layer fewer */
-    long n = (long)m->layers + l.account_embedding + l.account_loss;
+    long n = (long)m->layers + l->account_embedding + l->account_loss;
     if (n % nvs) {
-      if (l.account_embedding || l.account_loss)
+      if (l->account_embedding || l->account_loss)
         ERR("layers (%d) + embedding (%d) + loss (%d) = %ld not divisible by pp*vpp = %d*%d = "
             "%d",
-            m->layers, l.account_embedding, l.account_loss, n, l.pp, l.vpp, nvs);
+            m->layers, l->account_embedding, l->account_loss, n, l->pp, l->vpp, nvs);
       ERR("layers (%d) not divisible by pp*vpp = %d*%d = %d (first_stage_layers and "
           "last_stage_layers, account_embedding and account_loss, or pp_layout give other "
           "splits)",
-          m->layers, l.pp, l.vpp, nvs);
+          m->layers, l->pp, l->vpp, nvs);
     }
     for (int vs = 0; vs < nvs; vs++)
-      l.vs_layers[vs] = (int)(n / nvs);
-    l.vs_layers[0] -= l.account_embedding;
-    l.vs_layers[nvs - 1] -= l.account_loss;
-    if (l.vs_layers[0] < 0 || l.vs_layers[nvs - 1] < 0)
+      l->vs_layers[vs] = (int)(n / nvs);
+    l->vs_layers[0] -= l->account_embedding;
+    l->vs_layers[nvs - 1] -= l->account_loss;
+    if (l->vs_layers[0] < 0 || l->vs_layers[nvs - 1] < 0)
       ERR("layers (%d) + embedding (%d) + loss (%d) = %ld over pp*vpp = %d virtual stages "
           "leave none for the embedding or the loss to replace",
-          m->layers, l.account_embedding, l.account_loss, n, nvs);
+          m->layers, l->account_embedding, l->account_loss, n, nvs);
   }
   for (int vs = nvs; vs < WL_MAX_VSTAGES; vs++)
-    l.vs_layers[vs] = 0;
+    l->vs_layers[vs] = 0;
+  return ST_OK;
+}
+
+/* wl_layout_resolve: batch and sequence. */
+static int res_batch(wl_layout *l, int num_gpus, const wl_model *m, const res_given *gv,
+              const char *what, st_err *err)
+{
+  (void)num_gpus;
+  (void)m;
+  (void)gv;
   /* batch */
-  l.gbs = given_gbs ? l.gbs : l.mbs * l.dp;
-  if (!l.dp_microbatches[0] && l.gbs % ((long)l.mbs * l.dp))
-    ERR("gbs (%d) not divisible by mbs*dp = %d*%d = %d", l.gbs, l.mbs, l.dp, l.mbs * l.dp);
-  l.num_microbatches = l.gbs / (l.mbs * l.dp); /* dp_microbatches: set below */
+  l->gbs = gv->given_gbs ? l->gbs : l->mbs * l->dp;
+  if (!l->dp_microbatches[0] && l->gbs % ((long)l->mbs * l->dp))
+    ERR("gbs (%d) not divisible by mbs*dp = %d*%d = %d", l->gbs, l->mbs, l->dp, l->mbs * l->dp);
+  l->num_microbatches = l->gbs / (l->mbs * l->dp); /* dp_microbatches: set below */
   /* sequence */
   if (m->positions > 0 && m->seq_len > m->positions)
     ERR("seq_len (%d) exceeds the model's %d learned positions", m->seq_len, m->positions);
@@ -679,100 +526,143 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
     ERR("seq_len (%d) exceeds the model's sliding attention window (%d): windowed attention "
         "is not modelled, only sequences it covers whole",
         m->seq_len, m->sliding_window);
-  l.sp = l.tp > 1 ? l.sp : 0; /* Megatron turns SP off when tp == 1 */
-  if (l.cp > 1 && m->seq_len % (2 * l.cp))
+  l->sp = l->tp > 1 ? l->sp : 0; /* Megatron turns SP off when tp == 1 */
+  if (l->cp > 1 && m->seq_len % (2 * l->cp))
     ERR("seq_len (%d) not divisible by 2*cp = %d (context parallelism splits it into 2*cp "
         "chunks)",
-        m->seq_len, 2 * l.cp);
-  if (l.sp && (m->seq_len / l.cp) % l.tp)
+        m->seq_len, 2 * l->cp);
+  if (l->sp && (m->seq_len / l->cp) % l->tp)
     ERR("seq_len/cp = %d/%d = %d not divisible by tp (%d) for sequence parallelism",
-        m->seq_len, l.cp, m->seq_len / l.cp, l.tp);
+        m->seq_len, l->cp, m->seq_len / l->cp, l->tp);
   /* Megatron-LM asserts sequence_parallel under --tp-comm-overlap (and turns
    * SP off when tp == 1) */
-  if (l.tp_overlap && !l.sp)
+  if (l->tp_overlap && !l->sp)
     ERR("tp_overlap=1 needs sp=1 and tp > 1 (Megatron-LM's --tp-comm-overlap overlaps the "
         "sequence-parallel all-gathers and reduce-scatters); sp is %d, tp is %d",
-        l.sp, l.tp);
+        l->sp, l->tp);
+  return ST_OK;
+}
+
+/* wl_layout_resolve: the expert groups. */
+static int res_experts(wl_layout *l, int num_gpus, const wl_model *m, const res_given *gv,
+              const char *what, st_err *err)
+{
+  (void)num_gpus;
+  (void)m;
+  (void)gv;
   /* experts: Megatron-core's MoE parallel folding (initialize_model_parallel):
    * the expert grid of a stage is etp x ep x edp over its tp x cp x dp ranks */
-  if (l.ep > 1 && !m->has_moe)
-    ERR("ep (%d) needs a model with 'moe'", l.ep);
-  if (given_etp && !m->has_moe)
-    ERR("etp (%d) needs a model with 'moe'", l.etp);
-  long dense = (long)l.tp * l.cp * l.dp, grid = (long)l.etp * l.ep;
+  if (l->ep > 1 && !m->has_moe)
+    ERR("ep (%d) needs a model with 'moe'", l->ep);
+  if (gv->given_etp && !m->has_moe)
+    ERR("etp (%d) needs a model with 'moe'", l->etp);
+  long dense = (long)l->tp * l->cp * l->dp, grid = (long)l->etp * l->ep;
   if (dense % grid)
     ERR("etp*ep = %d*%d = %ld does not divide tp*cp*dp = %d*%d*%d = %ld (the expert-parallel "
         "group is drawn from the TP x CP x DP ranks of a stage)",
-        l.etp, l.ep, grid, l.tp, l.cp, l.dp, dense);
-  l.edp = (int)(dense / grid);
-  if (m->has_moe && m->moe.experts % l.ep)
-    ERR("moe.experts (%d) not divisible by ep (%d)", m->moe.experts, l.ep);
-  if (m->has_moe && l.tp > 1 && !l.sp)
-    ERR("a MoE model with tp (%d) > 1 needs sp=1 (as Megatron-LM requires)", l.tp);
+        l->etp, l->ep, grid, l->tp, l->cp, l->dp, dense);
+  l->edp = (int)(dense / grid);
+  if (m->has_moe && m->moe.experts % l->ep)
+    ERR("moe.experts (%d) not divisible by ep (%d)", m->moe.experts, l->ep);
+  if (m->has_moe && l->tp > 1 && !l->sp)
+    ERR("a MoE model with tp (%d) > 1 needs sp=1 (as Megatron-LM requires)", l->tp);
+  return ST_OK;
+}
+
+/* wl_layout_resolve: the pipeline schedule. */
+static int res_schedule(wl_layout *l, int num_gpus, const wl_model *m, const res_given *gv,
+              const char *what, st_err *err)
+{
+  (void)num_gpus;
+  (void)m;
+  (void)gv;
   /* schedule */
-  if (l.schedule < 0)
-    l.schedule = l.vpp > 1 ? WL_SCHED_INTERLEAVED : WL_SCHED_1F1B;
-  if (l.schedule == WL_SCHED_INTERLEAVED && l.vpp < 2)
-    ERR("schedule 'interleaved' needs vpp > 1 (vpp is %d)", l.vpp);
-  if (l.schedule != WL_SCHED_INTERLEAVED && l.vpp > 1)
-    ERR("vpp (%d) needs schedule 'interleaved' (schedule is '%s')", l.vpp,
-        schedule_names[l.schedule]);
-  if (l.dp_microbatches[0]) {
+  if (l->schedule < 0)
+    l->schedule = l->vpp > 1 ? WL_SCHED_INTERLEAVED : WL_SCHED_1F1B;
+  if (l->schedule == WL_SCHED_INTERLEAVED && l->vpp < 2)
+    ERR("schedule 'interleaved' needs vpp > 1 (vpp is %d)", l->vpp);
+  if (l->schedule != WL_SCHED_INTERLEAVED && l->vpp > 1)
+    ERR("vpp (%d) needs schedule 'interleaved' (schedule is '%s')", l->vpp,
+        schedule_names[l->schedule]);
+  if (l->dp_microbatches[0]) {
     char msg[300];
-    if (wl__layout_dp_list(&l, msg, sizeof msg))
-      ERR("dp_microbatches '%s' %s", l.dp_microbatches, msg);
+    if (wl__layout_dp_list(l, msg, sizeof msg))
+      ERR("dp_microbatches '%s' %s", l->dp_microbatches, msg);
   }
-  if (l.schedule == WL_SCHED_INTERLEAVED && l.num_microbatches % l.pp)
+  if (l->schedule == WL_SCHED_INTERLEAVED && l->num_microbatches % l->pp)
     ERR("schedule 'interleaved': micro-batches gbs/(mbs*dp) = %d not divisible by pp (%d)",
-        l.num_microbatches, l.pp);
+        l->num_microbatches, l->pp);
+  return ST_OK;
+}
+
+/* wl_layout_resolve: recomputation, precision, data parallelism and offload. */
+static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const res_given *gv,
+              const char *what, st_err *err)
+{
+  (void)num_gpus;
+  (void)m;
+  (void)gv;
   /* recomputation and precision */
-  if (l.recompute < 0)
-    l.recompute = WL_RECOMPUTE_NONE;
-  if (l.dtype < 0)
-    l.dtype = WL_DTYPE_BF16;
+  if (l->recompute < 0)
+    l->recompute = WL_RECOMPUTE_NONE;
+  if (l->dtype < 0)
+    l->dtype = WL_DTYPE_BF16;
   /* Megatron accumulates and all-reduces bf16 gradients in fp32; fp16 in fp16.
    * FSDP1 (MixedPrecision.reduce_dtype None: param_dtype), FSDP2
    * (MixedPrecisionPolicy.reduce_dtype None: param_dtype) and DeepSpeed
    * (engine.communication_data_type: the fp16/bf16 model dtype) reduce in
    * the model dtype. */
-  if (l.dp_impl < 0)
-    l.dp_impl = WL_DP_MEGATRON;
-  if (l.grad_dtype < 0 && l.dp_impl != WL_DP_MEGATRON)
-    l.grad_dtype = l.dtype == WL_DTYPE_FP8 ? WL_DTYPE_BF16 : l.dtype;
-  if (l.grad_dtype < 0)
-    l.grad_dtype = l.dtype == WL_DTYPE_FP16 ? WL_DTYPE_FP16 : WL_DTYPE_FP32;
+  if (l->dp_impl < 0)
+    l->dp_impl = WL_DP_MEGATRON;
+  if (l->grad_dtype < 0 && l->dp_impl != WL_DP_MEGATRON)
+    l->grad_dtype = l->dtype == WL_DTYPE_FP8 ? WL_DTYPE_BF16 : l->dtype;
+  if (l->grad_dtype < 0)
+    l->grad_dtype = l->dtype == WL_DTYPE_FP16 ? WL_DTYPE_FP16 : WL_DTYPE_FP32;
   /* data parallelism */
-  if (l.zero == 3 && l.pp > 1)
+  if (l->zero == 3 && l->pp > 1)
     ERR("zero=3 (FSDP) with pp (%d) > 1 is not supported (DeepSpeed and PyTorch FSDP do not "
         "combine it with pipeline schedules)",
-        l.pp);
+        l->pp);
   /* PyTorch FSDP1 FULL_SHARD, fully_shard and DeepSpeed stage 3 shard the
    * parameters; their other strategies (SHARD_GRAD_OP, NO_SHARD,
    * reshard_after_forward=False, DeepSpeed stages 1-2) are not modelled, and
    * Megatron's overlap and bucket keys are not theirs */
-  if (l.dp_impl != WL_DP_MEGATRON && l.zero != 3)
+  if (l->dp_impl != WL_DP_MEGATRON && l->zero != 3)
     ERR("dp_impl=%s needs zero=3 (%s); zero is %d (its other sharding strategies are not "
         "modelled: use dp_impl=megatron)",
-        dp_impl_names[l.dp_impl],
-        l.dp_impl == WL_DP_DEEPSPEED ? "ZeRO stage 3" : "parameters, gradients and optimizer "
+        dp_impl_names[l->dp_impl],
+        l->dp_impl == WL_DP_DEEPSPEED ? "ZeRO stage 3" : "parameters, gradients and optimizer "
                                                          "state sharded, FULL_SHARD",
-        l.zero);
-  if (l.dp_impl != WL_DP_MEGATRON && (l.overlap_grad_reduce || given_bucket))
+        l->zero);
+  if (l->dp_impl != WL_DP_MEGATRON && (l->overlap_grad_reduce || gv->given_bucket))
     ERR("dp_impl=%s: overlap_grad_reduce and bucket are Megatron-LM's keys (%s overlaps and "
         "buckets its own way, docs/workloads.md)",
-        dp_impl_names[l.dp_impl], dp_impl_names[l.dp_impl]);
-  if (l.overlap_param_gather && (l.zero == 0 || l.zero == 3))
+        dp_impl_names[l->dp_impl], dp_impl_names[l->dp_impl]);
+  if (l->overlap_param_gather && (l->zero == 0 || l->zero == 3))
     ERR("overlap_param_gather=1 needs zero=1 or zero=2 (the distributed optimizer); zero is %d",
-        l.zero);
-  if (given_bucket && (!l.overlap_grad_reduce || l.zero == 3))
+        l->zero);
+  if (gv->given_bucket && (!l->overlap_grad_reduce || l->zero == 3))
     ERR("bucket has no effect without overlap_grad_reduce=1 and zero < 3 (the whole gradient "
         "buffer is reduced at once)");
-  if (!given_bucket && l.overlap_grad_reduce && l.zero < 3) {
+  char omsg[400];
+  if (wl__offload_resolve(l, omsg, sizeof omsg))
+    ERR("%s", omsg);
+  if (!gv->given_bucket && l->overlap_grad_reduce && l->zero < 3) {
     /* Megatron DistributedDataParallel: max(40M, 1M x data-parallel size) parameters */
-    double d = (double)l.dp * l.cp;
-    l.bucket_params = fmax(4e7, 1e6 * d);
+    double d = (double)l->dp * l->cp;
+    l->bucket_params = fmax(4e7, 1e6 * d);
   }
 
+  return ST_OK;
+}
+
+/* wl_layout_resolve: the canonical spec. */
+static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_given *gv,
+              const char *what, st_err *err)
+{
+  (void)num_gpus;
+  (void)m;
+  (void)gv;
   /* the canonical spec; keys added after the first version appear only when
    * they differ from their defaults, so older layouts keep their spec */
   st_buf b;
@@ -781,42 +671,60 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
                 "tp=%d,pp=%d,dp=%d,cp=%d,ep=%d,vpp=%d,sp=%d,mbs=%d,gbs=%d,zero=%d,"
                 "recompute=%s,schedule=%s,dtype=%s,grad_dtype=%s,overlap_grad_reduce=%d,"
                 "overlap_param_gather=%d,flash=%d",
-                l.tp, l.pp, l.dp, l.cp, l.ep, l.vpp, l.sp, l.mbs, l.gbs, l.zero,
-                recompute_names[l.recompute], schedule_names[l.schedule],
-                wl_dtype_name(l.dtype), wl_dtype_name(l.grad_dtype), l.overlap_grad_reduce,
-                l.overlap_param_gather, l.flash);
-  if (l.bucket_params > 0)
-    st_buf_printf(&b, ",bucket=%.0f", l.bucket_params);
-  if (l.first_stage_layers)
-    st_buf_printf(&b, ",first_stage_layers=%d", l.first_stage_layers);
-  if (l.last_stage_layers)
-    st_buf_printf(&b, ",last_stage_layers=%d", l.last_stage_layers);
-  if (l.tp_overlap)
+                l->tp, l->pp, l->dp, l->cp, l->ep, l->vpp, l->sp, l->mbs, l->gbs, l->zero,
+                recompute_names[l->recompute], schedule_names[l->schedule],
+                wl_dtype_name(l->dtype), wl_dtype_name(l->grad_dtype), l->overlap_grad_reduce,
+                l->overlap_param_gather, l->flash);
+  if (l->bucket_params > 0)
+    st_buf_printf(&b, ",bucket=%.0f", l->bucket_params);
+  if (l->first_stage_layers)
+    st_buf_printf(&b, ",first_stage_layers=%d", l->first_stage_layers);
+  if (l->last_stage_layers)
+    st_buf_printf(&b, ",last_stage_layers=%d", l->last_stage_layers);
+  if (l->tp_overlap)
     st_buf_printf(&b, ",tp_overlap=1");
-  if (l.etp != l.tp)
-    st_buf_printf(&b, ",etp=%d", l.etp);
-  if (l.account_embedding)
+  if (l->etp != l->tp)
+    st_buf_printf(&b, ",etp=%d", l->etp);
+  if (l->account_embedding)
     st_buf_printf(&b, ",account_embedding=1");
-  if (l.account_loss)
+  if (l->account_loss)
     st_buf_printf(&b, ",account_loss=1");
-  if (l.pp_layout[0])
-    st_buf_printf(&b, ",pp_layout=%s", l.pp_layout);
-  if (l.dp_impl != WL_DP_MEGATRON)
-    st_buf_printf(&b, ",dp_impl=%s", dp_impl_names[l.dp_impl]);
-  if (l.stage_layers[0])
-    st_buf_printf(&b, ",stage_layers=%s", l.stage_layers);
-  if (l.dp_microbatches[0])
-    st_buf_printf(&b, ",dp_microbatches=%s", l.dp_microbatches);
-  if (l.balance)
-    st_buf_printf(&b, ",balance=compute");
-  if (!b.data || b.len >= sizeof l.spec) {
+  if (l->pp_layout[0])
+    st_buf_printf(&b, ",pp_layout=%s", l->pp_layout);
+  if (l->dp_impl != WL_DP_MEGATRON)
+    st_buf_printf(&b, ",dp_impl=%s", dp_impl_names[l->dp_impl]);
+  if (l->stage_layers[0])
+    st_buf_printf(&b, ",stage_layers=%s", l->stage_layers);
+  if (l->dp_microbatches[0])
+    st_buf_printf(&b, ",dp_microbatches=%s", l->dp_microbatches);
+  if (l->offload)
+    st_buf_printf(&b, ",offload=%s", wl_offload_name(l->offload));
+  if (l->balance)
+    st_buf_printf(&b, ",balance=%s", l->balance == WL_BALANCE_TIME ? "time" : "compute");
+  if (!b.data || b.len >= sizeof l->spec) {
     st_buf_release(&b);
-    ERR("the canonical spec is longer than %zu characters", sizeof l.spec - 1);
+    ERR("the canonical spec is longer than %zu characters", sizeof l->spec - 1);
   }
-  memcpy(l.spec, b.data, b.len + 1);
+  memcpy(l->spec, b.data, b.len + 1);
   st_buf_release(&b);
-  *io = l;
+  return ST_OK;
+}
 #undef ERR
+
+int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char *what,
+                      st_err *err)
+{
+  wl_layout l = *io;
+  res_given gv = {l.dp > 0, l.gbs > 0, l.vpp > 0, l.bucket_params > 0, l.etp > 0,
+                  l.first_stage_layers > 0, l.last_stage_layers > 0};
+  int (*const steps[])(wl_layout *, int, const wl_model *, const res_given *, const char *,
+                       st_err *) = {res_sizes, res_shape, res_stages, res_batch, res_experts, res_schedule, res_precision_dp, res_spec};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    int rc = steps[i](&l, num_gpus, m, &gv, what, err);
+    if (rc)
+      return rc;
+  }
+  *io = l;
   return ST_OK;
 }
 

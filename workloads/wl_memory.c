@@ -20,6 +20,10 @@
  * expert model parallel groups) and their optimizer state over the expert
  * data-parallel group (tp cp dp / (etp ep) ranks); the embedding sits on the
  * first stage and the output layer on the last, whatever the split.
+ *
+ * With host-memory offload (wl_offload.c) the optimizer state, the sharded
+ * gradients and (offload=params) the parameter shard leave the GPU and are
+ * counted as the rank's host_bytes instead.
  */
 #include <math.h>
 #include <string.h>
@@ -187,6 +191,7 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
       st->other_bytes += fmin(kept + zp, 1e9) * pb + root + 5e8 * gb;
     } else if (l->zero == 3) /* two gathered layers in flight, and the root unit */
       st->other_bytes += 2 * z3_layer + root;
+    wl__offload_memory(l, dshard + xshard, st);
     st->peak_bytes = st->weights_bytes + st->grads_bytes + st->optimizer_bytes +
                      st->activations_bytes + st->other_bytes;
     if (st->peak_bytes > out->peak_bytes) {

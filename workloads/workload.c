@@ -7,7 +7,8 @@
 
 /* ---- name tables ---------------------------------------------------------- */
 static const char *const kind_names[WL_OP_KIND_COUNT] = {"compute", "coll", "send", "recv",
-                                                         "marker"};
+                                                         "marker",  "copy"};
+static const char *const copy_dir_names[WL_COPY_DIR_COUNT] = {"d2h", "h2d"};
 static const char *const coll_names[WL_COLL_COUNT] = {
     "allreduce", "allgather", "reducescatter", "broadcast",
     "reduce",    "alltoall",  "barrier",       "shift"};
@@ -40,6 +41,8 @@ const char *wl_marker_name(int k) { return NAME_OF(marker_names, WL_MARK_COUNT, 
 const char *wl_phase_name(int p) { return NAME_OF(phase_names, WL_PHASE_COUNT, p); }
 const char *wl_comm_kind_name(int k) { return NAME_OF(comm_kind_names, WL_COMM_KIND_COUNT, k); }
 const char *wl_dtype_name(int d) { return NAME_OF(dtype_names, WL_DTYPE_COUNT, d); }
+const char *wl_copy_dir_name(int d) { return NAME_OF(copy_dir_names, WL_COPY_DIR_COUNT, d); }
+int wl_copy_dir_from_name(const char *s) { return lookup(copy_dir_names, WL_COPY_DIR_COUNT, s); }
 
 int wl_coll_from_name(const char *name)
 {
@@ -329,6 +332,29 @@ wl_op wl_op_marker(int stream, int marker_kind, int value)
   return op;
 }
 
+wl_op wl_op_copy(int stream, int dir, double bytes)
+{
+  wl_op op = op_blank(stream);
+  op.kind = WL_OP_COPY;
+  op.sub = (uint8_t)dir;
+  op.bytes = bytes;
+  return op;
+}
+
+int wl_workload_host_use(const wl_workload *wl)
+{
+  int use = 0;
+  for (int p = 0; p < wl->num_programs; p++)
+    for (size_t i = 0; i < wl->programs[p].num_ops; i++) {
+      const wl_op *o = &wl->programs[p].ops[i];
+      if (o->kind == WL_OP_COPY)
+        use |= WL_HOST_COPIES;
+      else if (o->kind == WL_OP_COMPUTE && (o->flags & WL_OPF_HOST))
+        use |= WL_HOST_COMPUTE;
+    }
+  return use;
+}
+
 void wl_rank_set(wl_workload *wl, int rank, int program) { wl->rank_program[rank] = program; }
 
 void wl_rank_set_comm(wl_workload *wl, int rank, int role, int comm)
@@ -401,6 +427,14 @@ static int check_program(const wl_workload *wl, int pi, st_err *err)
       if (o->m < 0 || o->n < 0 || o->k < 0 || o->batch < 1)
         BAD("GEMM shape m=%d n=%d k=%d batch=%d (need m, n, k >= 0 and batch >= 1)", o->m, o->n,
             o->k, o->batch);
+      if ((o->flags & WL_OPF_HOST) && o->duration_s < 0 &&
+          !(o->sub == WL_CLASS_OPTIMIZER && o->flops > 0))
+        BAD("a host op needs a duration, or class optimizer with flops (priced at the "
+            "platform's host Adam rate)");
+      break;
+    case WL_OP_COPY:
+      if (o->sub >= WL_COPY_DIR_COUNT)
+        BAD("copy direction %d is unknown", o->sub);
       break;
     case WL_OP_COLL:
       if (o->sub >= WL_COLL_COUNT)

@@ -46,8 +46,16 @@ typedef enum wl_op_kind {
   WL_OP_SEND = 2,
   WL_OP_RECV = 3,
   WL_OP_MARKER = 4,
+  WL_OP_COPY = 5, /* between the GPU's memory and its node's host memory (offload) */
   WL_OP_KIND_COUNT
 } wl_op_kind;
+
+/* Direction of a copy op (its sub). */
+typedef enum wl_copy_dir {
+  WL_COPY_D2H = 0, /* device to host: the GPU's link to host memory, up */
+  WL_COPY_H2D,     /* host to device */
+  WL_COPY_DIR_COUNT
+} wl_copy_dir;
 
 typedef enum wl_coll_op {
   WL_COLL_ALLREDUCE = 0,
@@ -113,7 +121,8 @@ typedef enum wl_dtype {
 
 typedef struct wl_op {
   uint8_t kind;      /* wl_op_kind */
-  uint8_t sub;       /* COLL: wl_coll_op; COMPUTE: wl_op_class; MARKER: wl_marker_kind */
+  uint8_t sub;       /* COLL: wl_coll_op; COMPUTE: wl_op_class; MARKER: wl_marker_kind;
+                        COPY: wl_copy_dir */
   uint8_t phase;     /* wl_phase the op belongs to (for breakdowns) */
   uint8_t dtype;     /* COMPUTE: wl_dtype of the math */
   uint16_t stream;   /* stream index in the program */
@@ -133,7 +142,8 @@ typedef struct wl_op {
                          all of them.  0 or 1: alone */
   double duration_s; /* COMPUTE: given duration in seconds, or < 0 for the compute model */
   double flops;      /* COMPUTE: floating-point operations */
-  double bytes;      /* COMPUTE: HBM bytes moved; COLL/SEND/RECV: message bytes (see top) */
+  double bytes;      /* COMPUTE: HBM bytes moved (host ops: host memory bytes); COLL/SEND/RECV:
+                        message bytes (see top); COPY: bytes copied */
   int32_t m, n, k;   /* GEMM: shape (per batch element); 0 otherwise */
   int32_t batch;     /* GEMM: batch count (>= 1) */
 } wl_op;
@@ -143,7 +153,14 @@ enum {
   WL_OPF_RECOMPUTE = 1u << 1, /* COMPUTE: re-run of forward for activation recomputation */
   WL_OPF_CAUSAL = 1u << 2,    /* COMPUTE (attention): causal mask; flops count only the
                                  unmasked half */
+  WL_OPF_HOST = 1u << 3,      /* COMPUTE: runs on the node's CPUs, not the GPU (an optimizer
+                                 step offloaded to the host); priced by the platform's host
+                                 rate unless it has a duration */
 };
+
+/* FLOPs an Adam step counts per parameter (the generator's optimizer ops):
+ * a host optimizer op's parameters are its flops / this. */
+#define WL_ADAM_FLOPS_PER_PARAM 12.0
 
 typedef struct wl_program {
   char *name;
@@ -237,6 +254,14 @@ wl_op wl_op_compute(int stream, double duration_s);
 wl_op wl_op_coll(int stream, int coll, int role, double bytes);
 wl_op wl_op_p2p(int stream, int kind, int role, int peer, int tag, double bytes);
 wl_op wl_op_marker(int stream, int marker_kind, int value);
+wl_op wl_op_copy(int stream, int dir, double bytes);
+const char *wl_copy_dir_name(int dir); /* "d2h", "h2d" */
+int wl_copy_dir_from_name(const char *name);
+/* What of the host the workload uses: WL_HOST_COPIES when some op copies to
+ * or from host memory, WL_HOST_COMPUTE when some compute op runs on the
+ * host's CPUs (0: neither). */
+enum { WL_HOST_COPIES = 1, WL_HOST_COMPUTE = 2 };
+int wl_workload_host_use(const wl_workload *wl);
 
 /* Rank map. */
 void wl_rank_set(wl_workload *wl, int rank, int program);
@@ -367,6 +392,16 @@ typedef enum wl_dp_impl {
   WL_DP_IMPL_COUNT
 } wl_dp_impl;
 
+/* Host-memory offload (layout key offload, docs/workloads.md): bits of what
+ * leaves the GPU, as DeepSpeed's offload_optimizer and offload_param. */
+typedef enum wl_offload {
+  WL_OFFLOAD_NONE = 0,
+  WL_OFFLOAD_OPTIMIZER = 1, /* optimizer state (and gradients) on the host, the step on the CPU */
+  WL_OFFLOAD_PARAMS = 2,    /* the parameter shard on the host, fetched before each gather */
+  WL_OFFLOAD_BOTH = 3,
+  WL_OFFLOAD_COUNT
+} wl_offload;
+
 typedef enum wl_schedule {
   WL_SCHED_1F1B = 0,
   WL_SCHED_GPIPE,
@@ -377,6 +412,8 @@ typedef enum wl_schedule {
 #define WL_MAX_STAGES 256
 #define WL_MAX_VSTAGES 1024  /* pipeline stages x virtual stages */
 #define WL_LIST_MAX 256      /* stage_layers, dp_microbatches as given */
+/* balance=: how the driver splits work over unlike GPUs */
+typedef enum wl_balance { WL_BALANCE_NONE = 0, WL_BALANCE_COMPUTE, WL_BALANCE_TIME } wl_balance;
 #define WL_MAX_DP_RUNS 32    /* runs of dp_microbatches */
 #define WL_PP_LAYOUT_MAX 512 /* characters of a pp_layout string, NUL included */
 
@@ -404,14 +441,15 @@ typedef struct wl_layout {
   char pp_layout[WL_PP_LAYOUT_MAX]; /* Megatron's pipeline_model_parallel_layout, "" = none */
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
                             overlapped with their GEMMs (needs sp) */
+  int offload;           /* wl_offload bits (-1 in a request: not given) */
   int vs_layers[WL_MAX_VSTAGES]; /* transformer layers of virtual stage c * pp + s
                                     (chunk c of stage s); resolved */
   /* ---- uneven splits, for clusters of unlike GPUs (wl_layout_split.c) ---- */
   char stage_layers[WL_LIST_MAX];  /* "8/8/12/12": layers per stage as given, "" = none */
   char dp_microbatches[WL_LIST_MAX]; /* "6*2/2*2": micro-batches per data-parallel
                                       replica (N, or N*K for K replicas), "" = none */
-  int balance;           /* balance=compute: the driver fills both lists from the
-                            cluster's groups before generating (docs/workloads.md) */
+  int balance;           /* wl_balance: the driver fills both lists from the cluster's
+                            groups before generating (docs/workloads.md) */
   int dp_runs;           /* resolved dp_microbatches: runs of replicas */
   int dp_run_mb[WL_MAX_DP_RUNS], dp_run_len[WL_MAX_DP_RUNS];
   char spec[1024];       /* canonical spec: every key, resolved */
@@ -441,6 +479,7 @@ int wl_layout_vstage_layers(const wl_layout *l, int vs);
 const char *wl_recompute_name(int r);
 const char *wl_schedule_name(int s);
 const char *wl_dp_impl_name(int d);
+const char *wl_offload_name(int o); /* "none", "optimizer", "params", "both" */
 
 /* Build the per-rank workload: one program per pipeline stage, communicators
  * for tp, dp (x cp), cp ring, pp neighbours, ep, expert dp and tied
@@ -459,6 +498,7 @@ typedef struct wl_memory_stage {
   double activations_bytes;  /* all activations alive at the peak */
   double other_bytes;        /* gathered FSDP parameters, communication buffers */
   double peak_bytes;         /* sum of the above */
+  double host_bytes;         /* host memory one rank holds with offload (0 without) */
 } wl_memory_stage;
 
 typedef struct wl_memory {
@@ -469,6 +509,9 @@ typedef struct wl_memory {
 } wl_memory;
 
 int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st_err *err);
+/* The most host memory any node of gpus_per_node GPUs holds: the sum of its
+ * ranks' host_bytes (rank r on GPU r, of stage r / (num_gpus / pp)). */
+double wl_memory_host_per_node(const wl_layout *l, const wl_memory *mem, int gpus_per_node);
 
 
 /* ---- several jobs on one platform (wl_jobs.c, docs/jobs.md) -------------- */

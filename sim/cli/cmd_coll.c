@@ -31,7 +31,8 @@ static const char usage_text[] =
     "  --bytes B           one size (nccl-tests convention), e.g. 64M, 1G, 4096\n"
     "  --sweep MIN:MAX     sizes MIN, 2 MIN, 4 MIN ... up to MAX (default 1K:1G)\n"
     "  --algo A            ring, tree, nvls, nvls_tree, collnet, hier, torus, direct,\n"
-    "                      chain (default: chosen per size like NCCL's tuner)\n"
+    "                      chain, hier_pods (default: chosen per size like NCCL's tuner;\n"
+    "                      hier_pods whenever the GPUs span pods)\n"
     "  --proto P           ll, ll128 or simple (default: chosen per size)\n"
     "  --channels K        rings/tree pairs across nodes (default: GPUs per node)\n"
     "  --ideal             links at line rate, latency = route latency per hop\n"
@@ -130,6 +131,89 @@ oom:
 
 const char cmd_coll_help[] = "one collective over N GPUs, printed like nccl-tests";
 
+/* --bytes (one size) or --sweep MIN:MAX (powers of two; default 1K:1G) into
+ * sizes[64]: 0, or the usage error's exit status. */
+static int parse_sizes(const char *bytes_s, const char *sweep_s, double *sizes, int *nsizes)
+{
+  if (bytes_s) {
+    if (st_parse_bytes(bytes_s, &sizes[0]) || sizes[0] < 1)
+      return cli_usage_error("coll", "--bytes '%s' is not a size like 4096, 64M or 1G", bytes_s);
+    st_err e;
+    if (st_num_check(sizes[0], ST_NUM_REAL, 1, ST_BYTES_MAX, &e, "--bytes '%s'", bytes_s))
+      return cli_usage_error("coll", "%s", e.msg);
+    *nsizes = 1;
+  } else {
+    char lo_s[64], *colon;
+    snprintf(lo_s, sizeof lo_s, "%s", sweep_s ? sweep_s : "1K:1G");
+    colon = strchr(lo_s, ':');
+    double lo, hi;
+    if (!colon)
+      return cli_usage_error("coll", "--sweep '%s' is not MIN:MAX", sweep_s);
+    *colon = '\0';
+    if (st_parse_bytes(lo_s, &lo) || st_parse_bytes(colon + 1, &hi) || lo < 1 || hi < lo)
+      return cli_usage_error("coll", "--sweep '%s' is not MIN:MAX with 1 <= MIN <= MAX", sweep_s);
+    st_err e;
+    if (st_num_check(hi, ST_NUM_REAL, 1, ST_BYTES_MAX, &e, "--sweep '%s'", sweep_s))
+      return cli_usage_error("coll", "%s", e.msg);
+    for (double s = lo; s <= hi * (1 + 1e-12) && *nsizes < 64; s *= 2)
+      sizes[(*nsizes)++] = s;
+  }
+
+  return 0;
+}
+
+/* The table (or JSON array) of the sizes' times, algorithm bandwidths and
+ * bus bandwidths, from the run's records. */
+static void print_coll(const sim_result *res, int op, const char *opname, int gpus,
+                       const plat_cluster *cl, const sim_options *opt, const double *sizes,
+                       int nsizes, int json)
+{
+  if (json)
+    fputc('[', stdout);
+  else {
+    printf("# simtrain coll %s: %d GPUs on %s, %s fidelity, network model %s\n", opname, gpus,
+           cl->name, opt->fidelity == SIM_FID_STEP ? "step" : "flow",
+           sim_net_model_name(opt->net_model));
+    printf("# %14s %14s %12s %12s %12s  %-9s %-6s %s\n", "size(B)", "count(float)", "time(us)",
+           "algbw(GB/s)", "busbw(GB/s)", "algo", "proto", "channels");
+  }
+  /* A collective's sizes complete in order, one record each; the pairs of a
+   * sendrecv sweep do not wait for each other, so records of different sizes
+   * interleave: take a size's records by their bytes (the sizes differ), and
+   * time it from the last pair's start (all GPUs there) to the last end. */
+  int p2p = op == OP_SENDRECV;
+  for (int k = 0; k < nsizes; k++) {
+    double t0 = 0, t1 = 0;
+    const sim_coll_record *first = NULL;
+    for (size_t i = 0; i < res->num_colls; i++) {
+      const sim_coll_record *rc = &res->colls[i];
+      if (p2p ? rc->bytes != sizes[k] : i != (size_t)k)
+        continue;
+      if (!first)
+        first = rc;
+      t0 = fmax(t0, rc->start_s);
+      t1 = fmax(t1, rc->end_s);
+    }
+    double t = t1 - t0;
+    double algbw = sizes[k] / t / 1e9;
+    double busbw = algbw * (p2p ? 1.0 : sim_busbw_factor(op, gpus));
+    const char *an = p2p ? "p2p" : first ? sim_coll_algo_name(first->algo) : "?";
+    const char *pn = p2p ? "-" : first ? sim_coll_proto_name(first->proto) : "?";
+    int nch = p2p ? 1 : first ? first->channels : 0;
+    char jt[32], ja[32], jb[32]; /* JSON has no inf/nan (a zero time): null */
+    if (json)
+      printf("%s{\"bytes\":%.17g,\"time_s\":%s,\"algbw_GBps\":%s,\"busbw_GBps\":%s,"
+             "\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d}",
+             k ? "," : "", sizes[k], st_json_num(t, jt, sizeof jt),
+             st_json_num(algbw, ja, sizeof ja), st_json_num(busbw, jb, sizeof jb), an, pn, nch);
+    else
+      printf("  %14.0f %14.0f %12.2f %12.2f %12.2f  %-9s %-6s %d\n", sizes[k], floor(sizes[k] / 4),
+             t * 1e6, algbw, busbw, an, pn, nch);
+  }
+  if (json)
+    fputs("]\n", stdout);
+}
+
 int cmd_coll(int argc, char **argv)
 {
   static const struct option longopts[] = {
@@ -177,7 +261,7 @@ int cmd_coll(int argc, char **argv)
     case 'A':
       if ((opt.coll_algo = sim_coll_algo_from_name(optarg)) < 0)
         return cli_usage_error("coll", "--algo '%s' is not ring, tree, nvls, nvls_tree, collnet, "
-                                       "hier, torus, direct or chain", optarg);
+                                       "hier, torus, direct, chain or hier_pods", optarg);
       break;
     case 'P':
       if ((opt.coll_proto = sim_coll_proto_from_name(optarg)) < 0)
@@ -215,30 +299,9 @@ int cmd_coll(int argc, char **argv)
     return cli_usage_error("coll", "--gpus must be at least 2");
 
   double sizes[64];
-  int nsizes = 0;
-  if (bytes_s) {
-    if (st_parse_bytes(bytes_s, &sizes[0]) || sizes[0] < 1)
-      return cli_usage_error("coll", "--bytes '%s' is not a size like 4096, 64M or 1G", bytes_s);
-    st_err e;
-    if (st_num_check(sizes[0], ST_NUM_REAL, 1, ST_BYTES_MAX, &e, "--bytes '%s'", bytes_s))
-      return cli_usage_error("coll", "%s", e.msg);
-    nsizes = 1;
-  } else {
-    char lo_s[64], *colon;
-    snprintf(lo_s, sizeof lo_s, "%s", sweep_s ? sweep_s : "1K:1G");
-    colon = strchr(lo_s, ':');
-    double lo, hi;
-    if (!colon)
-      return cli_usage_error("coll", "--sweep '%s' is not MIN:MAX", sweep_s);
-    *colon = '\0';
-    if (st_parse_bytes(lo_s, &lo) || st_parse_bytes(colon + 1, &hi) || lo < 1 || hi < lo)
-      return cli_usage_error("coll", "--sweep '%s' is not MIN:MAX with 1 <= MIN <= MAX", sweep_s);
-    st_err e;
-    if (st_num_check(hi, ST_NUM_REAL, 1, ST_BYTES_MAX, &e, "--sweep '%s'", sweep_s))
-      return cli_usage_error("coll", "%s", e.msg);
-    for (double s = lo; s <= hi * (1 + 1e-12) && nsizes < 64; s *= 2)
-      sizes[nsizes++] = s;
-  }
+  int nsizes = 0, urc = parse_sizes(bytes_s, sweep_s, sizes, &nsizes);
+  if (urc)
+    return urc;
 
   st_err err;
   st_err_clear(&err);
@@ -259,50 +322,7 @@ int cmd_coll(int argc, char **argv)
     return cli_fail(&err);
   }
 
-  if (json)
-    fputc('[', stdout);
-  else {
-    printf("# simtrain coll %s: %d GPUs on %s, %s fidelity, network model %s\n", opname, gpus,
-           cl->name, opt.fidelity == SIM_FID_STEP ? "step" : "flow",
-           sim_net_model_name(opt.net_model));
-    printf("# %14s %14s %12s %12s %12s  %-9s %-6s %s\n", "size(B)", "count(float)", "time(us)",
-           "algbw(GB/s)", "busbw(GB/s)", "algo", "proto", "channels");
-  }
-  /* A collective's sizes complete in order, one record each; the pairs of a
-   * sendrecv sweep do not wait for each other, so records of different sizes
-   * interleave: take a size's records by their bytes (the sizes differ), and
-   * time it from the last pair's start (all GPUs there) to the last end. */
-  int p2p = op == OP_SENDRECV;
-  for (int k = 0; k < nsizes; k++) {
-    double t0 = 0, t1 = 0;
-    const sim_coll_record *first = NULL;
-    for (size_t i = 0; i < res->num_colls; i++) {
-      const sim_coll_record *rc = &res->colls[i];
-      if (p2p ? rc->bytes != sizes[k] : i != (size_t)k)
-        continue;
-      if (!first)
-        first = rc;
-      t0 = fmax(t0, rc->start_s);
-      t1 = fmax(t1, rc->end_s);
-    }
-    double t = t1 - t0;
-    double algbw = sizes[k] / t / 1e9;
-    double busbw = algbw * (p2p ? 1.0 : sim_busbw_factor(op, gpus));
-    const char *an = p2p ? "p2p" : first ? sim_coll_algo_name(first->algo) : "?";
-    const char *pn = p2p ? "-" : first ? sim_coll_proto_name(first->proto) : "?";
-    int nch = p2p ? 1 : first ? first->channels : 0;
-    char jt[32], ja[32], jb[32]; /* JSON has no inf/nan (a zero time): null */
-    if (json)
-      printf("%s{\"bytes\":%.17g,\"time_s\":%s,\"algbw_GBps\":%s,\"busbw_GBps\":%s,"
-             "\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d}",
-             k ? "," : "", sizes[k], st_json_num(t, jt, sizeof jt),
-             st_json_num(algbw, ja, sizeof ja), st_json_num(busbw, jb, sizeof jb), an, pn, nch);
-    else
-      printf("  %14.0f %14.0f %12.2f %12.2f %12.2f  %-9s %-6s %d\n", sizes[k], floor(sizes[k] / 4),
-             t * 1e6, algbw, busbw, an, pn, nch);
-  }
-  if (json)
-    fputs("]\n", stdout);
+  print_coll(res, op, opname, gpus, cl, &opt, sizes, nsizes, json);
   sim_result_destroy(res);
   wl_workload_destroy(wl);
   plat_cluster_destroy(cl);

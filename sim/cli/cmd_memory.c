@@ -7,6 +7,7 @@
  * Exit status 0 whether or not it fits (the answer is printed); 2 on bad
  * input. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,8 @@ static const char usage_text[] =
     "\n"
     "Per-GPU memory of a training step, per pipeline stage: weights, gradients,\n"
     "optimizer state, activations (by recomputation, SP and the schedule's\n"
-    "micro-batches in flight), the peak, and whether it fits the device.\n"
+    "micro-batches in flight), the peak, and whether it fits the device; with\n"
+    "offload, the host memory per node and whether it fits the node's.\n"
     "\n"
     "  --model M        a built-in model or a model spec .json\n"
     "  --layout SPEC    the parallel layout (see 'simtrain gen --help')\n"
@@ -34,6 +36,29 @@ static const char usage_text[] =
 const char cmd_memory_help[] = "memory per GPU of a model and layout, and whether it fits";
 
 static double gib(double b) { return b / 1073741824.0; }
+
+/* Each stage's device (the smallest its ranks are on), whether every stage
+ * fits, and the stage nearest its device's memory (the peak's without
+ * node groups), returned. */
+static int stage_devices(const plat_cluster *c, const wl_layout *l, const wl_memory *mem,
+                         const plat_device **dev, int *fits)
+{
+  int tight = mem->peak_stage;
+  *fits = 1;
+  for (int s = 0; s < mem->num_stages; s++) {
+    int per = l->num_gpus / mem->num_stages;
+    dev[s] = plat_gpu_device(c, s * per);
+    for (int g = s * per; g < (s + 1) * per && c->num_groups > 1; g++)
+      if (plat_gpu_device(c, g)->hbm_bytes < dev[s]->hbm_bytes)
+        dev[s] = plat_gpu_device(c, g);
+    *fits &= mem->stages[s].peak_bytes <= dev[s]->hbm_bytes;
+  }
+  for (int s = 0; s < mem->num_stages && c->num_groups > 1; s++)
+    if (mem->stages[s].peak_bytes / dev[s]->hbm_bytes >
+        mem->stages[tight].peak_bytes / dev[tight]->hbm_bytes)
+      tight = s;
+  return tight;
+}
 
 int cmd_memory(int argc, char **argv)
 {
@@ -81,13 +106,24 @@ int cmd_memory(int argc, char **argv)
   wl_model m;
   wl_layout l;
   static wl_memory mem;
+  char note[600] = "";
   if (drv_model_load(model, NULL, seq, &m, &err) || wl_layout_parse(layout, c->num_gpus, &m, &l, &err) ||
-      wl_memory_estimate(&m, &l, &mem, &err)) {
+      drv_balance(&m, c, &l, note, sizeof note, &err) || wl_memory_estimate(&m, &l, &mem, &err)) {
     plat_cluster_destroy(c);
     return cli_fail(&err);
   }
-  double cap = c->device.hbm_bytes;
-  int fits = mem.peak_bytes <= cap;
+  if (note[0])
+    fprintf(stderr, "simtrain: note: %s\n", note);
+  /* node groups: each stage against the smallest device its ranks are on;
+   * the summary names the stage that comes nearest its device */
+  const plat_device *dev[WL_MAX_STAGES];
+  int fits, tight = stage_devices(c, &l, &mem, dev, &fits);
+  double cap = dev[tight]->hbm_bytes;
+  /* with offload: the host memory the busiest node holds, against the
+   * node's when the cluster gives it */
+  double host = l.offload ? wl_memory_host_per_node(&l, &mem, c->gpus_per_node) : 0;
+  double host_cap = c->host_mem_bytes;
+  int host_known = l.offload && isfinite(host_cap), host_fits = host <= host_cap;
   if (json) {
     fputs("{\"model\":", stdout);
     st_json_str(stdout, m.name);
@@ -96,25 +132,44 @@ int cmd_memory(int argc, char **argv)
     fputs(",\"cluster\":", stdout);
     st_json_str(stdout, c->name);
     fputs(",\"device\":", stdout);
-    st_json_str(stdout, c->device.name);
-    printf(",\"device_bytes\":%.17g,\"peak_bytes\":%.17g,\"peak_stage\":%d,\"fits\":%s,"
-           "\"stages\":[",
-           cap, mem.peak_bytes, mem.peak_stage,
-           fits ? "true" : "false");
+    st_json_str(stdout, dev[tight]->name);
+    printf(",\"device_bytes\":%.17g,\"peak_bytes\":%.17g,\"peak_stage\":%d,\"fits\":%s,",
+           cap, mem.peak_bytes, mem.peak_stage, fits ? "true" : "false");
+    if (l.offload) { /* only with offload: other layouts print as before */
+      printf("\"host_node_bytes\":%.17g,\"host_memory_bytes\":", host);
+      if (host_known)
+        printf("%.17g,\"host_fits\":%s,", host_cap, host_fits ? "true" : "false");
+      else
+        printf("null,\"host_fits\":null,");
+    }
+    printf("\"stages\":[");
     for (int s = 0; s < mem.num_stages; s++) {
       const wl_memory_stage *st = &mem.stages[s];
       printf("%s{\"stage\":%d,\"layers\":%d,\"params\":%.17g,\"weights_bytes\":%.17g,"
              "\"grads_bytes\":%.17g,\"optimizer_bytes\":%.17g,\"activations_bytes\":%.17g,"
              "\"act_layer_bytes\":%.17g,\"inflight_microbatches\":%.17g,\"other_bytes\":%.17g,"
-             "\"peak_bytes\":%.17g}",
+             "\"peak_bytes\":%.17g",
              s ? "," : "", s, st->layers, st->params, st->weights_bytes, st->grads_bytes,
              st->optimizer_bytes, st->activations_bytes, st->act_layer_bytes, st->inflight,
              st->other_bytes, st->peak_bytes);
+      if (l.offload)
+        printf(",\"host_bytes\":%.17g", st->host_bytes);
+      if (c->num_groups > 1) { /* node groups: the stage's device */
+        fputs(",\"device\":", stdout);
+        st_json_str(stdout, dev[s]->name);
+        printf(",\"device_bytes\":%.17g", dev[s]->hbm_bytes);
+      }
+      printf("}");
     }
     printf("]}\n");
   } else {
-    printf("model     %s\nlayout    %s\ncluster   %s (%s, %.1f GiB per GPU)\n\n", m.name, l.spec,
-           c->name, c->device.name, gib(cap));
+    if (c->num_groups > 1)
+      printf("model     %s\nlayout    %s\ncluster   %s (%d node groups: each stage against "
+             "its own devices)\n\n",
+             m.name, l.spec, c->name, c->num_groups);
+    else
+      printf("model     %s\nlayout    %s\ncluster   %s (%s, %.1f GiB per GPU)\n\n", m.name, l.spec,
+             c->name, c->device.name, gib(cap));
     printf("%5s %6s %14s %11s %11s %11s %11s %9s %11s %11s\n", "stage", "layers", "params/GPU",
            "weights", "grads", "optimizer", "activation", "in-flight", "other", "peak");
     for (int s = 0; s < mem.num_stages; s++) {
@@ -124,8 +179,28 @@ int cmd_memory(int argc, char **argv)
              gib(st->optimizer_bytes), gib(st->activations_bytes), st->inflight,
              gib(st->other_bytes), gib(st->peak_bytes));
     }
-    printf("\npeak      %.2f GiB on stage %d: %s the %.1f GiB of a %s\n", gib(mem.peak_bytes),
-           mem.peak_stage, fits ? "fits" : "does NOT fit", gib(cap), c->device.name);
+    if (c->num_groups > 1)
+      for (int s = 0; s < mem.num_stages; s++)
+        printf("stage %-3d %.2f GiB: %s the %.1f GiB of a %s\n", s, gib(mem.stages[s].peak_bytes),
+               mem.stages[s].peak_bytes <= dev[s]->hbm_bytes ? "fits" : "does NOT fit",
+               gib(dev[s]->hbm_bytes), dev[s]->name);
+    if (c->num_groups > 1) /* the stage nearest its device's memory, and whether all fit */
+      printf("\ntightest  %.2f GiB on stage %d, the %.1f GiB of a %s: %s\n",
+             gib(mem.stages[tight].peak_bytes), tight, gib(cap), dev[tight]->name,
+             fits ? "every stage fits" : "some stage does NOT fit");
+    else
+      printf("\npeak      %.2f GiB on stage %d: %s the %.1f GiB of a %s\n",
+             gib(mem.stages[tight].peak_bytes), tight, fits ? "fits" : "does NOT fit", gib(cap),
+             dev[tight]->name);
+    if (l.offload && host_known)
+      printf("host      %.2f GiB per node (offload=%s): %s the %.1f GiB of host memory of a "
+             "node\n",
+             gib(host), wl_offload_name(l.offload), host_fits ? "fits" : "does NOT fit",
+             gib(host_cap));
+    else if (l.offload)
+      printf("host      %.2f GiB per node (offload=%s); the cluster does not give its host "
+             "memory (node.host.memory_GB): not checked\n",
+             gib(host), wl_offload_name(l.offload));
   }
   plat_cluster_destroy(c);
   return 0;

@@ -191,6 +191,154 @@ static int run_jobs(struct run_args *a)
 
 const char cmd_run_help[] = "predict a training step: replay a workload on a cluster";
 
+/* One option (ch, its optarg) into a: -1 to go on, else the command's exit
+ * status (help, a usage error). */
+static int run_option(struct run_args *a, int ch, char **argv)
+{
+  switch (ch) {
+  case 'w': a->job.workload = optarg; break;
+  case 'm': a->job.model = optarg; break;
+  case 'l': a->job.layout = optarg; break;
+  case 't': a->job.trace = optarg; break;
+  case 'c': a->job.cluster = optarg; break;
+  case 'o': a->output = optarg; break;
+  case 256: a->json = 1; break;
+  case 'T': a->job.opt.timeline = 1; break;
+  case 's': a->job.strict = 1; break;
+  case 'q': a->quiet = 1; break;
+  case 'X': a->job.opt.fast_colls = 0; break;
+  case 'Y': a->job.opt.symmetry = 0; break;
+  case 'Z': a->job.opt.fast_colls = 0; a->job.opt.symmetry = 0; break;
+  case 'f':
+    if (!strcmp(optarg, "flow"))
+      a->job.opt.fidelity = SIM_FID_FLOW;
+    else if (!strcmp(optarg, "step"))
+      a->job.opt.fidelity = SIM_FID_STEP;
+    else
+      return cli_usage_error("run", "--fidelity '%s' is not flow or step", optarg);
+    break;
+  case 'n':
+    if ((a->job.opt.net_model = sim_net_model_from_name(optarg)) < 0)
+      return cli_usage_error("run", "--net-model '%s' is not ideal, cm02 or lv08", optarg);
+    break;
+  case 'C': {
+    size_t used = strlen(a->cfg);
+    const char *setting = strncmp(optarg, "--cfg=", 6) ? optarg : optarg + 6;
+    if (strchr(setting, ':') == NULL || strchr(setting, ' '))
+      return cli_usage_error("run", "--cfg '%s' is not KEY:VALUE", optarg);
+    st_err cerr;
+    st_err_clear(&cerr);
+    if (plat_simgrid_cfg_check(setting, &cerr))
+      return cli_fail(&cerr);
+    snprintf(a->cfg + used, sizeof a->cfg - used, "%s--cfg=%s", used ? " " : "", setting);
+    break;
+  }
+  case 'S':
+    if (parse_count(optarg, &a->job.topt.step))
+      return cli_usage_error("run", "--step '%s' is not a step number", optarg);
+    a->trace_opts = 1;
+    break;
+  case 'E': a->job.topt.et_dir = optarg; a->trace_opts = 1; break;
+  case 'G': a->job.topt.keep_launch_gaps = 0; a->trace_opts = 1; break;
+  case 'g':
+    if (parse_count(optarg, &a->job.topt.num_gpus) || a->job.topt.num_gpus == 0 ||
+        a->job.topt.num_gpus > ST_RANKS_MAX)
+      return cli_usage_error("run", "--gpus '%s' is not a GPU count 1..%d", optarg, ST_RANKS_MAX);
+    a->trace_opts = 1;
+    break;
+  case 'F': a->job.from_device = optarg; a->trace_opts = 1; break;
+  case OPT_WORLD:
+    if (parse_count(optarg, &a->job.world) || a->job.world == 0 || a->job.world > ST_RANKS_MAX)
+      return cli_usage_error("run", "--world '%s' is not a rank count 1..%d", optarg, ST_RANKS_MAX);
+    a->trace_opts = 1;
+    break;
+  case 'p':
+    if (cli_parse_real(optarg, 0, &a->job.dp_factor) || !(a->job.dp_factor > 0))
+      return cli_usage_error("run", "--dp '%s' is not a positive factor", optarg);
+    a->trace_opts = 1;
+    break;
+  case 'r':
+    if (cli_parse_real(optarg, 0, &a->job.tp_factor) || !(a->job.tp_factor > 0))
+      return cli_usage_error("run", "--tp '%s' is not a positive factor", optarg);
+    a->trace_opts = 1;
+    break;
+  case OPT_RANKS: a->ranks_spec = optarg; break;
+  case 'Q':
+    if (parse_count(optarg, &a->job.seq_len) || a->job.seq_len == 0)
+      return cli_usage_error("run", "--seq '%s' is not a positive length", optarg);
+    break;
+  case 'K':
+    if (cli_parse_tokens(optarg, &a->job.train_tokens))
+      return cli_usage_error("run", "--tokens '%s' is not a token count from 1 to 1e18 (a number "
+                                    "with an optional K, M, B, G or T: 15T, 300B, 2.5e12)",
+                             optarg);
+    break;
+  case 'P':
+    if (cli_parse_real(optarg, 0, &a->job.price_usd_per_gpu_hour))
+      return cli_usage_error("run", "--price '%s' is not a price in USD per GPU-hour (a number, "
+                                    "0 or more)",
+                             optarg);
+    a->cost_opts = 1;
+    break;
+  case 'U':
+    if (cli_parse_real(optarg, 1, &a->job.pue))
+      return cli_usage_error("run", "--pue '%s' is not a PUE (a number, 1 or more)", optarg);
+    a->cost_opts = 1;
+    break;
+  case 'W': {
+    st_err e;
+    st_err_clear(&e);
+    if (a->job.opt.num_slow == RUN_SLOW_MAX)
+      return cli_usage_error("run", "--slow is given more than %d times", RUN_SLOW_MAX);
+    if (sim_slow_parse(optarg, &a->slow[a->job.opt.num_slow], &e))
+      return cli_usage_error("run", "%s", e.msg);
+    a->job.opt.num_slow++;
+    a->job.opt.slow = a->slow;
+    break;
+  }
+  case 'V': {
+    st_err e;
+    st_err_clear(&e);
+    if (sim_variability_parse(optarg, &a->job.opt, &e))
+      return cli_usage_error("run", "%s", e.msg);
+    break;
+  }
+  case 'I':
+    if (parse_count(optarg, &a->job.iterations) || a->job.iterations < 1 ||
+        a->job.iterations > WL_REPEAT_MAX)
+      return cli_usage_error("run", "--iterations '%s' is not a count from 1 to %d", optarg,
+                             WL_REPEAT_MAX);
+    break;
+  case 'R':
+    if (cli_parse_seed(optarg, &a->job.opt.seed))
+      return cli_usage_error("run", "--seed '%s' is not a whole number from 0 to 2^64-1", optarg);
+    break;
+  case 'D': {
+    st_err e;
+    st_err_clear(&e);
+    if (tr_dims_parse(optarg, &a->job.topt, &e))
+      return cli_usage_error("run", "%s", e.msg);
+    a->trace_opts = 1;
+    break;
+  }
+  case 'J': a->job_specs[a->num_job_specs++] = optarg; break;
+  case 'B': a->jobs_file = optarg; break;
+  case 'N':
+    if (parse_count(optarg, &a->top_links))
+      return cli_usage_error("run", "--top-links '%s' is not a count", optarg);
+    a->jobs_opts = 1;
+    break;
+  case 'j':
+    if (parse_count(optarg, &a->procs) || a->procs < 1 || a->procs > 1024)
+      return cli_usage_error("run", "-j '%s' is not a count from 1 to 1024", optarg);
+    a->jobs_opts = 1;
+    break;
+  case 'h': fputs(usage_text, stdout); return 0;
+  default: return cli_bad_option("run", argv);
+  }
+  return -1;
+}
+
 int cmd_run(int argc, char **argv)
 {
   static const struct option longopts[] = {
@@ -232,147 +380,9 @@ int cmd_run(int argc, char **argv)
   optind = 1;
   opterr = 0;
   while ((ch = getopt_long(argc, argv, "o:hj:", longopts, NULL)) != -1) {
-    switch (ch) {
-    case 'w': a.job.workload = optarg; break;
-    case 'm': a.job.model = optarg; break;
-    case 'l': a.job.layout = optarg; break;
-    case 't': a.job.trace = optarg; break;
-    case 'c': a.job.cluster = optarg; break;
-    case 'o': a.output = optarg; break;
-    case 256: a.json = 1; break;
-    case 'T': a.job.opt.timeline = 1; break;
-    case 's': a.job.strict = 1; break;
-    case 'q': a.quiet = 1; break;
-    case 'X': a.job.opt.fast_colls = 0; break;
-    case 'Y': a.job.opt.symmetry = 0; break;
-    case 'Z': a.job.opt.fast_colls = 0; a.job.opt.symmetry = 0; break;
-    case 'f':
-      if (!strcmp(optarg, "flow"))
-        a.job.opt.fidelity = SIM_FID_FLOW;
-      else if (!strcmp(optarg, "step"))
-        a.job.opt.fidelity = SIM_FID_STEP;
-      else
-        return cli_usage_error("run", "--fidelity '%s' is not flow or step", optarg);
-      break;
-    case 'n':
-      if ((a.job.opt.net_model = sim_net_model_from_name(optarg)) < 0)
-        return cli_usage_error("run", "--net-model '%s' is not ideal, cm02 or lv08", optarg);
-      break;
-    case 'C': {
-      size_t used = strlen(a.cfg);
-      const char *setting = strncmp(optarg, "--cfg=", 6) ? optarg : optarg + 6;
-      if (strchr(setting, ':') == NULL || strchr(setting, ' '))
-        return cli_usage_error("run", "--cfg '%s' is not KEY:VALUE", optarg);
-      st_err cerr;
-      st_err_clear(&cerr);
-      if (plat_simgrid_cfg_check(setting, &cerr))
-        return cli_fail(&cerr);
-      snprintf(a.cfg + used, sizeof a.cfg - used, "%s--cfg=%s", used ? " " : "", setting);
-      break;
-    }
-    case 'S':
-      if (parse_count(optarg, &a.job.topt.step))
-        return cli_usage_error("run", "--step '%s' is not a step number", optarg);
-      a.trace_opts = 1;
-      break;
-    case 'E': a.job.topt.et_dir = optarg; a.trace_opts = 1; break;
-    case 'G': a.job.topt.keep_launch_gaps = 0; a.trace_opts = 1; break;
-    case 'g':
-      if (parse_count(optarg, &a.job.topt.num_gpus) || a.job.topt.num_gpus == 0 ||
-          a.job.topt.num_gpus > ST_RANKS_MAX)
-        return cli_usage_error("run", "--gpus '%s' is not a GPU count 1..%d", optarg, ST_RANKS_MAX);
-      a.trace_opts = 1;
-      break;
-    case 'F': a.job.from_device = optarg; a.trace_opts = 1; break;
-    case OPT_WORLD:
-      if (parse_count(optarg, &a.job.world) || a.job.world == 0 || a.job.world > ST_RANKS_MAX)
-        return cli_usage_error("run", "--world '%s' is not a rank count 1..%d", optarg, ST_RANKS_MAX);
-      a.trace_opts = 1;
-      break;
-    case 'p':
-      if (cli_parse_real(optarg, 0, &a.job.dp_factor) || !(a.job.dp_factor > 0))
-        return cli_usage_error("run", "--dp '%s' is not a positive factor", optarg);
-      a.trace_opts = 1;
-      break;
-    case 'r':
-      if (cli_parse_real(optarg, 0, &a.job.tp_factor) || !(a.job.tp_factor > 0))
-        return cli_usage_error("run", "--tp '%s' is not a positive factor", optarg);
-      a.trace_opts = 1;
-      break;
-    case OPT_RANKS: a.ranks_spec = optarg; break;
-    case 'Q':
-      if (parse_count(optarg, &a.job.seq_len) || a.job.seq_len == 0)
-        return cli_usage_error("run", "--seq '%s' is not a positive length", optarg);
-      break;
-    case 'K':
-      if (cli_parse_tokens(optarg, &a.job.train_tokens))
-        return cli_usage_error("run", "--tokens '%s' is not a token count from 1 to 1e18 (a number "
-                                      "with an optional K, M, B, G or T: 15T, 300B, 2.5e12)",
-                               optarg);
-      break;
-    case 'P':
-      if (cli_parse_real(optarg, 0, &a.job.price_usd_per_gpu_hour))
-        return cli_usage_error("run", "--price '%s' is not a price in USD per GPU-hour (a number, "
-                                      "0 or more)",
-                               optarg);
-      a.cost_opts = 1;
-      break;
-    case 'U':
-      if (cli_parse_real(optarg, 1, &a.job.pue))
-        return cli_usage_error("run", "--pue '%s' is not a PUE (a number, 1 or more)", optarg);
-      a.cost_opts = 1;
-      break;
-    case 'W': {
-      st_err e;
-      st_err_clear(&e);
-      if (a.job.opt.num_slow == RUN_SLOW_MAX)
-        return cli_usage_error("run", "--slow is given more than %d times", RUN_SLOW_MAX);
-      if (sim_slow_parse(optarg, &a.slow[a.job.opt.num_slow], &e))
-        return cli_usage_error("run", "%s", e.msg);
-      a.job.opt.num_slow++;
-      a.job.opt.slow = a.slow;
-      break;
-    }
-    case 'V': {
-      st_err e;
-      st_err_clear(&e);
-      if (sim_variability_parse(optarg, &a.job.opt, &e))
-        return cli_usage_error("run", "%s", e.msg);
-      break;
-    }
-    case 'I':
-      if (parse_count(optarg, &a.job.iterations) || a.job.iterations < 1 ||
-          a.job.iterations > WL_REPEAT_MAX)
-        return cli_usage_error("run", "--iterations '%s' is not a count from 1 to %d", optarg,
-                               WL_REPEAT_MAX);
-      break;
-    case 'R':
-      if (cli_parse_seed(optarg, &a.job.opt.seed))
-        return cli_usage_error("run", "--seed '%s' is not a whole number from 0 to 2^64-1", optarg);
-      break;
-    case 'D': {
-      st_err e;
-      st_err_clear(&e);
-      if (tr_dims_parse(optarg, &a.job.topt, &e))
-        return cli_usage_error("run", "%s", e.msg);
-      a.trace_opts = 1;
-      break;
-    }
-    case 'J': a.job_specs[a.num_job_specs++] = optarg; break;
-    case 'B': a.jobs_file = optarg; break;
-    case 'N':
-      if (parse_count(optarg, &a.top_links))
-        return cli_usage_error("run", "--top-links '%s' is not a count", optarg);
-      a.jobs_opts = 1;
-      break;
-    case 'j':
-      if (parse_count(optarg, &a.procs) || a.procs < 1 || a.procs > 1024)
-        return cli_usage_error("run", "-j '%s' is not a count from 1 to 1024", optarg);
-      a.jobs_opts = 1;
-      break;
-    case 'h': fputs(usage_text, stdout); return 0;
-    default: return cli_bad_option("run", argv);
-    }
+    int rc = run_option(&a, ch, argv);
+    if (rc >= 0)
+      return rc;
   }
   if (optind < argc)
     return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);

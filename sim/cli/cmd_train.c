@@ -160,6 +160,58 @@ static int failure_option(int ch, const char *arg, drv_train_opts *o)
   return 0;
 }
 
+/* The simulation's options (fidelity, network model, shortcuts, stragglers,
+ * iterations): 0 when taken, 1 (a usage error, printed) when the value is
+ * bad, -1 when ch is not one of them. */
+static int sim_option(int ch, const char *arg, drv_job *job, sim_slow *slow, int cap)
+{
+  long v;
+  switch (ch) {
+  case 'f':
+    if (!strcmp(arg, "flow"))
+      job->opt.fidelity = SIM_FID_FLOW;
+    else if (!strcmp(arg, "step"))
+      job->opt.fidelity = SIM_FID_STEP;
+    else
+      return cli_usage_error("train", "--fidelity '%s' is not flow or step", arg);
+    break;
+  case 'N':
+    if ((job->opt.net_model = sim_net_model_from_name(arg)) < 0)
+      return cli_usage_error("train", "--net-model '%s' is not ideal, cm02 or lv08", arg);
+    break;
+  case 'X': job->opt.fast_colls = 0; break;
+  case 'Y': job->opt.symmetry = 0; break;
+  case 'Z': job->opt.fast_colls = 0; job->opt.symmetry = 0; break;
+  case 'T': job->strict = 1; break;
+  case 'L': {
+    st_err e;
+    st_err_clear(&e);
+    if (job->opt.num_slow == cap)
+      return cli_usage_error("train", "--slow is given more than %d times", cap);
+    if (sim_slow_parse(arg, &slow[job->opt.num_slow], &e))
+      return cli_usage_error("train", "%s", e.msg);
+    job->opt.num_slow++;
+    job->opt.slow = slow;
+    break;
+  }
+  case 'A': {
+    st_err e;
+    st_err_clear(&e);
+    if (sim_variability_parse(arg, &job->opt, &e))
+      return cli_usage_error("train", "%s", e.msg);
+    break;
+  }
+  case 'I':
+    if (parse_int(arg, 1, WL_REPEAT_MAX, &v))
+      return cli_usage_error("train", "--iterations '%s' is not a count from 1 to %d", arg,
+                             WL_REPEAT_MAX);
+    job->iterations = (int)v;
+    break;
+  default: return -1;
+  }
+  return 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
   static const struct option longopts[] = {
@@ -225,54 +277,15 @@ int cmd_train(int argc, char **argv)
     case 'o': output = optarg; break;
     case 'v': svg = optarg; break;
     case 'V': svg_sweep = optarg; o.sweep = 1; break;
-    case 'f':
-      if (!strcmp(optarg, "flow"))
-        o.job.opt.fidelity = SIM_FID_FLOW;
-      else if (!strcmp(optarg, "step"))
-        o.job.opt.fidelity = SIM_FID_STEP;
-      else
-        return cli_usage_error("train", "--fidelity '%s' is not flow or step", optarg);
-      break;
-    case 'N':
-      if ((o.job.opt.net_model = sim_net_model_from_name(optarg)) < 0)
-        return cli_usage_error("train", "--net-model '%s' is not ideal, cm02 or lv08", optarg);
-      break;
-    case 'X': o.job.opt.fast_colls = 0; break;
-    case 'Y': o.job.opt.symmetry = 0; break;
-    case 'Z': o.job.opt.fast_colls = 0; o.job.opt.symmetry = 0; break;
-    case 'T': o.job.strict = 1; break;
     case 'q': quiet = 1; break;
-    case 'L': {
-      st_err e;
-      st_err_clear(&e);
-      if (o.job.opt.num_slow == (int)(sizeof slow / sizeof slow[0]))
-        return cli_usage_error("train", "--slow is given more than %zu times",
-                               sizeof slow / sizeof slow[0]);
-      if (sim_slow_parse(optarg, &slow[o.job.opt.num_slow], &e))
-        return cli_usage_error("train", "%s", e.msg);
-      o.job.opt.num_slow++;
-      o.job.opt.slow = slow;
-      break;
-    }
-    case 'A': {
-      st_err e;
-      st_err_clear(&e);
-      if (sim_variability_parse(optarg, &o.job.opt, &e))
-        return cli_usage_error("train", "%s", e.msg);
-      break;
-    }
-    case 'I':
-      if (parse_int(optarg, 1, WL_REPEAT_MAX, &v))
-        return cli_usage_error("train", "--iterations '%s' is not a count from 1 to %d", optarg,
-                               WL_REPEAT_MAX);
-      o.job.iterations = (int)v;
-      break;
     case 'h':
       printf(usage_text, DRV_MTBF_GPU_H, DRV_MTBF_NODE_H, DRV_STORAGE_GBPS, DRV_RESCHEDULE_S,
              DRV_REPAIR_H, DRV_TRAIN_TRIALS);
       return 0;
     default: {
       int r = failure_option(ch, optarg, &o);
+      if (r < 0)
+        r = sim_option(ch, optarg, &o.job, slow, (int)(sizeof slow / sizeof slow[0]));
       if (r >= 0) {
         if (r)
           return r;

@@ -58,7 +58,20 @@ typedef struct coll_layout {
   int32_t *node_first; /* node position -> first entry in by_node */
   int32_t *node_cnt;   /* node position -> members on it */
   int32_t *by_node;    /* members grouped by node */
+  /* pods (a cluster of pods; else npods 1 and the arrays NULL): pods are
+   * runs of nodes, so a pod's members are a run of by_node */
+  int npods;                              /* pods the members are in */
+  int pod_uniform;                        /* every one of them holds the same number of members */
+  int32_t *pod_id;                        /* pod position -> the cluster's pod index */
+  int32_t *pod_node_first, *pod_node_cnt; /* pod position -> its node positions */
+  int32_t *pod_m_min, *pod_m_max;         /* pod position -> members per node */
+  int32_t *pod_of;                        /* member -> pod position */
+  int32_t *pod_idx;                       /* member -> its index in its pod's run of by_node */
 } coll_layout;
+
+/* The phases of the hierarchical algorithm across pods (SIM_ALGO_HIER_PODS):
+ * up to three, each one collective of its own (tuner.c, edges.c). */
+#define COLL_PHASES 3
 
 /* What the tuner chose for one instance (the same for every member). */
 typedef struct coll_choice {
@@ -67,6 +80,10 @@ typedef struct coll_choice {
   int nch;         /* channels */
   double lat_s;    /* the algorithm's latency terms, whole collective */
   double est_s;    /* the tuner's closed-form estimate */
+  /* SIM_ALGO_HIER_PODS: each phase's protocol and latency terms (proto is
+   * the inter-pod phase's, lat_s their sum) */
+  uint8_t phase_proto[COLL_PHASES];
+  double phase_lat_s[COLL_PHASES];
 } coll_choice;
 
 typedef struct coll_ctx {
@@ -86,6 +103,8 @@ typedef struct coll_ctx {
   double (*route_lat)(void *u, int src, int dst);
   void *route_u;
   double ring_lat_max;    /* largest route latency between ring neighbours */
+  int phase;              /* a phase of SIM_ALGO_HIER_PODS on a part of the members: rings
+                             run down the members (no mesh rings); 0 otherwise */
 } coll_ctx;
 
 void coll_sched_init(coll_sched *s);

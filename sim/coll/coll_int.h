@@ -13,6 +13,30 @@ static inline int coll__lay_member(const coll_layout *l, int node, int pos)
   return l->by_node[l->node_first[node] + ((pos % c) + c) % c];
 }
 
+/* Members in pod position pp, and the member at index i of its run. */
+static inline int coll__pod_count(const coll_layout *l, int pp)
+{
+  int k0 = l->pod_node_first[pp], k1 = k0 + l->pod_node_cnt[pp] - 1;
+  return l->node_first[k1] + l->node_cnt[k1] - l->node_first[k0];
+}
+static inline int coll__pod_member(const coll_layout *l, int pp, int i)
+{
+  return l->by_node[l->node_first[l->pod_node_first[pp]] + i];
+}
+
+/* A phase of the hierarchical algorithm across pods as a collective of its
+ * own: the ring inside pod position pp (pp >= 0) or the ring of each pod
+ * index across the pods (pp < 0), op over bytes.  c.lay points at l: use it
+ * in place, never copied. */
+typedef struct coll__sub {
+  coll_ctx c;
+  coll_layout l;
+} coll__sub;
+void coll__phase_ctx(const coll_ctx *c, int pp, int op, double bytes, coll__sub *s);
+/* The phases of c's op: their ops, bytes and pod (1) or inter-pod (0)
+ * kind; returns how many. */
+int coll__pod_phases(const coll_ctx *c, int *ops, double *bytes, int *in_pod);
+
 /* ---- the cost model (tuner.c) ------------------------------------------- */
 
 typedef struct coll__model {

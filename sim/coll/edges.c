@@ -129,22 +129,29 @@ static double eff_between(const coll_ctx *c, const coll__model *md, int a, int b
  * ones, so that every inter-node edge joins the same local index (one rail)
  * and channel ch leaves even nodes by the NIC of position ch+1 and odd ones
  * by that of position ch: every NIC carries one channel each way. */
-static void ring_neighbours(const coll_layout *l, int ch, int m, int *next, int *prev)
+static void ring_neighbours_in(const coll_layout *l, int k0, int N, int ch, int m, int *next,
+                               int *prev)
 {
-  int k = l->node_of[m], p = l->pos[m], mk = l->node_cnt[k], N = l->nnodes;
+  int k = l->node_of[m] - k0, p = l->pos[m], mk = l->node_cnt[k0 + k];
   int even = (k % 2 == 0);
   int i = even ? (((ch - p) % mk) + mk) % mk : (((p - ch - 1) % mk) + mk) % mk;
   int kn = (k + 1) % N, kp = (k - 1 + N) % N;
   /* first member of node kn / last of node kp on this channel */
-  int first_n = coll__lay_member(l, kn, kn % 2 == 0 ? ch : ch + 1);
-  int last_p = coll__lay_member(l, kp, kp % 2 == 0 ? ch + 1 : ch);
+  int first_n = coll__lay_member(l, k0 + kn, kn % 2 == 0 ? ch : ch + 1);
+  int last_p = coll__lay_member(l, k0 + kp, kp % 2 == 0 ? ch + 1 : ch);
   if (N == 1) {
-    *next = coll__lay_member(l, k, p - 1);
-    *prev = coll__lay_member(l, k, p + 1);
+    *next = coll__lay_member(l, k0 + k, p - 1);
+    *prev = coll__lay_member(l, k0 + k, p + 1);
     return;
   }
-  *next = i < mk - 1 ? coll__lay_member(l, k, even ? p - 1 : p + 1) : first_n;
-  *prev = i > 0 ? coll__lay_member(l, k, even ? p + 1 : p - 1) : last_p;
+  *next = i < mk - 1 ? coll__lay_member(l, k0 + k, even ? p - 1 : p + 1) : first_n;
+  *prev = i > 0 ? coll__lay_member(l, k0 + k, even ? p + 1 : p - 1) : last_p;
+}
+
+/* The ring over all the members' nodes. */
+static void ring_neighbours(const coll_layout *l, int ch, int m, int *next, int *prev)
+{
+  ring_neighbours_in(l, 0, l->nnodes, ch, m, next, prev);
 }
 
 static void edges_ring(const coll_ctx *c, const coll__model *md, int nch, int m, edge_list *e)
@@ -513,9 +520,99 @@ static int round_emit(coll_sched *s, const edge_list *e, double pre, double k)
   return ST_OK;
 }
 
+/* Member m's rounds for the edges e of one phase (or the whole) of latency
+ * terms L, cut into `rounds` rounds in step fidelity, appended to out. */
+static int emit_phase(const coll_ctx *c, int m, const edge_list *e, double L, int rounds,
+                      coll_sched *out)
+{
+  /* own: the largest route latency among m's sends (what its flows pay
+   * themselves); lb: the route latency of its likely bottleneck flow (the
+   * link kind with the most bytes per unit of bandwidth), which step
+   * fidelity pays once per round */
+  double own = 0, lb = 0, t_in = 0, t_out = 0, l_in = 0, l_out = 0;
+  double bi = c->cl->intra_Bps > 0 ? c->cl->intra_Bps : 1;
+  double bn = c->cl->nic_Bps > 0 ? c->cl->nic_Bps : 1;
+  for (size_t i = 0; i < e->ns; i++) {
+    double l = c->route_lat ? c->route_lat(c->route_u, m, e->send[i].peer) : 0;
+    if (l > own)
+      own = l;
+    if (c->lay->node_of[e->send[i].peer] == c->lay->node_of[m]) {
+      t_in += e->send[i].bytes / bi;
+      l_in = fmax(l_in, l);
+    } else {
+      t_out += e->send[i].bytes / bn;
+      l_out = fmax(l_out, l);
+    }
+  }
+  /* the link kind that ends a round: its latency plus its share of the
+   * round's transfer (with about equal loads, the one with more latency) */
+  lb = l_out + t_out / rounds >= l_in + t_in / rounds ? l_out : l_in;
+  /* flow: L - own + (bottleneck's own latency); step: the same total when
+   * each round pays lb */
+  double pre = rounds == 1 ? L - own : (L - own - (rounds - 1) * lb) / rounds;
+  if (e->ns == 0)
+    pre = 0;
+  int rc = ST_OK;
+  for (int r = 0; r < rounds && !rc; r++)
+    rc = round_emit(out, e, pre > 0 ? pre : 0, rounds);
+  return rc;
+}
+
+/* SIM_ALGO_HIER_PODS: member m's phases (layout.c coll__pod_phases), one
+ * after the other, each the flows of its ring: inside m's pod down its
+ * nodes as the ring across nodes runs, or to the member of the same index
+ * in the next pod.  Each phase runs on its own protocol and pays its own
+ * latency terms (tuner.c). */
+static int plan_pods(const coll_ctx *c, int m, coll_sched *out)
+{
+  const coll_layout *l = c->lay;
+  int ops[COLL_PHASES], in_pod[COLL_PHASES];
+  double bytes[COLL_PHASES];
+  int np = coll__pod_phases(c, ops, bytes, in_pod);
+  int pp = l->pod_of[m], P = l->npods, rc = ST_OK;
+  for (int k = 0; k < np && !rc; k++) {
+    coll__sub s;
+    coll__phase_ctx(c, in_pod[k] ? pp : -1, ops[k], bytes[k], &s);
+    coll__model md;
+    coll__model_init(&s.c, c->ch.phase_proto[k], &md);
+    edge_list e;
+    memset(&e, 0, sizeof e);
+    int n = s.c.n, rounds = 1;
+    double f = ops[k] == WL_COLL_ALLREDUCE ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
+    if (in_pod[k] && n > 1) {
+      int nch = c->force_nch > 0 ? c->force_nch : s.l.nnodes > 1 ? s.l.m_min : 1;
+      for (int pass = 0; pass < 2; pass++) /* every channel's send, then every receive */
+        for (int ch = 0; ch < nch; ch++) {
+          int next, prev;
+          ring_neighbours_in(l, l->pod_node_first[pp], l->pod_node_cnt[pp], ch, m, &next, &prev);
+          if (pass == 0)
+            snd(&e, next, f * bytes[k] / nch, eff_between(c, &md, m, next));
+          else
+            rcv(&e, prev);
+        }
+      rounds = n - 1;
+    } else if (!in_pod[k]) {
+      int i = l->pod_idx[m];
+      snd(&e, coll__pod_member(l, (pp + 1) % P, i), f * bytes[k], md.e_nic);
+      rcv(&e, coll__pod_member(l, (pp - 1 + P) % P, i));
+      rounds = ops[k] == WL_COLL_ALLREDUCE ? 2 * (n - 1) : n - 1;
+    }
+    if (e.fail)
+      rc = ST_ENOMEM;
+    else if (e.ns + e.nr > 0)
+      rc = emit_phase(c, m, &e, c->ch.phase_lat_s[k],
+                      c->fidelity == SIM_FID_STEP && c->op != WL_COLL_BARRIER ? rounds : 1, out);
+    free(e.send);
+    free(e.recv);
+  }
+  return rc;
+}
+
 int coll_plan(const coll_ctx *c, int m, coll_sched *out)
 {
   coll_sched_clear(out);
+  if (c->ch.algo == SIM_ALGO_HIER_PODS)
+    return plan_pods(c, m, out);
   coll__model md;
   coll__model_init(c, c->ch.proto, &md);
   edge_list e;
@@ -526,26 +623,6 @@ int coll_plan(const coll_ctx *c, int m, coll_sched *out)
     rc = ST_ENOMEM;
     goto done;
   }
-  /* own: the largest route latency among m's sends (what its flows pay
-   * themselves); lb: the route latency of its likely bottleneck flow (the
-   * link kind with the most bytes per unit of bandwidth), which step
-   * fidelity pays once per round */
-  double own = 0, lb = 0, t_in = 0, t_out = 0, l_in = 0, l_out = 0;
-  double bi = c->cl->intra_Bps > 0 ? c->cl->intra_Bps : 1;
-  double bn = c->cl->nic_Bps > 0 ? c->cl->nic_Bps : 1;
-  for (size_t i = 0; i < e.ns; i++) {
-    double l = c->route_lat ? c->route_lat(c->route_u, m, e.send[i].peer) : 0;
-    if (l > own)
-      own = l;
-    if (c->lay->node_of[e.send[i].peer] == c->lay->node_of[m]) {
-      t_in += e.send[i].bytes / bi;
-      l_in = fmax(l_in, l);
-    } else {
-      t_out += e.send[i].bytes / bn;
-      l_out = fmax(l_out, l);
-    }
-  }
-  double L = c->ch.lat_s;
   int rounds = 1;
   if (c->fidelity == SIM_FID_STEP && c->op != WL_COLL_BARRIER && c->op != WL_COLL_SHIFT) {
     if (c->ch.algo == SIM_ALGO_RING)
@@ -553,16 +630,7 @@ int coll_plan(const coll_ctx *c, int m, coll_sched *out)
     else
       rounds = (int)fmin(64, fmax(1, floor(c->bytes / (16 << 20))));
   }
-  /* the link kind that ends a round: its latency plus its share of the
-   * round's transfer (with about equal loads, the one with more latency) */
-  lb = l_out + t_out / rounds >= l_in + t_in / rounds ? l_out : l_in;
-  /* flow: L - own + (bottleneck's own latency); step: the same total when
-   * each round pays lb */
-  double pre = rounds == 1 ? L - own : (L - own - (rounds - 1) * lb) / rounds;
-  if (e.ns == 0)
-    pre = 0;
-  for (int r = 0; r < rounds && !rc; r++)
-    rc = round_emit(out, &e, pre > 0 ? pre : 0, rounds);
+  rc = emit_phase(c, m, &e, c->ch.lat_s, rounds, out);
 done:
   free(e.send);
   free(e.recv);

@@ -27,6 +27,58 @@ static int mkey_cmp(const void *a, const void *b)
   return c ? c : cmp_i32(x->member, y->member);
 }
 
+/* The pods of a layout: pod positions in node order, each a run of node
+ * positions and of by_node.  0 or ST_ENOMEM. */
+static int layout_pods(st_arena *a, const int32_t *ranks, const plat_cluster *cl, coll_layout *l)
+{
+  int N = l->nnodes, P = 0, last = -1;
+  for (int j = 0; j < N; j++) {
+    int p = plat_gpu_pod(cl, ranks[l->by_node[l->node_first[j]]]);
+    P += p != last;
+    last = p;
+  }
+  size_t szp = (size_t)P * sizeof(int32_t), szn = (size_t)l->n * sizeof(int32_t);
+  int32_t *v[7];
+  for (int i = 0; i < 7; i++)
+    if (!(v[i] = st_arena_alloc(a, i < 5 ? szp : szn)))
+      return ST_ENOMEM;
+  l->pod_id = v[0];
+  l->pod_node_first = v[1];
+  l->pod_node_cnt = v[2];
+  l->pod_m_min = v[3];
+  l->pod_m_max = v[4];
+  l->pod_of = v[5];
+  l->pod_idx = v[6];
+  int pp = -1;
+  last = -1;
+  for (int j = 0; j < N; j++) {
+    int p = plat_gpu_pod(cl, ranks[l->by_node[l->node_first[j]]]);
+    if (p != last) {
+      pp++;
+      l->pod_id[pp] = p;
+      l->pod_node_first[pp] = j;
+      l->pod_node_cnt[pp] = 0;
+      l->pod_m_min[pp] = l->n;
+      l->pod_m_max[pp] = 0;
+      last = p;
+    }
+    l->pod_node_cnt[pp]++;
+    int cnt = l->node_cnt[j];
+    l->pod_m_min[pp] = cnt < l->pod_m_min[pp] ? cnt : l->pod_m_min[pp];
+    l->pod_m_max[pp] = cnt > l->pod_m_max[pp] ? cnt : l->pod_m_max[pp];
+    int base = l->node_first[l->pod_node_first[pp]];
+    for (int i = 0; i < cnt; i++) {
+      int m = l->by_node[l->node_first[j] + i];
+      l->pod_of[m] = pp;
+      l->pod_idx[m] = l->node_first[j] + i - base;
+    }
+  }
+  l->npods = P;
+  for (int q = 1; q < P; q++)
+    l->pod_uniform &= coll__pod_count(l, q) == coll__pod_count(l, 0);
+  return ST_OK;
+}
+
 int coll_layout_build(st_arena *a, const int32_t *ranks, int n, const plat_cluster *cl,
                       coll_layout *out)
 {
@@ -75,7 +127,60 @@ int coll_layout_build(st_arena *a, const int32_t *ranks, int n, const plat_clust
       out->m_max = out->node_cnt[j];
   }
   free(k);
-  return ST_OK;
+  out->npods = 1;
+  out->pod_uniform = 1;
+  return cl->num_pods > 0 ? layout_pods(a, ranks, cl, out) : ST_OK;
+}
+
+/* ---- phases across pods ---------------------------------------------------------
+ * SIM_ALGO_HIER_PODS runs each phase as a collective of its own: its
+ * context is the communicator's with the members, nodes and cluster of the
+ * phase (a pod's own cluster inside it, the communicator's view across). */
+
+void coll__phase_ctx(const coll_ctx *c, int pp, int op, double bytes, coll__sub *s)
+{
+  const coll_layout *l = c->lay;
+  s->c = *c;
+  s->l = *l;
+  s->c.lay = &s->l;
+  s->c.op = op;
+  s->c.bytes = bytes;
+  s->c.phase = 1;
+  s->c.splits = NULL;
+  if (pp >= 0) {
+    s->c.n = coll__pod_count(l, pp);
+    s->l.nnodes = l->pod_node_cnt[pp];
+    s->l.m_min = l->pod_m_min[pp];
+    s->l.m_max = l->pod_m_max[pp];
+    if (c->cl->num_pods > 0)
+      s->c.cl = c->cl->pods[l->pod_id[pp]].c;
+  } else {
+    s->c.n = l->npods;
+    s->l.nnodes = l->npods;
+    s->l.m_min = s->l.m_max = 1;
+  }
+  s->l.n = s->c.n;
+  s->l.npods = 1;
+}
+
+int coll__pod_phases(const coll_ctx *c, int *ops, double *bytes, int *in_pod)
+{
+  double S = c->bytes, shard = S / coll__pod_count(c->lay, 0);
+  int n = 0;
+  if (c->op != WL_COLL_ALLGATHER) { /* reduce-scatter inside the pods */
+    ops[n] = WL_COLL_REDUCESCATTER;
+    bytes[n] = S;
+    in_pod[n++] = 1;
+  }
+  ops[n] = c->op; /* the shards across the pods */
+  bytes[n] = shard;
+  in_pod[n++] = 0;
+  if (c->op != WL_COLL_REDUCESCATTER) { /* all-gather inside the pods */
+    ops[n] = WL_COLL_ALLGATHER;
+    bytes[n] = S;
+    in_pod[n++] = 1;
+  }
+  return n;
 }
 
 /* ---- rings on meshes ---------------------------------------------------------
@@ -106,7 +211,8 @@ int coll__ring_mesh(const coll_ctx *c)
 {
   const plat_cluster *cl = c->cl;
   const coll_layout *l = c->lay;
-  if (cl->fabric_kind == PLAT_FABRIC_TORUS || cl->fabric_kind == PLAT_FABRIC_XML || c->n < 2)
+  if (cl->fabric_kind == PLAT_FABRIC_TORUS || cl->fabric_kind == PLAT_FABRIC_XML || c->n < 2 ||
+      c->phase)
     return COLL__MESH_NO;
   if (l->nnodes == 1) {
     if (cl->intra_kind == PLAT_INTRA_FULLMESH)

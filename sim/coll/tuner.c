@@ -20,8 +20,9 @@
 
 #include "coll_int.h"
 
-static const char *const algo_names[SIM_ALGO_COUNT] = {
-    "ring", "direct", "chain", "tree", "nvls", "nvls_tree", "collnet", "hier", "torus"};
+static const char *const algo_names[SIM_ALGO_COUNT] = {"ring",  "direct",    "chain",   "tree",
+                                                       "nvls",  "nvls_tree", "collnet", "hier",
+                                                       "torus", "hier_pods"};
 static const char *const proto_names[SIM_PROTO_COUNT] = {"ll", "ll128", "simple"};
 
 const char *sim_coll_algo_name(int algo)
@@ -53,18 +54,17 @@ int sim_coll_proto_from_name(const char *s)
 
 enum { ARCH_VOLTA = 0, ARCH_AMPERE, ARCH_HOPPER, ARCH_BLACKWELL, ARCH_CDNA3, ARCH_COUNT };
 
+/* The library tables' row of a device (devices.json "arch"): TPU and Ascend
+ * have no NCCL data and take Hopper's. */
 static int device_arch(const plat_device *d)
 {
-  const char *s = d->name;
-  if (strstr(s, "V100"))
-    return ARCH_VOLTA;
-  if (strstr(s, "MI300") || strstr(s, "MI325"))
-    return ARCH_CDNA3;
-  if (strstr(s, "A100") || strstr(s, "A800") || strstr(s, "A30") || strstr(s, "A10"))
-    return ARCH_AMPERE;
-  if (strstr(s, "B100") || strstr(s, "B200") || strstr(s, "B300"))
-    return ARCH_BLACKWELL;
-  return ARCH_HOPPER; /* H100, H200, H800, GH200, and accelerators without NCCL data */
+  switch (d->arch) {
+  case PLAT_ARCH_VOLTA: return ARCH_VOLTA;
+  case PLAT_ARCH_AMPERE: return ARCH_AMPERE;
+  case PLAT_ARCH_BLACKWELL: return ARCH_BLACKWELL;
+  case PLAT_ARCH_CDNA3: return ARCH_CDNA3;
+  default: return ARCH_HOPPER;
+  }
 }
 
 /* NVLink payload efficiency with the Simple protocol: NCCL's per-link
@@ -146,7 +146,7 @@ static int coll_lib(const plat_cluster *cl)
     return LIB_XLA;
   if (device_arch(&cl->device) == ARCH_CDNA3)
     return LIB_RCCL;
-  if (strstr(cl->device.name, "Ascend"))
+  if (cl->device.arch == PLAT_ARCH_ASCEND)
     return LIB_HCCL;
   return LIB_NCCL;
 }
@@ -247,6 +247,7 @@ static double algo_hops(int algo, int op, int n, int nodes, int m, const int *di
       h += dims[d] - 1;
     return op == WL_COLL_ALLREDUCE ? 2 * h : h;
   }
+  case SIM_ALGO_HIER_PODS: return 0; /* per phase (choose_pods) */
   }
   return 1;
 }
@@ -339,6 +340,9 @@ static int algo_allowed(const coll_ctx *c, int algo, int forced)
   case SIM_ALGO_TORUS:
     return (op == WL_COLL_ALLREDUCE || op == WL_COLL_ALLGATHER || op == WL_COLL_REDUCESCATTER) &&
            (forced || cl->fabric_kind == PLAT_FABRIC_TORUS);
+  case SIM_ALGO_HIER_PODS: /* chosen by coll_choose before the ranking */
+    return (op == WL_COLL_ALLREDUCE || op == WL_COLL_ALLGATHER || op == WL_COLL_REDUCESCATTER) &&
+           l->npods > 1 && l->pod_uniform;
   }
   return 0;
 }
@@ -512,6 +516,118 @@ static int lib_rule(const coll_ctx *c, int *algo, int *proto)
   return 0;
 }
 
+/* ---- across pods (SIM_ALGO_HIER_PODS) ---------------------------------------
+ * Each phase is one collective on a communicator of its own, as
+ * hierarchical libraries run them (three calls on three communicators), so
+ * each gets the protocol its own closed form ranks first: a pod's ring on
+ * the pod's own cluster (the slowest pod sets the phase), the inter-pod
+ * ring on the members' view.  The inter-pod ring's steps each pay NCCL's
+ * network latency and the pod links' (egress + ingress: the data-centre
+ * latency NCCL's tables do not hold), and its bandwidth term is the larger
+ * of a member's NIC and a pod's links carrying all q members' shards. */
+
+/* The largest route latency between ring neighbours of phase ctx s (the
+ * ideal model's hop), from the engine's routes where it has them. */
+static double phase_hop_lat(const coll_ctx *c, int pp)
+{
+  const coll_layout *l = c->lay;
+  if (!c->route_lat)
+    return c->ring_lat_max;
+  double mx = 0;
+  if (pp >= 0) {
+    int q = coll__pod_count(l, pp);
+    for (int i = 0; i < q && q > 1; i++)
+      mx = fmax(mx, c->route_lat(c->route_u, coll__pod_member(l, pp, i),
+                                 coll__pod_member(l, pp, (i + 1) % q)));
+  } else {
+    for (int p = 0; p < l->npods; p++)
+      mx = fmax(mx, c->route_lat(c->route_u, coll__pod_member(l, p, 0),
+                                 coll__pod_member(l, (p + 1) % l->npods, 0)));
+  }
+  return mx;
+}
+
+/* One phase (k) with protocol proto: its time; *lat its latency terms. */
+static double pods_phase_time(const coll_ctx *c, int op, double bytes, int in_pod, int proto,
+                              double *lat)
+{
+  const coll_layout *l = c->lay;
+  int dims[3] = {1, 1, 1};
+  coll__sub s;
+  double worst = 0;
+  *lat = 0;
+  if (in_pod) {
+    for (int pp = 0; pp < l->npods; pp++) {
+      coll__phase_ctx(c, pp, op, bytes, &s);
+      if (s.c.n < 2)
+        continue;
+      s.c.ring_lat_max = c->model == SIM_COLL_IDEAL ? phase_hop_lat(c, pp) : 0;
+      double t = estimate(&s.c, SIM_ALGO_RING, proto, default_channels(&s.c, SIM_ALGO_RING), dims);
+      worst = fmax(worst, t);
+      *lat = fmax(*lat, algo_latency(&s.c, SIM_ALGO_RING, proto, dims));
+    }
+    return worst;
+  }
+  coll__phase_ctx(c, -1, op, bytes, &s);
+  s.c.ring_lat_max = c->model == SIM_COLL_IDEAL ? phase_hop_lat(c, -1) : 0;
+  double L = algo_latency(&s.c, SIM_ALGO_RING, proto, dims);
+  double bw = estimate(&s.c, SIM_ALGO_RING, proto, 1, dims) - L;
+  /* a pod's links carry the shards of its q members; with NCCL's model each
+   * step also pays the pod links' latency */
+  coll__model md;
+  coll__model_init(&s.c, proto, &md);
+  const plat_cluster *cl = c->cl;
+  double f =
+      op == WL_COLL_ALLREDUCE ? 2.0 * (l->npods - 1) / l->npods : (double)(l->npods - 1) / l->npods;
+  double cap = INFINITY, hop = 0;
+  for (int p = 0; p < l->npods && cl->num_pods > 0; p++) {
+    const plat_pod *a = &cl->pods[l->pod_id[p]], *b = &cl->pods[l->pod_id[(p + 1) % l->npods]];
+    cap = fmin(cap, a->dc_links * a->dc_link_Bps);
+    hop = fmax(hop, a->dc_lat_s + b->dc_lat_s);
+  }
+  double dc = isfinite(cap) ? coll__pod_count(l, 0) * f * bytes / (cap * md.e_nic) : 0;
+  if (c->model != SIM_COLL_IDEAL)
+    L += (op == WL_COLL_ALLREDUCE ? 2.0 * (l->npods - 1) : l->npods - 1.0) * hop;
+  *lat = L;
+  return L + fmax(bw, dc);
+}
+
+static void choose_pods(coll_ctx *c)
+{
+  int ops[COLL_PHASES], in_pod[COLL_PHASES];
+  double bytes[COLL_PHASES];
+  int np = coll__pod_phases(c, ops, bytes, in_pod), ideal = c->model == SIM_COLL_IDEAL;
+  coll_choice ch;
+  memset(&ch, 0, sizeof ch);
+  ch.algo = SIM_ALGO_HIER_PODS;
+  for (int k = 0; k < np; k++) {
+    double best = INFINITY, best_lat = 0;
+    int best_p = SIM_PROTO_SIMPLE;
+    for (int p = 0; p < SIM_PROTO_COUNT; p++) {
+      if (!proto_allowed(c, SIM_ALGO_RING, p, ideal) ||
+          (c->force_proto >= 0 && p != c->force_proto &&
+           proto_allowed(c, SIM_ALGO_RING, c->force_proto, ideal)))
+        continue;
+      double lat, t = pods_phase_time(c, ops[k], bytes[k], in_pod[k], p, &lat);
+      if (t < best) { /* ties: the first in table order */
+        best = t;
+        best_lat = lat;
+        best_p = p;
+      }
+    }
+    ch.phase_proto[k] = (uint8_t)best_p;
+    ch.phase_lat_s[k] = best_lat;
+    ch.lat_s += best_lat;
+    ch.est_s += best;
+    if (!in_pod[k])
+      ch.proto = best_p;
+  }
+  coll__sub s;
+  coll__phase_ctx(c, 0, WL_COLL_REDUCESCATTER, c->bytes, &s);
+  ch.nch = default_channels(&s.c, SIM_ALGO_RING);
+  c->ch = ch;
+}
+
 void coll_choose(coll_ctx *c)
 {
   int dims[3];
@@ -522,8 +638,13 @@ void coll_choose(coll_ctx *c)
   int fa = c->force_algo >= 0 && c->force_algo < SIM_ALGO_COUNT && algo_allowed(c, c->force_algo, 1)
                ? c->force_algo
                : -1;
+  /* members in several pods: the hierarchical algorithm, unless another is asked for */
+  if ((fa < 0 || fa == SIM_ALGO_HIER_PODS) && algo_allowed(c, SIM_ALGO_HIER_PODS, 0)) {
+    choose_pods(c);
+    return;
+  }
   for (int a = 0; a < SIM_ALGO_COUNT; a++) {
-    if (fa >= 0 ? a != fa : !algo_allowed(c, a, 0))
+    if (a == SIM_ALGO_HIER_PODS || (fa >= 0 ? a != fa : !algo_allowed(c, a, 0)))
       continue;
     for (int p = 0; p < SIM_PROTO_COUNT; p++) {
       if (!proto_allowed(c, a, p, ideal))

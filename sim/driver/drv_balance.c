@@ -1,14 +1,19 @@
-/* drv_balance.c — balance=compute: a layout's uneven splits from the
+/* drv_balance.c — balance=compute|time: a layout's uneven splits from the
  * speeds of a cluster's node groups (docs/workloads.md, "Clusters of unlike
  * GPUs").
  *
- * Each group's speed is its device's compute time for the model: one
- * transformer layer's forward and backward for one micro-batch (t_k, the
- * difference of probes of two layers and one), and the rest of a step's
- * compute (e_k: embedding, output layer and loss), priced by the compute
- * model on the group's device; the probe runs the layout's tp, cp, sp, mbs,
- * dtype and recomputation with pp = dp = 1.  Communication is not counted:
- * this balances compute, as its name says.
+ * Each group's speed is its time for the model: one transformer layer's
+ * forward and backward for one micro-batch (t_k), and the rest of a
+ * micro-batch (e_k: embedding, output layer and loss).  The probe runs the
+ * layout's tp, cp, sp, mbs, dtype and recomputation with pp = dp = 1.
+ *   compute  the probe's compute ops priced by the compute model on the
+ *            group's device; t_k the difference of probes of two layers and
+ *            of one.  Communication is not counted.
+ *   time     the probe simulated on one node of the group (the engine, in a
+ *            child process: SimGrid runs one engine per process), so the
+ *            tensor- and context-parallel collectives inside a micro-batch
+ *            count as they run; per layer count L in {1, 2}, the step of two
+ *            micro-batches less the step of one is L t_k + e_k.
  *
  * Then, greedily (each step the cheapest, which is optimal for a min-max of
  * sums that grow by a fixed step):
@@ -30,24 +35,33 @@
 #include "driver.h"
 
 /* Compute seconds of rank 0's program of the probe on device d. */
-static int probe_time(const wl_model *m, const wl_layout *l, int layers, const plat_device *d,
-                      double *t, st_err *err)
+/* The probe: the model with `layers` layers, `mb` micro-batches, pp = dp = 1. */
+static int probe_make(const wl_model *m, const wl_layout *l, int layers, int mb, wl_workload **wl,
+                      st_err *err)
 {
   wl_model pm = *m;
   pm.layers = layers;
   char spec[300];
   snprintf(spec, sizeof spec, "tp=%d,cp=%d,sp=%d,mbs=%d,gbs=%d,pp=1,dp=1,dtype=%s,flash=%d%s",
-           l->tp, l->cp, l->sp, l->mbs, l->mbs, wl_dtype_name(l->dtype), l->flash,
+           l->tp, l->cp, l->sp, l->mbs, l->mbs * mb, wl_dtype_name(l->dtype), l->flash,
            l->recompute == WL_RECOMPUTE_FULL        ? ",recompute=full"
            : l->recompute == WL_RECOMPUTE_SELECTIVE ? ",recompute=selective"
                                                     : "");
   wl_layout pl;
-  wl_workload *wl = NULL;
   int rc = wl_layout_parse(spec, l->tp * l->cp, &pm, &pl, err);
   if (!rc)
-    rc = wl_generate(&pm, &pl, &wl, err);
+    rc = wl_generate(&pm, &pl, wl, err);
+  return rc ? st_err_prefix(err, "balance: the probe (%s): ", spec) : ST_OK;
+}
+
+/* Compute seconds of rank 0's program of the probe on device d. */
+static int probe_time(const wl_model *m, const wl_layout *l, int layers, const plat_device *d,
+                      double *t, st_err *err)
+{
+  wl_workload *wl = NULL;
+  int rc = probe_make(m, l, layers, 1, &wl, err);
   if (rc)
-    return st_err_prefix(err, "balance=compute: the probe of one micro-batch: ");
+    return rc;
   const wl_program *p = &wl->programs[wl->rank_program[0]];
   double s = 0;
   for (size_t i = 0; i < p->num_ops; i++)
@@ -56,6 +70,69 @@ static int probe_time(const wl_model *m, const wl_layout *l, int layers, const p
   wl_workload_destroy(wl);
   *t = s;
   return ST_OK;
+}
+
+/* balance=time: the probes simulated, each in a child process. */
+typedef struct sim_probe {
+  const wl_model *m;
+  const wl_layout *l;
+  const plat_cluster *cl;
+  double *step; /* [(k * 2 + L - 1) * 2 + mb - 1] */
+} sim_probe;
+
+static int probe_task(void *u, int i, st_buf *reply, st_err *err)
+{
+  const sim_probe *x = u;
+  int k = i / 4, layers = i / 2 % 2 + 1, mb = i % 2 + 1;
+  plat_cluster *node = NULL;
+  wl_workload *wl = NULL;
+  sim_result *res = NULL;
+  int rc = plat_cluster_group_node(x->cl, k, &node, err);
+  if (!rc)
+    rc = probe_make(x->m, x->l, layers, mb, &wl, err);
+  sim_options o;
+  sim_options_init(&o);
+  o.quiet = 1;
+  if (!rc)
+    rc = sim_run(wl, node, &o, &res, err);
+  if (!rc)
+    rc = st_buf_append(reply, &res->step_time_s, sizeof res->step_time_s);
+  sim_result_destroy(res);
+  wl_workload_destroy(wl);
+  free(node);
+  return rc;
+}
+
+static void probe_done(void *u, int i, const drv_answer *a)
+{
+  const sim_probe *x = u;
+  x->step[i] = NAN;
+  if (a->end == DRV_END_DONE && !a->rc && a->len == sizeof(double))
+    memcpy(&x->step[i], a->data, sizeof(double));
+}
+
+static int probe_simulated(const wl_model *m, const wl_layout *l, const plat_cluster *cl, double *t,
+                           double *e, st_err *err)
+{
+  int ng = cl->num_groups;
+  double *step = calloc((size_t)ng * 4, sizeof *step);
+  if (!step)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  sim_probe x = {m, l, cl, step};
+  int rc = drv_pool_run(ng * 4, 1, 0, probe_task, probe_done, &x, err);
+  for (int k = 0; k < ng && !rc; k++) {
+    const double *s = &step[k * 4];
+    double a1 = s[1] - s[0], a2 = s[3] - s[2]; /* t + e, 2t + e */
+    if (!isfinite(a1) || !isfinite(a2) || a2 <= a1)
+      rc = st_err_set(err, ST_ESIM, "balance=time: the probes of group '%s' did not run (steps "
+                      "%g %g %g %g s)", cl->groups[k].name, s[0], s[1], s[2], s[3]);
+    else {
+      t[k] = a2 - a1;
+      e[k] = fmax(0, a1 - t[k]);
+    }
+  }
+  free(step);
+  return rc;
 }
 
 /* The slowest group among GPUs [lo, hi) of a stride: the largest of v[]. */
@@ -114,13 +191,14 @@ int drv_balance(const wl_model *m, const plat_cluster *cl, wl_layout *l, char *n
   note[0] = '\0';
   if (!l->balance)
     return ST_OK;
+  const char *how = l->balance == WL_BALANCE_TIME ? "time" : "compute";
   if (l->stage_layers[0] || l->dp_microbatches[0])
     return st_err_set(err, ST_EINPUT,
-                      "layout '%s': balance=compute chooses stage_layers and dp_microbatches "
+                      "layout '%s': balance=%s chooses stage_layers and dp_microbatches "
                       "itself: give the one or the others",
-                      l->spec);
+                      l->spec, how);
   if (cl->num_groups <= 1) {
-    snprintf(note, cap, "balance=compute: every GPU of %s is alike; the even split stands",
+    snprintf(note, cap, "balance=%s: every GPU of %s is alike; the even split stands", how,
              cl->name);
     return ST_OK;
   }
@@ -132,7 +210,9 @@ int drv_balance(const wl_model *m, const plat_cluster *cl, wl_layout *l, char *n
     rc = st_err_set(err, ST_ENOMEM, "out of memory");
     goto out;
   }
-  for (int k = 0; k < ng && !rc; k++) {
+  if (l->balance == WL_BALANCE_TIME)
+    rc = probe_simulated(m, l, cl, t, e, err);
+  for (int k = 0; k < ng && !rc && l->balance != WL_BALANCE_TIME; k++) {
     double one, two;
     if (!(rc = probe_time(m, l, 1, &cl->groups[k].device, &one, err)) &&
         !(rc = probe_time(m, l, 2, &cl->groups[k].device, &two, err))) {
@@ -179,9 +259,11 @@ int drv_balance(const wl_model *m, const plat_cluster *cl, wl_layout *l, char *n
   /* the layout again, with the lists in place of balance */
   char spec[sizeof l->spec + 2 * WL_LIST_MAX + 64];
   snprintf(spec, sizeof spec, "%s", l->spec);
-  char *b = strstr(spec, ",balance=compute");
-  if (b)
-    *b = '\0';
+  char *b = strstr(spec, ",balance=");
+  if (b) { /* the key out, wherever it stands */
+    char *next = strchr(b + 1, ',');
+    memmove(b, next ? next : b + strlen(b), strlen(next ? next : b + strlen(b)) + 1);
+  }
   size_t n = strlen(spec);
   if (stages[0])
     n += (size_t)snprintf(spec + n, sizeof spec - n, ",stage_layers=%s", stages);
@@ -191,12 +273,13 @@ int drv_balance(const wl_model *m, const plat_cluster *cl, wl_layout *l, char *n
   if ((rc = wl_layout_parse(spec, l->num_gpus, m, &nl, err)))
     goto out;
   *l = nl;
-  n = (size_t)snprintf(note, cap, "balance=compute: %s%s%s%s%s (compute per layer and micro-batch:",
+  const char *what = how;
+  n = (size_t)snprintf(note, cap, "balance=%s: %s%s%s%s%s (%s per layer and micro-batch:", what,
                        stages[0] ? "stage_layers=" : "", stages, stages[0] && reps[0] ? ", " : "",
-                       reps[0] ? "dp_microbatches=" : "", reps);
+                       reps[0] ? "dp_microbatches=" : "", reps, what);
   if (!stages[0] && !reps[0])
-    n = (size_t)snprintf(note, cap, "balance=compute: the even split is the balanced one (compute "
-                                    "per layer and micro-batch:");
+    n = (size_t)snprintf(note, cap, "balance=%s: the even split is the balanced one (%s per "
+                                    "layer and micro-batch:", what, what);
   for (int k = 0; k < ng && n < cap; k++)
     n += (size_t)snprintf(note + n, cap - n, "%s %s %.3g ms", k ? "," : "", cl->groups[k].name,
                           t[k] * 1e3);

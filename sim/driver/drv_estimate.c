@@ -101,6 +101,8 @@ static double compute_time(est_ctx *x, int rank, const wl_op *op)
 {
   if (op->duration_s >= 0)
     return op->duration_s;
+  if (op->flags & WL_OPF_HOST) /* the CPUs' share of an offloaded step */
+    return plat_host_compute_time(x->cl, op);
   int g = plat_gpu_group(x->cl, rank); /* node groups: priced on the rank's device */
   uint64_t k = key_of(1, mix(mix(op->sub, op->dtype), mix(op->flags, op->concurrent)) + (uint64_t)g,
                       mix(mix(dbl_bits(op->flops), dbl_bits(op->bytes)), (uint64_t)op->m),
@@ -111,6 +113,13 @@ static double compute_time(est_ctx *x, int rank, const wl_op *op)
   double t = plat_compute_time(plat_gpu_device(x->cl, rank), op);
   memo_put(&x->memo, k, t);
   return t;
+}
+
+/* A copy to or from host memory: the GPU's link to it, alone. */
+static double copy_time(const est_ctx *x, const wl_op *op)
+{
+  const plat_cluster *c = x->cl;
+  return c->host_link_Bps > 0 ? c->host_link_lat_s + op->bytes / c->host_link_Bps : NAN;
 }
 
 static double coll_time(est_ctx *x, int comm, const wl_op *op)
@@ -177,6 +186,10 @@ static int stage_run(est_ctx *x, int r, drv_stage_estimate *out, st_err *err)
       break;
     case WL_OP_SEND:
       d = send_time(x, r, wl->comms[comm].ranks[op->peer], op->bytes);
+      out->comm_s += d;
+      break;
+    case WL_OP_COPY:
+      d = copy_time(x, op);
       out->comm_s += d;
       break;
     default: break; /* receives and markers */
@@ -307,6 +320,7 @@ static double op_price(est_ctx *x, int rank, const wl_op *op)
     int comm = wl_rank_comm(wl, rank, op->role);
     return send_time(x, wl->comms[comm].ranks[op->peer], rank, op->bytes);
   }
+  case WL_OP_COPY: return copy_time(x, op);
   default: return 0;
   }
 }

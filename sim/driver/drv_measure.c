@@ -67,6 +67,8 @@ static void rank_row(const void *from, void *to)
       .bubble_s = s.bubble_s,
       .idle_s = s.idle_s,
       .finish_s = s.finish_s,
+      .offload_s = s.offload_s,
+      .offload_exposed_s = s.offload_exposed_s,
   };
   memcpy(d.phase_s, s.phase_s, sizeof d.phase_s);
   memcpy(d.comm_kind_s, s.comm_kind_s, sizeof d.comm_kind_s);
@@ -177,6 +179,15 @@ int drv_measure_take(sim_result *r, an_measured *m, st_err *err)
     snprintf(m->proto_names[i], sizeof m->proto_names[i], "%s", sim_coll_proto_name(i));
   m->num_algo_names = SIM_ALGO_COUNT;
   m->num_proto_names = SIM_PROTO_COUNT;
+  if (r->num_pods > 0 && r->pod_out_bytes && r->pod_in_bytes) {
+    m->num_pods = r->num_pods;
+    m->pod_out_bytes = r->pod_out_bytes;
+    m->pod_in_bytes = r->pod_in_bytes;
+    r->pod_out_bytes = r->pod_in_bytes = NULL;
+    r->num_pods = 0;
+    for (size_t i = 0; i < nr; i++)
+      m->pod_exposed_s += r->ranks[i].pod_exposed_s;
+  }
 
   m->ranks = convert_rows(r->ranks, b_ranks, nr, sizeof *r->ranks, sizeof *m->ranks, rank_row);
   m->num_ranks = nr;

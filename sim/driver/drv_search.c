@@ -723,8 +723,13 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
   s->num_gpus = cl->num_gpus;
   s->gpus_per_node = cl->gpus_per_node;
   snprintf(s->device, sizeof s->device, "%s", cl->device.name);
-  s->hbm_bytes = cl->device.hbm_bytes;
-  enum_ctx x = {s, &m, o, cl->num_gpus, cl->device.hbm_bytes, err};
+  /* node groups: a layout must fit the smallest device (its stages may land
+   * on any group); the device named is that one */
+  s->hbm_bytes = plat_gpus_min(cl, cl->num_gpus, plat_dev_hbm, NULL);
+  for (int k = 0; k < cl->num_groups; k++)
+    if (cl->groups[k].device.hbm_bytes == s->hbm_bytes)
+      snprintf(s->device, sizeof s->device, "%s", cl->groups[k].device.name);
+  enum_ctx x = {s, &m, o, cl->num_gpus, s->hbm_bytes, err};
   if (o->progress)
     fprintf(o->progress, "search: %s on %s (%d GPUs), gbs %d, seq %d\n", o->model, s->cluster,
             s->num_gpus, o->gbs, s->seq);

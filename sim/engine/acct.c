@@ -2,11 +2,16 @@
  * rows, collective records).
  *
  *  5. Accounting.  Per rank, counters of streams computing / transferring /
- *     waiting for a pipeline peer; at each change the elapsed time goes to
- *     one bucket by priority (compute > exposed comm > bubble > idle), so
- *     the buckets add up to the rank's finish time exactly.
+ *     waiting for a pipeline peer / offloading (a copy to or from host
+ *     memory, or the optimizer step on the CPU); at each change the elapsed
+ *     time goes to one bucket by priority (compute > exposed comm > exposed
+ *     offload > bubble > idle), so the buckets add up to the rank's finish
+ *     time exactly.  Offload time is also counted whatever else runs.
  *     A stream running ahead (chain.c) stands in for its counters with its
- *     plan, cut at the plan's changes.
+ *     plan, cut at the plan's changes.  Exposed time while a transfer that
+ *     crosses pods runs (a collective of a communicator spanning pods, a
+ *     send/recv between pods) is also counted apart (pod_exposed_s): the
+ *     step's wait on the data-centre links.  Chains never hold one.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -16,16 +21,22 @@
 
 #include "eng_int.h"
 
-static void charge(sim_rank_stats *st, double dt, int nc, int nx, int nb)
+static void charge(sim_rank_stats *st, double dt, int nc, int nx, int nb, int no, int nxp)
 {
   if (!(dt > 0))
     return;
+  if (no > 0)
+    st->offload_s += dt;
   if (nc > 0) {
     st->compute_s += dt;
     if (nx > 0)
       st->overlapped_comm_s += dt;
   } else if (nx > 0) {
     st->exposed_comm_s += dt;
+    if (nxp > 0)
+      st->pod_exposed_s += dt;
+  } else if (no > 0) {
+    st->offload_exposed_s += dt;
   } else if (nb > 0) {
     st->bubble_s += dt;
   } else {
@@ -64,13 +75,14 @@ void eng__acct(int rank, int dc, int dx, int db)
   sim_rank_stats *st = &eng__E.res->ranks[rank];
   double t = eng__now();
   if (!rs->ahead) {
-    charge(st, t - rs->last_t, rs->n_compute, rs->n_xfer, rs->n_bubble);
+    charge(st, t - rs->last_t, rs->n_compute, rs->n_xfer, rs->n_bubble, rs->n_offload, rs->n_xpod);
   } else {
     for (double u = rs->last_t; u < t;) {
       double until;
       int a = ahead_state(rs, u, &until);
       double v = fmin(until, t);
-      charge(st, v - u, rs->n_compute + (a == 1), rs->n_xfer + (a == 2), rs->n_bubble);
+      charge(st, v - u, rs->n_compute + (a == 1), rs->n_xfer + (a == 2), rs->n_bubble,
+             rs->n_offload, rs->n_xpod);
       u = v;
     }
     if (dx > 0 && !rs->interrupted && t < rs->ahead_end) {
@@ -82,6 +94,12 @@ void eng__acct(int rank, int dc, int dx, int db)
   rs->n_compute += dc;
   rs->n_xfer += dx;
   rs->n_bubble += db;
+}
+
+void eng__acct_offload(int rank, int d)
+{
+  eng__acct(rank, 0, 0, 0);
+  eng__E.ranks[rank].n_offload += d;
 }
 
 /* Transfers of the rank running now, a running-ahead stream's included. */
@@ -165,10 +183,16 @@ void eng__coll_record_add(int c, const eng__comm *cs, int opk, int n, double byt
   rec->busbw_GBps = rec->algbw_GBps * sim_busbw_factor(opk, n);
 }
 
+void eng__xfer_start(int rank, int xpod)
+{
+  eng__acct(rank, 0, 1, 0);
+  eng__E.ranks[rank].n_xpod += xpod != 0;
+}
 
-void eng__xfer_end(int rank, const wl_comm *cm, double start)
+void eng__xfer_end(int rank, const wl_comm *cm, double start, int xpod)
 {
   eng__acct(rank, 0, -1, 0);
+  eng__E.ranks[rank].n_xpod -= xpod != 0;
   int kind = cm->kind < WL_COMM_KIND_COUNT ? cm->kind : 0;
   eng__E.res->ranks[rank].comm_kind_s[kind] += eng__now() - start;
 }

@@ -168,6 +168,9 @@ static void stream_actor(int argc, char **argv)
     case WL_OP_RECV:
       eng__run_p2p(rank, op);
       break;
+    case WL_OP_COPY:
+      eng__run_copy(rank, op);
+      break;
     case WL_OP_MARKER: /* no time; breakdowns use each op's own phase */
       break;
     }

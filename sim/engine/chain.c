@@ -45,7 +45,8 @@ static int chain_coll_ok(int rank, const eng__prog *pi, const eng__actor *a, con
     return 0;
   int c = wl_rank_comm(eng__E.wl, rank, op->role);
   if (c < 0 || eng__E.wl->comms[c].size < 2 || !eng__E.sym.comm_collapse[c] ||
-      eng__E.sym.live[c] != 1 || !eng__E.comms[c].fast)
+      eng__E.sym.live[c] != 1 || !eng__E.comms[c].fast ||
+      (eng__E.comm_xpod && eng__E.comm_xpod[c])) /* its pod accounting is eng__run_coll's */
     return 0;
   uint32_t others = pi->role_streams[op->role] & ~(1u << (a->stream & 31));
   const eng__rank *rs = &eng__E.ranks[rank];

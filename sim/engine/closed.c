@@ -143,8 +143,9 @@ static int tuple_add(tuple_set *ts, int c, const wl_op *o)
 
 /* Every op of every program: its collectives into ts; an all-to-all-v
  * disqualifies its communicator (per-peer sizes: every pair may talk, and
- * every pair's route is marked), a send/recv marks its route as
- * OWNER_P2P.  (Marks do not depend on their order.)  0 or ST_ENOMEM. */
+ * every pair's route is marked), a send/recv or a copy to or from host
+ * memory marks its route as OWNER_P2P.  (Marks do not depend on their
+ * order.)  0 or ST_ENOMEM. */
 static int scan_ops(tuple_set *ts, uint8_t *ok, int32_t *owner)
 {
   const wl_workload *wl = eng__E.wl;
@@ -152,6 +153,12 @@ static int scan_ops(tuple_set *ts, uint8_t *ok, int32_t *owner)
     const wl_program *pg = &wl->programs[wl->rank_program[r]];
     for (size_t i = 0; i < pg->num_ops; i++) {
       const wl_op *o = &pg->ops[i];
+      if (o->kind == WL_OP_COPY) { /* its links (the GPU's PCIe where modelled) are not free */
+        int mem = plat_host_endpoint(eng__E.cl, plat_gpu_node(eng__E.cl, r));
+        fast_mark_route(owner, OWNER_P2P, o->sub == WL_COPY_D2H ? r : mem,
+                        o->sub == WL_COPY_D2H ? mem : r);
+        continue;
+      }
       if (o->kind != WL_OP_COLL && o->kind != WL_OP_SEND)
         continue;
       int c = wl_rank_comm(wl, r, o->role);

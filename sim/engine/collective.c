@@ -237,8 +237,9 @@ void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *s
     cs->ch = mm->ch;
     double T = -1;
     if (cs->fast) {
-      /* the flows are planned again only when links count their bytes */
-      if (isnan(mm->T) || (eng__E.link_bytes && mm->T >= 0))
+      /* the flows are planned again only when links (or pods) count their bytes */
+      if (isnan(mm->T) ||
+          ((eng__E.link_bytes || (eng__E.comm_xpod && eng__E.comm_xpod[c])) && mm->T >= 0))
         mm->T = eng__fast_duration(c, cs, op, sched, 1);
       T = mm->T;
     }
@@ -261,7 +262,8 @@ void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *s
   int opk = cs->op;
   double bytes = cs->bytes;
 
-  eng__acct(rank, 0, 1, 0);
+  int xpod = eng__E.comm_xpod && eng__E.comm_xpod[c];
+  eng__xfer_start(rank, xpod);
   double fast_end = cs->fast_end;
   if (fast_end >= 0) {
     /* closed form: everyone knows the end; the last to arrive records it */
@@ -272,7 +274,7 @@ void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *s
     }
     if (fast_end > eng__now())
       sg_actor_sleep_until(fast_end);
-    eng__xfer_end(rank, cm, start);
+    eng__xfer_end(rank, cm, start, xpod);
     return;
   }
   coll_transfer(c, cs, m, p, op, sched);
@@ -286,6 +288,6 @@ void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *s
     while (cs->done_gen == my_done)
       eng__wq_wait(&cs->wq);
   }
-  eng__xfer_end(rank, cm, start);
+  eng__xfer_end(rank, cm, start, xpod);
 }
 

@@ -14,7 +14,9 @@
  *     waits per run, at most 16).  Only the modelled share of
  *     the run is stretched; given durations (traces) were measured as they
  *     ran.  Deterministic, and a run with no transfer beside it costs one
- *     wait as before.
+ *     wait as before.  Host ops (WL_OPF_HOST, an offloaded optimizer step)
+ *     run on the CPUs: a run holds only host ops or none, counts as offload
+ *     in the accounting, not compute, and is never stretched.
  */
 #include <simgrid/actor.h>
 
@@ -30,18 +32,19 @@ uint32_t eng__compute_run_end(const eng__actor *a, int rank, const wl_program *p
 {
   uint32_t k2 = k;
   double tot = 0, mod = 0;
+  int host = (p->ops[a->ops[k]].flags & WL_OPF_HOST) != 0;
   for (;;) {
     const wl_op *o = &p->ops[a->ops[k2]];
     double d = eng__op_dur(rank, pi, a->ops[k2]);
     tot += d;
-    if (o->duration_s < 0)
+    if (o->duration_s < 0 && !host) /* the CPUs: no stretch beside transfers */
       mod += d;
     if (charge_phase)
       eng__E.res->ranks[rank].phase_s[o->phase < WL_PHASE_COUNT ? o->phase : 0] += d;
     if (pi->is_target[a->ops[k2]] || k2 + 1 >= a->num_ops)
       break;
     const wl_op *nx = &p->ops[a->ops[k2 + 1]];
-    if (nx->kind != WL_OP_COMPUTE || nx->wait_count > 0)
+    if (nx->kind != WL_OP_COMPUTE || nx->wait_count > 0 || ((nx->flags & WL_OPF_HOST) != 0) != host)
       break;
     k2++;
   }
@@ -88,7 +91,10 @@ void eng__compute_run_tail(eng__actor *a, int rank, const wl_program *p, const e
         break;
     }
   }
-  eng__acct(rank, -1, 0, 0);
+  if (p->ops[a->ops[k]].flags & WL_OPF_HOST)
+    eng__acct_offload(rank, -1);
+  else
+    eng__acct(rank, -1, 0, 0);
   double scale = modelled > 0 ? 1.0 + extra / modelled : 1.0, off = 0;
   for (uint32_t j = k; (eng__E.opt->timeline || extra > 0) && j <= k2; j++) {
     const wl_op *o = &p->ops[a->ops[j]];
@@ -113,7 +119,10 @@ uint32_t eng__compute_run(eng__actor *a, int rank, const wl_program *p, const en
   double t0 = eng__now();
   double total, modelled;
   uint32_t k2 = eng__compute_run_end(a, rank, p, pi, k, &total, &modelled, 1);
-  eng__acct(rank, 1, 0, 0);
+  if (p->ops[a->ops[k]].flags & WL_OPF_HOST) /* on the CPUs: offload, not GPU compute */
+    eng__acct_offload(rank, 1);
+  else
+    eng__acct(rank, 1, 0, 0);
   double ov0 = eng__E.res->ranks[rank].overlapped_comm_s; /* charged up to t0 */
   if (total > 0)
     sg_actor_sleep_for(total);

@@ -132,6 +132,8 @@ typedef struct eng__rank {
   eng__waitq wq;        /* streams waiting for another stream of this rank */
   int waiters;
   int n_compute, n_xfer, n_bubble;
+  int n_offload;        /* copies to or from host memory and host compute running */
+  int n_xpod; /* of n_xfer, transfers that cross pods (design note 5) */
   double last_t;
   /* A stream running ahead (design note 7): its planned segments stand in
    * for its counters until ahead_end; a transfer of another stream starting
@@ -235,7 +237,10 @@ typedef struct eng__memo {
 
 typedef struct eng__state {
   const wl_workload *wl;
-  const plat_cluster *cl;
+  const plat_cluster *cl;  /* the caller's cluster, or cl_host */
+  plat_cluster cl_host;    /* with copies to host memory: the caller's with host_memory on
+                              (pointers borrowed) */
+  int host_use;            /* wl_workload_host_use() of the workload */
   const sim_options *opt;
   sg_host_t *hosts;
   eng__rank *ranks;
@@ -269,6 +274,9 @@ typedef struct eng__state {
   double overlap_slowdown; /* plat_compute_overlap_factor() - 1 for the cluster's device */
   double *group_slowdown;  /* node groups: the same per group; NULL without groups */
   int32_t *rank_group;     /* node groups: each rank's (its GPU's) group; NULL without */
+  uint8_t *comm_xpod;      /* pods: per communicator, its members span pods; NULL without */
+  double *pod_out_bytes;   /* pods: bytes out of / into each pod over its data-centre links */
+  double *pod_in_bytes;
   eng__sym sym;           /* rank classes (sym.c); sym.on when used */
   double *class_bytes;    /* with sym.on: bytes of class-0 flows per link, copied to the
                              images after the run (the groups' closed forms count all) */
@@ -310,11 +318,18 @@ void eng__fail(int code, const char *msg);
  * 5), then apply the deltas to its streams computing, transferring and
  * waiting for a pipeline peer. */
 void eng__acct(int rank, int dc, int dx, int db);
+/* A copy to or from host memory, or host compute, of the rank starts (+1)
+ * or ends (-1): the accounting (offload time, exposed when nothing else
+ * runs) as eng__acct. */
+void eng__acct_offload(int rank, int d);
 /* Transfers of the rank running now, a running-ahead stream's included. */
 int eng__xfer_now(int rank);
-/* A transfer of rank's that started at start on communicator cm ends: the
- * accounting, and its time on cm's kind. */
-void eng__xfer_end(int rank, const wl_comm *cm, double start);
+/* A transfer of rank's starts; xpod: it crosses pods.  (The accounting up
+ * to now, then one more transfer running.) */
+void eng__xfer_start(int rank, int xpod);
+/* A transfer of rank's that started at start on communicator cm ends (xpod:
+ * it crossed pods): the accounting, and its time on cm's kind. */
+void eng__xfer_end(int rank, const wl_comm *cm, double start, int xpod);
 /* One timeline row (when the options record them). */
 void eng__timeline_add(int rank, const wl_op *op, uint32_t opi, double t0, double t1);
 /* A new collective record (zeroed), or NULL when the options record none or
@@ -404,6 +419,12 @@ double eng__fast_duration(int c, eng__comm *cs, const wl_op *op, coll_sched *sch
  * out of memory. */
 eng__memo *eng__memo_get(int c, eng__comm *cs, const wl_op *op);
 
+/* ---- copy.c -------------------------------------------------------------- */
+
+/* The copy op of rank's stream: one flow between its GPU and its node's
+ * host memory. */
+void eng__run_copy(int rank, const wl_op *op);
+
 /* ---- p2p.c --------------------------------------------------------------- */
 
 /* The send or recv op of rank's stream (design note 4). */
@@ -420,6 +441,9 @@ eng__route *eng__route_get(int src_gpu, int dst_gpu);
 /* Add a flow's bytes to every link of its route, and to the link's share
  * of communicator comm's op (kind: WL_OP_COLL or WL_OP_SEND). */
 void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op);
+/* A copy's bytes on every link of its route (endpoints: a GPU and a host
+ * memory, plat_host_endpoint); no communicator share. */
+void eng__account_copy(int src, int dst, double bytes);
 /* After the run, with rank classes: class 0's bytes and usage copied to
  * the other classes' links. */
 void eng__links_expand_classes(void);

@@ -15,6 +15,7 @@
  *  7. Rank classes and running ahead: chain.c; sym.c finds the classes and
  *     sym_env.c answers what it asks of the engine.
  *  8. Stragglers and variability: slow.c (compute factors, slowed links).
+ *  9. Copies to and from host memory (offload): copy.c.
  * links.c counts each link's bytes, map.c is the engine's hash map,
  * options.c its options.
  */
@@ -91,6 +92,15 @@ static int build_prog_info(st_err *err)
   return ST_OK;
 }
 
+/* An op's priced time on device d: compute on the GPU, or (WL_OPF_HOST) on
+ * its node's CPUs; 0 for what is not compute. */
+static double op_price(const plat_cluster *cl, const plat_device *d, const wl_op *o)
+{
+  return o->kind != WL_OP_COMPUTE    ? 0
+         : (o->flags & WL_OPF_HOST) ? plat_host_compute_time(cl, o)
+                                    : plat_compute_time(d, o);
+}
+
 /* Each program's compute times on the devices that run it: one table per
  * node group with a rank of the program (design note 2: an op is priced
  * once per program and device, not once per rank). */
@@ -123,9 +133,10 @@ static int price_programs(st_err *err)
     const wl_program *p = &wl->programs[pidx];
     if (!(pi->gdur[g] = st_arena_alloc(&eng__E.arena, (p->num_ops + 1) * sizeof(double))))
       return st_err_set(err, ST_ENOMEM, "out of memory");
-    const plat_device *d = &cl->groups[g].device;
+    plat_cluster gv = *cl; /* the group's node: its device, its CPUs */
+    plat_group_apply(&gv, &cl->groups[g]);
     for (size_t i = 0; i < p->num_ops; i++)
-      pi->gdur[g][i] = p->ops[i].kind == WL_OP_COMPUTE ? plat_compute_time(d, &p->ops[i]) : 0;
+      pi->gdur[g][i] = op_price(&gv, &gv.device, &p->ops[i]);
   }
   for (int pidx = 0; pidx < wl->num_programs; pidx++) {
     const wl_program *p = &wl->programs[pidx];
@@ -133,7 +144,35 @@ static int price_programs(st_err *err)
     if (pi->gdur) /* eng__op_dur reads gdur */
       continue;
     for (size_t i = 0; i < p->num_ops; i++)
-      pi->dur[i] = p->ops[i].kind == WL_OP_COMPUTE ? plat_compute_time(&cl->device, &p->ops[i]) : 0;
+      pi->dur[i] = op_price(cl, &cl->device, &p->ops[i]);
+  }
+  return ST_OK;
+}
+
+/* A cluster of pods: which communicators span pods, and the pods' byte
+ * counts (the result's).  Each pod is node group k, so rank_group is each
+ * rank's pod. */
+static int pods_setup(st_err *err)
+{
+  const wl_workload *wl = eng__E.wl;
+  const plat_cluster *cl = eng__E.cl;
+  sim_result *r = eng__E.res;
+  if (cl->num_pods == 0)
+    return ST_OK;
+  eng__E.comm_xpod = st_arena_alloc(&eng__E.arena, (size_t)wl->num_comms + 1);
+  r->pod_out_bytes = calloc((size_t)cl->num_pods, sizeof(double));
+  r->pod_in_bytes = calloc((size_t)cl->num_pods, sizeof(double));
+  if (!eng__E.comm_xpod || !r->pod_out_bytes || !r->pod_in_bytes)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  r->num_pods = cl->num_pods;
+  eng__E.pod_out_bytes = r->pod_out_bytes;
+  eng__E.pod_in_bytes = r->pod_in_bytes;
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    int x = 0;
+    for (int i = 1; i < cm->size && !x; i++)
+      x = eng__E.rank_group[cm->ranks[i]] != eng__E.rank_group[cm->ranks[0]];
+    eng__E.comm_xpod[c] = (uint8_t)x;
   }
   return ST_OK;
 }
@@ -209,6 +248,14 @@ static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_opt
   eng__E.opt = opt;
   eng__E.err = err;
   eng__E.overlap_slowdown = plat_compute_overlap_factor(&cl->device) - 1.0;
+  /* copies to host memory: the platform gets its host-memory endpoints */
+  eng__E.host_use = wl_workload_host_use(wl);
+  if (eng__E.host_use & WL_HOST_COPIES) {
+    eng__E.cl_host = *cl;
+    if (plat_cluster_host_memory(&eng__E.cl_host, 1, err))
+      return err ? err->code : ST_EINPUT;
+    eng__E.cl = cl = &eng__E.cl_host;
+  }
   st_arena_init(&eng__E.arena, 1 << 20);
   eng__map_init(&eng__E.mailboxes);
   eng__map_init(&eng__E.p2ps);
@@ -224,7 +271,8 @@ static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_opt
   eng__E.res = r;
   eng__E.ranks = calloc((size_t)wl->num_ranks, sizeof *eng__E.ranks);
   eng__E.comms = calloc((size_t)wl->num_comms + 1, sizeof *eng__E.comms);
-  eng__E.hosts = calloc((size_t)cl->num_gpus, sizeof *eng__E.hosts);
+  eng__E.hosts = calloc((size_t)cl->num_gpus + (cl->host_memory ? cl->num_nodes : 0),
+                        sizeof *eng__E.hosts);
   if (!r->ranks || !eng__E.ranks || !eng__E.comms || !eng__E.hosts)
     return st_err_set(err, ST_ENOMEM, "out of memory");
   for (int i = 0; i < wl->num_ranks; i++) {
@@ -241,6 +289,8 @@ static int run_init(const wl_workload *wl, const plat_cluster *cl, const sim_opt
     rc = build_prog_info(err);
   if (!rc)
     rc = price_programs(err);
+  if (!rc)
+    rc = pods_setup(err);
   return rc ? rc : eng__slow_setup(err);
 }
 
@@ -408,6 +458,8 @@ void sim_result_destroy(sim_result *r)
   free(r->timeline);
   free(r->links);
   free(r->link_usage);
+  free(r->pod_out_bytes);
+  free(r->pod_in_bytes);
   st_arena_release(&r->arena);
   free(r);
 }

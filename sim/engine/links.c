@@ -87,8 +87,9 @@ static eng__usage *usage_slot_for(uint32_t link, int32_t comm, uint8_t kind, uin
   }
 }
 
-/* The route between two GPUs as link indices, latency and bottleneck
- * bandwidth, cached per pair.  NULL only when out of memory. */
+/* The route between two GPUs (or a GPU and a host memory) as link indices,
+ * latency and bottleneck bandwidth, cached per pair.  NULL only when out of
+ * memory. */
 eng__route *eng__route_get(int src_gpu, int dst_gpu)
 {
   uint64_t key = eng__key4((uint64_t)src_gpu, (uint64_t)dst_gpu, 0x726f757465ULL, 1);
@@ -125,12 +126,19 @@ eng__route *eng__route_get(int src_gpu, int dst_gpu)
  * of communicator comm's op (kind, op). */
 void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op)
 {
+  int copied = eng__E.sym.on && !eng__E.sym.comm_collapse[comm];
+  if (eng__E.pod_out_bytes && eng__E.rank_group[src_gpu] != eng__E.rank_group[dst_gpu]) {
+    /* a flow between pods: out of one, into the other (class 0's flow
+     * stands for all C classes' copies, which cross the same pods) */
+    double w = copied ? eng__E.sym.C * bytes : bytes;
+    eng__E.pod_out_bytes[eng__E.rank_group[src_gpu]] += w;
+    eng__E.pod_in_bytes[eng__E.rank_group[dst_gpu]] += w;
+  }
   if (!eng__E.link_bytes || src_gpu == dst_gpu)
     return;
   eng__route *re = eng__route_get(src_gpu, dst_gpu);
   if (!re)
     return;
-  int copied = eng__E.sym.on && !eng__E.sym.comm_collapse[comm];
   for (uint32_t i = 0; i < re->n; i++) {
     eng__E.link_bytes[re->links[i]] += bytes;
     if (copied)
@@ -142,6 +150,15 @@ void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kin
     }
     u->bytes += bytes;
   }
+}
+
+void eng__account_copy(int src, int dst, double bytes)
+{
+  if (!eng__E.link_bytes || src == dst)
+    return;
+  eng__route *re = eng__route_get(src, dst);
+  for (uint32_t i = 0; re && i < re->n; i++)
+    eng__E.link_bytes[re->links[i]] += bytes;
 }
 
 /* Class k's links carry copies of class 0's bytes and usage; their peak

@@ -68,7 +68,9 @@ void eng__run_p2p(int rank, const wl_op *op)
     sg_actor_kill_all();
     return;
   }
-  eng__acct(rank, 0, 1, 0);
+  int xpod = eng__E.comm_xpod &&
+             plat_gpu_pod(eng__E.cl, cm->ranks[src]) != plat_gpu_pod(eng__E.cl, cm->ranks[dst]);
+  eng__xfer_start(rank, xpod);
   if (is_send) {
     eng__account_flow(cm->ranks[src], cm->ranks[dst], bytes, c, WL_OP_SEND, 0);
     sg_mailbox_put(ps->mb, &eng__E.dummy_payload, (long)llround(bytes));
@@ -92,6 +94,6 @@ void eng__run_p2p(int rank, const wl_op *op)
     }
   }
   eng__E.events++;
-  eng__xfer_end(rank, cm, start);
+  eng__xfer_end(rank, cm, start, xpod);
 }
 

@@ -438,6 +438,8 @@ static int alloc_images(eng__sym *s, const eng__sym_env *env)
   for (size_t i = 0; i < env->num_links * C; i++)
     s->link_img[i] = UINT32_MAX;
   memset(s->link_cls, 0xff, env->num_links + 1);
+  /* links no class-0 flow crosses have no source: links.c reads every entry */
+  memset(s->link_src, 0xff, (env->num_links + 1) * sizeof *s->link_src);
   for (int r = 0; r < wl->num_ranks; r++)
     s->comm_collapse[wl_rank_comm(wl, r, s->role)] = 1;
   return ST_OK;

@@ -75,6 +75,14 @@ int eng__sym_setup(st_err *err)
     snprintf(eng__E.sym.desc, sizeof eng__E.sym.desc, "none (turned off)");
     return ST_OK;
   }
+  if (eng__E.host_use) { /* the checks cover collectives and send/recv only */
+    memset(&eng__E.sym, 0, sizeof eng__E.sym);
+    eng__E.sym.C = 1;
+    snprintf(eng__E.sym.desc, sizeof eng__E.sym.desc,
+             "none (host-memory offload: the rank-class checks do not cover copies and host "
+             "compute)");
+    return ST_OK;
+  }
   if (eng__E.slow_why[0]) { /* compute factors: ranks are no copies (slow.c) */
     memset(&eng__E.sym, 0, sizeof eng__E.sym);
     eng__E.sym.C = 1;

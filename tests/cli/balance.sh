@@ -23,7 +23,7 @@
 root=$(cd "$(dirname "$0")/../.." && pwd)
 data=$tmp/data
 cp -r "$root/platforms/data" "$data"
-sed -i 's|^  \]$|    ,{"name": "Fast-X", "peak_TFLOPS": {"fp32": 60, "tf32": 400, "bf16": 800, "fp16": 800, "fp8": 0}, "hbm_GB": 80, "hbm_GBps": 3200, "link_GBps": 450}\n    ,{"name": "Slow-X", "peak_TFLOPS": {"fp32": 30, "tf32": 200, "bf16": 400, "fp16": 400, "fp8": 0}, "hbm_GB": 80, "hbm_GBps": 1600, "link_GBps": 450}\n  ]|' "$data/devices.json"
+sed -i 's|^  \]$|    ,{"name": "Fast-X", "arch": "hopper", "peak_TFLOPS": {"fp32": 60, "tf32": 400, "bf16": 800, "fp16": 800, "fp8": 0}, "hbm_GB": 80, "hbm_GBps": 3200, "link_GBps": 450}\n    ,{"name": "Slow-X", "arch": "hopper", "peak_TFLOPS": {"fp32": 30, "tf32": 200, "bf16": 400, "fp16": 400, "fp8": 0}, "hbm_GB": 80, "hbm_GBps": 1600, "link_GBps": 450}\n  ]|' "$data/devices.json"
 export SIMTRAIN_PLATFORMS_DATA=$data
 node='"node":{"gpus":8,"intra":{"kind":"nvswitch","links_per_gpu":18,"link_GBps":25,"lat_us":0.5},"nics":{"count":8,"Gbps":400,"lat_us":1}}'
 fab='"fabric":{"kind":"rail-fat-tree","radix":64}'
@@ -58,6 +58,21 @@ check "even split $teven s within 5% of 12 t_s = $want_even s" "within '$teven' 
 gain=$(awk -v a="$teven" -v b="$tbal" 'BEGIN { printf "%.9g", a - b }')
 want_gain=$(awk -v a="$want_even" -v b="$want_bal" 'BEGIN { printf "%.9g", a - b }')
 check "the even split is slower by $gain s, the closed forms say $want_gain s (5%)" "within '$gain' '$want_gain' 0.05"
+
+# balance=time: the probes simulated on one node of each group, so the
+# tensor-parallel NVLink time counts: the split follows t_s / t_f (above),
+# 15 + 9 (max(15 t_f, 9 t_s) is the least max over whole splits for a ratio
+# between 5/3 and 15/8), and the step is no longer than balance=compute's
+"$simtrain" run --model llama3-8b --seq 4096 --layout tp=8,dp=2,mbs=4,gbs=96,balance=time \
+  --cluster "$tmp/two.json" --json >"$tmp/time.json" 2>"$tmp/time.err"
+split=$(grep -o 'dp_microbatches=[0-9/*]*' "$tmp/time.err" | cut -d= -f2)
+mf=${split%%/*} ms=${split##*/}
+best=$(awk -v f="$tf" -v s="$ts" 'BEGIN { b = 1e30; for (m = 1; m < 24; m++) { a = m * f; c = (24 - m) * s; x = a > c ? a : c; if (x < b) { b = x; bm = m } } print bm }')
+check "balance=time gives the fast replica the least-max split's $best micro-batches (got ${split:-none})" "[ '${mf:-0}' = '$best' ]"
+ttime=$(grep -o '"step_time_s":[^,]*' "$tmp/time.json" | cut -d: -f2)
+want_time=$(awk -v f="$tf" -v s="$ts" -v a="${mf:-1}" -v b="${ms:-1}" 'BEGIN { x = a * f; y = b * s; printf "%.9g", (x > y ? x : y) }')
+check "balance=time's step $ttime s within 5% of max(m_f t_f, m_s t_s) = $want_time s" "within '$ttime' '$want_time' 0.05"
+check "balance=time's step is no longer than balance=compute's ($ttime vs $tbal)" "awk 'BEGIN { exit !($ttime <= $tbal) }'"
 
 # pipeline stages: tp=8 pp=2 puts stage 0 on the fast node, stage 1 on the
 # slow one; balance gives the fast stage more of the 32 layers
