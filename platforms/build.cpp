@@ -42,6 +42,8 @@ public:
   {
     c_.spec_json = nullptr; /* a copy of the numbers only: no owned pointers */
     c_.xml_path  = nullptr;
+    c_.xml_load_path = nullptr;
+    c_.xml_copy  = nullptr;
     plat__layout(&c_, &lay_);
   }
 
@@ -131,7 +133,7 @@ extern "C" int plat_cluster_build(const plat_cluster* c, void** hosts, st_err* e
   try {
     auto* e = sg4::Engine::get_instance();
     if (c->fabric_kind == PLAT_FABRIC_XML) {
-      e->load_platform(c->xml_path);
+      e->load_platform(c->xml_load_path ? c->xml_load_path : c->xml_path);
       /* SimGrid accepts any rate and divides by it: a link of 0, negative or
        * NaN bandwidth aborted the run instead of being reported. */
       for (const sg4::Link* l : e->get_all_links()) {

@@ -490,9 +490,9 @@ static int torus_auto(plat_cluster *c, const char *what, st_err *err)
 
 int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
 {
-  if ((long)c->num_nodes * c->gpus_per_node > (1L << 24))
-    return st_err_set(err, ST_EINPUT, "%s: %d nodes x %d GPUs is more than %ld GPUs", what,
-                      c->num_nodes, c->gpus_per_node, 1L << 24);
+  if ((long)c->num_nodes * c->gpus_per_node > ST_RANKS_MAX)
+    return st_err_set(err, ST_EINPUT, "%s: %d nodes x %d GPUs is more than %d GPUs", what,
+                      c->num_nodes, c->gpus_per_node, ST_RANKS_MAX);
   c->num_gpus = c->num_nodes * c->gpus_per_node;
   int gpn = c->gpus_per_node;
   if (c->intra_kind == PLAT_INTRA_CUBEMESH && (gpn != 8 || c->intra_links_per_gpu != 6))
@@ -698,7 +698,7 @@ static int parse_nodes(const char *s, int *nodes)
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (!isdigit((unsigned char)*s) || *end != '\0' || errno || v <= 0 || v > (1 << 24))
+  if (!isdigit((unsigned char)*s) || *end != '\0' || errno || v <= 0 || v > ST_RANKS_MAX)
     return -1;
   *nodes = (int)v;
   return 0;
@@ -717,8 +717,8 @@ int plat_cluster_load(const char *arg, plat_cluster **out, st_err *err)
   char *colon = strrchr(buf, ':');
   if (colon && !strchr(colon, '/')) {
     if (parse_nodes(colon + 1, &nodes))
-      return st_err_set(err, ST_EINPUT, "cluster '%s': node count '%s' is not a positive integer",
-                        arg, colon + 1);
+      return st_err_set(err, ST_EINPUT, "cluster '%s': node count '%s' is not a whole number in "
+                        "1..%d", arg, colon + 1, ST_RANKS_MAX);
     *colon = '\0';
   }
   char what[4200];
@@ -767,6 +767,9 @@ void plat_cluster_destroy(plat_cluster *c)
     return;
   free(c->spec_json);
   free(c->xml_path);
+  free(c->xml_load_path);
+  if (c->xml_copy)
+    fclose(c->xml_copy);
   free(c->groups);
   for (int k = 0; k < c->num_pods; k++)
     plat_cluster_destroy(c->pods[k].c);

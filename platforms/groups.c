@@ -258,7 +258,7 @@ static int group_parse(const st_jrd *j, const st_jpath *at_groups, int gi, const
   if (!slot[1])
     return st_jrd_missing(j, &at, "nodes");
   st_jpath at_n = {&at, "nodes", 0};
-  if ((rc = st_jrd_int(j, &at_n, slot[1], 1, 1 << 24, &nodes)))
+  if ((rc = st_jrd_int(j, &at_n, slot[1], 1, ST_RANKS_MAX, &nodes)))
     return rc;
   out->num_nodes = (int)nodes;
   cJSON *preset = NULL;

@@ -131,6 +131,9 @@ struct plat_cluster {
   int torus_dims[3];     /* torus shape in chips; unused dims are 1 */
   int in_network_reduction; /* SHARP/CollNet available */
   char *xml_path;        /* PLAT_FABRIC_XML: the file, owned */
+  char *xml_load_path;   /* what SimGrid loads when not xml_path (a FIFO, '-' or gzip file
+                            read once: its copy, /proc/self/fd/N of xml_copy), or NULL; owned */
+  void *xml_copy;        /* that copy (a FILE *, unlinked), or NULL; owned */
   /* ---- added with the platform library (spec keys in docs/platforms.md) ---- */
   double intra_link_Bps;   /* one NVLink/HCCS link (lane), per direction */
   int intra_links_per_gpu; /* links from a GPU into the intra-node fabric */

@@ -21,10 +21,13 @@
  * finite bandwidth (build.cpp, on the rates SimGrid parsed).
  */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "plat_int.h"
 
@@ -355,6 +358,82 @@ static int xml_groups(const char *path, int line, const char *v, plat_cluster *c
   return ST_OK;
 }
 
+/* 1 when SimGrid can read path itself: a regular file whose bytes are the
+ * text read (not gzip-compressed). */
+static int xml_plain_file(const char *path, size_t len)
+{
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len;
+}
+
+/* The text in an unlinked temporary file, for SimGrid to load by the name
+ * /proc/self/fd/N: a FIFO, '-' or a gzip file is read once, here. */
+static FILE *xml_copy(const char *text, size_t len)
+{
+  FILE *f = tmpfile();
+  if (f && (fwrite(text, 1, len, f) != len || fflush(f))) {
+    fclose(f);
+    f = NULL;
+  }
+  return f;
+}
+
+/* The cluster of a scanned platform of gpus hosts; it owns copy from here
+ * (plat_cluster_destroy closes it, on error too). */
+static int xml_cluster(const char *path, int gpus, int gpn, const char *device, const char *groups,
+                       int groups_line, FILE *copy, plat_cluster **out, st_err *err)
+{
+  plat_cluster *c = calloc(1, sizeof *c);
+  if (!c) {
+    if (copy)
+      fclose(copy);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  c->xml_copy = copy;
+  if (copy) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fileno(copy));
+    c->xml_load_path = strdup(p);
+  }
+  int rc;
+  if ((rc = plat__device_find(device, &c->device, err))) {
+    plat_cluster_destroy(c);
+    return st_err_prefix(err, "platform '%s': simtrain.device: ", path);
+  }
+  snprintf(c->name, sizeof c->name, "%s", st_path_basename(path));
+  c->num_gpus = gpus;
+  c->gpus_per_node = gpn;
+  c->num_nodes = c->num_gpus / gpn;
+  c->host_power_W = plat_host_power_default(&c->device, gpn);
+  c->host_mem_bytes = NAN; /* the file's own links carry copies to host-<n>, if it has them */
+  c->host_adam_params_per_s = PLAT_HOST_ADAM_PARAMS_PER_S;
+  c->default_nodes = c->num_nodes;
+  c->fabric_kind = PLAT_FABRIC_XML;
+  c->intra_kind = PLAT_INTRA_NONE;
+  for (int i = 0; i < 4; i++)
+    c->oversub[i] = 1;
+  c->torus_dims[0] = c->torus_dims[1] = c->torus_dims[2] = 1;
+  if (groups[0] && (rc = xml_groups(path, groups_line, groups, c, err))) {
+    plat_cluster_destroy(c);
+    return rc;
+  }
+  c->xml_path = strdup(path);
+  st_buf b;
+  st_buf_init(&b);
+  st_buf_printf(&b, "{\"xml\":");
+  st_buf_json_str(&b, c->name);
+  st_buf_printf(&b, ",\"gpus\":%d,\"gpus_per_node\":%d,\"device\":", c->num_gpus, gpn);
+  st_buf_json_str(&b, c->device.name);
+  st_buf_printf(&b, "}");
+  c->spec_json = st_buf_detach(&b, NULL);
+  if (!c->xml_path || !c->spec_json || (copy && !c->xml_load_path)) {
+    plat_cluster_destroy(c);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  *out = c;
+  return ST_OK;
+}
+
 int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
 {
   char *text;
@@ -486,6 +565,10 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
   }
   for (int i = 0; i < XML_ZONE_DEPTH; i++)
     zone_release(&zones[i]);
+  FILE *copy = NULL;
+  if (!rc && !xml_plain_file(path, len) && !(copy = xml_copy(text, len)))
+    rc = st_err_set(err, ST_EIO, "platform '%s': cannot keep a copy for SimGrid: %s", path,
+                    strerror(errno));
   free(text);
   if (!rc && s.count == 0)
     rc = st_err_set(err, ST_EINPUT, "platform '%s': no host named gpu-<index> (see the naming rule in "
@@ -501,45 +584,10 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
     rc = st_err_set(err, ST_EINPUT, "platform '%s': %ld hosts are not whole nodes of %d (simtrain.gpus_per_node)",
                     path, s.count, gpn);
   free(s.bits);
-  if (rc)
-    return rc;
-  plat_cluster *c = calloc(1, sizeof *c);
-  if (!c)
-    return st_err_set(err, ST_ENOMEM, "out of memory");
-  if ((rc = plat__device_find(device, &c->device, err))) {
-    free(c);
-    return st_err_prefix(err, "platform '%s': simtrain.device: ", path);
-  }
-  snprintf(c->name, sizeof c->name, "%s", st_path_basename(path));
-  c->num_gpus = (int)s.count;
-  c->gpus_per_node = gpn;
-  c->num_nodes = c->num_gpus / gpn;
-  c->host_power_W = plat_host_power_default(&c->device, gpn);
-  c->host_mem_bytes = NAN; /* the file's own links carry copies to host-<n>, if it has them */
-  c->host_adam_params_per_s = PLAT_HOST_ADAM_PARAMS_PER_S;
-  c->default_nodes = c->num_nodes;
-  c->fabric_kind = PLAT_FABRIC_XML;
-  c->intra_kind = PLAT_INTRA_NONE;
-  for (int i = 0; i < 4; i++)
-    c->oversub[i] = 1;
-  c->torus_dims[0] = c->torus_dims[1] = c->torus_dims[2] = 1;
-  if (groups[0] && (rc = xml_groups(path, groups_line, groups, c, err))) {
-    plat_cluster_destroy(c);
+  if (rc) {
+    if (copy)
+      fclose(copy);
     return rc;
   }
-  c->xml_path = strdup(path);
-  st_buf b;
-  st_buf_init(&b);
-  st_buf_printf(&b, "{\"xml\":");
-  st_buf_json_str(&b, c->name);
-  st_buf_printf(&b, ",\"gpus\":%d,\"gpus_per_node\":%d,\"device\":", c->num_gpus, gpn);
-  st_buf_json_str(&b, c->device.name);
-  st_buf_printf(&b, "}");
-  c->spec_json = st_buf_detach(&b, NULL);
-  if (!c->xml_path || !c->spec_json) {
-    plat_cluster_destroy(c);
-    return st_err_set(err, ST_ENOMEM, "out of memory");
-  }
-  *out = c;
-  return ST_OK;
+  return xml_cluster(path, (int)s.count, gpn, device, groups, groups_line, copy, out, err);
 }

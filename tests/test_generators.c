@@ -204,7 +204,7 @@ static void test_model__errors_name_the_key(void **state)
        "model 'inline': key 'moe.top_k' (8) exceeds 'moe.experts' (4)"},
       {"{\"name\":\"x\",\"layers\":-2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
        "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true}",
-       "model 'inline': 'layers' is -2, outside 1..2147483647"},
+       "model 'inline': 'layers' is -2, outside 1..65536"},
       {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
        "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":1}",
        "model 'inline': 'tie_embeddings' is a number, expected true or false"},

@@ -441,8 +441,8 @@ static void test_spec__bad_input_is_named(void **state)
       {"nope:4", "cluster 'nope:4': no such preset (known: node8, dgx-v100, dgx-a100, selene, "
                  "dgx-h100, h100-superpod, hgx-h200, dgx-b200, gb200-nvl72, mi300x, tpu-v4, "
                  "tpu-v5p, ascend-910b; or give a FILE.json or FILE.xml)"},
-      {"dgx-h100:0", "cluster 'dgx-h100:0': node count '0' is not a positive integer"},
-      {"dgx-h100:x", "cluster 'dgx-h100:x': node count 'x' is not a positive integer"},
+      {"dgx-h100:0", "cluster 'dgx-h100:0': node count '0' is not a whole number in 1..1048576"},
+      {"dgx-h100:x", "cluster 'dgx-h100:x': node count 'x' is not a whole number in 1..1048576"},
       {"tpu-v4:3", "preset 'tpu-v4': 12 chips do not make whole 4x4x4 cubes (nodes x gpus must be "
                    "a multiple of 64)"},
   };

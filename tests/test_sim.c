@@ -545,8 +545,9 @@ static void test_failure__unmatched_collective_names_comm_and_ranks(void **state
   forked_result *f = sim_run_forked(wl, "node8", ideal_options());
   assert_non_null(f);
   assert_int_equal(f->rc, ST_ESIM);
-  assert_string_equal(f->msg, "collective allreduce on communicator 'world' never completed: 3 "
-                              "of 4 ranks reached it (0,1,2); ranks still missing: 3");
+  assert_string_equal(f->msg, "collective allreduce (op 0 of program 'p', rank 0) on "
+                              "communicator 'world' never completed: 3 of 4 ranks reached it "
+                              "(0,1,2); ranks still missing: 3");
   forked_result_free(f);
   wl_workload_destroy(wl);
 }
@@ -572,7 +573,8 @@ static void test_failure__mismatched_sizes_are_reported(void **state)
   assert_non_null(f);
   assert_int_equal(f->rc, ST_ESIM);
   assert_string_equal(f->msg, "collective mismatch on communicator 'world': rank 0 called "
-                              "allreduce of 1024 bytes, rank 1 called allreduce of 2048 bytes");
+                              "allreduce of 1024 bytes (op 0 of program 'p'), rank 1 called "
+                              "allreduce of 2048 bytes (op 0 of program 'q')");
   forked_result_free(f);
   wl_workload_destroy(wl);
 }

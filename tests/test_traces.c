@@ -571,7 +571,7 @@ static void test_astra__errors_name_file_and_line(void **state)
   assert_int_equal(do_import("astra:" ST_TEST_DATA_DIR "/astra_badsize.txt", NULL, &wl, &st, &err),
                    ST_EINPUT);
   assert_string_equal(err.msg, "trace '" ST_TEST_DATA_DIR
-                               "/astra_badsize.txt': line 3: wg_bytes 'twelve' is not a number >= 0");
+                               "/astra_badsize.txt': line 3: wg_bytes is 'twelve', not a number");
   assert_int_equal(do_import("astra:" ST_TEST_DATA_DIR "/astra_tiny.txt", NULL, &wl, &st, &err),
                    ST_EUSAGE);
   assert_string_equal(err.msg, "trace '" ST_TEST_DATA_DIR
@@ -1034,6 +1034,58 @@ static void test_chakra__largest_node_id_is_a_node(void **state)
   tr_import_stats_release(&st);
 }
 
+/* Integer attributes are checked before they are stored: a comm_tag of
+ * 2^64-1 (a uint64 attribute) was cast from a double to long, which is
+ * undefined; a comm_size above 2^53 bytes is refused where it is read. */
+static void test_chakra__attributes_out_of_range_are_errors(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *attr;
+    uint64_t v;
+    const char *msg; /* after "trace 'FILE': " */
+  } cases[] = {
+      {"comm_tag", UINT64_MAX,
+       "node 1: attribute 'comm_tag' is 1.8446744073709552e+19, above the largest allowed "
+       "2147483647"},
+      {"comm_src", (uint64_t)1 << 40,
+       "node 1: attribute 'comm_src' is 1099511627776, above the largest allowed 2147483647"},
+      {"comm_size", (uint64_t)1 << 60,
+       "node 1: attribute 'comm_size' is 1.152921504606847e+18, above the largest allowed "
+       "9007199254740992"},
+  };
+  char prefix[128], file[160], spec[192], want[512];
+  snprintf(prefix, sizeof prefix, "%s/ckattr", tmpdir);
+  snprintf(file, sizeof file, "%s.0.et", prefix);
+  snprintf(spec, sizeof spec, "chakra:%s", prefix);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    FILE *f = fopen(file, "wb");
+    assert_non_null(f);
+    pb msg = {.n = 0}, len = {.n = 0};
+    pb_bytes(&msg, 1, "0.0.4", 5);
+    pb_varint(&len, msg.n);
+    fwrite(len.b, 1, len.n, f);
+    fwrite(msg.b, 1, msg.n, f);
+    msg.n = len.n = 0;
+    pb_uint(&msg, 1, 1);
+    pb_bytes(&msg, 2, "send", 4);
+    pb_uint(&msg, 3, 5); /* COMM_SEND */
+    attr_uint(&msg, "comm_dst", 0);
+    attr_uint(&msg, cases[c].attr, cases[c].v);
+    pb_varint(&len, msg.n);
+    fwrite(len.b, 1, len.n, f);
+    fwrite(msg.b, 1, msg.n, f);
+    fclose(f);
+    wl_workload *wl;
+    tr_import_stats st;
+    st_err err;
+    assert_int_equal(do_import(spec, NULL, &wl, &st, &err), ST_EINPUT);
+    snprintf(want, sizeof want, "trace '%s': %s", file, cases[c].msg);
+    assert_string_equal(err.msg, want);
+  }
+  unlink(file);
+}
+
 static int role_index(const wl_workload *wl, const char *name)
 {
   for (int i = 0; i < wl->num_roles; i++)
@@ -1317,6 +1369,7 @@ int main(void)
       cmocka_unit_test(test_chakra__involved_dim_errors_name_file_and_node),
       cmocka_unit_test(test_chakra__peer_astra_tp_on_dim0_dp_on_dim1),
       cmocka_unit_test(test_chakra__largest_node_id_is_a_node),
+      cmocka_unit_test(test_chakra__attributes_out_of_range_are_errors),
       cmocka_unit_test(test_smpi__shared_split_traces_list),
       cmocka_unit_test(test_astra__transformer_groups_and_phases),
       cmocka_unit_test(test_astra__errors_name_file_and_line),

@@ -2,6 +2,7 @@
  * the shared basics of st_common, and the on-disk form (round trip, stable
  * bytes, exact error messages for broken files). */
 #include <dirent.h>
+#include <malloc.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -920,6 +922,81 @@ static void test_num_check__finite_in_range_and_whole(void **state)
   assert_true((double)(int32_t)ST_INT32_MAX == ST_INT32_MAX);
 }
 
+/* Numbers in text: the whole text is one number, then st_num_check's rules;
+ * nothing is written on error, and a long gets no value a cast would wrap. */
+/* An error message is one line whatever it quotes: control characters from
+ * an input are escaped by st_err_set and st_err_prefix (UTF-8 stays). */
+static void test_err__message_is_one_line(void **state)
+{
+  (void)state;
+  st_err err;
+  st_err_set(&err, ST_EINPUT, "key '%s' is unknown", "a\nb\tc\r\x1b[1m\x7f\xc3\xa9");
+  assert_string_equal(err.msg, "key 'a\\nb\\tc\\r\\x1b[1m\\x7f\xc3\xa9' is unknown");
+  st_err_prefix(&err, "model '%s': ", "m\n.json");
+  assert_string_equal(err.msg,
+                      "model 'm\\n.json': key 'a\\nb\\tc\\r\\x1b[1m\\x7f\xc3\xa9' is unknown");
+  /* escaping never overruns: a message of control characters fills the buffer */
+  char many[ST_ERR_MSG_MAX];
+  memset(many, '\n', sizeof many - 1);
+  many[sizeof many - 1] = '\0';
+  st_err_set(&err, ST_EINPUT, "%s", many);
+  assert_true(strlen(err.msg) < ST_ERR_MSG_MAX);
+  assert_null(strchr(err.msg, '\n'));
+}
+
+static void test_num_parse__whole_text_then_checked(void **state)
+{
+  (void)state;
+  struct {
+    const char *text;
+    int kind;
+    double lo, hi;
+    double want;     /* when accepted */
+    const char *msg; /* NULL: accepted */
+  } t[] = {
+      {"12", ST_NUM_INTEGER, 0, 100, 12, NULL},
+      {"1e3", ST_NUM_INTEGER, 0, 1e6, 1000, NULL},
+      {"2.5", ST_NUM_REAL, 0, 10, 2.5, NULL},
+      {"-3", ST_NUM_REAL, -5, 5, -3, NULL},
+      {"-3", ST_NUM_REAL, 0, 5, 0, "trace 't': line 2: 'tag' is -3, below the smallest allowed 0"},
+      {"1e300", ST_NUM_INTEGER, 0, ST_INT32_MAX, 0,
+       "trace 't': line 2: 'tag' is 1e+300, above the largest allowed 2147483647"},
+      {"1e400", ST_NUM_REAL, 0, 10, 0, "trace 't': line 2: 'tag' is not a finite number"},
+      {"nan", ST_NUM_REAL, 0, 10, 0, "trace 't': line 2: 'tag' is not a finite number"},
+      {"2.5", ST_NUM_INTEGER, 0, 10, 0, "trace 't': line 2: 'tag' is 2.5, not a whole number"},
+      {"12x", ST_NUM_INTEGER, 0, 100, 0, "trace 't': line 2: 'tag' is '12x', not a number"},
+      {"", ST_NUM_INTEGER, 0, 100, 0, "trace 't': line 2: 'tag' is '', not a number"},
+      {" 1", ST_NUM_INTEGER, 0, 100, 0, "trace 't': line 2: 'tag' is ' 1', not a number"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    st_err err;
+    st_err_clear(&err);
+    double v = -99;
+    int rc = st_num_parse(t[i].text, t[i].kind, t[i].lo, t[i].hi, &v, &err,
+                          "trace '%s': line %d: '%s'", "t", 2, "tag");
+    if (!t[i].msg) {
+      if (rc != 0)
+        fail_msg("row %zu: rejected: %s", i, err.msg);
+      assert_true(v == t[i].want);
+      continue;
+    }
+    assert_int_equal(rc, ST_EINPUT);
+    assert_string_equal(err.msg, t[i].msg);
+    assert_true(v == -99); /* untouched */
+  }
+  long x = -1;
+  st_err err;
+  assert_int_equal(st_num_parse_long("1048575", 0, ST_RANKS_MAX - 1, &x, &err, "rank"), 0);
+  assert_int_equal(x, 1048575);
+  assert_int_equal(st_num_parse_long("1048576", 0, ST_RANKS_MAX - 1, &x, &err, "rank"), ST_EINPUT);
+  assert_string_equal(err.msg, "rank is 1048576, above the largest allowed 1048575");
+  assert_int_equal(x, 1048575);
+  assert_int_equal(st_num_to_long(4.5e9, 0, INT32_MAX, &x, &err, "'n'"), ST_EINPUT);
+  assert_string_equal(err.msg, "'n' is 4500000000, above the largest allowed 2147483647");
+  assert_int_equal(st_num_to_long(65536, 1, ST_LAYERS_MAX, &x, &err, "'layers'"), 0);
+  assert_int_equal(x, 65536);
+}
+
 static void test_read_all__plain_and_gzip_give_the_same_bytes(void **state)
 {
   (void)state;
@@ -940,6 +1017,41 @@ static void test_read_all__plain_and_gzip_give_the_same_bytes(void **state)
     assert_int_equal(data[len], '\0');
     free(data);
   }
+}
+
+/* An empty file reads as "" (length 0, NUL-terminated): the buffer is
+ * terminated from its first allocation, not only by an append.  glibc's
+ * M_PERTURB (and ASan's malloc fill) make fresh memory non-zero, so an
+ * unterminated buffer fails here rather than reading as "" by chance (an
+ * empty SMPI trace once read its garbage as a file name). */
+static void test_read_all__empty_file_is_an_empty_string(void **state)
+{
+  (void)state;
+#ifdef M_PERTURB
+  mallopt(M_PERTURB, 0x5a);
+#endif
+  const char *empty = tmp_path("empty.txt");
+  write_bytes(empty, "", 0);
+  for (int round = 0; round < 4; round++) {
+    char *data = NULL;
+    size_t len = 7;
+    st_err err;
+    st_err_clear(&err);
+    assert_int_equal(st_file_read_all(empty, &data, &len, &err), 0);
+    assert_int_equal(len, 0);
+    assert_non_null(data);
+    assert_int_equal(data[0], '\0');
+    free(data);
+  }
+  st_buf b;
+  st_buf_init(&b);
+  char *d = st_buf_detach(&b, NULL);
+  assert_non_null(d);
+  assert_int_equal(d[0], '\0');
+  free(d);
+#ifdef M_PERTURB
+  mallopt(M_PERTURB, 0);
+#endif
 }
 
 static void test_read_all__truncated_and_corrupt_gzip_are_errors(void **state)
@@ -997,6 +1109,52 @@ static int count_tmp_files(void)
       n++;
   closedir(d);
   return n;
+}
+
+/* The memory guard: a child with a 64 MiB limit and an output file being
+ * written touches memory until the guard ends it: exit status 2, the one
+ * line on stderr, and the temporary file removed (the target never made). */
+static void test_mem_guard__ends_the_process_and_removes_temporaries(void **state)
+{
+  (void)state;
+  const char *target = tmp_path("guarded.json");
+  const char *errf = tmp_path("guarded.err");
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (!freopen(errf, "w", stderr))
+      _exit(90);
+    st_outfile o;
+    st_err e;
+    if (st_out_begin(&o, target, &e) || !fopen(o.tmp, "w"))
+      _exit(91);
+    if (st_mem_guard_start(64 << 20, &e))
+      _exit(92);
+    for (int i = 0; i < 64; i++) { /* up to 1 GiB, 16 MiB at a time, touched */
+      char *p = malloc(16 << 20);
+      if (!p)
+        _exit(93);
+      memset(p, i + 1, 16 << 20);
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    _exit(94); /* the guard never fired */
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 2);
+  size_t n;
+  char *msg = read_bytes(errf, &n);
+  assert_string_equal(msg, "simtrain: error: out of memory: resident memory passed --max-memory "
+                           "64.00 MiB\n");
+  free(msg);
+  struct stat st;
+  assert_int_not_equal(stat(target, &st), 0);
+  char tmp[600];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)pid);
+  assert_int_not_equal(stat(tmp, &st), 0);
+  assert_int_equal(count_tmp_files(), 0);
 }
 
 static void test_write_atomic__replaces_and_leaves_no_temp_file(void **state)
@@ -1565,7 +1723,7 @@ static const bad_doc bad_docs[] = {
     {"{'format':'simtrain-workload','version':1,'programs':[],'rank_map':{}}",
      "key 'num_ranks' is missing"},
     {"{'format':'simtrain-workload','version':1,'num_ranks':0,'programs':[],'rank_map':{}}",
-     "'num_ranks' is 0, outside 1..16777216"},
+     "'num_ranks' is 0, outside 1..1048576"},
     {"{'format':'simtrain-workload','version':1,'num_ranks':2.5,'programs':[],'rank_map':{}}",
      "'num_ranks' is 2.5, expected an integer"},
     {"{'format':'simtrain-workload','version':1,'num_ranks':'2','programs':[],'rank_map':{}}",
@@ -1936,7 +2094,11 @@ int main(void)
       cmocka_unit_test(test_err__set_and_prefix),
       cmocka_unit_test(test_err__table_gives_code_text_and_status),
       cmocka_unit_test(test_num_check__finite_in_range_and_whole),
+      cmocka_unit_test(test_num_parse__whole_text_then_checked),
+      cmocka_unit_test(test_err__message_is_one_line),
+      cmocka_unit_test(test_mem_guard__ends_the_process_and_removes_temporaries),
       cmocka_unit_test(test_read_all__plain_and_gzip_give_the_same_bytes),
+      cmocka_unit_test(test_read_all__empty_file_is_an_empty_string),
       cmocka_unit_test(test_read_all__truncated_and_corrupt_gzip_are_errors),
       cmocka_unit_test(test_write_atomic__replaces_and_leaves_no_temp_file),
       cmocka_unit_test(test_write_atomic__writes_through_symlinks_and_refuses_non_files),

@@ -28,6 +28,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,18 +180,30 @@ static int read_header(const char *path, char **cur, int *lineno, as_head *h, st
         key[kl - 1] = '\0';
       double v = 0;
       int has = i + 1 < n && !parse_num(tok[i + 1], &v);
-      if (!strcmp(key, "model_parallel_NPU_group") && has)
-        tp = (int)v, i++;
-      else if (!strcmp(key, "pp") && has)
-        pp = (int)v, i++;
-      else if (!strcmp(key, "ep") && has)
-        ep = (int)v, i++;
-      else if (!strcmp(key, "ga") && has)
-        ga = (int)v, i++;
-      else if (!strcmp(key, "all_gpus") && has)
-        all_gpus = (int)v, i++;
-      else if (!strcmp(key, "pp_comm") && has)
+      /* the counts this reader stores: key, field, smallest, largest */
+      static const struct {
+        const char *key;
+        int lo;
+        long hi;
+      } ints[] = {{"model_parallel_NPU_group", 0, ST_RANKS_MAX}, {"pp", 1, ST_RANKS_MAX},
+                  {"ep", 1, ST_RANKS_MAX}, {"ga", 1, ST_LAYERS_MAX}, {"all_gpus", 0, ST_RANKS_MAX}};
+      int *field[] = {&tp, &pp, &ep, &ga, &all_gpus};
+      int which = -1;
+      for (int q = 0; q < 5 && has; q++)
+        if (!strcmp(key, ints[q].key))
+          which = q;
+      if (which >= 0) {
+        long x;
+        if ((rc = st_num_to_long(v, ints[which].lo, ints[which].hi, &x, err,
+                                 "trace '%s': line %d: '%s'", path, *lineno, key)))
+          goto done;
+        *field[which] = (int)x, i++;
+      } else if (!strcmp(key, "pp_comm") && has) {
+        if ((rc = st_num_check(v, ST_NUM_REAL, 0, ST_BYTES_MAX, err, "trace '%s': line %d: '%s'",
+                               path, *lineno, key)))
+          goto done;
         pp_comm = v, i++;
+      }
       /* vpp, checkpoints, checkpoint_initiates, HYBRID_DLRM's last bottom
        * layer: read past (see docs/traces.md) */
     }
@@ -205,13 +218,11 @@ static int read_header(const char *path, char **cur, int *lineno, as_head *h, st
     char *tok[4];
     if (split_ws(line, tok, 4) == 0)
       continue;
-    double v;
-    if (parse_num(tok[0], &v) || v != floor(v) || v < 1 || v > 1e7) {
-      rc = st_err_set(err, ST_EINPUT, "trace '%s': line %d: number of layers '%s' is not valid",
-                      path, *lineno, tok[0]);
+    long x;
+    if ((rc = st_num_parse_long(tok[0], 1, ST_LAYERS_MAX, &x, err,
+                                "trace '%s': line %d: the number of layers", path, *lineno)))
       goto done;
-    }
-    nlayers = (int)v;
+    nlayers = (int)x;
     break;
   }
   if (nlayers == 0) {
@@ -224,6 +235,27 @@ done:
   return rc;
 }
 
+/* The members of the group of kind g (AG_ALL .. AG_DPEP) of stage s whose
+ * first member is (d, t), in rank order, into buf; returns their count.
+ * Each kind's members are listed directly (a filter over the whole stage
+ * per group made the import quadratic in the GPUs). */
+static int group_members(int g, int s, int d, int t, int dp, int tp, int ep, int32_t *buf)
+{
+  int n = 0;
+  int d_lo = 0, d_hi = dp, d_step = 1, t_lo = t, t_hi = t + 1;
+  switch (g) {
+  case AG_ALL: t_lo = 0, t_hi = tp; break;
+  case AG_TP: d_lo = d, d_hi = d + 1, t_lo = 0, t_hi = tp; break;
+  case AG_DP: break;
+  case AG_EP: d_lo = d / ep * ep, d_hi = d_lo + ep; break;
+  default: d_lo = d % ep, d_step = ep; break; /* DP_EP */
+  }
+  for (int d2 = d_lo; d2 < d_hi; d2 += d_step)
+    for (int t2 = t_lo; t2 < t_hi; t2++)
+      buf[n++] = (s * dp + d2) * tp + t2;
+  return n;
+}
+
 /* The communicators of every stage (all, tp, dp, ep, dp over ep) and the
  * pipeline pairs between stages; buf has room for every rank. */
 static int add_groups(wl_workload *wl, int pp, int dp, int tp, int ep, int32_t *buf, st_err *err)
@@ -232,8 +264,8 @@ static int add_groups(wl_workload *wl, int pp, int dp, int tp, int ep, int32_t *
   for (int s = 0; s < pp && !rc; s++)
     for (int g = 0; g < AG_PP_NEXT && !rc; g++) {
       /* enumerate groups of kind g in stage s by a canonical member */
-      for (int d = 0; d < dp; d++)
-        for (int t = 0; t < tp; t++) {
+      for (int d = 0; d < dp && !rc; d++)
+        for (int t = 0; t < tp && !rc; t++) {
           int lead; /* is (d,t) the first member of its group? */
           switch (g) {
           case AG_ALL: lead = d == 0 && t == 0; break;
@@ -244,20 +276,7 @@ static int add_groups(wl_workload *wl, int pp, int dp, int tp, int ep, int32_t *
           }
           if (!lead)
             continue;
-          int n = 0;
-          for (int d2 = 0; d2 < dp; d2++)
-            for (int t2 = 0; t2 < tp; t2++) {
-              int in;
-              switch (g) {
-              case AG_ALL: in = 1; break;
-              case AG_TP: in = d2 == d; break;
-              case AG_DP: in = t2 == t; break;
-              case AG_EP: in = t2 == t && d2 / ep == d / ep; break;
-              default: in = t2 == t && d2 % ep == d % ep; break;
-              }
-              if (in)
-                buf[n++] = (s * dp + d2) * tp + t2;
-            }
+          int n = group_members(g, s, d, t, dp, tp, ep, buf);
           char nm[64];
           snprintf(nm, sizeof nm, "%s s%d d%d t%d", group_roles[g], s, d, t);
           int kinds[AG_COUNT] = {WL_COMM_WORLD, WL_COMM_TP, WL_COMM_DP, WL_COMM_EP, WL_COMM_DP};
@@ -466,23 +485,20 @@ int tr__astra_import(const char *path, const tr_options *opt, wl_workload **out,
     snprintf(l->name, sizeof l->name, "%s", tok[0]);
     for (int ph = 0; ph < 3; ph++) {
       int c = 2 + 3 * ph;
-      if (parse_num(tok[c], &l->comp_ns[ph]) || parse_num(tok[c + 2], &l->comm[ph].bytes)) {
-        int bad = parse_num(tok[c], &l->comp_ns[ph]) ? c : c + 2;
-        rc = st_err_set(err, ST_EINPUT, "trace '%s': line %d: %s '%s' is not a number >= 0",
-                        path, lineno, cols[bad], tok[bad]);
+      if ((rc = st_num_parse(tok[c], ST_NUM_REAL, 0, DBL_MAX, &l->comp_ns[ph], err,
+                             "trace '%s': line %d: %s", path, lineno, cols[c])) ||
+          (rc = st_num_parse(tok[c + 2], ST_NUM_REAL, 0, ST_BYTES_MAX, &l->comm[ph].bytes, err,
+                             "trace '%s': line %d: %s", path, lineno, cols[c + 2])))
         goto done;
-      }
       if (parse_comm_type(tok[c + 1], &l->comm[ph])) {
         rc = st_err_set(err, ST_EINPUT, "trace '%s': line %d: %s '%s' is unknown", path, lineno,
                         cols[c + 1], tok[c + 1]);
         goto done;
       }
     }
-    if (parse_num(tok[11], &l->update_ns)) {
-      rc = st_err_set(err, ST_EINPUT, "trace '%s': line %d: update_delay '%s' is not a number",
-                      path, lineno, tok[11]);
+    if ((rc = st_num_parse(tok[11], ST_NUM_REAL, 0, DBL_MAX, &l->update_ns, err,
+                           "trace '%s': line %d: update_delay", path, lineno)))
       goto done;
-    }
     l->kind = kind;
     if (kind == AK_CUSTOM) {
       l->kind = n > 12 ? kind_from(tok[12]) : -1;
@@ -514,7 +530,7 @@ int tr__astra_import(const char *path, const tr_options *opt, wl_workload **out,
     tp = 1;
   else if (tp <= 0)
     tp = N / pp < 8 ? N / pp : 8; /* no group size given: one 8-GPU package */
-  if (tp < 1 || pp < 1 || ep < 1 || ga < 1 || N % (tp * pp)) {
+  if (tp < 1 || pp < 1 || ep < 1 || ga < 1 || (long)tp * pp > N || N % (tp * pp)) {
     rc = st_err_set(err, ST_EINPUT,
                     "trace '%s': %d GPUs cannot be laid out as tp %d x pp %d (x dp)", path, N, tp,
                     pp);

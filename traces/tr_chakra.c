@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tr_int.h"
 
@@ -464,11 +465,13 @@ static wl_workload *roles_workload(int nranks, const ck_roles *ro, st_err *err)
 int tr__chakra_import(const char *path, const tr_options *opt, wl_workload **out,
                       tr_import_stats *stats, st_err *err)
 {
-  /* PREFIX.<rank>.et for rank 0, 1, ... ; or one .et file */
+  /* PREFIX.<rank>.et for rank 0, 1, ... ; or one .et file (a FIFO or '-'
+   * too: it is read once) */
   char **files = NULL;
   int nf = 0;
   int rc = ST_OK;
-  if (st_path_is_file(path)) {
+  struct stat ps;
+  if (!strcmp(path, "-") || (stat(path, &ps) == 0 && !S_ISDIR(ps.st_mode))) {
     files = malloc(sizeof *files);
     if (!files || !(files[0] = strdup(path)))
       rc = st_err_set(err, ST_ENOMEM, "out of memory");

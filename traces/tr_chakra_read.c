@@ -6,6 +6,7 @@
  * here.
  */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,42 @@ static double attr_number(const StChakra__Attr *a, int *ok)
   case ST_CHAKRA__ATTR__VALUE_BOOL_VAL: return a->bool_val;
   default: *ok = 0; return 0;
   }
+}
+
+/* A numeric attribute of node k: the integers this reader stores are
+ * checked before they are (a cast of a double out of range is undefined),
+ * the sizes are finite and at most 2^53 bytes. */
+static int node_attr_number(const char *path, ck_node *k, const char *an, double x, st_err *err)
+{
+  static const struct {
+    const char *name;
+    double lo, hi;
+  } ints[] = {{"tid", ST_INT32_MIN, ST_INT32_MAX},       {"comm_type", 0, ST_INT32_MAX},
+              {"comm_src", ST_INT32_MIN, ST_INT32_MAX}, {"comm_dst", ST_INT32_MIN, ST_INT32_MAX},
+              {"comm_tag", ST_INT32_MIN, ST_INT32_MAX}};
+  long *field[] = {&k->tid, NULL, &k->src, &k->dst, &k->tag};
+  int which = -1;
+  for (int q = 0; q < 5; q++)
+    if (!strcmp(an, ints[q].name))
+      which = q;
+  long iv = 0;
+  if (which >= 0 && st_num_to_long(x, (long)ints[which].lo, (long)ints[which].hi, &iv, err,
+                                   "trace '%s': node %llu: attribute '%s'", path,
+                                   (unsigned long long)k->id, an))
+    return ST_EINPUT;
+  if (which == 1)
+    k->comm_type = (int)iv;
+  else if (which >= 0)
+    *field[which] = iv;
+  else if (!strcmp(an, "is_cpu_op"))
+    k->cpu = x != 0;
+  else if (!strcmp(an, "comm_size") || !strcmp(an, "num_ops") || !strcmp(an, "tensor_size")) {
+    if (st_num_check(x, ST_NUM_REAL, 0, an[0] == 'n' ? DBL_MAX : ST_BYTES_MAX, err,
+                     "trace '%s': node %llu: attribute '%s'", path, (unsigned long long)k->id, an))
+      return ST_EINPUT;
+    *(an[0] == 'c' ? &k->comm_size : an[0] == 'n' ? &k->num_ops : &k->tensor_size) = x;
+  }
+  return ST_OK;
 }
 
 /* ASTRA-sim's involved_dim: a bool_list, one entry per topology dimension
@@ -247,24 +284,8 @@ int tr__ck_read_rank(const char *path, ck_rank *r, tr_import_stats *stats, st_er
       }
       if (!ok)
         continue;
-      if (!strcmp(an, "is_cpu_op"))
-        k->cpu = x != 0;
-      else if (!strcmp(an, "tid"))
-        k->tid = (long)x;
-      else if (!strcmp(an, "comm_type"))
-        k->comm_type = (int)x;
-      else if (!strcmp(an, "comm_size"))
-        k->comm_size = x;
-      else if (!strcmp(an, "comm_src"))
-        k->src = (long)x;
-      else if (!strcmp(an, "comm_dst"))
-        k->dst = (long)x;
-      else if (!strcmp(an, "comm_tag"))
-        k->tag = (long)x;
-      else if (!strcmp(an, "num_ops"))
-        k->num_ops = x;
-      else if (!strcmp(an, "tensor_size"))
-        k->tensor_size = x;
+      if ((rc = node_attr_number(path, k, an, x, err)))
+        break;
     }
     st_chakra__node__free_unpacked(nd, NULL);
     if (rc) {

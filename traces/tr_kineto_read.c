@@ -5,6 +5,7 @@
  * communicators from what is read here is there too.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,23 +49,38 @@ const char *tr__kt_str_item(const cJSON *o, const char *key)
   return cJSON_IsString(x) ? x->valuestring : NULL;
 }
 
-/* A stream id: a number, or a string holding one ("stream 7", "7"). */
+/* The leading digits of s as an int, or -1 when there are none or the number
+ * does not fit (atoi's overflow is undefined). */
+static int digits_int(const char *s)
+{
+  if (!isdigit((unsigned char)*s))
+    return -1;
+  errno = 0;
+  long v = strtol(s, NULL, 10);
+  return errno || v > INT32_MAX ? -1 : (int)v;
+}
+
+/* A stream id: a whole number an int holds, or a string holding one
+ * ("stream 7", "7"). */
 static int tid_of(const cJSON *ev, int *tid)
 {
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(ev, "tid");
   if (cJSON_IsNumber(x)) {
-    *tid = (int)x->valuedouble;
+    long v;
+    if (st_num_to_long(x->valuedouble, INT32_MIN, INT32_MAX, &v, NULL, "tid"))
+      return -2;
+    *tid = (int)v;
     return 0;
   }
   if (cJSON_IsString(x)) {
     const char *s = x->valuestring;
     while (*s && !isdigit((unsigned char)*s))
       s++;
-    if (*s) {
-      *tid = atoi(s);
-      return 0;
-    }
-    return -2;
+    int v = digits_int(s);
+    if (v < 0)
+      return -2;
+    *tid = v;
+    return 0;
   }
   return x ? -2 : -1;
 }
@@ -167,12 +183,12 @@ static int rank_from_name(const char *path)
       while (*p == '_' || *p == '-')
         p++;
       if (isdigit((unsigned char)*p))
-        return atoi(p);
+        return digits_int(p);
     }
   }
   for (const char *p = b; *p; p++)
     if (isdigit((unsigned char)*p))
-      return atoi(p);
+      return digits_int(p);
   return -1;
 }
 
@@ -314,10 +330,19 @@ static int read_dist_info(kt_ctx *c, kt_file *f)
   const cJSON *di = cJSON_GetObjectItemCaseSensitive(f->root, "distributedInfo");
   if (cJSON_IsObject(di)) {
     double v;
-    if (!tr__kt_ev_number(di, "rank", &v))
-      f->rank = (int)v;
-    if (!tr__kt_ev_number(di, "world_size", &v))
-      f->world = (int)v;
+    long x;
+    if (!tr__kt_ev_number(di, "rank", &v)) {
+      if (st_num_to_long(v, 0, ST_RANKS_MAX - 1, &x, c->err, "trace '%s': distributedInfo: 'rank'",
+                         f->path))
+        return ST_EINPUT;
+      f->rank = (int)x;
+    }
+    if (!tr__kt_ev_number(di, "world_size", &v)) {
+      if (st_num_to_long(v, 1, ST_RANKS_MAX, &x, c->err,
+                         "trace '%s': distributedInfo: 'world_size'", f->path))
+        return ST_EINPUT;
+      f->world = (int)x;
+    }
     const cJSON *pgc = cJSON_GetObjectItemCaseSensitive(di, "pg_config");
     const cJSON *pg;
     int k = 0;
@@ -420,10 +445,15 @@ static int read_event(kt_ctx *c, kt_file *f, const cJSON *ev, long i, kt_steps *
                       f->path, i);
   const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
   double corr = -1;
-  if (cJSON_IsObject(args))
-    tr__kt_ev_number(args, "correlation", &corr);
+  if (cJSON_IsObject(args) && !tr__kt_ev_number(args, "correlation", &corr) &&
+      st_num_check(corr, ST_NUM_INTEGER, -ST_BYTES_MAX, ST_BYTES_MAX, c->err,
+                   "trace '%s': event %ld: 'correlation'", f->path, i))
+    return ST_EINPUT;
   if (is_ann) {
-    int stepn = atoi(name + 13);
+    int stepn = isdigit((unsigned char)name[13]) ? digits_int(name + 13) : 0;
+    if (stepn < 0)
+      return st_err_set(c->err, ST_EINPUT, "trace '%s': event %ld: step number '%.20s' is too large",
+                        f->path, i, name + 13);
     double pid = 0;
     tr__kt_ev_number(ev, "pid", &pid);
     if (c->opt->step < 0 && stepn < st->best_n && stepn > st->prev_n) {
@@ -701,93 +731,118 @@ static double tensor_bytes(const cJSON *v)
   return any ? sum : -1;
 }
 
+/* A record_param_comms node and where it came: sorted by (id, place), the
+ * order of the nodes' ids with ties in file order. */
+typedef struct et_rec {
+  double id;
+  long seq;
+  const cJSON *node;
+} et_rec;
+
+static int cmp_et_rec(const void *a, const void *b)
+{
+  const et_rec *x = a, *y = b;
+  if (x->id != y->id)
+    return x->id < y->id ? -1 : 1;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* One collective from its node's inputs; 0 when it is a wait or nothing
+ * recognisable (no entry made), 1 when made, < 0 on error.  The inputs are
+ * walked as the list they are (cJSON_GetArrayItem walks from the head each
+ * time: quadratic in a node's inputs). */
+static int et_coll(kt_ctx *c, size_t which, const cJSON *nd, double id, kt_etcoll *e)
+{
+  const cJSON *in = cJSON_GetObjectItemCaseSensitive(nd, "inputs");
+  if (cJSON_IsObject(in)) /* schema 1.0.2-chakra: inputs{values,shapes,types} */
+    in = cJSON_GetObjectItemCaseSensitive(in, "values");
+  const cJSON *at = NULL;
+  int op = -1;
+  double bytes = -1;
+  for (const cJSON *x = cJSON_IsArray(in) ? in->child : NULL; x; x = x->next) {
+    if (bytes < 0)
+      bytes = tensor_bytes(x);
+    if (cJSON_IsString(x) && !at) {
+      int o = tr__kt_coll_from_torch_name(x->valuestring);
+      if (o != -1) {
+        at = x;
+        op = o;
+      }
+    }
+  }
+  if (!at || op == -3)
+    return 0; /* a wait, or nothing recognisable */
+  e->op = op;
+  e->bytes = bytes < 0 ? 0 : bytes;
+  if (st_num_check(e->bytes, ST_NUM_REAL, 0, ST_BYTES_MAX, c->err,
+                   "execution trace '%s': node %.17g: the collective's input bytes",
+                   c->et_paths[which], id))
+    return ST_EINPUT;
+  const cJSON *sp = at->next;
+  int ns = cJSON_IsArray(sp) ? cJSON_GetArraySize(sp) : 0;
+  if (ns > 0) {
+    e->split = malloc((size_t)ns * sizeof *e->split);
+    if (!e->split)
+      return st_err_set(c->err, ST_ENOMEM, "out of memory");
+    int q = 0;
+    for (const cJSON *x = sp->child; x; x = x->next, q++) {
+      e->split[q] = cJSON_IsNumber(x) ? x->valuedouble : 0;
+      if (st_num_check(e->split[q], ST_NUM_REAL, 0, ST_BYTES_MAX, c->err,
+                       "execution trace '%s': node %.17g: split entry %d", c->et_paths[which], id,
+                       q))
+        return ST_EINPUT;
+      e->split_sum += e->split[q];
+    }
+    e->nsplit = ns;
+  }
+  const cJSON *attrs = cJSON_GetObjectItemCaseSensitive(nd, "attrs");
+  const cJSON *a;
+  cJSON_ArrayForEach(a, attrs)
+  {
+    const char *an = tr__kt_str_item(a, "name");
+    if (an && !strcmp(an, "pg_name")) {
+      const char *pv = tr__kt_str_item(a, "value");
+      if (pv)
+        snprintf(e->pg, sizeof e->pg, "%s", pv);
+    }
+  }
+  return 1;
+}
+
 /* Collectives of one ET in node order (record_param_comms, waits left out). */
 int tr__kt_et_collectives(kt_ctx *c, size_t which, kt_etcoll **out, int *count)
 {
   const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(c->et_roots[which], "nodes");
   int n = cJSON_GetArraySize(nodes);
   kt_etcoll *v = calloc((size_t)(n ? n : 1), sizeof *v);
-  if (!v)
-    return st_err_set(c->err, ST_ENOMEM, "out of memory");
-  /* nodes are in id order in the files seen; sort to be sure */
-  int *order = malloc((size_t)(n ? n : 1) * sizeof *order);
-  double *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-  if (!order || !ids) {
+  et_rec *recs = malloc((size_t)(n ? n : 1) * sizeof *recs);
+  if (!v || !recs) {
     free(v);
-    free(order);
-    free(ids);
+    free(recs);
     return st_err_set(c->err, ST_ENOMEM, "out of memory");
   }
+  /* nodes are in id order in the files seen; sort to be sure */
   int k = 0;
-  for (int i = 0; i < n; i++) {
-    const cJSON *nd = cJSON_GetArrayItem(nodes, i);
+  long i = 0;
+  for (const cJSON *nd = nodes->child; nd; nd = nd->next, i++) {
     const char *name = tr__kt_str_item(nd, "name");
     if (!name || strcmp(name, "record_param_comms"))
       continue;
-    double id = i;
+    double id = (double)i;
     tr__kt_ev_number(nd, "id", &id);
-    int q = k++;
-    while (q > 0 && ids[q - 1] > id) {
-      ids[q] = ids[q - 1];
-      order[q] = order[q - 1];
-      q--;
-    }
-    ids[q] = id;
-    order[q] = i;
+    recs[k++] = (et_rec){id, i, nd};
   }
-  int m = 0;
-  for (int j = 0; j < k; j++) {
-    const cJSON *nd = cJSON_GetArrayItem(nodes, order[j]);
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(nd, "inputs");
-    if (cJSON_IsObject(in)) /* schema 1.0.2-chakra: inputs{values,shapes,types} */
-      in = cJSON_GetObjectItemCaseSensitive(in, "values");
-    int nin = cJSON_GetArraySize(in);
-    int at = -1, op = -1;
-    double bytes = -1;
-    for (int q = 0; q < nin; q++) {
-      const cJSON *x = cJSON_GetArrayItem(in, q);
-      if (bytes < 0)
-        bytes = tensor_bytes(x);
-      if (cJSON_IsString(x) && at < 0) {
-        int o = tr__kt_coll_from_torch_name(x->valuestring);
-        if (o != -1) {
-          at = q;
-          op = o;
-        }
-      }
-    }
-    if (at < 0 || op == -3)
-      continue; /* a wait, or nothing recognisable */
-    kt_etcoll *e = &v[m++];
-    e->op = op;
-    e->bytes = bytes < 0 ? 0 : bytes;
-    const cJSON *sp = cJSON_GetArrayItem(in, at + 1);
-    int ns = cJSON_IsArray(sp) ? cJSON_GetArraySize(sp) : 0;
-    if (ns > 0) {
-      e->split = malloc((size_t)ns * sizeof *e->split);
-      if (!e->split)
-        break;
-      for (int q = 0; q < ns; q++) {
-        const cJSON *x = cJSON_GetArrayItem(sp, q);
-        e->split[q] = cJSON_IsNumber(x) ? x->valuedouble : 0;
-        e->split_sum += e->split[q];
-      }
-      e->nsplit = ns;
-    }
-    const cJSON *attrs = cJSON_GetObjectItemCaseSensitive(nd, "attrs");
-    const cJSON *a;
-    cJSON_ArrayForEach(a, attrs)
-    {
-      const char *an = tr__kt_str_item(a, "name");
-      if (an && !strcmp(an, "pg_name")) {
-        const char *pv = tr__kt_str_item(a, "value");
-        if (pv)
-          snprintf(e->pg, sizeof e->pg, "%s", pv);
-      }
-    }
+  qsort(recs, (size_t)k, sizeof *recs, cmp_et_rec);
+  int m = 0, rc = ST_OK;
+  for (int j = 0; j < k && rc >= 0; j++) {
+    rc = et_coll(c, which, recs[j].node, recs[j].id, &v[m]);
+    m += rc == 1 || (rc < 0 && v[m].split); /* a made entry, or one holding memory */
   }
-  free(order);
-  free(ids);
+  free(recs);
+  if (rc < 0) {
+    tr__kt_etcoll_free(v, m);
+    return rc;
+  }
   *out = v;
   *count = m;
   return ST_OK;

@@ -23,6 +23,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,15 +55,11 @@ static int is_number(const char *s)
   return end != s && *end == '\0';
 }
 
-static int add_file_lines(const char *path, sm_line **lines, size_t *n, size_t *cap,
-                          char **bufs, st_err *err)
+/* The action lines of data (path's text, NUL-terminated, cut in place and
+ * kept by the caller). */
+static int add_lines(const char *path, char *data, sm_line **lines, size_t *n, size_t *cap,
+                     st_err *err)
 {
-  char *data;
-  size_t len;
-  int rc = tr__read_file(path, &data, &len, err);
-  if (rc)
-    return rc;
-  *bufs = data;
   char *cur = data;
   int lineno = 0;
   while (*cur) {
@@ -85,10 +82,10 @@ static int add_file_lines(const char *path, sm_line **lines, size_t *n, size_t *
     if (k < 2 || !is_number(tok[0]))
       return st_err_set(err, ST_EINPUT, "trace '%s': line %d: expected '<rank> <action> ...'",
                         path, lineno);
-    long r = strtol(tok[0], NULL, 10);
-    if (r < 0 || r > 1000000)
-      return st_err_set(err, ST_EINPUT, "trace '%s': line %d: rank '%s' is not valid", path,
-                        lineno, tok[0]);
+    long r;
+    if (st_num_parse_long(tok[0], 0, ST_RANKS_MAX - 1, &r, err, "trace '%s': line %d: rank", path,
+                          lineno))
+      return ST_EINPUT;
     if (*n == *cap) {
       *cap = *cap ? *cap * 2 : 256;
       sm_line *nl2 = realloc(*lines, *cap * sizeof *nl2);
@@ -111,19 +108,25 @@ static int add_file_lines(const char *path, sm_line **lines, size_t *n, size_t *
   return ST_OK;
 }
 
-static int first_token_is_number(const char *path)
+static int add_file_lines(const char *path, sm_line **lines, size_t *n, size_t *cap,
+                          char **bufs, st_err *err)
 {
   char *data;
   size_t len;
-  st_err quiet;
-  if (st_file_read_all(path, &data, &len, &quiet))
-    return 1; /* let the reader report it */
+  int rc = tr__read_file(path, &data, &len, err);
+  if (rc)
+    return rc;
+  *bufs = data;
+  return add_lines(path, data, lines, n, cap, err);
+}
+
+/* An action file starts with a rank; anything else is a listing of files. */
+static int first_token_is_number(const char *data)
+{
   const char *s = data;
   while (*s && isspace((unsigned char)*s))
     s++;
-  int num = isdigit((unsigned char)*s);
-  free(data);
-  return num;
+  return isdigit((unsigned char)*s);
 }
 
 typedef struct sm_build {
@@ -139,18 +142,33 @@ typedef struct sm_build {
   st_err *err;
 } sm_build;
 
-static int argnum(sm_build *b, const sm_line *L, int i, double *v)
+/* Argument i of an action, a number in 0..hi (whole with ST_NUM_INTEGER):
+ *   trace 't.txt': line 3: 'send' argument 3 is -5, below the smallest allowed 0 */
+static int argnum_in(sm_build *b, const sm_line *L, int i, int kind, double hi, double *v)
 {
   if (i >= L->ntok)
     return st_err_set(b->err, ST_EINPUT, "trace '%s': line %d: '%s' needs argument %d", L->file,
                       L->lineno, L->tok[0], i);
-  char *end;
-  errno = 0;
-  *v = strtod(L->tok[i], &end);
-  if (end == L->tok[i] || *end || errno || !isfinite(*v) || *v < 0)
-    return st_err_set(b->err, ST_EINPUT, "trace '%s': line %d: '%s' argument %d '%s' is not a "
-                      "number >= 0", L->file, L->lineno, L->tok[0], i, L->tok[i]);
-  return 0;
+  return st_num_parse(L->tok[i], kind, 0, hi, v, b->err, "trace '%s': line %d: '%s' argument %d",
+                      L->file, L->lineno, L->tok[0], i);
+}
+
+/* A count of elements (bytes once multiplied by the datatype's size). */
+static int argnum(sm_build *b, const sm_line *L, int i, double *v)
+{
+  return argnum_in(b, L, i, ST_NUM_REAL, ST_BYTES_MAX / b->dtype, v);
+}
+
+/* A rank, root or tag: a whole number an int holds. */
+static int argint(sm_build *b, const sm_line *L, int i, double hi, double *v)
+{
+  return argnum_in(b, L, i, ST_NUM_INTEGER, hi, v);
+}
+
+/* Flops or seconds: any finite amount >= 0. */
+static int argamount(sm_build *b, const sm_line *L, int i, double *v)
+{
+  return argnum_in(b, L, i, ST_NUM_REAL, DBL_MAX, v);
 }
 
 static long app(sm_build *b, wl_op *op, const uint32_t *w, uint32_t nw)
@@ -170,7 +188,7 @@ static int do_p2p(sm_build *b, const sm_line *L, uint32_t nm, int send)
   int rc;
   wl_op op;
   double peer, tag;
-  if ((rc = argnum(b, L, 1, &peer)) || (rc = argnum(b, L, 2, &tag)) ||
+  if ((rc = argint(b, L, 1, ST_RANKS_MAX, &peer)) || (rc = argint(b, L, 2, ST_INT32_MAX, &tag)) ||
       (rc = argnum(b, L, 3, &x)))
     return rc;
   if (peer >= b->nranks)
@@ -233,7 +251,14 @@ static int do_wait(sm_build *b, const sm_line *L, uint32_t nm)
   uint32_t nw = 0;
   int pick = 0;
   if (!all && L->ntok >= 4) {
-    int src = atoi(L->tok[1]), dst = atoi(L->tok[2]), tag = atoi(L->tok[3]);
+    double a1, a2, a3;
+    int rc;
+    if ((rc = argint(b, L, 1, ST_RANKS_MAX, &a1)) || (rc = argint(b, L, 2, ST_RANKS_MAX, &a2)) ||
+        (rc = argint(b, L, 3, ST_INT32_MAX, &a3))) {
+      free(w);
+      return rc;
+    }
+    int src = (int)a1, dst = (int)a2, tag = (int)a3;
     pick = -1;
     for (int i = 0; i < b->nreq && pick < 0; i++)
       if (b->reqs[i].src == src && b->reqs[i].dst == dst && b->reqs[i].tag == tag)
@@ -282,14 +307,18 @@ static int do_coll(sm_build *b, const sm_line *L, uint32_t nm)
       return rc;
     coll = WL_COLL_BROADCAST;
     bytes = x * b->dtype;
-    if (L->ntok > 2 && !argnum(b, L, 2, &y))
+    if (L->ntok > 2 && (rc = argint(b, L, 2, ST_RANKS_MAX, &y)))
+      return rc;
+    if (L->ntok > 2)
       root = (int)y;
   } else if (!strcmp(a, "reduce") || !strcmp(a, "allreduce")) {
-    if ((rc = argnum(b, L, 1, &x)) || (rc = argnum(b, L, 2, &flops)))
+    if ((rc = argnum(b, L, 1, &x)) || (rc = argamount(b, L, 2, &flops)))
       return rc;
     coll = a[0] == 'r' ? WL_COLL_REDUCE : WL_COLL_ALLREDUCE;
     bytes = x * b->dtype;
-    if (coll == WL_COLL_REDUCE && L->ntok > 3 && !argnum(b, L, 3, &y))
+    if (coll == WL_COLL_REDUCE && L->ntok > 3 && (rc = argint(b, L, 3, ST_RANKS_MAX, &y)))
+      return rc;
+    if (coll == WL_COLL_REDUCE && L->ntok > 3)
       root = (int)y;
   } else if (!strcmp(a, "alltoall") || !strcmp(a, "allgather")) {
     if ((rc = argnum(b, L, 1, &x)) || (rc = argnum(b, L, 2, &y)))
@@ -334,7 +363,7 @@ static int do_coll(sm_build *b, const sm_line *L, uint32_t nm)
         return rc;
       bytes += x * b->dtype;
     }
-    if ((rc = argnum(b, L, 1 + n, &flops)))
+    if ((rc = argamount(b, L, 1 + n, &flops)))
       return rc;
     coll = WL_COLL_REDUCESCATTER;
   } else {
@@ -383,7 +412,7 @@ static int do_line(sm_build *b, const sm_line *L)
       !strcmp(a, "test"))
     return 0;
   if (!strcmp(a, "compute") || !strcmp(a, "sleep")) {
-    if ((rc = argnum(b, L, 1, &x)))
+    if ((rc = argamount(b, L, 1, &x)))
       return rc;
     op = wl_op_compute(0, a[0] == 's' ? x : -1);
     if (a[0] == 'c')
@@ -412,45 +441,48 @@ int tr__smpi_import(const char *path, const tr_options *opt, wl_workload **out,
   int nbufs = 0, npaths = 0;
   int rc = ST_OK;
   wl_workload *wl = NULL;
-  if (first_token_is_number(path)) {
-    bufs[nbufs] = NULL;
-    rc = add_file_lines(path, &lines, &n, &cap, &bufs[nbufs++], err);
-  } else {
-    char *list;
-    size_t len;
-    rc = tr__read_file(path, &list, &len, err);
-    if (!rc) {
-      char *dir = st_path_dirname(path);
-      char *save;
-      for (char *l = strtok_r(list, "\r\n", &save); l && !rc; l = strtok_r(NULL, "\r\n", &save)) {
-        while (isspace((unsigned char)*l))
-          l++;
-        if (!*l || *l == '#')
-          continue;
-        if (npaths == 1024) {
-          rc = st_err_set(err, ST_EINPUT, "trace '%s': lists more than 1024 files", path);
-          break;
-        }
-        size_t m = strlen(dir) + strlen(l) + 2;
-        char *p = malloc(m);
-        if (!p) {
-          rc = st_err_set(err, ST_ENOMEM, "out of memory");
-          break;
-        }
-        if (l[0] == '/')
-          snprintf(p, m, "%s", l);
-        else
-          snprintf(p, m, "%s/%s", dir, l);
-        struct stat s;
-        if (stat(p, &s))
-          snprintf(p, m, "%s/%s", dir, st_path_basename(l));
-        paths[npaths++] = p;
-        bufs[nbufs] = NULL;
-        rc = add_file_lines(p, &lines, &n, &cap, &bufs[nbufs++], err);
+  /* read once (a FIFO or standard input cannot be read again) */
+  char *first;
+  size_t first_len;
+  rc = tr__read_file(path, &first, &first_len, err);
+  if (!rc && first_token_is_number(first)) {
+    bufs[nbufs++] = first;
+    rc = add_lines(path, first, &lines, &n, &cap, err);
+  } else if (!rc) {
+    char *list = first;
+    char *dir = st_path_dirname(path);
+    char *save;
+    if (!dir)
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    for (char *l = dir ? strtok_r(list, "\r\n", &save) : NULL; l && !rc;
+         l = strtok_r(NULL, "\r\n", &save)) {
+      while (isspace((unsigned char)*l))
+        l++;
+      if (!*l || *l == '#')
+        continue;
+      if (npaths == 1024) {
+        rc = st_err_set(err, ST_EINPUT, "trace '%s': lists more than 1024 files", path);
+        break;
       }
-      free(dir);
-      free(list);
+      size_t m = strlen(dir) + strlen(l) + 2;
+      char *p = malloc(m);
+      if (!p) {
+        rc = st_err_set(err, ST_ENOMEM, "out of memory");
+        break;
+      }
+      if (l[0] == '/')
+        snprintf(p, m, "%s", l);
+      else
+        snprintf(p, m, "%s/%s", dir, l);
+      struct stat s;
+      if (stat(p, &s))
+        snprintf(p, m, "%s/%s", dir, st_path_basename(l));
+      paths[npaths++] = p;
+      bufs[nbufs] = NULL;
+      rc = add_file_lines(p, &lines, &n, &cap, &bufs[nbufs++], err);
     }
+    free(dir);
+    free(list);
   }
   int nranks = 0;
   for (size_t i = 0; i < n; i++)
@@ -458,6 +490,18 @@ int tr__smpi_import(const char *path, const tr_options *opt, wl_workload **out,
       nranks = lines[i].rank + 1;
   if (!rc && nranks == 0)
     rc = st_err_set(err, ST_EINPUT, "trace '%s': no actions", path);
+  /* every rank has a line (its init at least): the ranks, and so what is
+   * allocated for them, follow the lines read, not one large rank number */
+  char *seen = rc ? NULL : calloc((size_t)nranks, 1);
+  if (!rc && !seen)
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n && seen; i++)
+    seen[lines[i].rank] = 1;
+  for (int r = 0; r < nranks && seen && !rc; r++)
+    if (!seen[r])
+      rc = st_err_set(err, ST_EINPUT, "trace '%s': rank %d has no actions (ranks go up to %d)",
+                      path, r, nranks - 1);
+  free(seen);
   sm_build b;
   memset(&b, 0, sizeof b);
   if (!rc) {

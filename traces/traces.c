@@ -102,6 +102,10 @@ int tr_import(const char *spec, const tr_options *opt, wl_workload **out, tr_imp
     tr_options_init(&defaults);
     opt = &defaults;
   }
+  /* before an importer allocates for them (ST_RANKS_MAX) */
+  if (opt->num_gpus > ST_RANKS_MAX)
+    return st_err_set(err, ST_EUSAGE, "trace '%s': %d GPUs asked for, above the largest allowed %d",
+                      colon + 1, opt->num_gpus, ST_RANKS_MAX);
   tr_import_stats local;
   if (!stats)
     stats = &local;

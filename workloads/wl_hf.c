@@ -316,7 +316,7 @@ static int missing(const rd *r, const char *key)
 
 /* An integer key; absent or null takes def, or is an error when def is
  * HF_REQUIRED (the transformers default would be some other model's size). */
-static int rd_int(const rd *r, const char *key, int def, int minv, int *out)
+static int rd_int_in(const rd *r, const char *key, int def, int minv, long maxv, int *out)
 {
   const cJSON *v = item(r, key);
   if (!v || cJSON_IsNull(v)) {
@@ -326,10 +326,15 @@ static int rd_int(const rd *r, const char *key, int def, int minv, int *out)
     return ST_OK;
   }
   long x;
-  if (st_jrd_int(&r->j, NULL, v, minv, INT32_MAX, &x))
+  if (st_jrd_int(&r->j, NULL, v, minv, maxv, &x))
     return ST_EINPUT;
   *out = (int)x;
   return ST_OK;
+}
+
+static int rd_int(const rd *r, const char *key, int def, int minv, int *out)
+{
+  return rd_int_in(r, key, def, minv, INT32_MAX, out);
 }
 
 static int rd_bool(const rd *r, const char *key, int def, int *out)
@@ -562,7 +567,8 @@ static int hf_model(const rd *r, int fam, wl_model *m)
   int gemma = fam == F_GEMMA || fam == F_GEMMA2;
   int deepseek = fam == F_DEEPSEEK_V2 || fam == F_DEEPSEEK_V3;
   if ((rc = rd_int(r, gpt2 ? "n_embd" : "hidden_size", HF_REQUIRED, 1, &m->hidden)) ||
-      (rc = rd_int(r, gpt2 ? "n_layer" : "num_hidden_layers", HF_REQUIRED, 1, &m->layers)) ||
+      (rc = rd_int_in(r, gpt2 ? "n_layer" : "num_hidden_layers", HF_REQUIRED, 1, ST_LAYERS_MAX,
+                      &m->layers)) ||
       (rc = rd_int(r, gpt2 ? "n_head" : "num_attention_heads", HF_REQUIRED, 1, &m->heads)) ||
       (rc = rd_int(r, "vocab_size", HF_REQUIRED, 1, &m->vocab)))
     return rc;

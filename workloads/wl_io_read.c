@@ -22,7 +22,11 @@
 #include "wl_io_int.h"
 #include "workload.h"
 
-#define WL_MAX_RANKS (1 << 24)
+/* What a few bytes may ask for (docs/workload-format.md, "Limits"): ranks
+ * (ST_RANKS_MAX), roles, and the rank map of ranks x roles entries, checked
+ * before the rank map is allocated. */
+#define WL_MAX_ROLES 1024
+#define WL_MAX_RANK_MAP (1L << 25)
 
 /* The reader: the shared checks of st_common.h (st_jrd_*) with the workload
  * being built and scratch reused from op to op. */
@@ -713,7 +717,7 @@ static int rd_document(rd *r, const cJSON *root, wl_workload **out)
   if (version != WL_FORMAT_VERSION)
     return st_jrd_fail(&r->j, NULL, "'version' is %ld; this simtrain reads version %d", version,
                        WL_FORMAT_VERSION);
-  if (st_jrd_int(&r->j, NULL, s[T_RANKS], 1, WL_MAX_RANKS, &nranks))
+  if (st_jrd_int(&r->j, NULL, s[T_RANKS], 1, ST_RANKS_MAX, &nranks))
     return ST_EINPUT;
 
   /* roles */
@@ -724,6 +728,9 @@ static int rd_document(rd *r, const cJSON *root, wl_workload **out)
     if (!cJSON_IsArray(a))
       return st_jrd_fail(&r->j, NULL, "'roles' is %s, expected an array", st_json_type_name(a));
     nroles = cJSON_GetArraySize(a);
+    if (nroles > WL_MAX_ROLES)
+      return st_jrd_fail(&r->j, NULL, "'roles' has %d roles, above the largest allowed %d", nroles,
+                         WL_MAX_ROLES);
     roles = malloc(((size_t)nroles + 1) * sizeof *roles);
     if (!roles)
       return st_jrd_oom(&r->j);
@@ -747,9 +754,10 @@ static int rd_document(rd *r, const cJSON *root, wl_workload **out)
       roles[i] = x->valuestring;
     }
   }
-  if ((size_t)nranks * (size_t)nroles > (size_t)1 << 28) {
+  if (nranks * nroles > WL_MAX_RANK_MAP) {
     free(roles);
-    return st_jrd_fail(&r->j, NULL, "%ld ranks x %d roles is too large a rank map", nranks, nroles);
+    return st_jrd_fail(&r->j, NULL, "%ld ranks x %d roles is %ld rank map entries, above the "
+                       "largest allowed %ld", nranks, nroles, nranks * nroles, WL_MAX_RANK_MAP);
   }
   r->wl = wl_workload_create((int)nranks, nroles, roles);
   free(roles);

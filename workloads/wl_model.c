@@ -117,17 +117,23 @@ static void from_builtin(const builtin *b, wl_model *m)
 }
 
 /* ---- JSON (base's checked reader, st_jrd_*) ----------------------------- */
-static int get_int(const st_jrd *r, const st_jpath *at, const cJSON *obj, const char *key,
-                   int required, int *out, int minv)
+static int get_int_in(const st_jrd *r, const st_jpath *at, const cJSON *obj, const char *key,
+                      int required, int *out, int minv, long maxv)
 {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
   if (!v)
     return required ? st_jrd_missing(r, at, key) : ST_OK;
   long x;
-  if (st_jrd_int(r, at, v, minv, INT32_MAX, &x))
+  if (st_jrd_int(r, at, v, minv, maxv, &x))
     return ST_EINPUT;
   *out = (int)x;
   return ST_OK;
+}
+
+static int get_int(const st_jrd *r, const st_jpath *at, const cJSON *obj, const char *key,
+                   int required, int *out, int minv)
+{
+  return get_int_in(r, at, obj, key, required, out, minv, INT32_MAX);
 }
 
 static const char *act_name(int a) { return a == WL_ACT_GELU ? "gelu" : "swiglu"; }
@@ -193,7 +199,7 @@ int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *er
   if (nm)
     TRY(st_jrd_string(&r, NULL, nm, &name));
   snprintf(m.name, sizeof m.name, "%s", name);
-  TRY(get_int(&r, NULL, root, "layers", 1, &m.layers, 1));
+  TRY(get_int_in(&r, NULL, root, "layers", 1, &m.layers, 1, ST_LAYERS_MAX));
   TRY(get_int(&r, NULL, root, "hidden", 1, &m.hidden, 1));
   TRY(get_int(&r, NULL, root, "heads", 1, &m.heads, 1));
   m.kv_heads = m.heads;

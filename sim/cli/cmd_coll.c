@@ -237,8 +237,8 @@ int cmd_coll(int argc, char **argv)
     case 'g': {
       char *end;
       long v = strtol(optarg, &end, 10);
-      if (*end || v < 1 || v > 1 << 24)
-        return cli_usage_error("coll", "--gpus '%s' is not a positive integer", optarg);
+      if (*end || v < 1 || v > ST_RANKS_MAX)
+        return cli_usage_error("coll", "--gpus '%s' is not a GPU count 1..%d", optarg, ST_RANKS_MAX);
       gpus = (int)v;
       break;
     }

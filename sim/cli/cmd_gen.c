@@ -74,8 +74,8 @@ int cmd_gen(int argc, char **argv)
     case 'g': {
       char *end;
       long v = strtol(optarg, &end, 10);
-      if (!*optarg || *end || v < 1 || v > 100000000L)
-        return cli_usage_error("gen", "--gpus '%s' is not a positive integer", optarg);
+      if (!*optarg || *end || v < 1 || v > ST_RANKS_MAX)
+        return cli_usage_error("gen", "--gpus '%s' is not a GPU count 1..%d", optarg, ST_RANKS_MAX);
       gpus = (int)v;
       break;
     }

@@ -241,14 +241,15 @@ static int run_option(struct run_args *a, int ch, char **argv)
   case 'E': a->job.topt.et_dir = optarg; a->trace_opts = 1; break;
   case 'G': a->job.topt.keep_launch_gaps = 0; a->trace_opts = 1; break;
   case 'g':
-    if (parse_count(optarg, &a->job.topt.num_gpus) || a->job.topt.num_gpus == 0)
-      return cli_usage_error("run", "--gpus '%s' is not a positive count", optarg);
+    if (parse_count(optarg, &a->job.topt.num_gpus) || a->job.topt.num_gpus == 0 ||
+        a->job.topt.num_gpus > ST_RANKS_MAX)
+      return cli_usage_error("run", "--gpus '%s' is not a GPU count 1..%d", optarg, ST_RANKS_MAX);
     a->trace_opts = 1;
     break;
   case 'F': a->job.from_device = optarg; a->trace_opts = 1; break;
   case OPT_WORLD:
-    if (parse_count(optarg, &a->job.world) || a->job.world == 0)
-      return cli_usage_error("run", "--world '%s' is not a positive count", optarg);
+    if (parse_count(optarg, &a->job.world) || a->job.world == 0 || a->job.world > ST_RANKS_MAX)
+      return cli_usage_error("run", "--world '%s' is not a rank count 1..%d", optarg, ST_RANKS_MAX);
     a->trace_opts = 1;
     break;
   case 'p':

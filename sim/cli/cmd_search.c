@@ -84,7 +84,7 @@ int cmd_search(int argc, char **argv)
     case 'b': rc = count_arg("--gbs", optarg, 1, 1 << 24, &o.gbs); break;
     case 's': rc = count_arg("--seq", optarg, 1, 1 << 24, &o.seq); break;
     case 'd': o.dtype = optarg; break;
-    case 'g': rc = count_arg("--gpus", optarg, 1, 1 << 24, &o.gpus); break;
+    case 'g': rc = count_arg("--gpus", optarg, 1, ST_RANKS_MAX, &o.gpus); break;
     case 'k': rc = count_arg("--top", optarg, 0, 100000, &o.top); break;
     case 'r': rc = count_arg("--rows", optarg, 1, 1000000, &rows); break;
     case 'j': rc = count_arg("-j", optarg, 1, 256, &o.jobs); break;

@@ -73,6 +73,9 @@ static void usage(FILE *out)
           SIMTRAIN_VERSION);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+  fprintf(out, "\nany command:\n"
+               "  --max-memory SIZE  end with an error (exit 2) once the process's resident\n"
+               "                     memory passes SIZE (4G, 512M; default 90%% of memory)\n");
 }
 
 static char *join_args(int argc, char **argv)
@@ -92,9 +95,52 @@ static char *join_args(int argc, char **argv)
   return s;
 }
 
+/* --max-memory SIZE (or =SIZE), anywhere on the command line and for every
+ * command: taken out of argv before the command sees it.  Returns 0, or the
+ * exit status of a usage error. */
+static int take_max_memory(int *argc, char **argv, double *limit)
+{
+  *limit = 0;
+  int k = 1, i = 1;
+  for (; i < *argc && strcmp(argv[i], "--"); i++) {
+    const char *v = NULL;
+    if (!strcmp(argv[i], "--max-memory")) {
+      if (i + 1 >= *argc) {
+        fprintf(stderr, "simtrain: error: --max-memory needs a size (4G, 512M)\n");
+        return st_err_exit_status(ST_EUSAGE);
+      }
+      v = argv[++i];
+    } else if (!strncmp(argv[i], "--max-memory=", 13))
+      v = argv[i] + 13;
+    if (!v) {
+      argv[k++] = argv[i];
+      continue;
+    }
+    double b;
+    if (st_parse_bytes(v, &b) || !(b >= 1 << 20) || b > 1e18) {
+      fprintf(stderr,
+              "simtrain: error: --max-memory '%s' is not a size of at least 1M (4G, 512M)\n", v);
+      return st_err_exit_status(ST_EUSAGE);
+    }
+    *limit = b;
+  }
+  while (i < *argc) /* "--" and what follows it stay as they are */
+    argv[k++] = argv[i++];
+  *argc = k;
+  argv[k] = NULL;
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   st_signals_install(); /* temporary output files go when interrupted */
+  double limit;
+  int urc = take_max_memory(&argc, argv, &limit);
+  if (urc)
+    return urc;
+  st_err merr;
+  if (st_mem_guard_start(limit, &merr))
+    return cli_fail(&merr);
   if (argc < 2) {
     usage(stderr);
     return st_err_exit_status(ST_EUSAGE);

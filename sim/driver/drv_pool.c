@@ -73,6 +73,7 @@ static void child_main(int fd, int timeout_s, drv_task_fn task, void *u, int ind
     signal(sigs[i], SIG_DFL);
   if (timeout_s > 0)
     alarm((unsigned)timeout_s);
+  st_mem_guard_restart(); /* threads do not survive fork() */
   st_buf reply;
   st_buf_init(&reply);
   st_err e;

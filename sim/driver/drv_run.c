@@ -323,6 +323,20 @@ static int trace_replay(drv_run *r, st_err *err)
   return ST_OK;
 }
 
+/* A simulation failure (exit 3) names what was replayed, as input errors
+ * name their file: "workload 'w.json': collective allreduce (op 6 ...". */
+static void name_source(const drv_job *j, st_err *err)
+{
+  if (!err)
+    return;
+  if (j->workload)
+    st_err_prefix(err, "workload '%s': ", j->workload);
+  else if (j->trace)
+    st_err_prefix(err, "trace '%s': ", j->trace);
+  else if (j->model)
+    st_err_prefix(err, "model '%s', layout '%s': ", j->model, j->layout ? j->layout : "");
+}
+
 static int simulate(const drv_job *j, drv_run *r, st_err *err)
 {
   sim_options opt = j->opt;
@@ -336,6 +350,8 @@ static int simulate(const drv_job *j, drv_run *r, st_err *err)
     opt.link_stats = opt.record_colls = 0;
   sim_result *res = NULL;
   int rc = sim_run(r->wl, r->cl, &opt, &res, err);
+  if (rc == ST_ESIM)
+    name_source(j, err);
   /* analysis reads its own rows: the engine's are converted where they lie
    * and taken over, and the rest of its result goes at once */
   if (!rc)

@@ -191,16 +191,18 @@ void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *s
     cs->op = op->sub;
     cs->bytes = op->bytes;
     cs->first_rank = rank;
+    cs->first_op = op;
   } else if (cs->op != op->sub ||
              (cs->bytes != op->bytes && !(op->flags & WL_OPF_SPLITS))) {
     /* (an all-to-all-v's members send what their splits say: their totals
      * differ; the instance keeps the first member's for the tuner) */
-    char msg[512];
+    char msg[1024], w1[256], w2[256];
     snprintf(msg, sizeof msg,
-             "collective mismatch on communicator '%s': rank %d called %s of %.17g bytes, "
-             "rank %d called %s of %.17g bytes",
-             cm->name, cs->first_rank, wl_coll_name(cs->op), cs->bytes, rank, wl_coll_name(op->sub),
-             op->bytes);
+             "collective mismatch on communicator '%s': rank %d called %s of %.17g bytes (%s), "
+             "rank %d called %s of %.17g bytes (%s)",
+             cm->name, cs->first_rank, wl_coll_name(cs->op), cs->bytes,
+             eng__op_where(cs->first_rank, cs->first_op, w1, sizeof w1), rank,
+             wl_coll_name(op->sub), op->bytes, eng__op_where(rank, op, w2, sizeof w2));
     eng__fail(ST_ESIM, msg);
     sg_actor_kill_all();
     return;

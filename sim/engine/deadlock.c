@@ -6,6 +6,20 @@
  */
 #include "eng_int.h"
 
+const char *eng__op_where(int rank, const wl_op *op, char *buf, size_t n)
+{
+  const wl_workload *wl = eng__E.wl;
+  const wl_program *p = &wl->programs[wl->rank_program[rank]];
+  const char *nm = op ? wl_op_name(p, op) : "";
+  if (!op)
+    snprintf(buf, n, "an op of program '%s'", p->name);
+  else if (*nm)
+    snprintf(buf, n, "op %ld '%s' of program '%s'", (long)(op - p->ops), nm, p->name);
+  else
+    snprintf(buf, n, "op %ld of program '%s'", (long)(op - p->ops), p->name);
+  return buf;
+}
+
 void eng__describe_deadlock(void)
 {
   const wl_workload *wl = eng__E.wl;
@@ -16,9 +30,12 @@ void eng__describe_deadlock(void)
     const wl_comm *cm = &wl->comms[c];
     if (cs->arrived == 0)
       continue;
+    char where[256];
     st_buf_printf(&b,
-                  "collective %s on communicator '%s' never completed: %d of %d ranks reached it (",
-                  wl_coll_name(cs->op), cm->name, cs->arrived, cm->size);
+                  "collective %s (%s, rank %d) on communicator '%s' never completed: %d of %d "
+                  "ranks reached it (",
+                  wl_coll_name(cs->op), eng__op_where(cs->first_rank, cs->first_op, where,
+                  sizeof where), cs->first_rank, cm->name, cs->arrived, cm->size);
     int shown = 0;
     for (int i = 0; i < cm->size && shown < 16; i++)
       if (cs->arrived_gen[i] == cs->gen + 1)
@@ -39,11 +56,13 @@ void eng__describe_deadlock(void)
       if (!ps->here[0] && !ps->here[1])
         continue;
       const wl_comm *cm = &wl->comms[ps->comm];
+      char where[256];
       st_buf_printf(&b,
-                    "%s from rank %d to rank %d on communicator '%s' (tag %d) was never matched "
-                    "by a %s",
+                    "%s from rank %d to rank %d on communicator '%s' (tag %d; %s of rank %d) was "
+                    "never matched by a %s",
                     ps->here[0] ? "send" : "recv", cm->ranks[ps->src], cm->ranks[ps->dst], cm->name,
-                    ps->tag, ps->here[0] ? "recv" : "send");
+                    ps->tag, eng__op_where(ps->first_rank, ps->first_op, where, sizeof where),
+                    ps->first_rank, ps->here[0] ? "recv" : "send");
     }
   if (!b.len) {
     st_buf_printf(&b, "the replay deadlocked at %.9g s: %d of %d streams never finished",

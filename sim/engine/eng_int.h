@@ -155,6 +155,7 @@ typedef struct eng__comm {
   int have_lay;
   double bytes;
   int first_rank;       /* rank that arrived first (for mismatch messages) */
+  const wl_op *first_op; /* its op (messages name it: eng__op_where) */
   double first_arrival, start;
   uint64_t *arrived_gen; /* per member: gen+1 when it arrived at instance gen */
   eng__waitq wq;
@@ -172,6 +173,8 @@ typedef struct eng__p2p {
   int here[2];                 /* sender, receiver waiting */
   uint64_t gen;
   double first_arrival, start, bytes;
+  int first_rank;              /* the side that waits, and its op (messages) */
+  const wl_op *first_op;
   eng__waitq wq;
   sg_mailbox_t mb;
 } eng__p2p;
@@ -452,6 +455,9 @@ void eng__links_collect(void);
 /* The run ended with streams unfinished: fail with what they were stuck on
  * (design note 6). */
 void eng__describe_deadlock(void);
+/* "op 6 'grad_norm' of program 'stage0'": which op of rank's program op is,
+ * for the messages of a run that failed (deadlock.c). */
+const char *eng__op_where(int rank, const wl_op *op, char *buf, size_t n);
 
 /* ---- slow.c -------------------------------------------------------------- */
 

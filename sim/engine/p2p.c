@@ -43,6 +43,8 @@ void eng__run_p2p(int rank, const wl_op *op)
     ps->bytes = op->bytes;
   if (!ps->here[1 - side]) {
     ps->first_arrival = eng__now();
+    ps->first_rank = rank;
+    ps->first_op = op;
     uint64_t my_gen = ps->gen;
     eng__acct(rank, 0, 0, 1);
     while (ps->gen == my_gen)
@@ -56,11 +58,12 @@ void eng__run_p2p(int rank, const wl_op *op)
   }
   double first = ps->first_arrival, start = ps->start, bytes = ps->bytes;
   if (!is_send && bytes != op->bytes) {
-    char msg[512];
+    char msg[1024], w[256];
     snprintf(msg, sizeof msg,
              "send/recv mismatch on communicator '%s': rank %d sends %.17g bytes to rank %d, "
-             "which receives %.17g bytes (tag %d)",
-             cm->name, cm->ranks[src], bytes, cm->ranks[dst], op->bytes, op->tag);
+             "which receives %.17g bytes (tag %d; %s)",
+             cm->name, cm->ranks[src], bytes, cm->ranks[dst], op->bytes, op->tag,
+             eng__op_where(rank, op, w, sizeof w));
     eng__fail(ST_ESIM, msg);
     sg_actor_kill_all();
     return;

@@ -51,7 +51,7 @@ start=$(date +%s.%N)
 err=$("$simtrain" run --workload "$here/../data/unmatched.json" --cluster node8 2>&1 >/dev/null); rc=$?
 end=$(date +%s.%N)
 check "unmatched collective exits 3" "[ $rc -eq 3 ]"
-check "unmatched collective message" "[ \"\$err\" = \"simtrain: error: collective allreduce on communicator 'world' never completed: 3 of 4 ranks reached it (0,1,3); ranks still missing: 2\" ]"
+check "unmatched collective message" "[ \"\$err\" = \"simtrain: error: workload '$here/../data/unmatched.json': collective allreduce (op 0 'grad_sync' of program 'reduces', rank 0) on communicator 'world' never completed: 3 of 4 ranks reached it (0,1,3); ranks still missing: 2\" ]"
 check "unmatched collective within a second" "awk -v s=$start -v e=$end 'BEGIN { exit !(e - s < 1.0) }'"
 
 err=$("$simtrain" run --workload "$tmp/none.json" --cluster node8 2>&1 >/dev/null); rc=$?

@@ -2,11 +2,44 @@
  * Files are in st_file.c, JSON in st_json.c; st_common.h has the contracts. */
 #include "st_common.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A message is one line: control characters that it quotes from an input
+ * (a key holding a newline, an escape sequence) are written as \n, \r, \t
+ * or \xNN, so that stderr's first line is the whole error and a terminal
+ * sees no control codes.  Bytes of 0x80 and above (UTF-8) stay. */
+static void msg_one_line(char *msg, size_t cap)
+{
+  size_t n = strlen(msg), bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += (unsigned char)msg[i] < 0x20 || msg[i] == 0x7f;
+  if (!bad)
+    return;
+  char old[ST_ERR_MSG_MAX];
+  memcpy(old, msg, n + 1);
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)old[i];
+    char esc[8];
+    if (c == '\n' || c == '\r' || c == '\t')
+      snprintf(esc, sizeof esc, "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
+    else if (c < 0x20 || c == 0x7f)
+      snprintf(esc, sizeof esc, "\\x%02x", c);
+    else
+      esc[0] = (char)c, esc[1] = '\0';
+    size_t k = strlen(esc);
+    if (o + k >= cap)
+      break;
+    memcpy(msg + o, esc, k);
+    o += k;
+  }
+  msg[o] = '\0';
+}
 
 int st_err_set(st_err *err, int code, const char *fmt, ...)
 {
@@ -15,6 +48,7 @@ int st_err_set(st_err *err, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    msg_one_line(err->msg, sizeof err->msg);
     err->code = code;
   }
   return code;
@@ -39,6 +73,7 @@ int st_err_prefix(st_err *err, const char *fmt, ...)
     m = sizeof err->msg - 1 - n;
   memcpy(err->msg + n, old, m);
   err->msg[n + m] = '\0';
+  msg_one_line(err->msg, sizeof err->msg);
   return err->code;
 }
 
@@ -116,6 +151,71 @@ int st_num_check(double v, int kind, double lo, double hi, st_err *err, const ch
                  why[0] == 'b' ? "smallest" : "largest", b);
   }
   return ST_EINPUT;
+}
+
+__attribute__((format(printf, 6, 0))) static int num_vcheck(double v, int kind, double lo,
+                                                             double hi, st_err *err,
+                                                             const char *fmt, va_list ap)
+{
+  char subject[ST_ERR_MSG_MAX];
+  vsnprintf(subject, sizeof subject, fmt, ap);
+  return st_num_check(v, kind, lo, hi, err, "%s", subject);
+}
+
+/* The whole of text is one number for strtod ("12", "1e6", "-3"), with no
+ * space around it; strtod's overflow (1e400) is infinite, so not finite. */
+__attribute__((format(printf, 7, 0))) static int num_vparse(const char *text, int kind, double lo,
+                                                             double hi, double *out, st_err *err,
+                                                             const char *fmt, va_list ap)
+{
+  char *end = NULL;
+  double v = text && *text && !isspace((unsigned char)*text) ? strtod(text, &end) : 0;
+  if (!text || !*text || isspace((unsigned char)*text) || *end || end == text) {
+    if (err) {
+      char subject[ST_ERR_MSG_MAX];
+      vsnprintf(subject, sizeof subject, fmt, ap);
+      st_err_set(err, ST_EINPUT, "%s is '%.64s', not a number", subject, text ? text : "");
+    }
+    return ST_EINPUT;
+  }
+  int rc = num_vcheck(v, kind, lo, hi, err, fmt, ap);
+  if (!rc)
+    *out = v;
+  return rc;
+}
+
+int st_num_parse(const char *text, int kind, double lo, double hi, double *out, st_err *err,
+                 const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = num_vparse(text, kind, lo, hi, out, err, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+int st_num_parse_long(const char *text, long lo, long hi, long *out, st_err *err,
+                      const char *fmt, ...)
+{
+  double v;
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = num_vparse(text, ST_NUM_INTEGER, (double)lo, (double)hi, &v, err, fmt, ap);
+  va_end(ap);
+  if (!rc)
+    *out = (long)v;
+  return rc;
+}
+
+int st_num_to_long(double v, long lo, long hi, long *out, st_err *err, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = num_vcheck(v, ST_NUM_INTEGER, (double)lo, (double)hi, err, fmt, ap);
+  va_end(ap);
+  if (!rc)
+    *out = (long)v;
+  return rc;
 }
 
 /* ---- arena ---------------------------------------------------------------- */
@@ -204,6 +304,7 @@ static int buf_reserve(st_buf *b, size_t extra)
   char *d = realloc(b->data, cap);
   if (!d)
     return ST_ENOMEM;
+  d[b->len] = '\0'; /* NUL-terminated from the first reserve on, empty included */
   b->data = d;
   b->cap = cap;
   return ST_OK;

@@ -77,6 +77,11 @@ int st_err_exit_status(int code);
  * before it is stored, so nothing downstream sees inf, nan, a negative size
  * or a value its integer type would wrap.  The documented limits: */
 #define ST_BYTES_MAX 9007199254740992.0 /* 2^53: every byte count up to it is exact in a double */
+/* Ranks (GPUs) of a workload, a cluster or an imported trace, and a model's
+ * layers: checked before anything is allocated for them, so that a few
+ * bytes of input cannot ask for gigabytes (docs/workload-format.md). */
+#define ST_RANKS_MAX 1048576 /* 2^20 */
+#define ST_LAYERS_MAX 65536  /* 2^16 */
 #define ST_INT32_MAX 2147483647.0
 #define ST_INT32_MIN (-2147483648.0)
 /* kind: ST_NUM_REAL or ST_NUM_INTEGER, either | ST_NUM_OPEN_LO (lo itself
@@ -91,6 +96,19 @@ enum { ST_NUM_REAL = 0, ST_NUM_INTEGER = 1, ST_NUM_OPEN_LO = 2 };
  *   <subject> is 0; it must be greater than 0          (ST_NUM_OPEN_LO)
  *   <subject> is 2.5, not a whole number */
 int st_num_check(double v, int kind, double lo, double hi, st_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Numbers in text (trace lines, command-line values): the whole of text is
+ * one number ("<subject> is 'x1', not a number" otherwise), then
+ * st_num_check's rules and messages.  *out is written only on success. */
+int st_num_parse(const char *text, int kind, double lo, double hi, double *out, st_err *err,
+                 const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+/* A whole number lo..hi in text, into a long. */
+int st_num_parse_long(const char *text, long lo, long hi, long *out, st_err *err,
+                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* A double that must be a whole number lo..hi, into a long: the one checked
+ * way from a double read from input to an integer field (a cast of a value
+ * out of the type's range is undefined behaviour). */
+int st_num_to_long(double v, long lo, long hi, long *out, st_err *err, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
 /* ---- random numbers (st_rng.c) -------------------------------------------
@@ -194,6 +212,21 @@ int st_out_commit(st_outfile *o, int ok, const char *path, st_err *err);
  * signal.  main() installs them; again after anything that installs its own
  * (SimGrid's engine catches SIGINT when it starts). */
 void st_signals_install(void);
+
+/* ---- the memory guard (st_mem.c) -----------------------------------------
+ * A limit on the process's resident memory: past it the process removes its
+ * temporary output files, prints "simtrain: error: out of memory: resident
+ * memory passed --max-memory 4.00 GiB" and exits 2.  main() starts it
+ * (limit_bytes <= 0: st_mem_default_limit()); a forked child restarts it.
+ * Each process has its own limit (the children of a sweep or a search each
+ * have the whole of it). */
+int st_mem_guard_start(double limit_bytes, st_err *err);
+void st_mem_guard_restart(void);
+/* The guard's limit in bytes, 0 when there is none. */
+double st_mem_guard_limit(void);
+/* 90% of the physical memory, or of the cgroup's memory.max when smaller; 0
+ * when neither is known. */
+double st_mem_default_limit(void);
 
 /* ---- paths and folders --------------------------------------------------- */
 /* The last component of a path ("runs/a.h5" -> "a.h5"), a pointer into path. */

@@ -3,6 +3,7 @@
  * process is interrupted), paths and folder listings.  See st_common.h for
  * the contracts. */
 #include "st_common.h"
+#include "st_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -71,12 +72,17 @@ int st_file_read_all(const char *path, char **data, size_t *len, st_err *err)
 static char out_tmp[ST_OUT_SLOTS][4200];
 static volatile sig_atomic_t out_used[ST_OUT_SLOTS];
 
-static void on_signal(int sig)
+void st__out_unlink_all(void)
 {
-  /* async-signal-safe only: unlink, write, signal, raise, _exit */
   for (int i = 0; i < ST_OUT_SLOTS; i++)
     if (out_used[i])
       unlink(out_tmp[i]);
+}
+
+static void on_signal(int sig)
+{
+  /* async-signal-safe only: unlink, write, signal, raise, _exit */
+  st__out_unlink_all();
   if (sig == SIGINT) {
     static const char msg[] = "simtrain: error: interrupted (SIGINT); temporary files removed\n";
     ssize_t w = write(2, msg, sizeof msg - 1);

@@ -5,25 +5,26 @@
  * writing it and reading that back gives the same JSON again (the reader and
  * the writer agree on every value the reader accepts).
  *
- * Built only with clang and -fsanitize=fuzzer (see tests/CMakeLists.txt):
- *   fuzz_workload -max_total_time=60 corpus/ ../examples/
+ * bench/fuzz.sh runs it with the others (tests/fuzz/CMakeLists.txt builds
+ * them with clang, -DSIMTRAIN_FUZZ=ON).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "workload.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   wl_workload *wl = NULL;
   st_err err;
   st_err_clear(&err);
-  if (wl_workload_parse((const char *)data, size, "fuzz", &wl, &err) != ST_OK) {
-    if (err.code == ST_OK || err.msg[0] == '\0' || wl != NULL)
-      abort(); /* an error must come with a message and no workload */
+  int rc = wl_workload_parse((const char *)data, size, "fuzz", &wl, &err);
+  fuzz_check(rc, &err); /* an error comes with its one-line message */
+  if (rc != ST_OK) {
+    if (wl != NULL)
+      abort(); /* ... and no workload */
     return 0;
   }
   char *json = wl_workload_to_json(wl, 0);

@@ -1,0 +1,64 @@
+#!/bin/bash
+# Inputs are read once, as streams: a trace, a cluster spec or a SimGrid XML
+# platform given as a FIFO, or a trace as '-' (standard input, plain or
+# gzip), gives the same prediction as the file itself; so does a
+# gzip-compressed XML platform (SimGrid loads the copy read once).  Each read has a time limit: an
+# input opened twice blocks on the FIFO's second open (it hung).
+# usage: stream_inputs.sh <simtrain> <shared-dir>
+set -u
+ST=$1
+fail() { echo "FAIL: $*"; exit 1; }
+D="$(cd "$(dirname "$0")/../data" && pwd)"
+EX="$(cd "$(dirname "$0")/../../examples" && pwd)/pipeline2.json"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+step() { grep -o '"step_time_s":[^,]*'; }
+"$ST" platform node8:1 -o "$tmp/p.xml" >/dev/null || fail "platform -o"
+
+# format | file | extra arguments (a trace: --trace FORMAT:PATH; a cluster:
+# --workload pipeline2 --cluster PATH)
+cases=$(cat <<EOT
+smpi|$D/smpi_tiny.txt|--cluster node8
+astra|$D/astra_tiny.txt|--gpus 8 --cluster node8
+kineto|$D/kineto_ddp/rank0.trace.json|--cluster node8
+chakra|${2:-../shared}/peer-astra/transformer_L10.0.et|--cluster node8
+cluster.json|$D/one_nic.json|
+cluster.xml|$tmp/p.xml|
+EOT
+)
+n=0
+while IFS='|' read -r fmt file extra; do
+  [ -n "$fmt" ] || continue
+  [ -f "$file" ] || { echo "skip: $file is absent"; continue; }
+  n=$((n + 1))
+  case $fmt in
+    cluster.*) suffix=${fmt#cluster}
+               args() { echo "--workload $EX --cluster $1"; } ;;
+    *) suffix=.in
+       args() { echo "--trace $fmt:$1 $extra"; } ;;
+  esac
+  # shellcheck disable=SC2046
+  ref=$("$ST" run $(args "$file") --json --quiet 2>"$tmp/err" | step)
+  [ -n "$ref" ] || fail "$fmt: the file itself does not run: $(cat "$tmp/err")"
+  fifo="$tmp/in$n$suffix"
+  mkfifo "$fifo"
+  (cat "$file" >"$fifo" &)
+  # shellcheck disable=SC2046
+  got=$(timeout 30 "$ST" run $(args "$fifo") --json --quiet 2>"$tmp/err" | step)
+  [ "$got" = "$ref" ] || fail "$fmt as a FIFO: '$got', want '$ref': $(cat "$tmp/err")"
+  case $fmt in
+    cluster.*) ;;  # a cluster is named by its suffix: no '-'
+    *)
+      # shellcheck disable=SC2046
+      got=$(timeout 30 "$ST" run $(args -) --json --quiet <"$file" 2>"$tmp/err" | step)
+      [ "$got" = "$ref" ] || fail "$fmt on standard input: '$got', want '$ref': $(cat "$tmp/err")"
+      # shellcheck disable=SC2046
+      got=$(gzip -c "$file" | timeout 30 "$ST" run $(args -) --json --quiet 2>"$tmp/err" | step)
+      [ "$got" = "$ref" ] || fail "$fmt gzip on standard input: '$got', want '$ref': $(cat "$tmp/err")" ;;
+  esac
+done <<<"$cases"
+ref=$("$ST" run --workload "$EX" --cluster "$tmp/p.xml" --json --quiet | step)
+gzip -c "$tmp/p.xml" >"$tmp/z.xml"
+got=$("$ST" run --workload "$EX" --cluster "$tmp/z.xml" --json --quiet 2>&1 | step)
+[ -n "$ref" ] && [ "$got" = "$ref" ] || fail "a gzip XML platform: '$got', want '$ref'"
+echo "ok ($n inputs as FIFOs and standard input)"
