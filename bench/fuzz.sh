@@ -44,7 +44,7 @@ seed_files() {
   local D=$here/tests/data S=$shared/traces
   case $1 in
     fuzz_workload) ls "$here"/examples/pipeline2.json "$D"/unmatched.json "$D"/bad/wl_*.json ;;
-    fuzz_model) ls "$D"/hf/*.json "$D"/bad/model_*.json ;;
+    fuzz_model) ls "$D"/hf/*.json "$D"/bad/model_*.json "$D"/fuzz/model_*.json ;;
     fuzz_layout) ;;  # written below
     fuzz_cluster) ls "$here"/platforms/data/presets/*.json "$here"/examples/clusters/*.json \
                      "$here"/examples/fabrics/*.json "$D"/*.json "$D"/bad/cluster_*.json ;;

@@ -172,6 +172,28 @@ static void test_model__builtins_load_with_their_dims(void **state)
   check_rel(wl_model_params(&d), 671e9, 0.01, "deepseek-v3 params");
 }
 
+/* MLA sizes multiply in doubles: kv_lora_rank x heads = 65536 x 65536 = 2^32
+ * overflowed an int (undefined; found by the model fuzz target).  With
+ * hidden 64, qk_nope = qk_rope = v_head_dim = 1 and one layer, the
+ * attention's up-projection of the latent alone is kv_lora_rank x heads x
+ * (qk_nope + v_head_dim) = 2^32 x 2 = 8,589,934,592 parameters, so the
+ * model has at least that many (the wrapped product gave about 1.7e7). */
+static void test_model__mla_sizes_multiply_in_doubles(void **state)
+{
+  (void)state;
+  wl_model m;
+  st_err err;
+  const char *spec =
+      "{\"name\":\"wide-mla\",\"layers\":1,\"hidden\":64,\"heads\":65536,\"ffn_hidden\":64,"
+      "\"ffn_act\":\"gelu\",\"vocab\":128,\"seq_len\":128,\"tie_embeddings\":true,"
+      "\"mla\":{\"q_lora_rank\":0,\"kv_lora_rank\":65536,\"qk_nope_head_dim\":1,"
+      "\"qk_rope_head_dim\":1,\"v_head_dim\":1}}";
+  assert_int_equal(wl_model_parse(spec, "inline", &m, &err), 0);
+  double p = wl_model_params(&m);
+  assert_true(isfinite(p));
+  assert_true(p >= 8589934592.0);
+}
+
 static void test_model__errors_name_the_key(void **state)
 {
   (void)state;
@@ -1641,6 +1663,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_model__builtins_load_with_their_dims),
+      cmocka_unit_test(test_model__mla_sizes_multiply_in_doubles),
       cmocka_unit_test(test_model__errors_name_the_key),
       cmocka_unit_test(test_layout__inconsistencies_name_the_numbers),
       cmocka_unit_test(test_layout__defaults_and_canonical_spec),

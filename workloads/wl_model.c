@@ -314,13 +314,14 @@ void wl__layer_params(const wl_model *m, int tp, int etp, int ep, int layer, wl_
   memset(p, 0, sizeof *p);
   if (m->has_mla) {
     const wl_mla *a = &m->mla;
-    double qk = a->qk_nope_head_dim + a->qk_rope_head_dim;
-    double q = a->q_lora_rank
-                   ? h * a->q_lora_rank + a->q_lora_rank + a->q_lora_rank * m->heads * qk / t
-                   : h * m->heads * qk / t;
-    p->attn = q + h * (a->kv_lora_rank + a->qk_rope_head_dim) + a->kv_lora_rank +
-              a->kv_lora_rank * m->heads * (a->qk_nope_head_dim + a->v_head_dim) / t +
-              m->heads * a->v_head_dim * h / t + norm;
+    /* in doubles throughout: a spec's sizes are each an int, their products
+     * and sums are not (an int product overflowed: undefined) */
+    double heads = m->heads, qlr = a->q_lora_rank, kvlr = a->kv_lora_rank;
+    double nope = a->qk_nope_head_dim, rope = a->qk_rope_head_dim, vd = a->v_head_dim;
+    double qk = nope + rope;
+    double q = qlr ? h * qlr + qlr + qlr * heads * qk / t : h * heads * qk / t;
+    p->attn = q + h * (kvlr + rope) + kvlr + kvlr * heads * (nope + vd) / t + heads * vd * h / t +
+              norm;
   } else {
     double q = (double)m->heads * m->head_dim, kv = (double)m->kv_heads * m->head_dim;
     p->attn = h * (q + 2 * kv) / t + q * h / t + m->qkv_bias * (q + 2 * kv) / t +
