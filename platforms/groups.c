@@ -49,45 +49,26 @@ const plat_device *plat_gpu_device(const plat_cluster *c, int gpu)
   return c->num_groups <= 1 ? &c->device : &c->groups[plat_gpu_group(c, gpu)].device;
 }
 
+/* What a group's nodes are worth, field by field: the same names in
+ * plat_group and plat_cluster. */
+#define GROUP_WORTH(X)                                                                     \
+  X(device) X(intra_link_Bps) X(intra_links_per_gpu) X(intra_Bps) X(intra_lat_s) X(nvls)  \
+  X(nic_Bps) X(nic_lat_s) X(pcie_Bps) X(pcie_lat_s) X(host_power_W) X(host_link_Bps)     \
+  X(host_link_lat_s) X(host_mem_bytes) X(host_mem_Bps) X(host_adam_params_per_s)
+
 void plat_group_apply(plat_cluster *v, const plat_group *g)
 {
-  v->device = g->device;
-  v->intra_link_Bps = g->intra_link_Bps;
-  v->intra_links_per_gpu = g->intra_links_per_gpu;
-  v->intra_Bps = g->intra_Bps;
-  v->intra_lat_s = g->intra_lat_s;
-  v->nvls = g->nvls;
-  v->nic_Bps = g->nic_Bps;
-  v->nic_lat_s = g->nic_lat_s;
-  v->pcie_Bps = g->pcie_Bps;
-  v->pcie_lat_s = g->pcie_lat_s;
-  v->host_power_W = g->host_power_W;
-  v->host_link_Bps = g->host_link_Bps;
-  v->host_link_lat_s = g->host_link_lat_s;
-  v->host_mem_bytes = g->host_mem_bytes;
-  v->host_mem_Bps = g->host_mem_Bps;
-  v->host_adam_params_per_s = g->host_adam_params_per_s;
+#define TO_CLUSTER(f) v->f = g->f;
+  GROUP_WORTH(TO_CLUSTER)
+#undef TO_CLUSTER
 }
 
 /* The group's worth from a cluster parsed with its node. */
 void plat__group_from(plat_group *g, const plat_cluster *t)
 {
-  g->device = t->device;
-  g->intra_link_Bps = t->intra_link_Bps;
-  g->intra_links_per_gpu = t->intra_links_per_gpu;
-  g->intra_Bps = t->intra_Bps;
-  g->intra_lat_s = t->intra_lat_s;
-  g->nvls = t->nvls;
-  g->nic_Bps = t->nic_Bps;
-  g->nic_lat_s = t->nic_lat_s;
-  g->pcie_Bps = t->pcie_Bps;
-  g->pcie_lat_s = t->pcie_lat_s;
-  g->host_power_W = t->host_power_W;
-  g->host_link_Bps = t->host_link_Bps;
-  g->host_link_lat_s = t->host_link_lat_s;
-  g->host_mem_bytes = t->host_mem_bytes;
-  g->host_mem_Bps = t->host_mem_Bps;
-  g->host_adam_params_per_s = t->host_adam_params_per_s;
+#define TO_GROUP(f) g->f = t->f;
+  GROUP_WORTH(TO_GROUP)
+#undef TO_GROUP
   g->gpus_per_node = t->gpus_per_node;
   g->nics_per_node = t->nics_per_node;
   g->intra_kind = t->intra_kind;
@@ -118,21 +99,14 @@ void plat_cluster_view(const plat_cluster *c, const int32_t *gpus, int n, plat_c
   /* Across groups a collective library settles on what every member can do
    * (NCCL's graph search keeps the speed all ranks reach): the least of each
    * rate, the most of each latency, NVLS only where all have it, and the
-   * slowest device's tuning.  Members of one node are in one group, so the
-   * members' groups are a run of indices between the smallest and largest. */
-  int lo = first, hi = first;
-  for (int i = 1; i < n; i++) {
-    int g = plat_gpu_group(c, gpus[i]);
-    lo = g < lo ? g : lo;
-    hi = g > hi ? g : hi;
-  }
-  for (int k = lo; k <= hi; k++) {
-    const plat_group *g = &c->groups[k];
-    int used = 0;
-    for (int i = 0; i < n && !used; i++)
-      used = plat_gpu_group(c, gpus[i]) == k;
-    if (!used)
+   * slowest device's tuning.  Taking a group twice changes nothing, so only
+   * runs of members in one group (a node's, say) are skipped. */
+  for (int i = 1, prev = first; i < n; i++) {
+    int k = plat_gpu_group(c, gpus[i]);
+    if (k == prev)
       continue;
+    prev = k;
+    const plat_group *g = &c->groups[k];
     if (dev_peak(&g->device) < dev_peak(&v->device))
       v->device = g->device;
     v->intra_link_Bps = fmin(v->intra_link_Bps, g->intra_link_Bps);
