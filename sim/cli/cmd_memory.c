@@ -46,11 +46,9 @@ static int stage_devices(const plat_cluster *c, const wl_layout *l, const wl_mem
   int tight = mem->peak_stage;
   *fits = 1;
   for (int s = 0; s < mem->num_stages; s++) {
-    int per = l->num_gpus / mem->num_stages;
-    dev[s] = plat_gpu_device(c, s * per);
-    for (int g = s * per; g < (s + 1) * per && c->num_groups > 1; g++)
-      if (plat_gpu_device(c, g)->hbm_bytes < dev[s]->hbm_bytes)
-        dev[s] = plat_gpu_device(c, g);
+    dev[s] = c->num_groups > 1
+                 ? &c->groups[drv_stage_group(c, l->num_gpus, mem->num_stages, s)].device
+                 : &c->device;
     *fits &= mem->stages[s].peak_bytes <= dev[s]->hbm_bytes;
   }
   for (int s = 0; s < mem->num_stages && c->num_groups > 1; s++)

@@ -119,6 +119,11 @@ void drv_job_init(drv_job *j);
 int drv_model_load(const char *name, const wl_model *spec, int seq_len, wl_model *m, st_err *err);
 
 /* A prediction and everything it was made from. */
+/* The node group, among those pipeline stage s's GPUs are on (ranks s * R ..
+ * (s+1) * R - 1, R = num_ranks / pp, the generator's order), with the
+ * smallest device memory: the one the stage must fit (0 without groups). */
+int drv_stage_group(const plat_cluster *cl, int num_ranks, int pp, int s);
+
 /* balance=compute (drv_balance.c): replace the layout's even split by
  * stage_layers and dp_microbatches from the speeds of cl's node groups
  * (*l re-parsed; note says what was chosen, "" when balance is not set). */

@@ -195,10 +195,20 @@ static int load_workload(const drv_job *j, drv_run *r, st_err *err)
   return rc;
 }
 
-/* With node groups, each group against its own device: the peak of each
- * pipeline stage (ranks s * R .. (s+1) * R - 1, R = ranks / pp, the
- * generator's order) on the groups its ranks are on; a workload without a
- * layout by its largest peak on every group. */
+int drv_stage_group(const plat_cluster *cl, int num_ranks, int pp, int s)
+{
+  int per = num_ranks / pp, best = plat_gpu_group(cl, s * per);
+  for (int g = s * per; g < (s + 1) * per && g < cl->num_gpus && cl->num_groups > 1; g++) {
+    int k = plat_gpu_group(cl, g);
+    if (cl->groups[k].device.hbm_bytes < cl->groups[best].device.hbm_bytes)
+      best = k;
+  }
+  return best;
+}
+
+/* With node groups, each pipeline stage against the smallest device its
+ * ranks are on (drv_stage_group); a workload without a layout by its largest
+ * peak. */
 static int check_memory_groups(const drv_job *j, const drv_run *r, st_err *err)
 {
   const plat_cluster *cl = r->cl;
@@ -210,31 +220,22 @@ static int check_memory_groups(const drv_job *j, const drv_run *r, st_err *err)
     for (int s = 0; s < pp; s++)
       peak[s] = mem.stages[s].peak_bytes;
   }
-  int n = r->wl->num_ranks, per = n / pp;
   for (int s = 0; s < pp; s++) {
-    if (!isfinite(peak[s]))
+    int k = drv_stage_group(cl, r->wl->num_ranks, pp, s);
+    const plat_device *d = &cl->groups[k].device;
+    if (!isfinite(peak[s]) || peak[s] <= d->hbm_bytes)
       continue;
-    int seen = -1;
-    for (int g = s * per; g < (s + 1) * per && g < cl->num_gpus; g++) {
-      int k = plat_gpu_group(cl, g);
-      if (k == seen)
-        continue;
-      seen = k;
-      const plat_device *d = &cl->groups[k].device;
-      if (peak[s] <= d->hbm_bytes)
-        continue;
-      char a[32], b[32];
-      st_format_bytes(peak[s], a, sizeof a);
-      st_format_bytes(d->hbm_bytes, b, sizeof b);
-      if (j->strict)
-        return st_err_set(err, ST_EINPUT,
-                          "stage %d needs %s per GPU at its peak but a %s of group '%s' has %s "
-                          "(--strict)",
-                          s, a, d->name, cl->groups[k].name, b);
-      say(j, "warning",
-          "stage %d needs %s per GPU at its peak but a %s of group '%s' has %s: it would not fit",
-          s, a, d->name, cl->groups[k].name, b);
-    }
+    char a[32], b[32];
+    st_format_bytes(peak[s], a, sizeof a);
+    st_format_bytes(d->hbm_bytes, b, sizeof b);
+    if (j->strict)
+      return st_err_set(err, ST_EINPUT,
+                        "stage %d needs %s per GPU at its peak but a %s of group '%s' has %s "
+                        "(--strict)",
+                        s, a, d->name, cl->groups[k].name, b);
+    say(j, "warning",
+        "stage %d needs %s per GPU at its peak but a %s of group '%s' has %s: it would not fit",
+        s, a, d->name, cl->groups[k].name, b);
   }
   return ST_OK;
 }
