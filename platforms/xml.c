@@ -434,6 +434,34 @@ static int xml_cluster(const char *path, int gpus, int gpn, const char *device, 
   return ST_OK;
 }
 
+/* A <cluster> element at p: its hosts (radical "0-7,16") into the seen set;
+ * they must be named gpu-<index>. */
+static int xml_radical(const char *path, const char *text, const char *p, seen_set *s, st_err *err)
+{
+  char prefix[64] = "", suffix[64] = "", buf[4096];
+  int rc = ST_OK;
+  attr(p, "prefix", prefix, sizeof prefix);
+  attr(p, "suffix", suffix, sizeof suffix);
+  if (attr(p, "radical", buf, sizeof buf) || strcmp(prefix, "gpu-") || suffix[0])
+    return st_err_set(err, ST_EINPUT,
+                      "platform '%s': line %d: cluster hosts must be named gpu-<index> "
+                      "(prefix=\"gpu-\", no suffix, a radical)",
+                      path, line_of(text, p));
+  for (char *tok = strtok(buf, ","); tok && !rc; tok = strtok(NULL, ",")) {
+    char *dash = strchr(tok, '-');
+    long a = strtol(tok, NULL, 10), b = dash ? strtol(dash + 1, NULL, 10) : a;
+    if (a < 0 || b < a || b >= (1L << 24))
+      return st_err_set(err, ST_EINPUT, "platform '%s': line %d: radical '%s' is not valid", path,
+                        line_of(text, p), tok);
+    for (long g = a; g <= b && !rc; g++)
+      if ((rc = seen_add(s, g)))
+        rc = st_err_set(err, rc == -2 ? ST_ENOMEM : ST_EINPUT,
+                        "platform '%s': line %d: host 'gpu-%ld' is declared twice", path,
+                        line_of(text, p), g);
+  }
+  return rc;
+}
+
 int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
 {
   char *text;
@@ -537,30 +565,7 @@ int plat__xml_load(const char *path, plat_cluster **out, st_err *err)
       else if (z && push_long(&z->hosts, &z->nhosts, &z->caphosts, g))
         rc = st_err_set(err, ST_ENOMEM, "platform '%s': out of memory", path);
     } else if (is_cluster) {
-      char prefix[64] = "", suffix[64] = "";
-      attr(p, "prefix", prefix, sizeof prefix);
-      attr(p, "suffix", suffix, sizeof suffix);
-      if (attr(p, "radical", buf, sizeof buf) || strcmp(prefix, "gpu-") || suffix[0]) {
-        rc = st_err_set(err, ST_EINPUT,
-                        "platform '%s': line %d: cluster hosts must be named gpu-<index> "
-                        "(prefix=\"gpu-\", no suffix, a radical)",
-                        path, line_of(text, p));
-        break;
-      }
-      for (char *tok = strtok(buf, ","); tok && !rc; tok = strtok(NULL, ",")) {
-        char *dash = strchr(tok, '-');
-        long a = strtol(tok, NULL, 10), b = dash ? strtol(dash + 1, NULL, 10) : a;
-        if (a < 0 || b < a || b >= (1L << 24)) {
-          rc = st_err_set(err, ST_EINPUT, "platform '%s': line %d: radical '%s' is not valid", path,
-                          line_of(text, p), tok);
-          break;
-        }
-        for (long g = a; g <= b && !rc; g++)
-          if ((rc = seen_add(&s, g)))
-            rc = st_err_set(err, rc == -2 ? ST_ENOMEM : ST_EINPUT,
-                            "platform '%s': line %d: host 'gpu-%ld' is declared twice", path,
-                            line_of(text, p), g);
-      }
+      rc = xml_radical(path, text, p, &s, err);
     }
   }
   for (int i = 0; i < XML_ZONE_DEPTH; i++)
