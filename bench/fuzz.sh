@@ -5,30 +5,34 @@
 #   cmake -S . -B build-fuzz -DSIMTRAIN_FUZZ=ON -DCMAKE_C_COMPILER=clang \
 #         -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
 #   cmake --build build-fuzz -j2 --target fuzz
-#   bench/fuzz.sh [-t SECONDS] [-j JOBS] [-w WORKDIR] build-fuzz/tests/fuzz [TARGET...]
+#   bench/fuzz.sh [-t SECONDS | -c CPU_SECONDS] [-j JOBS] [-w WORKDIR] build-fuzz/tests/fuzz [TARGET...]
 #   bench/fuzz.sh --seeds-only build-fuzz/tests/fuzz fuzz_smpi   (ctest: each seed once)
 #
-# -t: seconds per target (default 60); -j: targets run at once (default 1);
+# -t: seconds per target (default 60); -c: CPU seconds per target instead
+# (run in rounds of at most 10 minutes until the target has used that much
+# CPU, so that a target sharing its core still gets its full budget);
+# -j: targets run at once (default 1);
 # -w: where the growing corpora, logs and crash inputs go (default
 # WORKDIR=build-fuzz/fuzz-work, kept between runs so a corpus grows).
-# Prints a row per target: seconds, executions, corpus (inputs and bytes),
+# Prints a row per target: seconds, CPU seconds, executions, corpus (inputs and bytes),
 # coverage (edges, features) and crashes; exits 1 when any target crashed,
 # leaked, ran out of memory or time (its input is kept under WORKDIR/NAME/).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 shared=${ST_SHARED_DIR:-$here/../shared}
-secs=60 jobs=1 work="" seeds_only=0
+secs=60 cpu=0 jobs=1 work="" seeds_only=0
 while [ $# -gt 0 ]; do
   case $1 in
     -t) secs=$2; shift 2 ;;
+    -c) cpu=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
     -w) work=$2; shift 2 ;;
     --seeds-only) seeds_only=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
-[ $# -ge 1 ] || { echo "usage: bench/fuzz.sh [-t SECONDS] [-j JOBS] [-w WORKDIR] BINDIR [TARGET...]" >&2; exit 1; }
+[ $# -ge 1 ] || { echo "usage: bench/fuzz.sh [-t SECONDS | -c CPU_SECONDS] [-j JOBS] [-w WORKDIR] BINDIR [TARGET...]" >&2; exit 1; }
 bin=$(cd "$1" && pwd) || exit 1
 shift
 [ -n "$work" ] || work=$bin/../../fuzz-work
@@ -106,17 +110,36 @@ run_one() {
     return 0
   fi
   local t0; t0=$(date +%s)
-  ( cd "$w/crashes" && "$bin/$name" -max_total_time="$secs" -rss_limit_mb=4096 -timeout=30 \
-      -max_len=65536 -print_final_stats=1 $(dict_of "$name") "$w/corpus" "$w/seeds" ) >"$log" 2>&1
-  local rc=$? t1; t1=$(date +%s)
-  local execs cov ft corp crashes
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  # rounds until the budget is used: one of secs seconds, or as many as the
+  # CPU budget takes; CPU time (user + system) from bash's time
+  local used=0 execs=0 rc=0 round left n TIMEFORMAT='cpu_seconds: %3U %3S'
+  : >"$log"
+  while :; do
+    round=$secs
+    if [ "$cpu" -gt 0 ]; then
+      left=$((cpu - used)); [ $left -gt 0 ] || break
+      round=$(( left < 600 ? left : 600 ))
+    fi
+    { time ( cd "$w/crashes" && "$bin/$name" -max_total_time="$round" -rss_limit_mb=4096 \
+        -timeout=30 -max_len=65536 -print_final_stats=1 $(dict_of "$name") \
+        "$w/corpus" "$w/seeds" >>"$log" 2>&1 ); } 2>"$w/time"
+    rc=$?
+    used=$(awk -v u="$used" '/^cpu_seconds:/ { printf "%d", u + $2 + $3 + 0.5 }' "$w/time")
+    n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    execs=$((execs + ${n:-0}))
+    # a round's corpus merges into the next; a crash or a failure ends it
+    [ $rc -eq 0 ] || break
+    [ "$cpu" -gt 0 ] || break
+    sed -i 's/^stat::number_of_executed_units:/stat::counted_units:/' "$log"
+  done
+  local t1; t1=$(date +%s)
+  local cov ft corp crashes
   cov=$(grep -a -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
   ft=$(grep -a -o 'ft: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
   corp=$(grep -a -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -n 1 | cut -d' ' -f2)
   crashes=$(ls "$w/crashes" | grep -c -E '^(crash|leak|oom|timeout)-')
-  printf '%-14s %6ss %12s execs %14s corpus %6s edges %7s features %3s crashes%s\n' \
-    "$name" "$((t1 - t0))" "${execs:-?}" "${corp:-?}" "${cov:-?}" "${ft:-?}" "$crashes" \
+  printf '%-14s %6ss %6s CPU s %12s execs %14s corpus %6s edges %7s features %3s crashes%s\n' \
+    "$name" "$((t1 - t0))" "$used" "$execs" "${corp:-?}" "${cov:-?}" "${ft:-?}" "$crashes" \
     "$([ $rc -eq 0 ] || echo "  (exit $rc: see $log)")"
   [ $rc -eq 0 ] && [ "$crashes" -eq 0 ]
 }
@@ -129,7 +152,7 @@ if [ "$jobs" -le 1 ]; then
   for t in "$@"; do run_one "$t" || fail=1; done
 else
   export -f run_one make_seeds seed_files dict_of
-  export here shared secs work bin seeds_only layout_seeds
+  export here shared secs cpu work bin seeds_only layout_seeds
   printf '%s\n' "$@" | xargs -P "$jobs" -I{} bash -c 'run_one {}' || fail=1
 fi
 exit $fail
