@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "plat_int.h"
 
@@ -704,9 +705,32 @@ static int parse_nodes(const char *s, int *nodes)
   return 0;
 }
 
+/* A spec named by neither suffix: standard input ("-") or a file that is no
+ * preset's name (a FIFO, /dev/fd/N of a shell's <(...)), JSON or, when its
+ * first character is '<', SimGrid XML.  1 when it is XML, 0 when JSON, -1
+ * when it is not such a file; the stream is read once (st_file_read_all
+ * keeps what a stream gave for the spec's second read). */
+static int unsuffixed_kind(const char *path, int known_preset)
+{
+  struct stat sb;
+  if (strcmp(path, "-") && (known_preset || stat(path, &sb) != 0 || S_ISDIR(sb.st_mode)))
+    return -1;
+  char *text;
+  size_t len;
+  st_err e = {0};
+  if (st_file_read_all(path, &text, &len, &e))
+    return 0; /* the JSON reader reports the failure */
+  const char *p = text;
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+    p++;
+  int xml = *p == '<';
+  free(text);
+  return xml;
+}
+
 int plat_cluster_load(const char *arg, plat_cluster **out, st_err *err)
 {
-  if (st_str_ends_with(arg, ".xml"))
+  if (st_str_ends_with(arg, ".xml") || (!strchr(arg, ':') && unsuffixed_kind(arg, 0) == 1))
     return plat__xml_load(arg, out, err);
   /* FILE.json or FILE.json:NODES or NAME or NAME:NODES */
   char buf[4096];
@@ -723,7 +747,10 @@ int plat_cluster_load(const char *arg, plat_cluster **out, st_err *err)
   }
   char what[4200];
   char *text, *dir = NULL;
-  if (st_str_ends_with(buf, ".json")) {
+  int known = 0;
+  for (int i = 0; preset_names[i]; i++)
+    known |= !strcmp(preset_names[i], buf);
+  if (st_str_ends_with(buf, ".json") || unsuffixed_kind(buf, known) == 0) {
     size_t len;
     int rc = st_file_read_all(buf, &text, &len, err);
     if (rc)
@@ -734,9 +761,6 @@ int plat_cluster_load(const char *arg, plat_cluster **out, st_err *err)
       return st_err_set(err, ST_ENOMEM, "out of memory");
     }
   } else {
-    int known = 0;
-    for (int i = 0; preset_names[i]; i++)
-      known |= !strcmp(preset_names[i], buf);
     char rel[256];
     snprintf(rel, sizeof rel, "presets/%.200s.json", buf);
     text = known ? plat__data_read(rel, err) : NULL;

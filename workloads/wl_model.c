@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "wl_gen_int.h"
 #include "workload.h"
@@ -265,7 +266,11 @@ int wl_model_load(const char *arg, wl_model *m, st_err *err)
       from_builtin(&builtins[i], m);
       return ST_OK;
     }
-  if (!st_str_ends_with(arg, ".json") && !st_str_ends_with(arg, ".json.gz")) {
+  /* a spec file by its suffix, or standard input ("-"), or any other file
+   * that is there (a FIFO, /dev/fd/N of a shell's <(...)) */
+  struct stat sb;
+  if (!st_str_ends_with(arg, ".json") && !st_str_ends_with(arg, ".json.gz") && strcmp(arg, "-") &&
+      (stat(arg, &sb) != 0 || S_ISDIR(sb.st_mode))) {
     st_buf b;
     st_buf_init(&b);
     for (size_t i = 0; i < NUM_BUILTINS; i++)

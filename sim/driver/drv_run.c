@@ -390,9 +390,30 @@ static int train(const drv_job *j, drv_run *r, st_err *err)
   return ST_OK;
 }
 
+/* Standard input can feed one input of a run: two that name '-' would get
+ * one stream's bytes twice (st_file_read_all keeps what a stream gave). */
+static int one_stdin(const drv_job *j, st_err *err)
+{
+  const char *trace = j->trace && strchr(j->trace, ':') ? strchr(j->trace, ':') + 1 : j->trace;
+  const char *const names[] = {"--cluster", "--workload", "--model", "--trace"};
+  const char *const args[] = {j->cluster, j->workload, j->model, trace};
+  int first = -1;
+  for (int i = 0; i < 4; i++)
+    if (args[i] && !strcmp(args[i], "-")) {
+      if (first >= 0)
+        return st_err_set(err, ST_EUSAGE, "%s and %s both read standard input ('-'): it can "
+                          "feed one of them", names[first], names[i]);
+      first = i;
+    }
+  return ST_OK;
+}
+
 int drv_run_job(const drv_job *j, drv_run *r, st_err *err)
 {
   memset(r, 0, sizeof *r);
+  int rc0 = one_stdin(j, err);
+  if (rc0)
+    return rc0;
   /* 0 is "no budget"; anything else (a bad value included) is checked
    * before the simulation, not after it */
   int budget = !(j->train_tokens == 0);

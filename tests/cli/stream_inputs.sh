@@ -1,7 +1,8 @@
 #!/bin/bash
-# Inputs are read once, as streams: a trace, a cluster spec or a SimGrid XML
-# platform given as a FIFO, or a trace as '-' (standard input, plain or
-# gzip), gives the same prediction as the file itself; so does a
+# Inputs are read once, as streams: a trace, a cluster spec, a SimGrid XML
+# platform or a model spec given as a FIFO (with or without its suffix) or
+# as '-' (standard input, plain or gzip) gives the same prediction as the
+# file itself; so does a
 # gzip-compressed XML platform (SimGrid loads the copy read once).  Each read has a time limit: an
 # input opened twice blocks on the FIFO's second open (it hung).
 # usage: stream_inputs.sh <simtrain> <shared-dir>
@@ -46,19 +47,45 @@ while IFS='|' read -r fmt file extra; do
   # shellcheck disable=SC2046
   got=$(timeout 30 "$ST" run $(args "$fifo") --json --quiet 2>"$tmp/err" | step)
   [ "$got" = "$ref" ] || fail "$fmt as a FIFO: '$got', want '$ref': $(cat "$tmp/err")"
-  case $fmt in
-    cluster.*) ;;  # a cluster is named by its suffix: no '-'
-    *)
-      # shellcheck disable=SC2046
-      got=$(timeout 30 "$ST" run $(args -) --json --quiet <"$file" 2>"$tmp/err" | step)
-      [ "$got" = "$ref" ] || fail "$fmt on standard input: '$got', want '$ref': $(cat "$tmp/err")"
-      # shellcheck disable=SC2046
-      got=$(gzip -c "$file" | timeout 30 "$ST" run $(args -) --json --quiet 2>"$tmp/err" | step)
-      [ "$got" = "$ref" ] || fail "$fmt gzip on standard input: '$got', want '$ref': $(cat "$tmp/err")" ;;
-  esac
+  # standard input, plain and gzip (a cluster spec too: JSON, or XML by its '<')
+  # shellcheck disable=SC2046
+  got=$(timeout 30 "$ST" run $(args -) --json --quiet <"$file" 2>"$tmp/err" | step)
+  [ "$got" = "$ref" ] || fail "$fmt on standard input: '$got', want '$ref': $(cat "$tmp/err")"
+  # shellcheck disable=SC2046
+  got=$(gzip -c "$file" | timeout 30 "$ST" run $(args -) --json --quiet 2>"$tmp/err" | step)
+  [ "$got" = "$ref" ] || fail "$fmt gzip on standard input: '$got', want '$ref': $(cat "$tmp/err")"
+  # a FIFO without the suffix (as a shell's <(...) gives /dev/fd/N)
+  plain="$tmp/plain$n"
+  mkfifo "$plain"
+  (cat "$file" >"$plain" &)
+  # shellcheck disable=SC2046
+  got=$(timeout 30 "$ST" run $(args "$plain") --json --quiet 2>"$tmp/err" | step)
+  [ "$got" = "$ref" ] || fail "$fmt as a FIFO without a suffix: '$got', want '$ref': $(cat "$tmp/err")"
 done <<<"$cases"
 ref=$("$ST" run --workload "$EX" --cluster "$tmp/p.xml" --json --quiet | step)
 gzip -c "$tmp/p.xml" >"$tmp/z.xml"
 got=$("$ST" run --workload "$EX" --cluster "$tmp/z.xml" --json --quiet 2>&1 | step)
 [ -n "$ref" ] && [ "$got" = "$ref" ] || fail "a gzip XML platform: '$got', want '$ref'"
-echo "ok ($n inputs as FIFOs and standard input)"
+
+# A model spec (a Hugging Face config here) on standard input and as a FIFO;
+# a search reads it once too.
+M=$D/hf/llama-3.1-8b.json
+margs="--layout tp=8,gbs=8 --cluster node8 --json --quiet"
+# shellcheck disable=SC2086
+ref=$("$ST" run --model "$M" $margs | step)
+[ -n "$ref" ] || fail "the model spec itself does not run"
+# shellcheck disable=SC2086
+got=$(timeout 30 "$ST" run --model - $margs <"$M" 2>"$tmp/err" | step)
+[ "$got" = "$ref" ] || fail "a model spec on standard input: '$got', want '$ref': $(cat "$tmp/err")"
+mkfifo "$tmp/model"
+(cat "$M" >"$tmp/model" &)
+# shellcheck disable=SC2086
+got=$(timeout 30 "$ST" run --model "$tmp/model" $margs 2>"$tmp/err" | step)
+[ "$got" = "$ref" ] || fail "a model spec as a FIFO: '$got', want '$ref': $(cat "$tmp/err")"
+out=$(timeout 60 "$ST" search --model - --cluster node8 --gbs 8 --top 1 <"$M" 2>"$tmp/err")
+grep -q '^best: simtrain run --model - ' <<<"$out" || fail "search on a model from standard input: $(cat "$tmp/err")"
+# Two inputs cannot both be standard input.
+err=$("$ST" run --model - --layout tp=8 --cluster - </dev/null 2>&1); rc=$?
+[ $rc -eq 1 ] && [ "$err" = "simtrain: error: --cluster and --model both read standard input ('-'): it can feed one of them" ] ||
+  fail "two inputs on standard input: exit $rc, '$err'"
+echo "ok ($n inputs and a model spec as FIFOs and standard input)"

@@ -17,8 +17,66 @@
 #include <zlib.h>
 
 /* ---- files ---------------------------------------------------------------- */
+/* What was read from a stream (standard input, a FIFO, a character device):
+ * it cannot be read again, so a second read of the same name in this process
+ * (a sweep loading its cluster per point, a search loading it twice, a child
+ * forked to probe it) gets the bytes of the first.  Regular files are read
+ * afresh each time. */
+typedef struct stream_copy {
+  struct stream_copy *next;
+  char *path, *data;
+  size_t len;
+} stream_copy;
+static stream_copy *stream_copies;
+
+static int is_stream(const char *path)
+{
+  struct stat sb;
+  return !strcmp(path, "-") || (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode));
+}
+
+static int stream_copy_get(const char *path, char **data, size_t *len)
+{
+  for (const stream_copy *c = stream_copies; c; c = c->next)
+    if (!strcmp(c->path, path)) {
+      if (!(*data = malloc(c->len + 1)))
+        return -1;
+      memcpy(*data, c->data, c->len + 1);
+      *len = c->len;
+      return 1;
+    }
+  return 0;
+}
+
+static void stream_copy_keep(const char *path, const char *data, size_t len)
+{
+  stream_copy *c = malloc(sizeof *c);
+  if (!c)
+    return;
+  c->path = strdup(path);
+  c->data = malloc(len + 1);
+  if (!c->path || !c->data) {
+    free(c->path);
+    free(c->data);
+    free(c);
+    return; /* (a later read of the stream then finds it drained: not kept, not wrong) */
+  }
+  memcpy(c->data, data, len + 1);
+  c->len = len;
+  c->next = stream_copies;
+  stream_copies = c;
+}
+
 int st_file_read_all(const char *path, char **data, size_t *len, st_err *err)
 {
+  int stream = is_stream(path);
+  if (stream) {
+    int got = stream_copy_get(path, data, len);
+    if (got < 0)
+      return st_err_set(err, ST_ENOMEM, "'%s': out of memory reading file", path);
+    if (got)
+      return ST_OK;
+  }
   /* opened once and read as a stream, so that a FIFO or standard input
    * ("-") works: zlib tells gzip from plain data by the first bytes */
   int fd = strcmp(path, "-") ? open(path, O_RDONLY) : dup(STDIN_FILENO);
@@ -64,6 +122,8 @@ int st_file_read_all(const char *path, char **data, size_t *len, st_err *err)
   *data = st_buf_detach(&b, len);
   if (!*data)
     return st_err_set(err, ST_ENOMEM, "'%s': out of memory reading file", path);
+  if (stream)
+    stream_copy_keep(path, *data, *len);
   return ST_OK;
 }
 
