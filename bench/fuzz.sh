@@ -60,7 +60,7 @@ seed_files() {
     fuzz_astra) ls "$D"/astra_*.txt "$S"/astra-sim/text-workloads-1.0/*.txt ;;
     fuzz_simai) ls "$S"/simai/*.txt "$D"/astra_tiny.txt ;;
     fuzz_smpi) ls "$D"/smpi_*.txt "$D"/bad/smpi_*.txt "$S"/simgrid-ti/actions*.txt ;;
-    fuzz_results) ls "$D"/results-small.h5 ;;
+    fuzz_results) ls "$D"/results-small.h5 "$D"/fuzz/hdf5/*.h5 ;;
   esac 2>/dev/null
 }
 layout_seeds='tp=8,pp=4,mbs=1,gbs=512
