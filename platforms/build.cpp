@@ -79,6 +79,11 @@ public:
     plat_link_info li;
     for (long id = 0; id < lay_.total; id++) {
       plat__link_info(&c_, &lay_, id, &li);
+      if (li.kind == PLAT_LINK_UNUSED) { /* no route crosses it: not built */
+        links_[id] = nullptr;
+        lat_[id]   = 0;
+        continue;
+      }
       sg4::Link* l = create_link(li.name, std::vector<double>{li.bw_Bps});
       l->set_latency(li.lat_s);
       l->seal();

@@ -3,17 +3,23 @@
  *
  * A spec with "groups" lists them in GPU order; group i holds nodes
  * first_node .. first_node + num_nodes - 1 and has its own device, intra-node
- * links, NICs, PCIe and host power (docs/platforms.md, "Node groups").  The
- * fabric is the cluster's.  What the link layout is built from stays one per
- * cluster: GPUs per node, NICs per node, the intra-node kind and whether PCIe
- * is modelled (topo.c lays link ids out by those); the groups differ in
- * everything a link or a GPU is *worth*, and plat__link_info() asks the
- * group of the link's node for it.
+ * fabric (kind and links), NICs (count and rate), PCIe and host power
+ * (docs/platforms.md, "Node groups").  The fabric is the cluster's, cabled
+ * for the widest node: every node has nics_per_node = the most NICs of any
+ * group as fabric ports, and a group with fewer NICs leaves the others
+ * unused (its GPU g reaches NIC g x its NICs / GPUs per node); every GPU has
+ * as many intra-node link slots as the richest kind needs (topo.c), a kind
+ * with fewer leaving some unused, and PCIe links where any group models
+ * PCIe (crossed only by the GPUs of groups that do).  GPUs per node stay one
+ * per cluster: a GPU's node is g / gpus_per_node everywhere.  plat__link_info()
+ * and the routes ask the group of a link's node what it is and is worth.
  *
  * The cluster's own fields (device, intra_*, nic_*, pcie_*, nvls,
  * host_power_W) are group 0's, so code that reads one device still gets a
- * real one; code that must see the difference asks plat_gpu_device() or
- * plat_cluster_view().
+ * real one, except nics_per_node, which is the fabric's ports per node (the
+ * most of any group); code that must see the difference asks
+ * plat_gpu_device(), plat_cluster_view() (a communicator's: its groups'
+ * NICs and kind) or plat_group_apply().
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -61,6 +67,32 @@ void plat_group_apply(plat_cluster *v, const plat_group *g)
 #define TO_CLUSTER(f) v->f = g->f;
   GROUP_WORTH(TO_CLUSTER)
 #undef TO_CLUSTER
+  v->nics_per_node = g->nics_per_node;
+  v->intra_kind = g->intra_kind;
+}
+
+int plat_node_nics(const plat_cluster *c, long node)
+{
+  return c->num_groups > 1 ? c->groups[plat_node_group(c, (int)node)].nics_per_node
+                           : c->nics_per_node;
+}
+
+int plat_node_intra_kind(const plat_cluster *c, long node)
+{
+  return c->num_groups > 1 ? c->groups[plat_node_group(c, (int)node)].intra_kind : c->intra_kind;
+}
+
+int plat_node_pcie(const plat_cluster *c, long node)
+{
+  return (c->num_groups > 1 ? c->groups[plat_node_group(c, (int)node)].pcie_Bps : c->pcie_Bps) > 0;
+}
+
+int plat_any_pcie(const plat_cluster *c)
+{
+  int any = c->pcie_Bps > 0;
+  for (int k = 0; k < c->num_groups && c->num_groups > 1; k++)
+    any |= c->groups[k].pcie_Bps > 0;
+  return any;
 }
 
 /* The group's worth from a cluster parsed with its node. */
@@ -93,6 +125,17 @@ void plat_cluster_view(const plat_cluster *c, const int32_t *gpus, int n, plat_c
     *v = *c->pods[first].c;
     return;
   }
+  if (c->fabric_kind == PLAT_FABRIC_XML) {
+    /* a SimGrid XML platform's groups are devices only (simtrain.groups):
+     * its links are the file's, and the cluster's link fields stay */
+    v->device = c->groups[first].device;
+    for (int i = 1; i < n; i++) {
+      const plat_device *d = &c->groups[plat_gpu_group(c, gpus[i])].device;
+      if (dev_peak(d) < dev_peak(&v->device))
+        v->device = *d;
+    }
+    return;
+  }
   plat_group_apply(v, &c->groups[first]);
   if (!mixed)
     return;
@@ -117,6 +160,14 @@ void plat_cluster_view(const plat_cluster *c, const int32_t *gpus, int n, plat_c
     v->nic_lat_s = fmax(v->nic_lat_s, g->nic_lat_s);
     v->pcie_Bps = fmin(v->pcie_Bps, g->pcie_Bps);
     v->pcie_lat_s = fmax(v->pcie_lat_s, g->pcie_lat_s);
+    /* channels by the fewest NICs; nodes of unlike intra-node kinds have
+     * their members ordered by index, as on a switch (each hop then takes
+     * its node's own route: two NVLink hops where a cube-mesh has no
+     * direct lane) */
+    if (g->nics_per_node < v->nics_per_node)
+      v->nics_per_node = g->nics_per_node;
+    if (g->intra_kind != v->intra_kind)
+      v->intra_kind = PLAT_INTRA_NVSWITCH;
   }
 }
 
@@ -326,31 +377,20 @@ int plat__groups_parse(const st_jrd *j, const cJSON *root, const cJSON *groups, 
       return st_jrd_fail(j, &at_g, "%ld nodes in all is more than %ld", nodes, 1L << 24);
     const plat_group *g0 = &c->groups[0];
     st_jpath at = {&at_g, NULL, gi};
-    /* what the link layout is made of stays one per cluster (see the top) */
+    /* a GPU's node is g / gpus_per_node everywhere (see the top) */
     if (gi > 0 && gr->gpus_per_node != g0->gpus_per_node)
       return st_jrd_fail(j, &at, "node.gpus is %d, group 0's is %d: the groups of one cluster "
                                  "have the same GPUs per node",
                          gr->gpus_per_node, g0->gpus_per_node);
-    if (gi > 0 && gr->nics_per_node != g0->nics_per_node)
-      return st_jrd_fail(j, &at, "node.nics.count is %d, group 0's is %d: the groups of one "
-                                 "cluster have the same NICs per node (their rate may differ)",
-                         gr->nics_per_node, g0->nics_per_node);
-    if (gi > 0 && gr->intra_kind != g0->intra_kind)
-      return st_jrd_fail(j, &at, "node.intra.kind is %s, group 0's is %s: the groups of one "
-                                 "cluster have the same kind of intra-node fabric",
-                         plat_intra_kind_name(gr->intra_kind), plat_intra_kind_name(g0->intra_kind));
-    if (gi > 0 && (gr->pcie_Bps > 0) != (g0->pcie_Bps > 0))
-      return st_jrd_fail(j, &at, "node.pcie is %s, group 0's is %s: PCIe is modelled in every "
-                                 "group or in none",
-                         gr->pcie_Bps > 0 ? "given" : "absent", g0->pcie_Bps > 0 ? "given" : "absent");
   }
   if (rc)
     return rc;
   c->default_nodes = (int)nodes;
   c->gpus_per_node = c->groups[0].gpus_per_node;
-  c->nics_per_node = c->groups[0].nics_per_node;
-  c->intra_kind = c->groups[0].intra_kind;
   plat_group_apply(c, &c->groups[0]);
+  for (int k = 1; k < n; k++) /* the fabric's ports per node: the widest node's */
+    if (c->groups[k].nics_per_node > c->nics_per_node)
+      c->nics_per_node = c->groups[k].nics_per_node;
   return ST_OK;
 }
 

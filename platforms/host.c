@@ -89,6 +89,15 @@ int plat_cluster_host_memory(plat_cluster *c, int on, st_err *err)
                       "cluster '%s': host memory (offload, copies to the host) is not modelled on "
                       "a cluster of pods; run each pod's cluster alone",
                       c->name);
+  /* the GPUs' host links are the pcie block's or a block of their own, one
+   * rule for the whole cluster */
+  for (int k = 1; on && k < c->num_groups; k++)
+    if ((c->groups[k].pcie_Bps > 0) != (c->groups[0].pcie_Bps > 0))
+      return st_err_set(err, ST_EINPUT,
+                        "cluster '%s': host memory (offload, copies to the host) needs every node "
+                        "group to model PCIe or none to; group '%s' %s, group '%s' %s",
+                        c->name, c->groups[0].name, c->groups[0].pcie_Bps > 0 ? "does" : "does not",
+                        c->groups[k].name, c->groups[k].pcie_Bps > 0 ? "does" : "does not");
   if (on && c->fabric_kind != PLAT_FABRIC_XML && !(c->host_link_Bps > 0))
     return st_err_set(err, ST_EINPUT,
                       "cluster '%s': the GPUs' link to host memory has no rate (the %s has none "

@@ -15,6 +15,7 @@ extern "C" {
  * plat__layout() (a few dozen integer operations; nothing per GPU). */
 typedef struct plat__lay {
   long intra_base, pcie_base, nic_base, fab_base, total;
+  long intra_slots; /* intra-node link slots per GPU: GPU g's are intra_base + g x intra_slots .. */
   /* fat-tree: m (children), w (up ports), M = prod m, W = prod w, N = nodes per level */
   int h;
   long m[PLAT__MAX_LEVELS + 1], w[PLAT__MAX_LEVELS + 1];

@@ -153,7 +153,8 @@ struct plat_cluster {
   /* ---- node groups (spec key "groups"; docs/platforms.md) ---- */
   int num_groups;          /* 0: every node alike; else the groups, in node order, and the
                               fields above (device, intra_*, nic_*, pcie_*, nvls,
-                              host_power_W) and the host-memory ones below are group 0's */
+                              host_power_W) and the host-memory ones below are group 0's,
+                              but nics_per_node is the most of any group's (fabric ports) */
   plat_group *groups;      /* owned */
   /* ---- host memory, for offload (node.host, docs/platforms.md "Host memory") ---- */
   double host_link_Bps;    /* a GPU's link to its node's host memory, per direction: node.pcie
@@ -181,8 +182,16 @@ int plat_node_group(const plat_cluster *c, int node);
 int plat_gpu_group(const plat_cluster *c, int gpu);
 /* The device GPU gpu is (its group's, or the cluster's). */
 const plat_device *plat_gpu_device(const plat_cluster *c, int gpu);
-/* *v = *c with the group-dependent fields those of g. */
+/* *v = *c with the group-dependent fields those of g (its NICs and
+ * intra-node kind included). */
 void plat_group_apply(plat_cluster *v, const plat_group *g);
+/* A node's own NICs, intra-node kind and whether its PCIe is modelled (its
+ * group's; c->nics_per_node is the fabric's ports per node, the most of any
+ * group), and whether any node's is. */
+int plat_node_nics(const plat_cluster *c, long node);
+int plat_node_intra_kind(const plat_cluster *c, long node);
+int plat_node_pcie(const plat_cluster *c, long node);
+int plat_any_pcie(const plat_cluster *c);
 /* The cluster as the n GPUs gpus[] see it together: *v = *c with the
  * group-dependent fields the least of the groups the GPUs are in (each rate
  * the least, each latency the most, NVLS where all have it, the device of
@@ -334,6 +343,8 @@ typedef enum plat_link_kind {
   PLAT_LINK_HOST,      /* GPU<->host memory (PCIe, NVLink-C2C), when PCIe is not modelled */
   PLAT_LINK_HOSTMEM,   /* a node's host memory bandwidth, shared by both directions */
   PLAT_LINK_POD,       /* a pod's links to the data-centre network (up: out of the pod) */
+  PLAT_LINK_UNUSED,    /* a link slot no route crosses (node groups: an intra-node kind or
+                          PCIe a group does not have); not built, not written */
   PLAT_LINK_KIND_COUNT
 } plat_link_kind;
 
@@ -372,6 +383,9 @@ int plat_route_from_engine(const plat_cluster *c, int src, int dst, plat_route *
 int plat_intra_lanes(const plat_cluster *c, int a, int b);
 /* Bisection bandwidth per direction, bytes/s (see docs/platforms.md for the cut). */
 double plat_cluster_bisection_Bps(const plat_cluster *c);
+/* The directed links SimGrid is given: num_links less the slots no route
+ * crosses (node groups of unlike NICs, intra-node kinds or PCIe). */
+long plat_cluster_links_built(const plat_cluster *c);
 /* Switches of the fabric (0 for torus and XML). */
 long plat_cluster_switch_count(const plat_cluster *c);
 const char *plat_intra_kind_name(int kind);

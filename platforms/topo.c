@@ -86,6 +86,19 @@ static int cube_slot(int i, int j)
   return s;
 }
 
+/* Intra-node link slots per GPU of a kind: up and down to the switch, one per
+ * cube-mesh neighbour, one per other GPU of a full mesh. */
+static int intra_slots(int kind, int gpn)
+{
+  switch (kind) {
+  case PLAT_INTRA_NVSWITCH:
+  case PLAT_INTRA_NVL_RACK: return 2;
+  case PLAT_INTRA_CUBEMESH: return 4;
+  case PLAT_INTRA_FULLMESH: return gpn - 1;
+  default: return 0;
+  }
+}
+
 void plat__layout(const plat_cluster *c, plat__lay *L)
 {
   memset(L, 0, sizeof *L);
@@ -93,19 +106,16 @@ void plat__layout(const plat_cluster *c, plat__lay *L)
     plat__pods_layout(c, L);
     return;
   }
-  int gpn = c->gpus_per_node;
   long G = c->num_gpus;
   long id = 0;
   L->intra_base = id;
-  switch (c->intra_kind) {
-  case PLAT_INTRA_NVSWITCH:
-  case PLAT_INTRA_NVL_RACK: id += 2 * G; break;
-  case PLAT_INTRA_CUBEMESH: id += 4 * G; break;
-  case PLAT_INTRA_FULLMESH: id += G * (gpn - 1); break;
-  default: break;
-  }
+  L->intra_slots = intra_slots(c->intra_kind, c->gpus_per_node);
+  for (int k = 0; k < c->num_groups && c->num_groups > 1; k++) /* the richest kind's */
+    if (intra_slots(c->groups[k].intra_kind, c->gpus_per_node) > L->intra_slots)
+      L->intra_slots = intra_slots(c->groups[k].intra_kind, c->gpus_per_node);
+  id += G * L->intra_slots;
   L->pcie_base = id;
-  if (c->pcie_Bps > 0 && c->fabric_kind != PLAT_FABRIC_TORUS)
+  if (plat_any_pcie(c) && c->fabric_kind != PLAT_FABRIC_TORUS)
     id += 2 * G;
   L->nic_base = id;
   if (c->fabric_kind != PLAT_FABRIC_TORUS)
@@ -168,9 +178,11 @@ long plat__endpoint_max(const plat_cluster *c)
   return mx + 1;
 }
 
+/* The NIC GPU g uses: its node's NICs shared evenly by its GPUs in order. */
 static int gpu_nic(const plat_cluster *c, int g)
 {
-  return (g % c->gpus_per_node) * c->nics_per_node / c->gpus_per_node;
+  int gpn = c->gpus_per_node;
+  return (g % gpn) * plat_node_nics(c, g / gpn) / gpn;
 }
 
 #define PUSH(x)                                                                                    \
@@ -221,26 +233,27 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
   }
   if (ns == nd) {
     int ls = s % gpn, ld = d % gpn;
-    switch (c->intra_kind) {
+    long S = L->intra_slots; /* GPU g's intra links: intra_base + g S + slot */
+    switch (plat_node_intra_kind(c, ns)) {
     case PLAT_INTRA_NVSWITCH:
     case PLAT_INTRA_NVL_RACK:
-      PUSH(L->intra_base + 2L * s);
-      PUSH(L->intra_base + 2L * d + 1);
+      PUSH(L->intra_base + S * s);
+      PUSH(L->intra_base + S * d + 1);
       *switches = 1;
       return n;
     case PLAT_INTRA_FULLMESH:
-      PUSH(L->intra_base + (long)s * (gpn - 1) + (ld < ls ? ld : ld - 1));
+      PUSH(L->intra_base + S * s + (ld < ls ? ld : ld - 1));
       return n;
     case PLAT_INTRA_CUBEMESH: {
-      long base = L->intra_base + ns * 32;
+      long base = L->intra_base + S * ns * 8;
       if (cube_lanes[ls][ld]) {
-        PUSH(base + ls * 4 + cube_slot(ls, ld));
+        PUSH(base + ls * S + cube_slot(ls, ld));
         return n;
       }
       for (int m = 0; m < 8; m++)
         if (cube_lanes[ls][m] && cube_lanes[m][ld]) {
-          PUSH(base + ls * 4 + cube_slot(ls, m));
-          PUSH(base + m * 4 + cube_slot(m, ld));
+          PUSH(base + ls * S + cube_slot(ls, m));
+          PUSH(base + m * S + cube_slot(m, ld));
           return n;
         }
       return -1;
@@ -249,7 +262,7 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
     }
   }
   int ks = gpu_nic(c, s), kd = gpu_nic(c, d);
-  if (c->pcie_Bps > 0)
+  if (plat_node_pcie(c, ns))
     PUSH(L->pcie_base + 2L * s);
   PUSH(L->nic_base + 2 * (ns * c->nics_per_node + ks));
   if (c->fabric_kind == PLAT_FABRIC_SWITCH) {
@@ -294,7 +307,7 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
 #undef LOCAL
   }
   PUSH(L->nic_base + 2 * (nd * c->nics_per_node + kd) + 1);
-  if (c->pcie_Bps > 0)
+  if (plat_node_pcie(c, nd))
     PUSH(L->pcie_base + 2L * d + 1);
   return n;
 }
@@ -308,7 +321,7 @@ int plat__route_up(const plat_cluster *c, const plat__lay *L, int s, int *ids, i
   int n = *np;
   long ns = s / c->gpus_per_node;
   int ks = gpu_nic(c, s);
-  if (c->pcie_Bps > 0)
+  if (plat_node_pcie(c, ns))
     PUSH(L->pcie_base + 2L * s);
   PUSH(L->nic_base + 2 * (ns * c->nics_per_node + ks));
   *switches = 1;
@@ -336,7 +349,7 @@ int plat__route_down(const plat_cluster *c, const plat__lay *L, int d, int *ids,
     *switches = L->h;
   }
   PUSH(L->nic_base + 2 * (nd * c->nics_per_node + kd) + 1);
-  if (c->pcie_Bps > 0)
+  if (plat_node_pcie(c, nd))
     PUSH(L->pcie_base + 2L * d + 1);
   *np = n;
   return n;
@@ -377,46 +390,49 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
   if (plat__host_link_info(c, L, id, o))
     return;
   if (id < L->pcie_base) {
-    long r = id - L->intra_base;
+    long r = id - L->intra_base, S = L->intra_slots;
+    long g = r / S, node = g / gpn;
+    int slot = (int)(r % S), kind = plat_node_intra_kind(c, node);
+    node_worth w = worth_of(c, node);
     o->kind = PLAT_LINK_INTRA;
-    if (c->intra_kind == PLAT_INTRA_CUBEMESH) {
-      long g = r / 4, node = g / 8;
-      node_worth w = worth_of(c, node);
-      int l = (int)(g % 8), slot = (int)(r % 4), j = 0;
-      for (int k = 0, s = 0; k < 8; k++)
-        if (cube_lanes[l][k] && s++ == slot)
+    o->lat_s = w.intra_lat_s;
+    if (slot >= intra_slots(kind, gpn)) { /* a richer kind's slot in another group */
+      o->kind = PLAT_LINK_UNUSED;
+      snprintf(o->name, sizeof o->name, "unused-%ld", id);
+    } else if (kind == PLAT_INTRA_CUBEMESH) {
+      int l = (int)(g % 8), j = 0;
+      for (int k = 0, q = 0; k < 8; k++)
+        if (cube_lanes[l][k] && q++ == slot)
           j = k;
       snprintf(o->name, sizeof o->name, "nvl-%ld-%ld", gpu0 + g, gpu0 + node * 8 + j);
       o->bw_Bps = cube_lanes[l][j] * w.intra_link_Bps;
-      o->lat_s = w.intra_lat_s;
-    } else if (c->intra_kind == PLAT_INTRA_FULLMESH) {
-      long g = r / (gpn - 1);
-      node_worth w = worth_of(c, g / gpn);
-      int l = (int)(g % gpn), j = (int)(r % (gpn - 1));
+    } else if (kind == PLAT_INTRA_FULLMESH) {
+      int l = (int)(g % gpn), j = slot;
       if (j >= l)
         j++;
       snprintf(o->name, sizeof o->name, "mesh-%ld-%ld", gpu0 + g, gpu0 + g - l + j);
       o->bw_Bps = w.intra_link_Bps;
-      o->lat_s = w.intra_lat_s;
     } else {
-      node_worth w = worth_of(c, r / 2 / gpn);
-      snprintf(o->name, sizeof o->name, "nvl-%ld-%s", gpu0 + r / 2, dir_name[r % 2]);
+      snprintf(o->name, sizeof o->name, "nvl-%ld-%s", gpu0 + g, dir_name[slot]);
       o->bw_Bps = w.intra_Bps;
-      o->lat_s = w.intra_lat_s;
     }
   } else if (id < L->nic_base) {
     long r = id - L->pcie_base;
     node_worth w = worth_of(c, r / 2 / gpn);
-    snprintf(o->name, sizeof o->name, "pcie-%ld-%s", gpu0 + r / 2, dir_name[r % 2]);
-    o->kind = PLAT_LINK_PCIE;
+    o->kind = plat_node_pcie(c, r / 2 / gpn) ? PLAT_LINK_PCIE : PLAT_LINK_UNUSED;
+    if (o->kind == PLAT_LINK_UNUSED) /* a group that does not model PCIe */
+      snprintf(o->name, sizeof o->name, "unused-%ld", id);
+    else
+      snprintf(o->name, sizeof o->name, "pcie-%ld-%s", gpu0 + r / 2, dir_name[r % 2]);
     o->bw_Bps = w.pcie_Bps;
     o->lat_s = w.pcie_lat_s;
   } else if (id < L->fab_base) {
-    long r = id - L->nic_base, q = r / 2;
-    node_worth w = worth_of(c, q / c->nics_per_node);
-    snprintf(o->name, sizeof o->name, "nic-%ld-%ld-%s", node0 + q / c->nics_per_node,
-             q % c->nics_per_node, dir_name[r % 2]);
-    o->kind = PLAT_LINK_NIC;
+    long r = id - L->nic_base, q = r / 2, node = q / c->nics_per_node;
+    node_worth w = worth_of(c, node);
+    snprintf(o->name, sizeof o->name, "nic-%ld-%ld-%s", node0 + node, q % c->nics_per_node,
+             dir_name[r % 2]);
+    /* a port of the widest node's that this node's group does not cable */
+    o->kind = q % c->nics_per_node < plat_node_nics(c, node) ? PLAT_LINK_NIC : PLAT_LINK_UNUSED;
     o->bw_Bps = w.nic_Bps;
     o->lat_s = w.nic_lat_s;
   } else if (c->fabric_kind == PLAT_FABRIC_TORUS) {
@@ -495,6 +511,21 @@ int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_er
   return ST_OK;
 }
 
+long plat_cluster_links_built(const plat_cluster *c)
+{
+  if (c->num_groups <= 1 || c->num_pods > 0 || c->fabric_kind == PLAT_FABRIC_XML)
+    return c->num_links;
+  plat__lay L;
+  plat__layout(c, &L);
+  long n = 0;
+  plat_link_info li;
+  for (long id = 0; id < L.total; id++) {
+    plat__link_info(c, &L, id, &li);
+    n += li.kind != PLAT_LINK_UNUSED;
+  }
+  return n;
+}
+
 long plat_cluster_switch_count(const plat_cluster *c)
 {
   if (c->num_pods > 0)
@@ -562,7 +593,7 @@ double plat_cluster_bisection_Bps(const plat_cluster *c)
   if (c->num_groups > 1) {
     nics = 0;
     for (int k = 0; k < c->num_groups; k++)
-      nics += (double)c->groups[k].num_nodes * c->nics_per_node * c->groups[k].nic_Bps;
+      nics += (double)c->groups[k].num_nodes * c->groups[k].nics_per_node * c->groups[k].nic_Bps;
   }
   double best = nics;
   if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {

@@ -104,6 +104,8 @@ int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err)
   for (long id = 0; id < L.total; id++) {
     plat_link_info li;
     plat__link_info(c, &L, id, &li);
+    if (li.kind == PLAT_LINK_UNUSED) /* no route crosses it */
+      continue;
     fprintf(out, "  <link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\"/>\n", li.name,
             li.bw_Bps, li.lat_s);
   }

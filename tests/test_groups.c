@@ -166,10 +166,6 @@ static void test_groups__bad_specs_are_named(void **state)
       {"{\"name\":\"m\",\"groups\":[{\"nodes\":2,\"preset\":\"dgx-h100\",\"gpus\":4}]," FAB "}",
        "groups[0]: key 'gpus' is unknown (see docs/platforms.md)"},
       {"{\"name\":\"m\",\"groups\":[{\"nodes\":2,\"preset\":\"dgx-h100\"},{\"nodes\":1,"
-       "\"preset\":\"mi300x\"}]," FAB "}",
-       "groups[1]: node.intra.kind is full-mesh, group 0's is nvswitch: the groups of one cluster "
-       "have the same kind of intra-node fabric"},
-      {"{\"name\":\"m\",\"groups\":[{\"nodes\":2,\"preset\":\"dgx-h100\"},{\"nodes\":1,"
        "\"preset\":\"gb200-nvl72\"}]," FAB "}",
        "groups[1]: node.gpus is 72, group 0's is 8: the groups of one cluster have the same GPUs "
        "per node"},
@@ -203,6 +199,78 @@ static void test_groups__bad_specs_are_named(void **state)
   unlink(p);
 }
 
+/* Groups of unlike node shapes: a DGX H100 (NVSwitch, 8 x 400 Gb/s NDR, no
+ * PCIe modelled) then a DGX-1 (V100 hybrid cube-mesh of 25 GB/s NVLink2
+ * lanes, 4 x 100 Gb/s EDR, one per GPU pair, behind PCIe gen3 x16 of 16
+ * GB/s) on one switch. */
+static const char *shapes_spec(void)
+{
+  return write_tmp("{\"name\":\"shapes\",\"groups\":[{\"name\":\"h100\",\"nodes\":1,"
+                   "\"preset\":\"dgx-h100\"},{\"name\":\"v100\",\"nodes\":1,\"preset\":"
+                   "\"dgx-v100\"}],\"fabric\":{\"kind\":\"switch\",\"switch_lat_us\":0.1}}");
+}
+
+static void test_groups__node_shapes_differ(void **state)
+{
+  (void)state;
+  const char *p = shapes_spec();
+  plat_cluster *c = load(p);
+  unlink(p);
+  /* the fabric has the widest node's 8 ports per node */
+  assert_int_equal(c->nics_per_node, 8);
+  assert_int_equal(plat_node_nics(c, 0), 8);
+  assert_int_equal(plat_node_nics(c, 1), 4);
+  assert_int_equal(plat_node_intra_kind(c, 1), PLAT_INTRA_CUBEMESH);
+  /* links SimGrid gets: H100 16 NVSwitch + 16 NIC, V100 8 x 4 cube-mesh
+   * lanes + 16 PCIe + 4 x 2 NIC */
+  assert_int_equal(plat_cluster_links_built(c), 32 + 32 + 16 + 8);
+  plat_route r;
+  st_err err = {0};
+  /* H100 0 -> 1: NVSwitch up and down, 18 x 25 GB/s */
+  assert_int_equal(plat_route_get(c, 0, 1, &r, &err), 0);
+  assert_int_equal(r.n, 2);
+  assert_string_equal(r.links[0].name, "nvl-0-up");
+  assert_true(fabs(r.bw_Bps - 450e9) < 1);
+  /* V100 local 3 -> 4 (GPUs 11 -> 12) are not neighbours on the cube-mesh:
+   * through local 0, two double lanes of 50 GB/s */
+  assert_int_equal(plat_route_get(c, 11, 12, &r, &err), 0);
+  assert_int_equal(r.n, 2);
+  assert_string_equal(r.links[0].name, "nvl-11-8");
+  assert_string_equal(r.links[1].name, "nvl-8-12");
+  assert_true(fabs(r.bw_Bps - 50e9) < 1);
+  /* V100 local 5 (GPU 13) -> H100 GPU 0: its PCIe (16 GB/s), its pair's
+   * EDR NIC 5 x 4 / 8 = 2 (12.5 GB/s), the switch, H100 NIC 0 (50 GB/s);
+   * no PCIe on the H100 side */
+  assert_int_equal(plat_route_get(c, 13, 0, &r, &err), 0);
+  assert_int_equal(r.n, 3);
+  assert_string_equal(r.links[0].name, "pcie-13-up");
+  assert_string_equal(r.links[1].name, "nic-1-2-up");
+  assert_string_equal(r.links[2].name, "nic-0-0-down");
+  assert_true(fabs(r.links[0].bw_Bps - 16e9) < 1 && fabs(r.links[2].bw_Bps - 50e9) < 1);
+  assert_true(fabs(r.bw_Bps - 12.5e9) < 1);
+  /* communicators: one node's own shape; across, the fewest NICs and the
+   * members ordered as on a switch */
+  plat_cluster v;
+  int32_t vg[] = {8, 9, 10, 11, 12, 13, 14, 15}, both[] = {0, 8};
+  plat_cluster_view(c, vg, 8, &v);
+  assert_int_equal(v.intra_kind, PLAT_INTRA_CUBEMESH);
+  assert_int_equal(v.nics_per_node, 4);
+  plat_cluster_view(c, both, 2, &v);
+  assert_int_equal(v.intra_kind, PLAT_INTRA_NVSWITCH);
+  assert_int_equal(v.nics_per_node, 4);
+  assert_true(fabs(v.nic_Bps - 12.5e9) < 1);
+  /* a group's node alone (balance probes) has its own shape */
+  plat_cluster *n1 = NULL;
+  assert_int_equal(plat_cluster_group_node(c, 1, &n1, &err), 0);
+  assert_int_equal(n1->nics_per_node, 4);
+  assert_int_equal(n1->intra_kind, PLAT_INTRA_CUBEMESH);
+  plat_cluster_destroy(n1);
+  /* host memory needs one rule for the GPUs' host links */
+  assert_int_equal(plat_cluster_host_memory(c, 1, &err), ST_EINPUT);
+  assert_non_null(strstr(err.msg, "needs every node group to model PCIe or none to"));
+  plat_cluster_destroy(c);
+}
+
 /* The XML written for a cluster of groups names them, and reads back. */
 static void test_groups__xml_keeps_the_groups(void **state)
 {
@@ -234,6 +302,7 @@ int main(void)
       cmocka_unit_test(test_groups__sums_over_the_jobs_gpus),
       cmocka_unit_test(test_groups__bad_specs_are_named),
       cmocka_unit_test(test_groups__xml_keeps_the_groups),
+      cmocka_unit_test(test_groups__node_shapes_differ),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,7 +60,7 @@ static void endpoint_name(const plat_cluster *c, int e, char *buf, size_t n)
 static const char *kind_name(int k)
 {
   static const char *const n[PLAT_LINK_KIND_COUNT] = {"intra", "pcie",   "nic",     "fabric",
-                                                      "global", "ici", "host", "hostmem", "pod"};
+                                                      "global", "ici", "host", "hostmem", "pod", "unused"};
   return k >= 0 && k < PLAT_LINK_KIND_COUNT ? n[k] : "?";
 }
 
@@ -211,7 +211,7 @@ static void print_summary(const plat_cluster *c)
       plat_group_apply(&v, &c->groups[k]);
     print_host(&v, c->num_groups > 1 && !c->num_pods ? c->groups[k].name : NULL);
   }
-  printf("links          %d directed\n", c->num_links);
+  printf("links          %ld directed\n", plat_cluster_links_built(c));
   printf("bisection      %g GB/s per direction%s\n", plat_cluster_bisection_Bps(c) / 1e9,
          c->num_pods > 0 ? " (across the data-centre network: half the pods against the rest)"
                          : "");

@@ -677,9 +677,10 @@ void coll_choose(coll_ctx *c)
   c->ch.est_s = best;
   if (best_a == SIM_ALGO_RING && best_p == SIM_PROTO_SIMPLE && !ideal) {
     double phi = ring_fill[device_arch(&c->cl->device)];
-    if (phi > 0 && c->bytes > 0) {
-      double t_bw = best - c->ch.lat_s;
+    double t_bw = best - c->ch.lat_s;
+    /* (a SimGrid XML platform's links are the file's: the estimate has no
+     * rates there, t_bw is infinite, and the fill is not known) */
+    if (phi > 0 && c->bytes > 0 && t_bw < INFINITY)
       c->ch.lat_s += phi * t_bw * fmin(1.0, RING_FILL_LOOP_B * c->n / c->bytes);
-    }
   }
 }
