@@ -137,23 +137,9 @@ static int pod_check(const char *what, int i, const plat_cluster *p, const plat_
                       "%d: the pods of one cluster have the same GPUs per node (GPU g is on node "
                       "g / GPUs per node everywhere)",
                       what, i, p->name, p->gpus_per_node, p0->gpus_per_node);
-  if (p->nics_per_node != p0->nics_per_node)
-    return st_err_set(err, ST_EINPUT,
-                      "%s: pods[%d] ('%s'): node.nics.count is %d, pod 0's is %d: "
-                      "the pods of one cluster have the same NICs per node (their rate may differ)",
-                      what, i, p->name, p->nics_per_node, p0->nics_per_node);
-  if (p->intra_kind != p0->intra_kind)
-    return st_err_set(err, ST_EINPUT,
-                      "%s: pods[%d] ('%s'): node.intra.kind is %s, pod 0's is %s: "
-                      "the pods of one cluster have the same kind of intra-node fabric",
-                      what, i, p->name, plat_intra_kind_name(p->intra_kind),
-                      plat_intra_kind_name(p0->intra_kind));
-  if ((p->pcie_Bps > 0) != (p0->pcie_Bps > 0))
-    return st_err_set(err, ST_EINPUT,
-                      "%s: pods[%d] ('%s'): node.pcie is %s, pod 0's is %s: PCIe "
-                      "is modelled in every pod or in none",
-                      what, i, p->name, p->pcie_Bps > 0 ? "given" : "absent",
-                      p0->pcie_Bps > 0 ? "given" : "absent");
+  /* NICs, the intra-node kind and PCIe may differ: each pod lays out and
+   * routes its own nodes, and a route between pods joins the two pods' own
+   * routes to their tops */
   if (p->switch_lat_s != p0->switch_lat_s)
     return st_err_set(err, ST_EINPUT,
                       "%s: pods[%d] ('%s'): fabric.switch_lat_us is %g, pod 0's is "

@@ -211,6 +211,46 @@ static void test_view__one_pod_is_the_pod_across_pods_the_least(void **state)
   plat_cluster_destroy(c);
 }
 
+/* Pods of unlike node shapes: a dgx-h100:2 pod (NVSwitch, 8 NDR NICs, no
+ * PCIe modelled) and a DGX-1 pod (V100 cube-mesh, 4 x 100 Gb/s EDR NICs, one
+ * per GPU pair, behind 16 GB/s PCIe; a one-level fat-tree with the H100
+ * pod's switch latency), 4 x 400 Gb/s pod links of 2 us each.  Each pod
+ * routes its own nodes; a route between them joins the two. */
+static void test_spec__pods_may_differ_in_node_shape(void **state)
+{
+  (void)state;
+  put("sub/v.json",
+      "{\"name\": \"v\", \"nodes\": 2, \"device\": \"V100-SXM2\", \"node\": {\"gpus\": 8,\n"
+      " \"intra\": {\"kind\": \"cube-mesh\", \"links_per_gpu\": 6, \"link_GBps\": 25, "
+      "\"lat_us\": 0.5},\n \"nics\": {\"count\": 4, \"Gbps\": 100, \"lat_us\": 1.0},\n"
+      " \"pcie\": {\"GBps\": 16, \"lat_us\": 0.5}},\n"
+      " \"fabric\": {\"kind\": \"fat-tree\", \"radix\": 36, \"switch_lat_us\": 0.13}}");
+  plat_cluster *c = load(put("shapes.json",
+                             "{\"name\": \"shapes\", \"pods\": [{\"cluster\": \"dgx-h100:2\"},\n"
+                             " {\"cluster\": \"sub/v.json\"}],\n"
+                             " \"pod_links\": {\"count\": 4, \"Gbps\": 400, \"lat_us\": 2}}"));
+  plat_route r;
+  /* V100 local 3 -> 4 (GPUs 19 -> 20): not cube-mesh neighbours, two lanes
+   * of 2 x 25 GB/s through local 0 */
+  route(c, 19, 20, &r);
+  assert_int_equal(r.n, 2);
+  assert_true(fabs(r.bw_Bps - 50e9) < 1);
+  /* V100 local 5 (GPU 29, node 3) -> H100 GPU 0: its PCIe, its pair's NIC
+   * 5 x 4 / 8 = 2 (12.5 GB/s), its pod's link up, the H100 pod's link down
+   * and fat-tree down, H100 NIC 0 (50 GB/s); no PCIe on the H100 side */
+  route(c, 29, 0, &r);
+  assert_int_equal(r.n, 6);
+  assert_int_equal(r.links[0].kind, PLAT_LINK_PCIE);
+  assert_int_equal(r.links[1].kind, PLAT_LINK_NIC);
+  assert_non_null(strstr(r.links[1].name, "nic-3-2-up"));
+  assert_true(fabs(r.links[1].bw_Bps - 12.5e9) < 1);
+  assert_int_equal(r.links[2].kind, PLAT_LINK_POD);
+  assert_int_equal(r.links[5].kind, PLAT_LINK_NIC);
+  assert_true(fabs(r.links[5].bw_Bps - 50e9) < 1);
+  assert_true(fabs(r.bw_Bps - 12.5e9) < 1);
+  plat_cluster_destroy(c);
+}
+
 static void test_spec__bad_pods_are_named_where_they_are(void **state)
 {
   (void)state;
@@ -412,6 +452,7 @@ int main(void)
       cmocka_unit_test(test_route__across_pods_goes_up_over_both_pods_links_and_down),
       cmocka_unit_test(test_view__one_pod_is_the_pod_across_pods_the_least),
       cmocka_unit_test(test_spec__bad_pods_are_named_where_they_are),
+      cmocka_unit_test(test_spec__pods_may_differ_in_node_shape),
       cmocka_unit_test(test_simgrid__built_and_written_platforms_route_like_plat_route),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
