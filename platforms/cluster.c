@@ -491,6 +491,13 @@ static int torus_auto(plat_cluster *c, const char *what, st_err *err)
 
 int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
 {
+  if (c->num_groups > 1 && !plat_gpus_per_node_uniform(c)) {
+    /* node groups of unlike sizes: their sum (groups.c); each group's node
+     * is checked on its own (plat__groups_finish) */
+    const plat_group *last = &c->groups[c->num_groups - 1];
+    c->num_gpus = last->first_gpu + last->num_nodes * last->gpus_per_node;
+    return plat__cluster_fabric(c, what, err);
+  }
   if ((long)c->num_nodes * c->gpus_per_node > ST_RANKS_MAX)
     return st_err_set(err, ST_EINPUT, "%s: %d nodes x %d GPUs is more than %d GPUs", what,
                       c->num_nodes, c->gpus_per_node, ST_RANKS_MAX);
@@ -552,6 +559,12 @@ int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
                         "serves the same number of GPUs",
                         what, c->nics_per_node, gpn);
   }
+  return plat__cluster_fabric(c, what, err);
+}
+
+/* The fabric's levels (fat-trees), its fit (dragonfly) and the link count. */
+int plat__cluster_fabric(plat_cluster *c, const char *what, st_err *err)
+{
   if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
     int R = c->fabric_radix, want = c->fabric_levels;
     int lo = want ? want : 1, hi = want ? want : PLAT__MAX_LEVELS;

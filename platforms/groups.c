@@ -47,7 +47,51 @@ int plat_node_group(const plat_cluster *c, int node)
 
 int plat_gpu_group(const plat_cluster *c, int gpu)
 {
-  return c->num_groups <= 1 ? 0 : plat_node_group(c, gpu / c->gpus_per_node);
+  if (c->num_groups <= 1)
+    return 0;
+  int lo = 0, hi = c->num_groups - 1; /* the last group whose first GPU <= gpu */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (c->groups[mid].first_gpu <= gpu)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+int plat_gpu_node(const plat_cluster *c, int gpu)
+{
+  if (c->num_groups <= 1)
+    return gpu / c->gpus_per_node;
+  const plat_group *g = &c->groups[plat_gpu_group(c, gpu)];
+  return g->first_node + (gpu - g->first_gpu) / g->gpus_per_node;
+}
+
+int plat_node_first_gpu(const plat_cluster *c, int node)
+{
+  if (c->num_groups <= 1)
+    return node * c->gpus_per_node;
+  const plat_group *g = &c->groups[plat_node_group(c, node)];
+  return g->first_gpu + (node - g->first_node) * g->gpus_per_node;
+}
+
+int plat_node_gpus(const plat_cluster *c, int node)
+{
+  return c->num_groups <= 1 ? c->gpus_per_node : c->groups[plat_node_group(c, node)].gpus_per_node;
+}
+
+int plat_gpu_local(const plat_cluster *c, int gpu)
+{
+  return gpu - plat_node_first_gpu(c, plat_gpu_node(c, gpu));
+}
+
+int plat_gpus_per_node_uniform(const plat_cluster *c)
+{
+  for (int k = 1; k < c->num_groups; k++)
+    if (c->groups[k].gpus_per_node != c->groups[0].gpus_per_node)
+      return 0;
+  return c->gpus_per_node;
 }
 
 const plat_device *plat_gpu_device(const plat_cluster *c, int gpu)
@@ -69,6 +113,7 @@ void plat_group_apply(plat_cluster *v, const plat_group *g)
 #undef TO_CLUSTER
   v->nics_per_node = g->nics_per_node;
   v->intra_kind = g->intra_kind;
+  v->gpus_per_node = g->gpus_per_node;
 }
 
 int plat_node_nics(const plat_cluster *c, long node)
@@ -196,9 +241,9 @@ double plat_gpus_sum(const plat_cluster *c, int n,
   if (n > c->num_gpus)
     n = c->num_gpus;
   double s = 0;
-  int gpn = c->gpus_per_node;
   for (int k = 0; k < c->num_groups; k++) {
-    long lo = (long)c->groups[k].first_node * gpn, hi = lo + (long)c->groups[k].num_nodes * gpn;
+    const plat_group *g = &c->groups[k];
+    long lo = g->first_gpu, hi = lo + (long)g->num_nodes * g->gpus_per_node;
     if (hi > n)
       hi = n;
     if (hi > lo)
@@ -213,8 +258,7 @@ double plat_gpus_min(const plat_cluster *c, int n,
   if (c->num_groups <= 1 || n <= 0)
     return per_gpu(&c->device, u);
   double m = INFINITY;
-  int gpn = c->gpus_per_node;
-  for (int k = 0; k < c->num_groups && (long)c->groups[k].first_node * gpn < n; k++)
+  for (int k = 0; k < c->num_groups && c->groups[k].first_gpu < n; k++)
     m = fmin(m, per_gpu(&c->groups[k].device, u));
   return m;
 }
@@ -366,22 +410,17 @@ int plat__groups_parse(const st_jrd *j, const cJSON *root, const cJSON *groups, 
     return st_jrd_oom(j);
   c->num_groups = n;
   int gi = 0, rc = ST_OK;
-  long nodes = 0;
+  long nodes = 0, gpus = 0;
   for (const cJSON *g = groups->child; g && !rc; g = g->next, gi++) {
     plat_group *gr = &c->groups[gi];
     if ((rc = group_parse(j, &at_g, gi, g, root, c, gr)))
       break;
     gr->first_node = (int)nodes;
+    gr->first_gpu = (int)gpus;
     nodes += gr->num_nodes;
-    if (nodes > (1L << 24))
-      return st_jrd_fail(j, &at_g, "%ld nodes in all is more than %ld", nodes, 1L << 24);
-    const plat_group *g0 = &c->groups[0];
-    st_jpath at = {&at_g, NULL, gi};
-    /* a GPU's node is g / gpus_per_node everywhere (see the top) */
-    if (gi > 0 && gr->gpus_per_node != g0->gpus_per_node)
-      return st_jrd_fail(j, &at, "node.gpus is %d, group 0's is %d: the groups of one cluster "
-                                 "have the same GPUs per node",
-                         gr->gpus_per_node, g0->gpus_per_node);
+    gpus += (long)gr->num_nodes * gr->gpus_per_node;
+    if (gpus > ST_RANKS_MAX)
+      return st_jrd_fail(j, &at_g, "%ld GPUs in all is more than %d", gpus, ST_RANKS_MAX);
   }
   if (rc)
     return rc;
@@ -400,10 +439,11 @@ int plat__groups_finish(plat_cluster *c, const char *what, st_err *err)
     return st_err_set(err, ST_EINPUT, "%s: key 'groups': node groups need a switched fabric (a "
                       "torus's chips are its links); fabric.kind is torus", what);
   for (int k = 0; k < c->num_groups; k++) {
-    plat_cluster t = *c;
+    plat_cluster t = *c; /* the group's nodes, as many as a cluster of more than one node */
     plat_group_apply(&t, &c->groups[k]);
     t.num_groups = 0;
     t.groups = NULL;
+    t.num_nodes = c->num_nodes > 1 && c->groups[k].num_nodes < 2 ? 2 : c->groups[k].num_nodes;
     char w[300];
     snprintf(w, sizeof w, "%.200s: groups[%d] ('%s')", what, k, c->groups[k].name);
     int rc = plat__cluster_finish(&t, w, err);

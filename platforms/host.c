@@ -89,6 +89,10 @@ int plat_cluster_host_memory(plat_cluster *c, int on, st_err *err)
                       "cluster '%s': host memory (offload, copies to the host) is not modelled on "
                       "a cluster of pods; run each pod's cluster alone",
                       c->name);
+  if (on && c->num_groups > 1 && !plat_gpus_per_node_uniform(c))
+    return st_err_set(err, ST_EINPUT,
+                      "cluster '%s': host memory (offload, copies to the host) is not modelled "
+                      "on node groups with unlike GPUs per node", c->name);
   /* the GPUs' host links are the pcie block's or a block of their own, one
    * rule for the whole cluster */
   for (int k = 1; on && k < c->num_groups; k++)
@@ -143,7 +147,7 @@ int plat__host_route_ids(const plat_cluster *c, const plat__lay *L, int s, int d
   if (!c->host_memory || s_host == d_host)
     return -1;
   long gpu = s_host ? d : s, node = (s_host ? s : d) - G;
-  if (node >= c->num_nodes || gpu / c->gpus_per_node != node)
+  if (node >= c->num_nodes || plat_gpu_node(c, (int)gpu) != node)
     return -1;
   long up = pcie_block(c) ? L->pcie_base + 2 * gpu : L->host_base + 2 * gpu;
   int mem = c->host_mem_Bps > 0, n = 0;

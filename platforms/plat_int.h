@@ -101,6 +101,7 @@ int plat__device_find(const char *name, plat_device *d, st_err *err);
 int plat__spec_parse(const char *what, const char *text, int nodes_override, const char *dir,
                      plat_cluster **out, st_err *err);
 /* Validate and derive: levels, m_i, num_links (called by the parser). */
+int plat__cluster_fabric(plat_cluster *c, const char *what, st_err *err);
 int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err);
 
 /* A spec's "node" object under `up` (NULL: the top) onto c (its device set). */

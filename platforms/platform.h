@@ -80,6 +80,7 @@ typedef enum plat_fabric_kind {
 typedef struct plat_group {
   char name[48];       /* the spec's "name", else its preset's or device's name */
   int first_node, num_nodes;
+  int first_gpu; /* GPUs first_gpu .. first_gpu + num_nodes x gpus_per_node - 1 */
   int gpus_per_node, nics_per_node, intra_kind; /* the same in every group */
   plat_device device;
   double intra_link_Bps, intra_Bps, intra_lat_s;
@@ -153,8 +154,9 @@ struct plat_cluster {
   /* ---- node groups (spec key "groups"; docs/platforms.md) ---- */
   int num_groups;          /* 0: every node alike; else the groups, in node order, and the
                               fields above (device, intra_*, nic_*, pcie_*, nvls,
-                              host_power_W) and the host-memory ones below are group 0's,
-                              but nics_per_node is the most of any group's (fabric ports) */
+                              host_power_W), gpus_per_node and the host-memory ones below
+                              are group 0's, but nics_per_node is the most of any group's
+                              (fabric ports); num_gpus is the groups' sum */
   plat_group *groups;      /* owned */
   /* ---- host memory, for offload (node.host, docs/platforms.md "Host memory") ---- */
   double host_link_Bps;    /* a GPU's link to its node's host memory, per direction: node.pcie
@@ -391,7 +393,16 @@ long plat_cluster_switch_count(const plat_cluster *c);
 const char *plat_intra_kind_name(int kind);
 const char *plat_fabric_kind_name(int kind);
 
-static inline int plat_gpu_node(const plat_cluster *c, int gpu) { return gpu / c->gpus_per_node; }
+/* A GPU's node, and its index on it; a node's first GPU and GPU count.
+ * Node groups may have unlike GPUs per node (GPUs are numbered node after
+ * node, group after group); without groups, g / gpus_per_node and so on. */
+int plat_gpu_node(const plat_cluster *c, int gpu);
+int plat_gpu_local(const plat_cluster *c, int gpu);
+int plat_node_first_gpu(const plat_cluster *c, int node);
+int plat_node_gpus(const plat_cluster *c, int node);
+/* gpus_per_node when every node has as many GPUs, else 0 (node groups of
+ * unlike sizes: ask plat_node_gpus()). */
+int plat_gpus_per_node_uniform(const plat_cluster *c);
 
 #ifdef __cplusplus
 }

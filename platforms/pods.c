@@ -316,6 +316,7 @@ static int pods_finish(plat_cluster *c, const char *what, st_err *err)
     plat__group_from(g, p->c);
     snprintf(g->name, sizeof g->name, "%s", p->name);
     g->first_node = p->first_node;
+    g->first_gpu = p->first_node * p->c->gpus_per_node; /* (one GPUs per node for all pods) */
     g->num_nodes = p->num_nodes;
   }
   long gpus = nodes * c->pods[0].c->gpus_per_node;

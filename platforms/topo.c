@@ -110,9 +110,11 @@ void plat__layout(const plat_cluster *c, plat__lay *L)
   long id = 0;
   L->intra_base = id;
   L->intra_slots = intra_slots(c->intra_kind, c->gpus_per_node);
-  for (int k = 0; k < c->num_groups && c->num_groups > 1; k++) /* the richest kind's */
-    if (intra_slots(c->groups[k].intra_kind, c->gpus_per_node) > L->intra_slots)
-      L->intra_slots = intra_slots(c->groups[k].intra_kind, c->gpus_per_node);
+  for (int k = 0; k < c->num_groups && c->num_groups > 1; k++) { /* the richest node's */
+    int sk = intra_slots(c->groups[k].intra_kind, c->groups[k].gpus_per_node);
+    if (sk > L->intra_slots)
+      L->intra_slots = sk;
+  }
   id += G * L->intra_slots;
   L->pcie_base = id;
   if (plat_any_pcie(c) && c->fabric_kind != PLAT_FABRIC_TORUS)
@@ -181,8 +183,8 @@ long plat__endpoint_max(const plat_cluster *c)
 /* The NIC GPU g uses: its node's NICs shared evenly by its GPUs in order. */
 static int gpu_nic(const plat_cluster *c, int g)
 {
-  int gpn = c->gpus_per_node;
-  return (g % gpn) * plat_node_nics(c, g / gpn) / gpn;
+  int node = plat_gpu_node(c, g);
+  return plat_gpu_local(c, g) * plat_node_nics(c, node) / plat_node_gpus(c, node);
 }
 
 #define PUSH(x)                                                                                    \
@@ -203,8 +205,7 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
     return plat__host_route_ids(c, L, s, d, ids);
   if (c->num_pods > 0)
     return plat__pods_route_ids(c, s, d, ids, switches);
-  int gpn = c->gpus_per_node;
-  long ns = s / gpn, nd = d / gpn;
+  long ns = plat_gpu_node(c, s), nd = plat_gpu_node(c, d);
   if (c->fabric_kind == PLAT_FABRIC_TORUS) {
     int D[3] = {c->torus_dims[0], c->torus_dims[1], c->torus_dims[2]};
     int cs[3] = {s % D[0], (s / D[0]) % D[1], s / (D[0] * D[1])};
@@ -232,7 +233,7 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
     return n;
   }
   if (ns == nd) {
-    int ls = s % gpn, ld = d % gpn;
+    int ls = plat_gpu_local(c, s), ld = plat_gpu_local(c, d);
     long S = L->intra_slots; /* GPU g's intra links: intra_base + g S + slot */
     switch (plat_node_intra_kind(c, ns)) {
     case PLAT_INTRA_NVSWITCH:
@@ -245,7 +246,7 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
       PUSH(L->intra_base + S * s + (ld < ls ? ld : ld - 1));
       return n;
     case PLAT_INTRA_CUBEMESH: {
-      long base = L->intra_base + S * ns * 8;
+      long base = L->intra_base + S * plat_node_first_gpu(c, (int)ns);
       if (cube_lanes[ls][ld]) {
         PUSH(base + ls * S + cube_slot(ls, ld));
         return n;
@@ -319,7 +320,7 @@ int plat__route_up(const plat_cluster *c, const plat__lay *L, int s, int *ids, i
                    int *switches)
 {
   int n = *np;
-  long ns = s / c->gpus_per_node;
+  long ns = plat_gpu_node(c, s);
   int ks = gpu_nic(c, s);
   if (plat_node_pcie(c, ns))
     PUSH(L->pcie_base + 2L * s);
@@ -339,7 +340,7 @@ int plat__route_down(const plat_cluster *c, const plat__lay *L, int d, int *ids,
                      int *switches)
 {
   int n = *np;
-  long nd = d / c->gpus_per_node;
+  long nd = plat_gpu_node(c, d);
   int kd = gpu_nic(c, d);
   *switches = 1;
   if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
@@ -386,13 +387,12 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
                         const char *pfx, plat_link_info *o)
 {
   memset(o, 0, sizeof *o);
-  int gpn = c->gpus_per_node;
   if (plat__host_link_info(c, L, id, o))
     return;
   if (id < L->pcie_base) {
     long r = id - L->intra_base, S = L->intra_slots;
-    long g = r / S, node = g / gpn;
-    int slot = (int)(r % S), kind = plat_node_intra_kind(c, node);
+    long g = r / S, node = plat_gpu_node(c, (int)g);
+    int slot = (int)(r % S), kind = plat_node_intra_kind(c, node), gpn = plat_node_gpus(c, (int)node);
     node_worth w = worth_of(c, node);
     o->kind = PLAT_LINK_INTRA;
     o->lat_s = w.intra_lat_s;
@@ -404,10 +404,11 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
       for (int k = 0, q = 0; k < 8; k++)
         if (cube_lanes[l][k] && q++ == slot)
           j = k;
-      snprintf(o->name, sizeof o->name, "nvl-%ld-%ld", gpu0 + g, gpu0 + node * 8 + j);
+      snprintf(o->name, sizeof o->name, "nvl-%ld-%ld", gpu0 + g,
+               gpu0 + plat_node_first_gpu(c, (int)node) + j);
       o->bw_Bps = cube_lanes[l][j] * w.intra_link_Bps;
     } else if (kind == PLAT_INTRA_FULLMESH) {
-      int l = (int)(g % gpn), j = slot;
+      int l = plat_gpu_local(c, (int)g), j = slot;
       if (j >= l)
         j++;
       snprintf(o->name, sizeof o->name, "mesh-%ld-%ld", gpu0 + g, gpu0 + g - l + j);
@@ -418,8 +419,9 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
     }
   } else if (id < L->nic_base) {
     long r = id - L->pcie_base;
-    node_worth w = worth_of(c, r / 2 / gpn);
-    o->kind = plat_node_pcie(c, r / 2 / gpn) ? PLAT_LINK_PCIE : PLAT_LINK_UNUSED;
+    long node = plat_gpu_node(c, (int)(r / 2));
+    node_worth w = worth_of(c, node);
+    o->kind = plat_node_pcie(c, node) ? PLAT_LINK_PCIE : PLAT_LINK_UNUSED;
     if (o->kind == PLAT_LINK_UNUSED) /* a group that does not model PCIe */
       snprintf(o->name, sizeof o->name, "unused-%ld", id);
     else

@@ -53,6 +53,10 @@ int plat_cluster_write_xml(const plat_cluster *c, FILE *out, st_err *err)
   if (c->fabric_kind == PLAT_FABRIC_XML)
     return st_err_set(err, ST_EINPUT, "cluster '%s' is already a SimGrid XML file ('%s')", c->name,
                       c->xml_path);
+  if (!plat_gpus_per_node_uniform(c))
+    return st_err_set(err, ST_EINPUT,
+                      "cluster '%s': its node groups have unlike GPUs per node, which the XML's "
+                      "simtrain.gpus_per_node cannot say; simtrain builds it in memory", c->name);
   if (c->num_gpus > PLAT_XML_MAX_GPUS)
     return st_err_set(err, ST_EINPUT,
                       "cluster '%s': %d GPUs; XML with explicit routes is written only up to %d "
@@ -346,6 +350,7 @@ static int xml_groups(const char *path, int line, const char *v, plat_cluster *c
       return st_err_prefix(err, "platform '%s': line %d: simtrain.groups: ", path, line);
     snprintf(g->name, sizeof g->name, "%s", item);
     g->first_node = node;
+    g->first_gpu = node * c->gpus_per_node;
     g->num_nodes = (int)nodes;
     g->gpus_per_node = c->gpus_per_node;
     g->host_power_W = plat_host_power_default(&g->device, c->gpus_per_node);

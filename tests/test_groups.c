@@ -165,10 +165,6 @@ static void test_groups__bad_specs_are_named(void **state)
        "--list`)"},
       {"{\"name\":\"m\",\"groups\":[{\"nodes\":2,\"preset\":\"dgx-h100\",\"gpus\":4}]," FAB "}",
        "groups[0]: key 'gpus' is unknown (see docs/platforms.md)"},
-      {"{\"name\":\"m\",\"groups\":[{\"nodes\":2,\"preset\":\"dgx-h100\"},{\"nodes\":1,"
-       "\"preset\":\"gb200-nvl72\"}]," FAB "}",
-       "groups[1]: node.gpus is 72, group 0's is 8: the groups of one cluster have the same GPUs "
-       "per node"},
       {"{\"name\":\"m\",\"groups\":[{\"nodes\":2,\"preset\":\"dgx-h100\"},{\"nodes\":2,"
        "\"device\":\"B300\"," NODE8 "}]," FAB "}",
        "groups[1]: key 'device': device 'B300' is unknown"},
@@ -271,6 +267,68 @@ static void test_groups__node_shapes_differ(void **state)
   plat_cluster_destroy(c);
 }
 
+/* Groups of unlike GPUs per node: one DGX H100 (8 GPUs, NVSwitch, 8 NDR
+ * NICs) then two 4-GPU A100 boards (HGX A100 4-GPU: a full mesh of 4 NVLink3
+ * x 25 = 100 GB/s per pair, 4 HDR NICs of 25 GB/s) on one switch of 0.1 us.
+ * GPUs are numbered node after node: 0-7 the H100 node, 8-11 and 12-15 the
+ * A100 nodes. */
+static void test_groups__unlike_gpus_per_node(void **state)
+{
+  (void)state;
+  const char *p = write_tmp(
+      "{\"name\":\"gpn\",\"groups\":[{\"name\":\"h100\",\"nodes\":1,\"preset\":\"dgx-h100\"},"
+      "{\"name\":\"a100x4\",\"nodes\":2,\"device\":\"A100-SXM4-80GB\",\"node\":{\"gpus\":4,"
+      "\"intra\":{\"kind\":\"full-mesh\",\"links_per_gpu\":3,\"link_GBps\":100,\"lat_us\":0.5},"
+      "\"nics\":{\"count\":4,\"Gbps\":200,\"lat_us\":1.0}}}],"
+      "\"fabric\":{\"kind\":\"switch\",\"switch_lat_us\":0.1}}");
+  plat_cluster *c = load(p);
+  unlink(p);
+  assert_int_equal(c->num_gpus, 16);
+  assert_int_equal(c->num_nodes, 3);
+  assert_int_equal(plat_gpus_per_node_uniform(c), 0);
+  static const struct {
+    int gpu, node, local;
+  } at[] = {{0, 0, 0}, {7, 0, 7}, {8, 1, 0}, {11, 1, 3}, {12, 2, 0}, {15, 2, 3}};
+  for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+    assert_int_equal(plat_gpu_node(c, at[i].gpu), at[i].node);
+    assert_int_equal(plat_gpu_local(c, at[i].gpu), at[i].local);
+  }
+  assert_int_equal(plat_node_first_gpu(c, 2), 12);
+  assert_int_equal(plat_node_gpus(c, 2), 4);
+  assert_string_equal(plat_gpu_device(c, 12)->name, "A100-SXM4-80GB");
+  /* links SimGrid gets: H100 8 x 2 NVSwitch + 8 x 2 NIC; A100 8 x 3 mesh
+   * links + 2 nodes x 4 x 2 NIC */
+  assert_int_equal(plat_cluster_links_built(c), 32 + 24 + 16);
+  plat_route r;
+  st_err err = {0};
+  assert_int_equal(plat_route_get(c, 8, 11, &r, &err), 0);
+  assert_int_equal(r.n, 1);
+  assert_string_equal(r.links[0].name, "mesh-8-11");
+  assert_true(fabs(r.bw_Bps - 100e9) < 1);
+  /* GPU 13 (node 2, local 1) uses its node's NIC 1 x 4 / 4 = 1 */
+  assert_int_equal(plat_route_get(c, 13, 0, &r, &err), 0);
+  assert_int_equal(r.n, 2);
+  assert_string_equal(r.links[0].name, "nic-2-1-up");
+  assert_string_equal(r.links[1].name, "nic-0-0-down");
+  assert_true(fabs(r.bw_Bps - 25e9) < 1);
+  assert_true(fabs(r.latency_s - 2.1e-6) < 1e-12);
+  /* bisection: half the NICs, (8 x 50 + 2 x 4 x 25) / 2 GB/s */
+  assert_true(fabs(plat_cluster_bisection_Bps(c) - 300e9) < 1e3);
+  /* sums over GPUs: 8 x 700 W + 8 x 400 W over all 16; over 10, 2 A100 */
+  assert_true(fabs(plat_gpus_sum(c, 16, plat_dev_tdp, NULL) - (8 * 700 + 8 * 400)) < 1e-9);
+  assert_true(fabs(plat_gpus_sum(c, 10, plat_dev_tdp, NULL) - (8 * 700 + 2 * 400)) < 1e-9);
+  /* what cannot say unlike node sizes is refused: the XML's one
+   * gpus_per_node, host memory */
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  assert_int_equal(plat_cluster_write_xml(c, f, &err), ST_EINPUT);
+  fclose(f);
+  assert_non_null(strstr(err.msg, "unlike GPUs per node"));
+  assert_int_equal(plat_cluster_host_memory(c, 1, &err), ST_EINPUT);
+  assert_non_null(strstr(err.msg, "unlike GPUs per node"));
+  plat_cluster_destroy(c);
+}
+
 /* The XML written for a cluster of groups names them, and reads back. */
 static void test_groups__xml_keeps_the_groups(void **state)
 {
@@ -303,6 +361,7 @@ int main(void)
       cmocka_unit_test(test_groups__bad_specs_are_named),
       cmocka_unit_test(test_groups__xml_keeps_the_groups),
       cmocka_unit_test(test_groups__node_shapes_differ),
+      cmocka_unit_test(test_groups__unlike_gpus_per_node),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

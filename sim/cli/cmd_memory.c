@@ -119,6 +119,12 @@ int cmd_memory(int argc, char **argv)
   double cap = dev[tight]->hbm_bytes;
   /* with offload: the host memory the busiest node holds, against the
    * node's when the cluster gives it */
+  if (l.offload && !plat_gpus_per_node_uniform(c)) {
+    st_err_set(&err, ST_EINPUT, "cluster '%s': host memory (offload) is not modelled on node "
+               "groups with unlike GPUs per node", c->name);
+    plat_cluster_destroy(c);
+    return cli_fail(&err);
+  }
   double host = l.offload ? wl_memory_host_per_node(&l, &mem, c->gpus_per_node) : 0;
   double host_cap = c->host_mem_bytes;
   int host_known = l.offload && isfinite(host_cap), host_fits = host <= host_cap;

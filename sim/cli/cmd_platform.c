@@ -183,14 +183,18 @@ static void print_summary(const plat_cluster *c)
   if (c->num_pods > 0) {
     print_pods(c);
   } else if (c->num_groups > 1) {
-    printf("gpus           %d (%d nodes x %d) in %d node groups\n", c->num_gpus, c->num_nodes,
-           c->gpus_per_node, c->num_groups);
+    if (plat_gpus_per_node_uniform(c))
+      printf("gpus           %d (%d nodes x %d) in %d node groups\n", c->num_gpus, c->num_nodes,
+             c->gpus_per_node, c->num_groups);
+    else
+      printf("gpus           %d (%d nodes) in %d node groups\n", c->num_gpus, c->num_nodes,
+             c->num_groups);
     for (int k = 0; k < c->num_groups; k++) {
       const plat_group *g = &c->groups[k];
-      int gpn = c->gpus_per_node;
-      printf("group %-8s nodes %d-%d, GPUs %d-%d (%d GPUs)\n", g->name, g->first_node,
-             g->first_node + g->num_nodes - 1, g->first_node * gpn,
-             (g->first_node + g->num_nodes) * gpn - 1, g->num_nodes * gpn);
+      int gpn = g->gpus_per_node;
+      printf("group %-8s nodes %d-%d, GPUs %d-%d (%d GPUs, %d per node)\n", g->name, g->first_node,
+             g->first_node + g->num_nodes - 1, g->first_gpu,
+             g->first_gpu + g->num_nodes * gpn - 1, g->num_nodes * gpn, gpn);
       plat_cluster v = *c;
       plat_group_apply(&v, g);
       print_node(&v, "  ");

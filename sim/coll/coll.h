@@ -55,6 +55,7 @@ typedef struct coll_layout {
   int32_t *node_of;    /* member -> node position 0..nnodes-1 */
   int32_t *pos;        /* member -> position within its node's list */
   int32_t *local;      /* member -> local GPU index on its node */
+  int32_t *rail_of;    /* member -> its rail: local x NICs / its node's GPUs (the view's NICs) */
   int32_t *node_first; /* node position -> first entry in by_node */
   int32_t *node_cnt;   /* node position -> members on it */
   int32_t *by_node;    /* members grouped by node */

@@ -345,13 +345,12 @@ static void edges_direct(const coll_ctx *c, const coll__model *md, int m, edge_l
   const coll_layout *l = c->lay;
   const plat_cluster *cl = c->cl;
   int n = c->n;
-  int gpn = cl->gpus_per_node > 0 ? cl->gpus_per_node : 1;
   int nics = cl->nics_per_node > 0 ? cl->nics_per_node : 1;
   /* PXN: NCCL sends to a GPU on another rail through the local NVLink peer
    * on the destination's rail; only for uniform all-to-all (the relay must
    * know the bytes) and when the peer is a member. */
   int pxn = !c->splits && l->nnodes > 1 && nics > 1 && c->model != SIM_COLL_IDEAL;
-#define RAIL(mm) (l->local[mm] * nics / gpn)
+#define RAIL(mm) (l->rail_of[mm])
   double blk = c->bytes / n;
   int km = l->node_of[m];
   /* relay member on m's node for rail r, or -1 */

@@ -88,19 +88,21 @@ int coll_layout_build(st_arena *a, const int32_t *ranks, int n, const plat_clust
   out->node_of = st_arena_alloc(a, sz);
   out->pos = st_arena_alloc(a, sz);
   out->local = st_arena_alloc(a, sz);
+  out->rail_of = st_arena_alloc(a, sz);
   out->node_first = st_arena_alloc(a, sz);
   out->node_cnt = st_arena_alloc(a, sz);
   out->by_node = st_arena_alloc(a, sz);
-  if (!k || !out->node_of || !out->pos || !out->local || !out->node_first || !out->node_cnt ||
-      !out->by_node) {
+  if (!k || !out->node_of || !out->pos || !out->local || !out->rail_of || !out->node_first ||
+      !out->node_cnt || !out->by_node) {
     free(k);
     return ST_ENOMEM;
   }
-  int gpn = cl->gpus_per_node > 0 ? cl->gpus_per_node : 1;
-  for (int m = 0; m < n; m++) {
-    k[m].node = ranks[m] / gpn;
-    k[m].local = ranks[m] % gpn;
+  int nics = cl->nics_per_node > 0 ? cl->nics_per_node : 1;
+  for (int m = 0; m < n; m++) { /* (node groups may have unlike GPUs per node) */
+    k[m].node = plat_gpu_node(cl, ranks[m]);
+    k[m].local = plat_gpu_local(cl, ranks[m]);
     k[m].member = m;
+    out->rail_of[m] = k[m].local * nics / plat_node_gpus(cl, k[m].node);
   }
   qsort(k, (size_t)n, sizeof *k, mkey_cmp);
   out->n = n;

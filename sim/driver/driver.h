@@ -356,7 +356,8 @@ typedef struct drv_search {
   char cluster[256];        /* as searched (NAME:NODES with --gpus) */
   char device[64];
   double hbm_bytes;
-  int num_gpus, gpus_per_node, seq;
+  int num_gpus, gpus_per_node, seq; /* gpus_per_node: the smallest node's */
+  int num_nodes;
   long enumerated, fitting;
   double min_peak_bytes;    /* smallest peak among valid layouts that do not fit */
   drv_candidate *cands;     /* the fitting layouts: simulated first by step, then by estimate */

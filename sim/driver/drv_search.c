@@ -721,7 +721,13 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
   if ((rc = load_cluster(o, s, &cl, err)))
     goto out;
   s->num_gpus = cl->num_gpus;
+  s->num_nodes = cl->num_nodes;
+  /* tensor parallelism stays inside a node: of the smallest node where node
+   * groups have unlike GPUs per node */
   s->gpus_per_node = cl->gpus_per_node;
+  for (int k = 0; k < cl->num_groups; k++)
+    if (cl->groups[k].gpus_per_node < s->gpus_per_node)
+      s->gpus_per_node = cl->groups[k].gpus_per_node;
   snprintf(s->device, sizeof s->device, "%s", cl->device.name);
   /* node groups: a layout must fit the smallest device (its stages may land
    * on any group); the device named is that one */

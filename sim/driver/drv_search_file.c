@@ -44,7 +44,7 @@ static void fill_row(const drv_search_opts *o, const drv_search *s, const drv_ca
   snprintf(r->request, sizeof r->request, "search");
   snprintf(r->cluster, sizeof r->cluster, "%s", s->cluster);
   r->num_gpus = s->num_gpus;
-  r->nodes = s->gpus_per_node > 0 ? s->num_gpus / s->gpus_per_node : 0;
+  r->nodes = s->num_nodes;
   r->gbs = o->gbs;
   r->seq = s->seq;
   snprintf(r->dtype, sizeof r->dtype, "%s", o->dtype ? o->dtype : "");

@@ -92,7 +92,10 @@ static int simulated_step(const drv_train_opts *o, an_failure_report *r, double 
     int per_node = run.cl->gpus_per_node > 0 ? run.cl->gpus_per_node : 1;
     r->simulated = 1;
     r->num_gpus = s->num_gpus;
-    r->num_nodes = (s->num_gpus + per_node - 1) / per_node;
+    /* the nodes its GPUs are on (node groups may have unlike GPUs per node) */
+    r->num_nodes = s->num_gpus >= 1 && s->num_gpus <= run.cl->num_gpus
+                       ? plat_gpu_node(run.cl, s->num_gpus - 1) + 1
+                       : (s->num_gpus + per_node - 1) / per_node;
     r->step_time_s = s->step_time_s;
     r->tokens_per_step = s->tokens_per_step;
     r->train_steps = s->train_steps;

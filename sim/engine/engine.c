@@ -422,12 +422,15 @@ int sim_run(const wl_workload *wl, const plat_cluster *cl, const sim_options *op
     sim_options_init(&defaults);
     opt = &defaults;
   }
-  if (wl->num_ranks > cl->num_gpus)
+  if (wl->num_ranks > cl->num_gpus && plat_gpus_per_node_uniform(cl))
     return st_err_set(err, ST_EINPUT,
                       "workload has %d ranks but cluster '%s' has %d GPUs (%d per node: it "
                       "needs %d nodes)",
                       wl->num_ranks, cl->name, cl->num_gpus, cl->gpus_per_node,
                       (wl->num_ranks + cl->gpus_per_node - 1) / cl->gpus_per_node);
+  if (wl->num_ranks > cl->num_gpus)
+    return st_err_set(err, ST_EINPUT, "workload has %d ranks but cluster '%s' has %d GPUs",
+                      wl->num_ranks, cl->name, cl->num_gpus);
   int rc = wl_workload_check(wl, err);
   if (rc)
     return rc;

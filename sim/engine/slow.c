@@ -30,8 +30,12 @@ int eng__slow_setup(st_err *err)
 {
   const sim_options *o = eng__E.opt;
   const wl_workload *wl = eng__E.wl;
-  int gpn = eng__E.cl->gpus_per_node > 0 ? eng__E.cl->gpus_per_node : 1;
-  int nodes = (wl->num_ranks + gpn - 1) / gpn;
+  const plat_cluster *cl = eng__E.cl;
+  int gpn = cl->gpus_per_node > 0 ? cl->gpus_per_node : 1;
+  /* nodes the ranks are on (node groups may have unlike GPUs per node) */
+  int nodes = wl->num_ranks <= cl->num_gpus && cl->num_gpus > 0
+                  ? plat_gpu_node(cl, wl->num_ranks - 1) + 1
+                  : (wl->num_ranks + gpn - 1) / gpn;
   int var = o->var_kind == SIM_VAR_LOGNORMAL && o->var_sigma > 0;
   int any = var;
   for (int i = 0; i < o->num_slow; i++) {
@@ -43,8 +47,9 @@ int eng__slow_setup(st_err *err)
     if (s->kind == SIM_SLOW_NODE && (s->index < 0 || s->index >= nodes))
       return st_err_set(err, ST_EUSAGE,
                         "--slow '%s': node %d is out of range: the workload's %d ranks are on "
-                        "nodes 0..%d of cluster '%s' (%d GPUs per node)",
-                        s->spec, s->index, wl->num_ranks, nodes - 1, eng__E.cl->name, gpn);
+                        "nodes 0..%d of cluster '%s' (%s%d GPUs per node)",
+                        s->spec, s->index, wl->num_ranks, nodes - 1, cl->name,
+                        plat_gpus_per_node_uniform(cl) ? "" : "node 0: ", gpn);
     if (s->kind != SIM_SLOW_LINK && s->factor != 1.0) {
       any = 1;
       if (!eng__E.slow_why[0])
@@ -84,7 +89,7 @@ int eng__slow_setup(st_err *err)
     for (int i = 0; i < o->num_slow; i++) {
       const sim_slow *s = &o->slow[i];
       if ((s->kind == SIM_SLOW_GPU && s->index == r) ||
-          (s->kind == SIM_SLOW_NODE && s->index == r / gpn))
+          (s->kind == SIM_SLOW_NODE && r < cl->num_gpus && s->index == plat_gpu_node(cl, r)))
         base *= s->factor;
     }
     for (int it = 0; it < n_iter; it++) {

@@ -57,5 +57,29 @@ printf '{"name":"m","groups":[{"nodes":2,"preset":"dgx-h100"},{"nodes":2,"device
 check "a group without a node fails (rc $rc) naming groups[1]" \
   "[ $rc -ne 0 ] && grep -q \"groups\[1\]: key 'node' is missing\" '$tmp/bad'"
 
+# Groups of unlike GPUs per node: a DGX H100 (GPUs 0-7) then two 4-GPU A100
+# boards (GPUs 8-11, 12-15: a full mesh of 100 GB/s pairs, 4 HDR NICs of 25
+# GB/s) on one switch.  A one-channel ring in index order runs at its
+# slowest edge: the HDR NICs (B = 25 GB/s; L = 2 x 1 us + 0.1 us), so a
+# 1 GiB all-reduce over all 16 takes 2 x 15 x 2.1 us + 2 x 15/16 x 2^30 /
+# 25e9 = 0.0805936368 s (links at line rate: --ideal).
+cat >"$tmp/gpn.json" <<'EOT'
+{"name": "gpn", "groups": [
+  {"name": "h100", "nodes": 1, "preset": "dgx-h100"},
+  {"name": "a100x4", "nodes": 2, "device": "A100-SXM4-80GB",
+   "node": {"gpus": 4, "intra": {"kind": "full-mesh", "links_per_gpu": 3, "link_GBps": 100, "lat_us": 0.5},
+            "nics": {"count": 4, "Gbps": 200, "lat_us": 1.0}}}],
+ "fabric": {"kind": "switch", "switch_lat_us": 0.1}}
+EOT
+"$simtrain" platform "$tmp/gpn.json" >"$tmp/gpn.sum"
+check "unlike node sizes: the groups' GPUs" "grep -q '^gpus           16 (3 nodes) in 2 node groups$' '$tmp/gpn.sum' && grep -q '^group a100x4   nodes 1-2, GPUs 8-15 (8 GPUs, 4 per node)$' '$tmp/gpn.sum'"
+t=$("$simtrain" coll allreduce --gpus 16 --cluster "$tmp/gpn.json" --ideal --algo ring --channels 1 --bytes 1G --json | grep -o '"time_s":[^,]*' | cut -d: -f2)
+check "unlike node sizes: ring all-reduce $t s = closed form 0.0805936368 s" \
+  "awk -v t='$t' 'BEGIN { d = t / 0.0805936368 - 1; exit !(d < 1e-9 && d > -1e-9) }'"
+out=$("$simtrain" run --model llama3-8b --layout tp=4,dp=4,gbs=16 --cluster "$tmp/gpn.json" --json --quiet); rc=$?
+check "unlike node sizes: a step runs (tp=4 inside every node)" "[ $rc -eq 0 ] && grep -q '\"step_time_s\":' <<<\"\$out\""
+err=$("$simtrain" platform "$tmp/gpn.json" -o "$tmp/gpn.xml" 2>&1 >/dev/null); rc=$?
+check "unlike node sizes: no XML (rc $rc)" "[ $rc -eq 2 ] && grep -q 'unlike GPUs per node' <<<\"\$err\" && [ ! -e '$tmp/gpn.xml' ]"
+
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "groups: all checks passed"
