@@ -304,7 +304,7 @@ static const char *fabric_name(int k) { return plat_fabric_kind_name(k); }
 int plat__parse_node(const st_jrd *j, const st_jpath *up, const cJSON *node, plat_cluster *c)
 {
   static const char *const keys[] = {"gpus", "intra", "nics", "pcie", "host_power_W", "host",
-                                     NULL};
+                                     "dcn", NULL};
   static const char *const ikeys[] = {"kind", "links_per_gpu", "link_GBps", "lat_us", "nvls", NULL};
   static const char *const nkeys[] = {"count", "Gbps", "lat_us", NULL};
   static const char *const pkeys[] = {"GBps", "lat_us", NULL};
@@ -345,6 +345,18 @@ int plat__parse_node(const st_jrd *j, const st_jpath *up, const cJSON *node, pla
       return rc;
     c->nic_Bps = gbps * 1e9 / 8;
     c->nic_lat_s = lat * 1e-6;
+  }
+  const cJSON *dc = cJSON_GetObjectItemCaseSensitive(node, "dcn");
+  if (dc) { /* a torus host's data-centre NICs (the fabric is checked at the end) */
+    st_jpath at_dcn = {&at_node, "dcn", 0};
+    double gbps, lat;
+    if ((rc = st_jrd_members(j, &at_dcn, dc, nkeys, -1, NULL)) ||
+        (rc = get_int(j, &at_dcn, dc, "count", INT_MIN, 1, &c->dcn_nics)) ||
+        (rc = get_num(j, &at_dcn, dc, "Gbps", NAN, 0, 0, &gbps)) ||
+        (rc = get_num(j, &at_dcn, dc, "lat_us", NAN, 0, 1, &lat)))
+      return rc;
+    c->dcn_Bps = gbps * 1e9 / 8;
+    c->dcn_lat_s = lat * 1e-6;
   }
   const cJSON *pc = cJSON_GetObjectItemCaseSensitive(node, "pcie");
   if (pc) {
@@ -538,11 +550,21 @@ int plat__cluster_finish(plat_cluster *c, const char *what, st_err *err)
           return st_err_set(err, ST_EINPUT, "%s: fabric.dims %dx%dx%d is not made of %dx%dx%d cubes",
                             what, c->torus_dims[0], c->torus_dims[1], c->torus_dims[2],
                             c->torus_cube[0], c->torus_cube[1], c->torus_cube[2]);
+    if (c->dcn_nics && (c->dcn_nics > gpn || gpn % c->dcn_nics))
+      return st_err_set(err, ST_EINPUT,
+                        "%s: node.dcn.count is %d; it must divide node.gpus (%d) so that each "
+                        "data-centre NIC serves the same number of chips",
+                        what, c->dcn_nics, gpn);
     /* per chip: all 6 ICI links, as its "NIC" (see platform.h / docs) */
     c->nics_per_node = gpn;
     c->nic_Bps = 6 * c->fabric_link_Bps;
     c->nic_lat_s = c->fabric_link_lat_s;
   } else {
+    if (c->dcn_nics)
+      return st_err_set(err, ST_EINPUT,
+                        "%s: node.dcn is a torus host's link to the data-centre network; the "
+                        "nodes of a %s fabric reach it through node.nics",
+                        what, plat_fabric_kind_name(c->fabric_kind));
     if (c->intra_kind == PLAT_INTRA_NONE && gpn > 1)
       return st_err_set(err, ST_EINPUT,
                         "%s: node.intra.kind none with %d GPUs per node: GPUs of a node need an "

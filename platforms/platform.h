@@ -171,6 +171,10 @@ struct plat_cluster {
   int host_memory;         /* 1: the built platform has the host-memory endpoints (a host
                               "host-<n>" per node, index num_gpus + n) and their links; the
                               engine sets it on its copy for workloads with copies */
+  /* ---- a torus host's links to the data-centre network (node.dcn), which a
+   * pod of a cluster of pods leaves by: its chips have no NICs ---- */
+  int dcn_nics;            /* per host (node); 0: none */
+  double dcn_Bps, dcn_lat_s;
   /* ---- pods (spec key "pods"; docs/platforms.md, "Clusters of pods") ---- */
   int num_pods;   /* 0: one fabric; else >= 2 pods, in node order, each also
                               node group k (groups[k]), fabric_kind PLAT_FABRIC_PODS */

@@ -119,11 +119,18 @@ static int pod_check(const char *what, int i, const plat_cluster *p, const plat_
     why = "a pod cannot itself be a cluster of pods";
   else if (p->num_groups > 0)
     why = "a pod of node groups is not supported (give each kind of node a pod of its own)";
+  else if (p->fabric_kind == PLAT_FABRIC_TORUS && p->dcn_nics < 1)
+    return st_err_set(err, ST_EINPUT,
+                      "%s: pods[%d] ('%s'): its fabric is a torus without node.dcn; a torus pod "
+                      "reaches the data-centre network through its hosts' NICs (node.dcn: "
+                      "count, Gbps, lat_us)",
+                      what, i, p->name);
   else if (p->fabric_kind != PLAT_FABRIC_SWITCH && p->fabric_kind != PLAT_FABRIC_FATTREE &&
-           p->fabric_kind != PLAT_FABRIC_RAIL_FATTREE)
+           p->fabric_kind != PLAT_FABRIC_RAIL_FATTREE && p->fabric_kind != PLAT_FABRIC_TORUS)
     return st_err_set(err, ST_EINPUT,
                       "%s: pods[%d] ('%s'): its fabric is a %s; a pod reaches the "
-                      "data-centre network from the top of a switch or fat-tree fabric",
+                      "data-centre network from the top of a switch or fat-tree fabric, or "
+                      "from a torus's hosts",
                       what, i, p->name, plat_fabric_kind_name(p->fabric_kind));
   else if (p->nic_Bps <= 0)
     why = "its nodes have no NICs (node.nics) to reach the data-centre network";
@@ -477,6 +484,9 @@ double plat__pods_bisection_Bps(const plat_cluster *c)
   double a = 0, b = 0;
   for (int k = 0; k < c->num_pods; k++) {
     double cap = c->pods[k].dc_links * c->pods[k].dc_link_Bps;
+    const plat_cluster *p = c->pods[k].c;
+    if (p->fabric_kind == PLAT_FABRIC_TORUS) /* a torus leaves by its hosts' NICs */
+      cap = fmin(cap, (double)p->num_nodes * p->dcn_nics * p->dcn_Bps);
     if (k < c->num_pods / 2)
       a += cap;
     else

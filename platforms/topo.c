@@ -119,9 +119,8 @@ void plat__layout(const plat_cluster *c, plat__lay *L)
   L->pcie_base = id;
   if (plat_any_pcie(c) && c->fabric_kind != PLAT_FABRIC_TORUS)
     id += 2 * G;
-  L->nic_base = id;
-  if (c->fabric_kind != PLAT_FABRIC_TORUS)
-    id += 2L * c->num_nodes * c->nics_per_node;
+  L->nic_base = id; /* a torus: its hosts' data-centre NICs (node.dcn), if any */
+  id += 2L * c->num_nodes * (c->fabric_kind != PLAT_FABRIC_TORUS ? c->nics_per_node : c->dcn_nics);
   L->fab_base = id;
   if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
     int h = c->fabric_levels;
@@ -321,6 +320,14 @@ int plat__route_up(const plat_cluster *c, const plat__lay *L, int s, int *ids, i
 {
   int n = *np;
   long ns = plat_gpu_node(c, s);
+  if (c->fabric_kind == PLAT_FABRIC_TORUS) { /* the chip's host's data-centre NIC */
+    if (c->dcn_nics < 1)
+      return -1;
+    PUSH(L->nic_base + 2 * (ns * c->dcn_nics + plat_gpu_local(c, s) * c->dcn_nics / c->gpus_per_node));
+    *switches = 1;
+    *np = n;
+    return n;
+  }
   int ks = gpu_nic(c, s);
   if (plat_node_pcie(c, ns))
     PUSH(L->pcie_base + 2L * s);
@@ -341,6 +348,14 @@ int plat__route_down(const plat_cluster *c, const plat__lay *L, int d, int *ids,
 {
   int n = *np;
   long nd = plat_gpu_node(c, d);
+  if (c->fabric_kind == PLAT_FABRIC_TORUS) {
+    if (c->dcn_nics < 1)
+      return -1;
+    PUSH(L->nic_base + 2 * (nd * c->dcn_nics + plat_gpu_local(c, d) * c->dcn_nics / c->gpus_per_node) + 1);
+    *switches = 1;
+    *np = n;
+    return n;
+  }
   int kd = gpu_nic(c, d);
   *switches = 1;
   if (c->fabric_kind == PLAT_FABRIC_FATTREE || c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE) {
@@ -428,6 +443,13 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
       snprintf(o->name, sizeof o->name, "pcie-%ld-%s", gpu0 + r / 2, dir_name[r % 2]);
     o->bw_Bps = w.pcie_Bps;
     o->lat_s = w.pcie_lat_s;
+  } else if (id < L->fab_base && c->fabric_kind == PLAT_FABRIC_TORUS) {
+    long r = id - L->nic_base, q = r / 2, node = q / c->dcn_nics;
+    snprintf(o->name, sizeof o->name, "%sdcn-%ld-%ld-%s", pfx, node0 + node, q % c->dcn_nics,
+             dir_name[r % 2]);
+    o->kind = PLAT_LINK_NIC;
+    o->bw_Bps = c->dcn_Bps;
+    o->lat_s = c->dcn_lat_s;
   } else if (id < L->fab_base) {
     long r = id - L->nic_base, q = r / 2, node = q / c->nics_per_node;
     node_worth w = worth_of(c, node);

@@ -275,8 +275,8 @@ static void test_spec__bad_pods_are_named_where_they_are(void **state)
        "cluster have one switch latency"},
       {"{\"name\":\"z\",\"pods\":[{\"cluster\":\"tpu-v4:16\",\"count\":2}],"
        "\"pod_links\":{\"count\":8,\"Gbps\":400,\"lat_us\":5}}",
-       "pods[0] ('tpu-v4:16'): its fabric is a torus; a pod reaches the data-centre network "
-       "from the top of a switch or fat-tree fabric"},
+       "pods[0] ('tpu-v4:16'): its fabric is a torus without node.dcn; a torus pod reaches the "
+       "data-centre network through its hosts' NICs (node.dcn: count, Gbps, lat_us)"},
       {"{\"name\":\"z\",\"pods\":[{\"cluster\":\"dgx-h100:2\",\"count\":2}],\"colour\":1,"
        "\"pod_links\":{\"count\":8,\"Gbps\":400,\"lat_us\":5}}",
        "key 'colour' is unknown (see docs/platforms.md)"},

@@ -97,6 +97,10 @@ static void print_node(const plat_cluster *c, const char *in)
   if (c->pcie_Bps > 0)
     printf("%s%-*s%g GB/s per GPU per direction, %g us\n", in, w, "pcie", c->pcie_Bps / 1e9,
            c->pcie_lat_s * 1e6);
+  if (c->fabric_kind == PLAT_FABRIC_TORUS && c->dcn_nics > 0)
+    printf("%s%-*s%d per host x %g GB/s (%g Gb/s) per direction to the data-centre network, %g "
+           "us\n", in, w, "dcn", c->dcn_nics, c->dcn_Bps / 1e9, c->dcn_Bps * 8 / 1e9,
+           c->dcn_lat_s * 1e6);
   if (c->fabric_kind != PLAT_FABRIC_TORUS)
     printf("%s%-*s%d per node x %g GB/s (%g Gb/s) per direction, %g us; %g GB/s per GPU\n", in, w,
            "nics", c->nics_per_node, c->nic_Bps / 1e9, c->nic_Bps * 8 / 1e9, c->nic_lat_s * 1e6,

@@ -578,7 +578,17 @@ static int plan_pods(const coll_ctx *c, int m, coll_sched *out)
     memset(&e, 0, sizeof e);
     int n = s.c.n, rounds = 1;
     double f = ops[k] == WL_COLL_ALLREDUCE ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
-    if (in_pod[k] && n > 1) {
+    if (in_pod[k] && n > 1 && s.c.cl->fabric_kind == PLAT_FABRIC_TORUS) {
+      /* a torus pod runs its part as XLA runs it on the torus (the torus
+       * algorithm on the pod's members, in their chip order), its peers
+       * mapped back to the communicator's members */
+      edges_torus(&s.c, &md, l->pod_idx[m], &e);
+      for (size_t i = 0; i < e.ns; i++)
+        e.send[i].peer = coll__pod_member(l, pp, e.send[i].peer);
+      for (size_t i = 0; i < e.nr; i++)
+        e.recv[i].peer = coll__pod_member(l, pp, e.recv[i].peer);
+      rounds = (int)fmin(64, fmax(1, floor(bytes[k] / (16 << 20))));
+    } else if (in_pod[k] && n > 1) {
       int nch = c->force_nch > 0 ? c->force_nch : s.l.nnodes > 1 ? s.l.m_min : 1;
       for (int pass = 0; pass < 2; pass++) /* every channel's send, then every receive */
         for (int ch = 0; ch < nch; ch++) {

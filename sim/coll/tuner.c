@@ -562,9 +562,14 @@ static double pods_phase_time(const coll_ctx *c, int op, double bytes, int in_po
       if (s.c.n < 2)
         continue;
       s.c.ring_lat_max = c->model == SIM_COLL_IDEAL ? phase_hop_lat(c, pp) : 0;
-      double t = estimate(&s.c, SIM_ALGO_RING, proto, default_channels(&s.c, SIM_ALGO_RING), dims);
+      /* a torus pod: the torus algorithm (edges.c plan_pods) */
+      int a = s.c.cl->fabric_kind == PLAT_FABRIC_TORUS ? SIM_ALGO_TORUS : SIM_ALGO_RING;
+      int tdims[3] = {1, 1, 1};
+      if (a == SIM_ALGO_TORUS)
+        coll__torus_dims(&s.c, tdims);
+      double t = estimate(&s.c, a, proto, default_channels(&s.c, a), tdims);
       worst = fmax(worst, t);
-      *lat = fmax(*lat, algo_latency(&s.c, SIM_ALGO_RING, proto, dims));
+      *lat = fmax(*lat, algo_latency(&s.c, a, proto, tdims));
     }
     return worst;
   }

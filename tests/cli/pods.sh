@@ -116,7 +116,43 @@ cat >"$tmp/gpn.json" <<'JSON'
  "pod_links": {"count": 1, "Gbps": 400, "lat_us": 10}}
 JSON
 err=$("$simtrain" run --workload "$tmp/w.json" --cluster "$tmp/gpn.json" 2>&1 >/dev/null); rc=$?
-check "a pod that cannot join is bad input (exit $rc: $err)" "[ $rc -eq 2 ] && grep -q \"pods\\[1\\] ('tpu-v5p:16'): its fabric is a torus\" <<<\"\$err\""
+check "a pod that cannot join is bad input (exit $rc: $err)" "[ $rc -eq 2 ] && grep -q \"pods\\[1\\] ('tpu-v5p:16'): its \" <<<\"\$err\""
+
+# ---- torus pods (as PaLM's two TPU v4 pods over the data-centre network) ---------
+# Two pods of 64 TPU v4 chips (16 hosts of 4, a 4x4x4 torus with wrap-around,
+# ICI links of 50 GB/s and 1 us), each host one 100 Gb/s data-centre NIC
+# (12.5 GB/s, 2 us), each pod 16 x 400 Gb/s links of 2 us to the core.
+cat >"$tmp/tpu.json" <<'JSON'
+{"name": "tpu-v4-dcn", "nodes": 16, "device": "TPU-v4",
+ "node": {"gpus": 4, "intra": {"kind": "none"}, "dcn": {"count": 1, "Gbps": 100, "lat_us": 2}},
+ "fabric": {"kind": "torus", "cube": [4, 4, 4], "wrap": true, "link_GBps": 50, "lat_us": 1.0}}
+JSON
+cat >"$tmp/tpus.json" <<'JSON'
+{"name": "two-tpu-pods", "pods": [{"cluster": "tpu.json", "name": "pod", "count": 2}],
+ "pod_links": {"count": 16, "Gbps": 400, "lat_us": 2}}
+JSON
+out=$("$simtrain" platform "$tmp/tpus.json" --route 5 69)
+check "torus pods: chip 5 leaves by its host's NIC, chip 69 (pod 1's chip 5) enters by its host's" \
+  "grep -q '^  pod0.dcn-1-0-up ' <<<\"\$out\" && grep -q '^  pod1.dcn-17-0-down ' <<<\"\$out\" && grep -q '^latency        8 us' <<<\"\$out\""
+out=$("$simtrain" platform "$tmp/tpus.json")
+check "torus pods: the cut is the hosts' NICs, 16 x 12.5 GB/s" "grep -q '^bisection      200 GB/s per direction' <<<\"\$out\""
+# 1 GiB all-reduce over the 128 chips (links at line rate): the torus
+# reduce-scatter in each pod (XLA's rings per dimension: every x link carries
+# S/3 x 3/4 x (1 + 1/4 + 1/16) / 2 = 0.1640625 S, at 50 GB/s: 3.5232 ms),
+# the shards across the pods (S/64 per chip pair, the 4 chips of a host on
+# its 12.5 GB/s NIC: 4 S/64 / 12.5e9 = 5.3687 ms, plus two steps of the 8 us
+# route), the all-gather in each pod (3.5232 ms): 12.431 ms, the per-hop ICI
+# latencies left out (well under 1%).
+t=$("$simtrain" coll allreduce --gpus 128 --cluster "$tmp/tpus.json" --bytes 1G --ideal --json | grep -o '"time_s":[^,]*' | cut -d: -f2)
+check "torus pods: all-reduce $t s within 1% of the hierarchical closed form 0.012431 s" \
+  "awk -v t='$t' 'BEGIN { d = t / 0.012431 - 1; exit !(d < 0.01 && d > -0.01) }'"
+sed 's/, "dcn": {"count": 1, "Gbps": 100, "lat_us": 2}//' "$tmp/tpu.json" >"$tmp/tpu0.json"
+sed 's/tpu.json/tpu0.json/' "$tmp/tpus.json" >"$tmp/tpus0.json"
+err=$("$simtrain" platform "$tmp/tpus0.json" 2>&1 >/dev/null); rc=$?
+check "a torus pod without node.dcn is refused (exit $rc)" "[ $rc -eq 2 ] && grep -q 'its fabric is a torus without node.dcn' <<<\"\$err\""
+printf '{"name":"d","nodes":2,"device":"H100-SXM","node":{"gpus":8,"intra":{"kind":"nvswitch","links_per_gpu":18,"link_GBps":25,"lat_us":0.5},"nics":{"count":8,"Gbps":400,"lat_us":1},"dcn":{"count":1,"Gbps":100,"lat_us":2}},"fabric":{"kind":"switch"}}' >"$tmp/dcn.json"
+err=$("$simtrain" platform "$tmp/dcn.json" 2>&1 >/dev/null); rc=$?
+check "node.dcn off a torus is refused (exit $rc)" "[ $rc -eq 2 ] && grep -q 'node.dcn is a torus host' <<<\"\$err\""
 
 # host memory is not laid out pod by pod: offload on pods is refused
 err=$("$simtrain" run --model llama3-8b --layout tp=8,dp=2,gbs=16,zero=1,offload=optimizer --cluster "$tmp/small.json" 2>&1 >/dev/null); rc=$?
