@@ -301,12 +301,30 @@ double plat_host_power_default(const plat_device *d, int gpus_per_node)
 static const char *intra_name(int k) { return plat_intra_kind_name(k); }
 static const char *fabric_name(int k) { return plat_fabric_kind_name(k); }
 
+/* {count, Gbps, lat_us} at `at` (absent: nothing set): count, bytes/s, s. */
+static int parse_nics(const st_jrd *j, const st_jpath *at, const cJSON *o, int *count,
+                      double *Bps, double *lat_s)
+{
+  static const char *const nkeys[] = {"count", "Gbps", "lat_us", NULL};
+  if (!o)
+    return ST_OK;
+  double gbps, lat;
+  int rc;
+  if ((rc = st_jrd_members(j, at, o, nkeys, -1, NULL)) ||
+      (rc = get_int(j, at, o, "count", INT_MIN, 1, count)) ||
+      (rc = get_num(j, at, o, "Gbps", NAN, 0, 0, &gbps)) ||
+      (rc = get_num(j, at, o, "lat_us", NAN, 0, 1, &lat)))
+    return rc;
+  *Bps = gbps * 1e9 / 8;
+  *lat_s = lat * 1e-6;
+  return ST_OK;
+}
+
 int plat__parse_node(const st_jrd *j, const st_jpath *up, const cJSON *node, plat_cluster *c)
 {
   static const char *const keys[] = {"gpus", "intra", "nics", "pcie", "host_power_W", "host",
                                      "dcn", NULL};
   static const char *const ikeys[] = {"kind", "links_per_gpu", "link_GBps", "lat_us", "nvls", NULL};
-  static const char *const nkeys[] = {"count", "Gbps", "lat_us", NULL};
   static const char *const pkeys[] = {"GBps", "lat_us", NULL};
   st_jpath at_node = {up, "node", 0}, at_intra = {&at_node, "intra", 0};
   st_jpath at_nics = {&at_node, "nics", 0}, at_pcie = {&at_node, "pcie", 0};
@@ -335,29 +353,13 @@ int plat__parse_node(const st_jrd *j, const st_jpath *up, const cJSON *node, pla
   } else if (cJSON_GetArraySize(in) > 1) {
     return st_jrd_fail(j, &at_intra, "kind none takes no other key");
   }
-  const cJSON *ni = cJSON_GetObjectItemCaseSensitive(node, "nics");
-  if (ni) {
-    double gbps, lat;
-    if ((rc = st_jrd_members(j, &at_nics, ni, nkeys, -1, NULL)) ||
-        (rc = get_int(j, &at_nics, ni, "count", INT_MIN, 1, &c->nics_per_node)) ||
-        (rc = get_num(j, &at_nics, ni, "Gbps", NAN, 0, 0, &gbps)) ||
-        (rc = get_num(j, &at_nics, ni, "lat_us", NAN, 0, 1, &lat)))
-      return rc;
-    c->nic_Bps = gbps * 1e9 / 8;
-    c->nic_lat_s = lat * 1e-6;
-  }
-  const cJSON *dc = cJSON_GetObjectItemCaseSensitive(node, "dcn");
-  if (dc) { /* a torus host's data-centre NICs (the fabric is checked at the end) */
-    st_jpath at_dcn = {&at_node, "dcn", 0};
-    double gbps, lat;
-    if ((rc = st_jrd_members(j, &at_dcn, dc, nkeys, -1, NULL)) ||
-        (rc = get_int(j, &at_dcn, dc, "count", INT_MIN, 1, &c->dcn_nics)) ||
-        (rc = get_num(j, &at_dcn, dc, "Gbps", NAN, 0, 0, &gbps)) ||
-        (rc = get_num(j, &at_dcn, dc, "lat_us", NAN, 0, 1, &lat)))
-      return rc;
-    c->dcn_Bps = gbps * 1e9 / 8;
-    c->dcn_lat_s = lat * 1e-6;
-  }
+  /* NICs, and a torus host's data-centre NICs (the fabric is checked at the end) */
+  st_jpath at_dcn = {&at_node, "dcn", 0};
+  if ((rc = parse_nics(j, &at_nics, cJSON_GetObjectItemCaseSensitive(node, "nics"),
+                       &c->nics_per_node, &c->nic_Bps, &c->nic_lat_s)) ||
+      (rc = parse_nics(j, &at_dcn, cJSON_GetObjectItemCaseSensitive(node, "dcn"), &c->dcn_nics,
+                       &c->dcn_Bps, &c->dcn_lat_s)))
+    return rc;
   const cJSON *pc = cJSON_GetObjectItemCaseSensitive(node, "pcie");
   if (pc) {
     double bw, lat;

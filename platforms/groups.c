@@ -30,14 +30,15 @@
 
 /* ---- lookups -------------------------------------------------------------- */
 
-int plat_node_group(const plat_cluster *c, int node)
+/* The last group whose first node (by_gpu: first GPU) is at most v. */
+static int group_at(const plat_cluster *c, int v, int by_gpu)
 {
   if (c->num_groups <= 1)
     return 0;
-  int lo = 0, hi = c->num_groups - 1; /* the last group whose first node <= node */
+  int lo = 0, hi = c->num_groups - 1;
   while (lo < hi) {
     int mid = (lo + hi + 1) / 2;
-    if (c->groups[mid].first_node <= node)
+    if ((by_gpu ? c->groups[mid].first_gpu : c->groups[mid].first_node) <= v)
       lo = mid;
     else
       hi = mid - 1;
@@ -45,20 +46,9 @@ int plat_node_group(const plat_cluster *c, int node)
   return lo;
 }
 
-int plat_gpu_group(const plat_cluster *c, int gpu)
-{
-  if (c->num_groups <= 1)
-    return 0;
-  int lo = 0, hi = c->num_groups - 1; /* the last group whose first GPU <= gpu */
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (c->groups[mid].first_gpu <= gpu)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
+int plat_node_group(const plat_cluster *c, int node) { return group_at(c, node, 0); }
+
+int plat_gpu_group(const plat_cluster *c, int gpu) { return group_at(c, gpu, 1); }
 
 int plat_gpu_node(const plat_cluster *c, int gpu)
 {
