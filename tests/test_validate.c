@@ -471,7 +471,10 @@ static void test_size__within_one_unit_of_the_stated_digit(void **state)
 /* Every committed case states its source's model size and its model has it;
  * the H100 models with the output layer tied to the embedding would not
  * (their stated sizes count the vocabulary twice: 7.1B is 7.13e9 untied,
- * 6.60e9 tied). */
+ * 6.60e9 tied).  llm-foundry's table states each MPT's exact parameter
+ * count (NumParams), and its models are tied already: their count must be
+ * that number to the parameter, finer than the one-digit rule (which stops
+ * at 10^-6 B). */
 static void test_cases__committed_models_have_their_stated_sizes(void **state)
 {
   (void)state;
@@ -479,7 +482,7 @@ static void test_cases__committed_models_have_their_stated_sizes(void **state)
   int n;
   st_err err = {0};
   assert_int_equal(drv_cases_load(ST_SOURCE_DIR "/bench/validation", &cases, &n, &err), 0);
-  int h100 = 0, h100_tied_off = 0;
+  int h100 = 0, h100_tied_off = 0, exact = 0;
   for (int i = 0; i < n; i++) {
     wl_model m;
     if (wl_model_parse(cases[i].model_json, cases[i].name, &m, &err))
@@ -488,6 +491,12 @@ static void test_cases__committed_models_have_their_stated_sizes(void **state)
       fail_msg("case %s: no params_b", cases[i].name);
     if (drv_case_check_size(&cases[i], wl_model_params(&m), &err))
       fail_msg("%s", err.msg);
+    if (!strncmp(cases[i].name, "llmfoundry-", 11)) {
+      double stated = cases[i].params_b * 1e9, have = wl_model_params(&m);
+      if (fabs(have - stated) >= 0.5)
+        fail_msg("case %s: %.0f parameters, NumParams %.0f", cases[i].name, have, stated);
+      exact++;
+    }
     if (strstr(cases[i].name, "h100")) {
       h100++;
       m.tie_embeddings = 1;
@@ -495,9 +504,11 @@ static void test_cases__committed_models_have_their_stated_sizes(void **state)
     }
     wl_model_release(&m);
   }
-  assert_int_equal(n, 24);
-  assert_int_equal(h100, 10);
-  /* 16B: 15.33e9 tied is within 15 to 17; torchtitan's 8B: 7.50e9 tied is within 7 to 9 */
+  assert_int_equal(n, 38);
+  assert_int_equal(exact, 14);
+  assert_int_equal(h100, 18);
+  /* 16B: 15.33e9 tied is within 15 to 17; torchtitan's 8B: 7.50e9 tied is within
+   * 7 to 9; the 8 llm-foundry H100 models are tied already */
   assert_int_equal(h100_tied_off, 8);
   drv_cases_free(cases, n);
 }
