@@ -49,7 +49,7 @@ seed_files() {
   case $1 in
     fuzz_workload) ls "$here"/examples/pipeline2.json "$D"/unmatched.json "$D"/bad/wl_*.json ;;
     fuzz_model) ls "$D"/hf/*.json "$D"/bad/model_*.json "$D"/fuzz/model_*.json ;;
-    fuzz_layout) ;;  # written below
+    fuzz_layout) ls "$D"/fuzz/layout_* ;;  # and the strings below
     fuzz_cluster) ls "$here"/platforms/data/presets/*.json "$here"/examples/clusters/*.json \
                      "$here"/examples/fabrics/*.json "$D"/*.json "$D"/bad/cluster_*.json ;;
     fuzz_xml) ls "$D"/bad/xml_*.xml ;;

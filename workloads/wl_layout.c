@@ -35,6 +35,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -515,10 +516,13 @@ static int res_batch(wl_layout *l, int num_gpus, const wl_model *m, const res_gi
   (void)m;
   (void)gv;
   /* batch */
-  l->gbs = gv->given_gbs ? l->gbs : l->mbs * l->dp;
-  if (!l->dp_microbatches[0] && l->gbs % ((long)l->mbs * l->dp))
-    ERR("gbs (%d) not divisible by mbs*dp = %d*%d = %d", l->gbs, l->mbs, l->dp, l->mbs * l->dp);
-  l->num_microbatches = l->gbs / (l->mbs * l->dp); /* dp_microbatches: set below */
+  long mbs_dp = (long)l->mbs * l->dp; /* (both fit an int, their product need not) */
+  if (mbs_dp > INT_MAX)
+    ERR("mbs*dp = %d*%d = %ld sequences a step is more than %d", l->mbs, l->dp, mbs_dp, INT_MAX);
+  l->gbs = gv->given_gbs ? l->gbs : (int)mbs_dp;
+  if (!l->dp_microbatches[0] && l->gbs % mbs_dp)
+    ERR("gbs (%d) not divisible by mbs*dp = %d*%d = %ld", l->gbs, l->mbs, l->dp, mbs_dp);
+  l->num_microbatches = (int)(l->gbs / mbs_dp); /* dp_microbatches: set below */
   /* sequence */
   if (m->positions > 0 && m->seq_len > m->positions)
     ERR("seq_len (%d) exceeds the model's %d learned positions", m->seq_len, m->positions);

@@ -112,9 +112,9 @@ int wl__layout_dp_list(wl_layout *l, char *msg, size_t cap)
     snprintf(msg, cap, "covers %ld replicas, dp is %d", replicas, l->dp);
     return -1;
   }
-  if (mb * l->mbs != l->gbs) {
-    snprintf(msg, cap, "gives %ld micro-batches of mbs %d = %ld samples, gbs is %d", mb, l->mbs,
-             mb * l->mbs, l->gbs);
+  if (mb > l->gbs || mb * l->mbs != l->gbs) { /* (mb <= gbs keeps the product in a long) */
+    snprintf(msg, cap, "gives %ld micro-batches of mbs %d = %.0f samples, gbs is %d", mb, l->mbs,
+             (double)mb * l->mbs, l->gbs);
     return -1;
   }
   if (l->zero == 3) {

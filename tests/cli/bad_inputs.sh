@@ -17,6 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 cases=$(cat <<'EOF'
 2|simtrain: error: results 'fuzz/hdf5/overread-ranks.h5': dataset '/ranks': the chunk of rows 0.. says filters were skipped (mask 0xff), which the writer never does (damaged file?)|report fuzz/hdf5/overread-ranks.h5
 2|simtrain: error: results 'fuzz/hdf5/overread-timeline.h5': dataset '/collectives': the chunk of rows 0.. says filters were skipped (mask 0x2), which the writer never does (damaged file?)|report fuzz/hdf5/overread-timeline.h5
+2|simtrain: error: layout 'ep=4,pp=2,mbs=400000006,zero=1,recompute=selective': mbs*dp = 400000006*128 = 51200000768 sequences a step is more than 2147483647|gen --model llama3-8b --layout ep=4,pp=2,mbs=400000006,zero=1,recompute=selective --gpus 256 -o TMP/g.json
 2|simtrain: error: trace 'bad/kineto_pg_ranks_spaces.json': imported workload is inconsistent: communicator 'pg g': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_ranks_spaces.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_pg_config_spaces.json': imported workload is inconsistent: communicator 'pg h': member 1 is rank 1, outside 0..0|run --trace kineto:bad/kineto_pg_config_spaces.json --cluster node8
 2|simtrain: error: trace 'bad/kineto_split_negative.json': event 2: 'In split size' entry 0 is -1, below the smallest allowed 0|run --trace kineto:bad/kineto_split_negative.json --cluster node8
