@@ -195,6 +195,20 @@ static void test_groups__bad_specs_are_named(void **state)
   unlink(p);
 }
 
+/* The route s -> d: n links named names[0..n-1] (NULL: not checked), its
+ * bandwidth bw. */
+static void expect_route(const plat_cluster *c, int s, int d, int n, const char *const *names,
+                         double bw, plat_route *r)
+{
+  st_err err = {0};
+  assert_int_equal(plat_route_get(c, s, d, r, &err), 0);
+  assert_int_equal(r->n, n);
+  for (int i = 0; i < n; i++)
+    if (names[i])
+      assert_string_equal(r->links[i].name, names[i]);
+  assert_true(fabs(r->bw_Bps - bw) < 1);
+}
+
 /* Groups of unlike node shapes: a DGX H100 (NVSwitch, 8 x 400 Gb/s NDR, no
  * PCIe modelled) then a DGX-1 (V100 hybrid cube-mesh of 25 GB/s NVLink2
  * lanes, 4 x 100 Gb/s EDR, one per GPU pair, behind PCIe gen3 x16 of 16
@@ -223,25 +237,15 @@ static void test_groups__node_shapes_differ(void **state)
   plat_route r;
   st_err err = {0};
   /* H100 0 -> 1: NVSwitch up and down, 18 x 25 GB/s */
-  assert_int_equal(plat_route_get(c, 0, 1, &r, &err), 0);
-  assert_int_equal(r.n, 2);
-  assert_string_equal(r.links[0].name, "nvl-0-up");
-  assert_true(fabs(r.bw_Bps - 450e9) < 1);
+  expect_route(c, 0, 1, 2, (const char *const[]){"nvl-0-up", "nvl-1-down"}, 450e9, &r);
   /* V100 local 3 -> 4 (GPUs 11 -> 12) are not neighbours on the cube-mesh:
    * through local 0, two double lanes of 50 GB/s */
-  assert_int_equal(plat_route_get(c, 11, 12, &r, &err), 0);
-  assert_int_equal(r.n, 2);
-  assert_string_equal(r.links[0].name, "nvl-11-8");
-  assert_string_equal(r.links[1].name, "nvl-8-12");
-  assert_true(fabs(r.bw_Bps - 50e9) < 1);
+  expect_route(c, 11, 12, 2, (const char *const[]){"nvl-11-8", "nvl-8-12"}, 50e9, &r);
   /* V100 local 5 (GPU 13) -> H100 GPU 0: its PCIe (16 GB/s), its pair's
    * EDR NIC 5 x 4 / 8 = 2 (12.5 GB/s), the switch, H100 NIC 0 (50 GB/s);
    * no PCIe on the H100 side */
-  assert_int_equal(plat_route_get(c, 13, 0, &r, &err), 0);
-  assert_int_equal(r.n, 3);
-  assert_string_equal(r.links[0].name, "pcie-13-up");
-  assert_string_equal(r.links[1].name, "nic-1-2-up");
-  assert_string_equal(r.links[2].name, "nic-0-0-down");
+  expect_route(c, 13, 0, 3, (const char *const[]){"pcie-13-up", "nic-1-2-up", "nic-0-0-down"},
+               12.5e9, &r);
   assert_true(fabs(r.links[0].bw_Bps - 16e9) < 1 && fabs(r.links[2].bw_Bps - 50e9) < 1);
   assert_true(fabs(r.bw_Bps - 12.5e9) < 1);
   /* communicators: one node's own shape; across, the fewest NICs and the
@@ -301,16 +305,9 @@ static void test_groups__unlike_gpus_per_node(void **state)
   assert_int_equal(plat_cluster_links_built(c), 32 + 24 + 16);
   plat_route r;
   st_err err = {0};
-  assert_int_equal(plat_route_get(c, 8, 11, &r, &err), 0);
-  assert_int_equal(r.n, 1);
-  assert_string_equal(r.links[0].name, "mesh-8-11");
-  assert_true(fabs(r.bw_Bps - 100e9) < 1);
+  expect_route(c, 8, 11, 1, (const char *const[]){"mesh-8-11"}, 100e9, &r);
   /* GPU 13 (node 2, local 1) uses its node's NIC 1 x 4 / 4 = 1 */
-  assert_int_equal(plat_route_get(c, 13, 0, &r, &err), 0);
-  assert_int_equal(r.n, 2);
-  assert_string_equal(r.links[0].name, "nic-2-1-up");
-  assert_string_equal(r.links[1].name, "nic-0-0-down");
-  assert_true(fabs(r.bw_Bps - 25e9) < 1);
+  expect_route(c, 13, 0, 2, (const char *const[]){"nic-2-1-up", "nic-0-0-down"}, 25e9, &r);
   assert_true(fabs(r.latency_s - 2.1e-6) < 1e-12);
   /* bisection: half the NICs, (8 x 50 + 2 x 4 x 25) / 2 GB/s */
   assert_true(fabs(plat_cluster_bisection_Bps(c) - 300e9) < 1e3);
