@@ -722,14 +722,14 @@ static void test_replay__dlrm_resized_allreduces_grow_as_the_ring_closed_form(vo
   } rows[] = {{"dgx-v100:8", 64, 3.09e-6, 12.5e9},   {"dgx-v100:16", 128, 3.27e-6, 12.5e9},
               {"dgx-a100:8", 64, 2.39e-6, 25e9},     {"dgx-a100:16", 128, 2.39e-6, 25e9},
               {"dgx-v100:64", 512, 3.27e-6, 12.5e9}, {"dgx-a100:64", 512, 2.39e-6, 25e9}};
-  /* 512 ranks take about ten minutes each (the all-to-all-v of every rank
-   * with every rank): only with SIMTRAIN_LONG_TESTS=1 (figures in
-   * docs/traces.md).  dgx-v100:64 has 256 NICs under a two-level tree, as
+  /* 512 ranks take most of an hour each on two shared cores (the
+   * all-to-all-v of every rank with every rank): only with
+   * SIMTRAIN_LONG_TESTS=1 (docs/traces.md).  dgx-v100:64 has 256 NICs under a two-level tree, as
    * at 16 nodes; dgx-a100:64's 32 rail leaves fit one spine layer. */
   const char *lt = getenv("SIMTRAIN_LONG_TESTS");
   size_t nrows = lt && !strcmp(lt, "1") ? 6 : 4;
   if (nrows == 4)
-    print_message("the 512-rank rows need SIMTRAIN_LONG_TESTS=1 (about 20 minutes)\n");
+    print_message("the 512-rank rows need SIMTRAIN_LONG_TESTS=1 (most of an hour each)\n");
   for (size_t k = 0; k < nrows; k++) {
     wl_workload *wl;
     tr_import_stats st;
