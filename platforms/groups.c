@@ -95,15 +95,16 @@ const plat_device *plat_gpu_device(const plat_cluster *c, int gpu)
   X(device) X(intra_link_Bps) X(intra_links_per_gpu) X(intra_Bps) X(intra_lat_s) X(nvls)  \
   X(nic_Bps) X(nic_lat_s) X(pcie_Bps) X(pcie_lat_s) X(host_power_W) X(host_link_Bps)     \
   X(host_link_lat_s) X(host_mem_bytes) X(host_mem_Bps) X(host_adam_params_per_s)
+/* ... and what its nodes are made of (the cluster's own nics_per_node is the
+ * fabric's ports: plat__groups_parse sets it after applying group 0) */
+#define GROUP_SHAPE(X) X(gpus_per_node) X(nics_per_node) X(intra_kind)
 
 void plat_group_apply(plat_cluster *v, const plat_group *g)
 {
 #define TO_CLUSTER(f) v->f = g->f;
   GROUP_WORTH(TO_CLUSTER)
+  GROUP_SHAPE(TO_CLUSTER)
 #undef TO_CLUSTER
-  v->nics_per_node = g->nics_per_node;
-  v->intra_kind = g->intra_kind;
-  v->gpus_per_node = g->gpus_per_node;
 }
 
 int plat_node_nics(const plat_cluster *c, long node)
@@ -135,10 +136,8 @@ void plat__group_from(plat_group *g, const plat_cluster *t)
 {
 #define TO_GROUP(f) g->f = t->f;
   GROUP_WORTH(TO_GROUP)
+  GROUP_SHAPE(TO_GROUP)
 #undef TO_GROUP
-  g->gpus_per_node = t->gpus_per_node;
-  g->nics_per_node = t->nics_per_node;
-  g->intra_kind = t->intra_kind;
 }
 
 /* The peak a device has for dtype, bf16 where it has none of that. */
