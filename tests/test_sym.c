@@ -399,6 +399,57 @@ static void test_sym__slow_rank_slows_the_step(void **state)
   wl_workload_destroy(b);
 }
 
+/* The first role whose groups partition the ranks in closed form need not
+ * be the one the symmetry follows.  Eight GPUs of one fully meshed node
+ * (every pair its own link): role 'a' pairs {0,1} {2,3} {4,5} {6,7}, role
+ * 'b' pairs {0,2} {1,3} {4,6} {5,7}; even ranks compute 1 ms after their two
+ * all-reduces, odd ranks 2 ms.  Under 'a' the members of a pair run
+ * different programs (rank 1's is not rank 0's); under 'b' they run the
+ * same, and 'a's pairs are each other's images ({2,3} of {0,1}), so the
+ * classes follow 'b': four of eight ranks simulated, the same answers. */
+static void test_sym__a_later_role_defines_the_classes(void **state)
+{
+  (void)state;
+  const char *roles[] = {"a", "b"};
+  const char *streams[] = {"main"};
+  wl_workload *wl = wl_workload_create(8, 2, roles);
+  int prog[2];
+  for (int k = 0; k < 2; k++) {
+    prog[k] = wl_program_add(wl, k ? "odd" : "even", 1, streams);
+    wl_op ar = wl_op_coll(0, WL_COLL_ALLREDUCE, 0, 1 << 20);
+    wl_program_append(&wl->programs[prog[k]], &ar, NULL, 0);
+    wl_op br = wl_op_coll(0, WL_COLL_ALLREDUCE, 1, 1 << 20);
+    wl_program_append(&wl->programs[prog[k]], &br, NULL, 0);
+    wl_op c = wl_op_compute(0, k ? 2e-3 : 1e-3);
+    wl_program_append(&wl->programs[prog[k]], &c, NULL, 0);
+  }
+  for (int g = 0; g < 4; g++) {
+    int32_t pa[2] = {2 * g, 2 * g + 1};
+    int32_t pb[2] = {(g / 2) * 4 + g % 2, (g / 2) * 4 + g % 2 + 2};
+    char name[16];
+    snprintf(name, sizeof name, "a%d", g);
+    int ca = wl_comm_add(wl, name, WL_COMM_OTHER, 2, pa);
+    snprintf(name, sizeof name, "b%d", g);
+    int cb = wl_comm_add(wl, name, WL_COMM_OTHER, 2, pb);
+    for (int i = 0; i < 2; i++) {
+      wl_rank_set_comm(wl, pa[i], 0, ca);
+      wl_rank_set_comm(wl, pb[i], 1, cb);
+    }
+  }
+  for (int r = 0; r < 8; r++)
+    wl_rank_set(wl, r, prog[r % 2]);
+  st_err err;
+  assert_int_equal(wl_workload_check(wl, &err), 0);
+  forked_result *red = run(wl, "mi300x:1", 1, 1);
+  if (strcmp(red->reduction, "rank classes: 2 positions in the 'b' groups, one simulated, 4 of 8 ranks")) {
+    print_error("reduction: %s\n", red->reduction);
+    fail();
+  }
+  forked_result_free(red);
+  check_case(wl, "mi300x:1", 1, "two pairings of 8 GPUs, classes by the second");
+  wl_workload_destroy(wl);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -408,6 +459,7 @@ int main(void)
       cmocka_unit_test(test_sym__imported_chakra_trace_matches_full_simulation),
       cmocka_unit_test(test_sym__interrupted_chain_counts_its_markers),
       cmocka_unit_test(test_sym__slow_rank_slows_the_step),
+      cmocka_unit_test(test_sym__a_later_role_defines_the_classes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -490,6 +490,37 @@ static void sym_use(eng__sym *s, const wl_workload *wl)
   s->fixed_cnt = NULL;
 }
 
+/* The images' tables of one candidate role, released before the next is
+ * tried (the classes s->cls stay: try_role fills them again). */
+static void release_images(eng__sym *s)
+{
+  int32_t *cls = s->cls;
+  s->cls = NULL;
+  eng__sym_release(s);
+  s->cls = cls;
+}
+
+/* Conditions 2 and 3 for the role try_role chose: 1 when they hold, 0
+ * (and why) when not, or ST_ENOMEM (negative). */
+static int check_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
+{
+  int rc, ok = 0;
+  if ((rc = alloc_images(s, env)))
+    return rc;
+  if (!check_ranks(s, env, used))
+    return 0;
+  if ((rc = check_instances(s, env, &ok)))
+    return rc;
+  return ok && check_fixed(s, env);
+}
+
+/* Every role that meets condition 1 is a candidate, in the workload's
+ * order; the first that meets them all is used.  A layout's first such
+ * role need not be the one its symmetry follows: in an interleaved
+ * pipeline on one node the pairs of neighbouring stages ('pp_prev') are
+ * closed-form groups that partition the ranks too, but their members run
+ * different programs, while the tensor-parallel groups' members do not.
+ * When none holds, the reason given is the first candidate's. */
 int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
 {
   const wl_workload *wl = env->wl;
@@ -500,7 +531,8 @@ int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
     why(s, "no communicators");
     return ST_OK;
   }
-  int rc = ST_OK, ok = 0;
+  int rc = ST_OK, candidates = 0;
+  char first_why[sizeof s->desc] = "";
   uint8_t *used = used_roles(wl);
   s->cls = calloc((size_t)wl->num_ranks, sizeof *s->cls);
   s->link_cls = NULL;
@@ -508,26 +540,29 @@ int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
     rc = ST_ENOMEM;
     goto out;
   }
-  int found = 0;
-  for (int R = 0; R < wl->num_roles && !found; R++)
-    found = try_role(s, env, used, R);
-  if (!found) {
-    why(s, "no role whose groups partition the ranks and run in closed form");
-    goto fallback;
+  for (int R = 0; R < wl->num_roles; R++) {
+    if (!try_role(s, env, used, R))
+      continue;
+    candidates++;
+    int ok = check_role(s, env, used);
+    if (ok < 0) {
+      rc = ok;
+      goto out;
+    }
+    if (ok) {
+      sym_use(s, wl);
+      free(used);
+      return ST_OK;
+    }
+    if (candidates == 1)
+      snprintf(first_why, sizeof first_why, "%s", s->desc);
+    release_images(s);
   }
-  if ((rc = alloc_images(s, env)))
-    goto out;
-  if (!check_ranks(s, env, used))
-    goto fallback;
-  if ((rc = check_instances(s, env, &ok)))
-    goto out;
-  if (!ok || !check_fixed(s, env))
-    goto fallback;
-  sym_use(s, wl);
-  free(used);
-  return ST_OK;
+  if (!candidates)
+    why(s, "no role whose groups partition the ranks and run in closed form");
+  else
+    why(s, "%s", first_why);
 
-fallback:;
   char d[sizeof s->desc];
   snprintf(d, sizeof d, "none (%s)", s->desc);
   free(used);
