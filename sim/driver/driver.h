@@ -311,7 +311,8 @@ typedef struct drv_search_opts {
   int top;             /* layouts simulated (0: estimates only) */
   int jobs;            /* simulations at once */
   const wl_model *model_spec; /* the model itself (model names it), or NULL to load model */
-  const char *fixed;   /* layout keys every candidate gets (e.g. "flash=0"), or NULL */
+  const char *fixed;   /* layout keys every candidate gets (e.g. "flash=0"; one the search
+                        * sets keeps the candidates with that value), or NULL */
   const char *published; /* a layout to place among the candidates (its estimate rank and
                             simulated step), or NULL */
   double train_tokens; /* 0, or the time, cost and energy to train on that many tokens */

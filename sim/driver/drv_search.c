@@ -145,8 +145,38 @@ static int try_layout(enum_ctx *x, const char *spec, const drv_knobs *k)
 static const char *const recompute_names[] = {"none", "selective", "full"};
 static const char *const sched_names[] = {"1f1b", "gpipe", "interleaved"};
 
-/* The knobs as a layout request. */
-static void knobs_spec(const enum_ctx *x, const drv_knobs *k, char *b, size_t n)
+/* The --fixed keys merged into a candidate's request b (used bytes of n):
+ * a key the search also sets (tp, zero, ...) keeps only the candidates
+ * that set it to the fixed value, so `--fixed tp=2` searches the layouts
+ * with tensor parallelism 2; any other key is added.  0 when b's own value
+ * of a fixed key differs (not a candidate of this search), else 1. */
+static int merge_fixed(char *b, size_t n, int used, const char *fixed)
+{
+  for (const char *f = fixed; f && *f;) {
+    const char *end = strchr(f, ','), *eq = strchr(f, '=');
+    size_t len = end ? (size_t)(end - f) : strlen(f);
+    if (eq && eq < f + len) {
+      size_t klen = (size_t)(eq - f) + 1; /* "key=" */
+      const char *at = NULL; /* the key at the start of one of b's fields */
+      for (const char *q = b; q && !at; q = strchr(q, ','), q = q ? q + 1 : NULL)
+        if (!strncmp(q, f, klen))
+          at = q;
+      if (at) {
+        const char *v = at + klen, *vend = strchr(v, ',');
+        size_t vlen = vend ? (size_t)(vend - v) : strlen(v);
+        if (vlen != len - klen || strncmp(v, f + klen, vlen))
+          return 0;
+      } else if (used >= 0 && (size_t)used < n) {
+        used += snprintf(b + used, n - (size_t)used, ",%.*s", (int)len, f);
+      }
+    }
+    f = end ? end + 1 : f + len;
+  }
+  return 1;
+}
+
+/* The knobs as a layout request: 0 when the --fixed keys exclude them. */
+static int knobs_spec(const enum_ctx *x, const drv_knobs *k, char *b, size_t n)
 {
   int used = snprintf(b, n,
                       "tp=%d,pp=%d,dp=%d,cp=%d,mbs=%d,gbs=%d,vpp=%d,sp=%d,zero=%d,recompute=%s,"
@@ -165,8 +195,7 @@ static void knobs_spec(const enum_ctx *x, const drv_knobs *k, char *b, size_t n)
   else if (k->uneven == 2)
     used += snprintf(b + used, n - (size_t)used, ",first_stage_layers=%d,last_stage_layers=%d",
              k->edge_layers, k->edge_layers);
-  if (x->o->fixed && *x->o->fixed)
-    snprintf(b + used, n - (size_t)used, ",%s", x->o->fixed);
+  return merge_fixed(b, n, used, x->o->fixed);
 }
 
 /* Lighter first and last stages: the largest e <= the middle stages' layers
@@ -199,8 +228,8 @@ static int enum_inner(enum_ctx *x, drv_knobs k)
         for (k.zero = 0; k.zero <= (k.dp * k.cp > 1 ? 3 : 0) && !rc; k.zero++)
           for (k.recompute = 0; k.recompute < 3 && !rc; k.recompute++) {
             char spec[512];
-            knobs_spec(x, &k, spec, sizeof spec);
-            rc = try_layout(x, spec, &k);
+            if (knobs_spec(x, &k, spec, sizeof spec))
+              rc = try_layout(x, spec, &k);
           }
       }
     }
@@ -753,6 +782,11 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
                       o->model, s->num_gpus, s->cluster, need, s->device, have,
                       more ? "; some layout fits on " : "; no layout fits on up to ",
                       more ? more : (1 << 22));
+    } else if (s->enumerated == 0 && o->fixed && *o->fixed) {
+      rc = st_err_set(err, ST_EINPUT,
+                      "--fixed '%s' leaves no layout to search for model '%s' on %d GPUs with "
+                      "gbs %d (the search's own keys take the values docs/search.md lists)",
+                      o->fixed, o->model, s->num_gpus, o->gbs);
     } else {
       rc = st_err_set(err, ST_EINPUT, "model '%s' has no valid layout on %d GPUs with gbs %d",
                       o->model, s->num_gpus, o->gbs);

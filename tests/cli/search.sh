@@ -82,5 +82,19 @@ err=$("$simtrain" search --model "$data/tiny.json" --cluster "$tmp/tiny_mem.json
 check "fits nowhere exits 2" "[ $rc -eq 2 ]"
 check "fits nowhere message ($err)" "grep -q \"fits no layout on 4 GPUs of .*: the smallest peak any layout needs is .* per GPU, a H100-SXM has 976.56 KiB; \" <<<\"\$err\""
 
+# --fixed on a key the search sets keeps the candidates with that value (by
+# the header's tuples): tp=2 is (2,1,1,2) 72 + (2,1,2,1) 54 + (2,2,1,1) 108
+# = 234 enumerated, 18 + 9 + 27 = 54 undominated; with zero=1 as well,
+# (2,1,2,1) has no data parallelism (zero 0 only): 72/4 + 108/4 = 45, and a
+# third of the undominated (zero 0, 1 or 3): 6 + 9 = 15
+f=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 4 --top 0 --json --quiet --fixed tp=2)
+check "--fixed tp=2: 234 enumerated, 54 estimated" "grep -q '\"enumerated\":234,\"fitting\":234,\"estimated\":54,' <<<\"\$f\""
+check "--fixed tp=2: every candidate has tp=2" "! grep -o '\"layout\":\"[^\"]*' <<<\"\$f\" | grep -v -q '\"layout\":\"tp=2,'"
+f=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 4 --top 0 --json --quiet --fixed tp=2,zero=1)
+check "--fixed tp=2,zero=1: 45 enumerated, 15 estimated" "grep -q '\"enumerated\":45,\"fitting\":45,\"estimated\":15,' <<<\"\$f\""
+err=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 4 --top 0 --quiet --fixed tp=3 2>&1 >/dev/null); rc=$?
+check "--fixed tp=3 exits 2" "[ $rc -eq 2 ]"
+check "--fixed tp=3 says the fixed keys leave nothing" "[ \"\$err\" = \"simtrain: error: --fixed 'tp=3' leaves no layout to search for model '$data/tiny.json' on 4 GPUs with gbs 4 (the search's own keys take the values docs/search.md lists)\" ]"
+
 [ $fails -eq 0 ] || exit 1
 echo "search: all checks passed"
