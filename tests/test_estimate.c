@@ -78,12 +78,77 @@ static void test_together__interleaved_not_below_formula(void **state)
   assert_true(e.step_s >= (e.program_s + e.formula_bubble_s) * (1 - 1e-9));
 }
 
+/* Compute beside a transfer is stretched as the engine stretches it: on
+ * one DGX H100, a GEMM of d seconds starts with an all-reduce of c < d
+ * seconds on another stream; by the closed form the program ends at
+ * d + q c (q = the H100's overlap factor - 1: the transfer covers c of the
+ * GEMM, the stretch itself covers nothing more), and the stretch q c is
+ * the data-parallel part when the communicator is a data-parallel one. */
+static void stretch_case(int kind, double *program, double *want, double *stretch,
+                         double *dp_part)
+{
+  plat_cluster *cl;
+  st_err err;
+  assert_int_equal(plat_cluster_load("dgx-h100:1", &cl, &err), ST_OK);
+  const char *roles[] = {"world"};
+  const char *streams[] = {"compute", "comm"};
+  wl_workload *wl = wl_workload_create(8, 1, roles);
+  int p = wl_program_add(wl, "p", 2, streams);
+  wl_op ar = wl_op_coll(1, WL_COLL_ALLREDUCE, 0, 64.0 * 1048576);
+  wl_program_append(&wl->programs[p], &ar, NULL, 0);
+  wl_op g = wl_op_compute(0, -1);
+  g.sub = WL_CLASS_GEMM;
+  g.dtype = WL_DTYPE_BF16;
+  g.phase = WL_PHASE_BACKWARD;
+  g.m = g.n = g.k = 8192;
+  g.batch = 4;
+  g.flops = 2.0 * 8192 * 8192 * 8192 * 4;
+  g.bytes = 3.0 * 8192 * 8192 * 2 * 4;
+  wl_program_append(&wl->programs[p], &g, NULL, 0);
+  int32_t all[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  int c = wl_comm_add(wl, "world", kind, 8, all);
+  for (int r = 0; r < 8; r++) {
+    wl_rank_set(wl, r, p);
+    wl_rank_set_comm(wl, r, 0, c);
+  }
+  double d = plat_compute_time(plat_gpu_device(cl, 0), &wl->programs[p].ops[1]);
+  double t = sim_coll_estimate(cl, all, 8, WL_COLL_ALLREDUCE, 64.0 * 1048576);
+  double q = plat_compute_overlap_factor(plat_gpu_device(cl, 0)) - 1;
+  assert_true(t < d && q > 0);
+  drv_estimate e;
+  assert_int_equal(drv_estimate_workload(wl, cl, 1, 1, &e, &err), ST_OK);
+  *program = e.program_s;
+  *want = d + q * t;
+  *stretch = e.slowest.stretch_s;
+  *dp_part = e.slowest.dp_stretch_work_s;
+  if (fabs(*stretch - q * t) > 1e-12 * d)
+    fail_msg("stretch %.12g s, closed form %.12g s", *stretch, q * t);
+  wl_workload_destroy(wl);
+  plat_cluster_destroy(cl);
+}
+
+static void test_stretch__compute_beside_a_transfer(void **state)
+{
+  (void)state;
+  double program, want, stretch, dp_part;
+  stretch_case(WL_COMM_TP, &program, &want, &stretch, &dp_part);
+  if (fabs(program - want) > 1e-12 * want)
+    fail_msg("program %.12f s, closed form %.12f s", program, want);
+  assert_true(fabs(dp_part) <= 1e-12 * program); /* tensor-parallel: per micro-batch */
+  stretch_case(WL_COMM_DP, &program, &want, &stretch, &dp_part);
+  if (fabs(program - want) > 1e-12 * want)
+    fail_msg("program %.12f s, closed form %.12f s", program, want);
+  assert_true(fabs(dp_part - stretch) <= 1e-12 * program); /* data-parallel: once a step */
+  printf("GEMM beside an all-reduce: program %.9f s, stretch %.9f s\n", program, stretch);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_together__1f1b_is_the_closed_form),
       cmocka_unit_test(test_together__needs_a_pipeline),
       cmocka_unit_test(test_together__interleaved_not_below_formula),
+      cmocka_unit_test(test_stretch__compute_beside_a_transfer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -280,6 +280,9 @@ typedef struct drv_stage_estimate {
   double comm_s;    /* collectives and sends, hidden or not */
   double work_s;    /* the end of its last forward or backward compute op: the work of
                        its micro-batches, with what the program leaves exposed */
+  double stretch_s; /* compute stretched beside the rank's transfers (in compute_s) */
+  double dp_stretch_work_s; /* the part of it on forward and backward compute that
+                       data-parallel transfers cause: once a step, not per micro-batch */
 } drv_stage_estimate;
 
 typedef struct drv_estimate {

@@ -14,7 +14,16 @@
  * is the schedule's: with t_s the stage's forward and backward work per
  * micro-batch and v virtual stages, (sum_s t_s - max_s t_s) / v (for even
  * stages the (p - 1) t / v of Narayanan et al., 2021); the step is the
- * slowest stage's program plus the bubble. */
+ * slowest stage's program plus the bubble.
+ *
+ * Compute beside communication is stretched as the engine stretches it
+ * (sim/engine/compute.c, design note 2): a modelled compute op that runs
+ * while a collective, send or copy of its rank is in flight takes
+ * (factor - 1) x the overlapped time longer, factor the device's
+ * plat_compute_overlap_factor(), to the fixed point of the stretch
+ * overlapping more.  The bubble is taken from programs without the
+ * stretch (the stages run together are not stretched), so it is the
+ * schedule's waits alone. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,18 +161,157 @@ static double send_time(est_ctx *x, int src, int dst, double bytes)
   return t;
 }
 
-/* One stage's program alone on rank r. */
-static int stage_run(est_ctx *x, int r, drv_stage_estimate *out, st_err *err)
+/* The transfers of a rank in flight, as intervals, for the overlap
+ * stretch: those that end before every stream's next op can start are
+ * dropped as the program goes on. */
+typedef struct xfer_set {
+  double *a, *b;
+  uint8_t *dp; /* a data-parallel communicator's (reduced once a step, not per micro-batch) */
+  size_t n, cap;
+  double *tmp_a, *tmp_b; /* scratch: the pieces inside one compute op */
+} xfer_set;
+
+static void xfer_release(xfer_set *x)
+{
+  free(x->a);
+  free(x->b);
+  free(x->dp);
+  free(x->tmp_a);
+  free(x->tmp_b);
+}
+
+/* Drop the transfers that end before lo (no compute op to come starts
+ * earlier). */
+static void xfer_prune(xfer_set *x, double lo)
+{
+  size_t k = 0;
+  for (size_t i = 0; i < x->n; i++)
+    if (x->b[i] > lo) {
+      x->a[k] = x->a[i];
+      x->dp[k] = x->dp[i];
+      x->b[k++] = x->b[i];
+    }
+  x->n = k;
+}
+
+static int xfer_add(xfer_set *x, double a, double b, int dp, const double *free_at,
+                    const uint8_t *computes, int nstreams)
+{
+  if (!(b > a))
+    return ST_OK;
+  if (x->n == x->cap) {
+    double lo = INFINITY; /* no compute op to come starts before this */
+    for (int s = 0; s < nstreams; s++)
+      if (computes[s] && free_at[s] < lo)
+        lo = free_at[s];
+    xfer_prune(x, lo);
+  }
+  if (x->n == x->cap || !x->a) {
+    size_t cap = x->cap ? 2 * x->cap : 64;
+    double *na = realloc(x->a, cap * sizeof *na), *nb = na ? realloc(x->b, cap * sizeof *nb) : NULL;
+    if (na)
+      x->a = na;
+    if (!nb)
+      return ST_ENOMEM;
+    x->b = nb;
+    double *ta = realloc(x->tmp_a, cap * sizeof *ta), *tb = ta ? realloc(x->tmp_b, cap * sizeof *tb)
+                                                                : NULL;
+    if (ta)
+      x->tmp_a = ta;
+    if (!tb)
+      return ST_ENOMEM;
+    x->tmp_b = tb;
+    uint8_t *nd = realloc(x->dp, cap);
+    if (!nd)
+      return ST_ENOMEM;
+    x->dp = nd;
+    x->cap = cap;
+  }
+  x->a[x->n] = a;
+  x->dp[x->n] = (uint8_t)dp;
+  x->b[x->n++] = b;
+  return ST_OK;
+}
+
+/* How long [t0, t1] is covered by at least one transfer (no_dp: one of
+ * a communicator other than data-parallel). */
+static double xfer_overlap(xfer_set *x, double t0, double t1, int no_dp)
+{
+  size_t k = 0;
+  for (size_t i = 0; i < x->n; i++) {
+    if (no_dp && x->dp[i])
+      continue;
+    double a = x->a[i] > t0 ? x->a[i] : t0, b = x->b[i] < t1 ? x->b[i] : t1;
+    if (b <= a)
+      continue;
+    size_t j = k++; /* insertion by start */
+    while (j > 0 && x->tmp_a[j - 1] > a) {
+      x->tmp_a[j] = x->tmp_a[j - 1];
+      x->tmp_b[j] = x->tmp_b[j - 1];
+      j--;
+    }
+    x->tmp_a[j] = a;
+    x->tmp_b[j] = b;
+  }
+  double cov = 0, cur_a = 0, cur_b = -INFINITY;
+  for (size_t i = 0; i < k; i++) {
+    if (x->tmp_a[i] > cur_b) {
+      if (cur_b > cur_a)
+        cov += cur_b - cur_a;
+      cur_a = x->tmp_a[i];
+      cur_b = x->tmp_b[i];
+    } else if (x->tmp_b[i] > cur_b) {
+      cur_b = x->tmp_b[i];
+    }
+  }
+  if (cur_b > cur_a)
+    cov += cur_b - cur_a;
+  return cov;
+}
+
+/* A modelled compute op of d seconds from start beside the transfers: d
+ * plus q x the time they cover it, the stretch itself covered too (the
+ * fixed point, reached in a few rounds: q is about 0.1); *not_dp the
+ * part of the stretch transfers other than data-parallel ones cause. */
+static double stretched(xfer_set *x, double q, double start, double d, double *not_dp)
+{
+  double dd = d;
+  for (int it = 0; it < 8; it++) {
+    double nd = d + q * xfer_overlap(x, start, start + dd, 0);
+    int done = fabs(nd - dd) <= 1e-12 * d;
+    dd = nd;
+    if (done)
+      break;
+  }
+  *not_dp = fmin(dd - d, q * xfer_overlap(x, start, start + dd, 1));
+  return dd;
+}
+
+/* One stage's program alone on rank r; with stretch, compute beside the
+ * rank's transfers is stretched (the header). */
+static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st_err *err)
 {
   const wl_workload *wl = x->wl;
   const wl_program *p = &wl->programs[wl->rank_program[r]];
   double *end = malloc((p->num_ops + 1) * sizeof *end);
   double *free_at = calloc((size_t)p->num_streams + 1, sizeof *free_at);
+  xfer_set xs = {0};
   if (!end || !free_at) {
     free(end);
     free(free_at);
     return st_err_set(err, ST_ENOMEM, "out of memory");
   }
+  double q = stretch ? plat_compute_overlap_factor(plat_gpu_device(x->cl, r)) - 1 : 0;
+  /* the streams that run compute: only their ops ask what is in flight */
+  uint8_t *computes = calloc((size_t)p->num_streams + 1, 1);
+  if (!computes) {
+    free(end);
+    free(free_at);
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (p->ops[i].kind == WL_OP_COMPUTE)
+      computes[p->ops[i].stream] = 1;
   memset(out, 0, sizeof *out);
   double last = 0;
   for (size_t i = 0; i < p->num_ops; i++) {
@@ -176,6 +324,20 @@ static int stage_run(est_ctx *x, int r, drv_stage_estimate *out, st_err *err)
     switch (op->kind) {
     case WL_OP_COMPUTE:
       d = compute_time(x, r, op);
+      if (q > 0 && xs.n > 8) { /* keep the set to what is in flight */
+        double lo = start;
+        for (int k = 0; k < p->num_streams; k++)
+          if (computes[k] && free_at[k] < lo)
+            lo = free_at[k];
+        xfer_prune(&xs, lo);
+      }
+      if (q > 0 && op->duration_s < 0 && !(op->flags & WL_OPF_HOST) && xs.n) {
+        double d0 = d, not_dp;
+        d = stretched(&xs, q, start, d, &not_dp);
+        out->stretch_s += d - d0;
+        if (op->phase == WL_PHASE_FORWARD || op->phase == WL_PHASE_BACKWARD)
+          out->dp_stretch_work_s += d - d0 - not_dp;
+      }
       out->compute_s += d;
       if (op->phase == WL_PHASE_FORWARD || op->phase == WL_PHASE_BACKWARD)
         out->work_s = fmax(out->work_s, start + d);
@@ -197,6 +359,8 @@ static int stage_run(est_ctx *x, int r, drv_stage_estimate *out, st_err *err)
     if (!isfinite(d)) {
       free(end);
       free(free_at);
+      free(computes);
+      xfer_release(&xs);
       return st_err_set(err, ST_EINPUT, "cluster '%s': no route of its own to price op %zu of "
                         "program '%s' (analytic estimates need a preset or a cluster spec)",
                         x->cl->name, i, p->name);
@@ -204,10 +368,21 @@ static int stage_run(est_ctx *x, int r, drv_stage_estimate *out, st_err *err)
     end[i] = start + d;
     free_at[op->stream] = end[i];
     last = fmax(last, end[i]);
+    if (q > 0 && (op->kind == WL_OP_COLL || op->kind == WL_OP_SEND || op->kind == WL_OP_COPY) &&
+        xfer_add(&xs, start, end[i], comm >= 0 && wl->comms[comm].kind == WL_COMM_DP, free_at,
+                 computes, p->num_streams)) {
+      free(end);
+      free(free_at);
+      free(computes);
+      xfer_release(&xs);
+      return st_err_set(err, ST_ENOMEM, "out of memory");
+    }
   }
   out->program_s = last;
   free(end);
   free(free_at);
+  free(computes);
+  xfer_release(&xs);
   return ST_OK;
 }
 
@@ -534,16 +709,22 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
   memset(out, 0, sizeof *out);
   est_ctx x = {.wl = wl, .cl = cl};
   int rc = ST_OK;
-  double sum_t = 0, max_t = 0;
+  double sum_t = 0, max_t = 0, plain_max = 0;
   for (int p = 0; p < wl->num_programs && !rc; p++) {
     int r = 0;
     while (r < wl->num_ranks && wl->rank_program[r] != p)
       r++;
     if (r == wl->num_ranks)
       continue;
-    drv_stage_estimate st;
-    if ((rc = stage_run(&x, r, &st, err)))
+    drv_stage_estimate st, plain;
+    if ((rc = stage_run(&x, r, 1, &st, err)))
       break;
+    /* the bubble is the stages together less the slowest alone, both
+     * without the stretch */
+    if (wl->num_programs > 1 && (rc = stage_run(&x, r, 0, &plain, err)))
+      break;
+    if (wl->num_programs > 1)
+      plain_max = fmax(plain_max, plain.program_s);
     double t = st.work_s / (microbatches > 0 ? microbatches : 1);
     sum_t += t;
     max_t = fmax(max_t, t);
@@ -561,7 +742,7 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
     return err->code;
   out->coupled = isfinite(together);
   out->formula_bubble_s = (sum_t - max_t) / (vstages > 0 ? vstages : 1);
-  out->bubble_s = out->coupled ? fmax(0, together - out->program_s) : out->formula_bubble_s;
+  out->bubble_s = out->coupled ? fmax(0, together - plain_max) : out->formula_bubble_s;
   out->step_s = out->program_s + out->bubble_s;
   out->exposed_comm_s = fmax(0, out->program_s - out->slowest.compute_s);
   return ST_OK;

@@ -388,7 +388,10 @@ static int estimate_one(const enum_ctx *x, const plat_cluster *cl, drv_candidate
   int rc = estimate_at(x, cl, c, m_est, &e, err);
   if (rc)
     return rc;
-  double per_mb = e.slowest.work_s / m_est;
+  /* per micro-batch without the stretch data-parallel reductions and
+   * gathers cause: they run once a step (ZeRO-3's gathers, which repeat,
+   * are then stretched once only) */
+  double per_mb = (e.slowest.work_s - e.slowest.dp_stretch_work_s) / m_est;
   double alone = e.program_s + (m_full - m_est) * per_mb; /* the slowest stage alone */
   double step = alone + e.bubble_s;
   int m2 = 2 * m_est;
