@@ -312,6 +312,14 @@ int plat__route_ids(const plat_cluster *c, const plat__lay *L, int s, int d, int
   return n;
 }
 
+/* A torus chip's way out: the up link of its host's data-centre NIC (the
+ * host's chips shared evenly among its NICs); the down link is the next id. */
+static long dcn_up_link(const plat_cluster *c, const plat__lay *L, int g)
+{
+  long node = plat_gpu_node(c, g);
+  return L->nic_base + 2 * (node * c->dcn_nics + plat_gpu_local(c, g) * c->dcn_nics / c->gpus_per_node);
+}
+
 /* The route to the top of the fabric (pods.c joins two of them across the
  * data-centre network): as if the destination were beyond the top level,
  * every up link of the source's groups; a switch fabric is its one switch. */
@@ -323,7 +331,7 @@ int plat__route_up(const plat_cluster *c, const plat__lay *L, int s, int *ids, i
   if (c->fabric_kind == PLAT_FABRIC_TORUS) { /* the chip's host's data-centre NIC */
     if (c->dcn_nics < 1)
       return -1;
-    PUSH(L->nic_base + 2 * (ns * c->dcn_nics + plat_gpu_local(c, s) * c->dcn_nics / c->gpus_per_node));
+    PUSH(dcn_up_link(c, L, s));
     *switches = 1;
     *np = n;
     return n;
@@ -351,7 +359,7 @@ int plat__route_down(const plat_cluster *c, const plat__lay *L, int d, int *ids,
   if (c->fabric_kind == PLAT_FABRIC_TORUS) {
     if (c->dcn_nics < 1)
       return -1;
-    PUSH(L->nic_base + 2 * (nd * c->dcn_nics + plat_gpu_local(c, d) * c->dcn_nics / c->gpus_per_node) + 1);
+    PUSH(dcn_up_link(c, L, d) + 1);
     *switches = 1;
     *np = n;
     return n;
