@@ -5,7 +5,7 @@
 #   cmake -S . -B build-fuzz -DSIMTRAIN_FUZZ=ON -DCMAKE_C_COMPILER=clang \
 #         -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
 #   cmake --build build-fuzz -j2 --target fuzz
-#   bench/fuzz.sh [-t SECONDS | -c CPU_SECONDS] [-j JOBS] [-w WORKDIR] build-fuzz/tests/fuzz [TARGET...]
+#   bench/fuzz.sh [-t SECONDS | -c CPU_SECONDS] [-j JOBS] [-w WORKDIR] [-T SECONDS] build-fuzz/tests/fuzz [TARGET...]
 #   bench/fuzz.sh --seeds-only build-fuzz/tests/fuzz fuzz_smpi   (ctest: each seed once)
 #
 # -t: seconds per target (default 60); -c: CPU seconds per target instead
@@ -13,22 +13,26 @@
 # CPU, so that a target sharing its core still gets its full budget);
 # -j: targets run at once (default 1);
 # -w: where the growing corpora, logs and crash inputs go (default
-# WORKDIR=build-fuzz/fuzz-work, kept between runs so a corpus grows).
+# WORKDIR=build-fuzz/fuzz-work, kept between runs so a corpus grows);
+# -T: an input running longer than this is a time-out (default 30 s; it
+# is wall time, so a run beside other work, niced, needs more: one at
+# nice 19 beside two busy processes timed out on inputs that take 1 s).
 # Prints a row per target: seconds, CPU seconds, executions, corpus (inputs and bytes),
 # coverage (edges, features) and crashes; exits 1 when any target crashed,
 # leaked, ran out of memory or time (its input is kept under WORKDIR/NAME/).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 shared=${ST_SHARED_DIR:-$here/../shared}
-secs=60 cpu=0 jobs=1 work="" seeds_only=0
+secs=60 cpu=0 jobs=1 work="" seeds_only=0 unit_timeout=30
 while [ $# -gt 0 ]; do
   case $1 in
     -t) secs=$2; shift 2 ;;
     -c) cpu=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
     -w) work=$2; shift 2 ;;
+    -T) unit_timeout=$2; shift 2 ;;
     --seeds-only) seeds_only=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -121,7 +125,7 @@ run_one() {
       round=$(( left < 600 ? left : 600 ))
     fi
     { time ( cd "$w/crashes" && "$bin/$name" -max_total_time="$round" -rss_limit_mb=4096 \
-        -timeout=30 -max_len=65536 -print_final_stats=1 $(dict_of "$name") \
+        -timeout="$unit_timeout" -max_len=65536 -print_final_stats=1 $(dict_of "$name") \
         "$w/corpus" "$w/seeds" >>"$log" 2>&1 ); } 2>"$w/time"
     rc=$?
     used=$(awk -v u="$used" '/^cpu_seconds:/ { printf "%d", u + $2 + $3 + 0.5 }' "$w/time")
@@ -152,7 +156,7 @@ if [ "$jobs" -le 1 ]; then
   for t in "$@"; do run_one "$t" || fail=1; done
 else
   export -f run_one make_seeds seed_files dict_of
-  export here shared secs cpu work bin seeds_only layout_seeds
+  export here shared secs cpu work bin seeds_only layout_seeds unit_timeout
   printf '%s\n' "$@" | xargs -P "$jobs" -I{} bash -c 'run_one {}' || fail=1
 fi
 exit $fail
