@@ -213,10 +213,14 @@ static int edge_layers(int layers, int pp)
 static int enum_inner(enum_ctx *x, drv_knobs k)
 {
   int rc = ST_OK;
-  static const int mbs_v[] = {1, 2, 4, 8};
-  for (size_t a = 0; a < sizeof mbs_v / sizeof mbs_v[0] && !rc; a++) {
-    k.mbs = mbs_v[a];
-    if (x->o->gbs % (k.mbs * k.dp))
+  /* every micro-batch that divides a replica's share of the batch: small
+   * models run large ones (llm-foundry's 760M model 24 a GPU), and a
+   * search of powers of two up to 8 could not find those */
+  if (x->o->gbs % k.dp)
+    return ST_OK;
+  int share = x->o->gbs / k.dp;
+  for (k.mbs = 1; k.mbs <= share && !rc; k.mbs++) {
+    if (share % k.mbs)
       continue;
     int per_stage = x->m->layers / k.pp;
     for (k.vpp = 1; k.vpp <= (k.uneven || k.pp == 1 ? 1 : per_stage) && !rc; k.vpp++) {

@@ -3,7 +3,7 @@
 # every count can be checked by hand:
 #   (tp, cp, pp, dp) with tp*cp*pp*dp = 4, pp <= 2 layers: (1,1,1,4) (1,1,2,2)
 #   (1,2,1,2) (1,2,2,1) (1,4,1,1) (2,1,1,2) (2,1,2,1) (2,2,1,1) (4,1,1,1);
-#   mbs in 1,2,4,8 dividing gbs/dp = 4/dp; schedules 1f1b+gpipe when pp = 2;
+#   mbs dividing gbs/dp = 4/dp (every divisor); schedules 1f1b+gpipe when pp = 2;
 #   zero 0-3 when dp*cp > 1; recompute x3; sp/tp_overlap (0,0) (1,0) (1,1)
 #   when tp > 1; vpp 1 (a stage of one layer, or pp = 1):
 #     12 + 48 + 24 + 72 + 36 + 72 + 54 + 108 + 27 = 453 enumerated;
@@ -81,6 +81,15 @@ sed 's/"device_memory_GB": [0-9.]*/"device_memory_GB": 0.001/' "$tmp/above.json"
 err=$("$simtrain" search --model "$data/tiny.json" --cluster "$tmp/tiny_mem.json" --gbs 4 --quiet 2>&1 >/dev/null); rc=$?
 check "fits nowhere exits 2" "[ $rc -eq 2 ]"
 check "fits nowhere message ($err)" "grep -q \"fits no layout on 4 GPUs of .*: the smallest peak any layout needs is .* per GPU, a H100-SXM has 976.56 KiB; \" <<<\"\$err\""
+
+# every micro-batch dividing a replica's share of the batch, not only powers
+# of two: gbs 6 leaves out dp = 4; dp = 2 has mbs 1, 3 and dp = 1 mbs 1, 2,
+# 3, 6, so by the tuples of the header (1,1,2,2) 2*2*4*3 = 48, (1,2,1,2) 24,
+# (1,2,2,1) 4*2*4*3 = 96, (1,4,1,1) 48, (2,1,1,2) 2*4*3*3 = 72, (2,1,2,1)
+# 4*2*3*3 = 72, (2,2,1,1) 4*4*3*3 = 144, (4,1,1,1) 4*3*3 = 36: 540
+g=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 6 --top 0 --json --quiet)
+check "gbs 6: 540 enumerated (mbs 3 and 6 among them)" "grep -q '\"enumerated\":540,' <<<\"\$g\""
+check "gbs 6: a candidate with mbs=3" "grep -q '\"layout\":\"tp=[^\"]*,mbs=3,' <<<\"\$g\""
 
 # --fixed on a key the search sets keeps the candidates with that value (by
 # the header's tuples): tp=2 is (2,1,1,2) 72 + (2,1,2,1) 54 + (2,2,1,1) 108
