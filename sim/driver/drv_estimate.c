@@ -162,74 +162,43 @@ static double send_time(est_ctx *x, int src, int dst, double bytes)
 }
 
 /* The transfers of a rank in flight, as intervals, for the overlap
- * stretch: those that end before every stream's next op can start are
- * dropped as the program goes on. */
+ * stretch; stage_run drops those no compute op to come can meet. */
+typedef struct xfer {
+  double a, b;
+  int dp; /* a data-parallel communicator's (reduced once a step, not per micro-batch) */
+} xfer;
+
 typedef struct xfer_set {
-  double *a, *b;
-  uint8_t *dp; /* a data-parallel communicator's (reduced once a step, not per micro-batch) */
+  xfer *v, *tmp; /* tmp: scratch, the pieces inside one compute op */
   size_t n, cap;
-  double *tmp_a, *tmp_b; /* scratch: the pieces inside one compute op */
 } xfer_set;
 
-static void xfer_release(xfer_set *x)
-{
-  free(x->a);
-  free(x->b);
-  free(x->dp);
-  free(x->tmp_a);
-  free(x->tmp_b);
-}
-
-/* Drop the transfers that end before lo (no compute op to come starts
- * earlier). */
+/* Drop the transfers that end before lo. */
 static void xfer_prune(xfer_set *x, double lo)
 {
   size_t k = 0;
   for (size_t i = 0; i < x->n; i++)
-    if (x->b[i] > lo) {
-      x->a[k] = x->a[i];
-      x->dp[k] = x->dp[i];
-      x->b[k++] = x->b[i];
-    }
+    if (x->v[i].b > lo)
+      x->v[k++] = x->v[i];
   x->n = k;
 }
 
-static int xfer_add(xfer_set *x, double a, double b, int dp, const double *free_at,
-                    const uint8_t *computes, int nstreams)
+static int xfer_add(xfer_set *x, double a, double b, int dp)
 {
   if (!(b > a))
     return ST_OK;
   if (x->n == x->cap) {
-    double lo = INFINITY; /* no compute op to come starts before this */
-    for (int s = 0; s < nstreams; s++)
-      if (computes[s] && free_at[s] < lo)
-        lo = free_at[s];
-    xfer_prune(x, lo);
-  }
-  if (x->n == x->cap || !x->a) {
     size_t cap = x->cap ? 2 * x->cap : 64;
-    double *na = realloc(x->a, cap * sizeof *na), *nb = na ? realloc(x->b, cap * sizeof *nb) : NULL;
-    if (na)
-      x->a = na;
-    if (!nb)
+    xfer *v = realloc(x->v, cap * sizeof *v);
+    if (v)
+      x->v = v;
+    xfer *t = v ? realloc(x->tmp, cap * sizeof *t) : NULL;
+    if (!t)
       return ST_ENOMEM;
-    x->b = nb;
-    double *ta = realloc(x->tmp_a, cap * sizeof *ta), *tb = ta ? realloc(x->tmp_b, cap * sizeof *tb)
-                                                                : NULL;
-    if (ta)
-      x->tmp_a = ta;
-    if (!tb)
-      return ST_ENOMEM;
-    x->tmp_b = tb;
-    uint8_t *nd = realloc(x->dp, cap);
-    if (!nd)
-      return ST_ENOMEM;
-    x->dp = nd;
+    x->tmp = t;
     x->cap = cap;
   }
-  x->a[x->n] = a;
-  x->dp[x->n] = (uint8_t)dp;
-  x->b[x->n++] = b;
+  x->v[x->n++] = (xfer){a, b, dp};
   return ST_OK;
 }
 
@@ -239,29 +208,27 @@ static double xfer_overlap(xfer_set *x, double t0, double t1, int no_dp)
 {
   size_t k = 0;
   for (size_t i = 0; i < x->n; i++) {
-    if (no_dp && x->dp[i])
+    if (no_dp && x->v[i].dp)
       continue;
-    double a = x->a[i] > t0 ? x->a[i] : t0, b = x->b[i] < t1 ? x->b[i] : t1;
+    double a = x->v[i].a > t0 ? x->v[i].a : t0, b = x->v[i].b < t1 ? x->v[i].b : t1;
     if (b <= a)
       continue;
     size_t j = k++; /* insertion by start */
-    while (j > 0 && x->tmp_a[j - 1] > a) {
-      x->tmp_a[j] = x->tmp_a[j - 1];
-      x->tmp_b[j] = x->tmp_b[j - 1];
+    while (j > 0 && x->tmp[j - 1].a > a) {
+      x->tmp[j] = x->tmp[j - 1];
       j--;
     }
-    x->tmp_a[j] = a;
-    x->tmp_b[j] = b;
+    x->tmp[j] = (xfer){a, b, 0};
   }
   double cov = 0, cur_a = 0, cur_b = -INFINITY;
   for (size_t i = 0; i < k; i++) {
-    if (x->tmp_a[i] > cur_b) {
+    if (x->tmp[i].a > cur_b) {
       if (cur_b > cur_a)
         cov += cur_b - cur_a;
-      cur_a = x->tmp_a[i];
-      cur_b = x->tmp_b[i];
-    } else if (x->tmp_b[i] > cur_b) {
-      cur_b = x->tmp_b[i];
+      cur_a = x->tmp[i].a;
+      cur_b = x->tmp[i].b;
+    } else if (x->tmp[i].b > cur_b) {
+      cur_b = x->tmp[i].b;
     }
   }
   if (cur_b > cur_a)
@@ -295,20 +262,15 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
   const wl_program *p = &wl->programs[wl->rank_program[r]];
   double *end = malloc((p->num_ops + 1) * sizeof *end);
   double *free_at = calloc((size_t)p->num_streams + 1, sizeof *free_at);
-  xfer_set xs = {0};
-  if (!end || !free_at) {
-    free(end);
-    free(free_at);
-    return st_err_set(err, ST_ENOMEM, "out of memory");
-  }
-  double q = stretch ? plat_compute_overlap_factor(plat_gpu_device(x->cl, r)) - 1 : 0;
   /* the streams that run compute: only their ops ask what is in flight */
   uint8_t *computes = calloc((size_t)p->num_streams + 1, 1);
-  if (!computes) {
-    free(end);
-    free(free_at);
-    return st_err_set(err, ST_ENOMEM, "out of memory");
+  xfer_set xs = {0};
+  int rc = ST_OK;
+  if (!end || !free_at || !computes) {
+    rc = st_err_set(err, ST_ENOMEM, "out of memory");
+    goto done;
   }
+  double q = stretch ? plat_compute_overlap_factor(plat_gpu_device(x->cl, r)) - 1 : 0;
   for (size_t i = 0; i < p->num_ops; i++)
     if (p->ops[i].kind == WL_OP_COMPUTE)
       computes[p->ops[i].stream] = 1;
@@ -324,7 +286,7 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
     switch (op->kind) {
     case WL_OP_COMPUTE:
       d = compute_time(x, r, op);
-      if (q > 0 && xs.n > 8) { /* keep the set to what is in flight */
+      if (xs.n > 8) { /* keep the set to what a compute op to come can meet */
         double lo = start;
         for (int k = 0; k < p->num_streams; k++)
           if (computes[k] && free_at[k] < lo)
@@ -357,33 +319,28 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
     default: break; /* receives and markers */
     }
     if (!isfinite(d)) {
-      free(end);
-      free(free_at);
-      free(computes);
-      xfer_release(&xs);
-      return st_err_set(err, ST_EINPUT, "cluster '%s': no route of its own to price op %zu of "
-                        "program '%s' (analytic estimates need a preset or a cluster spec)",
-                        x->cl->name, i, p->name);
+      rc = st_err_set(err, ST_EINPUT, "cluster '%s': no route of its own to price op %zu of "
+                      "program '%s' (analytic estimates need a preset or a cluster spec)",
+                      x->cl->name, i, p->name);
+      goto done;
     }
     end[i] = start + d;
     free_at[op->stream] = end[i];
     last = fmax(last, end[i]);
     if (q > 0 && (op->kind == WL_OP_COLL || op->kind == WL_OP_SEND || op->kind == WL_OP_COPY) &&
-        xfer_add(&xs, start, end[i], comm >= 0 && wl->comms[comm].kind == WL_COMM_DP, free_at,
-                 computes, p->num_streams)) {
-      free(end);
-      free(free_at);
-      free(computes);
-      xfer_release(&xs);
-      return st_err_set(err, ST_ENOMEM, "out of memory");
+        xfer_add(&xs, start, end[i], comm >= 0 && wl->comms[comm].kind == WL_COMM_DP)) {
+      rc = st_err_set(err, ST_ENOMEM, "out of memory");
+      goto done;
     }
   }
   out->program_s = last;
+done:
   free(end);
   free(free_at);
   free(computes);
-  xfer_release(&xs);
-  return ST_OK;
+  free(xs.v);
+  free(xs.tmp);
+  return rc;
 }
 
 /* ---- the stages together ---------------------------------------------------- */
@@ -719,12 +676,12 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
     drv_stage_estimate st, plain;
     if ((rc = stage_run(&x, r, 1, &st, err)))
       break;
-    /* the bubble is the stages together less the slowest alone, both
-     * without the stretch */
-    if (wl->num_programs > 1 && (rc = stage_run(&x, r, 0, &plain, err)))
-      break;
-    if (wl->num_programs > 1)
+    if (wl->num_programs > 1) { /* the bubble is the stages together less the slowest
+                                   alone, both without the stretch */
+      if ((rc = stage_run(&x, r, 0, &plain, err)))
+        break;
       plain_max = fmax(plain_max, plain.program_s);
+    }
     double t = st.work_s / (microbatches > 0 ? microbatches : 1);
     sum_t += t;
     max_t = fmax(max_t, t);
