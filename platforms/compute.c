@@ -19,7 +19,12 @@
  *     separate streams) is quantised over all c and charged 1/c of that.
  *     fp8 GEMMs run against the fp8 peak with fp8_gemm_eff; a device without
  *     fp8 runs them at its bf16 rate.
- *  2. Fused attention (flash attention): flops / (peak x attn_eff x f_seq x
+ *  2. Fused attention (flash attention), where the parameter set has
+ *     attn_published and the device a published table (H100, H200:
+ *     platforms/attention.c): flops / the published rate of the op's kernel
+ *     library (wl_attn_impl: cuDNN, FlashAttention-2 or -3, Triton) at its
+ *     head dim and length, masked blocks included.  Elsewhere
+ *     flops / (peak x attn_eff x f_seq x
  *     f_hd), f_seq = s / (s + ATTN_SEQ_HALF) (short sequences do not fill
  *     the pipeline), f_hd = h / (h + ATTN_HD_HALF) normalised at head dim 128
  *     and capped at 1, times attn_bwd_ratio for the backward kernel.  With a
@@ -96,7 +101,9 @@ static const struct {
  *    one, as in the benchmarks.
  *  attn_eff, attn_bwd_ratio: FlashAttention-2 on A100 (about 220 TF/s
  *    forward at head dim 128, backward 0.8 of that); on H100, cuDNN fused
- *    attention as used by Transformer Engine (about 550 TF/s forward).
+ *    attention as used by Transformer Engine (about 550 TF/s forward): used
+ *    on H100/H200 only with attn_published 0, whose published rates by
+ *    library (FlashAttention-3 paper) replace them.
  *  mem_eff: streaming kernels (copy, Adam) reach 1.75 of 2.04 TB/s on
  *    A100-80GB and 2.9-3.0 of 3.35 TB/s on H100 (0.85, 0.88).
  *  launch_s: device-side gap between back-to-back kernels in a captured
@@ -114,9 +121,11 @@ static const plat_compute_params builtin_sets[] = {
      .mem_eff = 0.80, .launch_s = 2e-6, .overlap_slowdown = 0.10},
     {.device = "H100-SXM", .sms = 132, .tile_m = 256, .tile_n = 128, .gemm_eff = 0.668,
      .gemm_k_overhead = 128, .fp8_gemm_eff = 0.561, .attn_eff = 0.55, .attn_bwd_ratio = 0.80,
+     .attn_published = 1,
      .mem_eff = 0.88, .launch_s = 2e-6, .overlap_slowdown = 0.10},
     {.device = "H200", .sms = 132, .tile_m = 256, .tile_n = 128, .gemm_eff = 0.668,
      .gemm_k_overhead = 128, .fp8_gemm_eff = 0.561, .attn_eff = 0.55, .attn_bwd_ratio = 0.80,
+     .attn_published = 1,
      .mem_eff = 0.88, .launch_s = 2e-6, .overlap_slowdown = 0.10},
 };
 
@@ -249,15 +258,23 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
   }
   case WL_CLASS_ATTENTION: {
     peak = peak_for(d, op->dtype);
-    double eff = p->attn_eff;
     double s = op->n > 0 ? op->n : 0, h = op->k;
+    int causal = (op->flags & WL_OPF_CAUSAL) != 0, bwd = op->phase == WL_PHASE_BACKWARD;
+    double rate = !p->attn_published || op->dtype == WL_DTYPE_FP8
+                      ? 0 /* the tables are bf16/fp16 */
+                      : plat_attn_published_rate(d, wl_op_attn_impl(op), bwd, causal, h, s);
+    if (rate > 0) { /* the library's published rate, masked blocks included */
+      math = flops / rate;
+      break;
+    }
+    double eff = p->attn_eff;
     if (s > 0)
       eff *= s / (s + ATTN_SEQ_HALF);
     if (h > 0)
       eff *= fmin(1.0, (h / (h + ATTN_HD_HALF)) / (128.0 / (128.0 + ATTN_HD_HALF)));
-    if (op->phase == WL_PHASE_BACKWARD)
+    if (bwd)
       eff *= p->attn_bwd_ratio;
-    double waste = (op->flags & WL_OPF_CAUSAL) && s > 0 ? 1.0 + ATTN_BLOCK / s : 1.0;
+    double waste = causal && s > 0 ? 1.0 + ATTN_BLOCK / s : 1.0;
     math = flops * waste / (peak * eff);
     break;
   }

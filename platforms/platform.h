@@ -287,11 +287,24 @@ typedef struct plat_compute_params {
   double fp8_gemm_eff;     /* as gemm_eff for fp8 GEMMs, fraction of the fp8 peak */
   double attn_eff;         /* fused attention forward, long sequence, head dim 128 */
   double attn_bwd_ratio;   /* backward efficiency / forward efficiency */
+  int attn_published;      /* 1: fused attention at the published rates of its library
+                              (plat_attn_published_rate) where the device has them;
+                              attn_eff and attn_bwd_ratio price it otherwise */
   double mem_eff;          /* fraction of HBM bandwidth reached by streaming kernels */
   double launch_s;         /* per-kernel overhead (launch gap, prologue) */
   double overlap_slowdown; /* compute runs (1 + this) slower while a transfer of the same
                               GPU is running (communication kernels take SMs and HBM) */
 } plat_compute_params;
+
+/* Published fused-attention rates (platforms/attention.c): FLOP/s of the
+ * kernel library impl (wl_attn_impl; the default is the device's library:
+ * cuDNN on Hopper) for a forward or backward pass with or without a causal
+ * mask, at a head dimension and key length, interpolated between the
+ * published points; 0 when the device has no published table (then the
+ * compute model's attn_eff prices attention). */
+int plat_attn_has_rates(const plat_device *d);
+double plat_attn_published_rate(const plat_device *d, int impl, int bwd, int causal,
+                                double head_dim, double seq);
 
 /* The parameter set for a device (by name), or the generic set.  Never NULL;
  * points at static storage. */

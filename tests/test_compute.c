@@ -361,6 +361,69 @@ static void test_attention__sequence_head_dim_and_mask(void **state)
   check_rel(r, (8192.0 / (8192 + 192)) / (512.0 / (512 + 192)), 1e-12, "seq 512 vs 8192");
 }
 
+/* The published Hopper attention rates (platforms/attention.c, FlashAttention-3
+ * paper figures 5 and 6), worked out by hand from the printed numbers.  The
+ * H100 device is the toy one renamed: the rate depends on the name only, and
+ * the toy's zero launch cost leaves time = flops / rate. */
+static void test_attention__published_hopper_rates_by_library(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  snprintf(d.name, sizeof d.name, "H100-SXM");
+  plat_compute_params p = toy_params();
+  p.attn_published = 1;
+  /* a published point: causal forward, head dim 128, 2,048: FA2 298, cuDNN 484 TFLOP/s */
+  wl_op c = attention(2048, 128, 32, 1, WL_PHASE_FORWARD);
+  c.flags = wl_flags_with_attn(c.flags, WL_ATTN_FA2);
+  check_rel(plat_compute_time_with(&p, &d, &c), c.flops / 298e12, 1e-12, "fa2 causal 2k");
+  c.flags = wl_flags_with_attn(c.flags, WL_ATTN_CUDNN);
+  check_rel(plat_compute_time_with(&p, &d, &c), c.flops / 484e12, 1e-12, "cudnn causal 2k");
+  c.flags = wl_flags_with_attn(c.flags, WL_ATTN_DEFAULT); /* Hopper's default: cuDNN */
+  check_rel(plat_compute_time_with(&p, &d, &c), c.flops / 484e12, 1e-12, "default causal 2k");
+  /* between points, linear in log2(s): s = 2^11.5 is halfway between 2k and 4k
+   * (FA3 non-causal: 625 and 638) */
+  check_rel(plat_attn_published_rate(&d, WL_ATTN_FA3, 0, 0, 128, pow(2, 11.5)), 631.5e12, 1e-12,
+            "fa3 halfway in log2(s)");
+  /* head dim 96 halfway between 64 and 128 (cuDNN non-causal 8k: 412 and 600) */
+  check_rel(plat_attn_published_rate(&d, WL_ATTN_CUDNN, 0, 0, 96, 8192), 506e12, 1e-12,
+            "cudnn head dim 96");
+  /* outside the published lengths: the nearest point (FA2 non-causal 128: 309 at 512, 370 at 16k) */
+  check_rel(plat_attn_published_rate(&d, WL_ATTN_FA2, 0, 0, 128, 128), 309e12, 1e-12, "s 128");
+  check_rel(plat_attn_published_rate(&d, WL_ATTN_FA2, 0, 0, 128, 65536), 370e12, 1e-12, "s 64k");
+  /* filled cells: a causal backward is the non-causal backward times the
+   * forward's causal / non-causal ratio: FA2, 128, 8k: 318 x 333 / 370 */
+  wl_op b = attention(8192, 128, 32, 1, WL_PHASE_BACKWARD);
+  b.flags = wl_flags_with_attn(b.flags, WL_ATTN_FA2);
+  check_rel(plat_compute_time_with(&p, &d, &b), b.flops / (318e12 * 333 / 370), 1e-12,
+            "fa2 causal backward");
+  /* causal forward at head dim 64: non-causal 64 x (causal / non-causal at 128):
+   * cuDNN 4k: 408 x 518 / 609 */
+  check_rel(plat_attn_published_rate(&d, WL_ATTN_CUDNN, 0, 1, 64, 4096), 408e12 * 518 / 609,
+            1e-12, "cudnn causal head dim 64");
+  /* Triton's backward is FlashAttention-2's; its head dim 256 its 128:
+   * non-causal 1k backward 260, forward at 256 = 372 */
+  check_rel(plat_attn_published_rate(&d, WL_ATTN_TRITON, 1, 0, 128, 1024), 260e12, 1e-12,
+            "triton backward");
+  check_rel(plat_attn_published_rate(&d, WL_ATTN_TRITON, 0, 0, 256, 1024), 372e12, 1e-12,
+            "triton head dim 256");
+  /* head dim 256 backward: 128's times the forward's 256 / 128 (FA3 16k: 561 x 756 / 648) */
+  check_rel(plat_attn_published_rate(&d, WL_ATTN_FA3, 1, 0, 256, 16384), 561e12 * 756 / 648,
+            1e-12, "fa3 backward head dim 256");
+  /* a parameter set that turns the tables off prices by attn_eff */
+  p.attn_published = 0;
+  double eff0 = 0.5 * 2048.0 / (2048.0 + 192.0);
+  check_rel(plat_compute_time_with(&p, &d, &c), c.flops * (1 + 128.0 / 2048) / (100e12 * eff0),
+            1e-12, "attn_published 0: attn_eff");
+  p.attn_published = 1;
+  /* a device without a table keeps its efficiency (the A100, the toy) */
+  snprintf(d.name, sizeof d.name, "A100-SXM4-80GB");
+  assert_true(plat_attn_published_rate(&d, WL_ATTN_FA2, 0, 1, 128, 2048) == 0);
+  double eff = 0.5 * 2048.0 / (2048.0 + 192.0);
+  c.flags = wl_flags_with_attn(c.flags, WL_ATTN_FA2);
+  check_rel(plat_compute_time_with(&p, &d, &c), c.flops * (1 + 128.0 / 2048) / (100e12 * eff),
+            1e-12, "no table: attn_eff");
+}
+
 static void test_overlap__factor_is_one_plus_slowdown(void **state)
 {
   (void)state;
@@ -460,6 +523,7 @@ int main(void)
       cmocka_unit_test(test_fp8__twice_the_peak_at_its_own_efficiency),
       cmocka_unit_test(test_memory_bound__elementwise_and_optimizer_at_hbm_fraction),
       cmocka_unit_test(test_attention__sequence_head_dim_and_mask),
+      cmocka_unit_test(test_attention__published_hopper_rates_by_library),
       cmocka_unit_test(test_overlap__factor_is_one_plus_slowdown),
       cmocka_unit_test(test_params__lookup_by_name_generic_and_override),
       cmocka_unit_test(test_builtin__large_gemm_and_stream_match_published_figures),

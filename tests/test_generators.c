@@ -306,7 +306,10 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
-       "dp_microbatches, balance, offload)"},
+       "dp_microbatches, balance, offload, attn_impl)"},
+      {0, "attn_impl=xformers", 1,
+       "layout 'attn_impl=xformers': key 'attn_impl' value 'xformers' is unknown (known: "
+       "default, cudnn, fa2, fa3, triton)"},
       {0, "dp_impl=fsdp,zero=1", 2,
        "layout 'dp_impl=fsdp,zero=1': dp_impl=fsdp needs zero=3 (parameters, gradients and "
        "optimizer state sharded, FULL_SHARD); zero is 1 (its other sharding strategies are not "
@@ -413,6 +416,70 @@ static void test_layout__defaults_and_canonical_spec(void **state)
   assert_int_equal(wl_layout_parse("tp=8,sp=1,tp_overlap=0", 8, &m, &l, &err), 0);
   assert_int_equal(l.tp_overlap, 0);
   assert_null(strstr(l.spec, "tp_overlap"));
+}
+
+/* The attention library (attn_impl): Megatron-core's default leaves the
+ * device's choice (cuDNN through Transformer Engine on Hopper), the PyTorch
+ * frameworks' dp_impl default to FlashAttention-2 (SDPA's flash backend);
+ * each attention op carries it, and the canonical spec names it only when
+ * it differs from the framework's default. */
+static int attn_ops_with(const wl_workload *wl, int impl, int *others)
+{
+  int n = 0;
+  *others = 0;
+  for (int p = 0; p < wl->num_programs; p++)
+    for (size_t i = 0; i < wl->programs[p].num_ops; i++) {
+      const wl_op *o = &wl->programs[p].ops[i];
+      if (o->kind != WL_OP_COMPUTE)
+        continue;
+      if (o->sub == WL_CLASS_ATTENTION && wl_op_attn_impl(o) == impl)
+        n++;
+      else if (wl_op_attn_impl(o))
+        (*others)++; /* a library on a non-attention op, or another one */
+    }
+  return n;
+}
+
+static void test_layout__attention_library_by_framework(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of("llama3-8b", &m);
+  wl_layout l;
+  int others;
+  /* Megatron (default dp_impl): the device's library; 32 layers x (fwd + bwd) in the one
+   * program every rank runs */
+  wl_workload *wl = gen(&m, "tp=8,mbs=1,gbs=1", 8, &l);
+  assert_int_equal(l.attn_impl, WL_ATTN_DEFAULT);
+  assert_int_equal(attn_ops_with(wl, WL_ATTN_DEFAULT, &others), 32 * 2);
+  assert_int_equal(others, 0);
+  assert_null(strstr(l.spec, "attn_impl"));
+  wl_workload_destroy(wl);
+  /* FSDP2: FlashAttention-2, without a word in the spec */
+  wl = gen(&m, "dp=8,mbs=1,gbs=8,zero=3,dp_impl=fsdp2", 8, &l);
+  assert_int_equal(l.attn_impl, WL_ATTN_FA2);
+  assert_int_equal(attn_ops_with(wl, WL_ATTN_FA2, &others), 32 * 2);
+  assert_int_equal(others, 0);
+  assert_null(strstr(l.spec, "attn_impl"));
+  wl_workload_destroy(wl);
+  /* asked for: in the spec, which parses back to itself */
+  wl = gen(&m, "tp=8,mbs=1,gbs=1,attn_impl=fa3", 8, &l);
+  assert_int_equal(attn_ops_with(wl, WL_ATTN_FA3, &others), 32 * 2);
+  assert_int_equal(others, 0);
+  assert_non_null(strstr(l.spec, ",attn_impl=fa3"));
+  wl_layout l2;
+  st_err err;
+  assert_int_equal(wl_layout_parse(l.spec, 8, &m, &l2, &err), 0);
+  assert_string_equal(l2.spec, l.spec);
+  wl_workload_destroy(wl);
+  assert_int_equal(wl_layout_parse("dp=8,zero=3,dp_impl=fsdp,attn_impl=cudnn", 8, &m, &l, &err), 0);
+  assert_int_equal(l.attn_impl, WL_ATTN_CUDNN);
+  assert_non_null(strstr(l.spec, ",dp_impl=fsdp,attn_impl=cudnn"));
+  /* recomputed forwards carry it too (full recompute: a third attention per layer) */
+  wl = gen(&m, "dp=8,mbs=1,gbs=8,zero=3,dp_impl=fsdp,recompute=full,attn_impl=triton", 8, &l);
+  assert_int_equal(attn_ops_with(wl, WL_ATTN_TRITON, &others), 32 * 3);
+  assert_int_equal(others, 0);
+  wl_workload_destroy(wl);
 }
 
 /* ---- FLOPs ---------------------------------------------------------------------- */
@@ -1667,6 +1734,7 @@ int main(void)
       cmocka_unit_test(test_model__errors_name_the_key),
       cmocka_unit_test(test_layout__inconsistencies_name_the_numbers),
       cmocka_unit_test(test_layout__defaults_and_canonical_spec),
+      cmocka_unit_test(test_layout__attention_library_by_framework),
       cmocka_unit_test(test_flops__gpt_matches_sc21_eq3),
       cmocka_unit_test(test_flops__gqa_swiglu_moe_are_6NT_plus_attention),
       cmocka_unit_test(test_flops__ops_carry_executed_flops),

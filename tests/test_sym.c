@@ -321,6 +321,8 @@ static void gemm_eff_one(plat_cluster *cl, const void *u)
   (void)u;
   plat_compute_params q = *plat_compute_params_for(&cl->device);
   q.gemm_eff = 1.0;
+  q.attn_published = 0; /* attention at attn_eff, as when the deadlock was found: the
+                           published Hopper rates leave no transfer starting mid-chain */
   plat_compute_params_override(&q);
 }
 

@@ -248,7 +248,7 @@ static wl_workload *build_everything(void)
   op.flops = 3e12;
   op.m = op.n = 4096, op.k = 128;
   op.batch = 32;
-  op.flags = WL_OPF_CAUSAL;
+  op.flags = wl_flags_with_attn(WL_OPF_CAUSAL, WL_ATTN_FA3); /* and its kernel library */
   wl_program_append(p, &op, NULL, 0);
   op = wl_op_compute(2, -0.0); /* -0 is a given duration of zero, kept bit for bit */
   op.sub = WL_CLASS_ELEMENTWISE;
@@ -1816,6 +1816,8 @@ static const bad_doc bad_docs[] = {
      "programs[0].ops[0]: 'causal' is a string, expected true or false"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduce','role':'tp','causal':true}") RMAP "}",
      "programs[0].ops[0]: key 'causal' does not apply to a 'coll' op"},
+    {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'attention','attn_impl':'xformers'}") RMAP "}",
+     "programs[0].ops[0]: 'attn_impl' is 'xformers', expected one of default, cudnn, fa2, fa3, triton"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduc','role':'tp'}") RMAP "}",
      "programs[0].ops[0]: 'coll' is 'allreduc', expected one of allreduce, allgather, "
      "reducescatter, broadcast, reduce, alltoall, barrier, shift"},

@@ -76,6 +76,7 @@ static long attn_kernel(wl__gen *g, const char *name, double sq, double sk, doub
   op.k = wl__i32(g, "attention", "k", dqk);
   op.batch = wl__i32(g, "attention", "batch", g->b * a);
   op.flags |= WL_OPF_CAUSAL;
+  op.flags = wl_flags_with_attn(op.flags, g->l->attn_impl > 0 ? g->l->attn_impl : 0);
   double io = g->b * (sq * a * dqk + sk * kv * (dqk + dv) + sq * a * dv) * g->ab;
   op.bytes = bwd ? 2 * io : io;
   op.name = wl__nm(g, name);

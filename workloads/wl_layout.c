@@ -48,6 +48,31 @@ static const char *const recompute_names[WL_RECOMPUTE_COUNT] = {"none", "selecti
 static const char *const schedule_names[WL_SCHED_COUNT] = {"1f1b", "gpipe", "interleaved"};
 static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", "fsdp2",
                                                            "deepspeed"};
+static const char *const attn_impl_names[WL_ATTN_COUNT] = {"default", "cudnn", "fa2", "fa3",
+                                                           "triton"};
+
+const char *wl_attn_impl_name(int a)
+{
+  return a >= 0 && a < WL_ATTN_COUNT ? attn_impl_names[a] : "?";
+}
+
+int wl_attn_impl_from_name(const char *s)
+{
+  for (int i = 0; i < WL_ATTN_COUNT; i++)
+    if (!strcmp(attn_impl_names[i], s))
+      return i;
+  return -1;
+}
+
+/* The fused attention a framework runs when the layout does not say:
+ * Megatron-core through Transformer Engine, whose backend choice prefers
+ * cuDNN's fused attention on Hopper and later (the device's default), and
+ * the PyTorch frameworks through scaled_dot_product_attention, whose flash
+ * backend is FlashAttention-2 (docs/workloads.md). */
+static int attn_impl_default(int dp_impl)
+{
+  return dp_impl == WL_DP_MEGATRON ? WL_ATTN_DEFAULT : WL_ATTN_FA2;
+}
 
 const char *wl_recompute_name(int r)
 {
@@ -66,14 +91,15 @@ enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
-  K_DP_MB, K_BALANCE, K_OFFLOAD, K_COUNT
+  K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
     "sp",    "mbs",       "gbs",      "zero",  "recompute",  "schedule",
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
-    "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload"};
+    "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
+    "attn_impl"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -142,6 +168,7 @@ void wl_layout_request_init(wl_layout *l)
 {
   memset(l, 0, sizeof *l);
   l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = l->offload = -1;
+  l->attn_impl = -1;
 }
 
 /* An integer key's value, checked, into the request. */
@@ -191,6 +218,9 @@ static int named_values(wl_layout *l, char sv[][32], const char *spec, st_err *e
       ERR("key 'dp_impl' value '%s' is unknown (known: megatron, fsdp, fsdp2, deepspeed)",
           sv[K_DP_IMPL]);
   }
+  if (sv[K_ATTN_IMPL][0] && (l->attn_impl = wl_attn_impl_from_name(sv[K_ATTN_IMPL])) < 0)
+    ERR("key 'attn_impl' value '%s' is unknown (known: default, cudnn, fa2, fa3, triton)",
+        sv[K_ATTN_IMPL]);
   if (sv[K_OFFLOAD][0] && (l->offload = wl__offload_from_name(sv[K_OFFLOAD])) < 0)
     ERR("key 'offload' value '%s' is unknown (known: none, optimizer, params, both)",
         sv[K_OFFLOAD]);
@@ -284,7 +314,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     given[k] = 1;
     long iv = 0;
     if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE ||
-        k == K_DP_IMPL || k == K_OFFLOAD) {
+        k == K_DP_IMPL || k == K_OFFLOAD || k == K_ATTN_IMPL) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
       continue;
     }
@@ -618,6 +648,8 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
    * the model dtype. */
   if (l->dp_impl < 0)
     l->dp_impl = WL_DP_MEGATRON;
+  if (l->attn_impl < 0)
+    l->attn_impl = attn_impl_default(l->dp_impl);
   if (l->grad_dtype < 0 && l->dp_impl != WL_DP_MEGATRON)
     l->grad_dtype = l->dtype == WL_DTYPE_FP8 ? WL_DTYPE_BF16 : l->dtype;
   if (l->grad_dtype < 0)
@@ -697,6 +729,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",pp_layout=%s", l->pp_layout);
   if (l->dp_impl != WL_DP_MEGATRON)
     st_buf_printf(&b, ",dp_impl=%s", dp_impl_names[l->dp_impl]);
+  if (l->attn_impl != attn_impl_default(l->dp_impl))
+    st_buf_printf(&b, ",attn_impl=%s", attn_impl_names[l->attn_impl]);
   if (l->stage_layers[0])
     st_buf_printf(&b, ",stage_layers=%s", l->stage_layers);
   if (l->dp_microbatches[0])

@@ -156,7 +156,39 @@ enum {
   WL_OPF_HOST = 1u << 3,      /* COMPUTE: runs on the node's CPUs, not the GPU (an optimizer
                                  step offloaded to the host); priced by the platform's host
                                  rate unless it has a duration */
+  WL_OPF_ATTN_SHIFT = 4,      /* COMPUTE (attention): bits 4-6 hold the wl_attn_impl that
+                                 runs the kernel (0: the device's default library) */
+  WL_OPF_ATTN_MASK = 7u << 4,
 };
+
+/* Which fused-attention kernel library runs an attention op (layout key
+ * attn_impl, op key "attn_impl"): the device's default (on Hopper cuDNN, as
+ * Transformer Engine picks it), cuDNN's fused attention, FlashAttention-2,
+ * FlashAttention-3 or a Triton flash-attention kernel.  The compute model
+ * prices each from its published rates where the device has them
+ * (platforms/compute.c, docs/calibration.md). */
+typedef enum wl_attn_impl {
+  WL_ATTN_DEFAULT = 0,
+  WL_ATTN_CUDNN,
+  WL_ATTN_FA2,
+  WL_ATTN_FA3,
+  WL_ATTN_TRITON,
+  WL_ATTN_COUNT
+} wl_attn_impl;
+
+/* The op's wl_attn_impl, and the flags with it set. */
+static inline int wl_op_attn_impl(const wl_op *o)
+{
+  return (int)((o->flags & WL_OPF_ATTN_MASK) >> WL_OPF_ATTN_SHIFT);
+}
+static inline uint16_t wl_flags_with_attn(uint16_t flags, int impl)
+{
+  return (uint16_t)((flags & ~(unsigned)WL_OPF_ATTN_MASK) |
+                    (((unsigned)impl << WL_OPF_ATTN_SHIFT) & WL_OPF_ATTN_MASK));
+}
+/* "default", "cudnn", "fa2", "fa3", "triton"; from a name, or -1. */
+const char *wl_attn_impl_name(int a);
+int wl_attn_impl_from_name(const char *s);
 
 /* FLOPs an Adam step counts per parameter (the generator's optimizer ops):
  * a host optimizer op's parameters are its flops / this. */
@@ -435,6 +467,9 @@ typedef struct wl_layout {
   int overlap_grad_reduce, overlap_param_gather;
   double bucket_params;  /* DP bucket size in parameters (Megatron's default when 0) */
   int flash;             /* fused attention: no s^2 activations stored (default 1) */
+  int attn_impl;         /* wl_attn_impl of the fused attention kernels (default: the
+                            device's library under dp_impl=megatron, FlashAttention-2
+                            under the PyTorch frameworks' dp_impl) */
   int first_stage_layers, last_stage_layers; /* 0 = even split */
   int account_embedding, account_loss; /* Megatron's account_for_{embedding,loss}_in_
                                           pipeline_split: each counts as a layer */
