@@ -391,6 +391,9 @@ typedef struct plat_route {
  * c->host_memory, an endpoint may also be a node's host memory
  * (plat_host_endpoint), routed to and from the node's own GPUs only. */
 int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_err *err);
+/* plat_route_get's latency_s alone, without naming the links (the
+ * estimates ask it many times over); NAN where plat_route_get fails. */
+double plat_route_latency(const plat_cluster *c, int src, int dst);
 /* The route as the SimGrid engine has it (any cluster, XML platforms too):
  * starts the engine and builds the platform in this process (once per
  * process); link kinds are PLAT_LINK_KIND_COUNT (unknown), switches 0. */

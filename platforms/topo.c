@@ -49,6 +49,7 @@
  * links are named by plat__link_info_at() with the cluster's GPU and node
  * numbers and the pod's prefix on its fabric's links.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -410,6 +411,16 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
                         const char *pfx, plat_link_info *o)
 {
   memset(o, 0, sizeof *o);
+  /* pfx NULL: no name (route latencies asked many times over: the names'
+   * formatting was most of their cost) */
+  int named = pfx != NULL;
+  if (!named)
+    pfx = "";
+#define NAME(...)                                                                        \
+  do {                                                                                   \
+    if (named)                                                                           \
+      snprintf(o->name, sizeof o->name, __VA_ARGS__);                                    \
+  } while (0)
   if (plat__host_link_info(c, L, id, o))
     return;
   if (id < L->pcie_base) {
@@ -421,23 +432,23 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
     o->lat_s = w.intra_lat_s;
     if (slot >= intra_slots(kind, gpn)) { /* a richer kind's slot in another group */
       o->kind = PLAT_LINK_UNUSED;
-      snprintf(o->name, sizeof o->name, "unused-%ld", id);
+      NAME( "unused-%ld", id);
     } else if (kind == PLAT_INTRA_CUBEMESH) {
       int l = (int)(g % 8), j = 0;
       for (int k = 0, q = 0; k < 8; k++)
         if (cube_lanes[l][k] && q++ == slot)
           j = k;
-      snprintf(o->name, sizeof o->name, "nvl-%ld-%ld", gpu0 + g,
+      NAME( "nvl-%ld-%ld", gpu0 + g,
                gpu0 + plat_node_first_gpu(c, (int)node) + j);
       o->bw_Bps = cube_lanes[l][j] * w.intra_link_Bps;
     } else if (kind == PLAT_INTRA_FULLMESH) {
       int l = plat_gpu_local(c, (int)g), j = slot;
       if (j >= l)
         j++;
-      snprintf(o->name, sizeof o->name, "mesh-%ld-%ld", gpu0 + g, gpu0 + g - l + j);
+      NAME( "mesh-%ld-%ld", gpu0 + g, gpu0 + g - l + j);
       o->bw_Bps = w.intra_link_Bps;
     } else {
-      snprintf(o->name, sizeof o->name, "nvl-%ld-%s", gpu0 + g, dir_name[slot]);
+      NAME( "nvl-%ld-%s", gpu0 + g, dir_name[slot]);
       o->bw_Bps = w.intra_Bps;
     }
   } else if (id < L->nic_base) {
@@ -446,14 +457,14 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
     node_worth w = worth_of(c, node);
     o->kind = plat_node_pcie(c, node) ? PLAT_LINK_PCIE : PLAT_LINK_UNUSED;
     if (o->kind == PLAT_LINK_UNUSED) /* a group that does not model PCIe */
-      snprintf(o->name, sizeof o->name, "unused-%ld", id);
+      NAME( "unused-%ld", id);
     else
-      snprintf(o->name, sizeof o->name, "pcie-%ld-%s", gpu0 + r / 2, dir_name[r % 2]);
+      NAME( "pcie-%ld-%s", gpu0 + r / 2, dir_name[r % 2]);
     o->bw_Bps = w.pcie_Bps;
     o->lat_s = w.pcie_lat_s;
   } else if (id < L->fab_base && c->fabric_kind == PLAT_FABRIC_TORUS) {
     long r = id - L->nic_base, q = r / 2, node = q / c->dcn_nics;
-    snprintf(o->name, sizeof o->name, "%sdcn-%ld-%ld-%s", pfx, node0 + node, q % c->dcn_nics,
+    NAME( "%sdcn-%ld-%ld-%s", pfx, node0 + node, q % c->dcn_nics,
              dir_name[r % 2]);
     o->kind = PLAT_LINK_NIC;
     o->bw_Bps = c->dcn_Bps;
@@ -461,7 +472,7 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
   } else if (id < L->fab_base) {
     long r = id - L->nic_base, q = r / 2, node = q / c->nics_per_node;
     node_worth w = worth_of(c, node);
-    snprintf(o->name, sizeof o->name, "nic-%ld-%ld-%s", node0 + node, q % c->nics_per_node,
+    NAME( "nic-%ld-%ld-%s", node0 + node, q % c->nics_per_node,
              dir_name[r % 2]);
     /* a port of the widest node's that this node's group does not cable */
     o->kind = q % c->nics_per_node < plat_node_nics(c, node) ? PLAT_LINK_NIC : PLAT_LINK_UNUSED;
@@ -470,7 +481,7 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
   } else if (c->fabric_kind == PLAT_FABRIC_TORUS) {
     long r = id - L->fab_base;
     static const char axis[3] = {'x', 'y', 'z'};
-    snprintf(o->name, sizeof o->name, "%sici-%ld-%c%c", pfx, gpu0 + r / 6, axis[(r % 6) / 2],
+    NAME( "%sici-%ld-%c%c", pfx, gpu0 + r / 6, axis[(r % 6) / 2],
              r % 2 ? '-' : '+');
     o->kind = PLAT_LINK_ICI;
     o->bw_Bps = c->fabric_link_Bps;
@@ -481,13 +492,13 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
       long j = r % (L->a - 1), i = router % L->a;
       if (j >= i)
         j++;
-      snprintf(o->name, sizeof o->name, "%sdf-g%ld-r%ld-r%ld", pfx, router / L->a, i, j);
+      NAME( "%sdf-g%ld-r%ld-r%ld", pfx, router / L->a, i, j);
       o->kind = PLAT_LINK_FABRIC;
       o->bw_Bps = c->fabric_link_Bps;
     } else {
       long r = id - L->dg_base, per = L->a * L->hh;
       long G = r / per, q = r % per, G2 = q < G ? q : q + 1;
-      snprintf(o->name, sizeof o->name, "%sdf-g%ld-g%ld", pfx, G, G2);
+      NAME( "%sdf-g%ld-g%ld", pfx, G, G2);
       o->kind = PLAT_LINK_GLOBAL;
       o->bw_Bps = c->fabric_global_Bps;
     }
@@ -498,11 +509,12 @@ void plat__link_info_at(const plat_cluster *c, const plat__lay *L, long id, long
       i--;
     long r = id - L->ft_base[i], q = r / 2;
     /* the up (down) links of level-(i-1) group q, one link of their sum */
-    snprintf(o->name, sizeof o->name, "%sft-g%d.%ld-%s", pfx, i - 1, q, dir_name[r % 2]);
+    NAME( "%sft-g%d.%ld-%s", pfx, i - 1, q, dir_name[r % 2]);
     o->kind = PLAT_LINK_FABRIC;
     o->bw_Bps = (double)L->W[i] * c->fabric_link_Bps / c->oversub[i - 2];
     o->lat_s = c->fabric_link_lat_s;
   }
+#undef NAME
 }
 
 int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_err *err)
@@ -541,6 +553,31 @@ int plat_route_get(const plat_cluster *c, int src, int dst, plat_route *r, st_er
   }
   r->latency_s += r->switches * c->switch_lat_s;
   return ST_OK;
+}
+
+double plat_route_latency(const plat_cluster *c, int src, int dst)
+{
+  int ends = c->num_gpus + (c->host_memory ? c->num_nodes : 0);
+  if (c->fabric_kind == PLAT_FABRIC_XML || src < 0 || src >= ends || dst < 0 || dst >= ends)
+    return NAN;
+  if (c->num_pods > 0) { /* the pods' own link table: by the full route */
+    plat_route r;
+    st_err e;
+    return plat_route_get(c, src, dst, &r, &e) ? NAN : r.latency_s;
+  }
+  plat__lay L;
+  plat__layout(c, &L);
+  int ids[PLAT_ROUTE_MAX], sw = 0;
+  int n = plat__route_ids(c, &L, src, dst, ids, &sw);
+  if (n < 0)
+    return NAN;
+  double lat = 0;
+  plat_link_info li;
+  for (int i = 0; i < n; i++) {
+    plat__link_info_at(c, &L, ids[i], 0, 0, NULL, &li);
+    lat += li.lat_s;
+  }
+  return lat + sw * c->switch_lat_s;
 }
 
 long plat_cluster_links_built(const plat_cluster *c)

@@ -27,6 +27,7 @@
 #include "sim.h"
 #include "sim_fork.h"
 #include "workload.h"
+#include "wl_gen_int.h" /* wl__schedule, wl__peak_alive */
 
 /* GPT-style test model (gelu, biases, LayerNorm, tied embeddings). */
 static const char GPT_T[] = "{\"name\":\"gpt-t\",\"layers\":8,\"hidden\":1024,\"heads\":16,"
@@ -775,6 +776,61 @@ static void test_programs__same_input_same_workload(void **state)
 }
 
 /* ---- memory --------------------------------------------------------------------------- */
+/* The peak of chunks (and layers) alive on a stage, which the memory
+ * estimate takes from the schedule's start only, equals the running sum
+ * over the whole schedule (the definition) for every schedule, even and
+ * uneven chunks, few and many micro-batches. */
+static void test_memory__peak_alive_is_the_whole_schedules_peak(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of("llama3-70b", &m); /* 80 layers */
+  static const char *const specs[] = {
+      "pp=4,mbs=1",
+      "pp=4,mbs=1,schedule=gpipe",
+      "pp=4,vpp=2,mbs=1",
+      "pp=4,vpp=5,mbs=1",
+      "pp=8,vpp=2,mbs=1,first_stage_layers=6,last_stage_layers=6",
+      "pp=4,vpp=2,mbs=1,account_embedding=1,account_loss=1",
+      "pp=2,mbs=1,stage_layers=30/50",
+      /* a stage whose first chunk holds more layers than its second: the
+       * running sum climbs after the first steady pair */
+      "pp=2,vpp=2,mbs=1,pp_layout=Et*30|t*30|t*10|t*10L",
+      "pp=4,vpp=2,mbs=1,pp_layout=Et*15|t*15|t*15|t*15|t*5|t*5|t*5|t*5L",
+  };
+  int checked = 0;
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+    for (int gbs = 4; gbs <= 96; gbs += 4) {
+      char spec[160];
+      snprintf(spec, sizeof spec, "%s,gbs=%d", specs[i], gbs);
+      wl_layout l;
+      st_err err;
+      if (wl_layout_parse(spec, 0, &m, &l, &err))
+        continue; /* e.g. interleaved with micro-batches not divisible by pp */
+      for (int s = 0; s < l.pp; s++) {
+        int n = 0, cur = 0, curl = 0, want = 0, wantl = 0;
+        wl__unit *u = wl__schedule(&l, s, &n);
+        assert_non_null(u);
+        for (int k = 0; k < n; k++) {
+          int c = wl_layout_vstage_layers(&l, u[k].chunk * l.pp + s);
+          cur += u[k].fwd ? 1 : -1;
+          curl += u[k].fwd ? c : -c;
+          if (curl > wantl || (curl == wantl && cur > want))
+            want = cur, wantl = curl;
+        }
+        free(u);
+        int got = -1, gotl = -1;
+        wl__peak_alive(&l, s, &got, &gotl);
+        if (got != want || gotl != wantl)
+          fail_msg("%s stage %d: peak %d chunks %d layers, the whole schedule %d, %d", spec, s,
+                   got, gotl, want, wantl);
+        checked++;
+      }
+    }
+  print_message("%d stages of layouts checked\n", checked);
+  assert_true(checked > 300);
+}
+
 static void test_memory__activations_match_korthikanti(void **state)
 {
   (void)state;
@@ -1742,6 +1798,7 @@ int main(void)
       cmocka_unit_test(test_programs__shared_per_stage_at_scale),
       cmocka_unit_test(test_programs__same_input_same_workload),
       cmocka_unit_test(test_memory__activations_match_korthikanti),
+      cmocka_unit_test(test_memory__peak_alive_is_the_whole_schedules_peak),
       cmocka_unit_test(test_memory__states_follow_megatron_bytes_per_param),
       cmocka_unit_test(test_schedule__step_times_on_the_engine),
       cmocka_unit_test(test_schedule__layouts_replay_without_deadlock),

@@ -40,6 +40,13 @@ typedef struct wl__gen {
   const wl_layout *l;
   wl_workload *wl;
   wl_program *p;
+  /* the names the current program has interned (wl__nm): a generated
+   * program has a few dozen distinct op names for thousands of ops, and
+   * wl_program_string scans back for each; direct-mapped by hash, emptied
+   * when a program starts */
+#define WL__NM_SLOTS 256
+  uint32_t nm_off[WL__NM_SLOTS];
+  uint32_t nm_hash[WL__NM_SLOTS];
   int stage, oom;
   char bad[ST_ERR_MSG_MAX / 2]; /* the first op whose numbers do not fit, or "" */
   /* shapes */

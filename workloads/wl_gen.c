@@ -274,6 +274,7 @@ static int stage_begin(wl__gen *g, int s, const char *pname)
   if (pi < 0)
     return -1;
   g->p = &g->wl->programs[pi];
+  memset(g->nm_off, 0, sizeof g->nm_off);
   g->stage = s;
   g->npend = 0;
   g->last_c = -1;

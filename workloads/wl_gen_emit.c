@@ -61,7 +61,19 @@ void wl__marker(wl__gen *g, int kind, int value)
   wl__put(g, op, NULL, 0);
 }
 
-uint32_t wl__nm(wl__gen *g, const char *s) { return wl_program_string(g->p, s); }
+uint32_t wl__nm(wl__gen *g, const char *s)
+{
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+    h = (h ^ *c) * 16777619u;
+  unsigned i = h % WL__NM_SLOTS;
+  if (g->nm_off[i] && g->nm_hash[i] == h && !strcmp(g->p->strings + g->nm_off[i], s))
+    return g->nm_off[i];
+  uint32_t off = wl_program_string(g->p, s);
+  g->nm_off[i] = off;
+  g->nm_hash[i] = h;
+  return off;
+}
 
 /* A GEMM dimension as the int32 the op stores: one that does not fit (a qkv
  * width above 2^31 once wrapped to a small positive n) is recorded in g->bad

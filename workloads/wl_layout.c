@@ -791,76 +791,79 @@ void wl__chunk_layers(const wl_layout *l, const wl_model *m, int stage, int chun
   *count = wl_layout_vstage_layers(l, chunk * l->pp + stage);
 }
 
+/* Forward-only units a schedule runs on stage s before its first backward
+ * (1F1B and interleaved; GPipe: all of them). */
+static int sched_warm(const wl_layout *l, int s)
+{
+  int m = l->num_microbatches, p = l->pp, total = m * l->vpp;
+  if (l->schedule == WL_SCHED_GPIPE)
+    return m;
+  if (l->schedule == WL_SCHED_1F1B)
+    return p - s - 1 < m ? p - s - 1 : m;
+  if (m == p)
+    return total; /* Megatron: all_warmup_microbatches */
+  int warm = (p - s - 1) * 2 + (l->vpp - 1) * p;
+  return warm > total ? total : warm;
+}
+
+/* Unit idx (0 .. 2 m vpp - 1) of stage s's schedule, warm = sched_warm(). */
+static wl__unit sched_at(const wl_layout *l, int warm, int idx)
+{
+  int m = l->num_microbatches, p = l->pp, v = l->vpp, total = m * v;
+  if (l->schedule == WL_SCHED_GPIPE)
+    return idx < m ? (wl__unit){1, idx, 0} : (wl__unit){0, 2 * m - 1 - idx, 0};
+  /* warm-up forwards, then (forward warm + i, backward i) pairs, then the
+   * cool-down backwards; forward / backward unit kk of the flat order */
+  int fwd, kk;
+  if (idx < warm)
+    fwd = 1, kk = idx;
+  else if (idx - warm < 2 * (total - warm))
+    fwd = (idx - warm) % 2 == 0, kk = (idx - warm) / 2 + (fwd ? warm : 0);
+  else
+    fwd = 0, kk = total - warm + (idx - warm - 2 * (total - warm));
+  if (l->schedule == WL_SCHED_1F1B)
+    return (wl__unit){fwd, kk, 0};
+  int chunk = (kk % (p * v)) / p;
+  return (wl__unit){fwd, (kk / (p * v)) * p + kk % p, fwd ? chunk : v - 1 - chunk};
+}
+
 wl__unit *wl__schedule(const wl_layout *l, int s, int *n)
 {
-  int m = l->num_microbatches, p = l->pp, v = l->vpp;
-  int total = m * v;
+  int total = l->num_microbatches * l->vpp, warm = sched_warm(l, s);
   wl__unit *u = malloc(sizeof *u * (size_t)(2 * total));
   if (!u)
     return NULL;
-  int k = 0;
-  if (l->schedule == WL_SCHED_GPIPE) {
-    for (int i = 0; i < m; i++)
-      u[k++] = (wl__unit){1, i, 0};
-    for (int i = m - 1; i >= 0; i--)
-      u[k++] = (wl__unit){0, i, 0};
-  } else if (l->schedule == WL_SCHED_1F1B) {
-    int warm = p - s - 1 < m ? p - s - 1 : m;
-    for (int i = 0; i < warm; i++)
-      u[k++] = (wl__unit){1, i, 0};
-    for (int i = 0; i < m - warm; i++) {
-      u[k++] = (wl__unit){1, warm + i, 0};
-      u[k++] = (wl__unit){0, i, 0};
-    }
-    for (int i = m - warm; i < m; i++)
-      u[k++] = (wl__unit){0, i, 0};
-  } else {
-    int warm;
-    if (m == p)
-      warm = total; /* Megatron: all_warmup_microbatches */
-    else {
-      warm = (p - s - 1) * 2 + (v - 1) * p;
-      if (warm > total)
-        warm = total;
-    }
-#define CHUNK(kk, fwd) ((fwd) ? ((kk) % (p * v)) / p : v - 1 - ((kk) % (p * v)) / p)
-#define MB(kk) (((kk) / (p * v)) * p + (kk) % p)
-    for (int i = 0; i < warm; i++)
-      u[k++] = (wl__unit){1, MB(i), CHUNK(i, 1)};
-    for (int i = 0; i < total - warm; i++) {
-      u[k++] = (wl__unit){1, MB(warm + i), CHUNK(warm + i, 1)};
-      u[k++] = (wl__unit){0, MB(i), CHUNK(i, 0)};
-    }
-    for (int i = total - warm; i < total; i++)
-      u[k++] = (wl__unit){0, MB(i), CHUNK(i, 0)};
-#undef CHUNK
-#undef MB
-  }
-  *n = k;
+  for (int k = 0; k < 2 * total; k++)
+    u[k] = sched_at(l, warm, k);
+  *n = 2 * total;
   return u;
 }
 
+/* The most chunks (and their layers) alive at once on stage s: the running
+ * sum over the schedule, forward +1, backward -1.  Only its start is
+ * walked: after the warm-up a (forward, backward) pair's change depends on
+ * the two chunks, which repeat every pp x vpp pairs with a net change of 0
+ * (each chunk appears pp times among the forwards and among the backwards
+ * of a period), so the running sums of the steady state repeat those of its
+ * first period, and the cool-down only decreases them.  GPipe peaks at the
+ * end of its forwards. */
 void wl__peak_alive(const wl_layout *l, int stage, int *chunks, int *layers)
 {
-  int n = 0;
-  wl__unit *u = wl__schedule(l, stage, &n);
-  if (!u) {
-    /* out of memory: every chunk of every micro-batch, the most there can be */
-    *chunks = l->num_microbatches * l->vpp;
-    *layers = l->num_microbatches * wl_layout_stage_layers(l, NULL, stage);
-    return;
-  }
+  int total = l->num_microbatches * l->vpp, warm = sched_warm(l, stage);
+  int period = l->pp * l->vpp;
+  int steady = total - warm < period ? total - warm : period;
+  int n = l->schedule == WL_SCHED_GPIPE ? warm : warm + 2 * steady;
   int cur = 0, cur_layers = 0, best = 0, best_layers = 0;
   for (int i = 0; i < n; i++) {
-    int k = wl_layout_vstage_layers(l, u[i].chunk * l->pp + stage);
-    cur += u[i].fwd ? 1 : -1;
-    cur_layers += u[i].fwd ? k : -k;
+    wl__unit u = sched_at(l, warm, i);
+    int k = wl_layout_vstage_layers(l, u.chunk * l->pp + stage);
+    cur += u.fwd ? 1 : -1;
+    cur_layers += u.fwd ? k : -k;
     if (cur_layers > best_layers || (cur_layers == best_layers && cur > best)) {
       best = cur;
       best_layers = cur_layers;
     }
   }
-  free(u);
   *chunks = best;
   *layers = best_layers;
 }

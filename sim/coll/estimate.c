@@ -15,10 +15,7 @@ typedef struct est_route {
 
 static double route_lat(const plat_cluster *cl, int a, int b)
 {
-  plat_route r;
-  st_err e;
-  st_err_clear(&e);
-  return plat_route_get(cl, a, b, &r, &e) ? NAN : r.latency_s;
+  return plat_route_latency(cl, a, b);
 }
 
 static double member_lat(void *u, int a, int b)
