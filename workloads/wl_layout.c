@@ -56,14 +56,6 @@ const char *wl_attn_impl_name(int a)
   return a >= 0 && a < WL_ATTN_COUNT ? attn_impl_names[a] : "?";
 }
 
-int wl_attn_impl_from_name(const char *s)
-{
-  for (int i = 0; i < WL_ATTN_COUNT; i++)
-    if (!strcmp(attn_impl_names[i], s))
-      return i;
-  return -1;
-}
-
 /* The fused attention a framework runs when the layout does not say:
  * Megatron-core through Transformer Engine, whose backend choice prefers
  * cuDNN's fused attention on Hopper and later (the device's default), and
@@ -154,6 +146,8 @@ static int lookup(const char *const *names, int n, const char *v)
       return i;
   return -1;
 }
+
+int wl_attn_impl_from_name(const char *s) { return lookup(attn_impl_names, WL_ATTN_COUNT, s); }
 
 static int lookup_key(const char *name)
 {
