@@ -63,6 +63,8 @@ void wl__marker(wl__gen *g, int kind, int value)
 
 uint32_t wl__nm(wl__gen *g, const char *s)
 {
+  if (!s || !*s)
+    return 0; /* no name, as wl_program_string has it */
   uint32_t h = 2166136261u; /* FNV-1a */
   for (const unsigned char *c = (const unsigned char *)s; *c; c++)
     h = (h ^ *c) * 16777619u;
