@@ -21,10 +21,12 @@
  * the built-in efficiency over the fitted one (an end-to-end value may sit
  * up to 25% below the kernels, not above them).  Smaller kernels are not
  * held to a bound: their time is mostly launch and tail effects.
- * Rows that name the attention library ("impl": cudnn, fa2, fa3, triton)
- * are published rates the model holds as its own table (platforms/attention.c):
- * they must agree but for the launch cost, which catches a transcription
- * slip between the two copies.
+ * An attention row's "impl" (cudnn, fa2, fa3, triton) names the kernel
+ * library that ran it, and the model prices the row with that library.
+ * Rows that also name the "figure" they come from are published rates the
+ * model holds as its own table (platforms/attention.c): they must agree but
+ * for the launch cost, which catches a transcription slip between the two
+ * copies.
  * Without a table the test skips. */
 #include <dirent.h>
 #include <math.h>
@@ -165,12 +167,13 @@ static int check_table(const char *path)
         op.flags = WL_OPF_CAUSAL;
       k = K_ATTN;
       const char *impl = str(row, "impl");
-      if (*impl) {
+      if (*impl) { /* the kernel library that ran it */
         int a = wl_attn_impl_from_name(impl);
         assert_true(a > 0);
         op.flags = wl_flags_with_attn(op.flags, a);
-        k = K_ATTN_LIB;
       }
+      if (*str(row, "figure")) /* a published point the model holds as its table */
+        k = K_ATTN_LIB;
       held = 1;
     } else {
       op.sub = WL_CLASS_ELEMENTWISE;

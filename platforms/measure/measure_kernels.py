@@ -5,13 +5,14 @@ Times, with PyTorch on the GPU it runs on:
   - bf16 and fp8 GEMMs with the shapes of the built-in models' layers (forward,
     input-gradient and weight-gradient GEMMs of QKV, attention output, MLP up
     and down, at the tensor-parallel degrees the validation cases use);
-  - fused attention (scaled_dot_product_attention, flash backend), causal and
+  - fused attention (scaled_dot_product_attention, flash backend: PyTorch's
+    FlashAttention-2, written as "impl": "fa2"), causal and
     not, forward and backward, over sequence lengths and head sizes;
   - memory-bound kernels: a copy and a LayerNorm.
 
 and writes one JSON table (default platforms/measure/<device>.json) that
 tests/test_compute_measured.c compares the compute model against.  Each row:
-  {"kind": "gemm"|"attention"|"copy"|"layernorm", "dtype", "m", "n", "k",
+  {"kind": "gemm"|"attention"|"copy"|"layernorm", ["impl",] "dtype", "m", "n", "k",
    "batch", "causal", "phase", "flops", "bytes", "time_s"}
 with the same conventions as a workload op (workload.h): GEMM flops 2 m n k
 x batch; attention m = queries, n = keys, k = head dim, batch = micro-batch x
@@ -173,8 +174,8 @@ def main():
                     t = time_attention(timer, s, hd, heads, causal, bwd)
                     full = 4.0 * s * s * hd * heads
                     fl = full * (0.5 if causal else 1.0) * (2.5 if bwd else 1.0)
-                    rows.append({"kind": "attention", "dtype": "bf16", "m": s, "n": s, "k": hd,
-                                 "batch": heads, "causal": causal,
+                    rows.append({"kind": "attention", "impl": "fa2", "dtype": "bf16",
+                                 "m": s, "n": s, "k": hd, "batch": heads, "causal": causal,
                                  "phase": "backward" if bwd else "forward", "flops": fl,
                                  "bytes": float(4 * s * hd * heads * 2 * (2 if bwd else 1)),
                                  "time_s": t})
