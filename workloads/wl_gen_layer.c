@@ -175,14 +175,29 @@ static void attn_bwd(wl__gen *g)
 /* ---- MLP and MoE --------------------------------------------------------------- */
 static double act_in(const wl_model *m, double f) { return m->ffn_act == WL_ACT_SWIGLU ? 2 * f : f; }
 
+/* pre + suffix into buf (32 bytes), as snprintf "%s%s" would, without its
+ * cost: these names are built for every layer of every micro-batch. */
+static const char *nm2(char *buf, const char *pre, const char *suffix)
+{
+  size_t a = strlen(pre), b = strlen(suffix);
+  if (a > 31)
+    a = 31;
+  if (b > 31 - a)
+    b = 31 - a;
+  memcpy(buf, pre, a);
+  memcpy(buf + a, suffix, b);
+  buf[a + b] = '\0';
+  return buf;
+}
+
 static void mlp_fwd(wl__gen *g, double f, const char *pre)
 {
   char n1[32], n2[32], n3[32], n4[32], n5[32];
-  snprintf(n1, sizeof n1, "%s.tp.ag", pre);
-  snprintf(n2, sizeof n2, "%s.fc1", pre);
-  snprintf(n3, sizeof n3, "%s.act", pre);
-  snprintf(n4, sizeof n4, "%s.fc2", pre);
-  snprintf(n5, sizeof n5, "%s.tp.%s", pre, g->l->sp ? "rs" : "ar");
+  nm2(n1, pre, ".tp.ag");
+  nm2(n2, pre, ".fc1");
+  nm2(n3, pre, ".act");
+  nm2(n4, pre, ".fc2");
+  nm2(n5, pre, g->l->sp ? ".tp.rs" : ".tp.ar");
   wl__col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1};
   wl__col_fwd_sp(g, &c, 1, n1);
   wl__elem(g, n3, g->T * act_in(g->m, f) / g->t, 1.5, 8);
@@ -192,14 +207,14 @@ static void mlp_fwd(wl__gen *g, double f, const char *pre)
 static void mlp_bwd(wl__gen *g, double f, const char *pre)
 {
   char a[32], b[32], c1[32], d[32], e[32], f1[32], f2[32], f3[32];
-  snprintf(a, sizeof a, "%s.tp.ag.bwd", pre);
-  snprintf(b, sizeof b, "%s.fc2.dgrad", pre);
-  snprintf(c1, sizeof c1, "%s.fc2.wgrad", pre);
-  snprintf(d, sizeof d, "%s.act.bwd", pre);
-  snprintf(e, sizeof e, "%s.tp.ag.wgrad", pre);
-  snprintf(f1, sizeof f1, "%s.tp.%s.dgrad", pre, g->l->sp ? "rs" : "ar");
-  snprintf(f2, sizeof f2, "%s.fc1.dgrad", pre);
-  snprintf(f3, sizeof f3, "%s.fc1.wgrad", pre);
+  nm2(a, pre, ".tp.ag.bwd");
+  nm2(b, pre, ".fc2.dgrad");
+  nm2(c1, pre, ".fc2.wgrad");
+  nm2(d, pre, ".act.bwd");
+  nm2(e, pre, ".tp.ag.wgrad");
+  nm2(f1, pre, g->l->sp ? ".tp.rs.dgrad" : ".tp.ar.dgrad");
+  nm2(f2, pre, ".fc1.dgrad");
+  nm2(f3, pre, ".fc1.wgrad");
   wl__row_bwd(g, b, c1, f / g->t, a);
   wl__elem(g, d, g->T * act_in(g->m, f) / g->t, 2.5, 12);
   wl__col_gemm c = {"", f2, f3, act_in(g->m, f) / g->t, g->h, 1};
