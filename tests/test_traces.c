@@ -722,8 +722,8 @@ static void test_replay__dlrm_resized_allreduces_grow_as_the_ring_closed_form(vo
   } rows[] = {{"dgx-v100:8", 64, 3.09e-6, 12.5e9},   {"dgx-v100:16", 128, 3.27e-6, 12.5e9},
               {"dgx-a100:8", 64, 2.39e-6, 25e9},     {"dgx-a100:16", 128, 2.39e-6, 25e9},
               {"dgx-v100:64", 512, 3.27e-6, 12.5e9}, {"dgx-a100:64", 512, 2.39e-6, 25e9}};
-  /* 512 ranks take minutes each (the all-to-all-v of every rank with
-   * every rank, 261,632 flows, SimGrid's max-min solve): only with
+  /* 512 ranks take about nine CPU-minutes each (the all-to-all-v of every
+   * rank with every rank, 261,632 flows, SimGrid's max-min solve): only with
    * SIMTRAIN_LONG_TESTS=1 (docs/traces.md).  dgx-v100:64 has 256 NICs under a two-level tree, as
    * at 16 nodes; dgx-a100:64's 32 rail leaves fit one spine layer. */
   const char *lt = getenv("SIMTRAIN_LONG_TESTS");
