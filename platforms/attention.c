@@ -47,7 +47,8 @@ enum { D_FWD, D_FWD_CAUSAL, D_BWD, D_COUNT };
 enum { L_CUDNN, L_FA2, L_FA3, L_TRITON, L_COUNT };
 #define NSEQ 6
 #define NHD 3
-static const double seqs[NSEQ] = {512, 1024, 2048, 4096, 8192, 16384};
+/* the published lengths, 512 ... 16k, as log2: interpolation is in log2(s) */
+static const double log2_seqs[NSEQ] = {9, 10, 11, 12, 13, 14};
 static const double hds[NHD] = {64, 128, 256};
 
 /* TFLOP/s [library][direction][head dim 64, 128, 256][sequence 512 ... 16k] */
@@ -152,10 +153,7 @@ double plat_attn_published_rate(const plat_device *d, int impl, int bwd, int cau
     return 0;
   int lib = lib_of(impl), si, hi;
   double ws, wh;
-  double ls[NSEQ];
-  for (int i = 0; i < NSEQ; i++)
-    ls[i] = log2(seqs[i]);
-  locate(ls, NSEQ, seq > 0 ? log2(seq) : 0, &si, &ws);
+  locate(log2_seqs, NSEQ, seq > 0 ? log2(seq) : 0, &si, &ws);
   locate(hds, NHD, head_dim > 0 ? head_dim : 128, &hi, &wh);
   double r = 0;
   for (int a = 0; a < 2; a++)
