@@ -4,6 +4,8 @@
 # whether the best simulated layout is at least as fast as the published one
 # (docs/search.md keeps the table).
 #   bench/search/validation.sh [SIMTRAIN] [CASE.json ...]   (default: every case)
+# TOP (default 8) layouts simulated besides the published one, JOBS (default 2)
+# processes; the cases of hundreds of GPUs and more were searched with TOP=4 JOBS=1.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 simtrain=${1:-$here/../../build/simtrain}
@@ -14,7 +16,7 @@ printf '| case | GPUs | estimated | published: estimate rank (top %%) | publishe
 printf '|---|---:|---:|---:|---:|---:|---|---:|\n'
 for c in "${cases[@]}"; do
   t0=$(date +%s)
-  out=$("$simtrain" search --case "$c" --top 8 -j 2 --json --quiet) || { echo "| $(basename "$c" .json) | failed |"; continue; }
+  out=$("$simtrain" search --case "$c" --top "${TOP:-8}" -j "${JOBS:-2}" --json --quiet) || { echo "| $(basename "$c" .json) | failed |"; continue; }
   t1=$(date +%s)
   num() { grep -o "\"$1\":[0-9.e+-]*" <<<"$2" | head -1 | cut -d: -f2; }
   pub=$(grep -o '"published":{[^}]*}' <<<"$out")

@@ -33,8 +33,14 @@ static void command_line(const drv_search_opts *o, const drv_search *s, const dr
   }
   int u = snprintf(b, n, "simtrain run --model %s --layout %s --cluster %s", o->model, c->layout,
                    s->cluster);
-  if (o->seq > 0)
-    snprintf(b + u, n - (size_t)u, " --seq %d", o->seq);
+  if (o->seq > 0 && u >= 0 && (size_t)u < n)
+    u += snprintf(b + u, n - (size_t)u, " --seq %d", o->seq);
+  /* a spec read from standard input must be fed to the run the same way */
+  int model_in = !strcmp(o->model, "-"), cluster_in = !strcmp(s->cluster, "-") ||
+                                                       !strncmp(s->cluster, "-:", 2);
+  if ((model_in || cluster_in) && u >= 0 && (size_t)u < n)
+    snprintf(b + u, n - (size_t)u, "  # with the same %s on standard input",
+             model_in ? "model spec" : "cluster spec");
 }
 
 void drv_search_print(const drv_search_opts *o, const drv_search *s, int rows, FILE *out)

@@ -84,6 +84,11 @@ got=$(timeout 30 "$ST" run --model "$tmp/model" $margs 2>"$tmp/err" | step)
 [ "$got" = "$ref" ] || fail "a model spec as a FIFO: '$got', want '$ref': $(cat "$tmp/err")"
 out=$(timeout 60 "$ST" search --model - --cluster node8 --gbs 8 --top 1 <"$M" 2>"$tmp/err")
 grep -q '^best: simtrain run --model - ' <<<"$out" || fail "search on a model from standard input: $(cat "$tmp/err")"
+grep -q '^best: simtrain run --model - .*  # with the same model spec on standard input$' <<<"$out" ||
+  fail "search on a model from standard input: the best command does not say the spec comes on standard input again"
+out=$(timeout 60 "$ST" search --model megatron-1.7b --cluster - --gbs 8 --top 1 <"$(dirname "$0")/../../platforms/data/presets/node8.json" 2>"$tmp/err")
+grep -q '^best: simtrain run --model megatron-1.7b .* --cluster -  # with the same cluster spec on standard input$' <<<"$out" ||
+  fail "search on a cluster from standard input: $(grep '^best' <<<"$out") $(cat "$tmp/err")"
 # Two inputs cannot both be standard input.
 err=$("$ST" run --model - --layout tp=8 --cluster - </dev/null 2>&1); rc=$?
 [ $rc -eq 1 ] && [ "$err" = "simtrain: error: --cluster and --model both read standard input ('-'): it can feed one of them" ] ||
