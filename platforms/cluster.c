@@ -598,8 +598,17 @@ int plat__cluster_fabric(plat_cluster *c, const char *what, st_err *err)
       c->fabric_radix_used[0] = h == 1 ? R : R / 2;
       long M = 1;
       for (int i = 1; i < h; i++) {
-        c->fabric_radix_used[i - 1] = R / 2;
-        M *= R / 2;
+        int m = R / 2;
+        /* a rail fat-tree's spine-leaf group holds whole scalable units (all
+         * the rails of m_1 nodes), as the DGX SuperPOD's hold four: with
+         * 40-port switches 2 units of 8 rails (16 leaves), not 20 leaves
+         * that would put rails 0-3 of a unit under one group of spines and
+         * rails 4-7 under another (docs/platforms.md, "Fat-tree routing") */
+        if (i == 2 && h > 2 && c->fabric_kind == PLAT_FABRIC_RAIL_FATTREE &&
+            c->nics_per_node > 1 && m >= c->nics_per_node)
+          m -= m % c->nics_per_node;
+        c->fabric_radix_used[i - 1] = m;
+        M *= m;
       }
       long emax = plat__endpoint_max(c);
       long top = (emax + M - 1) / M;

@@ -130,7 +130,7 @@ void plat__layout(const plat_cluster *c, plat__lay *L)
     L->W[0] = 1;
     for (int i = 1; i <= h; i++) {
       L->m[i] = c->fabric_radix_used[i - 1];
-      L->w[i] = i == 1 ? 1 : c->fabric_radix / 2;
+      L->w[i] = i == 1 ? 1 : L->m[i - 1]; /* as many up ports as down ports in use */
       L->M[i] = L->M[i - 1] * L->m[i];
       L->W[i] = L->W[i - 1] * L->w[i];
     }

@@ -327,6 +327,37 @@ static void test_summary__switch_counts_match_superpod_tables(void **state)
   }
 }
 
+/* 40-port HDR switches (selene): a leaf has 20 nodes, an SU 8 rail leaves,
+ * and a spine-leaf group the whole SUs that fit in 20 leaves: 2 (16
+ * leaves).  selene:128 is 6.4 SUs: 7 x 8 = 56 leaves (the last SU's 8
+ * built for its 8 nodes), 3.5 groups (the last, half filled, with its 20
+ * spines counted whole: 80), and 20 core groups of ceil(4 groups x 16 up
+ * links / 40) = 2 switches: 56 + 80 + 40.  Every rail is then alike: the route from GPU k of node a to GPU k of
+ * node b crosses as many switches on all eight rails (filled leaf by leaf,
+ * rails 4-7 of SU 2 sat under another group than its rails 0-3). */
+static void test_route__selene_groups_whole_scalable_units(void **state)
+{
+  (void)state;
+  plat_cluster *c = load("selene:128");
+  assert_int_equal(c->fabric_levels, 3);
+  assert_int_equal(c->fabric_radix_used[0], 20);
+  assert_int_equal(c->fabric_radix_used[1], 16);
+  assert_int_equal(c->fabric_radix_used[2], 4);
+  assert_int_equal(plat_cluster_switch_count(c), 56 + 80 + 40);
+  static const int pairs[][3] = {/* node a, node b, switches on every rail */
+                                 {0, 1, 1},   {0, 20, 3},  {20, 40, 5}, {40, 60, 3},
+                                 {45, 30, 5}, {0, 127, 5}, {100, 120, 5}};
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+    for (int k = 0; k < 8; k++) {
+      plat_route r;
+      route(c, pairs[i][0] * 8 + k, pairs[i][1] * 8 + k, &r);
+      if (r.switches != pairs[i][2])
+        fail_msg("node %d -> node %d on rail %d: %d switches, expected %d", pairs[i][0],
+                 pairs[i][1], k, r.switches, pairs[i][2]);
+    }
+  plat_cluster_destroy(c);
+}
+
 static void test_route__dragonfly_takes_minimal_paths(void **state)
 {
   (void)state;
@@ -812,6 +843,7 @@ int main(void)
       cmocka_unit_test(test_route__dragonfly_takes_minimal_paths),
       cmocka_unit_test(test_oversub__two_to_one_halves_leaf_uplinks),
       cmocka_unit_test(test_summary__switch_counts_match_superpod_tables),
+      cmocka_unit_test(test_route__selene_groups_whole_scalable_units),
       cmocka_unit_test(test_devices__power_and_price_match_docs),
       cmocka_unit_test(test_presets__host_power_is_system_max_less_gpus),
       cmocka_unit_test(test_spec__bad_input_is_named),
