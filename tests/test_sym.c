@@ -203,6 +203,9 @@ static void test_sym__generated_layouts_match_full_simulation(void **state)
       /* one non-blocking switch; an oversubscribed rail fat-tree */
       {"llama3-8b", "tp=8,pp=2,mbs=1,gbs=8,sp=1", "node8:2", 1},
       {"llama3-8b", "tp=4,pp=1,dp=4,mbs=1,gbs=8", DATA("rail_oversub_2.json"), 1},
+      /* three levels where radix/2 is not a multiple of the rails: spine
+       * groups of whole scalable units keep the rails alike */
+      {"llama3-8b", "tp=4,pp=2,dp=9,mbs=1,gbs=18", DATA("rail_whole_su.json"), 1},
       /* data parallelism inside a node crosses the TP groups' NVLinks */
       {"llama3-8b", "tp=4,pp=2,dp=2,mbs=1,gbs=8", "dgx-h100:2", 0},
       /* links every position's traffic crosses alike, simulated at 1/C of
