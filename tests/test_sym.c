@@ -193,6 +193,9 @@ static void test_sym__generated_layouts_match_full_simulation(void **state)
   } cases[] = {
       /* tensor, pipeline and data parallelism on rail-optimised DGX fabrics */
       {"llama3-8b", "tp=8,pp=2,dp=2,mbs=1,gbs=8,sp=1", "dgx-h100:4", 1},
+      /* Transformer Engine's TP overlap: ring-exchange chunks on a second
+       * stream, all waiting on one norm (chained once it is done) */
+      {"llama3-8b", "tp=8,pp=2,dp=2,mbs=1,gbs=8,sp=1,tp_overlap=1", "dgx-h100:4", 1},
       {"llama3-8b", "tp=8,pp=2,vpp=2,dp=2,mbs=1,gbs=8", "dgx-h100:4", 1},
       {"llama3-8b", "tp=8,pp=4,dp=1,mbs=1,gbs=8,schedule=gpipe", "dgx-h100:4", 1},
       {"llama3-8b", "tp=8,pp=1,dp=4,zero=1,mbs=1,gbs=8,sp=1", "dgx-h100:4", 1},

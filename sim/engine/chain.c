@@ -17,7 +17,8 @@
  * A stream whose next ops are compute runs and such collectives, with no
  * transfer of the rank running, then knows their times in advance and
  * waits once for the whole chain, up to the first op another stream waits
- * on, an op that waits itself, or any other kind of op.  Its planned
+ * on, an op that waits for another stream's op not done yet, or any other
+ * kind of op.  Its planned
  * states stand in for its counters in the rank's accounting (acct cuts the
  * time at their changes), so every bucket is what stepping through the
  * chain gives.  A transfer of another stream starting during the chain
@@ -63,6 +64,23 @@ static int chain_coll_ok(int rank, const eng__prog *pi, const eng__actor *a, con
   return 1;
 }
 
+/* Whether every op op waits on in another stream is done already: its start
+ * then depends on this stream alone, as stepping would find it (wait_deps
+ * returns at once), so the chain may hold it.  TE's TP overlap issues a
+ * layer's ring-exchange chunks all waiting on the same norm, done before
+ * the first of them starts. */
+static int waits_met(int rank, const wl_program *p, const eng__prog *pi, const wl_op *op)
+{
+  const eng__rank *rs = &eng__E.ranks[rank];
+  for (uint32_t w = 0; w < op->wait_count; w++) {
+    uint32_t target = p->waits[op->wait_first + w];
+    const wl_op *t = &p->ops[target];
+    if (t->stream != op->stream && rs->done[t->stream] <= pi->pos[target])
+      return 0;
+  }
+  return 1;
+}
+
 static eng__seg *seg_new(eng__actor *a, size_t n)
 {
   if (n == a->cap_segs) {
@@ -87,7 +105,7 @@ static size_t chain_plan(eng__actor *a, int rank, const wl_program *p, const eng
   double busy = 0;
   for (uint32_t j = k; j < a->num_ops;) {
     const wl_op *op = &p->ops[a->ops[j]];
-    if (j > k && op->wait_count > 0)
+    if (j > k && op->wait_count > 0 && !waits_met(rank, p, pi, op))
       break;
     if (op->kind == WL_OP_MARKER) {
       if (pi->is_target[a->ops[j]])
