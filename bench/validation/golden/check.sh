@@ -1,10 +1,9 @@
 #!/bin/bash
 # check.sh — the validation set's predictions (`simtrain validate --json`)
-# against predictions.json, byte for byte: a pin of every published case,
-# too slow for CI (about 30 CPU-minutes), run by hand before and after a
-# change to the engine, the generators or the compute model.  A change that
-# means to move a prediction rewrites the file (--write) and says why in
-# its commit.
+# against predictions.json, byte for byte: a pin of every published case
+# (ctest's validation_pins; about 2.5 CPU-minutes, was 30 before rank
+# classes covered the large cases).  A change that means to move a
+# prediction rewrites the file (--write) and says why in its commit.
 #   bench/validation/golden/check.sh [SIMTRAIN] [-j N] [--write]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
