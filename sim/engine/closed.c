@@ -148,6 +148,11 @@ static int tuple_add(tuple_set *ts, int c, const wl_op *o)
  * program repeats its collectives 64 micro-batches x 7 layers times: the
  * scan over 6,144 ranks x 45 k ops took seconds).  NULL on out of memory;
  * *n the count. */
+static int is_alltoallv(const wl_op *o)
+{
+  return o->kind == WL_OP_COLL && o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
+}
+
 static const wl_op **distinct_ops(const wl_program *pg, size_t *n)
 {
   *n = 0;
@@ -160,7 +165,7 @@ static const wl_op **distinct_ops(const wl_program *pg, size_t *n)
     const wl_op *o = &pg->ops[i];
     if (o->kind != WL_OP_COPY && o->kind != WL_OP_SEND && o->kind != WL_OP_COLL)
       continue;
-    int splits = o->kind == WL_OP_COLL && o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
+    int splits = is_alltoallv(o);
     uint64_t bits = 0;
     if (o->kind == WL_OP_COLL)
       memcpy(&bits, &o->bytes, sizeof bits);
@@ -170,9 +175,8 @@ static const wl_op **distinct_ops(const wl_program *pg, size_t *n)
     uintptr_t hi = (uintptr_t)eng__map_get(&seen, key);
     if (hi) {
       const wl_op *h = v[hi - 1];
-      int hs = h->kind == WL_OP_COLL && h->sub == WL_COLL_ALLTOALL && (h->flags & WL_OPF_SPLITS);
       if (h->kind == o->kind && h->role == o->role && h->sub == o->sub && h->peer == o->peer &&
-          hs == splits && (o->kind != WL_OP_COLL || h->bytes == o->bytes))
+          is_alltoallv(h) == splits && (o->kind != WL_OP_COLL || h->bytes == o->bytes))
         continue;
     }
     v[*n] = o; /* a hash collision keeps both */
