@@ -24,6 +24,31 @@
 #include "analysis.h"
 
 /* The inter-pod links' figures per step: NaN without pods. */
+
+/* "  (TEXT TAIL" in lines of at most 100 columns, broken after ", ". */
+static void print_wrapped(FILE *out, const char *text, const char *tail)
+{
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s%s", text, tail);
+  const char *p = buf;
+  int first = 1;
+  while (*p) {
+    size_t room = 100 - 3, n = strlen(p);
+    if (n > room) { /* the last ", " that fits, or a hard cut */
+      size_t cut = 0;
+      for (size_t i = 0; i + 1 < room; i++)
+        if (p[i] == ',' && p[i + 1] == ' ')
+          cut = i + 1;
+      n = cut ? cut : room;
+    }
+    fprintf(out, "%s%.*s\n", first ? "  (" : "   ", (int)n, p);
+    p += n;
+    while (*p == ' ')
+      p++;
+    first = 0;
+  }
+}
+
 static void pods_compute(const plat_cluster *cl, const an_measured *m, an_summary *s)
 {
   s->pod_exposed_s = s->pod_link_bytes = s->pod_link_busy_s = NAN;
@@ -292,5 +317,5 @@ void an_summary_print_text(const an_summary *s, const char *workload_name,
   }
   fprintf(out, "  (simulated in %.2f s wall, %.0f activities)\n", s->sim_wall_s, s->events);
   if (isfinite(s->simulated_ranks) && s->simulated_ranks < s->num_gpus)
-    fprintf(out, "  (%s: the others are exact copies)\n", s->reduction);
+    print_wrapped(out, s->reduction, ": the others are exact copies)");
 }

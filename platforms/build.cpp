@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "plat_int.h"
@@ -35,6 +36,13 @@ namespace sg4 = simgrid::s4u;
 namespace skr = simgrid::kernel::routing;
 
 namespace {
+
+/* plat_route_alias(): link -> the link that stands for it */
+std::unordered_map<const simgrid::kernel::resource::StandardLinkImpl*,
+                   simgrid::kernel::resource::StandardLinkImpl*>
+    g_alias;
+bool g_alias_on = true;
+bool g_zone_built = false;
 
 class PlatZone : public skr::NetZoneImpl {
 public:
@@ -102,8 +110,15 @@ protected:
     int n = plat__route_ids(&c_, &lay_, s, d, ids, &switches);
     xbt_assert(n >= 0, "no route from endpoint %d to %d (longer than %d links, or a host memory "
                "another node's GPU asked for)", s, d, PLAT_ROUTE_MAX);
+    bool alias = g_alias_on && !g_alias.empty();
     for (int i = 0; i < n; i++) {
-      into->link_list_.push_back(links_[ids[i]]);
+      simgrid::kernel::resource::StandardLinkImpl* l = links_[ids[i]];
+      if (alias) {
+        auto it = g_alias.find(l);
+        if (it != g_alias.end())
+          l = it->second;
+      }
+      into->link_list_.push_back(l); /* the latency stays the real link's (the same) */
       if (latency)
         *latency += lat_[ids[i]];
     }
@@ -179,11 +194,37 @@ extern "C" int plat_cluster_build(const plat_cluster* c, void** hosts, st_err* e
     auto* zone = new PlatZone(c->name, *c); /* the first zone becomes the root; SimGrid frees it */
     zone->build(hosts);
     zone->seal();
+    g_zone_built = true;
   } catch (const std::exception& ex) {
     return st_err_set(err, ST_EINPUT, "cluster '%s': cannot build the SimGrid platform: %s", c->name,
                       ex.what());
   }
   return ST_OK;
+}
+
+extern "C" int plat_route_alias(void* const* from, void* const* to, size_t n)
+{
+  g_alias.clear();
+  if (n == 0)
+    return ST_OK;
+  if (!g_zone_built)
+    return ST_EUSAGE;
+  for (size_t i = 0; i < n; i++)
+    g_alias[static_cast<sg4::Link*>(from[i])->get_impl()] = static_cast<sg4::Link*>(to[i])->get_impl();
+  return ST_OK;
+}
+
+extern "C" void plat_route_alias_on(int on) { g_alias_on = on != 0; }
+
+extern "C" void plat_sendto_all(void* from, void* const* to, const double* bytes, size_t n)
+{
+  std::vector<sg4::CommPtr> comms;
+  comms.reserve(n);
+  for (size_t i = 0; i < n; i++)
+    comms.push_back(sg4::Comm::sendto_async(static_cast<sg4::Host*>(from), static_cast<sg4::Host*>(to[i]),
+                                            static_cast<uint64_t>(std::llround(bytes[i]))));
+  for (auto& c : comms)
+    c->wait();
 }
 
 /* ---- --cfg settings SimGrid rejects ----------------------------------------

@@ -235,6 +235,19 @@ const char *const *plat_preset_names(void);
  * pull in SimGrid; with c->host_memory num_gpus + num_nodes of them, node
  * n's host memory at num_gpus + n). */
 int plat_cluster_build(const plat_cluster *c, void **hosts, st_err *err);
+
+/* Links standing for others in the routes SimGrid asks plat_cluster_build()'s
+ * zone for (the engine's quotient fabric, sim/engine/sym_quot.c): every
+ * route's link from[i] becomes to[i] (sg_link_t values); n = 0 clears.
+ * Only the cluster zone routes through it (not an XML platform): 0, or
+ * ST_EUSAGE there.  plat_route_alias_on(0) suspends it while the engine asks
+ * for the real routes, plat_route_alias_on(1) resumes. */
+int plat_route_alias(void *const *from, void *const *to, size_t n);
+void plat_route_alias_on(int on);
+/* Host-to-host transfers without a receiving actor (SimGrid's sendto):
+ * n of them from host `from` (sg_host_t) to to[i], bytes[i] each, started
+ * together; returns when all have ended.  For the calling actor. */
+void plat_sendto_all(void *from, void *const *to, const double *bytes, size_t n);
 /* One extra SimGrid setting ("key:value") as SimGrid would take it, tried
  * before the simulation (in a child process, see build.cpp): ST_EUSAGE with
  * "--cfg 'foo:1': unknown SimGrid setting" or a bad-value message, where the

@@ -209,17 +209,32 @@ static void test_sym__generated_layouts_match_full_simulation(void **state)
       /* three levels where radix/2 is not a multiple of the rails: spine
        * groups of whole scalable units keep the rails alike */
       {"llama3-8b", "tp=4,pp=2,dp=9,mbs=1,gbs=18", DATA("rail_whole_su.json"), 1},
-      /* data parallelism inside a node crosses the TP groups' NVLinks */
-      {"llama3-8b", "tp=4,pp=2,dp=2,mbs=1,gbs=8", "dgx-h100:2", 0},
+      /* data parallelism inside a node crosses the TP groups' NVLinks: the
+       * TP groups' collectives are simulated, member 0's flows only, on the
+       * quotient fabric (sym_quot.c) */
+      {"llama3-8b", "tp=4,pp=2,dp=2,mbs=1,gbs=8", "dgx-h100:2", 1},
+      {"llama3-8b", "tp=4,pp=2,vpp=2,dp=2,mbs=1,gbs=8,zero=1", "dgx-h100:2", 1},
+      {"mixtral-8x7b", "tp=2,ep=4,dp=8,mbs=1,gbs=8,sp=1", "dgx-h100:2", 1},
+      /* orbits of links smaller than the groups: simulated at |orbit|/C of
+       * their bandwidth (a NIC or leaf up links that two positions share) */
+      {"llama3-8b", "tp=2,pp=2,dp=2,mbs=1,gbs=8", DATA("leaf_oversub_2.json"), 1},
+      {"llama3-8b", "tp=2,pp=2,dp=2,mbs=1,gbs=8", DATA("one_nic.json"), 1},
+      /* expert and data parallelism over the same eight GPUs: the expert
+       * all-to-all (PXN relays) and the data-parallel ring are the group's own */
+      {"mixtral-8x7b", "tp=1,ep=8,dp=8,mbs=1,gbs=8", "dgx-h100:1", 1},
+      /* expert groups of half a data-parallel group: no class holds (falls back) */
+      {"mixtral-8x7b", "tp=1,ep=8,dp=16,mbs=1,gbs=16", "dgx-h100:2", 0},
       /* links every position's traffic crosses alike, simulated at 1/C of
        * their capacity: a leaf holding whole nodes (its up links one
        * adaptive-routing group), oversubscribed; one NIC for a node */
       {"llama3-8b", "tp=4,pp=1,dp=2,mbs=1,gbs=4", DATA("leaf_oversub_2.json"), 1},
       {"llama3-8b", "tp=4,pp=1,dp=2,mbs=1,gbs=4", DATA("one_nic.json"), 1},
-      /* the DGX-1: two GPUs share each NIC, two positions' traffic meets
-       * there and not the others' (falls back); on the torus the checks find the groups' links their own
-       * and the positions' traffic apart */
-      {"llama3-8b", "tp=8,pp=1,dp=2,mbs=1,gbs=4", "dgx-v100:2", 0},
+      /* the DGX-1: two GPUs share each NIC, two TP positions' traffic meets
+       * there and not the others' (no TP classes); the data-parallel pairs
+       * across the two nodes are classes on the quotient fabric (node shift);
+       * on the torus the checks find the groups' links their own and the
+       * positions' traffic apart */
+      {"llama3-8b", "tp=8,pp=1,dp=2,mbs=1,gbs=4", "dgx-v100:2", 1},
       {"llama3-8b", "tp=4,pp=1,dp=16,mbs=1,gbs=16", "tpu-v4:16", 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

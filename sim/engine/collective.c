@@ -141,6 +141,46 @@ static void coll_transfer(int c, eng__comm *cs, int m, const wl_program *p, cons
     eng__fail(ST_ENOMEM, "out of memory planning a collective");
     return;
   }
+  if (eng__E.sym.quotient && eng__E.sym.comm_collapse[c]) {
+    /* member 0 of an R group on the quotient fabric (sym_quot.c): its sends
+     * only; what it receives is the images of them, ending with them */
+    sg_host_t local_to[8], *to = local_to;
+    double local_b[8], *b = local_b;
+    size_t cap = 8;
+    for (size_t r = 0; r < sched->nrounds && !eng__E.failed; r++) {
+      const coll_round *rd = &sched->rounds[r];
+      if (rd->nsend > cap) {
+        if (to != local_to) {
+          free(to);
+          free(b);
+        }
+        cap = rd->nsend;
+        to = malloc(cap * sizeof *to);
+        b = malloc(cap * sizeof *b);
+        if (!to || !b) {
+          free(to);
+          free(b);
+          eng__fail(ST_ENOMEM, "out of memory");
+          return;
+        }
+      }
+      if (rd->pre_s > 0)
+        sg_actor_sleep_for(rd->pre_s);
+      for (uint32_t i = 0; i < rd->nsend; i++) {
+        const coll_xfer *x = &sched->xfers[rd->send_first + i];
+        eng__account_flow(cm->ranks[m], cm->ranks[x->peer], x->bytes, c, WL_OP_COLL, op->sub);
+        to[i] = eng__E.hosts[cm->ranks[x->peer]];
+        b[i] = x->bytes;
+      }
+      plat_sendto_all(eng__E.hosts[cm->ranks[m]], (void *const *)to, b, rd->nsend);
+      eng__E.events += 2 * (uint64_t)rd->nsend;
+    }
+    if (to != local_to) {
+      free(to);
+      free(b);
+    }
+    return;
+  }
   sg_comm_t local[8];
   void *data;
   for (size_t r = 0; r < sched->nrounds; r++) {
@@ -243,7 +283,7 @@ void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *s
         mm->T = eng__fast_duration(c, cs, op, sched, 1);
       T = mm->T;
     }
-    if (T < 0 && eng__E.sym.on && eng__E.sym.comm_collapse[c]) {
+    if (T < 0 && eng__E.sym.on && eng__E.sym.comm_collapse[c] && !eng__E.sym.quotient) {
       eng__fail(ST_ESIM, "internal error: a rank-class group's collective has no closed form");
       sg_actor_kill_all();
       return;

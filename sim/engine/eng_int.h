@@ -67,6 +67,15 @@ typedef struct eng__sym {
   uint8_t *link_fixed;  /* shared link every class crosses: simulated at 1/C capacity */
   size_t fixed;         /* such links */
   int32_t *live;        /* per communicator: members simulated */
+  /* the quotient fabric (sym_quot.c): the classes' group acts on the links
+   * too, each orbit of links is simulated as one */
+  int quotient;         /* the R groups' collectives run as their member 0's flows */
+  int q, nb;            /* members of an R group per node, and its nodes */
+  uint32_t *canon;      /* link -> the link standing for its orbit (UINT32_MAX: unused) */
+  uint32_t *orb_size;   /* link -> the size of its orbit */
+  uint32_t *orb_next;   /* link -> the next link of its orbit (a cycle) */
+  double *bw_scale;     /* link -> reported bandwidth / simulated bandwidth, or NULL */
+  size_t orbits, scaled; /* orbits of used links; links simulated at |orbit|/C */
   char desc[200];       /* what was used, or "none (why)" */
 } eng__sym;
 
@@ -86,6 +95,10 @@ typedef struct eng__sym_env {
               void *fn_u);
   /* whether that instance has a closed form */
   int (*closed)(void *u, int c, int op, double bytes, int root);
+  /* member m's rounds of that instance (sched); 0 or ST_ENOMEM */
+  int (*plan)(void *u, int c, int op, double bytes, int root, int m, coll_sched *sched);
+  const int32_t *node_of;   /* rank -> node */
+  const char *no_quotient;  /* why the quotient fabric cannot be used, or NULL */
   void *u;
 } eng__sym_env;
 
@@ -93,6 +106,12 @@ typedef struct eng__sym_env {
  * ST_ENOMEM.  Release with eng__sym_release. */
 int eng__sym_prepare(eng__sym *s, const eng__sym_env *env);
 void eng__sym_release(eng__sym *s);
+/* sym.c's pieces the quotient analysis (sym_quot.c) shares */
+void eng__sym_why(eng__sym *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int eng__seen_first(eng__map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t c, uint64_t d);
+/* The quotient analysis of role s->role (classes filled, conditions 1 and 2
+ * checked): 1 when it holds, 0 (and why) when not, or ST_ENOMEM (negative). */
+int eng__sym_quotient(eng__sym *s, const eng__sym_env *env, const uint8_t *used);
 int eng__sym_img(const eng__sym *s, const wl_workload *wl, int r0, int k);
 int eng__sym_rep(const eng__sym *s, const wl_workload *wl, int r);
 void eng__sym_expand_ranks(const eng__sym *s, const wl_workload *wl, sim_rank_stats *ranks);

@@ -97,12 +97,14 @@ eng__route *eng__route_get(int src_gpu, int dst_gpu)
   if (re && re->src == src_gpu && re->dst == dst_gpu)
     return re;
   xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
+  plat_route_alias_on(0); /* the real route, not the quotient fabric's (sym_quot.c) */
   sg_host_get_route(eng__E.hosts[src_gpu], eng__E.hosts[dst_gpu], d);
   unsigned long n = xbt_dynar_length(d);
   re = st_arena_alloc(&eng__E.arena, sizeof *re);
   uint32_t *idx = st_arena_alloc(&eng__E.arena, (n + 1) * sizeof *idx);
   if (!re || !idx || eng__map_put(&eng__E.routes, key, re)) {
     xbt_dynar_free(&d);
+    plat_route_alias_on(1);
     eng__fail(ST_ENOMEM, "out of memory");
     return NULL;
   }
@@ -119,6 +121,7 @@ eng__route *eng__route_get(int src_gpu, int dst_gpu)
   xbt_dynar_free(&d);
   re->lat_s = sg_host_get_route_latency(eng__E.hosts[src_gpu], eng__E.hosts[dst_gpu]);
   re->bw_Bps = sg_host_get_route_bandwidth(eng__E.hosts[src_gpu], eng__E.hosts[dst_gpu]);
+  plat_route_alias_on(1);
   return re;
 }
 
@@ -127,6 +130,8 @@ eng__route *eng__route_get(int src_gpu, int dst_gpu)
 void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op)
 {
   int copied = eng__E.sym.on && !eng__E.sym.comm_collapse[comm];
+  if (eng__E.sym.quotient && !copied && eng__E.sym.cls[src_gpu] != 0)
+    return; /* an R group's closed form lists every member's flows: member 0's stand for all */
   if (eng__E.pod_out_bytes && eng__E.rank_group[src_gpu] != eng__E.rank_group[dst_gpu]) {
     /* a flow between pods: out of one, into the other (class 0's flow
      * stands for all C classes' copies, which cross the same pods) */
@@ -141,7 +146,7 @@ void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kin
     return;
   for (uint32_t i = 0; i < re->n; i++) {
     eng__E.link_bytes[re->links[i]] += bytes;
-    if (copied)
+    if (copied && eng__E.class_bytes)
       eng__E.class_bytes[re->links[i]] += bytes;
     eng__usage *u = usage_slot_for(re->links[i], comm, (uint8_t)kind, (uint8_t)op);
     if (!u) {
@@ -163,10 +168,78 @@ void eng__account_copy(int src, int dst, double bytes)
 
 /* Class k's links carry copies of class 0's bytes and usage; their peak
  * load is their original's. */
+/* The quotient fabric (sym_quot.c): a link carries its orbit's bytes x C /
+ * |orbit|; an R group's share of a link likewise (the group is its own
+ * image), the other communicators' shares copied to their images' links. */
+static void expand_quotient(void)
+{
+  const eng__sym *s = &eng__E.sym;
+  int C = s->C;
+  size_t L = eng__E.num_links;
+  double *orb = calloc(L + 1, sizeof *orb);
+  eng__usage *copy = malloc((eng__E.usage_len + 1) * sizeof *copy);
+  if (!orb || !copy) {
+    free(orb);
+    free(copy);
+    eng__fail(ST_ENOMEM, "out of memory");
+    return;
+  }
+  for (size_t l = 0; l < L; l++)
+    if (s->canon[l] != UINT32_MAX)
+      orb[s->canon[l]] += eng__E.link_bytes[l];
+  for (size_t l = 0; l < L; l++)
+    if (s->canon[l] != UINT32_MAX)
+      eng__E.link_bytes[l] = orb[s->canon[l]] * C / s->orb_size[l];
+  size_t n = 0;
+  for (size_t i = 0; i < eng__E.usage_cap; i++)
+    if (eng__E.usage[i].used && eng__E.usage[i].comm >= 0) {
+      copy[n++] = eng__E.usage[i];
+      if (s->comm_collapse[eng__E.usage[i].comm])
+        eng__E.usage[i].bytes = 0; /* spread again below, its own link included */
+    }
+  for (size_t i = 0; i < n && !eng__E.failed; i++) {
+    uint32_t l = copy[i].link;
+    if (s->comm_collapse[copy[i].comm]) {
+      if (s->canon[l] == UINT32_MAX)
+        continue;
+      double b = copy[i].bytes * C / s->orb_size[l];
+      uint32_t y = l;
+      do {
+        eng__usage *u = usage_slot_for(y, copy[i].comm, copy[i].kind, copy[i].op);
+        if (!u) {
+          eng__fail(ST_ENOMEM, "out of memory");
+          break;
+        }
+        u->bytes += b;
+        y = s->orb_next[y];
+      } while (y != l);
+      continue;
+    }
+    for (int k = 1; k < C; k++) {
+      uint32_t y = s->link_img[(size_t)l * C + k];
+      int32_t c = s->comm_img[(size_t)copy[i].comm * C + k];
+      if (y == UINT32_MAX || c < 0)
+        continue;
+      eng__usage *u = usage_slot_for(y, c, copy[i].kind, copy[i].op);
+      if (!u) {
+        eng__fail(ST_ENOMEM, "out of memory");
+        break;
+      }
+      u->bytes += copy[i].bytes;
+    }
+  }
+  free(orb);
+  free(copy);
+}
+
 void eng__links_expand_classes(void)
 {
   if (!eng__E.sym.on || !eng__E.link_bytes)
     return;
+  if (eng__E.sym.quotient) {
+    expand_quotient();
+    return;
+  }
   int C = eng__E.sym.C;
   for (size_t l = 0; l < eng__E.num_links; l++)
     for (int k = 1; k < C; k++) {
@@ -256,16 +329,20 @@ void eng__links_collect(void)
     sim_link_stats *l = &r->links[r->num_links++];
     l->name = st_arena_strdup(&r->arena, sg_link_get_name(links[i]));
     l->bandwidth_Bps = sg_link_get_bandwidth(links[i]);
-    /* a link every class crosses ran at 1/C of its bandwidth (see eng__sym_setup) */
-    double scale = eng__E.sym.on && eng__E.sym.link_fixed[v - 1] ? eng__E.sym.C : 1;
+    /* a link every class crosses ran at 1/C of its bandwidth (see eng__sym_setup),
+     * a quotient fabric's canonical link at |orbit|/C */
+    double scale = !eng__E.sym.on         ? 1
+                   : eng__E.sym.quotient ? eng__E.sym.bw_scale[v - 1]
+                   : eng__E.sym.link_fixed[v - 1] ? eng__E.sym.C
+                                                  : 1;
     l->bytes = bytes;
     /* the time the link spends moving these bytes at full rate */
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
     sg_link_t src = links[i];
     if (eng__E.sym.on && eng__E.sym.link_src[v - 1] != UINT32_MAX && eng__E.sym.link_src[v - 1] < n)
       src = links[eng__E.sym.link_src[v - 1]];
-    double peak = sg_link_get_max_instantaneous_load(src);
-    l->peak_util = l->bandwidth_Bps > 0 ? peak / l->bandwidth_Bps : 0;
+    double peak = sg_link_get_max_instantaneous_load(src), src_bw = sg_link_get_bandwidth(src);
+    l->peak_util = src_bw > 0 ? peak / src_bw : 0;
     l->bandwidth_Bps *= scale;
     l->busy_s = l->bandwidth_Bps > 0 ? bytes / l->bandwidth_Bps : 0;
   }

@@ -60,6 +60,10 @@ void eng__sym_release(eng__sym *s)
   free(s->fixed_cnt);
   free(s->link_fixed);
   free(s->live);
+  free(s->canon);
+  free(s->orb_size);
+  free(s->orb_next);
+  free(s->bw_scale);
   memset(s, 0, sizeof *s);
 }
 
@@ -70,8 +74,8 @@ int eng__sym_img(const eng__sym *s, const wl_workload *wl, int r0, int k)
   return wl->comms[c].ranks[k];
 }
 
-static void why(eng__sym *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void why(eng__sym *s, const char *fmt, ...)
+#define why eng__sym_why
+void eng__sym_why(eng__sym *s, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -98,8 +102,9 @@ static uint8_t *used_roles(const wl_workload *wl)
 }
 
 /* Condition 1 for role R: its groups partition the ranks, size C >= 2, all
- * closed-form.  Fills s->role, s->C, s->cls. */
-static int try_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used, int R)
+ * closed-form (with need_fast; the quotient fabric simulates them).  Fills
+ * s->role, s->C, s->cls. */
+static int try_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used, int R, int need_fast)
 {
   const wl_workload *wl = env->wl;
   int C = 0, in_use = 0;
@@ -114,7 +119,7 @@ static int try_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used, i
     const wl_comm *cm = &wl->comms[c];
     if (C == 0)
       C = cm->size;
-    if (cm->size != C || C < 2 || !env->comm_fast[c])
+    if (cm->size != C || C < 2 || (need_fast && !env->comm_fast[c]))
       return 0;
   }
   if (C < 2)
@@ -139,7 +144,8 @@ typedef struct seen_entry {
   uint64_t a, b, c, d;
 } seen_entry;
 
-static int seen_first(eng__map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+#define seen_first eng__seen_first
+int eng__seen_first(eng__map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
   uint64_t key = eng__key4(a, b, c, d);
   const seen_entry *e = eng__map_get(m, key);
@@ -219,7 +225,7 @@ static int check_ranks(eng__sym *s, const eng__sym_env *env, const uint8_t *used
         why(s, "rank %d and rank %d differ in playing role '%s'", r, r0, wl->roles[role]);
         goto out;
       }
-      if (c < 0)
+      if (c < 0 || (s->comm_collapse[c] && c == c0)) /* an R group under another role */
         continue;
       int32_t *img = &s->comm_img[(size_t)c0 * C + k];
       if (*img == c)
@@ -484,6 +490,10 @@ static void sym_use(eng__sym *s, const wl_workload *wl)
   if (s->fixed)
     snprintf(s->desc + strlen(s->desc), sizeof s->desc - strlen(s->desc),
              ", %zu links shared by all", s->fixed);
+  if (s->quotient)
+    snprintf(s->desc + strlen(s->desc), sizeof s->desc - strlen(s->desc),
+             ", quotient fabric: %zu link orbits, %zu links at |orbit|/%d", s->orbits, s->scaled,
+             s->C);
   free(s->link_cls);
   s->link_cls = NULL;
   free(s->fixed_cnt);
@@ -514,6 +524,29 @@ static int check_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
   return ok && check_fixed(s, env);
 }
 
+/* Condition 2, then the quotient fabric's conditions (sym_quot.c).  A
+ * communicator of another role with an R group's members in the same order
+ * (data and expert parallelism over the same ranks) is one of R's groups
+ * too: the group acts on it as on the R group. */
+static int check_role_quotient(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
+{
+  const wl_workload *wl = env->wl;
+  int rc;
+  if ((rc = alloc_images(s, env)))
+    return rc;
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    if (s->comm_collapse[c] || cm->size != s->C)
+      continue;
+    const wl_comm *g = &wl->comms[wl_rank_comm(wl, cm->ranks[0], s->role)];
+    if (!memcmp(cm->ranks, g->ranks, (size_t)s->C * sizeof *cm->ranks))
+      s->comm_collapse[c] = 1;
+  }
+  if (!check_ranks(s, env, used))
+    return 0;
+  return eng__sym_quotient(s, env, used);
+}
+
 /* Every role that meets condition 1 is a candidate, in the workload's
  * order; the first that meets them all is used.  A layout's first such
  * role need not be the one its symmetry follows: in an interleaved
@@ -540,23 +573,28 @@ int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
     rc = ST_ENOMEM;
     goto out;
   }
-  for (int R = 0; R < wl->num_roles; R++) {
-    if (!try_role(s, env, used, R))
-      continue;
-    candidates++;
-    int ok = check_role(s, env, used);
-    if (ok < 0) {
-      rc = ok;
-      goto out;
+  /* closed-form groups first (pass 0), then the quotient fabric (pass 1) */
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1 && env->no_quotient)
+      break;
+    for (int R = 0; R < wl->num_roles; R++) {
+      if (!try_role(s, env, used, R, pass == 0))
+        continue;
+      candidates++;
+      int ok = pass == 0 ? check_role(s, env, used) : check_role_quotient(s, env, used);
+      if (ok < 0) {
+        rc = ok;
+        goto out;
+      }
+      if (ok) {
+        sym_use(s, wl);
+        free(used);
+        return ST_OK;
+      }
+      if (candidates == 1)
+        snprintf(first_why, sizeof first_why, "%s", s->desc);
+      release_images(s);
     }
-    if (ok) {
-      sym_use(s, wl);
-      free(used);
-      return ST_OK;
-    }
-    if (candidates == 1)
-      snprintf(first_why, sizeof first_why, "%s", s->desc);
-    release_images(s);
   }
   if (!candidates)
     why(s, "no role whose groups partition the ranks and run in closed form");

@@ -66,6 +66,74 @@ static int sym_closed(void *u, int c, int op, double bytes, int root)
   return T >= 0;
 }
 
+/* Member m's rounds of communicator c's (op, bytes, root) instance. */
+static int sym_plan(void *u, int c, int op, double bytes, int root, int m, coll_sched *sched)
+{
+  (void)u;
+  eng__comm *cs = &eng__E.comms[c];
+  if (eng__comm_prepare(c, cs))
+    return ST_ENOMEM;
+  int save_op = cs->op;
+  double save_bytes = cs->bytes;
+  coll_choice save_ch = cs->ch;
+  cs->op = op;
+  cs->bytes = bytes;
+  coll_ctx ctx;
+  eng__route_ctx rctx;
+  eng__coll_ctx_fill(c, cs, &ctx, &rctx);
+  coll_choose(&ctx);
+  ctx.root = root;
+  int rc = coll_plan(&ctx, m, sched);
+  cs->op = save_op;
+  cs->bytes = save_bytes;
+  cs->ch = save_ch;
+  return rc;
+}
+
+/* Why the quotient fabric cannot be used here, or NULL. */
+static const char *no_quotient(void)
+{
+  if (eng__E.opt->net_model != SIM_NET_IDEAL)
+    return "the quotient fabric needs the ideal network model";
+  if (eng__E.cl->fabric_kind == PLAT_FABRIC_XML)
+    return "the quotient fabric needs a cluster spec, not an XML platform";
+  if (eng__E.cl->num_groups > 1 || eng__E.rank_group)
+    return "the quotient fabric is not built for node groups or pods";
+  if (eng__E.opt->fidelity != SIM_FID_FLOW)
+    return "the quotient fabric is checked in flow fidelity only";
+  return NULL;
+}
+
+/* The quotient fabric in SimGrid: every link of an orbit routes through its
+ * canonical link, which carries |O|/C of its bandwidth (sym_quot.c).  The
+ * engine's own routes (eng__route_get) stay the real ones. */
+static int quotient_apply(void)
+{
+  eng__sym *s = &eng__E.sym;
+  sg_link_t *links = sg_link_list();
+  size_t n = 0, L = eng__E.num_links;
+  void **from = malloc((L + 1) * sizeof *from), **to = malloc((L + 1) * sizeof *to);
+  int rc = ST_OK;
+  if (!links || !from || !to) {
+    rc = ST_ENOMEM;
+    goto out;
+  }
+  for (size_t l = 0; l < L; l++) {
+    if (s->canon[l] != UINT32_MAX && s->canon[l] != l) {
+      from[n] = links[l];
+      to[n++] = links[s->canon[l]];
+    }
+    if (s->bw_scale[l] != 1)
+      sg_link_set_bandwidth(links[l], eng__E.link_bw[l] / s->bw_scale[l]);
+  }
+  rc = plat_route_alias(from, to, n);
+out:
+  free(links);
+  free(from);
+  free(to);
+  return rc;
+}
+
 int eng__sym_setup(st_err *err)
 {
   const wl_workload *wl = eng__E.wl;
@@ -90,8 +158,14 @@ int eng__sym_setup(st_err *err)
     return ST_OK;
   }
   uint8_t *fast = malloc((size_t)wl->num_comms + 1);
-  if (!fast)
+  int32_t *node_of = malloc(((size_t)wl->num_ranks + 1) * sizeof *node_of);
+  if (!fast || !node_of) {
+    free(fast);
+    free(node_of);
     return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  for (int r = 0; r < wl->num_ranks; r++)
+    node_of[r] = eng__E.cl->gpus_per_node > 0 ? r / eng__E.cl->gpus_per_node : r;
   for (int c = 0; c < wl->num_comms; c++)
     fast[c] = (uint8_t)eng__E.comms[c].fast;
   eng__sym_env env = {.wl = wl,
@@ -104,9 +178,15 @@ int eng__sym_setup(st_err *err)
                       .route = sym_route,
                       .walk = sym_walk,
                       .closed = sym_closed,
+                      .plan = sym_plan,
+                      .node_of = node_of,
+                      .no_quotient = no_quotient(),
                       .u = NULL};
   int rc = eng__sym_prepare(&eng__E.sym, &env);
   free(fast);
+  free(node_of);
+  if (!rc && eng__E.sym.on && eng__E.sym.quotient)
+    rc = quotient_apply();
   if (!rc && eng__E.sym.on && eng__E.link_bytes &&
       !(eng__E.class_bytes = calloc(eng__E.num_links + 1, sizeof(double))))
     rc = ST_ENOMEM;

@@ -1,0 +1,559 @@
+/* sym_quot.c — rank classes on the quotient fabric: when the role R's
+ * groups' own collectives share links with other traffic (tensor
+ * parallelism of 4 on 8-GPU nodes, whose pipeline or data-parallel peer
+ * sits behind the same NVLink port), simulate member 0 of each group only,
+ * its collectives included, on the fabric divided by the groups' symmetry.
+ *
+ * The symmetry.  A group's C members are numbered node-major: q on each of
+ * its nb nodes (member i on the group's node i / q, in place i % q there).
+ * The translations g_m (m a member index) send member i to member
+ *   ((i/q + m/q) mod nb) * q + (i%q + m%q) mod q
+ * of the same group, in every group at once; g_m sends member 0 to member
+ * m, and the C translations form a group G (Z_q x Z_nb) acting on the ranks
+ * with no fixed point: the classes are its orbits' positions, member 0 of
+ * each group the representatives (class 0).  It holds when:
+ *  1. every rank runs its representative's program, and every other role's
+ *     communicator of a class-0 rank lies in class 0 and is carried member
+ *     by member to the rank's own (sym.c, condition 2);
+ *  2. every R collective the programs issue is G-invariant: member m's
+ *     rounds are member 0's translated by g_m (the same round structure,
+ *     latency waits and bytes; peers translated), so that all members run
+ *     in lockstep and every transfer member 0 receives is the image of one
+ *     it sends in the same round; no send/recv on R, no zero-byte transfer;
+ *  3. the links carry the symmetry: for every flow f of the step (the
+ *     class-0 ranks' flows and all their images) and each generator g of G
+ *     (the shift inside a node, the shift across nodes), the route of g(f)
+ *     is the route of f with each link l replaced by Phi_g(l), one
+ *     function Phi_g on the links, one-to-one, keeping bandwidth and
+ *     sharing, the route latency kept.
+ * Then the full simulation is G-invariant: its max-min allocation (unique)
+ * gives every image of a flow the flow's rate, and a link l of orbit O
+ * (under the Phi) carries, for each class-0 flow f0 and each of its links in
+ * O, C/|O| images (the stabiliser of l).  Its constraint reads
+ *   sum over f0 of |route(f0) & O| x (C/|O|) x rate(f0) <= B,
+ * the same for every link of O.  Simulating the class-0 flows only, each
+ * routed over one link per orbit (the canonical one, of bandwidth
+ * B x |O| / C), is that system: SimGrid gives the class-0 flows the rates
+ * the full simulation gives them, and the members' receives end with the
+ * sends they are images of.  Checked too: no class-0 route crosses one
+ * orbit twice (SimGrid would count it once per crossing, which is what the
+ * constraint says, but it is not relied on).
+ *
+ * Results: per-rank figures are copied as for any class (sym.c); a link's
+ * bytes are its orbit's (sum over O) x C / |O|, the R groups' per-link
+ * shares likewise spread over the orbit, the other communicators' shares
+ * copied to their images' links (Phi_{g_k}); a link's peak load is its
+ * orbit's canonical link's, relative to that link's simulated bandwidth.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "eng_int.h"
+
+/* member i under g_m */
+static int gmul(const eng__sym *s, int i, int m)
+{
+  int q = s->q, nb = s->nb;
+  return ((i / q + m / q) % nb) * q + (i % q + m % q) % q;
+}
+
+/* rank r under g_m */
+static int grank(const eng__sym *s, const eng__sym_env *env, int r, int m)
+{
+  const wl_comm *cm = &env->wl->comms[wl_rank_comm(env->wl, r, s->role)];
+  return cm->ranks[gmul(s, s->cls[r], m)];
+}
+
+/* The groups' node structure: q members on each of nb nodes, node-major,
+ * the same in every group.  1, or 0 (and why). */
+static int node_structure(eng__sym *s, const eng__sym_env *env)
+{
+  const wl_workload *wl = env->wl;
+  int C = s->C, q = 0;
+  for (int c = 0; c < wl->num_comms; c++) {
+    const wl_comm *cm = &wl->comms[c];
+    if (!s->comm_collapse[c])
+      continue;
+    int qc = 1;
+    while (qc < C && env->node_of[cm->ranks[qc]] == env->node_of[cm->ranks[0]])
+      qc++;
+    if (q == 0)
+      q = qc;
+    if (qc != q || C % q) {
+      eng__sym_why(s, "the '%s' groups are not spread alike over their nodes",
+                   wl->roles[s->role]);
+      return 0;
+    }
+    for (int i = 0; i < C; i++) {
+      int first = cm->ranks[(i / q) * q];
+      if (env->node_of[cm->ranks[i]] != env->node_of[first] ||
+          (i % q == 0 && i > 0 && env->node_of[first] == env->node_of[cm->ranks[i - q]])) {
+        eng__sym_why(s, "the '%s' group '%s' is not numbered node by node", wl->roles[s->role],
+                     cm->name);
+        return 0;
+      }
+    }
+  }
+  s->q = q;
+  s->nb = C / q;
+  return 1;
+}
+
+/* ---- condition 2: the R collectives are G-invariant ---------------------- */
+
+typedef struct xfer_key {
+  int peer;
+  double bytes;
+} xfer_key;
+
+static int cmp_xfer(const void *a, const void *b)
+{
+  const xfer_key *x = a, *y = b;
+  if (x->peer != y->peer)
+    return x->peer < y->peer ? -1 : 1;
+  return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+}
+
+/* A round's sends (is_send) or receives as sorted (peer, bytes), the peers
+ * of member 0's translated by g_m when m >= 0. */
+static void round_keys(const eng__sym *s, const coll_sched *sc, const coll_round *rd, int is_send,
+                       int m, xfer_key *out)
+{
+  uint32_t n = is_send ? rd->nsend : rd->nrecv, first = is_send ? rd->send_first : rd->recv_first;
+  for (uint32_t i = 0; i < n; i++) {
+    const coll_xfer *x = &sc->xfers[first + i];
+    out[i].peer = m >= 0 ? gmul(s, x->peer, m) : x->peer;
+    out[i].bytes = is_send ? x->bytes : 0;
+  }
+  qsort(out, n, sizeof *out, cmp_xfer);
+}
+
+/* Whether member m's schedule b is member 0's (a) translated by g_m. */
+static int translated(const eng__sym *s, const coll_sched *a, const coll_sched *b, int m,
+                      xfer_key *ka, xfer_key *kb)
+{
+  if (a->nrounds != b->nrounds)
+    return 0;
+  for (size_t r = 0; r < a->nrounds; r++) {
+    const coll_round *x = &a->rounds[r], *y = &b->rounds[r];
+    if (x->nsend != y->nsend || x->nrecv != y->nrecv || x->pre_s != y->pre_s)
+      return 0;
+    for (int is_send = 0; is_send < 2; is_send++) {
+      uint32_t n = is_send ? x->nsend : x->nrecv;
+      round_keys(s, a, x, is_send, m, ka);
+      round_keys(s, b, y, is_send, -1, kb);
+      for (uint32_t i = 0; i < n; i++)
+        if (ka[i].peer != kb[i].peer || ka[i].bytes != kb[i].bytes)
+          return 0;
+    }
+  }
+  return 1;
+}
+
+static size_t max_round(const coll_sched *sc)
+{
+  size_t n = 0;
+  for (size_t r = 0; r < sc->nrounds; r++) {
+    if (sc->rounds[r].nsend > n)
+      n = sc->rounds[r].nsend;
+    if (sc->rounds[r].nrecv > n)
+      n = sc->rounds[r].nrecv;
+  }
+  return n;
+}
+
+/* ---- condition 3: the links carry the symmetry --------------------------- */
+
+typedef struct quot_ctx {
+  eng__sym *s;
+  const eng__sym_env *env;
+  uint32_t *phi[2];  /* per generator: Phi_g(l), UINT32_MAX unset */
+  uint32_t *inv[2];  /* and its inverse, to check it one-to-one */
+  int gen_m[2];      /* the generators as member indices (-1: none) */
+  uint32_t *routes;  /* scratch: the C images' routes, PLAT_ROUTE_MAX each */
+  uint32_t *lens;
+  eng__map seen;     /* flows checked */
+  st_arena arena;
+  int ok, nomem;
+} quot_ctx;
+
+#define QROUTE_MAX 64
+
+/* One class-0 flow s0 -> d0: the routes of its C images, the generators'
+ * link maps on them, the class images' map (link_img) of its links. */
+static void quot_flow(void *u, int s0, int d0)
+{
+  quot_ctx *w = u;
+  eng__sym *s = w->s;
+  const eng__sym_env *env = w->env;
+  if (!w->ok || s0 == d0)
+    return;
+  int first = eng__seen_first(&w->seen, &w->arena, (uint64_t)s0, (uint64_t)d0, 0x71756f74, 1);
+  if (first < 0) {
+    w->ok = 0;
+    w->nomem = 1;
+    return;
+  }
+  if (!first)
+    return;
+  int C = s->C;
+  double lat0 = 0;
+  for (int m = 0; m < C; m++) {
+    uint32_t n;
+    double lat;
+    const uint32_t *l = env->route(env->u, grank(s, env, s0, m), grank(s, env, d0, m), &n, &lat);
+    if (!l) {
+      w->ok = 0;
+      w->nomem = 1;
+      return;
+    }
+    if (m == 0) {
+      lat0 = lat;
+      if (n > QROUTE_MAX) {
+        eng__sym_why(s, "the route %d->%d is longer than %d links", s0, d0, QROUTE_MAX);
+        w->ok = 0;
+        return;
+      }
+    }
+    if (n != w->lens[0] && m > 0) {
+      eng__sym_why(s, "the route %d->%d and its image %d->%d differ", s0, d0,
+                   grank(s, env, s0, m), grank(s, env, d0, m));
+      w->ok = 0;
+      return;
+    }
+    if (m > 0 && lat != lat0) {
+      eng__sym_why(s, "the route %d->%d and its image %d->%d differ in latency", s0, d0,
+                   grank(s, env, s0, m), grank(s, env, d0, m));
+      w->ok = 0;
+      return;
+    }
+    w->lens[m] = n;
+    memcpy(&w->routes[(size_t)m * QROUTE_MAX], l, n * sizeof *l);
+  }
+  uint32_t n = w->lens[0];
+  const uint32_t *r0 = w->routes;
+  for (uint32_t i = 0; i < n; i++)
+    for (int k = 0; k < C; k++) {
+      uint32_t y = w->routes[(size_t)k * QROUTE_MAX + i];
+      uint32_t *img = &s->link_img[(size_t)r0[i] * C + k];
+      if (*img == UINT32_MAX)
+        *img = y;
+      else if (*img != y) {
+        eng__sym_why(s, "link %u has two images under one translation", r0[i]);
+        w->ok = 0;
+        return;
+      }
+    }
+  for (int g = 0; g < 2; g++) {
+    if (w->gen_m[g] < 0)
+      continue;
+    for (int m = 0; m < C; m++) {
+      int m2 = gmul(s, m, w->gen_m[g]); /* g o g_m = g_m2 */
+      for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = w->routes[(size_t)m * QROUTE_MAX + i];
+        uint32_t y = w->routes[(size_t)m2 * QROUTE_MAX + i];
+        if (w->phi[g][x] == UINT32_MAX) {
+          if (w->inv[g][y] != UINT32_MAX) {
+            eng__sym_why(s, "links %u and %u have one image %u", w->inv[g][y], x, y);
+            w->ok = 0;
+            return;
+          }
+          if (env->link_bw[x] != env->link_bw[y] || env->link_shared[x] != env->link_shared[y]) {
+            eng__sym_why(s, "links %u and %u (a route and its image) differ in bandwidth", x, y);
+            w->ok = 0;
+            return;
+          }
+          w->phi[g][x] = y;
+          w->inv[g][y] = x;
+        } else if (w->phi[g][x] != y) {
+          eng__sym_why(s, "link %u has two images under one translation", x);
+          w->ok = 0;
+          return;
+        }
+      }
+    }
+  }
+}
+
+/* Conditions 2 and 3 on every distinct instance the class-0 ranks issue. */
+static int quot_instances(quot_ctx *w)
+{
+  eng__sym *s = w->s;
+  const eng__sym_env *env = w->env;
+  const wl_workload *wl = env->wl;
+  eng__map seen;
+  eng__map_init(&seen);
+  st_arena seen_arena;
+  st_arena_init(&seen_arena, 1 << 16);
+  coll_sched a, b;
+  coll_sched_init(&a);
+  coll_sched_init(&b);
+  xfer_key *ka = NULL, *kb = NULL;
+  size_t kcap = 0;
+  int rc = ST_OK;
+  for (int r = 0; r < wl->num_ranks && w->ok && !rc; r++) {
+    if (s->cls[r] != 0)
+      continue;
+    const wl_program *pg = &wl->programs[wl->rank_program[r]];
+    for (size_t i = 0; i < pg->num_ops && w->ok && !rc; i++) {
+      const wl_op *o = &pg->ops[i];
+      if (o->kind != WL_OP_COLL && o->kind != WL_OP_SEND && o->kind != WL_OP_RECV)
+        continue;
+      int c = wl_rank_comm(wl, r, o->role);
+      if (c < 0)
+        continue;
+      const wl_comm *cm = &wl->comms[c];
+      if (o->kind != WL_OP_COLL) {
+        if (s->comm_collapse[c]) {
+          eng__sym_why(s, "send/recv on the '%s' communicators", wl->roles[s->role]);
+          w->ok = 0;
+        } else if (o->kind == WL_OP_SEND) {
+          quot_flow(w, r, cm->ranks[o->peer]);
+        }
+        continue;
+      }
+      if (cm->size < 2)
+        continue;
+      int splits = o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
+      uint64_t bits;
+      memcpy(&bits, &o->bytes, sizeof bits);
+      int first = eng__seen_first(&seen, &seen_arena, (uint64_t)c, o->sub | (splits ? 0x100u : 0),
+                                  bits, (uint64_t)(uint32_t)(o->peer + 1));
+      if (first <= 0) {
+        rc = first < 0 ? ST_ENOMEM : ST_OK;
+        continue;
+      }
+      int root = o->peer >= 0 ? o->peer : 0;
+      if (!s->comm_collapse[c]) { /* inside class 0: every member's flows */
+        if (splits) {
+          for (int x = 0; x < cm->size && w->ok; x++)
+            for (int y = 0; y < cm->size && w->ok; y++)
+              quot_flow(w, cm->ranks[x], cm->ranks[y]);
+        } else if (env->walk(env->u, c, o->sub, o->bytes, root, quot_flow, w)) {
+          rc = ST_ENOMEM;
+        }
+        continue;
+      }
+      if (splits) {
+        eng__sym_why(s, "an all-to-all-v on a '%s' communicator", wl->roles[s->role]);
+        w->ok = 0;
+        continue;
+      }
+      /* an R collective: every member's rounds member 0's translated */
+      if (env->plan(env->u, c, o->sub, o->bytes, root, 0, &a)) {
+        rc = ST_ENOMEM;
+        continue;
+      }
+      size_t need = max_round(&a) + 1;
+      if (need > kcap) {
+        free(ka);
+        free(kb);
+        kcap = need;
+        ka = malloc(kcap * sizeof *ka);
+        kb = malloc(kcap * sizeof *kb);
+        if (!ka || !kb) {
+          rc = ST_ENOMEM;
+          continue;
+        }
+      }
+      for (size_t rr = 0; rr < a.nrounds && w->ok; rr++)
+        for (uint32_t x = 0; x < a.rounds[rr].nsend; x++)
+          if (!(a.xfers[a.rounds[rr].send_first + x].bytes > 0)) {
+            eng__sym_why(s, "a %s on a '%s' communicator moves a zero-byte transfer",
+                         wl_coll_name(o->sub), wl->roles[s->role]);
+            w->ok = 0;
+            break;
+          }
+      for (int m = 1; m < cm->size && w->ok && !rc; m++) {
+        if (env->plan(env->u, c, o->sub, o->bytes, root, m, &b)) {
+          rc = ST_ENOMEM;
+          break;
+        }
+        if (max_round(&b) + 1 > kcap || !translated(s, &a, &b, m, ka, kb)) {
+          eng__sym_why(s, "a %s of %.17g bytes on '%s': member %d's transfers are not member "
+                       "0's moved along the group",
+                       wl_coll_name(o->sub), o->bytes, cm->name, m);
+          w->ok = 0;
+        }
+      }
+      for (size_t rr = 0; rr < a.nrounds && w->ok; rr++) {
+        const coll_round *rd = &a.rounds[rr];
+        for (uint32_t x = 0; x < rd->nsend && w->ok; x++)
+          quot_flow(w, r, cm->ranks[a.xfers[rd->send_first + x].peer]);
+      }
+    }
+  }
+  if (w->nomem)
+    rc = ST_ENOMEM;
+  free(ka);
+  free(kb);
+  coll_sched_release(&a);
+  coll_sched_release(&b);
+  eng__map_release(&seen);
+  st_arena_release(&seen_arena);
+  return rc;
+}
+
+static uint32_t uf_find(uint32_t *p, uint32_t x)
+{
+  while (p[x] != x) {
+    p[x] = p[p[x]];
+    x = p[x];
+  }
+  return x;
+}
+
+/* The orbits of the used links under the generators' maps: canonical link
+ * (the smallest index), size, and a cycle through each orbit. */
+static int quot_orbits(quot_ctx *w)
+{
+  eng__sym *s = w->s;
+  const eng__sym_env *env = w->env;
+  size_t L = env->num_links;
+  uint32_t *p = malloc((L + 1) * sizeof *p);
+  s->canon = malloc((L + 1) * sizeof *s->canon);
+  s->orb_size = calloc(L + 1, sizeof *s->orb_size);
+  s->orb_next = malloc((L + 1) * sizeof *s->orb_next);
+  uint32_t *last = malloc((L + 1) * sizeof *last);
+  if (!p || !s->canon || !s->orb_size || !s->orb_next || !last) {
+    free(p);
+    free(last);
+    return ST_ENOMEM;
+  }
+  for (size_t l = 0; l < L; l++) {
+    p[l] = (uint32_t)l;
+    s->canon[l] = UINT32_MAX;
+    s->orb_next[l] = UINT32_MAX;
+  }
+  uint8_t *used = calloc(L + 1, 1);
+  if (!used) {
+    free(p);
+    free(last);
+    return ST_ENOMEM;
+  }
+  for (int g = 0; g < 2; g++)
+    for (size_t l = 0; w->gen_m[g] >= 0 && l < L; l++)
+      if (w->phi[g][l] != UINT32_MAX) {
+        used[l] = used[w->phi[g][l]] = 1;
+        uint32_t a = uf_find(p, (uint32_t)l), b = uf_find(p, w->phi[g][l]);
+        if (a != b)
+          p[a > b ? a : b] = a < b ? a : b; /* the smaller index is the root */
+      }
+  /* with no generator (C = 1 cannot happen) every used link is its own orbit */
+  for (size_t l = 0; l < L; l++)
+    for (int k = 0; k < s->C && !used[l]; k++)
+      if (s->link_img[l * s->C + k] != UINT32_MAX)
+        used[l] = 1;
+  for (size_t l = 0; l < L; l++) {
+    if (!used[l])
+      continue;
+    uint32_t root = uf_find(p, (uint32_t)l);
+    s->canon[l] = root;
+    if (s->orb_size[root]++ == 0) {
+      s->orbits++;
+      last[root] = root;
+      s->orb_next[root] = root;
+    }
+    if (l != root) { /* append l to root's cycle */
+      s->orb_next[l] = s->orb_next[last[root]];
+      s->orb_next[last[root]] = (uint32_t)l;
+      last[root] = (uint32_t)l;
+    }
+  }
+  for (size_t l = 0; l < L; l++)
+    if (used[l])
+      s->orb_size[l] = s->orb_size[s->canon[l]];
+  free(used);
+  free(p);
+  free(last);
+  return ST_OK;
+}
+
+/* No class-0 route crosses an orbit twice. */
+static void quot_no_twice(quot_ctx *w)
+{
+  eng__sym *s = w->s;
+  const eng__sym_env *env = w->env;
+  for (size_t i = 0; i < w->seen.cap && w->ok; i++) {
+    if (!w->seen.keys[i])
+      continue;
+    const uint64_t *e = w->seen.vals[i]; /* the flow (a, b, ...) seen_first keeps */
+    uint32_t n;
+    double lat;
+    const uint32_t *l = env->route(env->u, (int)e[0], (int)e[1], &n, &lat);
+    if (!l) {
+      w->ok = 0;
+      w->nomem = 1;
+      return;
+    }
+    for (uint32_t a = 0; a < n && w->ok; a++)
+      for (uint32_t b = a + 1; b < n; b++)
+        if (s->canon[l[a]] == s->canon[l[b]]) {
+          eng__sym_why(s, "the route %d->%d crosses two links of one orbit", (int)e[0],
+                       (int)e[1]);
+          w->ok = 0;
+          break;
+        }
+  }
+}
+
+int eng__sym_quotient(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
+{
+  (void)used;
+  if (!node_structure(s, env))
+    return 0;
+  size_t L = env->num_links;
+  quot_ctx w = {.s = s, .env = env, .ok = 1};
+  w.gen_m[0] = s->q > 1 ? 1 : -1;      /* one place along inside each node */
+  w.gen_m[1] = s->nb > 1 ? s->q : -1;  /* one node along */
+  eng__map_init(&w.seen);
+  st_arena_init(&w.arena, 1 << 16);
+  int rc = ST_OK;
+  w.routes = malloc((size_t)s->C * QROUTE_MAX * sizeof *w.routes);
+  w.lens = malloc((size_t)s->C * sizeof *w.lens);
+  for (int g = 0; g < 2; g++) {
+    w.phi[g] = malloc((L + 1) * sizeof *w.phi[g]);
+    w.inv[g] = malloc((L + 1) * sizeof *w.inv[g]);
+  }
+  if (!w.routes || !w.lens || !w.phi[0] || !w.phi[1] || !w.inv[0] || !w.inv[1]) {
+    rc = ST_ENOMEM;
+    goto out;
+  }
+  for (int g = 0; g < 2; g++)
+    for (size_t l = 0; l <= L; l++)
+      w.phi[g][l] = w.inv[g][l] = UINT32_MAX;
+  if ((rc = quot_instances(&w)) || !w.ok)
+    goto out;
+  if ((rc = quot_orbits(&w)))
+    goto out;
+  quot_no_twice(&w);
+  if (w.nomem)
+    rc = ST_ENOMEM;
+  if (rc || !w.ok)
+    goto out;
+  /* canonical shared links of orbits smaller than C carry C/|O| copies */
+  s->bw_scale = malloc((L + 1) * sizeof *s->bw_scale);
+  if (!s->bw_scale) {
+    rc = ST_ENOMEM;
+    goto out;
+  }
+  for (size_t l = 0; l < L; l++) {
+    s->bw_scale[l] = 1;
+    if (s->canon[l] == l && env->link_shared[l] && s->orb_size[l] < (uint32_t)s->C) {
+      s->bw_scale[l] = (double)s->C / s->orb_size[l];
+      s->scaled++;
+    }
+    s->link_src[l] = s->canon[l];
+  }
+  s->quotient = 1;
+out:
+  free(w.routes);
+  free(w.lens);
+  for (int g = 0; g < 2; g++) {
+    free(w.phi[g]);
+    free(w.inv[g]);
+  }
+  eng__map_release(&w.seen);
+  st_arena_release(&w.arena);
+  return rc ? rc : w.ok;
+}
