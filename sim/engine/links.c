@@ -168,6 +168,26 @@ void eng__account_copy(int src, int dst, double bytes)
 
 /* Class k's links carry copies of class 0's bytes and usage; their peak
  * load is their original's. */
+/* A class-0 usage share copied to its images' links and communicators:
+ * 0, or -1 (the engine failed) when out of memory. */
+static int usage_to_images(const eng__usage *src)
+{
+  int C = eng__E.sym.C;
+  for (int k = 1; k < C; k++) {
+    uint32_t y = eng__E.sym.link_img[(size_t)src->link * C + k];
+    int32_t c = eng__E.sym.comm_img[(size_t)src->comm * C + k];
+    if (y == UINT32_MAX || c < 0)
+      continue;
+    eng__usage *u = usage_slot_for(y, c, src->kind, src->op);
+    if (!u) {
+      eng__fail(ST_ENOMEM, "out of memory");
+      return -1;
+    }
+    u->bytes += src->bytes;
+  }
+  return 0;
+}
+
 /* The quotient fabric (sym_quot.c): a link carries its orbit's bytes x C /
  * |orbit|; an R group's share of a link likewise (the group is its own
  * image), the other communicators' shares copied to their images' links. */
@@ -215,18 +235,8 @@ static void expand_quotient(void)
       } while (y != l);
       continue;
     }
-    for (int k = 1; k < C; k++) {
-      uint32_t y = s->link_img[(size_t)l * C + k];
-      int32_t c = s->comm_img[(size_t)copy[i].comm * C + k];
-      if (y == UINT32_MAX || c < 0)
-        continue;
-      eng__usage *u = usage_slot_for(y, c, copy[i].kind, copy[i].op);
-      if (!u) {
-        eng__fail(ST_ENOMEM, "out of memory");
-        break;
-      }
-      u->bytes += copy[i].bytes;
-    }
+    if (usage_to_images(&copy[i]))
+      break;
   }
   free(orb);
   free(copy);
@@ -258,18 +268,8 @@ void eng__links_expand_classes(void)
         !eng__E.sym.comm_collapse[eng__E.usage[i].comm])
       copy[n++] = eng__E.usage[i];
   for (size_t i = 0; i < n && !eng__E.failed; i++)
-    for (int k = 1; k < C; k++) {
-      uint32_t y = eng__E.sym.link_img[(size_t)copy[i].link * C + k];
-      int32_t c = eng__E.sym.comm_img[(size_t)copy[i].comm * C + k];
-      if (y == UINT32_MAX || c < 0)
-        continue;
-      eng__usage *u = usage_slot_for(y, c, copy[i].kind, copy[i].op);
-      if (!u) {
-        eng__fail(ST_ENOMEM, "out of memory");
-        break;
-      }
-      u->bytes += copy[i].bytes;
-    }
+    if (usage_to_images(&copy[i]))
+      break;
   free(copy);
 }
 

@@ -35,22 +35,40 @@ static int sym_walk(void *u, int c, int op, double bytes, int root, void (*fn)(v
 
 /* Whether communicator c's (op, bytes, root) instance has a closed form; the
  * communicator's state is left as it was. */
+/* Communicator c set up for an (op, bytes) instance, the tuner's choice in
+ * ctx (and in cs->ch); *saved keeps what was there for instance_end(). */
+static int instance_begin(int c, int op, double bytes, eng__comm *saved, coll_ctx *ctx,
+                          eng__route_ctx *rctx)
+{
+  eng__comm *cs = &eng__E.comms[c];
+  if (eng__comm_prepare(c, cs))
+    return ST_ENOMEM;
+  *saved = *cs;
+  cs->op = op;
+  cs->bytes = bytes;
+  eng__coll_ctx_fill(c, cs, ctx, rctx);
+  coll_choose(ctx);
+  cs->ch = ctx->ch;
+  return ST_OK;
+}
+
+/* The communicator's state as it was before instance_begin(). */
+static void instance_end(int c, const eng__comm *saved)
+{
+  eng__comm *cs = &eng__E.comms[c];
+  cs->op = saved->op;
+  cs->bytes = saved->bytes;
+  cs->ch = saved->ch;
+}
+
 static int sym_closed(void *u, int c, int op, double bytes, int root)
 {
   (void)u;
-  eng__comm *cs = &eng__E.comms[c];
-  if (eng__comm_prepare(c, cs))
-    return 0;
-  int save_op = cs->op;
-  double save_bytes = cs->bytes;
-  coll_choice save_ch = cs->ch;
-  cs->op = op;
-  cs->bytes = bytes;
+  eng__comm *cs = &eng__E.comms[c], saved;
   coll_ctx ctx;
   eng__route_ctx rctx;
-  eng__coll_ctx_fill(c, cs, &ctx, &rctx);
-  coll_choose(&ctx);
-  cs->ch = ctx.ch;
+  if (instance_begin(c, op, bytes, &saved, &ctx, &rctx))
+    return 0;
   wl_op o;
   memset(&o, 0, sizeof o);
   o.kind = WL_OP_COLL;
@@ -60,9 +78,7 @@ static int sym_closed(void *u, int c, int op, double bytes, int root)
   coll_sched_init(&sched);
   double T = eng__fast_duration(c, cs, &o, &sched, 0);
   coll_sched_release(&sched);
-  cs->op = save_op;
-  cs->bytes = save_bytes;
-  cs->ch = save_ch;
+  instance_end(c, &saved);
   return T >= 0;
 }
 
@@ -70,23 +86,14 @@ static int sym_closed(void *u, int c, int op, double bytes, int root)
 static int sym_plan(void *u, int c, int op, double bytes, int root, int m, coll_sched *sched)
 {
   (void)u;
-  eng__comm *cs = &eng__E.comms[c];
-  if (eng__comm_prepare(c, cs))
-    return ST_ENOMEM;
-  int save_op = cs->op;
-  double save_bytes = cs->bytes;
-  coll_choice save_ch = cs->ch;
-  cs->op = op;
-  cs->bytes = bytes;
+  eng__comm saved;
   coll_ctx ctx;
   eng__route_ctx rctx;
-  eng__coll_ctx_fill(c, cs, &ctx, &rctx);
-  coll_choose(&ctx);
+  if (instance_begin(c, op, bytes, &saved, &ctx, &rctx))
+    return ST_ENOMEM;
   ctx.root = root;
   int rc = coll_plan(&ctx, m, sched);
-  cs->op = save_op;
-  cs->bytes = save_bytes;
-  cs->ch = save_ch;
+  instance_end(c, &saved);
   return rc;
 }
 
