@@ -222,8 +222,15 @@ static void test_sym__generated_layouts_match_full_simulation(void **state)
       /* expert and data parallelism over the same eight GPUs: the expert
        * all-to-all (PXN relays) and the data-parallel ring are the group's own */
       {"mixtral-8x7b", "tp=1,ep=8,dp=8,mbs=1,gbs=8", "dgx-h100:1", 1},
-      /* expert groups of half a data-parallel group: no class holds (falls back) */
-      {"mixtral-8x7b", "tp=1,ep=8,dp=16,mbs=1,gbs=16", "dgx-h100:2", 0},
+      /* expert groups of half a data-parallel group, one node each: one
+       * class-0 member, the node shift carries each onto the other; with
+       * ZeRO-1's rings across the nodes and a pipeline, the twisted group
+       * (node shifts reflect places) */
+      {"mixtral-8x7b", "tp=1,ep=8,dp=16,mbs=1,gbs=16", "dgx-h100:2", 1},
+      {"mixtral-8x7b", "tp=1,ep=8,pp=2,dp=16,zero=1,mbs=1,gbs=32", "dgx-h100:4", 1},
+      /* expert groups of two nodes in a four-node data-parallel group: the
+       * node shift carries none onto another (falls back) */
+      {"deepseek-v3", "tp=1,ep=16,dp=32,mbs=1,gbs=32", "dgx-h100:4", 0},
       /* links every position's traffic crosses alike, simulated at 1/C of
        * their capacity: a leaf holding whole nodes (its up links one
        * adaptive-routing group), oversubscribed; one NIC for a node */

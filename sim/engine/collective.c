@@ -310,7 +310,11 @@ void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *s
     if (last) {
       eng__coll_record_add(c, cs, opk, n, bytes, first, start, fast_end);
       int copies = eng__E.sym.on && !eng__E.sym.comm_collapse[c]; /* class 0's and its images */
-      eng__E.fast_instances += copies ? (uint64_t)eng__E.sym.C : 1;
+      eng__E.fast_instances += eng__E.sym.quotient ? (uint64_t)(eng__E.sym.img_count[c] > 1
+                                                                     ? eng__E.sym.img_count[c]
+                                                                     : 1)
+                               : copies           ? (uint64_t)eng__E.sym.C
+                                                  : 1;
     }
     if (fast_end > eng__now())
       sg_actor_sleep_until(fast_end);

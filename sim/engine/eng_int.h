@@ -71,10 +71,13 @@ typedef struct eng__sym {
    * too, each orbit of links is simulated as one */
   int quotient;         /* the R groups' collectives run as their member 0's flows */
   int q, nb;            /* members of an R group per node, and its nodes */
+  int twist;            /* node shifts reflect the places inside a node (sym_quot.c) */
   uint32_t *canon;      /* link -> the link standing for its orbit (UINT32_MAX: unused) */
   uint32_t *orb_size;   /* link -> the size of its orbit */
   uint32_t *orb_next;   /* link -> the next link of its orbit (a cycle) */
   double *bw_scale;     /* link -> reported bandwidth / simulated bandwidth, or NULL */
+  uint8_t *img_first;   /* [c * C + k]: k is the first translation giving comm_img[c * C + k] */
+  int32_t *img_count;   /* per communicator: its distinct images (itself included) */
   size_t orbits, scaled; /* orbits of used links; links simulated at |orbit|/C */
   char desc[200];       /* what was used, or "none (why)" */
 } eng__sym;

@@ -130,8 +130,8 @@ eng__route *eng__route_get(int src_gpu, int dst_gpu)
 void eng__account_flow(int src_gpu, int dst_gpu, double bytes, int comm, int kind, int op)
 {
   int copied = eng__E.sym.on && !eng__E.sym.comm_collapse[comm];
-  if (eng__E.sym.quotient && !copied && eng__E.sym.cls[src_gpu] != 0)
-    return; /* an R group's closed form lists every member's flows: member 0's stand for all */
+  if (eng__E.sym.quotient && eng__E.sym.cls[src_gpu] != 0)
+    return; /* a group's closed form lists every member's flows: class 0's stand for all */
   if (eng__E.pod_out_bytes && eng__E.rank_group[src_gpu] != eng__E.rank_group[dst_gpu]) {
     /* a flow between pods: out of one, into the other (class 0's flow
      * stands for all C classes' copies, which cross the same pods) */
@@ -189,8 +189,8 @@ static int usage_to_images(const eng__usage *src)
 }
 
 /* The quotient fabric (sym_quot.c): a link carries its orbit's bytes x C /
- * |orbit|; an R group's share of a link likewise (the group is its own
- * image), the other communicators' shares copied to their images' links. */
+ * |orbit|; every (link, communicator) share goes to its images under the
+ * translations (an R group is its own image). */
 static void expand_quotient(void)
 {
   const eng__sym *s = &eng__E.sym;
@@ -212,32 +212,11 @@ static void expand_quotient(void)
       eng__E.link_bytes[l] = orb[s->canon[l]] * C / s->orb_size[l];
   size_t n = 0;
   for (size_t i = 0; i < eng__E.usage_cap; i++)
-    if (eng__E.usage[i].used && eng__E.usage[i].comm >= 0) {
+    if (eng__E.usage[i].used && eng__E.usage[i].comm >= 0)
       copy[n++] = eng__E.usage[i];
-      if (s->comm_collapse[eng__E.usage[i].comm])
-        eng__E.usage[i].bytes = 0; /* spread again below, its own link included */
-    }
-  for (size_t i = 0; i < n && !eng__E.failed; i++) {
-    uint32_t l = copy[i].link;
-    if (s->comm_collapse[copy[i].comm]) {
-      if (s->canon[l] == UINT32_MAX)
-        continue;
-      double b = copy[i].bytes * C / s->orb_size[l];
-      uint32_t y = l;
-      do {
-        eng__usage *u = usage_slot_for(y, copy[i].comm, copy[i].kind, copy[i].op);
-        if (!u) {
-          eng__fail(ST_ENOMEM, "out of memory");
-          break;
-        }
-        u->bytes += b;
-        y = s->orb_next[y];
-      } while (y != l);
-      continue;
-    }
+  for (size_t i = 0; i < n && !eng__E.failed; i++)
     if (usage_to_images(&copy[i]))
       break;
-  }
   free(orb);
   free(copy);
 }

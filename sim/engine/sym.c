@@ -64,6 +64,8 @@ void eng__sym_release(eng__sym *s)
   free(s->orb_size);
   free(s->orb_next);
   free(s->bw_scale);
+  free(s->img_first);
+  free(s->img_count);
   memset(s, 0, sizeof *s);
 }
 
@@ -124,10 +126,14 @@ static int try_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used, i
   }
   if (C < 2)
     return 0;
-  for (int c = 0; c < wl->num_comms; c++) {
+  /* a partition: every member of a rank's group has that group (two-member
+   * communicators {i, i+1} of a ring of pairs do not: each rank's is
+   * another's) */
+  for (int r = 0; r < wl->num_ranks; r++) {
+    int c = wl_rank_comm(wl, r, R);
     const wl_comm *cm = &wl->comms[c];
     for (int i = 0; i < cm->size; i++)
-      if (wl_rank_comm(wl, cm->ranks[0], R) == c && wl_rank_comm(wl, cm->ranks[i], R) != c)
+      if (wl_rank_comm(wl, cm->ranks[i], R) != c)
         return 0;
   }
   s->role = R;
@@ -225,7 +231,7 @@ static int check_ranks(eng__sym *s, const eng__sym_env *env, const uint8_t *used
         why(s, "rank %d and rank %d differ in playing role '%s'", r, r0, wl->roles[role]);
         goto out;
       }
-      if (c < 0 || (s->comm_collapse[c] && c == c0)) /* an R group under another role */
+      if (c < 0 || s->comm_collapse[c0]) /* one class-0 member: sym_quot.c checks it */
         continue;
       int32_t *img = &s->comm_img[(size_t)c0 * C + k];
       if (*img == c)
@@ -492,8 +498,8 @@ static void sym_use(eng__sym *s, const wl_workload *wl)
              ", %zu links shared by all", s->fixed);
   if (s->quotient)
     snprintf(s->desc + strlen(s->desc), sizeof s->desc - strlen(s->desc),
-             ", quotient fabric: %zu link orbits, %zu links at |orbit|/%d", s->orbits, s->scaled,
-             s->C);
+             ", quotient fabric%s: %zu link orbits, %zu links at |orbit|/%d",
+             s->twist ? " (node shifts reflected)" : "", s->orbits, s->scaled, s->C);
   free(s->link_cls);
   s->link_cls = NULL;
   free(s->fixed_cnt);
@@ -525,9 +531,11 @@ static int check_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
 }
 
 /* Condition 2, then the quotient fabric's conditions (sym_quot.c).  A
- * communicator of another role with an R group's members in the same order
- * (data and expert parallelism over the same ranks) is one of R's groups
- * too: the group acts on it as on the R group. */
+ * communicator of another role inside one R group with one class-0 member
+ * (expert parallelism over the same ranks as data parallelism, or over
+ * half of them; the expert data-parallel pairs) runs as the R groups do:
+ * that member alone, sending; sym_quot.c checks that the translations
+ * carry it onto itself or onto its images, transfer by transfer. */
 static int check_role_quotient(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
 {
   const wl_workload *wl = env->wl;
@@ -536,10 +544,20 @@ static int check_role_quotient(eng__sym *s, const eng__sym_env *env, const uint8
     return rc;
   for (int c = 0; c < wl->num_comms; c++) {
     const wl_comm *cm = &wl->comms[c];
-    if (s->comm_collapse[c] || cm->size != s->C)
+    if (s->comm_collapse[c] || cm->size < 2)
       continue;
-    const wl_comm *g = &wl->comms[wl_rank_comm(wl, cm->ranks[0], s->role)];
-    if (!memcmp(cm->ranks, g->ranks, (size_t)s->C * sizeof *cm->ranks))
+    int zeros = 0, r0 = -1;
+    for (int i = 0; i < cm->size; i++)
+      if (s->cls[cm->ranks[i]] == 0) {
+        zeros++;
+        r0 = cm->ranks[i];
+      }
+    if (zeros != 1)
+      continue;
+    int inside = 1;
+    for (int i = 0; i < cm->size && inside; i++)
+      inside = wl->comms[wl_rank_comm(wl, cm->ranks[i], s->role)].ranks[0] == r0;
+    if (inside)
       s->comm_collapse[c] = 1;
   }
   if (!check_ranks(s, env, used))
@@ -660,6 +678,30 @@ int eng__sym_expand_colls(const eng__sym *s, const wl_workload *wl, sim_coll_rec
   if (!s->on || !*n)
     return ST_OK;
   size_t n0 = *n, add = 0;
+  if (s->quotient) { /* each record to its communicator's distinct images */
+    for (size_t i = 0; i < n0; i++)
+      add += s->img_count[(*recs)[i].comm] > 1 ? (size_t)s->img_count[(*recs)[i].comm] - 1 : 0;
+    sim_coll_record *r = realloc(*recs, (n0 + add + 1) * sizeof *r);
+    if (!r)
+      return ST_ENOMEM;
+    size_t m = n0;
+    for (size_t i = 0; i < n0; i++)
+      for (int k = 1; k < s->C; k++) {
+        if (!s->img_first[(size_t)r[i].comm * s->C + k])
+          continue;
+        sim_coll_record x = r[i];
+        x.comm = s->comm_img[(size_t)r[i].comm * s->C + k];
+        if (x.src >= 0)
+          x.src = eng__sym_img(s, wl, x.src, k);
+        if (x.dst >= 0)
+          x.dst = eng__sym_img(s, wl, x.dst, k);
+        r[m++] = x;
+      }
+    qsort(r, m, sizeof *r, cmp_rec);
+    *recs = r;
+    *n = m;
+    return ST_OK;
+  }
   for (size_t i = 0; i < n0; i++)
     if (!s->comm_collapse[(*recs)[i].comm])
       add += (size_t)(s->C - 1);

@@ -50,11 +50,14 @@
 
 #include "eng_int.h"
 
-/* member i under g_m */
+/* member i under g_m: node i/q + m/q, place i%q + m%q, or with the twist,
+ * m%q - i%q when m/q is odd */
 static int gmul(const eng__sym *s, int i, int m)
 {
-  int q = s->q, nb = s->nb;
-  return ((i / q + m / q) % nb) * q + (i % q + m % q) % q;
+  int q = s->q, nb = s->nb, t = m / q, v = i % q;
+  if (s->twist && (t & 1))
+    v = (q - v) % q;
+  return ((i / q + t) % nb) * q + (v + m % q) % q;
 }
 
 /* rank r under g_m */
@@ -70,10 +73,10 @@ static int node_structure(eng__sym *s, const eng__sym_env *env)
 {
   const wl_workload *wl = env->wl;
   int C = s->C, q = 0;
-  for (int c = 0; c < wl->num_comms; c++) {
-    const wl_comm *cm = &wl->comms[c];
-    if (!s->comm_collapse[c])
+  for (int r = 0; r < wl->num_ranks; r++) {
+    if (s->cls[r] != 0)
       continue;
+    const wl_comm *cm = &wl->comms[wl_rank_comm(wl, r, s->role)];
     int qc = 1;
     while (qc < C && env->node_of[cm->ranks[qc]] == env->node_of[cm->ranks[0]])
       qc++;
@@ -115,22 +118,22 @@ static int cmp_xfer(const void *a, const void *b)
 }
 
 /* A round's sends (is_send) or receives as sorted (peer, bytes), the peers
- * of member 0's translated by g_m when m >= 0. */
-static void round_keys(const eng__sym *s, const coll_sched *sc, const coll_round *rd, int is_send,
-                       int m, xfer_key *out)
+ * mapped by pi when given. */
+static void round_keys(const coll_sched *sc, const coll_round *rd, int is_send, const int32_t *pi,
+                       xfer_key *out)
 {
   uint32_t n = is_send ? rd->nsend : rd->nrecv, first = is_send ? rd->send_first : rd->recv_first;
   for (uint32_t i = 0; i < n; i++) {
     const coll_xfer *x = &sc->xfers[first + i];
-    out[i].peer = m >= 0 ? gmul(s, x->peer, m) : x->peer;
+    out[i].peer = pi ? pi[x->peer] : x->peer;
     out[i].bytes = is_send ? x->bytes : 0;
   }
   qsort(out, n, sizeof *out, cmp_xfer);
 }
 
-/* Whether member m's schedule b is member 0's (a) translated by g_m. */
-static int translated(const eng__sym *s, const coll_sched *a, const coll_sched *b, int m,
-                      xfer_key *ka, xfer_key *kb)
+/* Whether schedule b is schedule a with its peers mapped by pi. */
+static int translated(const coll_sched *a, const coll_sched *b, const int32_t *pi, xfer_key *ka,
+                      xfer_key *kb)
 {
   if (a->nrounds != b->nrounds)
     return 0;
@@ -140,8 +143,8 @@ static int translated(const eng__sym *s, const coll_sched *a, const coll_sched *
       return 0;
     for (int is_send = 0; is_send < 2; is_send++) {
       uint32_t n = is_send ? x->nsend : x->nrecv;
-      round_keys(s, a, x, is_send, m, ka);
-      round_keys(s, b, y, is_send, -1, kb);
+      round_keys(a, x, is_send, pi, ka);
+      round_keys(b, y, is_send, NULL, kb);
       for (uint32_t i = 0; i < n; i++)
         if (ka[i].peer != kb[i].peer || ka[i].bytes != kb[i].bytes)
           return 0;
@@ -289,7 +292,8 @@ static int quot_instances(quot_ctx *w)
   coll_sched_init(&a);
   coll_sched_init(&b);
   xfer_key *ka = NULL, *kb = NULL;
-  size_t kcap = 0;
+  size_t kcap = 0, picap = 0;
+  int32_t *pi = NULL;
   int rc = ST_OK;
   for (int r = 0; r < wl->num_ranks && w->ok && !rc; r++) {
     if (s->cls[r] != 0)
@@ -339,8 +343,11 @@ static int quot_instances(quot_ctx *w)
         w->ok = 0;
         continue;
       }
-      /* an R collective: every member's rounds member 0's translated */
-      if (env->plan(env->u, c, o->sub, o->bytes, root, 0, &a)) {
+      /* a group collective: r's rounds, and under each translation g_m the
+       * communicator's image with the member r goes to running r's rounds
+       * with the peers moved along */
+      int NR = wl->num_roles, i0 = env->member[(size_t)r * NR + o->role];
+      if (env->plan(env->u, c, o->sub, o->bytes, root, i0, &a)) {
         rc = ST_ENOMEM;
         continue;
       }
@@ -356,25 +363,48 @@ static int quot_instances(quot_ctx *w)
           continue;
         }
       }
+      if ((size_t)cm->size > picap) {
+        free(pi);
+        picap = (size_t)cm->size;
+        if (!(pi = malloc(picap * sizeof *pi))) {
+          rc = ST_ENOMEM;
+          continue;
+        }
+      }
       for (size_t rr = 0; rr < a.nrounds && w->ok; rr++)
         for (uint32_t x = 0; x < a.rounds[rr].nsend; x++)
           if (!(a.xfers[a.rounds[rr].send_first + x].bytes > 0)) {
-            eng__sym_why(s, "a %s on a '%s' communicator moves a zero-byte transfer",
-                         wl_coll_name(o->sub), wl->roles[s->role]);
+            eng__sym_why(s, "a %s on '%s' moves a zero-byte transfer", wl_coll_name(o->sub),
+                         cm->name);
             w->ok = 0;
             break;
           }
-      for (int m = 1; m < cm->size && w->ok && !rc; m++) {
-        if (env->plan(env->u, c, o->sub, o->bytes, root, m, &b)) {
-          rc = ST_ENOMEM;
-          break;
+      for (int m = 0; m < s->C && w->ok && !rc; m++) {
+        int cs = wl_rank_comm(wl, grank(s, env, r, m), o->role);
+        const wl_comm *im = cs >= 0 ? &wl->comms[cs] : NULL;
+        int ok = im && im->size == cm->size;
+        for (int k = 0; ok && k < cm->size; k++) {
+          int y = grank(s, env, cm->ranks[k], m);
+          ok = wl_rank_comm(wl, y, o->role) == cs;
+          pi[k] = env->member[(size_t)y * NR + o->role];
         }
-        if (max_round(&b) + 1 > kcap || !translated(s, &a, &b, m, ka, kb)) {
-          eng__sym_why(s, "a %s of %.17g bytes on '%s': member %d's transfers are not member "
-                       "0's moved along the group",
+        int32_t *img = &s->comm_img[(size_t)c * s->C + m];
+        ok = ok && (*img < 0 || *img == cs) && (o->peer < 0 || pi[root] == root);
+        if (ok && m > 0) {
+          if (env->plan(env->u, cs, o->sub, o->bytes, root, pi[i0], &b)) {
+            rc = ST_ENOMEM;
+            break;
+          }
+          ok = max_round(&b) + 1 <= kcap && translated(&a, &b, pi, ka, kb);
+        }
+        if (!ok) {
+          eng__sym_why(s, "a %s of %.17g bytes on '%s': the group's translation %d does not "
+                       "carry it, transfer by transfer, onto its image",
                        wl_coll_name(o->sub), o->bytes, cm->name, m);
           w->ok = 0;
+          break;
         }
+        *img = cs;
       }
       for (size_t rr = 0; rr < a.nrounds && w->ok; rr++) {
         const coll_round *rd = &a.rounds[rr];
@@ -387,11 +417,41 @@ static int quot_instances(quot_ctx *w)
     rc = ST_ENOMEM;
   free(ka);
   free(kb);
+  free(pi);
   coll_sched_release(&a);
   coll_sched_release(&b);
   eng__map_release(&seen);
   st_arena_release(&seen_arena);
   return rc;
+}
+
+/* Each communicator's distinct images under the translations, the first
+ * translation giving each (for copying records), and their count. */
+static int image_counts(eng__sym *s, const eng__sym_env *env)
+{
+  int C = s->C, NC = env->wl->num_comms;
+  s->img_first = calloc((size_t)NC * C + 1, 1);
+  s->img_count = calloc((size_t)NC + 1, sizeof *s->img_count);
+  if (!s->img_first || !s->img_count)
+    return ST_ENOMEM;
+  for (int c = 0; c < NC; c++) {
+    int32_t *img = &s->comm_img[(size_t)c * C];
+    int any = 0;
+    for (int k = 1; k < C && !any; k++)
+      any = img[k] >= 0;
+    if (!any)
+      continue;
+    if (img[0] < 0) /* a class-0 communicator (sym.c filled k >= 1) */
+      img[0] = c;
+    for (int k = 0; k < C; k++) {
+      int first = img[k] >= 0;
+      for (int j = 0; j < k && first; j++)
+        first = img[j] != img[k];
+      s->img_first[(size_t)c * C + k] = (uint8_t)first;
+      s->img_count[c] += first;
+    }
+  }
+  return ST_OK;
 }
 
 static uint32_t uf_find(uint32_t *p, uint32_t x)
@@ -497,15 +557,13 @@ static void quot_no_twice(quot_ctx *w)
   }
 }
 
-int eng__sym_quotient(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
+/* One attempt with the translations (twist 0) or the twisted group. */
+static int attempt(eng__sym *s, const eng__sym_env *env)
 {
-  (void)used;
-  if (!node_structure(s, env))
-    return 0;
   size_t L = env->num_links;
   quot_ctx w = {.s = s, .env = env, .ok = 1};
   w.gen_m[0] = s->q > 1 ? 1 : -1;      /* one place along inside each node */
-  w.gen_m[1] = s->nb > 1 ? s->q : -1;  /* one node along */
+  w.gen_m[1] = s->nb > 1 ? s->q : -1;  /* one node along (reflected, with the twist) */
   eng__map_init(&w.seen);
   st_arena_init(&w.arena, 1 << 16);
   int rc = ST_OK;
@@ -523,6 +581,8 @@ int eng__sym_quotient(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
     for (size_t l = 0; l <= L; l++)
       w.phi[g][l] = w.inv[g][l] = UINT32_MAX;
   if ((rc = quot_instances(&w)) || !w.ok)
+    goto out;
+  if ((rc = image_counts(s, env)))
     goto out;
   if ((rc = quot_orbits(&w)))
     goto out;
@@ -556,4 +616,49 @@ out:
   eng__map_release(&w.seen);
   st_arena_release(&w.arena);
   return rc ? rc : w.ok;
+}
+
+/* What an attempt filled, undone before the next. */
+static void attempt_undo(eng__sym *s, const eng__sym_env *env)
+{
+  const wl_workload *wl = env->wl;
+  for (size_t i = 0; i < env->num_links * (size_t)s->C; i++)
+    s->link_img[i] = UINT32_MAX;
+  for (int c = 0; c < wl->num_comms; c++)
+    if (s->comm_collapse[c])
+      for (int k = 0; k < s->C; k++)
+        s->comm_img[(size_t)c * s->C + k] = -1;
+  free(s->img_first);
+  free(s->img_count);
+  free(s->canon);
+  free(s->orb_size);
+  free(s->orb_next);
+  s->img_first = NULL;
+  s->img_count = NULL;
+  s->canon = s->orb_size = s->orb_next = NULL;
+  s->orbits = 0;
+}
+
+/* The translations first; then, where the group spans an even number of
+ * nodes, the twisted group, whose node shift also reflects the places
+ * inside a node: a ring across nodes runs down the places of even nodes and
+ * up those of odd ones (NCCL's rings join one rail between nodes), and that
+ * flow set is invariant under a node shift only with the reflection. */
+int eng__sym_quotient(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
+{
+  (void)used;
+  if (!node_structure(s, env))
+    return 0;
+  s->twist = 0;
+  int ok = attempt(s, env);
+  if (ok != 0 || s->nb < 2 || s->nb % 2 || s->q < 3)
+    return ok;
+  char why0[sizeof s->desc];
+  snprintf(why0, sizeof why0, "%s", s->desc);
+  attempt_undo(s, env);
+  s->twist = 1;
+  ok = attempt(s, env);
+  if (ok == 0) /* the translations' reason: the plainer group */
+    snprintf(s->desc, sizeof s->desc, "%s", why0);
+  return ok;
 }
