@@ -591,12 +591,19 @@ int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
     rc = ST_ENOMEM;
     goto out;
   }
-  /* closed-form groups first (pass 0), then the quotient fabric (pass 1) */
-  for (int pass = 0; pass < 2; pass++) {
-    if (pass == 1 && env->no_quotient)
+  /* closed-form groups first (pass 0: the first role that holds), then the
+   * quotient fabric (pass 1: of the roles that hold, the one with the most
+   * positions, i.e. the fewest ranks simulated, when a layout holds for two,
+   * say expert parallelism over a node and data parallelism over two; pass 2
+   * runs the chosen role's checks again) */
+  int best_R = -1, best_C = 0;
+  for (int pass = 0; pass < 3; pass++) {
+    if (pass >= 1 && env->no_quotient)
+      break;
+    if (pass == 2 && best_R < 0)
       break;
     for (int R = 0; R < wl->num_roles; R++) {
-      if (!try_role(s, env, used, R, pass == 0))
+      if ((pass == 2 && R != best_R) || !try_role(s, env, used, R, pass == 0))
         continue;
       candidates++;
       int ok = pass == 0 ? check_role(s, env, used) : check_role_quotient(s, env, used);
@@ -604,7 +611,12 @@ int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
         rc = ok;
         goto out;
       }
-      if (ok) {
+      if (ok && pass == 1) {
+        if (s->C > best_C) {
+          best_C = s->C;
+          best_R = R;
+        }
+      } else if (ok) {
         sym_use(s, wl);
         free(used);
         return ST_OK;
