@@ -23,6 +23,8 @@ typedef struct forked_result {
   size_t num_links;
   char (*link_names)[64];
   double *link_bytes;
+  double *link_bw;   /* bandwidth reported, B/s */
+  double *link_peak; /* peak utilisation */
   size_t num_link_usage;
   sim_link_usage *link_usage;
   int simulated_ranks;
@@ -39,6 +41,8 @@ static void forked_result_free(forked_result *f)
   free(f->colls);
   free(f->link_names);
   free(f->link_bytes);
+  free(f->link_bw);
+  free(f->link_peak);
   free(f->link_usage);
   free(f);
 }
@@ -83,6 +87,8 @@ static int fork_task(void *u, int index, st_buf *b, st_err *err)
     snprintf(name, sizeof name, "%s", r->links[i].name);
     FR_PUT(b, name);
     FR_PUT(b, r->links[i].bytes);
+    FR_PUT(b, r->links[i].bandwidth_Bps);
+    FR_PUT(b, r->links[i].peak_util);
   }
   FR_PUT(b, r->num_link_usage);
   st_buf_append(b, r->link_usage, r->num_link_usage * sizeof *r->link_usage);
@@ -140,14 +146,21 @@ static forked_result *sim_run_forked_tweaked(const wl_workload *wl, const char *
     if (!rd.bad) {
       f->link_names = calloc(f->num_links + 1, sizeof *f->link_names);
       f->link_bytes = calloc(f->num_links + 1, sizeof *f->link_bytes);
+      f->link_bw = calloc(f->num_links + 1, sizeof *f->link_bw);
+      f->link_peak = calloc(f->num_links + 1, sizeof *f->link_peak);
     }
-    for (size_t i = 0; !rd.bad && f->link_names && f->link_bytes && i < f->num_links; i++) {
+    for (size_t i = 0; !rd.bad && f->link_names && f->link_bytes && f->link_bw && f->link_peak &&
+                       i < f->num_links;
+         i++) {
       drv_read(&rd, f->link_names[i], sizeof f->link_names[i]);
       drv_read(&rd, &f->link_bytes[i], sizeof(double));
+      drv_read(&rd, &f->link_bw[i], sizeof(double));
+      drv_read(&rd, &f->link_peak[i], sizeof(double));
     }
     drv_read(&rd, &f->num_link_usage, sizeof f->num_link_usage);
     f->link_usage = rd.bad ? NULL : fr_array(&rd, f->num_link_usage, sizeof *f->link_usage);
-    if (rd.bad || !f->ranks || !f->colls || !f->link_names || !f->link_bytes || !f->link_usage) {
+    if (rd.bad || !f->ranks || !f->colls || !f->link_names || !f->link_bytes || !f->link_bw ||
+        !f->link_peak || !f->link_usage) {
       free(data);
       forked_result_free(f);
       return NULL;

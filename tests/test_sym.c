@@ -56,7 +56,7 @@ static forked_result *run(const wl_workload *wl, const char *cluster, int fast, 
 
 static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
 
-/* links by name: bytes must agree */
+/* links by name: bytes, bandwidth and peak utilisation must agree */
 static void check_links(const forked_result *a, const forked_result *b, const char *name)
 {
   assert_int_equal(a->num_links, b->num_links);
@@ -70,6 +70,9 @@ static void check_links(const forked_result *a, const forked_result *b, const ch
       fail();
     }
     check_rel(a->link_bytes[i], b->link_bytes[j], 1e-9, a->link_names[i], name);
+    /* the bandwidth reported is the link's, whatever the simulation ran it at */
+    check_rel(a->link_bw[i], b->link_bw[j], 1e-12, a->link_names[i], name);
+    check_rel(a->link_peak[i], b->link_peak[j], 1e-9, a->link_names[i], name);
   }
   /* usage: per link, the shares add up to the same bytes */
   double ua = 0, ub = 0;
