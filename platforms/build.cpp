@@ -37,12 +37,10 @@ namespace skr = simgrid::kernel::routing;
 
 namespace {
 
-/* plat_route_alias(): link -> the link that stands for it */
-std::unordered_map<const simgrid::kernel::resource::StandardLinkImpl*,
-                   simgrid::kernel::resource::StandardLinkImpl*>
-    g_alias;
+/* plat_route_alias(): whether routes go through the aliases */
 bool g_alias_on = true;
-bool g_zone_built = false;
+class PlatZone;
+PlatZone* g_zone = nullptr;
 
 class PlatZone : public skr::NetZoneImpl {
 public:
@@ -100,6 +98,25 @@ public:
     }
   }
 
+  /* every route's link from[i] becomes to[i] (n = 0: none) */
+  void set_alias(void* const* from, void* const* to, size_t n)
+  {
+    alias_.clear();
+    if (n == 0)
+      return;
+    std::unordered_map<const simgrid::kernel::resource::StandardLinkImpl*,
+                       simgrid::kernel::resource::StandardLinkImpl*>
+        m;
+    for (size_t i = 0; i < n; i++)
+      m[static_cast<sg4::Link*>(from[i])->get_impl()] = static_cast<sg4::Link*>(to[i])->get_impl();
+    alias_.assign(links_.size(), nullptr);
+    for (size_t id = 0; id < links_.size(); id++) {
+      auto it = links_[id] ? m.find(links_[id]) : m.end();
+      if (it != m.end())
+        alias_[id] = it->second;
+    }
+  }
+
 protected:
   void get_local_route(const skr::NetPoint* src, const skr::NetPoint* dst, skr::Route* into,
                        double* latency) override
@@ -110,14 +127,11 @@ protected:
     int n = plat__route_ids(&c_, &lay_, s, d, ids, &switches);
     xbt_assert(n >= 0, "no route from endpoint %d to %d (longer than %d links, or a host memory "
                "another node's GPU asked for)", s, d, PLAT_ROUTE_MAX);
-    bool alias = g_alias_on && !g_alias.empty();
+    bool alias = g_alias_on && !alias_.empty();
     for (int i = 0; i < n; i++) {
       simgrid::kernel::resource::StandardLinkImpl* l = links_[ids[i]];
-      if (alias) {
-        auto it = g_alias.find(l);
-        if (it != g_alias.end())
-          l = it->second;
-      }
+      if (alias && alias_[ids[i]])
+        l = alias_[ids[i]];
       into->link_list_.push_back(l); /* the latency stays the real link's (the same) */
       if (latency)
         *latency += lat_[ids[i]];
@@ -139,6 +153,7 @@ private:
   plat__lay lay_;
   std::vector<int> host_of_id_;
   std::vector<simgrid::kernel::resource::StandardLinkImpl*> links_;
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*> alias_; /* by link id, or empty */
   std::vector<double> lat_;
 };
 
@@ -194,7 +209,7 @@ extern "C" int plat_cluster_build(const plat_cluster* c, void** hosts, st_err* e
     auto* zone = new PlatZone(c->name, *c); /* the first zone becomes the root; SimGrid frees it */
     zone->build(hosts);
     zone->seal();
-    g_zone_built = true;
+    g_zone = zone;
   } catch (const std::exception& ex) {
     return st_err_set(err, ST_EINPUT, "cluster '%s': cannot build the SimGrid platform: %s", c->name,
                       ex.what());
@@ -204,13 +219,9 @@ extern "C" int plat_cluster_build(const plat_cluster* c, void** hosts, st_err* e
 
 extern "C" int plat_route_alias(void* const* from, void* const* to, size_t n)
 {
-  g_alias.clear();
-  if (n == 0)
-    return ST_OK;
-  if (!g_zone_built)
-    return ST_EUSAGE;
-  for (size_t i = 0; i < n; i++)
-    g_alias[static_cast<sg4::Link*>(from[i])->get_impl()] = static_cast<sg4::Link*>(to[i])->get_impl();
+  if (!g_zone)
+    return n == 0 ? ST_OK : ST_EUSAGE;
+  g_zone->set_alias(from, to, n);
   return ST_OK;
 }
 
