@@ -684,47 +684,33 @@ static int cmp_rec(const void *a, const void *b)
   return c ? c : cmp_i64(x->dst, y->dst);
 }
 
+/* Whether communicator c's records are copied to its image under class k:
+ * with the closed-form classes every communicator but an R group's, on the
+ * quotient fabric each distinct image once. */
+static int copied_to(const eng__sym *s, int c, int k)
+{
+  if (s->quotient)
+    return s->img_first[(size_t)c * s->C + k];
+  return !s->comm_collapse[c];
+}
+
 int eng__sym_expand_colls(const eng__sym *s, const wl_workload *wl, sim_coll_record **recs,
                           size_t *n)
 {
   if (!s->on || !*n)
     return ST_OK;
   size_t n0 = *n, add = 0;
-  if (s->quotient) { /* each record to its communicator's distinct images */
-    for (size_t i = 0; i < n0; i++)
-      add += s->img_count[(*recs)[i].comm] > 1 ? (size_t)s->img_count[(*recs)[i].comm] - 1 : 0;
-    sim_coll_record *r = realloc(*recs, (n0 + add + 1) * sizeof *r);
-    if (!r)
-      return ST_ENOMEM;
-    size_t m = n0;
-    for (size_t i = 0; i < n0; i++)
-      for (int k = 1; k < s->C; k++) {
-        if (!s->img_first[(size_t)r[i].comm * s->C + k])
-          continue;
-        sim_coll_record x = r[i];
-        x.comm = s->comm_img[(size_t)r[i].comm * s->C + k];
-        if (x.src >= 0)
-          x.src = eng__sym_img(s, wl, x.src, k);
-        if (x.dst >= 0)
-          x.dst = eng__sym_img(s, wl, x.dst, k);
-        r[m++] = x;
-      }
-    qsort(r, m, sizeof *r, cmp_rec);
-    *recs = r;
-    *n = m;
-    return ST_OK;
-  }
   for (size_t i = 0; i < n0; i++)
-    if (!s->comm_collapse[(*recs)[i].comm])
-      add += (size_t)(s->C - 1);
+    for (int k = 1; k < s->C; k++)
+      add += copied_to(s, (*recs)[i].comm, k);
   sim_coll_record *r = realloc(*recs, (n0 + add + 1) * sizeof *r);
   if (!r)
     return ST_ENOMEM;
   size_t m = n0;
-  for (size_t i = 0; i < n0; i++) {
-    if (s->comm_collapse[r[i].comm])
-      continue;
+  for (size_t i = 0; i < n0; i++)
     for (int k = 1; k < s->C; k++) {
+      if (!copied_to(s, r[i].comm, k))
+        continue;
       sim_coll_record x = r[i];
       x.comm = s->comm_img[(size_t)r[i].comm * s->C + k];
       if (x.src >= 0)
@@ -733,7 +719,6 @@ int eng__sym_expand_colls(const eng__sym *s, const wl_workload *wl, sim_coll_rec
         x.dst = eng__sym_img(s, wl, x.dst, k);
       r[m++] = x;
     }
-  }
   qsort(r, m, sizeof *r, cmp_rec);
   *recs = r;
   *n = m;
