@@ -309,12 +309,13 @@ void eng__run_coll(int rank, const wl_program *p, const wl_op *op, coll_sched *s
     /* closed form: everyone knows the end; the last to arrive records it */
     if (last) {
       eng__coll_record_add(c, cs, opk, n, bytes, first, start, fast_end);
-      int copies = eng__E.sym.on && !eng__E.sym.comm_collapse[c]; /* class 0's and its images */
-      eng__E.fast_instances += eng__E.sym.quotient ? (uint64_t)(eng__E.sym.img_count[c] > 1
-                                                                     ? eng__E.sym.img_count[c]
-                                                                     : 1)
-                               : copies           ? (uint64_t)eng__E.sym.C
-                                                  : 1;
+      /* class 0's instance and its images' */
+      uint64_t copies = 1;
+      if (eng__E.sym.quotient && eng__E.sym.img_count[c] > 1)
+        copies = (uint64_t)eng__E.sym.img_count[c];
+      else if (eng__E.sym.on && !eng__E.sym.quotient && !eng__E.sym.comm_collapse[c])
+        copies = (uint64_t)eng__E.sym.C;
+      eng__E.fast_instances += copies;
     }
     if (fast_end > eng__now())
       sg_actor_sleep_until(fast_end);

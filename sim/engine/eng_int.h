@@ -100,7 +100,7 @@ typedef struct eng__sym_env {
   int (*closed)(void *u, int c, int op, double bytes, int root);
   /* member m's rounds of that instance (sched); 0 or ST_ENOMEM */
   int (*plan)(void *u, int c, int op, double bytes, int root, int m, coll_sched *sched);
-  const int32_t *node_of;   /* rank -> node */
+  int gpus_per_node;        /* rank r runs on GPU r, node r / gpus_per_node */
   const char *no_quotient;  /* why the quotient fabric cannot be used, or NULL */
   void *u;
 } eng__sym_env;
@@ -114,7 +114,7 @@ void eng__sym_why(eng__sym *s, const char *fmt, ...) __attribute__((format(print
 int eng__seen_first(eng__map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t c, uint64_t d);
 /* The quotient analysis of role s->role (classes filled, conditions 1 and 2
  * checked): 1 when it holds, 0 (and why) when not, or ST_ENOMEM (negative). */
-int eng__sym_quotient(eng__sym *s, const eng__sym_env *env, const uint8_t *used);
+int eng__sym_quotient(eng__sym *s, const eng__sym_env *env);
 int eng__sym_img(const eng__sym *s, const wl_workload *wl, int r0, int k);
 int eng__sym_rep(const eng__sym *s, const wl_workload *wl, int r);
 void eng__sym_expand_ranks(const eng__sym *s, const wl_workload *wl, sim_rank_stats *ranks);

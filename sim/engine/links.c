@@ -166,8 +166,6 @@ void eng__account_copy(int src, int dst, double bytes)
     eng__E.link_bytes[re->links[i]] += bytes;
 }
 
-/* Class k's links carry copies of class 0's bytes and usage; their peak
- * load is their original's. */
 /* A class-0 usage share copied to its images' links and communicators:
  * 0, or -1 (the engine failed) when out of memory. */
 static int usage_to_images(const eng__usage *src)
@@ -221,6 +219,8 @@ static void expand_quotient(void)
   free(copy);
 }
 
+/* Class k's links carry copies of class 0's bytes and usage; their peak
+ * load is their original's. */
 void eng__links_expand_classes(void)
 {
   if (!eng__E.sym.on || !eng__E.link_bytes)

@@ -562,7 +562,7 @@ static int check_role_quotient(eng__sym *s, const eng__sym_env *env, const uint8
   }
   if (!check_ranks(s, env, used))
     return 0;
-  return eng__sym_quotient(s, env, used);
+  return eng__sym_quotient(s, env);
 }
 
 /* Every role that meets condition 1 is a candidate, in the workload's

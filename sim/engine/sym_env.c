@@ -165,14 +165,8 @@ int eng__sym_setup(st_err *err)
     return ST_OK;
   }
   uint8_t *fast = malloc((size_t)wl->num_comms + 1);
-  int32_t *node_of = malloc(((size_t)wl->num_ranks + 1) * sizeof *node_of);
-  if (!fast || !node_of) {
-    free(fast);
-    free(node_of);
+  if (!fast)
     return st_err_set(err, ST_ENOMEM, "out of memory");
-  }
-  for (int r = 0; r < wl->num_ranks; r++)
-    node_of[r] = eng__E.cl->gpus_per_node > 0 ? r / eng__E.cl->gpus_per_node : r;
   for (int c = 0; c < wl->num_comms; c++)
     fast[c] = (uint8_t)eng__E.comms[c].fast;
   eng__sym_env env = {.wl = wl,
@@ -186,15 +180,14 @@ int eng__sym_setup(st_err *err)
                       .walk = sym_walk,
                       .closed = sym_closed,
                       .plan = sym_plan,
-                      .node_of = node_of,
+                      .gpus_per_node = eng__E.cl->gpus_per_node,
                       .no_quotient = no_quotient(),
                       .u = NULL};
   int rc = eng__sym_prepare(&eng__E.sym, &env);
   free(fast);
-  free(node_of);
   if (!rc && eng__E.sym.on && eng__E.sym.quotient)
     rc = quotient_apply();
-  if (!rc && eng__E.sym.on && eng__E.link_bytes &&
+  if (!rc && eng__E.sym.on && !eng__E.sym.quotient && eng__E.link_bytes && /* links.c */
       !(eng__E.class_bytes = calloc(eng__E.num_links + 1, sizeof(double))))
     rc = ST_ENOMEM;
   if (!rc && eng__E.sym.on && eng__E.sym.fixed) {

@@ -67,6 +67,11 @@ static int grank(const eng__sym *s, const eng__sym_env *env, int r, int m)
   return cm->ranks[gmul(s, s->cls[r], m)];
 }
 
+static int node_of(const eng__sym_env *env, int r)
+{
+  return env->gpus_per_node > 0 ? r / env->gpus_per_node : r;
+}
+
 /* The groups' node structure: q members on each of nb nodes, node-major,
  * the same in every group.  1, or 0 (and why). */
 static int node_structure(eng__sym *s, const eng__sym_env *env)
@@ -78,7 +83,7 @@ static int node_structure(eng__sym *s, const eng__sym_env *env)
       continue;
     const wl_comm *cm = &wl->comms[wl_rank_comm(wl, r, s->role)];
     int qc = 1;
-    while (qc < C && env->node_of[cm->ranks[qc]] == env->node_of[cm->ranks[0]])
+    while (qc < C && node_of(env, cm->ranks[qc]) == node_of(env, cm->ranks[0]))
       qc++;
     if (q == 0)
       q = qc;
@@ -89,8 +94,8 @@ static int node_structure(eng__sym *s, const eng__sym_env *env)
     }
     for (int i = 0; i < C; i++) {
       int first = cm->ranks[(i / q) * q];
-      if (env->node_of[cm->ranks[i]] != env->node_of[first] ||
-          (i % q == 0 && i > 0 && env->node_of[first] == env->node_of[cm->ranks[i - q]])) {
+      if (node_of(env, cm->ranks[i]) != node_of(env, first) ||
+          (i % q == 0 && i > 0 && node_of(env, first) == node_of(env, cm->ranks[i - q]))) {
         eng__sym_why(s, "the '%s' group '%s' is not numbered node by node", wl->roles[s->role],
                      cm->name);
         return 0;
@@ -180,7 +185,6 @@ typedef struct quot_ctx {
   int ok, nomem;
 } quot_ctx;
 
-#define QROUTE_MAX 64
 
 /* One class-0 flow s0 -> d0: the routes of its C images, the generators'
  * link maps on them, the class images' map (link_img) of its links. */
@@ -212,8 +216,8 @@ static void quot_flow(void *u, int s0, int d0)
     }
     if (m == 0) {
       lat0 = lat;
-      if (n > QROUTE_MAX) {
-        eng__sym_why(s, "the route %d->%d is longer than %d links", s0, d0, QROUTE_MAX);
+      if (n > PLAT_ROUTE_MAX) {
+        eng__sym_why(s, "the route %d->%d is longer than %d links", s0, d0, PLAT_ROUTE_MAX);
         w->ok = 0;
         return;
       }
@@ -231,13 +235,13 @@ static void quot_flow(void *u, int s0, int d0)
       return;
     }
     w->lens[m] = n;
-    memcpy(&w->routes[(size_t)m * QROUTE_MAX], l, n * sizeof *l);
+    memcpy(&w->routes[(size_t)m * PLAT_ROUTE_MAX], l, n * sizeof *l);
   }
   uint32_t n = w->lens[0];
   const uint32_t *r0 = w->routes;
   for (uint32_t i = 0; i < n; i++)
     for (int k = 0; k < C; k++) {
-      uint32_t y = w->routes[(size_t)k * QROUTE_MAX + i];
+      uint32_t y = w->routes[(size_t)k * PLAT_ROUTE_MAX + i];
       uint32_t *img = &s->link_img[(size_t)r0[i] * C + k];
       if (*img == UINT32_MAX)
         *img = y;
@@ -253,8 +257,8 @@ static void quot_flow(void *u, int s0, int d0)
     for (int m = 0; m < C; m++) {
       int m2 = gmul(s, m, w->gen_m[g]); /* g o g_m = g_m2 */
       for (uint32_t i = 0; i < n; i++) {
-        uint32_t x = w->routes[(size_t)m * QROUTE_MAX + i];
-        uint32_t y = w->routes[(size_t)m2 * QROUTE_MAX + i];
+        uint32_t x = w->routes[(size_t)m * PLAT_ROUTE_MAX + i];
+        uint32_t y = w->routes[(size_t)m2 * PLAT_ROUTE_MAX + i];
         if (w->phi[g][x] == UINT32_MAX) {
           if (w->inv[g][y] != UINT32_MAX) {
             eng__sym_why(s, "links %u and %u have one image %u", w->inv[g][y], x, y);
@@ -567,7 +571,7 @@ static int attempt(eng__sym *s, const eng__sym_env *env)
   eng__map_init(&w.seen);
   st_arena_init(&w.arena, 1 << 16);
   int rc = ST_OK;
-  w.routes = malloc((size_t)s->C * QROUTE_MAX * sizeof *w.routes);
+  w.routes = malloc((size_t)s->C * PLAT_ROUTE_MAX * sizeof *w.routes);
   w.lens = malloc((size_t)s->C * sizeof *w.lens);
   for (int g = 0; g < 2; g++) {
     w.phi[g] = malloc((L + 1) * sizeof *w.phi[g]);
@@ -644,9 +648,8 @@ static void attempt_undo(eng__sym *s, const eng__sym_env *env)
  * inside a node: a ring across nodes runs down the places of even nodes and
  * up those of odd ones (NCCL's rings join one rail between nodes), and that
  * flow set is invariant under a node shift only with the reflection. */
-int eng__sym_quotient(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
+int eng__sym_quotient(eng__sym *s, const eng__sym_env *env)
 {
-  (void)used;
   if (!node_structure(s, env))
     return 0;
   s->twist = 0;
