@@ -238,6 +238,14 @@ extern "C" void plat_sendto_all(void* from, void* const* to, const double* bytes
     c->wait();
 }
 
+extern "C" void* plat_sendto_async(void* from, void* to, double bytes)
+{
+  sg4::CommPtr c = sg4::Comm::sendto_async(static_cast<sg4::Host*>(from), static_cast<sg4::Host*>(to),
+                                           static_cast<uint64_t>(std::llround(bytes)));
+  c->add_ref(); /* the reference sg_comm_wait_any/_all release, as sg_mailbox_put_async's */
+  return c.get();
+}
+
 /* ---- --cfg settings SimGrid rejects ----------------------------------------
  * SimGrid declares most of its settings when the engine is created and, while
  * parsing --cfg there (inside simgrid_init(), called from C), throws on an

@@ -248,6 +248,9 @@ void plat_route_alias_on(int on);
  * n of them from host `from` (sg_host_t) to to[i], bytes[i] each, started
  * together; returns when all have ended.  For the calling actor. */
 void plat_sendto_all(void *from, void *const *to, const double *bytes, size_t n);
+/* One such transfer, started now: an sg_comm_t the caller owns, to wait
+ * for with sg_comm_wait_any/_all like a mailbox comm. */
+void *plat_sendto_async(void *from, void *to, double bytes);
 /* One extra SimGrid setting ("key:value") as SimGrid would take it, tried
  * before the simulation (in a child process, see build.cpp): ST_EUSAGE with
  * "--cfg 'foo:1': unknown SimGrid setting" or a bad-value message, where the

@@ -231,9 +231,17 @@ static void test_sym__generated_layouts_match_full_simulation(void **state)
        * (node shifts reflect places) */
       {"mixtral-8x7b", "tp=1,ep=8,dp=16,mbs=1,gbs=16", "dgx-h100:2", 1},
       {"mixtral-8x7b", "tp=1,ep=8,pp=2,dp=16,zero=1,mbs=1,gbs=32", "dgx-h100:4", 1},
-      /* expert groups of two nodes in a four-node data-parallel group: the
-       * node shift carries none onto another (falls back) */
-      {"deepseek-v3", "tp=1,ep=16,dp=32,mbs=1,gbs=32", "dgx-h100:4", 0},
+      /* expert groups of two nodes in a four-node data-parallel group: no
+       * node shift of either group keeps the other, but the nodes of the
+       * expert data-parallel pairs (two nodes, one in each expert group)
+       * are groups whose translations keep both: two class-0 members in
+       * each expert group, four in the data-parallel group, each receiving
+       * the images of the others' sends; with a pipeline, ZeRO-1 and uneven
+       * stages too */
+      {"deepseek-v3", "tp=1,ep=16,dp=32,mbs=1,gbs=32", "dgx-h100:4", 1},
+      {"deepseek-v3", "tp=1,ep=16,pp=2,dp=32,zero=1,mbs=1,gbs=64,first_stage_layers=29",
+       "dgx-h100:8", 1},
+      {"deepseek-v3", "tp=1,ep=16,dp=64,zero=1,mbs=1,gbs=64", "dgx-h100:8", 1},
       /* links every position's traffic crosses alike, simulated at 1/C of
        * their capacity: a leaf holding whole nodes (its up links one
        * adaptive-routing group), oversubscribed; one NIC for a node */

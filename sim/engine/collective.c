@@ -122,6 +122,196 @@ void eng__coll_ctx_fill(int c, eng__comm *cs, coll_ctx *ctx, eng__route_ctx *rc)
   ctx->ring_lat_max = cs->ring_lat_max;
 }
 
+/* ---- communicators with several class-0 members (quotient fabric) -------
+ * Their class-0 members run (sym_quot.c checked the conditions): a
+ * transfer between two of them is a mailbox comm as usual; one to another
+ * member y stands for its whole orbit under the translations, and so does
+ * the transfer a class-0 member receives from a member x outside class 0:
+ * x = g(r') for the class-0 member r' = rep(x) and a translation g that
+ * keeps the communicator, and x -> m is the image under g of r' -> g^-1(m)
+ * in the same round.  Each such orbit is one host-to-host flow r' ->
+ * g^-1(m), started, as a mailbox comm would be, when both its sender (r')
+ * and its receiver's class-0 member (m) have posted it, by whichever posts
+ * second; the first to post waits for its end (vpend), the second waits on
+ * it and, when it ends, tells the first. */
+typedef struct eng__vt {
+  int32_t round, src, dst; /* the tuple (members of the communicator), and which of */
+  int32_t nth;             /* the round's transfers src -> dst (a mailbox's order) */
+  uint64_t gen;            /* instance it was last used in */
+  uint8_t posted;          /* 1: the sender, 2: the receiver's class-0 member */
+  int32_t first;           /* the member that posted first */
+  double bytes;
+} eng__vt;
+
+static eng__vt *vt_get(eng__comm *cs, int c, int round, int src, int dst, int nth)
+{
+  uint64_t key = eng__key4((uint64_t)round << 32 | (uint32_t)nth, (uint64_t)src, (uint64_t)dst,
+                           0x76740000ULL + (uint64_t)c);
+  eng__vt *v = eng__map_get(&cs->vts, key);
+  if (v) {
+    if (v->round != round || v->src != src || v->dst != dst || v->nth != nth) {
+      eng__fail(ST_ESIM, "internal error: two transfers of a communicator share a key");
+      return NULL;
+    }
+  } else {
+    v = st_arena_alloc(&eng__E.arena, sizeof *v);
+    if (!v || eng__map_put(&cs->vts, key, v)) {
+      eng__fail(ST_ENOMEM, "out of memory");
+      return NULL;
+    }
+    *v = (eng__vt){.round = round, .src = src, .dst = dst, .nth = nth, .gen = 0};
+  }
+  if (v->gen != cs->gen) { /* a new instance */
+    v->gen = cs->gen;
+    v->posted = 0;
+  }
+  return v;
+}
+
+typedef struct vt_list {
+  sg_comm_t *comm;
+  int32_t *tell; /* the member to tell when comm[i] ends, or -1 */
+  size_t n, cap;
+} vt_list;
+
+static int vt_push(vt_list *l, sg_comm_t c, int32_t tell)
+{
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    sg_comm_t *a = realloc(l->comm, cap * sizeof *a);
+    if (a)
+      l->comm = a;
+    int32_t *b = a ? realloc(l->tell, cap * sizeof *b) : NULL;
+    if (!a || !b) {
+      eng__fail(ST_ENOMEM, "out of memory");
+      return -1;
+    }
+    l->tell = b;
+    l->cap = cap;
+  }
+  l->comm[l->n] = c;
+  l->tell[l->n++] = tell;
+  return 0;
+}
+
+/* Member m posts its side (1: sends, 2: receives for) of the round's nth
+ * orbit transfer src -> dst; the second side starts it. */
+static void vt_post(int c, eng__comm *cs, int m, int round, int src, int dst, int nth, int side,
+                    double bytes, vt_list *mine)
+{
+  const wl_comm *cm = &eng__E.wl->comms[c];
+  eng__vt *v = vt_get(cs, c, round, src, dst, nth);
+  if (!v)
+    return;
+  if (side == 1)
+    v->bytes = bytes;
+  if (!v->posted) {
+    v->posted = (uint8_t)side;
+    v->first = m;
+    cs->vpend[m]++;
+    return;
+  }
+  if (v->posted == side) {
+    eng__fail(ST_ESIM, "internal error: a transfer posted twice from one side");
+    return;
+  }
+  v->posted = 3;
+  sg_comm_t h = plat_sendto_async(eng__E.hosts[cm->ranks[src]], eng__E.hosts[cm->ranks[dst]],
+                                  v->bytes);
+  if (v->first == m) {
+    cs->vpend[m]--;
+    vt_push(mine, h, -1);
+  } else {
+    vt_push(mine, h, v->first);
+  }
+}
+
+/* Transfers before the i-th of a round's list (from first) with the same peer. */
+static int nth_of(const coll_sched *sched, uint32_t first, uint32_t i, int peer)
+{
+  int n = 0;
+  for (uint32_t j = 0; j < i; j++)
+    n += sched->xfers[first + j].peer == peer;
+  return n;
+}
+
+static void coll_transfer_multi(int c, eng__comm *cs, int m, const wl_op *op, coll_sched *sched)
+{
+  const wl_workload *wl = eng__E.wl;
+  const wl_comm *cm = &wl->comms[c];
+  const eng__sym *s = &eng__E.sym;
+  int NR = wl->num_roles, me = cm->ranks[m];
+  if (!cs->vpend) {
+    cs->vpend = calloc((size_t)cm->size, sizeof *cs->vpend);
+    cs->vwq = calloc((size_t)cm->size, sizeof *cs->vwq);
+    if (!cs->vpend || !cs->vwq) {
+      eng__fail(ST_ENOMEM, "out of memory");
+      return;
+    }
+  }
+  vt_list tell = {0}, plain = {0};
+  void *data;
+  for (size_t r = 0; r < sched->nrounds && !eng__E.failed; r++) {
+    const coll_round *rd = &sched->rounds[r];
+    tell.n = plain.n = 0;
+    for (uint32_t i = 0; i < rd->nrecv; i++) {
+      int x = sched->xfers[rd->recv_first + i].peer, xr = cm->ranks[x];
+      if (s->cls[xr] == 0) {
+        vt_push(&plain, sg_mailbox_get_async(mailbox_for(c, x, m), &data), -1);
+        continue;
+      }
+      /* x = g(r'): the orbit of r' -> g^-1(m) */
+      int rr = s->gmem[(size_t)s->grp[xr] * s->C];
+      int q = eng__sym_act(s, me, s->ginv[s->cls[xr]]);
+      vt_post(c, cs, m, (int)r, eng__E.member[(size_t)rr * NR + op->role],
+              eng__E.member[(size_t)q * NR + op->role],
+              nth_of(sched, rd->recv_first, i, x), 2, 0, &plain);
+    }
+    if (rd->pre_s > 0)
+      sg_actor_sleep_for(rd->pre_s);
+    for (uint32_t i = 0; i < rd->nsend; i++) {
+      const coll_xfer *x = &sched->xfers[rd->send_first + i];
+      int y = cm->ranks[x->peer];
+      eng__account_flow(me, y, x->bytes, c, WL_OP_COLL, op->sub);
+      if (s->cls[y] == 0)
+        vt_push(&plain, sg_mailbox_put_async(mailbox_for(c, m, x->peer), &eng__E.dummy_payload,
+                                             (long)llround(x->bytes)), -1);
+      else
+        vt_post(c, cs, m, (int)r, m, x->peer, nth_of(sched, rd->send_first, i, x->peer), 1,
+                x->bytes, &plain);
+    }
+    /* the orbit transfers another member posted first: tell it as each ends */
+    for (size_t i = 0; i < plain.n;)
+      if (plain.tell[i] >= 0) {
+        if (vt_push(&tell, plain.comm[i], plain.tell[i]))
+          break;
+        plain.comm[i] = plain.comm[--plain.n];
+        plain.tell[i] = plain.tell[plain.n];
+      } else {
+        i++;
+      }
+    eng__E.events += plain.n + tell.n;
+    while (tell.n > 0 && !eng__E.failed) {
+      ssize_t k = sg_comm_wait_any(tell.comm, tell.n);
+      if (k < 0)
+        break;
+      int32_t f = tell.tell[k];
+      tell.comm[k] = tell.comm[--tell.n];
+      tell.tell[k] = tell.tell[tell.n];
+      if (--cs->vpend[f] == 0)
+        eng__wq_wake(&cs->vwq[f]);
+    }
+    if (plain.n)
+      sg_comm_wait_all(plain.comm, plain.n);
+    while (cs->vpend[m] > 0 && !eng__E.failed)
+      eng__wq_wait(&cs->vwq[m]);
+  }
+  free(tell.comm);
+  free(tell.tell);
+  free(plain.comm);
+  free(plain.tell);
+}
+
 /* Member m's part of one collective instance: the algorithm's rounds, each
  * a wait for latency terms then flows to and from other members. */
 static void coll_transfer(int c, eng__comm *cs, int m, const wl_program *p, const wl_op *op,
@@ -139,6 +329,10 @@ static void coll_transfer(int c, eng__comm *cs, int m, const wl_program *p, cons
   ctx.splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL;
   if (coll_plan(&ctx, m, sched)) {
     eng__fail(ST_ENOMEM, "out of memory planning a collective");
+    return;
+  }
+  if (eng__E.sym.quotient && eng__E.sym.comm_multi[c]) {
+    coll_transfer_multi(c, cs, m, op, sched);
     return;
   }
   if (eng__E.sym.quotient && eng__E.sym.comm_collapse[c]) {

@@ -55,11 +55,16 @@ static inline uint64_t eng__key4(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 typedef struct eng__sym {
   int on;               /* the reduction is used */
   int role;             /* role whose groups define the classes */
+  int virt;             /* the groups are the nodes of the role's groups (sym.c) */
   int C;                /* classes (1 = none) */
   int simulated;        /* ranks simulated */
-  int32_t *cls;         /* rank -> class */
+  int32_t *cls;         /* rank -> class: its member index in its group */
+  int32_t *grp;         /* rank -> its group */
+  int32_t *gmem;        /* [group * C + i]: the group's member i */
   int32_t *comm_img;    /* [c0 * C + k]: class k's copy of class-0 communicator c0, or -1 */
   uint8_t *comm_collapse; /* communicator is one of role's groups */
+  uint8_t *comm_multi;  /* quotient fabric: a communicator with class-0 members and others,
+                           not inside one group (sym_quot.c) */
   uint32_t *link_img;   /* [l * C + k]: phi_k(l) for a class-0 link, or UINT32_MAX */
   uint32_t *link_src;   /* link -> the class-0 link it copies (itself for class 0) */
   int8_t *link_cls;     /* scratch: class whose traffic uses the link, -1 none */
@@ -72,6 +77,7 @@ typedef struct eng__sym {
   int quotient;         /* the R groups' collectives run as their member 0's flows */
   int q, nb;            /* members of an R group per node, and its nodes */
   int twist;            /* node shifts reflect the places inside a node (sym_quot.c) */
+  int32_t *ginv;        /* [k]: the translation inverse to translation k */
   uint32_t *canon;      /* link -> the link standing for its orbit (UINT32_MAX: unused) */
   uint32_t *orb_size;   /* link -> the size of its orbit */
   uint32_t *orb_next;   /* link -> the next link of its orbit (a cycle) */
@@ -116,6 +122,8 @@ int eng__seen_first(eng__map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t 
  * checked): 1 when it holds, 0 (and why) when not, or ST_ENOMEM (negative). */
 int eng__sym_quotient(eng__sym *s, const eng__sym_env *env);
 int eng__sym_img(const eng__sym *s, const wl_workload *wl, int r0, int k);
+/* Any rank under translation k of the quotient fabric's group (sym_quot.c). */
+int eng__sym_act(const eng__sym *s, int r, int k);
 int eng__sym_rep(const eng__sym *s, const wl_workload *wl, int r);
 void eng__sym_expand_ranks(const eng__sym *s, const wl_workload *wl, sim_rank_stats *ranks);
 int eng__sym_expand_colls(const eng__sym *s, const wl_workload *wl, sim_coll_record **recs,
@@ -188,6 +196,11 @@ typedef struct eng__comm {
   double busy_until;    /* end of the last closed-form instance */
   const plat_cluster *view; /* node groups: the cluster as its members see it together
                                (plat_cluster_view), made at its first instance */
+  /* the quotient fabric's communicators with several class-0 members
+   * (collective.c): transfers between a class-0 member and another's image */
+  eng__map vts;         /* (round, sender, receiver) -> eng__vt */
+  int32_t *vpend;       /* per member: such transfers it posted first, not ended yet */
+  eng__waitq *vwq;      /* per member: waiting for them */
 } eng__comm;
 
 typedef struct eng__p2p {

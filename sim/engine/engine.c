@@ -378,8 +378,15 @@ static void run_release(void)
   const wl_workload *wl = eng__E.wl;
   for (int i = 0; eng__E.ranks && i < wl->num_ranks; i++)
     eng__wq_release(&eng__E.ranks[i].wq);
-  for (int c = 0; eng__E.comms && c < wl->num_comms; c++)
-    eng__wq_release(&eng__E.comms[c].wq);
+  for (int c = 0; eng__E.comms && c < wl->num_comms; c++) {
+    eng__comm *cs = &eng__E.comms[c];
+    eng__wq_release(&cs->wq);
+    for (int m = 0; cs->vwq && m < wl->comms[c].size; m++)
+      eng__wq_release(&cs->vwq[m]);
+    free(cs->vwq);
+    free(cs->vpend);
+    eng__map_release(&cs->vts);
+  }
   for (int i = 0; eng__E.actors && i < eng__E.actors_total; i++) {
     coll_sched_release(&eng__E.actors[i]->sched);
     free(eng__E.actors[i]->segs);

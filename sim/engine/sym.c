@@ -52,8 +52,12 @@
 void eng__sym_release(eng__sym *s)
 {
   free(s->cls);
+  free(s->grp);
+  free(s->gmem);
+  free(s->ginv);
   free(s->comm_img);
   free(s->comm_collapse);
+  free(s->comm_multi);
   free(s->link_img);
   free(s->link_src);
   free(s->link_cls);
@@ -69,11 +73,27 @@ void eng__sym_release(eng__sym *s)
   memset(s, 0, sizeof *s);
 }
 
-/* sigma_k of a class-0 rank: member k of its R group. */
+/* sigma_k of a class-0 rank: member k of its group. */
 int eng__sym_img(const eng__sym *s, const wl_workload *wl, int r0, int k)
 {
-  int c = wl_rank_comm(wl, r0, s->role);
-  return wl->comms[c].ranks[k];
+  (void)wl;
+  return s->gmem[(size_t)s->grp[r0] * s->C + k];
+}
+
+/* The representative of rank r: member 0 of its group. */
+static int rep_of(const eng__sym *s, int r) { return s->gmem[(size_t)s->grp[r] * s->C]; }
+
+/* The groups' tables for groups of C members, gmem filled by the caller. */
+static int groups_alloc(eng__sym *s, const wl_workload *wl, int C)
+{
+  free(s->grp);
+  free(s->gmem);
+  s->grp = malloc(((size_t)wl->num_ranks + 1) * sizeof *s->grp);
+  s->gmem = malloc(((size_t)wl->num_ranks + 1) * sizeof *s->gmem);
+  if (!s->grp || !s->gmem)
+    return ST_ENOMEM;
+  s->C = C;
+  return ST_OK;
 }
 
 #define why eng__sym_why
@@ -105,7 +125,8 @@ static uint8_t *used_roles(const wl_workload *wl)
 
 /* Condition 1 for role R: its groups partition the ranks, size C >= 2, all
  * closed-form (with need_fast; the quotient fabric simulates them).  Fills
- * s->role, s->C, s->cls. */
+ * s->role, s->C, s->cls and the groups' tables.  1, 0, or ST_ENOMEM
+ * (negative). */
 static int try_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used, int R, int need_fast)
 {
   const wl_workload *wl = env->wl;
@@ -136,10 +157,107 @@ static int try_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used, i
       if (wl_rank_comm(wl, cm->ranks[i], R) != c)
         return 0;
   }
+  if (groups_alloc(s, wl, C))
+    return ST_ENOMEM;
   s->role = R;
-  s->C = C;
+  s->virt = 0;
+  int ng = 0;
+  for (int r = 0; r < wl->num_ranks; r++) {
+    const wl_comm *cm = &wl->comms[wl_rank_comm(wl, r, R)];
+    if (cm->ranks[0] != r)
+      continue;
+    for (int i = 0; i < C; i++) {
+      s->grp[cm->ranks[i]] = ng;
+      s->gmem[(size_t)ng * C + i] = cm->ranks[i];
+    }
+    ng++;
+  }
   for (int r = 0; r < wl->num_ranks; r++)
     s->cls[r] = env->member[(size_t)r * wl->num_roles + R];
+  return 1;
+}
+
+static int node_of(const eng__sym_env *env, int r)
+{
+  return env->gpus_per_node > 0 ? r / env->gpus_per_node : r;
+}
+
+/* The groups as the nodes of role R's groups (the quotient fabric's
+ * candidates beside the roles' own): every rank on the nodes an R group
+ * spans, node by node, place by place.  Expert data-parallel pairs across
+ * two nodes give groups of two whole nodes, whose translations (the places'
+ * shift, the nodes' swap) keep both the expert groups of whole nodes and
+ * the data-parallel rings across them.  1 when they partition the ranks
+ * into groups larger than R's, 0 when not, ST_ENOMEM (negative). */
+static int try_nodes(eng__sym *s, const eng__sym_env *env, const uint8_t *used, int R)
+{
+  const wl_workload *wl = env->wl;
+  int g = env->gpus_per_node, NR = wl->num_ranks;
+  if (g < 2 || NR % g)
+    return 0;
+  int t = try_role(s, env, used, R, 0);
+  if (t <= 0)
+    return t;
+  int C0 = s->C, nb = 0;
+  const wl_comm *c0 = &wl->comms[wl_rank_comm(wl, 0, R)];
+  for (int i = 0; i < C0; i++) /* nodes of the first group, each once */
+    nb += i == 0 || node_of(env, c0->ranks[i]) != node_of(env, c0->ranks[i - 1]);
+  int C = nb * g;
+  if (C <= C0 || C > NR || C > 4096)
+    return 0;
+  int32_t *first = malloc(((size_t)NR / g + 1) * sizeof *first); /* node -> its group's first node */
+  int32_t *nodes = malloc(((size_t)C0 + 1) * sizeof *nodes);
+  if (!first || !nodes) {
+    free(first);
+    free(nodes);
+    return ST_ENOMEM;
+  }
+  for (int n = 0; n < NR / g; n++)
+    first[n] = -1;
+  int ok = 1, ng = 0;
+  /* each R group's nodes, sorted; every group on the same nodes gives the
+   * same set, and groups on other nodes meet none of them */
+  for (int r = 0; r < NR && ok; r++) {
+    const wl_comm *cm = &wl->comms[wl_rank_comm(wl, r, R)];
+    int k = 0;
+    for (int i = 0; i < C0; i++) {
+      int n = node_of(env, cm->ranks[i]), j = k;
+      while (j > 0 && nodes[j - 1] > n)
+        j--;
+      if (j > 0 && nodes[j - 1] == n)
+        continue;
+      memmove(&nodes[j + 1], &nodes[j], (size_t)(k - j) * sizeof *nodes);
+      nodes[j] = n;
+      k++;
+    }
+    if (k != nb) {
+      ok = 0;
+      break;
+    }
+    if (first[nodes[0]] >= 0) { /* a group seen: the same nodes */
+      for (int j = 0; j < k && ok; j++)
+        ok = first[nodes[j]] == nodes[0];
+      continue;
+    }
+    for (int j = 0; j < k && ok; j++)
+      ok = first[nodes[j]] < 0;
+    for (int j = 0; j < k && ok; j++) {
+      first[nodes[j]] = nodes[0];
+      for (int p = 0; p < g; p++) {
+        int x = nodes[j] * g + p;
+        s->grp[x] = ng;
+        s->cls[x] = j * g + p;
+        s->gmem[(size_t)ng * C + j * g + p] = x;
+      }
+    }
+    ng++;
+  }
+  free(first);
+  free(nodes);
+  if (!ok)
+    return 0;
+  s->C = C;
+  s->virt = 1;
   return 1;
 }
 
@@ -202,8 +320,7 @@ static int check_ranks(eng__sym *s, const eng__sym_env *env, const uint8_t *used
   int ok = 0;
   for (int r = 0; r < wl->num_ranks; r++) {
     int k = s->cls[r];
-    int c_r = wl_rank_comm(wl, r, s->role);
-    int r0 = wl->comms[c_r].ranks[0];
+    int r0 = rep_of(s, r);
     if (k == 0)
       continue;
     int p = wl->rank_program[r], p0 = wl->rank_program[r0];
@@ -224,14 +341,14 @@ static int check_ranks(eng__sym *s, const eng__sym_env *env, const uint8_t *used
       goto out;
     }
     for (int role = 0; role < NR; role++) {
-      if (role == s->role || !used[(size_t)p * NR + role])
+      if ((role == s->role && !s->virt) || !used[(size_t)p * NR + role])
         continue;
       int c = wl_rank_comm(wl, r, role), c0 = wl_rank_comm(wl, r0, role);
       if ((c < 0) != (c0 < 0)) {
         why(s, "rank %d and rank %d differ in playing role '%s'", r, r0, wl->roles[role]);
         goto out;
       }
-      if (c < 0 || s->comm_collapse[c0]) /* one class-0 member: sym_quot.c checks it */
+      if (c < 0 || s->comm_collapse[c0] || s->comm_multi[c0]) /* sym_quot.c checks them */
         continue;
       int32_t *img = &s->comm_img[(size_t)c0 * C + k];
       if (*img == c)
@@ -436,13 +553,14 @@ static int alloc_images(eng__sym *s, const eng__sym_env *env)
   int C = s->C;
   s->comm_img = malloc(((size_t)wl->num_comms * C + 1) * sizeof *s->comm_img);
   s->comm_collapse = calloc((size_t)wl->num_comms + 1, 1);
+  s->comm_multi = calloc((size_t)wl->num_comms + 1, 1);
   s->link_img = malloc((env->num_links * C + 1) * sizeof *s->link_img);
   s->link_src = malloc((env->num_links + 1) * sizeof *s->link_src);
   s->link_cls = malloc(env->num_links + 1);
   s->fixed_cnt = calloc(env->num_links + 1, sizeof *s->fixed_cnt);
   s->link_fixed = calloc(env->num_links + 1, 1);
   s->live = malloc(((size_t)wl->num_comms + 1) * sizeof *s->live);
-  if (!s->comm_img || !s->comm_collapse || !s->link_img || !s->link_src || !s->link_cls ||
+  if (!s->comm_img || !s->comm_collapse || !s->comm_multi || !s->link_img || !s->link_src || !s->link_cls ||
       !s->live || !s->fixed_cnt || !s->link_fixed)
     return ST_ENOMEM;
   for (size_t i = 0; i < (size_t)wl->num_comms * C; i++)
@@ -452,7 +570,7 @@ static int alloc_images(eng__sym *s, const eng__sym_env *env)
   memset(s->link_cls, 0xff, env->num_links + 1);
   /* links no class-0 flow crosses have no source: links.c reads every entry */
   memset(s->link_src, 0xff, (env->num_links + 1) * sizeof *s->link_src);
-  for (int r = 0; r < wl->num_ranks; r++)
+  for (int r = 0; r < wl->num_ranks && !s->virt; r++)
     s->comm_collapse[wl_rank_comm(wl, r, s->role)] = 1;
   return ST_OK;
 }
@@ -491,8 +609,8 @@ static void sym_use(eng__sym *s, const wl_workload *wl)
   for (int r = 0; r < wl->num_ranks; r++)
     s->simulated += s->cls[r] == 0;
   snprintf(s->desc, sizeof s->desc,
-           "rank classes: %d positions in the '%s' groups, one simulated, %d of %d ranks", s->C,
-           wl->roles[s->role], s->simulated, wl->num_ranks);
+           "rank classes: %d positions in the %s'%s' groups, one simulated, %d of %d ranks", s->C,
+           s->virt ? "nodes of the " : "", wl->roles[s->role], s->simulated, wl->num_ranks);
   if (s->fixed)
     snprintf(s->desc + strlen(s->desc), sizeof s->desc - strlen(s->desc),
              ", %zu links shared by all", s->fixed);
@@ -531,11 +649,15 @@ static int check_role(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
 }
 
 /* Condition 2, then the quotient fabric's conditions (sym_quot.c).  A
- * communicator of another role inside one R group with one class-0 member
+ * communicator of another role inside one group with one class-0 member
  * (expert parallelism over the same ranks as data parallelism, or over
- * half of them; the expert data-parallel pairs) runs as the R groups do:
- * that member alone, sending; sym_quot.c checks that the translations
- * carry it onto itself or onto its images, transfer by transfer. */
+ * half of them; the expert data-parallel pairs) runs as the groups do:
+ * that member alone, sending; one with class-0 members and others beyond
+ * one group (expert and data-parallel groups across the nodes of several
+ * groups) runs as its class-0 members, each sending its own transfers and
+ * receiving the images of the others' (collective.c).  sym_quot.c checks
+ * that the translations carry each onto itself or onto its images,
+ * transfer by transfer. */
 static int check_role_quotient(eng__sym *s, const eng__sym_env *env, const uint8_t *used)
 {
   const wl_workload *wl = env->wl;
@@ -552,17 +674,29 @@ static int check_role_quotient(eng__sym *s, const eng__sym_env *env, const uint8
         zeros++;
         r0 = cm->ranks[i];
       }
-    if (zeros != 1)
+    if (zeros == 0 || zeros == cm->size)
       continue;
-    int inside = 1;
+    int inside = zeros == 1;
     for (int i = 0; i < cm->size && inside; i++)
-      inside = wl->comms[wl_rank_comm(wl, cm->ranks[i], s->role)].ranks[0] == r0;
+      inside = rep_of(s, cm->ranks[i]) == r0;
     if (inside)
       s->comm_collapse[c] = 1;
+    else
+      s->comm_multi[c] = 1;
   }
   if (!check_ranks(s, env, used))
     return 0;
   return eng__sym_quotient(s, env);
+}
+
+/* Candidate groups: role R's own (virt 0), or the nodes its groups span
+ * (virt 1, the quotient fabric only).  1, 0 or ST_ENOMEM (negative). */
+static int try_candidate(eng__sym *s, const eng__sym_env *env, const uint8_t *used, int R,
+                         int virt, int pass)
+{
+  if (virt)
+    return pass == 0 ? 0 : try_nodes(s, env, used, R);
+  return try_role(s, env, used, R, pass == 0);
 }
 
 /* Every role that meets condition 1 is a candidate, in the workload's
@@ -592,18 +726,27 @@ int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
     goto out;
   }
   /* closed-form groups first (pass 0: the first role that holds), then the
-   * quotient fabric (pass 1: of the roles that hold, the one with the most
-   * positions, i.e. the fewest ranks simulated, when a layout holds for two,
-   * say expert parallelism over a node and data parallelism over two; pass 2
-   * runs the chosen role's checks again) */
-  int best_R = -1, best_C = 0;
+   * quotient fabric (pass 1: of the candidates that hold, a role's groups
+   * or their nodes, the one with the most positions, i.e. the fewest ranks
+   * simulated, when a layout holds for two, say expert parallelism over a
+   * node and data parallelism over two; pass 2 runs the chosen one's checks
+   * again) */
+  int best = -1, best_C = 0;
   for (int pass = 0; pass < 3; pass++) {
     if (pass >= 1 && env->no_quotient)
       break;
-    if (pass == 2 && best_R < 0)
+    if (pass == 2 && best < 0)
       break;
-    for (int R = 0; R < wl->num_roles; R++) {
-      if ((pass == 2 && R != best_R) || !try_role(s, env, used, R, pass == 0))
+    for (int cand = 0; cand < 2 * wl->num_roles; cand++) {
+      int R = cand / 2, virt = cand % 2;
+      if (pass == 2 && cand != best)
+        continue;
+      int t = try_candidate(s, env, used, R, virt, pass);
+      if (t < 0) {
+        rc = t;
+        goto out;
+      }
+      if (!t)
         continue;
       candidates++;
       int ok = pass == 0 ? check_role(s, env, used) : check_role_quotient(s, env, used);
@@ -614,7 +757,7 @@ int eng__sym_prepare(eng__sym *s, const eng__sym_env *env)
       if (ok && pass == 1) {
         if (s->C > best_C) {
           best_C = s->C;
-          best_R = R;
+          best = cand;
         }
       } else if (ok) {
         sym_use(s, wl);
@@ -647,11 +790,6 @@ out:
 
 /* ---- expanding the results ------------------------------------------------ */
 
-static int rep_of(const eng__sym *s, const wl_workload *wl, int r)
-{
-  return wl->comms[wl_rank_comm(wl, r, s->role)].ranks[0];
-}
-
 void eng__sym_expand_ranks(const eng__sym *s, const wl_workload *wl, sim_rank_stats *ranks)
 {
   if (!s->on)
@@ -659,7 +797,7 @@ void eng__sym_expand_ranks(const eng__sym *s, const wl_workload *wl, sim_rank_st
   for (int r = 0; r < wl->num_ranks; r++) {
     if (s->cls[r] == 0)
       continue;
-    ranks[r] = ranks[rep_of(s, wl, r)];
+    ranks[r] = ranks[rep_of(s, r)];
     ranks[r].rank = r;
     ranks[r].host = r;
   }
@@ -667,7 +805,8 @@ void eng__sym_expand_ranks(const eng__sym *s, const wl_workload *wl, sim_rank_st
 
 int eng__sym_rep(const eng__sym *s, const wl_workload *wl, int r)
 {
-  return s->on ? rep_of(s, wl, r) : r;
+  (void)wl;
+  return s->on ? rep_of(s, r) : r;
 }
 
 static int cmp_f64(double a, double b) { return (a > b) - (a < b); }

@@ -63,9 +63,11 @@ static int gmul(const eng__sym *s, int i, int m)
 /* rank r under g_m */
 static int grank(const eng__sym *s, const eng__sym_env *env, int r, int m)
 {
-  const wl_comm *cm = &env->wl->comms[wl_rank_comm(env->wl, r, s->role)];
-  return cm->ranks[gmul(s, s->cls[r], m)];
+  (void)env;
+  return s->gmem[(size_t)s->grp[r] * s->C + gmul(s, s->cls[r], m)];
 }
+
+int eng__sym_act(const eng__sym *s, int r, int m) { return grank(s, NULL, r, m); }
 
 static int node_of(const eng__sym_env *env, int r)
 {
@@ -81,9 +83,9 @@ static int node_structure(eng__sym *s, const eng__sym_env *env)
   for (int r = 0; r < wl->num_ranks; r++) {
     if (s->cls[r] != 0)
       continue;
-    const wl_comm *cm = &wl->comms[wl_rank_comm(wl, r, s->role)];
+    const int32_t *mem = &s->gmem[(size_t)s->grp[r] * C];
     int qc = 1;
-    while (qc < C && node_of(env, cm->ranks[qc]) == node_of(env, cm->ranks[0]))
+    while (qc < C && node_of(env, mem[qc]) == node_of(env, mem[0]))
       qc++;
     if (q == 0)
       q = qc;
@@ -93,11 +95,11 @@ static int node_structure(eng__sym *s, const eng__sym_env *env)
       return 0;
     }
     for (int i = 0; i < C; i++) {
-      int first = cm->ranks[(i / q) * q];
-      if (node_of(env, cm->ranks[i]) != node_of(env, first) ||
-          (i % q == 0 && i > 0 && node_of(env, first) == node_of(env, cm->ranks[i - q]))) {
-        eng__sym_why(s, "the '%s' group '%s' is not numbered node by node", wl->roles[s->role],
-                     cm->name);
+      int first = mem[(i / q) * q];
+      if (node_of(env, mem[i]) != node_of(env, first) ||
+          (i % q == 0 && i > 0 && node_of(env, first) == node_of(env, mem[i - q]))) {
+        eng__sym_why(s, "the '%s' group of rank %d is not numbered node by node",
+                     wl->roles[s->role], r);
         return 0;
       }
     }
@@ -312,8 +314,9 @@ static int quot_instances(quot_ctx *w)
         continue;
       const wl_comm *cm = &wl->comms[c];
       if (o->kind != WL_OP_COLL) {
-        if (s->comm_collapse[c]) {
-          eng__sym_why(s, "send/recv on the '%s' communicators", wl->roles[s->role]);
+        if (s->comm_collapse[c] || s->comm_multi[c]) {
+          eng__sym_why(s, "send/recv on communicator '%s', across the '%s' groups' positions",
+                       cm->name, wl->roles[s->role]);
           w->ok = 0;
         } else if (o->kind == WL_OP_SEND) {
           quot_flow(w, r, cm->ranks[o->peer]);
@@ -325,14 +328,16 @@ static int quot_instances(quot_ctx *w)
       int splits = o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
       uint64_t bits;
       memcpy(&bits, &o->bytes, sizeof bits);
+      /* a communicator with several class-0 members: each member's rounds */
+      uint64_t who = s->comm_multi[c] ? (uint64_t)(uint32_t)r << 32 : 0;
       int first = eng__seen_first(&seen, &seen_arena, (uint64_t)c, o->sub | (splits ? 0x100u : 0),
-                                  bits, (uint64_t)(uint32_t)(o->peer + 1));
+                                  bits, who | (uint64_t)(uint32_t)(o->peer + 1));
       if (first <= 0) {
         rc = first < 0 ? ST_ENOMEM : ST_OK;
         continue;
       }
       int root = o->peer >= 0 ? o->peer : 0;
-      if (!s->comm_collapse[c]) { /* inside class 0: every member's flows */
+      if (!s->comm_collapse[c] && !s->comm_multi[c]) { /* inside class 0: every member's flows */
         if (splits) {
           for (int x = 0; x < cm->size && w->ok; x++)
             for (int y = 0; y < cm->size && w->ok; y++)
@@ -343,7 +348,8 @@ static int quot_instances(quot_ctx *w)
         continue;
       }
       if (splits) {
-        eng__sym_why(s, "an all-to-all-v on a '%s' communicator", wl->roles[s->role]);
+        eng__sym_why(s, "an all-to-all-v on communicator '%s', across the '%s' groups' positions",
+                     cm->name, wl->roles[s->role]);
         w->ok = 0;
         continue;
       }
@@ -409,6 +415,20 @@ static int quot_instances(quot_ctx *w)
           break;
         }
         *img = cs;
+      }
+      /* several class-0 members: every member is the image of one of them
+       * under a translation that keeps the communicator, so all arrive when
+       * the class-0 members do and every transfer one of them receives from
+       * another member is the image of a class-0 member's send in the same
+       * instance and round (collective.c waits for it) */
+      for (int k = 0; s->comm_multi[c] && k < cm->size && w->ok; k++) {
+        int y = cm->ranks[k], ry = s->gmem[(size_t)s->grp[y] * s->C];
+        if (wl_rank_comm(wl, ry, o->role) != c ||
+            s->comm_img[(size_t)c * s->C + s->cls[y]] != c) {
+          eng__sym_why(s, "rank %d of '%s' is no image of one of its class-0 members under a "
+                       "translation that keeps it", y, cm->name);
+          w->ok = 0;
+        }
       }
       for (size_t rr = 0; rr < a.nrounds && w->ok; rr++) {
         const coll_round *rd = &a.rounds[rr];
@@ -629,7 +649,7 @@ static void attempt_undo(eng__sym *s, const eng__sym_env *env)
   for (size_t i = 0; i < env->num_links * (size_t)s->C; i++)
     s->link_img[i] = UINT32_MAX;
   for (int c = 0; c < wl->num_comms; c++)
-    if (s->comm_collapse[c])
+    if (s->comm_collapse[c] || s->comm_multi[c])
       for (int k = 0; k < s->C; k++)
         s->comm_img[(size_t)c * s->C + k] = -1;
   free(s->img_first);
@@ -648,10 +668,8 @@ static void attempt_undo(eng__sym *s, const eng__sym_env *env)
  * inside a node: a ring across nodes runs down the places of even nodes and
  * up those of odd ones (NCCL's rings join one rail between nodes), and that
  * flow set is invariant under a node shift only with the reflection. */
-int eng__sym_quotient(eng__sym *s, const eng__sym_env *env)
+static int attempts(eng__sym *s, const eng__sym_env *env)
 {
-  if (!node_structure(s, env))
-    return 0;
   s->twist = 0;
   int ok = attempt(s, env);
   if (ok != 0 || s->nb < 2 || s->nb % 2 || s->q < 3)
@@ -664,4 +682,38 @@ int eng__sym_quotient(eng__sym *s, const eng__sym_env *env)
   if (ok == 0) /* the translations' reason: the plainer group */
     snprintf(s->desc, sizeof s->desc, "%s", why0);
   return ok;
+}
+
+/* Each translation's inverse (a member of a communicator with several
+ * class-0 members receives from the image of a class-0 member's send to
+ * the member's image under the inverse: collective.c), checked to be one:
+ * 1, 0 (and why) or ST_ENOMEM (negative). */
+static int inverses(eng__sym *s)
+{
+  int C = s->C;
+  s->ginv = malloc(((size_t)C + 1) * sizeof *s->ginv);
+  if (!s->ginv)
+    return ST_ENOMEM;
+  for (int k = 0; k < C; k++) {
+    s->ginv[k] = -1;
+    for (int i = 0; i < C && s->ginv[k] < 0; i++)
+      if (gmul(s, i, k) == 0)
+        s->ginv[k] = i;
+    for (int i = 0; i < C && s->ginv[k] >= 0; i++)
+      if (gmul(s, gmul(s, i, k), s->ginv[k]) != i)
+        s->ginv[k] = -1;
+    if (s->ginv[k] < 0) {
+      eng__sym_why(s, "translation %d has no inverse among the translations", k);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+int eng__sym_quotient(eng__sym *s, const eng__sym_env *env)
+{
+  if (!node_structure(s, env))
+    return 0;
+  int ok = attempts(s, env);
+  return ok == 1 ? inverses(s) : ok;
 }
