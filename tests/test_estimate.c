@@ -142,6 +142,60 @@ static void test_stretch__compute_beside_a_transfer(void **state)
   printf("GEMM beside an all-reduce: program %.9f s, stretch %.9f s\n", program, stretch);
 }
 
+/* A send between nodes beside a collective across nodes shares the NIC:
+ * on two DGX H100 nodes, program A (ranks 0-3 and 8-11, half of each node)
+ * starts an all-reduce of t_c seconds over its eight ranks (across the
+ * nodes) and, together, a send of d > t_c seconds to its pipeline peer on
+ * the other node (program B, which receives).  Alone the send ends at d;
+ * sharing the NIC with the all-reduce for all of its t_c, at half rate
+ * there, it ends at d + t_c / 2: nic_shared_s = t_c / 2, the step
+ * d + t_c / 2 (no bubble: both sides post at 0). */
+static void test_together__send_shares_the_nic_with_a_collective(void **state)
+{
+  (void)state;
+  plat_cluster *cl;
+  st_err err;
+  assert_int_equal(plat_cluster_load("dgx-h100:2", &cl, &err), ST_OK);
+  const char *roles[] = {"dp", "pp"};
+  const char *streams[] = {"compute", "comm"};
+  wl_workload *wl = wl_workload_create(16, 2, roles);
+  int pa = wl_program_add(wl, "a", 2, streams), pb = wl_program_add(wl, "b", 2, streams);
+  double X = 64.0 * 1048576, Y = 1024.0 * 1048576;
+  wl_op ar = wl_op_coll(1, WL_COLL_ALLREDUCE, 0, X);
+  wl_program_append(&wl->programs[pa], &ar, NULL, 0);
+  wl_op snd = wl_op_p2p(0, WL_OP_SEND, 1, 1, 0, Y);
+  wl_program_append(&wl->programs[pa], &snd, NULL, 0);
+  wl_op rcv = wl_op_p2p(0, WL_OP_RECV, 1, 0, 0, Y);
+  wl_program_append(&wl->programs[pb], &rcv, NULL, 0);
+  int32_t a[8] = {0, 1, 2, 3, 8, 9, 10, 11}, b[8] = {4, 5, 6, 7, 12, 13, 14, 15};
+  int ca = wl_comm_add(wl, "dp_a", WL_COMM_DP, 8, a), cb = wl_comm_add(wl, "dp_b", WL_COMM_DP, 8, b);
+  for (int i = 0; i < 8; i++) {
+    int32_t pair[2] = {a[i], a[i] < 8 ? a[i] + 12 : a[i] - 4}; /* the other node */
+    int cp = wl_comm_add(wl, "pp", WL_COMM_PP, 2, pair);
+    wl_rank_set(wl, pair[0], pa);
+    wl_rank_set(wl, pair[1], pb);
+    wl_rank_set_comm(wl, pair[0], 0, ca);
+    wl_rank_set_comm(wl, pair[1], 0, cb);
+    wl_rank_set_comm(wl, pair[0], 1, cp);
+    wl_rank_set_comm(wl, pair[1], 1, cp);
+  }
+  double tc = sim_coll_estimate(cl, a, 8, WL_COLL_ALLREDUCE, X);
+  plat_route rt;
+  assert_int_equal(plat_route_get(cl, 0, 12, &rt, &err), ST_OK);
+  double d = rt.latency_s + Y / rt.bw_Bps;
+  assert_true(d > tc && tc > 0);
+  drv_estimate e;
+  assert_int_equal(drv_estimate_workload(wl, cl, 1, 1, &e, &err), ST_OK);
+  assert_int_equal(e.coupled, 1);
+  printf("send %.9f s beside an all-reduce %.9f s: shared %.9f s, step %.9f s\n", d, tc,
+         e.nic_shared_s, e.step_s);
+  if (fabs(e.nic_shared_s - tc / 2) > 1e-9 * d || fabs(e.step_s - (d + tc / 2)) > 1e-9 * d)
+    fail_msg("shared %.12g s (closed form %.12g), step %.12g s (closed form %.12g)",
+             e.nic_shared_s, tc / 2, e.step_s, d + tc / 2);
+  wl_workload_destroy(wl);
+  plat_cluster_destroy(cl);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -149,6 +203,7 @@ int main(void)
       cmocka_unit_test(test_together__needs_a_pipeline),
       cmocka_unit_test(test_together__interleaved_not_below_formula),
       cmocka_unit_test(test_stretch__compute_beside_a_transfer),
+      cmocka_unit_test(test_together__send_shares_the_nic_with_a_collective),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

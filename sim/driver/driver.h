@@ -286,13 +286,15 @@ typedef struct drv_stage_estimate {
 } drv_stage_estimate;
 
 typedef struct drv_estimate {
-  double step_s;         /* program_s + bubble_s */
+  double step_s;         /* program_s + bubble_s + nic_shared_s */
   double program_s;      /* the slowest stage's program */
   double bubble_s;       /* the pipeline's waits: the stages run together less the slowest
                             alone, or (not coupled) the schedule's formula */
   int coupled;           /* the stages were run together (else the formula stood) */
   double formula_bubble_s; /* the schedule's formula, (sum_s t_s - max_s t_s) / v */
-  double exposed_comm_s; /* the slowest stage's program less its compute */
+  double nic_shared_s;   /* the stages together: what sends across nodes lose sharing their
+                            NICs with collectives across nodes (drv_estimate.c) */
+  double exposed_comm_s; /* the slowest stage's program less its compute, and nic_shared_s */
   drv_stage_estimate slowest;
 } drv_estimate;
 

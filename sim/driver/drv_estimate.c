@@ -23,7 +23,18 @@
  * plat_compute_overlap_factor(), to the fixed point of the stretch
  * overlapping more.  The bubble is taken from programs without the
  * stretch (the stages run together are not stretched), so it is the
- * schedule's waits alone. */
+ * schedule's waits alone.
+ *
+ * A send between nodes while a collective across nodes of either end is
+ * in flight shares that GPU's NIC with the collective's flow (rail
+ * fabrics: one NIC per GPU, every GPU's NIC carrying one of a ring's
+ * channels), and max-min sharing gives it half the NIC: d seconds of
+ * transfer take d + ov/2, ov their overlap (the engine's contention; an
+ * estimate without it put pipelined MoE layouts, whose activations cross
+ * nodes beside ZeRO's gradient reduce-scatters, 1-1.5% fast against the
+ * layouts without a pipeline).  The stages run together twice: the first
+ * run lays out the collectives, the second prices the sends against them
+ * (the sends hardly move the collectives); the difference is nic_shared_s. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,7 +176,8 @@ static double send_time(est_ctx *x, int src, int dst, double bytes)
  * stretch; stage_run drops those no compute op to come can meet. */
 typedef struct xfer {
   double a, b;
-  int dp; /* a data-parallel communicator's (reduced once a step, not per micro-batch) */
+  uint8_t dp;  /* a data-parallel communicator's (reduced once a step, not per micro-batch) */
+  uint8_t nic; /* a collective across nodes: its flows leave through the GPUs' NICs */
 } xfer;
 
 typedef struct xfer_set {
@@ -183,7 +195,7 @@ static void xfer_prune(xfer_set *x, double lo)
   x->n = k;
 }
 
-static int xfer_add(xfer_set *x, double a, double b, int dp)
+static int xfer_add(xfer_set *x, double a, double b, int dp, int nic)
 {
   if (!(b > a))
     return ST_OK;
@@ -198,17 +210,20 @@ static int xfer_add(xfer_set *x, double a, double b, int dp)
     x->tmp = t;
     x->cap = cap;
   }
-  x->v[x->n++] = (xfer){a, b, dp};
+  x->v[x->n++] = (xfer){a, b, (uint8_t)dp, (uint8_t)nic};
   return ST_OK;
 }
 
-/* How long [t0, t1] is covered by at least one transfer (no_dp: one of
- * a communicator other than data-parallel). */
-static double xfer_overlap(xfer_set *x, double t0, double t1, int no_dp)
+enum { OV_ALL, OV_NO_DP, OV_NIC };
+
+/* How long [t0, t1] is covered by at least one transfer (OV_NO_DP: one of
+ * a communicator other than data-parallel; OV_NIC: a collective across
+ * nodes). */
+static double xfer_overlap(xfer_set *x, double t0, double t1, int which)
 {
   size_t k = 0;
   for (size_t i = 0; i < x->n; i++) {
-    if (no_dp && x->v[i].dp)
+    if ((which == OV_NO_DP && x->v[i].dp) || (which == OV_NIC && !x->v[i].nic))
       continue;
     double a = x->v[i].a > t0 ? x->v[i].a : t0, b = x->v[i].b < t1 ? x->v[i].b : t1;
     if (b <= a)
@@ -218,7 +233,7 @@ static double xfer_overlap(xfer_set *x, double t0, double t1, int no_dp)
       x->tmp[j] = x->tmp[j - 1];
       j--;
     }
-    x->tmp[j] = (xfer){a, b, 0};
+    x->tmp[j] = (xfer){a, b, 0, 0};
   }
   double cov = 0, cur_a = 0, cur_b = -INFINITY;
   for (size_t i = 0; i < k; i++) {
@@ -244,14 +259,45 @@ static double stretched(xfer_set *x, double q, double start, double d, double *n
 {
   double dd = d;
   for (int it = 0; it < 8; it++) {
-    double nd = d + q * xfer_overlap(x, start, start + dd, 0);
+    double nd = d + q * xfer_overlap(x, start, start + dd, OV_ALL);
     int done = fabs(nd - dd) <= 1e-12 * d;
     dd = nd;
     if (done)
       break;
   }
-  *not_dp = fmin(dd - d, q * xfer_overlap(x, start, start + dd, 1));
+  *not_dp = fmin(dd - d, q * xfer_overlap(x, start, start + dd, OV_NO_DP));
   return dd;
+}
+
+/* A send of d seconds from start between two nodes, beside collectives
+ * across nodes: their flows leave through the same NIC, and max-min
+ * sharing gives the send half of it while they overlap, so d of transfer
+ * takes d + ov/2, ov the overlap (its fixed point, as above). */
+static double nic_cover(const xfer_set *x, double t0, double t1);
+
+static double shared_nic(xfer_set *x, int merged, double start, double d)
+{
+  double dd = d;
+  for (int it = 0; it < 8; it++) {
+    double ov = merged ? nic_cover(x, start, start + dd) : xfer_overlap(x, start, start + dd, OV_NIC);
+    double nd = d + 0.5 * ov;
+    int done = fabs(nd - dd) <= 1e-12 * d;
+    dd = nd;
+    if (done)
+      break;
+  }
+  return dd;
+}
+
+/* Whether communicator c's members sit on more than one node. */
+static int across_nodes(const est_ctx *x, int c)
+{
+  const wl_comm *cm = &x->wl->comms[c];
+  int g = x->cl->gpus_per_node;
+  for (int i = 1; g > 0 && i < cm->size; i++)
+    if (cm->ranks[i] / g != cm->ranks[0] / g)
+      return 1;
+  return 0;
 }
 
 /* One stage's program alone on rank r; with stretch, compute beside the
@@ -308,10 +354,15 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
       d = coll_time(x, comm, op);
       out->comm_s += d;
       break;
-    case WL_OP_SEND:
-      d = send_time(x, r, wl->comms[comm].ranks[op->peer], op->bytes);
+    case WL_OP_SEND: {
+      int dst = wl->comms[comm].ranks[op->peer], g = x->cl->gpus_per_node;
+      d = send_time(x, r, dst, op->bytes);
+      /* (with several programs the stages run together share it: coupled_step) */
+      if (stretch && wl->num_programs < 2 && g > 0 && r / g != dst / g && xs.n)
+        d = shared_nic(&xs, 0, start, d);
       out->comm_s += d;
       break;
+    }
     case WL_OP_COPY:
       d = copy_time(x, op);
       out->comm_s += d;
@@ -327,8 +378,9 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
     end[i] = start + d;
     free_at[op->stream] = end[i];
     last = fmax(last, end[i]);
-    if (q > 0 && (op->kind == WL_OP_COLL || op->kind == WL_OP_SEND || op->kind == WL_OP_COPY) &&
-        xfer_add(&xs, start, end[i], comm >= 0 && wl->comms[comm].kind == WL_COMM_DP)) {
+    if (stretch && (op->kind == WL_OP_COLL || op->kind == WL_OP_SEND || op->kind == WL_OP_COPY) &&
+        xfer_add(&xs, start, end[i], comm >= 0 && wl->comms[comm].kind == WL_COMM_DP,
+                 op->kind == WL_OP_COLL && across_nodes(x, comm))) {
       rc = st_err_set(err, ST_ENOMEM, "out of memory");
       goto done;
     }
@@ -376,6 +428,7 @@ typedef struct cp_rep {
   size_t *len, *cur;    /* per stream */
   double *free_at;      /* per stream */
   uint32_t *seq;        /* per op: its match number (filled in order) */
+  xfer_set nic;         /* its collectives across nodes (the first run), merged */
 } cp_rep;
 
 typedef struct cp_ctx {
@@ -385,6 +438,7 @@ typedef struct cp_ctx {
   int *rep_of_prog;     /* program -> index in reps */
   cp_post *posts;
   size_t cap;
+  int pass;             /* 0: record the collectives across nodes; 1: sends share NICs */
 } cp_ctx;
 
 static cp_post *cp_find(cp_ctx *c, uint64_t key, int create)
@@ -470,6 +524,8 @@ static void cp_release(cp_ctx *c)
     free(R->end);
     free(R->pending);
     free(R->seq);
+    free(R->nic.v);
+    free(R->nic.tmp);
   }
   free(c->reps);
   free(c->rep_of_prog);
@@ -553,6 +609,15 @@ static int cp_setup(cp_ctx *c, est_ctx *x)
   return cp_number(c);
 }
 
+/* Whether rep r's send or receive op crosses nodes. */
+static int cp_across(const cp_ctx *c, int r, const wl_op *op)
+{
+  const wl_workload *wl = c->x->wl;
+  int rank = c->reps[r].rank, g = c->x->cl->gpus_per_node;
+  int peer = wl->comms[wl_rank_comm(wl, rank, op->role)].ranks[op->peer];
+  return g > 0 && rank / g != peer / g;
+}
+
 /* Advance every stream as far as it can; returns how many ops ended. */
 static size_t cp_sweep(cp_ctx *c, int *bad)
 {
@@ -592,6 +657,12 @@ static size_t cp_sweep(cp_ctx *c, int *bad)
           key = cp_key(c, r, op, R->seq[i], &need);
         if (need <= 1) {
           R->end[i] = start + d;
+          if (c->pass == 0 && op->kind == WL_OP_COLL && d > 0 &&
+              across_nodes(c->x, wl_rank_comm(c->x->wl, R->rank, op->role)) &&
+              xfer_add(&R->nic, start, start + d, 0, 1)) {
+            *bad = 1;
+            return moved;
+          }
           continue; /* taken up at the top of the loop */
         }
         if (need > 8) {
@@ -620,6 +691,12 @@ static size_t cp_sweep(cp_ctx *c, int *bad)
           cp_rep *Q = &c->reps[po->rep[k]];
           dur = fmax(dur, op_price(c->x, Q->rank, &Q->p->ops[po->op[k]]));
         }
+        if (c->pass == 1 && op->kind != WL_OP_COLL && cp_across(c, r, op)) {
+          double d1 = dur; /* the sender's NIC out, the receiver's in: the longer */
+          for (int k = 0; k < po->have; k++)
+            d1 = fmax(d1, shared_nic(&c->reps[po->rep[k]].nic, 1, t0, dur));
+          dur = d1;
+        }
         for (int k = 0; k < po->have; k++) {
           cp_rep *Q = &c->reps[po->rep[k]];
           Q->end[po->op[k]] = t0 + dur;
@@ -631,30 +708,108 @@ static size_t cp_sweep(cp_ctx *c, int *bad)
   return moved;
 }
 
+/* A rep's collectives across nodes as disjoint intervals, by start. */
+static int cmp_xfer_a(const void *a, const void *b)
+{
+  const xfer *x = a, *y = b;
+  return (x->a > y->a) - (x->a < y->a);
+}
+
+static void nic_merge(xfer_set *x)
+{
+  if (!x->n)
+    return;
+  qsort(x->v, x->n, sizeof *x->v, cmp_xfer_a);
+  size_t k = 0;
+  for (size_t i = 1; i < x->n; i++) {
+    if (x->v[i].a <= x->v[k].b)
+      x->v[k].b = fmax(x->v[k].b, x->v[i].b);
+    else
+      x->v[++k] = x->v[i];
+  }
+  x->n = k + 1;
+}
+
+/* How long [t0, t1] meets a merged set (disjoint, by start). */
+static double nic_cover(const xfer_set *x, double t0, double t1)
+{
+  size_t lo = 0, hi = x->n;
+  while (lo < hi) { /* the first interval ending after t0 */
+    size_t mid = (lo + hi) / 2;
+    if (x->v[mid].b <= t0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  double cov = 0;
+  for (size_t i = lo; i < x->n && x->v[i].a < t1; i++)
+    cov += fmin(t1, x->v[i].b) - fmax(t0, x->v[i].a);
+  return cov;
+}
+
+/* One run of the stages together: the latest end, or NAN when they could
+ * not be matched. */
+static double cp_run(cp_ctx *c)
+{
+  int bad = 0;
+  while (!bad && cp_sweep(c, &bad) > 0)
+    ;
+  int done = !bad;
+  for (int r = 0; done && r < c->nreps; r++)
+    for (int s = 0; done && s < c->reps[r].p->num_streams; s++)
+      done = c->reps[r].cur[s] == c->reps[r].len[s];
+  if (!done)
+    return NAN;
+  double step = 0;
+  for (int r = 0; r < c->nreps; r++)
+    for (size_t i = 0; i < c->reps[r].p->num_ops; i++)
+      step = fmax(step, c->reps[r].end[i]);
+  return step;
+}
+
+static void cp_reset(cp_ctx *c)
+{
+  for (int r = 0; r < c->nreps; r++) {
+    cp_rep *R = &c->reps[r];
+    for (size_t i = 0; i < R->p->num_ops; i++) {
+      R->end[i] = NAN;
+      R->pending[i] = 0;
+    }
+    memset(R->cur, 0, (size_t)R->p->num_streams * sizeof *R->cur);
+    memset(R->free_at, 0, (size_t)R->p->num_streams * sizeof *R->free_at);
+  }
+  memset(c->posts, 0, c->cap * sizeof *c->posts);
+}
+
 /* The step of the stages run together, or NAN when they could not be
- * matched (a program shape this does not follow; the formula stands). */
-static double coupled_step(est_ctx *x, st_err *err)
+ * matched (a program shape this does not follow; the formula stands).
+ * *shared: what sends across nodes lose to the collectives across nodes
+ * they meet on their NICs (max-min sharing halves a send beside one): a
+ * second run, whose sends share the NIC with the first run's collectives
+ * of both ends (which the sends hardly move), less the first. */
+static double coupled_step(est_ctx *x, double *shared, st_err *err)
 {
   cp_ctx c;
   int rc = cp_setup(&c, x);
   double step = NAN;
+  *shared = 0;
   if (rc) {
     cp_release(&c);
     st_err_set(err, ST_ENOMEM, "out of memory");
     return NAN;
   }
-  int bad = 0;
-  while (!bad && cp_sweep(&c, &bad) > 0)
-    ;
-  int done = !bad;
-  for (int r = 0; done && r < c.nreps; r++)
-    for (int s = 0; done && s < c.reps[r].p->num_streams; s++)
-      done = c.reps[r].cur[s] == c.reps[r].len[s];
-  if (done) {
-    step = 0;
-    for (int r = 0; r < c.nreps; r++)
-      for (size_t i = 0; i < c.reps[r].p->num_ops; i++)
-        step = fmax(step, c.reps[r].end[i]);
+  step = cp_run(&c);
+  int any = 0;
+  for (int r = 0; r < c.nreps; r++) {
+    nic_merge(&c.reps[r].nic);
+    any |= c.reps[r].nic.n > 0;
+  }
+  if (isfinite(step) && any) {
+    cp_reset(&c);
+    c.pass = 1;
+    double s1 = cp_run(&c);
+    if (isfinite(s1))
+      *shared = fmax(0, s1 - step);
   }
   cp_release(&c);
   return step;
@@ -690,7 +845,8 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
       out->slowest = st;
     }
   }
-  double together = rc || wl->num_programs < 2 ? NAN : coupled_step(&x, err);
+  double shared = 0;
+  double together = rc || wl->num_programs < 2 ? NAN : coupled_step(&x, &shared, err);
   free(x.memo.keys);
   free(x.memo.vals);
   if (rc)
@@ -700,7 +856,8 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
   out->coupled = isfinite(together);
   out->formula_bubble_s = (sum_t - max_t) / (vstages > 0 ? vstages : 1);
   out->bubble_s = out->coupled ? fmax(0, together - plain_max) : out->formula_bubble_s;
-  out->step_s = out->program_s + out->bubble_s;
-  out->exposed_comm_s = fmax(0, out->program_s - out->slowest.compute_s);
+  out->nic_shared_s = shared;
+  out->step_s = out->program_s + out->bubble_s + shared;
+  out->exposed_comm_s = fmax(0, out->program_s - out->slowest.compute_s) + shared;
   return ST_OK;
 }
