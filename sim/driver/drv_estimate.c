@@ -413,6 +413,7 @@ done:
 
 typedef struct cp_post {
   uint64_t key;
+  uint32_t gen;    /* the run it belongs to (another run's is an empty slot) */
   int need, have;  /* participants needed and arrived */
   int rep[8];      /* who arrived, at which op, when */
   uint32_t op[8];
@@ -439,15 +440,20 @@ typedef struct cp_ctx {
   cp_post *posts;
   size_t cap;
   int pass;             /* 0: record the collectives across nodes; 1: sends share NICs */
+  uint32_t gen;         /* the run (posts of earlier runs are empty slots) */
 } cp_ctx;
 
 static cp_post *cp_find(cp_ctx *c, uint64_t key, int create)
 {
   size_t i = key & (c->cap - 1);
-  while (c->posts[i].key && c->posts[i].key != key)
+  while (c->posts[i].gen == c->gen && c->posts[i].key != key)
     i = (i + 1) & (c->cap - 1);
-  if (!c->posts[i].key && !create)
-    return NULL;
+  if (c->posts[i].gen != c->gen) {
+    if (!create)
+      return NULL;
+    memset(&c->posts[i], 0, sizeof c->posts[i]);
+    c->posts[i].gen = c->gen;
+  }
   return &c->posts[i];
 }
 
@@ -578,7 +584,10 @@ static int cp_setup(cp_ctx *c, est_ctx *x)
     R->rank = r;
     R->p = &wl->programs[p];
     size_t n = R->p->num_ops, ns = (size_t)R->p->num_streams;
-    total += n;
+    for (size_t i = 0; i < n; i++) { /* the ops that may meet a peer: the posts' table */
+      int k = R->p->ops[i].kind;
+      total += k == WL_OP_COLL || k == WL_OP_SEND || k == WL_OP_RECV;
+    }
     R->end = malloc((n + 1) * sizeof *R->end);
     R->pending = calloc(n + 1, 1);
     R->seq = calloc(n + 1, sizeof *R->seq);
@@ -601,11 +610,12 @@ static int cp_setup(cp_ctx *c, est_ctx *x)
       R->list[s][R->len[s]++] = (uint32_t)i;
     }
   }
-  for (c->cap = 1024; c->cap < 4 * total + 4; c->cap *= 2)
+  for (c->cap = 64; c->cap < 4 * total + 4; c->cap *= 2)
     ;
   c->posts = calloc(c->cap, sizeof *c->posts);
   if (!c->posts)
     return ST_ENOMEM;
+  c->gen = 1;
   return cp_number(c);
 }
 
@@ -778,7 +788,7 @@ static void cp_reset(cp_ctx *c)
     memset(R->cur, 0, (size_t)R->p->num_streams * sizeof *R->cur);
     memset(R->free_at, 0, (size_t)R->p->num_streams * sizeof *R->free_at);
   }
-  memset(c->posts, 0, c->cap * sizeof *c->posts);
+  c->gen++; /* every post of the run before is an empty slot now */
 }
 
 /* The step of the stages run together, or NAN when they could not be
