@@ -39,6 +39,27 @@
  * orbit twice (SimGrid would count it once per crossing, which is what the
  * constraint says, but it is not relied on).
  *
+ * Groups need not be a role's communicators: the nodes a role's groups
+ * span are groups too (sym.c, try_nodes), every rank on them numbered node
+ * by node.  With DeepSeek-V3's expert groups of 8 nodes inside 16-node
+ * data-parallel groups, the expert data-parallel pairs (rank r and r + 64)
+ * span two nodes, one in each expert group: their nodes' translations (the
+ * places' shift, the two nodes' swap) keep the expert groups and the
+ * data-parallel rings, where no shift of either group keeps the other.
+ * Then a communicator can hold several class-0 members and others (an
+ * expert group holds the place-0 GPUs of its 8 nodes): it runs as its
+ * class-0 members, checked further (quot_instances):
+ *  4. every member y is the image of a class-0 member of the same
+ *     communicator, rep(y), under translation cls(y), and that translation
+ *     keeps the communicator.
+ * Then every member arrives when a class-0 member does, and a transfer a
+ * class-0 member m receives from a member x outside class 0 is the image
+ * under g = g_cls(x) of rep(x)'s transfer to g^-1(m), in the same instance
+ * and round: one flow of the quotient fabric, started when both rep(x) (its
+ * send) and m (its receive) have posted it, as a mailbox comm starts when
+ * both sides have, and ended for both (collective.c).  Each transfer's
+ * orbit is one flow, so the max-min system is the one above.
+ *
  * Results: per-rank figures are copied as for any class (sym.c); a link's
  * bytes are its orbit's (sum over O) x C / |O|, the R groups' per-link
  * shares likewise spread over the orbit, the other communicators' shares
