@@ -108,6 +108,7 @@ typedef struct est_ctx {
   const wl_workload *wl;
   const plat_cluster *cl;
   est_memo memo;
+  double **price; /* per program: each op's price on its representative (op_price) */
 } est_ctx;
 
 /* A 64-bit key, never 0, for a memo entry; kinds keep the spaces apart. */
@@ -300,6 +301,22 @@ static int across_nodes(const est_ctx *x, int c)
   return 0;
 }
 
+static double op_price(est_ctx *x, int rank, const wl_op *op);
+
+/* Every op's price on program p's representative rank r, once: the runs
+ * below read them.  0 or ST_ENOMEM. */
+static int prices(est_ctx *x, int p, int r)
+{
+  const wl_program *pg = &x->wl->programs[p];
+  double *v = malloc((pg->num_ops + 1) * sizeof *v);
+  if (!v)
+    return ST_ENOMEM;
+  for (size_t i = 0; i < pg->num_ops; i++)
+    v[i] = op_price(x, r, &pg->ops[i]);
+  x->price[p] = v;
+  return ST_OK;
+}
+
 /* One stage's program alone on rank r; with stretch, compute beside the
  * rank's transfers is stretched (the header). */
 static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st_err *err)
@@ -329,9 +346,10 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
       start = fmax(start, end[p->waits[op->wait_first + w]]);
     int comm = op->kind == WL_OP_MARKER || op->kind == WL_OP_COMPUTE ? -1
                                                                       : wl_rank_comm(wl, r, op->role);
+    const double *price = x->price[wl->rank_program[r]];
     switch (op->kind) {
     case WL_OP_COMPUTE:
-      d = compute_time(x, r, op);
+      d = price[i];
       if (xs.n > 8) { /* keep the set to what a compute op to come can meet */
         double lo = start;
         for (int k = 0; k < p->num_streams; k++)
@@ -351,12 +369,12 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
         out->work_s = fmax(out->work_s, start + d);
       break;
     case WL_OP_COLL:
-      d = coll_time(x, comm, op);
+      d = price[i];
       out->comm_s += d;
       break;
     case WL_OP_SEND: {
       int dst = wl->comms[comm].ranks[op->peer], g = x->cl->gpus_per_node;
-      d = send_time(x, r, dst, op->bytes);
+      d = price[i];
       /* (with several programs the stages run together share it: coupled_step) */
       if (stretch && wl->num_programs < 2 && g > 0 && r / g != dst / g && xs.n)
         d = shared_nic(&xs, 0, start, d);
@@ -364,7 +382,7 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
       break;
     }
     case WL_OP_COPY:
-      d = copy_time(x, op);
+      d = price[i];
       out->comm_s += d;
       break;
     default: break; /* receives and markers */
@@ -656,7 +674,7 @@ static size_t cp_sweep(cp_ctx *c, int *bad)
         }
         if (!ready)
           break;
-        double d = op_price(c->x, R->rank, op);
+        double d = c->x->price[c->x->wl->rank_program[R->rank]][i];
         if (!isfinite(d)) {
           *bad = 1;
           return moved;
@@ -699,7 +717,7 @@ static size_t cp_sweep(cp_ctx *c, int *bad)
         for (int k = 0; k < po->have; k++) {
           t0 = fmax(t0, po->start[k]);
           cp_rep *Q = &c->reps[po->rep[k]];
-          dur = fmax(dur, op_price(c->x, Q->rank, &Q->p->ops[po->op[k]]));
+          dur = fmax(dur, c->x->price[c->x->wl->rank_program[Q->rank]][po->op[k]]);
         }
         if (c->pass == 1 && op->kind != WL_OP_COLL && cp_across(c, r, op)) {
           double d1 = dur; /* the sender's NIC out, the receiver's in: the longer */
@@ -831,6 +849,9 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
   memset(out, 0, sizeof *out);
   est_ctx x = {.wl = wl, .cl = cl};
   int rc = ST_OK;
+  x.price = calloc((size_t)wl->num_programs + 1, sizeof *x.price);
+  if (!x.price)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
   double sum_t = 0, max_t = 0, plain_max = 0;
   for (int p = 0; p < wl->num_programs && !rc; p++) {
     int r = 0;
@@ -838,6 +859,10 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
       r++;
     if (r == wl->num_ranks)
       continue;
+    if ((rc = prices(&x, p, r))) {
+      st_err_set(err, rc, "out of memory");
+      break;
+    }
     drv_stage_estimate st, plain;
     if ((rc = stage_run(&x, r, 1, &st, err)))
       break;
@@ -859,6 +884,9 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
   double together = rc || wl->num_programs < 2 ? NAN : coupled_step(&x, &shared, err);
   free(x.memo.keys);
   free(x.memo.vals);
+  for (int p = 0; p < wl->num_programs; p++)
+    free(x.price[p]);
+  free(x.price);
   if (rc)
     return rc;
   if (err && err->code == ST_ENOMEM)
