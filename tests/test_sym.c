@@ -242,6 +242,13 @@ static void test_sym__generated_layouts_match_full_simulation(void **state)
       {"deepseek-v3", "tp=1,ep=16,pp=2,dp=32,zero=1,mbs=1,gbs=64,first_stage_layers=29",
        "dgx-h100:8", 1},
       {"deepseek-v3", "tp=1,ep=16,dp=64,zero=1,mbs=1,gbs=64", "dgx-h100:8", 1},
+      /* tensor parallelism of 2 with context parallelism of 4 in each
+       * node, and of 4 with data-parallel pairs: the places' one cycle
+       * breaks the TP groups, the places as two digits (the place inside the
+       * TP group, the TP group inside the node) keep them, the node's
+       * groups of eight */
+      {"llama3-8b", "tp=2,cp=4,pp=2,dp=2,vpp=2,mbs=1,gbs=8,sp=1,zero=2", "dgx-h100:4", 1},
+      {"llama3-8b", "tp=4,pp=2,dp=4,vpp=2,mbs=1,gbs=16,sp=1,zero=1,tp_overlap=1", "dgx-h100:4", 1},
       /* links every position's traffic crosses alike, simulated at 1/C of
        * their capacity: a leaf holding whole nodes (its up links one
        * adaptive-routing group), oversubscribed; one NIC for a node */

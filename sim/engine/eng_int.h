@@ -77,6 +77,7 @@ typedef struct eng__sym {
   int quotient;         /* the R groups' collectives run as their member 0's flows */
   int q, nb;            /* members of an R group per node, and its nodes */
   int twist;            /* node shifts reflect the places inside a node (sym_quot.c) */
+  int rad;              /* 0, or the places shift as two digits, rad and q / rad (sym_quot.c) */
   int32_t *ginv;        /* [k]: the translation inverse to translation k */
   uint32_t *canon;      /* link -> the link standing for its orbit (UINT32_MAX: unused) */
   uint32_t *orb_size;   /* link -> the size of its orbit */

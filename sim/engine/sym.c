@@ -617,7 +617,8 @@ static void sym_use(eng__sym *s, const wl_workload *wl)
   if (s->quotient)
     snprintf(s->desc + strlen(s->desc), sizeof s->desc - strlen(s->desc),
              ", quotient fabric%s: %zu link orbits, %zu links at |orbit|/%d",
-             s->twist ? " (node shifts reflected)" : "", s->orbits, s->scaled, s->C);
+             s->twist ? " (node shifts reflected)" : s->rad ? " (places in two digits)" : "",
+             s->orbits, s->scaled, s->C);
   free(s->link_cls);
   s->link_cls = NULL;
   free(s->fixed_cnt);

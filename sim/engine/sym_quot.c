@@ -72,13 +72,20 @@
 #include "eng_int.h"
 
 /* member i under g_m: node i/q + m/q, place i%q + m%q, or with the twist,
- * m%q - i%q when m/q is odd */
+ * m%q - i%q when m/q is odd, or with two digits of places (rad), each
+ * digit shifted on its own */
 static int gmul(const eng__sym *s, int i, int m)
 {
-  int q = s->q, nb = s->nb, t = m / q, v = i % q;
-  if (s->twist && (t & 1))
-    v = (q - v) % q;
-  return ((i / q + t) % nb) * q + (v + m % q) % q;
+  int q = s->q, nb = s->nb, t = m / q, v = i % q, w = m % q, place;
+  if (s->rad) {
+    int r = s->rad;
+    place = (v % r + w % r) % r + r * ((v / r + w / r) % (q / r));
+  } else {
+    if (s->twist && (t & 1))
+      v = (q - v) % q;
+    place = (v + w) % q;
+  }
+  return ((i / q + t) % nb) * q + place;
 }
 
 /* rank r under g_m */
@@ -195,12 +202,14 @@ static size_t max_round(const coll_sched *sc)
 
 /* ---- condition 3: the links carry the symmetry --------------------------- */
 
+enum { NGEN = 3 }; /* the places' shift, the nodes' shift, the places' second digit */
+
 typedef struct quot_ctx {
   eng__sym *s;
   const eng__sym_env *env;
-  uint32_t *phi[2];  /* per generator: Phi_g(l), UINT32_MAX unset */
-  uint32_t *inv[2];  /* and its inverse, to check it one-to-one */
-  int gen_m[2];      /* the generators as member indices (-1: none) */
+  uint32_t *phi[NGEN]; /* per generator: Phi_g(l), UINT32_MAX unset */
+  uint32_t *inv[NGEN]; /* and its inverse, to check it one-to-one */
+  int gen_m[NGEN];     /* the generators as member indices (-1: none) */
   uint32_t *routes;  /* scratch: the C images' routes, PLAT_ROUTE_MAX each */
   uint32_t *lens;
   eng__map seen;     /* flows checked */
@@ -274,7 +283,7 @@ static void quot_flow(void *u, int s0, int d0)
         return;
       }
     }
-  for (int g = 0; g < 2; g++) {
+  for (int g = 0; g < NGEN; g++) {
     if (w->gen_m[g] < 0)
       continue;
     for (int m = 0; m < C; m++) {
@@ -536,7 +545,7 @@ static int quot_orbits(quot_ctx *w)
     free(last);
     return ST_ENOMEM;
   }
-  for (int g = 0; g < 2; g++)
+  for (int g = 0; g < NGEN; g++)
     for (size_t l = 0; w->gen_m[g] >= 0 && l < L; l++)
       if (w->phi[g][l] != UINT32_MAX) {
         used[l] = used[w->phi[g][l]] = 1;
@@ -609,20 +618,23 @@ static int attempt(eng__sym *s, const eng__sym_env *env)
   quot_ctx w = {.s = s, .env = env, .ok = 1};
   w.gen_m[0] = s->q > 1 ? 1 : -1;      /* one place along inside each node */
   w.gen_m[1] = s->nb > 1 ? s->q : -1;  /* one node along (reflected, with the twist) */
+  w.gen_m[2] = s->rad ? s->rad : -1;   /* the places' second digit one along */
   eng__map_init(&w.seen);
   st_arena_init(&w.arena, 1 << 16);
   int rc = ST_OK;
   w.routes = malloc((size_t)s->C * PLAT_ROUTE_MAX * sizeof *w.routes);
   w.lens = malloc((size_t)s->C * sizeof *w.lens);
-  for (int g = 0; g < 2; g++) {
+  int nomem = !w.routes || !w.lens;
+  for (int g = 0; g < NGEN; g++) {
     w.phi[g] = malloc((L + 1) * sizeof *w.phi[g]);
     w.inv[g] = malloc((L + 1) * sizeof *w.inv[g]);
+    nomem |= !w.phi[g] || !w.inv[g];
   }
-  if (!w.routes || !w.lens || !w.phi[0] || !w.phi[1] || !w.inv[0] || !w.inv[1]) {
+  if (nomem) {
     rc = ST_ENOMEM;
     goto out;
   }
-  for (int g = 0; g < 2; g++)
+  for (int g = 0; g < NGEN; g++)
     for (size_t l = 0; l <= L; l++)
       w.phi[g][l] = w.inv[g][l] = UINT32_MAX;
   if ((rc = quot_instances(&w)) || !w.ok)
@@ -654,7 +666,7 @@ static int attempt(eng__sym *s, const eng__sym_env *env)
 out:
   free(w.routes);
   free(w.lens);
-  for (int g = 0; g < 2; g++) {
+  for (int g = 0; g < NGEN; g++) {
     free(w.phi[g]);
     free(w.inv[g]);
   }
@@ -688,20 +700,40 @@ static void attempt_undo(eng__sym *s, const eng__sym_env *env)
  * nodes, the twisted group, whose node shift also reflects the places
  * inside a node: a ring across nodes runs down the places of even nodes and
  * up those of odd ones (NCCL's rings join one rail between nodes), and that
- * flow set is invariant under a node shift only with the reflection. */
+ * flow set is invariant under a node shift only with the reflection; then the places as two digits, each
+ * shifted on its own, for every divisor rad of the places per node: with
+ * tensor parallelism of 2 or 4 on 8-GPU nodes the places' one cycle moves
+ * a TP group onto GPUs of two, while shifting the place inside the TP group
+ * and the TP group inside the node keeps them (and the context- or
+ * data-parallel groups across them).  The reason given is the plain
+ * translations'. */
 static int attempts(eng__sym *s, const eng__sym_env *env)
 {
   s->twist = 0;
+  s->rad = 0;
   int ok = attempt(s, env);
-  if (ok != 0 || s->nb < 2 || s->nb % 2 || s->q < 3)
+  if (ok != 0)
     return ok;
   char why0[sizeof s->desc];
   snprintf(why0, sizeof why0, "%s", s->desc);
-  attempt_undo(s, env);
-  s->twist = 1;
-  ok = attempt(s, env);
-  if (ok == 0) /* the translations' reason: the plainer group */
+  if (s->nb >= 2 && s->nb % 2 == 0 && s->q >= 3) {
+    attempt_undo(s, env);
+    s->twist = 1;
+    if ((ok = attempt(s, env)) != 0)
+      return ok;
+    s->twist = 0;
+  }
+  for (int r = 2; r < s->q && ok == 0; r++) {
+    if (s->q % r)
+      continue;
+    attempt_undo(s, env);
+    s->rad = r;
+    ok = attempt(s, env);
+  }
+  if (ok == 0) {
+    s->rad = 0;
     snprintf(s->desc, sizeof s->desc, "%s", why0);
+  }
   return ok;
 }
 
