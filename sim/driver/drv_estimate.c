@@ -447,6 +447,8 @@ typedef struct cp_rep {
   size_t *len, *cur;    /* per stream */
   double *free_at;      /* per stream */
   uint32_t *seq;        /* per op: its match number (filled in order) */
+  uint64_t *key;        /* per op: its match key with the number (cp_number) */
+  uint8_t *need;        /* per op: the programs taking part */
   xfer_set nic;         /* its collectives across nodes (the first run), merged */
 } cp_rep;
 
@@ -548,6 +550,8 @@ static void cp_release(cp_ctx *c)
     free(R->end);
     free(R->pending);
     free(R->seq);
+    free(R->key);
+    free(R->need);
     free(R->nic.v);
     free(R->nic.tmp);
   }
@@ -569,10 +573,13 @@ static int cp_number(cp_ctx *c)
       if (op->kind != WL_OP_COLL && op->kind != WL_OP_SEND && op->kind != WL_OP_RECV)
         continue;
       int need;
-      uint64_t base = key_of(12, (uint64_t)r, cp_key(c, r, op, 0, &need), op->kind);
+      uint64_t k0 = cp_key(c, r, op, 0, &need);
+      uint64_t base = key_of(12, (uint64_t)r, k0, op->kind);
       size_t slot;
       double n = counts.cap && memo_find(&counts, base, &slot) ? counts.vals[slot] : 0;
       R->seq[i] = (uint32_t)n;
+      R->key[i] = key_of(13, k0, (uint64_t)n, 0); /* both sides: the same key, the same number */
+      R->need[i] = (uint8_t)(need > 255 ? 255 : need);
       rc = memo_put(&counts, base, n + 1);
     }
   }
@@ -609,11 +616,13 @@ static int cp_setup(cp_ctx *c, est_ctx *x)
     R->end = malloc((n + 1) * sizeof *R->end);
     R->pending = calloc(n + 1, 1);
     R->seq = calloc(n + 1, sizeof *R->seq);
+    R->key = calloc(n + 1, sizeof *R->key);
+    R->need = calloc(n + 1, 1);
     R->list = calloc(ns + 1, sizeof *R->list);
     R->len = calloc(ns + 1, sizeof *R->len);
     R->cur = calloc(ns + 1, sizeof *R->cur);
     R->free_at = calloc(ns + 1, sizeof *R->free_at);
-    if (!R->end || !R->pending || !R->seq || !R->list || !R->len || !R->cur || !R->free_at)
+    if (!R->end || !R->pending || !R->seq || !R->key || !R->need || !R->list || !R->len || !R->cur || !R->free_at)
       return ST_ENOMEM;
     for (size_t i = 0; i < n; i++) {
       R->end[i] = NAN;
@@ -681,8 +690,10 @@ static size_t cp_sweep(cp_ctx *c, int *bad)
         }
         int need = 1;
         uint64_t key = 0;
-        if (op->kind == WL_OP_COLL || op->kind == WL_OP_SEND || op->kind == WL_OP_RECV)
-          key = cp_key(c, r, op, R->seq[i], &need);
+        if (op->kind == WL_OP_COLL || op->kind == WL_OP_SEND || op->kind == WL_OP_RECV) {
+          key = R->key[i];
+          need = R->need[i];
+        }
         if (need <= 1) {
           R->end[i] = start + d;
           if (c->pass == 0 && op->kind == WL_OP_COLL && d > 0 &&
