@@ -681,8 +681,12 @@ int drv_search_case_opts(const char *path, drv_search_opts *o, drv_case *c, wl_m
     drv_case_release(c);
     return rc;
   }
-  /* what the run's software and data fixed: its dtypes and attention kernel */
-  snprintf(fixed, n, "grad_dtype=%s,flash=%d", wl_dtype_name(l.grad_dtype), l.flash);
+  /* what the run's software and data fixed: its dtypes and attention kernel,
+   * and the kernel's library (MPT's Triton flash attention, PyTorch SDPA's
+   * FlashAttention-2: on Hopper the candidates would otherwise get cuDNN's,
+   * 1.6x Triton's speed, and beat the published layout by the library) */
+  snprintf(fixed, n, "grad_dtype=%s,flash=%d,attn_impl=%s", wl_dtype_name(l.grad_dtype), l.flash,
+           wl_attn_impl_name(l.attn_impl));
   o->model = c->name;
   o->model_spec = m;
   o->cluster = c->cluster;
