@@ -109,6 +109,7 @@ typedef struct est_ctx {
   const plat_cluster *cl;
   est_memo memo;
   double **price; /* per program: each op's price on its representative (op_price) */
+  int8_t *xnode;  /* per communicator: its members span nodes (1), not (0), unknown (-1) */
 } est_ctx;
 
 /* A 64-bit key, never 0, for a memo entry; kinds keep the spaces apart. */
@@ -290,15 +291,17 @@ static double shared_nic(xfer_set *x, int merged, double start, double d)
   return dd;
 }
 
-/* Whether communicator c's members sit on more than one node. */
+/* Whether communicator c's members sit on more than one node (once per
+ * communicator). */
 static int across_nodes(const est_ctx *x, int c)
 {
+  if (x->xnode[c] >= 0)
+    return x->xnode[c];
   const wl_comm *cm = &x->wl->comms[c];
-  int g = x->cl->gpus_per_node;
-  for (int i = 1; g > 0 && i < cm->size; i++)
-    if (cm->ranks[i] / g != cm->ranks[0] / g)
-      return 1;
-  return 0;
+  int g = x->cl->gpus_per_node, any = 0;
+  for (int i = 1; g > 0 && i < cm->size && !any; i++)
+    any = cm->ranks[i] / g != cm->ranks[0] / g;
+  return x->xnode[c] = (int8_t)any;
 }
 
 static double op_price(est_ctx *x, int rank, const wl_op *op);
@@ -334,6 +337,7 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
     goto done;
   }
   double q = stretch ? plat_compute_overlap_factor(plat_gpu_device(x->cl, r)) - 1 : 0;
+  const double *price = x->price[wl->rank_program[r]];
   for (size_t i = 0; i < p->num_ops; i++)
     if (p->ops[i].kind == WL_OP_COMPUTE)
       computes[p->ops[i].stream] = 1;
@@ -346,7 +350,6 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
       start = fmax(start, end[p->waits[op->wait_first + w]]);
     int comm = op->kind == WL_OP_MARKER || op->kind == WL_OP_COMPUTE ? -1
                                                                       : wl_rank_comm(wl, r, op->role);
-    const double *price = x->price[wl->rank_program[r]];
     switch (op->kind) {
     case WL_OP_COMPUTE:
       d = price[i];
@@ -861,8 +864,13 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
   est_ctx x = {.wl = wl, .cl = cl};
   int rc = ST_OK;
   x.price = calloc((size_t)wl->num_programs + 1, sizeof *x.price);
-  if (!x.price)
+  x.xnode = malloc((size_t)wl->num_comms + 1);
+  if (!x.price || !x.xnode) {
+    free(x.price);
+    free(x.xnode);
     return st_err_set(err, ST_ENOMEM, "out of memory");
+  }
+  memset(x.xnode, 0xff, (size_t)wl->num_comms + 1);
   double sum_t = 0, max_t = 0, plain_max = 0;
   for (int p = 0; p < wl->num_programs && !rc; p++) {
     int r = 0;
@@ -898,6 +906,7 @@ int drv_estimate_workload(const wl_workload *wl, const plat_cluster *cl, int mic
   for (int p = 0; p < wl->num_programs; p++)
     free(x.price[p]);
   free(x.price);
+  free(x.xnode);
   if (rc)
     return rc;
   if (err && err->code == ST_ENOMEM)

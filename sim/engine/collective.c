@@ -261,7 +261,7 @@ static void coll_transfer_multi(int c, eng__comm *cs, int m, const wl_op *op, co
         continue;
       }
       /* x = g(r'): the orbit of r' -> g^-1(m) */
-      int rr = s->gmem[(size_t)s->grp[xr] * s->C];
+      int rr = eng__sym_rep_of(s, xr);
       int q = eng__sym_act(s, me, s->ginv[s->cls[xr]]);
       vt_post(c, cs, m, (int)r, eng__E.member[(size_t)rr * NR + op->role],
               eng__E.member[(size_t)q * NR + op->role],

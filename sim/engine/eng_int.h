@@ -123,6 +123,12 @@ int eng__seen_first(eng__map *m, st_arena *ar, uint64_t a, uint64_t b, uint64_t 
  * checked): 1 when it holds, 0 (and why) when not, or ST_ENOMEM (negative). */
 int eng__sym_quotient(eng__sym *s, const eng__sym_env *env);
 int eng__sym_img(const eng__sym *s, const wl_workload *wl, int r0, int k);
+/* The representative of rank r (member 0 of its group), once the groups are
+ * filled, during the analysis too (eng__sym_rep answers only when in use). */
+static inline int eng__sym_rep_of(const eng__sym *s, int r)
+{
+  return s->gmem[(size_t)s->grp[r] * s->C];
+}
 /* Any rank under translation k of the quotient fabric's group (sym_quot.c). */
 int eng__sym_act(const eng__sym *s, int r, int k);
 int eng__sym_rep(const eng__sym *s, const wl_workload *wl, int r);

@@ -80,8 +80,7 @@ int eng__sym_img(const eng__sym *s, const wl_workload *wl, int r0, int k)
   return s->gmem[(size_t)s->grp[r0] * s->C + k];
 }
 
-/* The representative of rank r: member 0 of its group. */
-static int rep_of(const eng__sym *s, int r) { return s->gmem[(size_t)s->grp[r] * s->C]; }
+#define rep_of eng__sym_rep_of
 
 /* The groups' tables for groups of C members, gmem filled by the caller. */
 static int groups_alloc(eng__sym *s, const wl_workload *wl, int C)

@@ -452,7 +452,7 @@ static int quot_instances(quot_ctx *w)
        * another member is the image of a class-0 member's send in the same
        * instance and round (collective.c waits for it) */
       for (int k = 0; s->comm_multi[c] && k < cm->size && w->ok; k++) {
-        int y = cm->ranks[k], ry = s->gmem[(size_t)s->grp[y] * s->C];
+        int y = cm->ranks[k], ry = eng__sym_rep_of(s, y);
         if (wl_rank_comm(wl, ry, o->role) != c ||
             s->comm_img[(size_t)c * s->C + s->cls[y]] != c) {
           eng__sym_why(s, "rank %d of '%s' is no image of one of its class-0 members under a "
