@@ -33,6 +33,8 @@
  *    figures): head dim 128's times the forward's non-causal 256 / 128;
  *    Triton's backward (not benchmarked): FlashAttention-2's, whose
  *    algorithm the Triton kernels implement.
+ * FlashAttention-1 is not in the figures: FlashAttention-2's rates times
+ * PLAT_ATTN_FA1_SPEED (platform.h, from the FlashAttention-2 paper).
  * Between the published points: linear in log2(sequence) and in head dim;
  * outside them the nearest point (sequences under 512 and over 16,384 are
  * not published).  The batch x heads of a real layer (a few heads per
@@ -134,7 +136,8 @@ static void locate(const double *g, int n, double x, int *i, double *w)
 static int lib_of(int impl)
 {
   switch (impl) {
-  case WL_ATTN_FA2: return L_FA2;
+  case WL_ATTN_FA2:
+  case WL_ATTN_FA1: return L_FA2; /* times PLAT_ATTN_FA1_SPEED */
   case WL_ATTN_FA3: return L_FA3;
   case WL_ATTN_TRITON: return L_TRITON;
   default: return L_CUDNN; /* the default on Hopper: cuDNN, as Transformer Engine picks it */
@@ -162,5 +165,5 @@ double plat_attn_published_rate(const plat_device *d, int impl, int bwd, int cau
       if (w > 0)
         r += w * rate_at(lib, bwd, causal, hi + a, si + b);
     }
-  return r * 1e12;
+  return r * 1e12 * (impl == WL_ATTN_FA1 ? PLAT_ATTN_FA1_SPEED : 1.0);
 }

@@ -22,12 +22,13 @@
  *  2. Fused attention (flash attention), where the parameter set has
  *     attn_published and the device a published table (H100, H200:
  *     platforms/attention.c): flops / the published rate of the op's kernel
- *     library (wl_attn_impl: cuDNN, FlashAttention-2 or -3, Triton) at its
+ *     library (wl_attn_impl: cuDNN, FlashAttention-1, -2 or -3, Triton) at its
  *     head dim and length, masked blocks included.  Elsewhere
  *     flops / (peak x attn_eff x f_seq x
  *     f_hd), f_seq = s / (s + ATTN_SEQ_HALF) (short sequences do not fill
  *     the pipeline), f_hd = h / (h + ATTN_HD_HALF) normalised at head dim 128
- *     and capped at 1, times attn_bwd_ratio for the backward kernel.  With a
+ *     and capped at 1, times attn_bwd_ratio for the backward kernel, and
+ *     times PLAT_ATTN_FA1_SPEED for FlashAttention-1's kernels.  With a
  *     causal mask the op's flops count the unmasked half and the kernel also
  *     computes the diagonal blocks: x (1 + ATTN_BLOCK / s).
  *  3. Elementwise, norms, optimizer, communication kernels: memory-bound,
@@ -274,6 +275,8 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
       eff *= fmin(1.0, (h / (h + ATTN_HD_HALF)) / (128.0 / (128.0 + ATTN_HD_HALF)));
     if (bwd)
       eff *= p->attn_bwd_ratio;
+    if (wl_op_attn_impl(op) == WL_ATTN_FA1) /* attn_eff is FlashAttention-2's level */
+      eff *= PLAT_ATTN_FA1_SPEED;
     double waste = causal && s > 0 ? 1.0 + ATTN_BLOCK / s : 1.0;
     math = flops * waste / (peak * eff);
     break;

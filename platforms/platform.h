@@ -319,6 +319,16 @@ typedef struct plat_compute_params {
  * published points; 0 when the device has no published table (then the
  * compute model's attn_eff prices attention). */
 int plat_attn_has_rates(const plat_device *d);
+/* FlashAttention-1 (wl_attn_impl fa1) at this fraction of FlashAttention-2's
+ * rate, forward and backward, on every device: "FlashAttention-2 is around
+ * 2x faster than FlashAttention" over the forward, backward and combined
+ * benchmarks (Dao 2023, arXiv:2307.08691, section 4.1, A100 figures 4-6;
+ * 1.7-3.0x over its settings), and FlashAttention-1's kernels use no Hopper
+ * instruction, as FlashAttention-2's did not when that paper measured it on
+ * H100 (figure 7).  The 2022 Triton port of FlashAttention-1 that MPT runs
+ * (flash_attn_triton.py on triton-pre-mlir) is priced the same: its author
+ * puts its forward + backward at "slightly slower" than the CUDA kernels'. */
+#define PLAT_ATTN_FA1_SPEED 0.5
 double plat_attn_published_rate(const plat_device *d, int impl, int bwd, int causal,
                                 double head_dim, double seq);
 

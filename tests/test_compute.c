@@ -409,6 +409,15 @@ static void test_attention__published_hopper_rates_by_library(void **state)
   /* head dim 256 backward: 128's times the forward's 256 / 128 (FA3 16k: 561 x 756 / 648) */
   check_rel(plat_attn_published_rate(&d, WL_ATTN_FA3, 1, 0, 256, 16384), 561e12 * 756 / 648,
             1e-12, "fa3 backward head dim 256");
+  /* FlashAttention-1: half FlashAttention-2's rate ("around 2x", FlashAttention-2
+   * paper 4.1), forward and backward: causal 2k forward 298 / 2, the causal
+   * 8k backward above / 2 */
+  c.flags = wl_flags_with_attn(c.flags, WL_ATTN_FA1);
+  check_rel(plat_compute_time_with(&p, &d, &c), c.flops / (298e12 / 2), 1e-12, "fa1 causal 2k");
+  b.flags = wl_flags_with_attn(b.flags, WL_ATTN_FA1);
+  check_rel(plat_compute_time_with(&p, &d, &b), b.flops / (318e12 * 333 / 370 / 2), 1e-12,
+            "fa1 causal backward");
+  c.flags = wl_flags_with_attn(c.flags, WL_ATTN_FA2);
   /* a parameter set that turns the tables off prices by attn_eff */
   p.attn_published = 0;
   double eff0 = 0.5 * 2048.0 / (2048.0 + 192.0);
@@ -422,6 +431,10 @@ static void test_attention__published_hopper_rates_by_library(void **state)
   c.flags = wl_flags_with_attn(c.flags, WL_ATTN_FA2);
   check_rel(plat_compute_time_with(&p, &d, &c), c.flops * (1 + 128.0 / 2048) / (100e12 * eff),
             1e-12, "no table: attn_eff");
+  /* there FlashAttention-1 runs at half attn_eff (FlashAttention-2's level) */
+  c.flags = wl_flags_with_attn(c.flags, WL_ATTN_FA1);
+  check_rel(plat_compute_time_with(&p, &d, &c),
+            c.flops * (1 + 128.0 / 2048) / (100e12 * eff * 0.5), 1e-12, "no table: fa1");
 }
 
 static void test_overlap__factor_is_one_plus_slowdown(void **state)

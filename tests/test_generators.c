@@ -310,7 +310,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "dp_microbatches, balance, offload, attn_impl)"},
       {0, "attn_impl=xformers", 1,
        "layout 'attn_impl=xformers': key 'attn_impl' value 'xformers' is unknown (known: "
-       "default, cudnn, fa2, fa3, triton)"},
+       "default, cudnn, fa2, fa3, triton, fa1)"},
       {0, "dp_impl=fsdp,zero=1", 2,
        "layout 'dp_impl=fsdp,zero=1': dp_impl=fsdp needs zero=3 (parameters, gradients and "
        "optimizer state sharded, FULL_SHARD); zero is 1 (its other sharding strategies are not "

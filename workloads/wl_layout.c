@@ -49,7 +49,7 @@ static const char *const schedule_names[WL_SCHED_COUNT] = {"1f1b", "gpipe", "int
 static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", "fsdp2",
                                                            "deepspeed"};
 static const char *const attn_impl_names[WL_ATTN_COUNT] = {"default", "cudnn", "fa2", "fa3",
-                                                           "triton"};
+                                                           "triton",  "fa1"};
 
 const char *wl_attn_impl_name(int a)
 {
@@ -213,7 +213,7 @@ static int named_values(wl_layout *l, char sv[][32], const char *spec, st_err *e
           sv[K_DP_IMPL]);
   }
   if (sv[K_ATTN_IMPL][0] && (l->attn_impl = wl_attn_impl_from_name(sv[K_ATTN_IMPL])) < 0)
-    ERR("key 'attn_impl' value '%s' is unknown (known: default, cudnn, fa2, fa3, triton)",
+    ERR("key 'attn_impl' value '%s' is unknown (known: default, cudnn, fa2, fa3, triton, fa1)",
         sv[K_ATTN_IMPL]);
   if (sv[K_OFFLOAD][0] && (l->offload = wl__offload_from_name(sv[K_OFFLOAD])) < 0)
     ERR("key 'offload' value '%s' is unknown (known: none, optimizer, params, both)",

@@ -164,7 +164,9 @@ enum {
 /* Which fused-attention kernel library runs an attention op (layout key
  * attn_impl, op key "attn_impl"): the device's default (on Hopper cuDNN, as
  * Transformer Engine picks it), cuDNN's fused attention, FlashAttention-2,
- * FlashAttention-3 or a Triton flash-attention kernel.  The compute model
+ * FlashAttention-3, a Triton flash-attention kernel, or FlashAttention-1
+ * (its CUDA kernels, and the 2022 Triton port of them that MPT runs as
+ * attn_impl triton on triton-pre-mlir).  The compute model
  * prices each from its published rates where the device has them
  * (platforms/compute.c, docs/calibration.md). */
 typedef enum wl_attn_impl {
@@ -173,6 +175,7 @@ typedef enum wl_attn_impl {
   WL_ATTN_FA2,
   WL_ATTN_FA3,
   WL_ATTN_TRITON,
+  WL_ATTN_FA1,
   WL_ATTN_COUNT
 } wl_attn_impl;
 
@@ -186,7 +189,7 @@ static inline uint16_t wl_flags_with_attn(uint16_t flags, int impl)
   return (uint16_t)((flags & ~(unsigned)WL_OPF_ATTN_MASK) |
                     (((unsigned)impl << WL_OPF_ATTN_SHIFT) & WL_OPF_ATTN_MASK));
 }
-/* "default", "cudnn", "fa2", "fa3", "triton"; from a name, or -1. */
+/* "default", "cudnn", "fa2", "fa3", "triton", "fa1"; from a name, or -1. */
 const char *wl_attn_impl_name(int a);
 int wl_attn_impl_from_name(const char *s);
 

@@ -116,12 +116,13 @@ p=$("$simtrain" search --model "$data/ten.json" --cluster node8 --gbs 32 --top 0
 check "pipelined layouts estimated with a bubble ($p: layouts, of them without)" "[ \"\${p% *}\" -gt 100 ] && [ \"\${p#* }\" = 0 ]"
 
 # --case keeps what the run's software fixed, the attention kernel's library
-# among it: MPT's Triton flash attention for every candidate (on Hopper a
-# candidate with cuDNN's would beat the published layout by the library)
+# among it: MPT's flash attention (FlashAttention-1's Triton port, attn_impl
+# fa1) for every candidate (on Hopper a candidate with cuDNN's would beat the
+# published layout by the library)
 c=$("$simtrain" search --case "$here/../../bench/validation/llmfoundry-h100-mpt-7b-2k-8gpu.json" \
   --top 0 --json --quiet); rc=$?
 n_all=$(grep -o '"layout":"[^"]*"' <<<"$c" | wc -l)
-n_tri=$(grep -o '"layout":"[^"]*attn_impl=triton[^"]*"' <<<"$c" | wc -l)
+n_tri=$(grep -o '"layout":"[^"]*attn_impl=fa1[^"]*"' <<<"$c" | wc -l)
 check "--case exits 0" "[ $rc -eq 0 ]"
 check "--case: every candidate with the case's attention library ($n_tri of $n_all)" \
   "[ $n_all -gt 100 ] && [ $n_tri -eq $n_all ]"
