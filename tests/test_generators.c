@@ -297,7 +297,17 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
       {0, "cp=3", 3, "layout 'cp=3': seq_len (1024) not divisible by 2*cp = 6 (context parallelism splits it into 2*cp chunks)"},
       {0, "zero=4", 1, "layout 'zero=4': key 'zero' is 4 (must be 0, 1, 2 or 3)"},
       {0, "tp=x", 1, "layout 'tp=x': key 'tp' value 'x' is not a non-negative integer"},
-      {0, "recompute=some", 1, "layout 'recompute=some': key 'recompute' value 'some' is unknown (known: none, selective, full)"},
+      {0, "recompute=some", 1, "layout 'recompute=some': key 'recompute' value 'some' is unknown (known: none, selective, full, op)"},
+      {0, "eager=2", 1, "layout 'eager=2': key 'eager' is 2 (must be 0 or 1)"},
+      {0, "dp_impl=fsdp2,zero=3,backward_prefetch=post", 2,
+       "layout 'dp_impl=fsdp2,zero=3,backward_prefetch=post': backward_prefetch is PyTorch "
+       "FSDP1's (dp_impl=fsdp); dp_impl is fsdp2"},
+      {0, "dp_impl=fsdp,zero=3,backward_prefetch=early", 2,
+       "layout 'dp_impl=fsdp,zero=3,backward_prefetch=early': key 'backward_prefetch' value "
+       "'early' is unknown (known: pre, post, none)"},
+      {0, "tp=2,sp=1,tp_overlap=1,recompute=op", 2,
+       "layout 'tp=2,sp=1,tp_overlap=1,recompute=op': recompute=op (torchtitan's) with "
+       "tp_overlap=1 (Megatron-LM's) is not a combination either framework runs"},
       {0, "pp=3,first_stage_layers=3", 3,
        "layout 'pp=3,first_stage_layers=3': layers (8) minus first_stage_layers (3) and "
        "last_stage_layers (0) = 5 not divisible into the 2 other stages"},
@@ -307,7 +317,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
-       "dp_microbatches, balance, offload, attn_impl)"},
+       "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch)"},
       {0, "attn_impl=xformers", 1,
        "layout 'attn_impl=xformers': key 'attn_impl' value 'xformers' is unknown (known: "
        "default, cudnn, fa2, fa3, triton, fa1)"},
@@ -1782,6 +1792,202 @@ static void test_dp_impl__memory_by_hand(void **state)
             1e-12, "deepspeed");
 }
 
+
+/* Bytes of one rank's ops whose names start with `pre`, and their count. */
+static double prefix_bytes(const wl_workload *wl, int rank, const char *pre, int *n)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[rank]];
+  double sum = 0;
+  size_t k = strlen(pre);
+  *n = 0;
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (!strncmp(wl_op_name(p, &p->ops[i]), pre, k)) {
+      sum += p->ops[i].bytes;
+      (*n)++;
+    }
+  return sum;
+}
+
+/* FSDP1's backward_prefetch (GPT_T, 8 layers, dp = 2, one micro-batch): the
+ * backward gathers ("A") and reduce-scatters ("R") in issue order, and the
+ * backward layer markers before each gather.  BACKWARD_PRE: the top unit's
+ * hook gathers it and the next, then each unit's reduce-scatter is followed
+ * by the gather two below; BACKWARD_POST: each unit's gather right after the
+ * unit above computed its gradient, ahead of that unit's reduce-scatter;
+ * none: after it. */
+static void test_dp_impl__backward_prefetch_orders_the_gathers(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  static const struct {
+    const char *spec, *order;
+    int mk[8];
+  } c[] = {
+      {"zero=3,dp=2,gbs=2,dp_impl=fsdp", "AARARARARARARARR", {0, 0, 1, 2, 3, 4, 5, 6}},
+      {"zero=3,dp=2,gbs=2,dp_impl=fsdp,backward_prefetch=pre", "AARARARARARARARR",
+       {0, 0, 1, 2, 3, 4, 5, 6}},
+      {"zero=3,dp=2,gbs=2,dp_impl=fsdp,backward_prefetch=post", "AARARARARARARARR",
+       {0, 1, 2, 3, 4, 5, 6, 7}},
+      {"zero=3,dp=2,gbs=2,dp_impl=fsdp,backward_prefetch=none", "ARARARARARARARAR",
+       {0, 1, 2, 3, 4, 5, 6, 7}},
+  };
+  for (size_t t = 0; t < sizeof c / sizeof c[0]; t++) {
+    wl_layout lo;
+    wl_workload *wl = gen(&m, c[t].spec, 2, &lo);
+    const wl_program *p = &wl->programs[0];
+    char order[64] = "";
+    int nmk = 0, na = 0, mk[16];
+    size_t n = 0;
+    for (size_t i = 0; i < p->num_ops && n < sizeof order - 1; i++) {
+      const wl_op *o = &p->ops[i];
+      const char *nm = wl_op_name(p, o);
+      if (o->kind == WL_OP_MARKER && o->sub == WL_MARK_LAYER && o->phase == WL_PHASE_BACKWARD)
+        nmk++;
+      else if (!strcmp(nm, "fsdp.ag.bwd")) {
+        order[n++] = 'A';
+        if (na < 16)
+          mk[na++] = nmk;
+      } else if (!strcmp(nm, "fsdp.rs"))
+        order[n++] = 'R';
+    }
+    order[n] = '\0';
+    if (strcmp(order, c[t].order)) {
+      print_error("%s: order %s, want %s\n", c[t].spec, order, c[t].order);
+      fail();
+    }
+    assert_int_equal(na, 8);
+    for (int i = 0; i < 8; i++)
+      assert_int_equal(mk[i], c[t].mk[i]);
+    wl_workload_destroy(wl);
+  }
+  /* canonical spec: post is written, pre (the default) is not */
+  wl_layout lo;
+  st_err err;
+  assert_int_equal(
+      wl_layout_parse("zero=3,dp=2,gbs=2,dp_impl=fsdp,backward_prefetch=post", 2, &m, &lo, &err),
+      ST_OK);
+  assert_non_null(strstr(lo.spec, ",backward_prefetch=post"));
+  assert_int_equal(
+      wl_layout_parse("zero=3,dp=2,gbs=2,dp_impl=fsdp,backward_prefetch=pre", 2, &m, &lo, &err),
+      ST_OK);
+  assert_null(strstr(lo.spec, "backward_prefetch"));
+}
+
+/* Llama-style test model (swiglu, RMSNorm, rotary, GQA): 2 layers, h = 1024,
+ * 16 heads of 64, 4 KV heads, f = 2816. */
+static const char LLAMA_T[] = "{\"name\":\"llama-t\",\"layers\":2,\"hidden\":1024,\"heads\":16,"
+                              "\"kv_heads\":4,\"ffn_hidden\":2816,\"ffn_act\":\"swiglu\","
+                              "\"vocab\":32000,\"seq_len\":2048,\"tie_embeddings\":false}";
+
+/* eager=1: a Llama block's elementwise work as eager PyTorch's kernels, per
+ * element (bf16, a = 2 B): RMSNorm 36 B forward (6 kernels), 76 backward
+ * (11); rotary embedding 20 B each way over the queries and keys (3 kernels
+ * each); repeat_kv (1 + kv/heads) x 2 B per expanded element, keys and
+ * values; SwiGLU 10 B per ffn element forward (silu 4, product 6), 18
+ * backward.  T = 2 x 2048 tokens. */
+static void test_eager__llama_elementwise_bytes_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(LLAMA_T, &m);
+  const double T = 2 * 2048, h = 1024, q = 16 * 64, k = 4 * 64, f = 2816;
+  wl_workload *wl = gen(&m, "mbs=2,gbs=2,eager=1", 1, NULL);
+  int n;
+  check_rel(prefix_bytes(wl, 0, "ln1.bwd", &n), 2 * 76 * T * h, 1e-12, "RMSNorm backward");
+  assert_int_equal(n, 2 * 11);
+  double ln1 = prefix_bytes(wl, 0, "ln1.", &n) - 2 * 76 * T * h;
+  check_rel(ln1, 2 * 36 * T * h, 1e-12, "RMSNorm forward");
+  assert_int_equal(n, 2 * 6 + 2 * 11);
+  check_rel(prefix_bytes(wl, 0, "rope.q.bwd", &n), 2 * 20 * T * q, 1e-12, "rope q backward");
+  check_rel(prefix_bytes(wl, 0, "rope.k", &n), 2 * 2 * 20 * T * k, 1e-12, "rope k both ways");
+  assert_int_equal(n, 2 * 6);
+  check_rel(named_bytes(wl, 0, "repeat_k"), 2 * (1 + 4.0 / 16) * 2 * T * q, 1e-12, "repeat_kv");
+  check_rel(named_bytes(wl, 0, "repeat_v.bwd"), 2 * (1 + 4.0 / 16) * 2 * T * q, 1e-12,
+            "repeat_kv backward");
+  check_rel(prefix_bytes(wl, 0, "mlp.act.bwd", &n), 2 * 18 * T * f, 1e-12, "SwiGLU backward");
+  assert_int_equal(n, 2 * 3);
+  check_rel(prefix_bytes(wl, 0, "mlp.act.", &n) - 2 * 18 * T * f, 2 * 10 * T * f, 1e-12,
+            "SwiGLU forward");
+  wl_workload_destroy(wl);
+  /* off: one fused kernel each, as before (2a forward, 3a backward per
+   * element for the norm), no rotary or repeat_kv kernel */
+  wl = gen(&m, "mbs=2,gbs=2", 1, NULL);
+  check_rel(named_bytes(wl, 0, "ln1"), 2 * 4 * T * h, 1e-12, "fused RMSNorm");
+  assert_int_equal(count_ops(wl, 0, "rope.q.f32"), 0);
+  assert_int_equal(count_ops(wl, 0, "repeat_k"), 0);
+  wl_workload_destroy(wl);
+  /* a GPT-style model's LayerNorm and GELU are single kernels in eager
+   * PyTorch too: the same workload either way */
+  wl_model g;
+  model_of(GPT_T, &g);
+  wl_workload *a = gen(&g, "gbs=1", 1, NULL), *b = gen(&g, "gbs=1,eager=1", 1, NULL);
+  const wl_program *pa = &a->programs[0], *pb = &b->programs[0];
+  assert_int_equal(pa->num_ops, pb->num_ops);
+  for (size_t i = 0; i < pa->num_ops; i++) {
+    assert_string_equal(wl_op_name(pa, &pa->ops[i]), wl_op_name(pb, &pb->ops[i]));
+    assert_true(pa->ops[i].bytes == pb->ops[i].bytes);
+  }
+  wl_workload_destroy(a);
+  wl_workload_destroy(b);
+}
+
+/* Sum of the FLOPs of one rank's recomputed compute ops of a class. */
+static double recomputed_flops(const wl_workload *wl, int rank, int cls)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[rank]];
+  double sum = 0;
+  for (size_t i = 0; i < p->num_ops; i++) {
+    const wl_op *o = &p->ops[i];
+    if (o->kind == WL_OP_COMPUTE && o->sub == cls && (o->flags & WL_OPF_RECOMPUTE))
+      sum += o->flops;
+  }
+  return sum;
+}
+
+/* recompute=op, torchtitan's per-op policy: a Llama block recomputes wk, wo
+ * and w3 (the 2nd, 4th and 6th of its seven matmuls), a GPT block proj and
+ * fc2 (2nd and 4th of four); attention is saved.  Memory: the block input
+ * and the saved outputs, by hand. */
+static void test_recompute_op__torchtitan_policy_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(LLAMA_T, &m);
+  const double T = 2048, h = 1024, q = 16 * 64, k = 4 * 64, f = 2816;
+  wl_workload *wl = gen(&m, "gbs=1,recompute=op", 1, NULL);
+  check_rel(recomputed_flops(wl, 0, WL_CLASS_GEMM), 2 * 2 * T * (h * k + q * h + h * f), 1e-12,
+            "llama: wk wo w3");
+  assert_true(recomputed_flops(wl, 0, WL_CLASS_ATTENTION) == 0);
+  assert_true(recomputed_flops(wl, 0, WL_CLASS_ELEMENTWISE) > 0);
+  wl_workload_destroy(wl);
+  wl_model g;
+  model_of(GPT_T, &g);
+  wl = gen(&g, "gbs=1,recompute=op", 1, NULL);
+  check_rel(recomputed_flops(wl, 0, WL_CLASS_GEMM), 8 * 2 * 1024.0 * (1024.0 * 1024 + 4096 * 1024),
+            1e-12, "gpt: proj fc2");
+  wl_workload_destroy(wl);
+  /* activations per layer, bf16: input 2Th, wq 2Tq, wv 2Tk, w1 2Tf, w2 2Th,
+   * attention output 2Tq and its log-sum-exp 4 T heads */
+  wl_layout lo;
+  wl_memory mem;
+  st_err err;
+  assert_int_equal(wl_layout_parse("gbs=1,recompute=op", 1, &m, &lo, &err), ST_OK);
+  assert_int_equal(wl_memory_estimate(&m, &lo, &mem, &err), ST_OK);
+  wl_memory mn;
+  assert_int_equal(wl_layout_parse("gbs=1,recompute=full", 1, &m, &lo, &err), ST_OK);
+  assert_int_equal(wl_memory_estimate(&m, &lo, &mn, &err), ST_OK);
+  double per = 2 * T * h + 2 * T * q + 2 * T * k + 2 * T * f + 2 * T * h + 2 * T * q + 4 * T * 16;
+  check_rel(mem.stages[0].activations_bytes - mn.stages[0].activations_bytes,
+            2 * (per - 2 * T * h), 1e-9, "op-SAC activations over full recompute");
+  /* MoE and MLA blocks run other matmuls: refused, by name */
+  wl_model x;
+  model_of(MOE_T, &x);
+  assert_int_equal(wl_layout_parse("gbs=1,recompute=op", 1, &x, &lo, &err), ST_EINPUT);
+  assert_non_null(strstr(err.msg, "recompute=op"));
+  assert_non_null(strstr(err.msg, "MoE"));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1814,6 +2020,9 @@ int main(void)
       cmocka_unit_test(test_experts__gradients_and_memory_follow_the_expert_groups),
       cmocka_unit_test(test_dp_impl__op_structure_by_hand),
       cmocka_unit_test(test_dp_impl__memory_by_hand),
+      cmocka_unit_test(test_dp_impl__backward_prefetch_orders_the_gathers),
+      cmocka_unit_test(test_eager__llama_elementwise_bytes_by_hand),
+      cmocka_unit_test(test_recompute_op__torchtitan_policy_by_hand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

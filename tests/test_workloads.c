@@ -1817,7 +1817,7 @@ static const bad_doc bad_docs[] = {
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduce','role':'tp','causal':true}") RMAP "}",
      "programs[0].ops[0]: key 'causal' does not apply to a 'coll' op"},
     {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'attention','attn_impl':'xformers'}") RMAP "}",
-     "programs[0].ops[0]: 'attn_impl' is 'xformers', expected one of default, cudnn, fa2, fa3, triton"},
+     "programs[0].ops[0]: 'attn_impl' is 'xformers', expected one of default, cudnn, fa2, fa3, triton, fa1"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduc','role':'tp'}") RMAP "}",
      "programs[0].ops[0]: 'coll' is 'allreduc', expected one of allreduce, allgather, "
      "reducescatter, broadcast, reduce, alltoall, barrier, shift"},

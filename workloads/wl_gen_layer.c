@@ -57,6 +57,92 @@ static int attn_proj(const wl__gen *g, wl__col_gemm *c)
   return 1;
 }
 
+/* ---- eager PyTorch's elementwise kernels (layout key eager) ---------------------
+ * Without torch.compile a Llama-style block runs its elementwise work as the
+ * separate kernels of its Python code (torchtitan models/llama: RMSNorm
+ * `_norm(x.float()).type_as(x) * weight`, apply_rotary_emb through
+ * complex64, repeat_kv's expand + reshape, `silu(w1(x)) * w3(x)`), and
+ * autograd runs each one's backward.  A kernel's bytes per element are
+ * na activation values (g->ab bytes) and nf fp32 values read or written. */
+typedef struct {
+  const char *sfx;
+  double na, nf;
+} eager_k;
+
+static void eager_ops(wl__gen *g, const char *pre, double elems, const eager_k *k, int n)
+{
+  char nm[32];
+  for (int i = 0; i < n; i++) {
+    size_t a = strlen(pre), b = strlen(k[i].sfx);
+    if (a + b > 31)
+      b = a > 31 ? 0 : 31 - a;
+    snprintf(nm, sizeof nm, "%.*s%.*s", (int)a, pre, (int)b, k[i].sfx);
+    wl__elem(g, nm, elems, k[i].na + k[i].nf * 4 / g->ab, 1);
+  }
+}
+
+/* Is this RMSNorm run as eager PyTorch's kernels? (LayerNorm is one kernel
+ * in eager PyTorch too: F.layer_norm.) */
+static int eager_rms(const wl__gen *g) { return g->l->eager && !g->m->layer_norm; }
+
+/* RMSNorm forward: x.float() (read a, write 4 B), pow(2) (8), mean (4), times
+ * the row's rsqrt (8), type_as (4 + a), times the weight (2a): 36 B an element
+ * in bf16.  Backward, autograd's order: the weight's product (2a) and its
+ * gradient (3a, summed: a), type_as (a + 4), the rsqrt product (8) and its
+ * gradient (12, summed: 4), mean's expand (4), pow's (12), the two gradients
+ * of x.float() added (12), the cast back (4 + a): 76 B.  The fused kernel
+ * the model otherwise prices moves 2a forward, 3a backward. */
+static void norm_fwd(wl__gen *g, const char *name, double elems)
+{
+  static const eager_k k[] = {{".f32", 1, 1}, {".pow", 0, 2}, {".mean", 0, 1},
+                              {".rsqrt", 0, 2}, {".to", 1, 1}, {".w", 2, 0}};
+  if (eager_rms(g))
+    eager_ops(g, name, elems, k, 6);
+  else
+    wl__elem(g, name, elems, 2, 5);
+}
+
+static void norm_bwd(wl__gen *g, const char *name, double elems)
+{
+  static const eager_k k[] = {{".w", 2, 0},   {".w.gw", 3, 0},  {".w.gsum", 1, 0},
+                              {".to", 1, 1},  {".r", 0, 2},     {".r.gx", 0, 3},
+                              {".r.gsum", 0, 1}, {".mean", 0, 1}, {".pow", 0, 3},
+                              {".acc", 0, 3}, {".f32", 1, 1}};
+  if (eager_rms(g))
+    eager_ops(g, name, elems, k, 11);
+  else
+    wl__elem(g, name, elems, 3, 8);
+}
+
+/* Rotary embedding of the queries and keys, eager: each through complex64,
+ * x.float() (a + 4), the complex product (8), type_as (4 + a), and the same
+ * three backward.  Fused rotary kernels are not priced (a few percent of a
+ * layer's elementwise bytes). */
+static void rope(wl__gen *g, int bwd)
+{
+  static const eager_k f[] = {{".f32", 1, 1}, {".mul", 0, 2}, {".to", 1, 1}};
+  if (!g->l->eager || g->m->positions || g->m->has_mla)
+    return;
+  double q = g->T * (double)g->m->heads / g->t * g->m->head_dim;
+  double k = g->T * (double)g->m->kv_heads / g->t * g->m->head_dim;
+  eager_ops(g, bwd ? "rope.q.bwd" : "rope.q", q, f, 3);
+  eager_ops(g, bwd ? "rope.k.bwd" : "rope.k", k, f, 3);
+}
+
+/* GQA's repeat_kv, eager: keys and values expanded to every query head and
+ * copied (read the kv heads, write the query heads); backward sums them
+ * back.  Per output element 1 + kv/heads values. */
+static void repeat_kv(wl__gen *g, int bwd)
+{
+  const wl_model *m = g->m;
+  if (!g->l->eager || m->has_mla || m->kv_heads >= m->heads)
+    return;
+  double out = g->T * (double)m->heads / g->t * m->head_dim;
+  double rw = 1 + (double)m->kv_heads / m->heads;
+  wl__elem(g, bwd ? "repeat_k.bwd" : "repeat_k", out, rw, 0);
+  wl__elem(g, bwd ? "repeat_v.bwd" : "repeat_v", out, rw, 0);
+}
+
 /* One attention-core kernel over sq local queries and sk keys, `share` of the
  * causal work (CP ring steps split it). */
 static long attn_kernel(wl__gen *g, const char *name, double sq, double sk, double share, int bwd)
@@ -200,7 +286,12 @@ static void mlp_fwd(wl__gen *g, double f, const char *pre)
   nm2(n5, pre, g->l->sp ? ".tp.rs" : ".tp.ar");
   wl__col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1};
   wl__col_fwd_sp(g, &c, 1, n1);
-  wl__elem(g, n3, g->T * act_in(g->m, f) / g->t, 1.5, 8);
+  if (g->l->eager && g->m->ffn_act == WL_ACT_SWIGLU) {
+    /* silu(w1 x) (read a, write a), then its product with w3 x (3a) */
+    static const eager_k k[] = {{".silu", 2, 0}, {".mul", 3, 0}};
+    eager_ops(g, n3, g->T * f / g->t, k, 2);
+  } else
+    wl__elem(g, n3, g->T * act_in(g->m, f) / g->t, 1.5, 8);
   wl__row_fwd(g, n4, f / g->t, n5);
 }
 
@@ -216,7 +307,12 @@ static void mlp_bwd(wl__gen *g, double f, const char *pre)
   nm2(f2, pre, ".fc1.dgrad");
   nm2(f3, pre, ".fc1.wgrad");
   wl__row_bwd(g, b, c1, f / g->t, a);
-  wl__elem(g, d, g->T * act_in(g->m, f) / g->t, 2.5, 12);
+  if (g->l->eager && g->m->ffn_act == WL_ACT_SWIGLU) {
+    /* the product's two gradients (3a each), then silu's backward (3a) */
+    static const eager_k k[] = {{".mul.ga", 3, 0}, {".mul.gb", 3, 0}, {".silu", 3, 0}};
+    eager_ops(g, d, g->T * f / g->t, k, 3);
+  } else
+    wl__elem(g, d, g->T * act_in(g->m, f) / g->t, 2.5, 12);
   wl__col_gemm c = {"", f2, f3, act_in(g->m, f) / g->t, g->h, 1};
   wl__col_bwd(g, &c, 1, e, f1);
 }
@@ -279,26 +375,74 @@ void wl__layer_fwd(wl__gen *g, int layer, int c, int gi_mlp)
   wl__marker(g, WL_MARK_LAYER, layer);
   wl__param_wait(g, c, gi_mlp);
   wl__param_wait(g, c, gi_mlp + 1);
-  wl__elem(g, "ln1", Tsp * h, 2, 5);
+  norm_fwd(g, "ln1", Tsp * h);
   wl__col_gemm pc[4];
   int np = attn_proj(g, pc);
   wl__col_fwd_sp(g, pc, np, "attn.tp.ag");
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
   if (m->qk_norm)
-    wl__elem(g, "qk_norm", g->T * (a + kv) * dqk, 2, 5);
+    norm_fwd(g, "qk_norm", g->T * (a + kv) * dqk);
+  rope(g, 0);
+  repeat_kv(g, 0);
   attn_fwd(g);
   wl__row_fwd(g, "proj", a * dv, g->l->sp ? "attn.tp.rs" : "attn.tp.ar");
   if (m->norms_per_layer > 2)
-    wl__elem(g, "ln1.post", Tsp * h, 2, 5);
+    norm_fwd(g, "ln1.post", Tsp * h);
   wl__elem(g, "res1", Tsp * h, 3, 2);
-  wl__elem(g, "ln2", Tsp * h, 2, 5);
+  norm_fwd(g, "ln2", Tsp * h);
   if (wl__is_moe_layer(m, layer))
     moe_fwd(g);
   else
     mlp_fwd(g, m->ffn_hidden, "mlp");
   if (m->norms_per_layer > 2)
-    wl__elem(g, "ln2.post", Tsp * h, 2, 5);
+    norm_fwd(g, "ln2.post", Tsp * h);
+  wl__elem(g, "res2", Tsp * h, 3, 2);
+}
+
+/* recompute=op: torchtitan's per-op selective activation checkpointing
+ * (distributed/activation_checkpoint.py, _apply_op_sac): under the block's
+ * checkpoint the policy saves the outputs of aten.mm (all but every second
+ * one a block runs, counted in forward order), of the SDPA kernels and of
+ * the reduce-scatters, and recomputes everything else when the block's
+ * backward starts.  A Llama block runs seven matmuls, wq wk wv wo w1 w3 w2:
+ * wk, wo and w3 are recomputed; a block with a fused QKV and an ungated MLP
+ * runs four, qkv proj fc1 fc2: proj and fc2.  Recomputed too: the norms,
+ * rotary embedding, repeat_kv, the activation and the residual adds, and
+ * with sequence parallelism the two all-gathers of the normed input (the
+ * matmuls' inputs, which their weight gradients need).  Dense blocks only (wl_layout_resolve refuses MoE and MLA). */
+static void op_sac_recompute(wl__gen *g)
+{
+  const wl_model *m = g->m;
+  double h = g->h, Tsp = g->Tsp, a, kv, dqk, dv;
+  attn_dims(g, &a, &kv, &dqk, &dv);
+  int gated = m->ffn_act == WL_ACT_SWIGLU;
+  norm_fwd(g, "ln1", Tsp * h);
+  wl__tp_enter(g, "attn.tp.ag"); /* the QKV input, for their weight gradients */
+  if (gated)
+    wl__gemm(g, "k", g->T, kv * dqk, h, 1, 1);
+  if (m->qk_norm)
+    norm_fwd(g, "qk_norm", g->T * (a + kv) * dqk);
+  rope(g, 0);
+  repeat_kv(g, 0);
+  wl__gemm(g, "proj", g->T, h, a * dv, 1, 1);
+  if (m->norms_per_layer > 2)
+    norm_fwd(g, "ln1.post", Tsp * h);
+  wl__elem(g, "res1", Tsp * h, 3, 2);
+  norm_fwd(g, "ln2", Tsp * h);
+  double f = m->ffn_hidden;
+  wl__tp_enter(g, "mlp.tp.ag"); /* fc1's (and w3's) input, for their weight gradients */
+  if (gated)
+    wl__gemm(g, "mlp.fc3", g->T, f / g->t, h, 1, 1);
+  if (g->l->eager && gated) {
+    static const eager_k k[] = {{".silu", 2, 0}, {".mul", 3, 0}};
+    eager_ops(g, "mlp.act", g->T * f / g->t, k, 2);
+  } else
+    wl__elem(g, "mlp.act", g->T * act_in(m, f) / g->t, 1.5, 8);
+  if (!gated)
+    wl__gemm(g, "mlp.fc2", g->T, h, f / g->t, 1, 1);
+  if (m->norms_per_layer > 2)
+    norm_fwd(g, "ln2.post", Tsp * h);
   wl__elem(g, "res2", Tsp * h, 3, 2);
 }
 
@@ -315,18 +459,23 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
     g->flags = 0;
     g->param_wait = pw;
   }
+  if (g->l->recompute == WL_RECOMPUTE_OP) {
+    g->flags = WL_OPF_RECOMPUTE;
+    op_sac_recompute(g);
+    g->flags = 0;
+  }
   wl__elem(g, "res2.bwd", Tsp * h, 3, 1);
   if (m->norms_per_layer > 2)
-    wl__elem(g, "ln2.post.bwd", Tsp * h, 3, 8);
+    norm_bwd(g, "ln2.post.bwd", Tsp * h);
   if (wl__is_moe_layer(m, layer))
     moe_bwd(g);
   else
     mlp_bwd(g, m->ffn_hidden, "mlp");
-  wl__elem(g, "ln2.bwd", Tsp * h, 3, 8);
+  norm_bwd(g, "ln2.bwd", Tsp * h);
   wl__group_done(g, c, gi_mlp);
   wl__elem(g, "res1.bwd", Tsp * h, 3, 1);
   if (m->norms_per_layer > 2)
-    wl__elem(g, "ln1.post.bwd", Tsp * h, 3, 8);
+    norm_bwd(g, "ln1.post.bwd", Tsp * h);
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
   wl__row_bwd(g, "proj.dgrad", "proj.wgrad", a * dv, "attn.tp.ag.bwd");
@@ -336,12 +485,14 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
     g->flags = 0;
   }
   attn_bwd(g);
+  repeat_kv(g, 1);
+  rope(g, 1);
   if (m->qk_norm)
-    wl__elem(g, "qk_norm.bwd", g->T * (a + kv) * dqk, 3, 8);
+    norm_bwd(g, "qk_norm.bwd", g->T * (a + kv) * dqk);
   wl__col_gemm pc[4];
   int np = attn_proj(g, pc);
   wl__col_bwd(g, pc, np, "attn.tp.ag.wgrad", g->l->sp ? "attn.tp.rs.dgrad" : "attn.tp.ar.dgrad");
-  wl__elem(g, "ln1.bwd", Tsp * h, 3, 8);
+  norm_bwd(g, "ln1.bwd", Tsp * h);
   wl__group_done(g, c, gi_mlp + 1);
 }
 
@@ -362,7 +513,7 @@ void wl__embed_bwd(wl__gen *g)
 void wl__output_fwd(wl__gen *g)
 {
   double V = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
-  wl__elem(g, "out.ln", g->Tsp * g->h, 2, 5);
+  norm_fwd(g, "out.ln", g->Tsp * g->h);
   wl__tp_enter(g, "out.tp.ag");
   wl__col_gemm c = {"out.logits", "", "", V, g->h, 1};
   wl__col_fwd(g, &c, 1);
@@ -389,5 +540,5 @@ void wl__output_bwd(wl__gen *g)
   g->ab /= 2;
   wl__col_gemm c = {"", "out.logits.dgrad", "out.logits.wgrad", V, g->h, 1};
   wl__col_bwd(g, &c, 1, "out.tp.ag.wgrad", g->l->sp ? "out.tp.rs.dgrad" : "out.tp.ar.dgrad");
-  wl__elem(g, "out.ln.bwd", g->Tsp * g->h, 3, 8);
+  norm_bwd(g, "out.ln.bwd", g->Tsp * g->h);
 }

@@ -320,9 +320,9 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
   const wl_layout *l = g->l;
   int impl = l->dp_impl, ngr = g->ngroups[c];
   g->z3_first = first;
-  int top = first + count - 1;
-  if (impl == WL_DP_FSDP)
-    for (int i = 0; i < 2 && i < count; i++)
+  int top = first + count - 1, pf = l->bwd_prefetch;
+  if (impl == WL_DP_FSDP) /* BACKWARD_PRE: the top unit's hook prefetches the next too */
+    for (int i = 0; i < (pf == WL_BWD_PREFETCH_PRE ? 2 : 1) && i < count; i++)
       g->z3_ag[count - 1 - i] = fsdp_gather(g, top - i, -1, 1);
   else if (impl == WL_DP_FSDP2 && count > 0)
     g->z3_ag[count - 1] = wl__z3_gather(g, top, -1, 1);
@@ -334,13 +334,21 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
   }
   for (int i = top; i >= first; i--) {
     int k = i - first, gi = (vs == last_vs) + 2 * (first + count - 1 - i);
+    if (impl == WL_DP_FSDP && pf == WL_BWD_PREFETCH_NONE && i < top)
+      /* no prefetch: the unit's own pre-backward hook gathers it, after the
+       * unit above has finished (its reduce-scatter ahead on the stream) */
+      g->z3_ag[k] = fsdp_gather(g, i, g->last_c, 1);
     wl__need(g, g->z3_ag[k]);
     if (impl == WL_DP_FSDP) {
       wl__need(g, g->z3_fend[k]);
       wl__layer_bwd(g, i, c, gi);
+      /* BACKWARD_POST: _post_backward_reshard prefetches the next unit as
+       * soon as this one's gradient is computed, before _reduce_grad */
+      if (pf == WL_BWD_PREFETCH_POST && k >= 1)
+        g->z3_ag[k - 1] = fsdp_gather(g, i - 1, g->last_c, 1);
       /* post-backward: the gradient cast to reduce_dtype when it differs
-       * from param_dtype (_reduce_grad), the reduce-scatter, then the hook
-       * of the layer two below (BACKWARD_PRE with the rate limiter) */
+       * from param_dtype (_reduce_grad), the reduce-scatter, then (BACKWARD_PRE
+       * with the rate limiter) the hook of the layer two below */
       if (g->gb != g->pb)
         z3_copy(g, "fsdp.rs.cast", (wl__z3_bytes(g, i, 0, 0) + wl__z3_bytes(g, i, 0, 1)) / g->pb,
                 g->pb, g->gb);
@@ -348,7 +356,7 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
                                 wl__z3_bytes(g, i, 1, 0), -1));
       wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
                                 wl__z3_bytes(g, i, 1, 1), -1));
-      if (k - 2 >= 0)
+      if (pf == WL_BWD_PREFETCH_PRE && k - 2 >= 0)
         g->z3_ag[k - 2] = fsdp_gather(g, i - 2, g->last_c, 1);
     } else if (impl == WL_DP_FSDP2) {
       fsdp2_copy_out(g, i);

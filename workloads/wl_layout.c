@@ -44,10 +44,12 @@
 #include "wl_gen_int.h"
 #include "workload.h"
 
-static const char *const recompute_names[WL_RECOMPUTE_COUNT] = {"none", "selective", "full"};
+static const char *const recompute_names[WL_RECOMPUTE_COUNT] = {"none", "selective", "full",
+                                                                 "op"};
 static const char *const schedule_names[WL_SCHED_COUNT] = {"1f1b", "gpipe", "interleaved"};
 static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", "fsdp2",
                                                            "deepspeed"};
+static const char *const bwd_prefetch_names[WL_BWD_PREFETCH_COUNT] = {"pre", "post", "none"};
 static const char *const attn_impl_names[WL_ATTN_COUNT] = {"default", "cudnn", "fa2", "fa3",
                                                            "triton",  "fa1"};
 
@@ -83,7 +85,7 @@ enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
-  K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_COUNT
+  K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -91,7 +93,7 @@ static const char *const key_names[K_COUNT] = {
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
-    "attn_impl"};
+    "attn_impl", "eager", "backward_prefetch"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -162,7 +164,7 @@ void wl_layout_request_init(wl_layout *l)
 {
   memset(l, 0, sizeof *l);
   l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = l->offload = -1;
-  l->attn_impl = -1;
+  l->attn_impl = l->bwd_prefetch = -1;
 }
 
 /* An integer key's value, checked, into the request. */
@@ -188,6 +190,7 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_TP_OVERLAP: l->tp_overlap = v; break;
   case K_ACCOUNT_EMB: l->account_embedding = v; break;
   case K_ACCOUNT_LOSS: l->account_loss = v; break;
+  case K_EAGER: l->eager = v; break;
   default: break;
   }
 }
@@ -215,13 +218,18 @@ static int named_values(wl_layout *l, char sv[][32], const char *spec, st_err *e
   if (sv[K_ATTN_IMPL][0] && (l->attn_impl = wl_attn_impl_from_name(sv[K_ATTN_IMPL])) < 0)
     ERR("key 'attn_impl' value '%s' is unknown (known: default, cudnn, fa2, fa3, triton, fa1)",
         sv[K_ATTN_IMPL]);
+  if (sv[K_BWD_PREFETCH][0] &&
+      (l->bwd_prefetch = lookup(bwd_prefetch_names, WL_BWD_PREFETCH_COUNT, sv[K_BWD_PREFETCH])) < 0)
+    ERR("key 'backward_prefetch' value '%s' is unknown (known: pre, post, none)",
+        sv[K_BWD_PREFETCH]);
   if (sv[K_OFFLOAD][0] && (l->offload = wl__offload_from_name(sv[K_OFFLOAD])) < 0)
     ERR("key 'offload' value '%s' is unknown (known: none, optimizer, params, both)",
         sv[K_OFFLOAD]);
   if (sv[K_RECOMPUTE][0]) {
     l->recompute = lookup(recompute_names, WL_RECOMPUTE_COUNT, sv[K_RECOMPUTE]);
     if (l->recompute < 0)
-      ERR("key 'recompute' value '%s' is unknown (known: none, selective, full)", sv[K_RECOMPUTE]);
+      ERR("key 'recompute' value '%s' is unknown (known: none, selective, full, op)",
+          sv[K_RECOMPUTE]);
   }
   if (sv[K_DTYPE][0]) {
     l->dtype = wl_dtype_from_name(sv[K_DTYPE]);
@@ -308,7 +316,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     given[k] = 1;
     long iv = 0;
     if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE ||
-        k == K_DP_IMPL || k == K_OFFLOAD || k == K_ATTN_IMPL) {
+        k == K_DP_IMPL || k == K_OFFLOAD || k == K_ATTN_IMPL || k == K_BWD_PREFETCH) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
       continue;
     }
@@ -349,7 +357,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     if (parse_int(val, &iv))
       ERR("key '%s' value '%s' is not a non-negative integer", key, val);
     int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH ||
-                  k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS;
+                  k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS || k == K_EAGER;
     if (!boolean && k != K_ZERO && iv < 1) {
       if (k == K_FIRST || k == K_LAST)
         ERR("first_stage_layers/last_stage_layers must be >= 1");
@@ -568,6 +576,15 @@ static int res_batch(wl_layout *l, int num_gpus, const wl_model *m, const res_gi
     ERR("tp_overlap=1 needs sp=1 and tp > 1 (Megatron-LM's --tp-comm-overlap overlaps the "
         "sequence-parallel all-gathers and reduce-scatters); sp is %d, tp is %d",
         l->sp, l->tp);
+  /* torchtitan's per-op policy counts the matmuls of a dense block; its MoE
+   * and MLA blocks run other matmuls (grouped experts, latent projections) */
+  if (l->recompute == WL_RECOMPUTE_OP && (m->has_moe || m->has_mla))
+    ERR("recompute=op (torchtitan's per-op selective checkpointing) is modelled for dense "
+        "blocks; model '%s' has %s layers",
+        m->name, m->has_moe ? "MoE" : "MLA");
+  if (l->recompute == WL_RECOMPUTE_OP && l->tp_overlap)
+    ERR("recompute=op (torchtitan's) with tp_overlap=1 (Megatron-LM's) is not a combination "
+        "either framework runs");
   return ST_OK;
 }
 
@@ -644,6 +661,11 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
     l->dp_impl = WL_DP_MEGATRON;
   if (l->attn_impl < 0)
     l->attn_impl = attn_impl_default(l->dp_impl);
+  if (l->bwd_prefetch >= 0 && l->dp_impl != WL_DP_FSDP)
+    ERR("backward_prefetch is PyTorch FSDP1's (dp_impl=fsdp); dp_impl is %s",
+        dp_impl_names[l->dp_impl]);
+  if (l->bwd_prefetch < 0)
+    l->bwd_prefetch = WL_BWD_PREFETCH_PRE; /* FullyShardedDataParallel's default */
   if (l->grad_dtype < 0 && l->dp_impl != WL_DP_MEGATRON)
     l->grad_dtype = l->dtype == WL_DTYPE_FP8 ? WL_DTYPE_BF16 : l->dtype;
   if (l->grad_dtype < 0)
@@ -713,6 +735,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",last_stage_layers=%d", l->last_stage_layers);
   if (l->tp_overlap)
     st_buf_printf(&b, ",tp_overlap=1");
+  if (l->eager)
+    st_buf_printf(&b, ",eager=1");
   if (l->etp != l->tp)
     st_buf_printf(&b, ",etp=%d", l->etp);
   if (l->account_embedding)
@@ -723,6 +747,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",pp_layout=%s", l->pp_layout);
   if (l->dp_impl != WL_DP_MEGATRON)
     st_buf_printf(&b, ",dp_impl=%s", dp_impl_names[l->dp_impl]);
+  if (l->bwd_prefetch != WL_BWD_PREFETCH_PRE)
+    st_buf_printf(&b, ",backward_prefetch=%s", bwd_prefetch_names[l->bwd_prefetch]);
   if (l->attn_impl != attn_impl_default(l->dp_impl))
     st_buf_printf(&b, ",attn_impl=%s", attn_impl_names[l->attn_impl]);
   if (l->stage_layers[0])

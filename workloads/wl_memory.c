@@ -40,6 +40,20 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
   if (recompute == WL_RECOMPUTE_FULL)
     return 2 * sbh * rep; /* the layer's input only */
   double a = m->heads, kv = m->kv_heads, dqk = m->head_dim, dv = m->head_dim;
+  if (recompute == WL_RECOMPUTE_OP) {
+    /* torchtitan's per-op policy (dense blocks, wl_gen_layer.c): the block's
+     * input and what the policy saves: the kept matmuls' outputs (Llama's
+     * wq, wv, w1, w2; a fused-QKV block's qkv and fc1), attention's output
+     * and its log-sum-exp; Llama's w2 output is taken before the TP
+     * reduction, whole rows on every TP rank */
+    double tk = b * sl, f = m->ffn_hidden;
+    double x = 2 * sbh * rep + 2 * tk * a * dv / t + 4 * tk * a / t;
+    if (m->ffn_act == WL_ACT_SWIGLU)
+      x += 2 * tk * (a * dqk + kv * dv + f) / t + 2 * tk * h;
+    else
+      x += 2 * tk * (a * dqk + 2 * kv * dqk) / t + 2 * tk * f / t;
+    return x;
+  }
   if (m->has_mla) {
     kv = a;
     dqk = m->mla.qk_nope_head_dim + m->mla.qk_rope_head_dim;

@@ -409,10 +409,26 @@ const char *const *wl_model_names(void); /* built-ins, NULL-terminated */
 double wl_model_params(const wl_model *m);
 double wl_model_active_params(const wl_model *m);
 
+/* PyTorch FSDP1's BackwardPrefetch (layout key backward_prefetch, dp_impl=fsdp):
+ * the next unit's all-gather issued in this unit's pre-backward hook
+ * (BACKWARD_PRE, FullyShardedDataParallel's default), in its post-backward
+ * hook once its gradient is computed (BACKWARD_POST, Composer's default), or
+ * not prefetched (None: in the next unit's own pre-backward hook). */
+typedef enum wl_bwd_prefetch {
+  WL_BWD_PREFETCH_PRE = 0,
+  WL_BWD_PREFETCH_POST,
+  WL_BWD_PREFETCH_NONE,
+  WL_BWD_PREFETCH_COUNT
+} wl_bwd_prefetch;
+
 typedef enum wl_recompute {
   WL_RECOMPUTE_NONE = 0,
   WL_RECOMPUTE_SELECTIVE, /* attention core only (Korthikanti et al. 2022) */
   WL_RECOMPUTE_FULL,      /* whole layer, from its input */
+  WL_RECOMPUTE_OP,        /* torchtitan's per-op selective checkpointing (ac_mode
+                             selective, selective_ac_option op): every matmul's output
+                             but every second one's, and attention's, kept; the rest
+                             of the block recomputed */
   WL_RECOMPUTE_COUNT
 } wl_recompute;
 
@@ -479,6 +495,10 @@ typedef struct wl_layout {
   char pp_layout[WL_PP_LAYOUT_MAX]; /* Megatron's pipeline_model_parallel_layout, "" = none */
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
                             overlapped with their GEMMs (needs sp) */
+  int bwd_prefetch;      /* wl_bwd_prefetch: FSDP1's backward_prefetch (dp_impl=fsdp) */
+  int eager;             /* 1: the model's elementwise ops run as eager PyTorch runs
+                            them (no torch.compile): RMSNorm, rotary embedding, GQA's
+                            repeat_kv and SwiGLU as their separate kernels */
   int offload;           /* wl_offload bits (-1 in a request: not given) */
   int vs_layers[WL_MAX_VSTAGES]; /* transformer layers of virtual stage c * pp + s
                                     (chunk c of stage s); resolved */

@@ -142,7 +142,7 @@ static int try_layout(enum_ctx *x, const char *spec, const drv_knobs *k)
   return cand_push(s, &c) ? st_err_set(x->err, ST_ENOMEM, "out of memory") : ST_OK;
 }
 
-static const char *const recompute_names[] = {"none", "selective", "full"};
+static const char *const recompute_names[] = {"none", "selective", "full", "op"};
 static const char *const sched_names[] = {"1f1b", "gpipe", "interleaved"};
 
 /* The --fixed keys merged into a candidate's request b (used bytes of n):
@@ -682,11 +682,12 @@ int drv_search_case_opts(const char *path, drv_search_opts *o, drv_case *c, wl_m
     return rc;
   }
   /* what the run's software and data fixed: its dtypes and attention kernel,
-   * and the kernel's library (MPT's Triton flash attention, PyTorch SDPA's
+   * and the kernel's library (MPT's FlashAttention-1 port, PyTorch SDPA's
    * FlashAttention-2: on Hopper the candidates would otherwise get cuDNN's,
-   * 1.6x Triton's speed, and beat the published layout by the library) */
-  snprintf(fixed, n, "grad_dtype=%s,flash=%d,attn_impl=%s", wl_dtype_name(l.grad_dtype), l.flash,
-           wl_attn_impl_name(l.attn_impl));
+   * 1.6x FlashAttention-2's speed, and beat the published layout by the
+   * library), and whether it ran eager (no torch.compile) */
+  snprintf(fixed, n, "grad_dtype=%s,flash=%d,attn_impl=%s,eager=%d", wl_dtype_name(l.grad_dtype),
+           l.flash, wl_attn_impl_name(l.attn_impl), l.eager);
   o->model = c->name;
   o->model_spec = m;
   o->cluster = c->cluster;

@@ -5,7 +5,7 @@
 
 #include "driver.h"
 
-static const char *const rec_short[] = {"none", "sel", "full"};
+static const char *const rec_short[] = {"none", "sel", "full", "op"};
 static const char *const sched_short[] = {"1f1b", "gpipe", "intl"};
 
 /* "tp8 pp4 v5 dp32 cp1 ep1 mbs1 z1 sp ovl rc=sel 1f1b" */
