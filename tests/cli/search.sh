@@ -127,5 +127,15 @@ check "--case exits 0" "[ $rc -eq 0 ]"
 check "--case: every candidate with the case's attention library ($n_tri of $n_all)" \
   "[ $n_all -gt 100 ] && [ $n_tri -eq $n_all ]"
 
+# ... and whether the run was compiled: torchtitan's eager run keeps its
+# eager kernels (eager=1) in every candidate
+c=$("$simtrain" search --case "$here/../../bench/validation/torchtitan-h100-llama3.1-8b.json" \
+  --top 0 --json --quiet); rc=$?
+n_all=$(grep -o '"layout":"[^"]*"' <<<"$c" | wc -l)
+n_eag=$(grep -o '"layout":"[^"]*eager=1[^"]*"' <<<"$c" | wc -l)
+check "--case (torchtitan) exits 0" "[ $rc -eq 0 ]"
+check "--case: every candidate eager as the run was ($n_eag of $n_all)" \
+  "[ $n_all -gt 100 ] && [ $n_eag -eq $n_all ]"
+
 [ $fails -eq 0 ] || exit 1
 echo "search: all checks passed"
