@@ -1988,6 +1988,51 @@ static void test_recompute_op__torchtitan_policy_by_hand(void **state)
   assert_non_null(strstr(err.msg, "MoE"));
 }
 
+
+/* fp8: the output layer stays in the model dtype (Megatron-core's is not a
+ * Transformer Engine module; MPT's lm head and torchtitan's float8 filter
+ * leave it too); the PyTorch frameworks' te.Linear casts its input and
+ * weight before each forward GEMM and its output gradient before dgrad,
+ * 4 bytes an element (bf16 read, fp8 and its transpose written).  GPT_T,
+ * T = 1024 tokens, QKV 1024 -> 3072. */
+static void test_fp8__casts_and_output_layer_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  const double T = 1024, h = 1024, q = 3072;
+  for (int fsdp = 0; fsdp <= 1; fsdp++) {
+    wl_workload *wl = gen(&m, fsdp ? "dp=2,gbs=2,zero=3,dp_impl=fsdp,dtype=fp8" : "dp=2,gbs=2,dtype=fp8",
+                          2, NULL);
+    const wl_program *p = &wl->programs[wl->rank_program[0]];
+    int seen_out = 0, seen_qkv = 0;
+    for (size_t i = 0; i < p->num_ops; i++) {
+      const wl_op *o = &p->ops[i];
+      const char *nm = wl_op_name(p, o);
+      if (o->kind != WL_OP_COMPUTE || o->sub != WL_CLASS_GEMM)
+        continue;
+      if (!strncmp(nm, "out.logits", 10)) {
+        assert_int_equal(o->dtype, WL_DTYPE_BF16);
+        seen_out++;
+      } else if (!strcmp(nm, "qkv")) {
+        assert_int_equal(o->dtype, WL_DTYPE_FP8);
+        seen_qkv++;
+      }
+    }
+    assert_int_equal(seen_out, 3);
+    assert_int_equal(seen_qkv, 8);
+    if (fsdp) {
+      check_rel(named_bytes(wl, 0, "qkv.fp8"), 8 * 4 * (T * h + h * q), 1e-12, "input + weight");
+      check_rel(named_bytes(wl, 0, "qkv.dgrad.fp8"), 8 * 4 * T * q, 1e-12, "output gradient");
+      assert_int_equal(count_ops(wl, 0, "qkv.wgrad.fp8"), 0);
+      assert_int_equal(count_ops(wl, 0, "out.logits.fp8"), 0);
+    } else {
+      assert_int_equal(count_ops(wl, 0, "qkv.fp8"), 0); /* Megatron: fused, cached */
+    }
+    wl_workload_destroy(wl);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -2023,6 +2068,7 @@ int main(void)
       cmocka_unit_test(test_dp_impl__backward_prefetch_orders_the_gathers),
       cmocka_unit_test(test_eager__llama_elementwise_bytes_by_hand),
       cmocka_unit_test(test_recompute_op__torchtitan_policy_by_hand),
+      cmocka_unit_test(test_fp8__casts_and_output_layer_by_hand),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,6 +54,7 @@ typedef struct wl__gen {
   double ab, gb, pb;             /* activation, gradient, parameter bytes */
   double cf;                     /* MoE capacity factor (1 when dropless) */
   int gemm_dtype;
+  int fp8_casts; /* fp8 linears cast their operands themselves (wl__gemm) */
   int dp_size, edp_size; /* dp x cp, expert dp */
   int etp, r_etp;        /* expert TP size, and the role its collectives use */
   /* emission state */

@@ -99,9 +99,36 @@ static double bytes_ok(wl__gen *g, const char *op, double bytes)
   return bytes;
 }
 
+/* Does a name end with a suffix? */
+static int ends_with(const char *s, const char *sfx)
+{
+  size_t a = strlen(s), b = strlen(sfx);
+  return a >= b && !strcmp(s + a - b, sfx);
+}
+
+/* Transformer Engine's casts around an fp8 te.Linear (delayed scaling,
+ * module/linear.py): forward, fp8_cast_transpose_fused of the input (T x K)
+ * and of the weight (K x N, every forward: no fp8 weight cache outside
+ * Megatron), each reading bf16 and writing fp8 and its transpose (2 + 1 + 1
+ * bytes an element); backward, the output gradient's cast-transpose (T x N)
+ * before dgrad; wgrad uses the transposes.  Linears only: not the unfused
+ * attention's batched GEMMs or the router.  M, N, K as wl__gemm's. */
+static void fp8_linear_casts(wl__gen *g, const char *name, double M, double N, double K,
+                             double batch)
+{
+  if (!g->fp8_casts || g->gemm_dtype != WL_DTYPE_FP8 || !strncmp(name, "attn.", 5) ||
+      !strncmp(name, "router", 6) || ends_with(name, ".wgrad"))
+    return;
+  char nm[40];
+  snprintf(nm, sizeof nm, "%.31s.fp8", name);
+  double elems = ends_with(name, ".dgrad") ? M * K : M * K + K * N;
+  wl__elem(g, nm, elems * batch, 4 / g->ab, 1);
+}
+
 long wl__gemm(wl__gen *g, const char *name, double M, double N, double K, double batch,
               double conv_scale)
 {
+  fp8_linear_casts(g, name, M, N, K, batch);
   wl_op op = wl_op_compute(S_COMPUTE, -1);
   op.sub = WL_CLASS_GEMM;
   op.dtype = (uint8_t)g->gemm_dtype;

@@ -510,13 +510,27 @@ void wl__embed_bwd(wl__gen *g)
   wl__elem(g, "emb.grad", g->T * g->h, 3, 1);
 }
 
+/* The output layer runs in the model dtype under fp8: Megatron-core's is a
+ * tensor_parallel.ColumnParallelLinear, not a Transformer Engine module, so
+ * fp8_autocast leaves it alone, as MPT's tied lm head (F.linear) and
+ * torchtitan's float8 filter ("output") do. */
+static int out_dtype_enter(wl__gen *g)
+{
+  int d = g->gemm_dtype;
+  if (d == WL_DTYPE_FP8)
+    g->gemm_dtype = WL_DTYPE_BF16;
+  return d;
+}
+
 void wl__output_fwd(wl__gen *g)
 {
   double V = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
+  int gd = out_dtype_enter(g);
   norm_fwd(g, "out.ln", g->Tsp * g->h);
   wl__tp_enter(g, "out.tp.ag");
   wl__col_gemm c = {"out.logits", "", "", V, g->h, 1};
   wl__col_fwd(g, &c, 1);
+  g->gemm_dtype = gd;
   /* vocab-parallel cross entropy as Megatron-Core runs it unfused (the
    * default; tensor_parallel/cross_entropy.py), per element of the [T, V/t]
    * logits: cast to fp32 (read 2, write 4 B), max (read 4), subtract the max
@@ -539,6 +553,8 @@ void wl__output_bwd(wl__gen *g)
   wl__elem(g, "out.loss.bwd", g->T * V, 3.5, 3);
   g->ab /= 2;
   wl__col_gemm c = {"", "out.logits.dgrad", "out.logits.wgrad", V, g->h, 1};
+  int gd = out_dtype_enter(g);
   wl__col_bwd(g, &c, 1, "out.tp.ag.wgrad", g->l->sp ? "out.tp.rs.dgrad" : "out.tp.ar.dgrad");
+  g->gemm_dtype = gd;
   norm_bwd(g, "out.ln.bwd", g->Tsp * g->h);
 }
