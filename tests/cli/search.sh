@@ -115,27 +115,24 @@ p=$("$simtrain" search --model "$data/ten.json" --cluster node8 --gbs 32 --top 0
   awk -F'"estimate_bubble_s":' '{ if ($2 + 0 <= 0) z++; n++ } END { print n, z + 0 }')
 check "pipelined layouts estimated with a bubble ($p: layouts, of them without)" "[ \"\${p% *}\" -gt 100 ] && [ \"\${p#* }\" = 0 ]"
 
-# --case keeps what the run's software fixed, the attention kernel's library
-# among it: MPT's flash attention (FlashAttention-1's Triton port, attn_impl
-# fa1) for every candidate (on Hopper a candidate with cuDNN's would beat the
-# published layout by the library)
-c=$("$simtrain" search --case "$here/../../bench/validation/llmfoundry-h100-mpt-7b-2k-8gpu.json" \
-  --top 0 --json --quiet); rc=$?
-n_all=$(grep -o '"layout":"[^"]*"' <<<"$c" | wc -l)
-n_tri=$(grep -o '"layout":"[^"]*attn_impl=fa1[^"]*"' <<<"$c" | wc -l)
-check "--case exits 0" "[ $rc -eq 0 ]"
-check "--case: every candidate with the case's attention library ($n_tri of $n_all)" \
-  "[ $n_all -gt 100 ] && [ $n_tri -eq $n_all ]"
-
-# ... and whether the run was compiled: torchtitan's eager run keeps its
-# eager kernels (eager=1) in every candidate
-c=$("$simtrain" search --case "$here/../../bench/validation/torchtitan-h100-llama3.1-8b.json" \
-  --top 0 --json --quiet); rc=$?
-n_all=$(grep -o '"layout":"[^"]*"' <<<"$c" | wc -l)
-n_eag=$(grep -o '"layout":"[^"]*eager=1[^"]*"' <<<"$c" | wc -l)
-check "--case (torchtitan) exits 0" "[ $rc -eq 0 ]"
-check "--case: every candidate eager as the run was ($n_eag of $n_all)" \
-  "[ $n_all -gt 100 ] && [ $n_eag -eq $n_all ]"
+# --case keeps what the run's software fixed in every candidate: CASE's
+# layouts all carry KEY (more than 100 of them)
+case_keeps() {
+  local c rc n_all n_key
+  c=$("$simtrain" search --case "$here/../../bench/validation/$1.json" --top 0 --json --quiet)
+  rc=$?
+  n_all=$(grep -o '"layout":"[^"]*"' <<<"$c" | wc -l)
+  n_key=$(grep -o "\"layout\":\"[^\"]*$2[^\"]*\"" <<<"$c" | wc -l)
+  check "--case $1 exits 0" "[ $rc -eq 0 ]"
+  check "--case $1: every candidate with $2 ($n_key of $n_all)" \
+    "[ $n_all -gt 100 ] && [ $n_key -eq $n_all ]"
+}
+# the attention kernel's library: MPT's flash attention (FlashAttention-1's
+# Triton port) for every candidate (on Hopper a candidate with cuDNN's would
+# beat the published layout by the library)
+case_keeps llmfoundry-h100-mpt-7b-2k-8gpu attn_impl=fa1
+# whether the run was compiled: torchtitan's eager run keeps its eager kernels
+case_keeps torchtitan-h100-llama3.1-8b eager=1
 
 [ $fails -eq 0 ] || exit 1
 echo "search: all checks passed"
