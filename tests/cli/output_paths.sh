@@ -74,10 +74,10 @@ no_temps "$tmp/s/real" "symlinks"
 # ---- signals mid-write leave no temporary file ---------------------------------
 # A large gzip-compressed workload takes a while to write: wait for its
 # temporary file to appear, then signal.  Its programs must be many and
-# long (ten stages, 80 micro-batches: 3.3 MB of gzip, written in about a
+# long (ten stages, 256 micro-batches: 1.7 MB of gzip, written in half a
 # second): a workload of many ranks but few programs (1,024 GPUs in 4
 # programs) is written in milliseconds, too fast to catch.
-BIG="gen --model llama3-70b --layout tp=8,pp=10,mbs=1,gbs=512 --gpus 80"
+BIG="gen --model llama3-70b --layout tp=8,pp=10,mbs=1,gbs=256 --gpus 80"
 for sig in TERM HUP INT; do
   mkdir -p "$tmp/k"
   "$ST" $BIG -o "$tmp/k/w.json.gz" >/dev/null 2>"$tmp/k.err" &
