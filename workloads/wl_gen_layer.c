@@ -69,16 +69,13 @@ typedef struct {
   double na, nf;
 } eager_k;
 
+static const char *nm2(char *buf, const char *pre, const char *suffix);
+
 static void eager_ops(wl__gen *g, const char *pre, double elems, const eager_k *k, int n)
 {
   char nm[32];
-  for (int i = 0; i < n; i++) {
-    size_t a = strlen(pre), b = strlen(k[i].sfx);
-    if (a + b > 31)
-      b = a > 31 ? 0 : 31 - a;
-    snprintf(nm, sizeof nm, "%.*s%.*s", (int)a, pre, (int)b, k[i].sfx);
-    wl__elem(g, nm, elems, k[i].na + k[i].nf * 4 / g->ab, 1);
-  }
+  for (int i = 0; i < n; i++)
+    wl__elem(g, nm2(nm, pre, k[i].sfx), elems, k[i].na + k[i].nf * 4 / g->ab, 1);
 }
 
 /* Is this RMSNorm run as eager PyTorch's kernels? (LayerNorm is one kernel
@@ -276,6 +273,17 @@ static const char *nm2(char *buf, const char *pre, const char *suffix)
   return buf;
 }
 
+/* The MLP's activation over f columns; eager SwiGLU: silu(w1 x) (read a,
+ * write a), then its product with w3 x (3a) */
+static void act_fwd(wl__gen *g, const char *name, double f)
+{
+  static const eager_k k[] = {{".silu", 2, 0}, {".mul", 3, 0}};
+  if (g->l->eager && g->m->ffn_act == WL_ACT_SWIGLU)
+    eager_ops(g, name, g->T * f / g->t, k, 2);
+  else
+    wl__elem(g, name, g->T * act_in(g->m, f) / g->t, 1.5, 8);
+}
+
 static void mlp_fwd(wl__gen *g, double f, const char *pre)
 {
   char n1[32], n2[32], n3[32], n4[32], n5[32];
@@ -286,12 +294,7 @@ static void mlp_fwd(wl__gen *g, double f, const char *pre)
   nm2(n5, pre, g->l->sp ? ".tp.rs" : ".tp.ar");
   wl__col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1};
   wl__col_fwd_sp(g, &c, 1, n1);
-  if (g->l->eager && g->m->ffn_act == WL_ACT_SWIGLU) {
-    /* silu(w1 x) (read a, write a), then its product with w3 x (3a) */
-    static const eager_k k[] = {{".silu", 2, 0}, {".mul", 3, 0}};
-    eager_ops(g, n3, g->T * f / g->t, k, 2);
-  } else
-    wl__elem(g, n3, g->T * act_in(g->m, f) / g->t, 1.5, 8);
+  act_fwd(g, n3, f);
   wl__row_fwd(g, n4, f / g->t, n5);
 }
 
@@ -434,11 +437,7 @@ static void op_sac_recompute(wl__gen *g)
   wl__tp_enter(g, "mlp.tp.ag"); /* fc1's (and w3's) input, for their weight gradients */
   if (gated)
     wl__gemm(g, "mlp.fc3", g->T, f / g->t, h, 1, 1);
-  if (g->l->eager && gated) {
-    static const eager_k k[] = {{".silu", 2, 0}, {".mul", 3, 0}};
-    eager_ops(g, "mlp.act", g->T * f / g->t, k, 2);
-  } else
-    wl__elem(g, "mlp.act", g->T * act_in(m, f) / g->t, 1.5, 8);
+  act_fwd(g, "mlp.act", f);
   if (!gated)
     wl__gemm(g, "mlp.fc2", g->T, h, f / g->t, 1, 1);
   if (m->norms_per_layer > 2)
