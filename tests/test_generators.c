@@ -1993,14 +1993,15 @@ static void test_recompute_op__torchtitan_policy_by_hand(void **state)
  * Transformer Engine module; MPT's lm head and torchtitan's float8 filter
  * leave it too); the PyTorch frameworks' te.Linear casts its input and
  * weight before each forward GEMM and its output gradient before dgrad,
- * 4 bytes an element (bf16 read, fp8 and its transpose written).  GPT_T,
- * T = 1024 tokens, QKV 1024 -> 3072. */
+ * 4 bytes an element (bf16 read, fp8 and its transpose written);
+ * Megatron-core's modules fuse some (below).  GPT_T, T = 1024 tokens, QKV
+ * 1024 -> 3072, MLP 1024 -> 4096. */
 static void test_fp8__casts_and_output_layer_by_hand(void **state)
 {
   (void)state;
   wl_model m;
   model_of(GPT_T, &m);
-  const double T = 1024, h = 1024, q = 3072;
+  const double T = 1024, h = 1024, q = 3072, f = 4096;
   for (int fsdp = 0; fsdp <= 1; fsdp++) {
     wl_workload *wl = gen(&m, fsdp ? "dp=2,gbs=2,zero=3,dp_impl=fsdp,dtype=fp8" : "dp=2,gbs=2,dtype=fp8",
                           2, NULL);
@@ -2024,13 +2025,32 @@ static void test_fp8__casts_and_output_layer_by_hand(void **state)
     if (fsdp) {
       check_rel(named_bytes(wl, 0, "qkv.fp8"), 8 * 4 * (T * h + h * q), 1e-12, "input + weight");
       check_rel(named_bytes(wl, 0, "qkv.dgrad.fp8"), 8 * 4 * T * q, 1e-12, "output gradient");
+      check_rel(named_bytes(wl, 0, "mlp.fc2.fp8"), 8 * 4 * (T * f + f * h), 1e-12, "fc2 in + w");
+      check_rel(named_bytes(wl, 0, "mlp.fc1.dgrad.fp8"), 8 * 4 * T * f, 1e-12, "fc1 dY");
       assert_int_equal(count_ops(wl, 0, "qkv.wgrad.fp8"), 0);
       assert_int_equal(count_ops(wl, 0, "out.logits.fp8"), 0);
     } else {
-      assert_int_equal(count_ops(wl, 0, "qkv.fp8"), 0); /* Megatron: fused, cached */
+      /* Megatron-core: weights cached; qkv's and fc1's inputs cast in the
+       * norm, fc2's in the activation, fc1's output gradient in the
+       * activation's backward; proj's input and the output gradients of
+       * qkv, proj and fc2 cast by kernels of their own */
+      assert_int_equal(count_ops(wl, 0, "qkv.fp8"), 0);
+      assert_int_equal(count_ops(wl, 0, "mlp.fc1.fp8"), 0);
+      assert_int_equal(count_ops(wl, 0, "mlp.fc2.fp8"), 0);
+      assert_int_equal(count_ops(wl, 0, "mlp.fc1.dgrad.fp8"), 0);
+      check_rel(named_bytes(wl, 0, "proj.fp8"), 8 * 4 * T * h, 1e-12, "proj input");
+      check_rel(named_bytes(wl, 0, "qkv.dgrad.fp8"), 8 * 4 * T * q, 1e-12, "qkv dY");
+      check_rel(named_bytes(wl, 0, "proj.dgrad.fp8"), 8 * 4 * T * h, 1e-12, "proj dY");
+      check_rel(named_bytes(wl, 0, "mlp.fc2.dgrad.fp8"), 8 * 4 * T * h, 1e-12, "fc2 dY");
+      assert_int_equal(count_ops(wl, 0, "proj.wgrad.fp8"), 0);
     }
     wl_workload_destroy(wl);
   }
+  /* a GEMM split in chunks (tp_overlap) casts its weight once, in the first
+   * chunk: QKV's input T x h over two chunks, its weight h x q/2 once */
+  wl_workload *wl = gen(&m, "tp=2,sp=1,tp_overlap=1,dp=2,gbs=2,zero=3,dp_impl=fsdp,dtype=fp8", 4, NULL);
+  check_rel(named_bytes(wl, 0, "qkv.fp8"), 8 * 4 * (T * h + h * q / 2), 1e-12, "chunked qkv");
+  wl_workload_destroy(wl);
 }
 
 int main(void)

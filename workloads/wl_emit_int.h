@@ -54,7 +54,7 @@ typedef struct wl__gen {
   double ab, gb, pb;             /* activation, gradient, parameter bytes */
   double cf;                     /* MoE capacity factor (1 when dropless) */
   int gemm_dtype;
-  int fp8_casts; /* fp8 linears cast their operands themselves (wl__gemm) */
+  int te_modules; /* fp8 under Megatron-core: TE modules that fuse casts and cache fp8 weights */
   int dp_size, edp_size; /* dp x cp, expert dp */
   int etp, r_etp;        /* expert TP size, and the role its collectives use */
   /* emission state */
@@ -81,10 +81,23 @@ typedef struct wl__gen {
   long off_d2h;                    /* offload: the last copy to host memory, or -1 */
 } wl__gen;
 
+/* What a GEMM is, for the fp8 casts around it (wl__gemm): a matmul with no
+ * weight of its own or outside Transformer Engine (attention's batched GEMMs,
+ * the router), or a linear layer's forward, dgrad or wgrad.  A linear's
+ * te bits say which of its casts Megatron-core's modules fuse into the op
+ * before them (wl__lin). */
+enum { WL__MM, WL__FWD, WL__DGRAD, WL__WGRAD };
+enum {
+  WL__TE_IN = 1, /* forward input cast inside the preceding LayerNorm or activation */
+  WL__TE_DY = 2, /* output-gradient cast inside the activation's backward */
+  WL__TE_W = 4,  /* the weight is fp8 already (a later chunk of a split GEMM) */
+};
+
 typedef struct wl__col_gemm {
   const char *fwd, *dgrad, *wgrad;
   double N, K;  /* per-rank output width, input width */
   double scale; /* conv-FLOPs scale (1/tp for weights duplicated across TP) */
+  unsigned te;  /* WL__TE_* (Megatron-core's fused casts) */
 } wl__col_gemm;
 /* ---- wl_gen_emit.c: ops on the streams ---------------------------------------- */
 long wl__put(wl__gen *g, wl_op op, const uint32_t *w, int nw);
@@ -93,8 +106,8 @@ long wl__put_c(wl__gen *g, wl_op op);
 void wl__marker(wl__gen *g, int kind, int value);
 uint32_t wl__nm(wl__gen *g, const char *s);
 int32_t wl__i32(wl__gen *g, const char *op, const char *key, double x);
-long wl__gemm(wl__gen *g, const char *name, double M, double N, double K, double batch,
-              double conv_scale);
+long wl__gemm(wl__gen *g, const char *name, int pass, unsigned te, double M, double N, double K,
+              double batch, double conv_scale);
 long wl__elem(wl__gen *g, const char *name, double elems, double rw, double flops_per);
 int wl__role_size(const wl__gen *g, int role);
 long wl__coll_s(wl__gen *g, int stream, const char *name, int coll, int role, double bytes,
@@ -105,8 +118,8 @@ void wl__col_fwd(wl__gen *g, const wl__col_gemm *c, int n);
 void wl__col_fwd_sp(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name);
 void wl__col_bwd(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name,
                  const char *red_name);
-void wl__row_fwd(wl__gen *g, const char *name, double Kloc, const char *red_name);
-void wl__row_bwd(wl__gen *g, const char *dgrad, const char *wgrad, double Kloc,
+void wl__row_fwd(wl__gen *g, const char *name, unsigned te, double Kloc, const char *red_name);
+void wl__row_bwd(wl__gen *g, const char *dgrad, const char *wgrad, unsigned te, double Kloc,
                  const char *ag_name);
 long wl__p2p(wl__gen *g, int stream, int kind, int role, int peer, int tag, double bytes,
              const char *name, long extra);

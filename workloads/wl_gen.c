@@ -642,11 +642,10 @@ int wl_generate(const wl_model *m, const wl_layout *l, wl_workload **out, st_err
   g.cf = m->has_moe && m->moe.capacity_factor > 0 ? m->moe.capacity_factor : 1;
   g.gemm_dtype = l->dtype;
   /* the PyTorch frameworks' fp8 linears are standalone Transformer Engine
-   * te.Linear modules (llm-foundry's fc_type te): each casts its own input,
-   * weight and output gradient (wl__gemm); Megatron-core's TE modules fuse
-   * the casts into LayerNorm and the activation and cache the fp8 weights
-   * across micro-batches, which is not priced */
-  g.fp8_casts = l->dtype == WL_DTYPE_FP8 && l->dp_impl != WL_DP_MEGATRON;
+   * te.Linear modules (llm-foundry's fc_type te), each casting its own input,
+   * weight and output gradient; Megatron-core's TE modules fuse some casts
+   * and cache the fp8 weights (fp8_casts in wl_gen_emit.c) */
+  g.te_modules = l->dp_impl == WL_DP_MEGATRON;
   g.dp_size = l->dp * l->cp;
   g.edp_size = l->edp;
   g.etp = l->etp;

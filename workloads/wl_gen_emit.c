@@ -99,36 +99,43 @@ static double bytes_ok(wl__gen *g, const char *op, double bytes)
   return bytes;
 }
 
-/* Does a name end with a suffix? */
-static int ends_with(const char *s, const char *sfx)
+/* Transformer Engine's fp8 casts around a linear layer's GEMM (delayed
+ * scaling: fp8_cast_transpose_fused, bf16 read, fp8 and its transpose
+ * written, 2 + 1 + 1 bytes an element).  Forward, the GEMM's input (M x K)
+ * and weight (K x N); dgrad, the output gradient (the dgrad GEMM's M x K);
+ * wgrad runs on the transposes, the other matmuls (WL__MM) cast nothing.
+ * A standalone te.Linear (module/linear.py, as the PyTorch frameworks use
+ * it) casts all three itself, the weight in every forward.  Megatron-core's
+ * modules (te_modules) cache the fp8 weight across micro-batches
+ * (is_first_microbatch; the one cast a step is not priced), cast the input
+ * inside the norm of a LayerNormLinear / LayerNormMLP and the activation of a
+ * LayerNormMLP, and fc1's output gradient inside the activation's backward
+ * (WL__TE_IN, WL__TE_DY); the rest are kernels of their own.  WL__TE_W: a
+ * later chunk of a split GEMM, whose weight the first chunk cast. */
+static void fp8_casts(wl__gen *g, const char *name, int pass, unsigned te, double M, double N,
+                      double K, double batch)
 {
-  size_t a = strlen(s), b = strlen(sfx);
-  return a >= b && !strcmp(s + a - b, sfx);
-}
-
-/* Transformer Engine's casts around an fp8 te.Linear (delayed scaling,
- * module/linear.py): forward, fp8_cast_transpose_fused of the input (T x K)
- * and of the weight (K x N, every forward: no fp8 weight cache outside
- * Megatron), each reading bf16 and writing fp8 and its transpose (2 + 1 + 1
- * bytes an element); backward, the output gradient's cast-transpose (T x N)
- * before dgrad; wgrad uses the transposes.  Linears only: not the unfused
- * attention's batched GEMMs or the router.  M, N, K as wl__gemm's. */
-static void fp8_linear_casts(wl__gen *g, const char *name, double M, double N, double K,
-                             double batch)
-{
-  if (!g->fp8_casts || g->gemm_dtype != WL_DTYPE_FP8 || !strncmp(name, "attn.", 5) ||
-      !strncmp(name, "router", 6) || ends_with(name, ".wgrad"))
+  if (g->gemm_dtype != WL_DTYPE_FP8 || pass == WL__MM || pass == WL__WGRAD)
+    return;
+  double elems = 0;
+  if (pass == WL__FWD) {
+    if (!(g->te_modules && (te & WL__TE_IN)))
+      elems += M * K;
+    if (!g->te_modules && !(te & WL__TE_W))
+      elems += K * N;
+  } else if (!(g->te_modules && (te & WL__TE_DY)))
+    elems += M * K;
+  if (elems <= 0)
     return;
   char nm[40];
   snprintf(nm, sizeof nm, "%.31s.fp8", name);
-  double elems = ends_with(name, ".dgrad") ? M * K : M * K + K * N;
   wl__elem(g, nm, elems * batch, 4 / g->ab, 1);
 }
 
-long wl__gemm(wl__gen *g, const char *name, double M, double N, double K, double batch,
-              double conv_scale)
+long wl__gemm(wl__gen *g, const char *name, int pass, unsigned te, double M, double N, double K,
+              double batch, double conv_scale)
 {
-  fp8_linear_casts(g, name, M, N, K, batch);
+  fp8_casts(g, name, pass, te, M, N, K, batch);
   wl_op op = wl_op_compute(S_COMPUTE, -1);
   op.sub = WL_CLASS_GEMM;
   op.dtype = (uint8_t)g->gemm_dtype;
@@ -221,7 +228,7 @@ static void tp_exit(wl__gen *g, const char *name)
 void wl__col_fwd(wl__gen *g, const wl__col_gemm *c, int n)
 {
   for (int i = 0; i < n; i++)
-    wl__gemm(g, c[i].fwd, g->T, c[i].N, c[i].K, 1, c[i].scale);
+    wl__gemm(g, c[i].fwd, WL__FWD, c[i].te, g->T, c[i].N, c[i].K, 1, c[i].scale);
 }
 
 /* tp_overlap (Megatron's --tp-comm-overlap, Transformer Engine userbuffers,
@@ -266,10 +273,10 @@ static void ag_ring_chunk_wait(wl__gen *g, long r, int i)
  * chunk (the chunks still wait for their shards; only the cost is shared). */
 
 /* Emit GEMM chunk of a k-way comm-overlap split. */
-static long gemm_chunk(wl__gen *g, const char *name, double M, double N, double K, double scale,
-                       int k)
+static long gemm_chunk(wl__gen *g, const char *name, int pass, unsigned te, double M, double N,
+                       double K, double scale, int k)
 {
-  long i = wl__gemm(g, name, M, N, K, 1, scale);
+  long i = wl__gemm(g, name, pass, te, M, N, K, 1, scale);
   if (i >= 0)
     g->p->ops[i].concurrent = (uint8_t)(k < 255 ? k : 255);
   return i;
@@ -288,7 +295,8 @@ void wl__col_fwd_sp(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_nam
   for (int i = 0; i < k; i++) {
     ag_ring_chunk_wait(g, r, i);
     for (int j = 0; j < n; j++)
-      gemm_chunk(g, c[j].fwd, g->T / k, c[j].N, c[j].K, c[j].scale, k);
+      gemm_chunk(g, c[j].fwd, WL__FWD, c[j].te | (i ? WL__TE_W : 0), g->T / k, c[j].N, c[j].K,
+                 c[j].scale, k);
   }
 }
 
@@ -304,23 +312,23 @@ void wl__col_bwd(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name,
   if (tp && g->l->sp)
     ag = wl__coll_s(g, S_TP, ag_name, WL_COLL_ALLGATHER, R_TP, bytes, -1);
   for (int i = n - 1; i >= 0; i--)
-    wl__gemm(g, c[i].dgrad, g->T, c[i].K, c[i].N, 1, c[i].scale);
+    wl__gemm(g, c[i].dgrad, WL__DGRAD, c[i].te, g->T, c[i].K, c[i].N, 1, c[i].scale);
   long red = -1;
   if (tp)
     red = wl__coll_s(g, S_TP, red_name, g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP,
                      bytes, -1);
   wl__need(g, ag);
   for (int i = n - 1; i >= 0; i--)
-    wl__gemm(g, c[i].wgrad, c[i].K, c[i].N, g->T, 1, c[i].scale);
+    wl__gemm(g, c[i].wgrad, WL__WGRAD, 0, c[i].K, c[i].N, g->T, 1, c[i].scale);
   wl__need(g, red);
 }
 
 /* Row-parallel GEMM [T, K/tp] x [K/tp, h]: forward, and backward (SP: the
  * output gradient is all-gathered first, the backward of reduce-scatter). */
-void wl__row_fwd(wl__gen *g, const char *name, double Kloc, const char *red_name)
+void wl__row_fwd(wl__gen *g, const char *name, unsigned te, double Kloc, const char *red_name)
 {
   if (!g->l->tp_overlap) {
-    wl__gemm(g, name, g->T, g->h, Kloc, 1, 1);
+    wl__gemm(g, name, WL__FWD, te, g->T, g->h, Kloc, 1, 1);
     tp_exit(g, red_name);
     return;
   }
@@ -332,17 +340,18 @@ void wl__row_fwd(wl__gen *g, const char *name, double Kloc, const char *red_name
   int k = TE_PIPELINE_SPLITS;
   long rs = -1;
   for (int i = 0; i < k; i++) {
-    gemm_chunk(g, name, g->T / k, g->h, Kloc, 1, k);
+    gemm_chunk(g, name, WL__FWD, te | (i ? WL__TE_W : 0), g->T / k, g->h, Kloc, 1, k);
     rs = wl__coll_s(g, S_TP, red_name, WL_COLL_REDUCESCATTER, R_TP, g->T * g->h * g->ab / k, -1);
   }
   wl__need(g, rs);
 }
 
-void wl__row_bwd(wl__gen *g, const char *dgrad, const char *wgrad, double Kloc, const char *ag_name)
+void wl__row_bwd(wl__gen *g, const char *dgrad, const char *wgrad, unsigned te, double Kloc,
+                 const char *ag_name)
 {
   if (!g->l->tp_overlap) {
     wl__tp_enter(g, ag_name);
-    wl__gemm(g, dgrad, g->T, Kloc, g->h, 1, 1);
+    wl__gemm(g, dgrad, WL__DGRAD, te, g->T, Kloc, g->h, 1, 1);
   } else {
     /* tp_overlap: the output gradient's all-gather as a ring exchange
      * (ag_ring), dgrad chunk i on the shard received in step i - 1; wgrad
@@ -351,10 +360,10 @@ void wl__row_bwd(wl__gen *g, const char *dgrad, const char *wgrad, double Kloc, 
     long r = ag_ring(g, ag_name);
     for (int i = 0; i < k; i++) {
       ag_ring_chunk_wait(g, r, i);
-      gemm_chunk(g, dgrad, g->T / k, Kloc, g->h, 1, k);
+      gemm_chunk(g, dgrad, WL__DGRAD, te, g->T / k, Kloc, g->h, 1, k);
     }
   }
-  wl__gemm(g, wgrad, Kloc, g->h, g->T, 1, 1);
+  wl__gemm(g, wgrad, WL__WGRAD, 0, Kloc, g->h, g->T, 1, 1);
 }
 
 long wl__p2p(wl__gen *g, int stream, int kind, int role, int peer, int tag, double bytes,

@@ -33,27 +33,31 @@ static int attn_proj(const wl__gen *g, wl__col_gemm *c)
     const wl_mla *q = &m->mla;
     double qk = q->qk_nope_head_dim + q->qk_rope_head_dim;
     if (!q->q_lora_rank) { /* queries projected directly, column-parallel (DeepSeek-V2-Lite) */
-      c[0] = (wl__col_gemm){"q", "q.dgrad", "q.wgrad", a * qk / t, h, 1};
+      c[0] = (wl__col_gemm){"q", "q.dgrad", "q.wgrad", a * qk / t, h, 1, 0};
       c[1] = (wl__col_gemm){
           "kv_down", "kv_down.dgrad", "kv_down.wgrad", q->kv_lora_rank + q->qk_rope_head_dim, h,
-          1 / t};
+          1 / t,     0};
       c[2] = (wl__col_gemm){"kv_up",         "kv_up.dgrad",
                             "kv_up.wgrad",   a * (q->qk_nope_head_dim + q->v_head_dim) / t,
-                            q->kv_lora_rank, 1};
+                            q->kv_lora_rank, 1,
+                            WL__TE_IN};
       return 3;
     }
-    c[0] = (wl__col_gemm){"q_down", "q_down.dgrad", "q_down.wgrad", q->q_lora_rank, h, 1 / t};
+    c[0] = (wl__col_gemm){"q_down", "q_down.dgrad", "q_down.wgrad", q->q_lora_rank, h, 1 / t, 0};
     c[1] = (wl__col_gemm){
         "kv_down", "kv_down.dgrad", "kv_down.wgrad", q->kv_lora_rank + q->qk_rope_head_dim, h,
-        1 / t};
-    c[2] = (wl__col_gemm){"q_up", "q_up.dgrad", "q_up.wgrad", a * qk / t, q->q_lora_rank, 1};
+        1 / t,     0};
+    c[2] = (wl__col_gemm){"q_up", "q_up.dgrad", "q_up.wgrad", a * qk / t, q->q_lora_rank, 1,
+                          WL__TE_IN};
     c[3] = (wl__col_gemm){"kv_up",         "kv_up.dgrad",
                           "kv_up.wgrad",   a * (q->qk_nope_head_dim + q->v_head_dim) / t,
-                          q->kv_lora_rank, 1};
+                          q->kv_lora_rank, 1,
+                          WL__TE_IN};
     return 4;
   }
   double d = m->head_dim;
-  c[0] = (wl__col_gemm){"qkv", "qkv.dgrad", "qkv.wgrad", (a + 2.0 * m->kv_heads) * d / t, h, 1};
+  c[0] = (wl__col_gemm){"qkv",        "qkv.dgrad", "qkv.wgrad", (a + 2.0 * m->kv_heads) * d / t,
+                        h,            1,           WL__TE_IN};
   return 1;
 }
 
@@ -181,17 +185,17 @@ static void attn_unfused(wl__gen *g, int bwd)
   attn_dims(g, &a, &kv, &dqk, &dv);
   double sq = g->sl, sk = g->s, ba = g->b * a, scores = ba * sq * sk;
   if (!bwd) {
-    wl__gemm(g, "attn.qk", sq, sk, dqk, ba, 0);
+    wl__gemm(g, "attn.qk", WL__MM, 0, sq, sk, dqk, ba, 0);
     wl__elem(g, "attn.softmax", scores, 2, 5);
     wl__elem(g, "attn.dropout", scores, 2.5, 2);
-    wl__gemm(g, "attn.av", sq, dv, sk, ba, 0);
+    wl__gemm(g, "attn.av", WL__MM, 0, sq, dv, sk, ba, 0);
   } else {
-    wl__gemm(g, "attn.av.dgrad", sq, sk, dv, ba, 0);
-    wl__gemm(g, "attn.av.wgrad", sk, dv, sq, ba, 0);
+    wl__gemm(g, "attn.av.dgrad", WL__MM, 0, sq, sk, dv, ba, 0);
+    wl__gemm(g, "attn.av.wgrad", WL__MM, 0, sk, dv, sq, ba, 0);
     wl__elem(g, "attn.dropout.bwd", scores, 2.5, 1);
     wl__elem(g, "attn.softmax.bwd", scores, 3, 4);
-    wl__gemm(g, "attn.qk.dgrad", sq, dqk, sk, ba, 0);
-    wl__gemm(g, "attn.qk.wgrad", sk, dqk, sq, ba, 0);
+    wl__gemm(g, "attn.qk.dgrad", WL__MM, 0, sq, dqk, sk, ba, 0);
+    wl__gemm(g, "attn.qk.wgrad", WL__MM, 0, sk, dqk, sq, ba, 0);
   }
   double conv = (bwd ? 2 : 1) * 2 * g->b * sq * sk * a * (dqk + dv);
   g->conv_hw += conv;
@@ -284,7 +288,10 @@ static void act_fwd(wl__gen *g, const char *name, double f)
     wl__elem(g, name, g->T * act_in(g->m, f) / g->t, 1.5, 8);
 }
 
-static void mlp_fwd(wl__gen *g, double f, const char *pre)
+/* ln_mlp: the block is Megatron-core's TELayerNormMLP (the dense MLP; a
+ * shared expert runs plain TE linears): fc1's input cast in the norm, fc2's
+ * in the activation, fc1's output-gradient cast in the activation's backward */
+static void mlp_fwd(wl__gen *g, double f, const char *pre, int ln_mlp)
 {
   char n1[32], n2[32], n3[32], n4[32], n5[32];
   nm2(n1, pre, ".tp.ag");
@@ -292,13 +299,13 @@ static void mlp_fwd(wl__gen *g, double f, const char *pre)
   nm2(n3, pre, ".act");
   nm2(n4, pre, ".fc2");
   nm2(n5, pre, g->l->sp ? ".tp.rs" : ".tp.ar");
-  wl__col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1};
+  wl__col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1, ln_mlp ? WL__TE_IN | WL__TE_DY : 0};
   wl__col_fwd_sp(g, &c, 1, n1);
   act_fwd(g, n3, f);
-  wl__row_fwd(g, n4, f / g->t, n5);
+  wl__row_fwd(g, n4, ln_mlp ? WL__TE_IN : 0, f / g->t, n5);
 }
 
-static void mlp_bwd(wl__gen *g, double f, const char *pre)
+static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
 {
   char a[32], b[32], c1[32], d[32], e[32], f1[32], f2[32], f3[32];
   nm2(a, pre, ".tp.ag.bwd");
@@ -309,14 +316,14 @@ static void mlp_bwd(wl__gen *g, double f, const char *pre)
   nm2(f1, pre, g->l->sp ? ".tp.rs.dgrad" : ".tp.ar.dgrad");
   nm2(f2, pre, ".fc1.dgrad");
   nm2(f3, pre, ".fc1.wgrad");
-  wl__row_bwd(g, b, c1, f / g->t, a);
+  wl__row_bwd(g, b, c1, 0, f / g->t, a);
   if (g->l->eager && g->m->ffn_act == WL_ACT_SWIGLU) {
     /* the product's two gradients (3a each), then silu's backward (3a) */
     static const eager_k k[] = {{".mul.ga", 3, 0}, {".mul.gb", 3, 0}, {".silu", 3, 0}};
     eager_ops(g, d, g->T * f / g->t, k, 3);
   } else
     wl__elem(g, d, g->T * act_in(g->m, f) / g->t, 2.5, 12);
-  wl__col_gemm c = {"", f2, f3, act_in(g->m, f) / g->t, g->h, 1};
+  wl__col_gemm c = {"", f2, f3, act_in(g->m, f) / g->t, g->h, 1, ln_mlp ? WL__TE_IN | WL__TE_DY : 0};
   wl__col_bwd(g, &c, 1, e, f1);
 }
 
@@ -332,18 +339,18 @@ static void moe_fwd(wl__gen *g)
   double Tl = g->Tsp, et = g->etp;
   double Te = Tl * et * k * g->cf; /* tokens through this rank's experts (after the gather) */
   double Me = Te * ep / E;         /* per local expert */
-  wl__gemm(g, "router", Tl, E, g->h, 1, 1);
+  wl__gemm(g, "router", WL__MM, 0, Tl, E, g->h, 1, 1);
   wl__elem(g, "moe.permute", Tl * k * g->cf * g->h, 2, 0);
   wl__coll_c(g, "ep.dispatch", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
   wl__coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
-  wl__gemm(g, "expert.fc1", Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
+  wl__gemm(g, "expert.fc1", WL__FWD, 0, Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
   wl__elem(g, "expert.act", Te * act_in(g->m, ef) / et, 1.5, 8);
-  wl__gemm(g, "expert.fc2", Me, g->h, ef / et, E / ep, 1 / g->cf);
+  wl__gemm(g, "expert.fc2", WL__FWD, 0, Me, g->h, ef / et, E / ep, 1 / g->cf);
   wl__coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
   wl__coll_c(g, "ep.combine", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
   wl__elem(g, "moe.unpermute", Tl * k * g->cf * g->h, 2, 2);
   if (mo->shared_experts)
-    mlp_fwd(g, mo->shared_experts * ef, "shared");
+    mlp_fwd(g, mo->shared_experts * ef, "shared", 0);
 }
 
 static void moe_bwd(wl__gen *g)
@@ -354,20 +361,20 @@ static void moe_bwd(wl__gen *g)
   double Te = Tl * et * k * g->cf;
   double Me = Te * ep / E;
   if (mo->shared_experts)
-    mlp_bwd(g, mo->shared_experts * ef, "shared");
+    mlp_bwd(g, mo->shared_experts * ef, "shared", 0);
   wl__elem(g, "moe.unpermute.bwd", Tl * k * g->cf * g->h, 2, 2);
   wl__coll_c(g, "ep.combine.bwd", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
   wl__coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
-  wl__gemm(g, "expert.fc2.dgrad", Me, ef / et, g->h, E / ep, 1 / g->cf);
-  wl__gemm(g, "expert.fc2.wgrad", ef / et, g->h, Me, E / ep, 1 / g->cf);
+  wl__gemm(g, "expert.fc2.dgrad", WL__DGRAD, 0, Me, ef / et, g->h, E / ep, 1 / g->cf);
+  wl__gemm(g, "expert.fc2.wgrad", WL__WGRAD, 0, ef / et, g->h, Me, E / ep, 1 / g->cf);
   wl__elem(g, "expert.act.bwd", Te * act_in(g->m, ef) / et, 2.5, 12);
-  wl__gemm(g, "expert.fc1.dgrad", Me, g->h, act_in(g->m, ef) / et, E / ep, 1 / g->cf);
-  wl__gemm(g, "expert.fc1.wgrad", g->h, act_in(g->m, ef) / et, Me, E / ep, 1 / g->cf);
+  wl__gemm(g, "expert.fc1.dgrad", WL__DGRAD, 0, Me, g->h, act_in(g->m, ef) / et, E / ep, 1 / g->cf);
+  wl__gemm(g, "expert.fc1.wgrad", WL__WGRAD, 0, g->h, act_in(g->m, ef) / et, Me, E / ep, 1 / g->cf);
   wl__coll_c(g, "moe.tp.ag.bwd", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
   wl__coll_c(g, "ep.dispatch.bwd", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
   wl__elem(g, "moe.permute.bwd", Tl * k * g->cf * g->h, 2, 0);
-  wl__gemm(g, "router.dgrad", Tl, g->h, E, 1, 1);
-  wl__gemm(g, "router.wgrad", g->h, E, Tl, 1, 1);
+  wl__gemm(g, "router.dgrad", WL__MM, 0, Tl, g->h, E, 1, 1);
+  wl__gemm(g, "router.wgrad", WL__MM, 0, g->h, E, Tl, 1, 1);
 }
 
 /* ---- one transformer layer ------------------------------------------------------- */
@@ -389,7 +396,7 @@ void wl__layer_fwd(wl__gen *g, int layer, int c, int gi_mlp)
   rope(g, 0);
   repeat_kv(g, 0);
   attn_fwd(g);
-  wl__row_fwd(g, "proj", a * dv, g->l->sp ? "attn.tp.rs" : "attn.tp.ar");
+  wl__row_fwd(g, "proj", 0, a * dv, g->l->sp ? "attn.tp.rs" : "attn.tp.ar");
   if (m->norms_per_layer > 2)
     norm_fwd(g, "ln1.post", Tsp * h);
   wl__elem(g, "res1", Tsp * h, 3, 2);
@@ -397,7 +404,7 @@ void wl__layer_fwd(wl__gen *g, int layer, int c, int gi_mlp)
   if (wl__is_moe_layer(m, layer))
     moe_fwd(g);
   else
-    mlp_fwd(g, m->ffn_hidden, "mlp");
+    mlp_fwd(g, m->ffn_hidden, "mlp", 1);
   if (m->norms_per_layer > 2)
     norm_fwd(g, "ln2.post", Tsp * h);
   wl__elem(g, "res2", Tsp * h, 3, 2);
@@ -423,12 +430,12 @@ static void op_sac_recompute(wl__gen *g)
   norm_fwd(g, "ln1", Tsp * h);
   wl__tp_enter(g, "attn.tp.ag"); /* the QKV input, for their weight gradients */
   if (gated)
-    wl__gemm(g, "k", g->T, kv * dqk, h, 1, 1);
+    wl__gemm(g, "k", WL__FWD, WL__TE_IN, g->T, kv * dqk, h, 1, 1);
   if (m->qk_norm)
     norm_fwd(g, "qk_norm", g->T * (a + kv) * dqk);
   rope(g, 0);
   repeat_kv(g, 0);
-  wl__gemm(g, "proj", g->T, h, a * dv, 1, 1);
+  wl__gemm(g, "proj", WL__FWD, 0, g->T, h, a * dv, 1, 1);
   if (m->norms_per_layer > 2)
     norm_fwd(g, "ln1.post", Tsp * h);
   wl__elem(g, "res1", Tsp * h, 3, 2);
@@ -436,10 +443,10 @@ static void op_sac_recompute(wl__gen *g)
   double f = m->ffn_hidden;
   wl__tp_enter(g, "mlp.tp.ag"); /* fc1's (and w3's) input, for their weight gradients */
   if (gated)
-    wl__gemm(g, "mlp.fc3", g->T, f / g->t, h, 1, 1);
+    wl__gemm(g, "mlp.fc3", WL__FWD, WL__TE_IN | WL__TE_DY, g->T, f / g->t, h, 1, 1);
   act_fwd(g, "mlp.act", f);
   if (!gated)
-    wl__gemm(g, "mlp.fc2", g->T, h, f / g->t, 1, 1);
+    wl__gemm(g, "mlp.fc2", WL__FWD, WL__TE_IN, g->T, h, f / g->t, 1, 1);
   if (m->norms_per_layer > 2)
     norm_fwd(g, "ln2.post", Tsp * h);
   wl__elem(g, "res2", Tsp * h, 3, 2);
@@ -469,7 +476,7 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
   if (wl__is_moe_layer(m, layer))
     moe_bwd(g);
   else
-    mlp_bwd(g, m->ffn_hidden, "mlp");
+    mlp_bwd(g, m->ffn_hidden, "mlp", 1);
   norm_bwd(g, "ln2.bwd", Tsp * h);
   wl__group_done(g, c, gi_mlp);
   wl__elem(g, "res1.bwd", Tsp * h, 3, 1);
@@ -477,7 +484,7 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
     norm_bwd(g, "ln1.post.bwd", Tsp * h);
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
-  wl__row_bwd(g, "proj.dgrad", "proj.wgrad", a * dv, "attn.tp.ag.bwd");
+  wl__row_bwd(g, "proj.dgrad", "proj.wgrad", 0, a * dv, "attn.tp.ag.bwd");
   if (g->l->recompute == WL_RECOMPUTE_SELECTIVE) {
     g->flags = WL_OPF_RECOMPUTE;
     attn_fwd(g);
@@ -527,7 +534,7 @@ void wl__output_fwd(wl__gen *g)
   int gd = out_dtype_enter(g);
   norm_fwd(g, "out.ln", g->Tsp * g->h);
   wl__tp_enter(g, "out.tp.ag");
-  wl__col_gemm c = {"out.logits", "", "", V, g->h, 1};
+  wl__col_gemm c = {"out.logits", "", "", V, g->h, 1, 0};
   wl__col_fwd(g, &c, 1);
   g->gemm_dtype = gd;
   /* vocab-parallel cross entropy as Megatron-Core runs it unfused (the
@@ -551,7 +558,7 @@ void wl__output_bwd(wl__gen *g)
   g->ab *= 2;
   wl__elem(g, "out.loss.bwd", g->T * V, 3.5, 3);
   g->ab /= 2;
-  wl__col_gemm c = {"", "out.logits.dgrad", "out.logits.wgrad", V, g->h, 1};
+  wl__col_gemm c = {"", "out.logits.dgrad", "out.logits.wgrad", V, g->h, 1, 0};
   int gd = out_dtype_enter(g);
   wl__col_bwd(g, &c, 1, "out.tp.ag.wgrad", g->l->sp ? "out.tp.rs.dgrad" : "out.tp.ar.dgrad");
   g->gemm_dtype = gd;
