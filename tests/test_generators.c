@@ -305,6 +305,9 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
       {0, "dp_impl=fsdp,zero=3,backward_prefetch=early", 2,
        "layout 'dp_impl=fsdp,zero=3,backward_prefetch=early': key 'backward_prefetch' value "
        "'early' is unknown (known: pre, post, none)"},
+      {0, "attn_impl=fa1,flash=0", 1,
+       "layout 'attn_impl=fa1,flash=0': attn_impl=fa1 names a fused attention kernel, but "
+       "flash=0 runs attention unfused"},
       {0, "tp=2,sp=1,tp_overlap=1,recompute=op", 2,
        "layout 'tp=2,sp=1,tp_overlap=1,recompute=op': recompute=op (torchtitan's) with "
        "tp_overlap=1 (Megatron-LM's) is not a combination either framework runs"},

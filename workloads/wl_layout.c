@@ -659,6 +659,9 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
    * the model dtype. */
   if (l->dp_impl < 0)
     l->dp_impl = WL_DP_MEGATRON;
+  if (l->attn_impl >= 0 && !l->flash)
+    ERR("attn_impl=%s names a fused attention kernel, but flash=0 runs attention unfused",
+        attn_impl_names[l->attn_impl]);
   if (l->attn_impl < 0)
     l->attn_impl = attn_impl_default(l->dp_impl);
   if (l->bwd_prefetch >= 0 && l->dp_impl != WL_DP_FSDP)

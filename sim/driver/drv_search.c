@@ -686,8 +686,8 @@ int drv_search_case_opts(const char *path, drv_search_opts *o, drv_case *c, wl_m
    * FlashAttention-2: on Hopper the candidates would otherwise get cuDNN's,
    * 1.6x FlashAttention-2's speed, and beat the published layout by the
    * library), and whether it ran eager (no torch.compile) */
-  snprintf(fixed, n, "grad_dtype=%s,flash=%d,attn_impl=%s,eager=%d", wl_dtype_name(l.grad_dtype),
-           l.flash, wl_attn_impl_name(l.attn_impl), l.eager);
+  snprintf(fixed, n, "grad_dtype=%s,flash=%d%s%s,eager=%d", wl_dtype_name(l.grad_dtype), l.flash,
+           l.flash ? ",attn_impl=" : "", l.flash ? wl_attn_impl_name(l.attn_impl) : "", l.eager);
   o->model = c->name;
   o->model_spec = m;
   o->cluster = c->cluster;
