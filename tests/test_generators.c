@@ -305,6 +305,9 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
       {0, "dp_impl=fsdp,zero=3,backward_prefetch=early", 2,
        "layout 'dp_impl=fsdp,zero=3,backward_prefetch=early': key 'backward_prefetch' value "
        "'early' is unknown (known: pre, post, none)"},
+      {0, "cp=2,flash=0", 2,
+       "layout 'cp=2,flash=0': cp (2) > 1 needs flash=1 (context parallelism runs only in "
+       "fused attention: Megatron-core's unfused DotProductAttention refuses it)"},
       {0, "attn_impl=fa1,flash=0", 1,
        "layout 'attn_impl=fa1,flash=0': attn_impl=fa1 names a fused attention kernel, but "
        "flash=0 runs attention unfused"},

@@ -659,6 +659,13 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
    * the model dtype. */
   if (l->dp_impl < 0)
     l->dp_impl = WL_DP_MEGATRON;
+  /* Megatron-core's local DotProductAttention refuses context parallelism
+   * ("Context parallelism is only supported by TEDotProductAttention!"), and
+   * PyTorch's context_parallel runs ring attention in SDPA's fused kernels */
+  if (l->cp > 1 && !l->flash)
+    ERR("cp (%d) > 1 needs flash=1 (context parallelism runs only in fused attention: "
+        "Megatron-core's unfused DotProductAttention refuses it)",
+        l->cp);
   if (l->attn_impl >= 0 && !l->flash)
     ERR("attn_impl=%s names a fused attention kernel, but flash=0 runs attention unfused",
         attn_impl_names[l->attn_impl]);
