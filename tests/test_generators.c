@@ -308,6 +308,10 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
       {0, "cp=2,flash=0", 2,
        "layout 'cp=2,flash=0': cp (2) > 1 needs flash=1 (context parallelism runs only in "
        "fused attention: Megatron-core's unfused DotProductAttention refuses it)"},
+      {0, "cp=2,attn_impl=fa1", 2,
+       "layout 'cp=2,attn_impl=fa1': cp (2) > 1 with attn_impl=fa1: FlashAttention-1's kernels "
+       "have no context-parallel path (Transformer Engine's needs FlashAttention-2 or later, or "
+       "cuDNN)"},
       {0, "attn_impl=fa1,flash=0", 1,
        "layout 'attn_impl=fa1,flash=0': attn_impl=fa1 names a fused attention kernel, but "
        "flash=0 runs attention unfused"},

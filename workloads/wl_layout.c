@@ -671,6 +671,14 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
         attn_impl_names[l->attn_impl]);
   if (l->attn_impl < 0)
     l->attn_impl = attn_impl_default(l->dp_impl);
+  /* nor with FlashAttention-1's kernels: Transformer Engine's context
+   * parallelism runs FlashAttention-2 and later or cuDNN, PyTorch's SDPA's
+   * own kernels, and FlashAttention-1 (CUDA or its 2022 Triton port) has no
+   * context-parallel path */
+  if (l->cp > 1 && l->attn_impl == WL_ATTN_FA1)
+    ERR("cp (%d) > 1 with attn_impl=fa1: FlashAttention-1's kernels have no context-parallel "
+        "path (Transformer Engine's needs FlashAttention-2 or later, or cuDNN)",
+        l->cp);
   if (l->bwd_prefetch >= 0 && l->dp_impl != WL_DP_FSDP)
     ERR("backward_prefetch is PyTorch FSDP1's (dp_impl=fsdp); dp_impl is %s",
         dp_impl_names[l->dp_impl]);
