@@ -85,7 +85,7 @@ typedef struct wl__gen {
  * weight of its own or outside Transformer Engine (attention's batched GEMMs,
  * the router), or a linear layer's forward, dgrad or wgrad.  A linear's
  * te bits say which of its casts Megatron-core's modules fuse into the op
- * before them (wl__lin). */
+ * before them (fp8_casts in wl_gen_emit.c). */
 enum { WL__MM, WL__FWD, WL__DGRAD, WL__WGRAD };
 enum {
   WL__TE_IN = 1, /* forward input cast inside the preceding LayerNorm or activation */
