@@ -288,9 +288,13 @@ static void act_fwd(wl__gen *g, const char *name, double f)
     wl__elem(g, name, g->T * act_in(g->m, f) / g->t, 1.5, 8);
 }
 
+/* The casts Megatron-core's TELayerNormMLP fuses (fp8_casts in
+ * wl_gen_emit.c): fc1's input in the norm and its output gradient in the
+ * activation's backward, fc2's input in the activation */
+enum { TE_LN_FC1 = WL__TE_IN | WL__TE_DY, TE_LN_FC2 = WL__TE_IN };
+
 /* ln_mlp: the block is Megatron-core's TELayerNormMLP (the dense MLP; a
- * shared expert runs plain TE linears): fc1's input cast in the norm, fc2's
- * in the activation, fc1's output-gradient cast in the activation's backward */
+ * shared expert runs plain TE linears) */
 static void mlp_fwd(wl__gen *g, double f, const char *pre, int ln_mlp)
 {
   char n1[32], n2[32], n3[32], n4[32], n5[32];
@@ -299,10 +303,10 @@ static void mlp_fwd(wl__gen *g, double f, const char *pre, int ln_mlp)
   nm2(n3, pre, ".act");
   nm2(n4, pre, ".fc2");
   nm2(n5, pre, g->l->sp ? ".tp.rs" : ".tp.ar");
-  wl__col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1, ln_mlp ? WL__TE_IN | WL__TE_DY : 0};
+  wl__col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1, ln_mlp ? TE_LN_FC1 : 0};
   wl__col_fwd_sp(g, &c, 1, n1);
   act_fwd(g, n3, f);
-  wl__row_fwd(g, n4, ln_mlp ? WL__TE_IN : 0, f / g->t, n5);
+  wl__row_fwd(g, n4, ln_mlp ? TE_LN_FC2 : 0, f / g->t, n5);
 }
 
 static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
@@ -323,7 +327,7 @@ static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
     eager_ops(g, d, g->T * f / g->t, k, 3);
   } else
     wl__elem(g, d, g->T * act_in(g->m, f) / g->t, 2.5, 12);
-  wl__col_gemm c = {"", f2, f3, act_in(g->m, f) / g->t, g->h, 1, ln_mlp ? WL__TE_IN | WL__TE_DY : 0};
+  wl__col_gemm c = {"", f2, f3, act_in(g->m, f) / g->t, g->h, 1, ln_mlp ? TE_LN_FC1 : 0};
   wl__col_bwd(g, &c, 1, e, f1);
 }
 
@@ -443,10 +447,10 @@ static void op_sac_recompute(wl__gen *g)
   double f = m->ffn_hidden;
   wl__tp_enter(g, "mlp.tp.ag"); /* fc1's (and w3's) input, for their weight gradients */
   if (gated)
-    wl__gemm(g, "mlp.fc3", WL__FWD, WL__TE_IN | WL__TE_DY, g->T, f / g->t, h, 1, 1);
+    wl__gemm(g, "mlp.fc3", WL__FWD, TE_LN_FC1, g->T, f / g->t, h, 1, 1);
   act_fwd(g, "mlp.act", f);
   if (!gated)
-    wl__gemm(g, "mlp.fc2", WL__FWD, WL__TE_IN, g->T, h, f / g->t, 1, 1);
+    wl__gemm(g, "mlp.fc2", WL__FWD, TE_LN_FC2, g->T, h, f / g->t, 1, 1);
   if (m->norms_per_layer > 2)
     norm_fwd(g, "ln2.post", Tsp * h);
   wl__elem(g, "res2", Tsp * h, 3, 2);
