@@ -327,7 +327,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
-       "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch)"},
+       "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async)"},
       {0, "attn_impl=xformers", 1,
        "layout 'attn_impl=xformers': key 'attn_impl' value 'xformers' is unknown (known: "
        "default, cudnn, fa2, fa3, triton, fa1)"},
@@ -358,6 +358,11 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "is 0, tp is 1"},
       {0, "tp=2,sp=1,tp_overlap=2", 2,
        "layout 'tp=2,sp=1,tp_overlap=2': key 'tp_overlap' is 2 (must be 0 or 1)"},
+      {0, "tp=2,sp=1,tp_async=0", 2,
+       "layout 'tp=2,sp=1,tp_async=0': tp_async=0 needs sp=0 (Megatron-LM's sequence "
+       "parallelism always overlaps its backward all-gather and reduce-scatter with the weight "
+       "gradients)"},
+      {0, "tp_async=2", 1, "layout 'tp_async=2': key 'tp_async' is 2 (must be 0 or 1)"},
       /* uneven splits (gpt-t: 8 layers) */
       {0, "pp=2,stage_layers=3/4", 2,
        "layout 'pp=2,stage_layers=3/4': stage_layers '3/4' sums to 7 layers, the model has 8"},
@@ -1942,6 +1947,57 @@ static void test_eager__llama_elementwise_bytes_by_hand(void **state)
   wl_workload_destroy(b);
 }
 
+/* First index of an op by name in rank 0's program, -1 when none. */
+static long first_op(const wl_workload *wl, const char *name)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[0]];
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (!strcmp(wl_op_name(p, &p->ops[i]), name))
+      return (long)i;
+  return -1;
+}
+
+/* tp_async: Megatron-LM's backward TP all-reduce of a column-parallel
+ * block's input gradient (QKV, fc1, the output layer).  Default (since
+ * September 2021): issued after dgrad on the TP stream, beside wgrad.
+ * tp_async=0 (the code of the SC'21 paper): autograd runs the linear's
+ * dgrad and wgrad, then _CopyToModelParallelRegion.backward all-reduces,
+ * blocking: on the compute stream, after wgrad.  The same ops, bytes and
+ * FLOPs either way; only their order and stream differ. */
+static void test_tp_async__backward_allreduce_after_wgrad(void **state)
+{
+  (void)state;
+  wl_model g;
+  model_of(GPT_T, &g);
+  wl_layout la, ls;
+  wl_workload *a = gen(&g, "tp=2,gbs=1", 2, &la), *s = gen(&g, "tp=2,gbs=1,tp_async=0", 2, &ls);
+  assert_int_equal(la.tp_async, 1);
+  assert_int_equal(ls.tp_async, 0);
+  assert_null(strstr(la.spec, "tp_async"));
+  assert_non_null(strstr(ls.spec, ",tp_async=0"));
+  const wl_program *pa = &a->programs[a->rank_program[0]], *ps = &s->programs[s->rank_program[0]];
+  assert_int_equal(pa->num_ops, ps->num_ops);
+  static const char *const pairs[][2] = {{"mlp.tp.ar.dgrad", "mlp.fc1.wgrad"},
+                                         {"attn.tp.ar.dgrad", "qkv.wgrad"},
+                                         {"out.tp.ar.dgrad", "out.logits.wgrad"}};
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+    long ar = first_op(a, pairs[i][0]), wg = first_op(a, pairs[i][1]);
+    assert_true(ar >= 0 && wg >= 0);
+    assert_true(ar < wg);
+    assert_int_not_equal(pa->ops[ar].stream, 0);
+    ar = first_op(s, pairs[i][0]);
+    wg = first_op(s, pairs[i][1]);
+    assert_true(ar >= 0 && wg >= 0);
+    assert_true(ar > wg);
+    assert_int_equal(ps->ops[ar].stream, 0);
+    assert_int_equal(count_ops(a, 0, pairs[i][0]), count_ops(s, 0, pairs[i][0]));
+    check_rel(named_bytes(s, 0, pairs[i][0]), named_bytes(a, 0, pairs[i][0]), 0, pairs[i][0]);
+  }
+  check_rel(job_flops(s, WL_CLASS_GEMM), job_flops(a, WL_CLASS_GEMM), 0, "GEMM FLOPs");
+  wl_workload_destroy(a);
+  wl_workload_destroy(s);
+}
+
 /* Sum of the FLOPs of one rank's recomputed compute ops of a class. */
 static double recomputed_flops(const wl_workload *wl, int rank, int cls)
 {
@@ -2086,6 +2142,7 @@ int main(void)
       cmocka_unit_test(test_tp_overlap__off_is_the_default_byte_for_byte),
       cmocka_unit_test(test_tp_overlap__same_bytes_and_flops),
       cmocka_unit_test(test_tp_overlap__replays_faster_on_dgx_h100),
+      cmocka_unit_test(test_tp_async__backward_allreduce_after_wgrad),
       cmocka_unit_test(test_file__prices_every_op_as_generated),
       cmocka_unit_test(test_pipeline__nemo_405b_split_counts_embedding_and_loss),
       cmocka_unit_test(test_pipeline__layout_strings_follow_megatron),

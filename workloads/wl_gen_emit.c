@@ -302,12 +302,25 @@ void wl__col_fwd_sp(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_nam
 
 /* Backward of a column-parallel block fed by one [T, h] input: dgrad, then
  * the TP reduction of the input gradient overlapped with wgrad; with SP the
- * input is all-gathered again for wgrad (Megatron's async TP communication). */
+ * input is all-gathered again for wgrad (Megatron's async TP communication).
+ * tp_async=0 (Megatron-LM before September 2021): autograd runs the linear's
+ * whole backward, dgrad and wgrad, and then _CopyToModelParallelRegion's
+ * backward all-reduces the input gradient, blocking. */
 void wl__col_bwd(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name,
                  const char *red_name)
 {
   double bytes = g->T * g->h * g->ab;
   int tp = g->l->tp > 1;
+  if (!g->l->tp_async) { /* resolution refuses it with sp */
+    for (int i = n - 1; i >= 0; i--)
+      wl__gemm(g, c[i].dgrad, WL__DGRAD, c[i].te, g->T, c[i].K, c[i].N, 1, c[i].scale);
+    for (int i = n - 1; i >= 0; i--)
+      wl__gemm(g, c[i].wgrad, WL__WGRAD, 0, c[i].K, c[i].N, g->T, 1, c[i].scale);
+    if (tp)
+      wl__coll_c(g, red_name, WL_COLL_ALLREDUCE, R_TP, bytes);
+    (void)ag_name;
+    return;
+  }
   long ag = -1;
   if (tp && g->l->sp)
     ag = wl__coll_s(g, S_TP, ag_name, WL_COLL_ALLGATHER, R_TP, bytes, -1);

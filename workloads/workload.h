@@ -493,6 +493,11 @@ typedef struct wl_layout {
   int account_embedding, account_loss; /* Megatron's account_for_{embedding,loss}_in_
                                           pipeline_split: each counts as a layer */
   char pp_layout[WL_PP_LAYOUT_MAX]; /* Megatron's pipeline_model_parallel_layout, "" = none */
+  int tp_async;          /* 1 (default): the backward TP all-reduce of a column-parallel
+                            block's input gradient runs beside its weight gradient
+                            (Megatron-LM's async TP all-reduce, from September 2021);
+                            0: after it, blocking, as Megatron-LM ran before (-1 in a
+                            request: not given) */
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
                             overlapped with their GEMMs (needs sp) */
   int bwd_prefetch;      /* wl_bwd_prefetch: FSDP1's backward_prefetch (dp_impl=fsdp) */

@@ -685,9 +685,12 @@ int drv_search_case_opts(const char *path, drv_search_opts *o, drv_case *c, wl_m
    * and the kernel's library (MPT's FlashAttention-1 port, PyTorch SDPA's
    * FlashAttention-2: on Hopper the candidates would otherwise get cuDNN's,
    * 1.6x FlashAttention-2's speed, and beat the published layout by the
-   * library), and whether it ran eager (no torch.compile) */
-  snprintf(fixed, n, "grad_dtype=%s,flash=%d%s%s,eager=%d", wl_dtype_name(l.grad_dtype), l.flash,
-           l.flash ? ",attn_impl=" : "", l.flash ? wl_attn_impl_name(l.attn_impl) : "", l.eager);
+   * library), whether it ran eager (no torch.compile), and whether its TP
+   * backward all-reduce could overlap (tp_async=0: Megatron-LM of 2021,
+   * before sequence parallelism, so the candidates keep sp=0) */
+  snprintf(fixed, n, "grad_dtype=%s,flash=%d%s%s,eager=%d%s", wl_dtype_name(l.grad_dtype), l.flash,
+           l.flash ? ",attn_impl=" : "", l.flash ? wl_attn_impl_name(l.attn_impl) : "", l.eager,
+           l.tp_async ? "" : ",tp_async=0");
   o->model = c->name;
   o->model_spec = m;
   o->cluster = c->cluster;
