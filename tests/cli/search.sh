@@ -133,6 +133,9 @@ case_keeps() {
 case_keeps llmfoundry-h100-mpt-7b-2k-8gpu attn_impl=fa1
 # whether the run was compiled: torchtitan's eager run keeps its eager kernels
 case_keeps torchtitan-h100-llama3.1-8b eager=1
+# Megatron-LM of 2021 (SC'21): its backward TP all-reduce could not
+# overlap, and every candidate keeps that (and so no sequence parallelism)
+case_keeps sc21-gpt-7.5b tp_async=0
 
 [ $fails -eq 0 ] || exit 1
 echo "search: all checks passed"
