@@ -312,6 +312,41 @@ static void test_load__bad_files_are_named_with_the_key(void **state)
   assert_string_equal(err.msg, want);
 }
 
+/* A case's cluster file is relative to the case's folder (so the set runs
+ * from any working directory); ":NODES" stays after it; presets, absolute
+ * paths and names that are not files stay as written. */
+static void test_load__cluster_files_are_relative_to_the_case(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *cluster;
+    int in_folder; /* 1: the case's folder, then '/', then the cluster */
+  } cases[] = {
+      {"clusters/x.json", 1}, {"clusters/x.json:4", 1}, {"p.xml", 1},
+      {"dgx-a100:8", 0},      {"/abs/x.json", 0},       {"x.json:y", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    clear_dir();
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"name\": \"x\", \"model\": {}, \"layout\": \"l\", \"cluster\": \"%s\", "
+             "\"num_gpus\": 8, \"measured\": {\"tokens_per_s_per_gpu\": 4}}",
+             cases[i].cluster);
+    write_file("x.json", text);
+    drv_case *cs = NULL;
+    int n = 0;
+    st_err err = {0};
+    assert_int_equal(drv_cases_load(tmpdir, &cs, &n, &err), ST_OK);
+    assert_int_equal(n, 1);
+    char want[512];
+    snprintf(want, sizeof want, "%s%s%s", cases[i].in_folder ? tmpdir : "",
+             cases[i].in_folder ? "/" : "", cases[i].cluster);
+    assert_string_equal(cs[0].cluster, want);
+    drv_cases_free(cs, n);
+  }
+  clear_dir();
+}
+
 /* drv_validate_run_each: one queue, each job with its own compute parameters
  * (the --fit grid): job k's step is a_k / g_k + b_k for its own g_k. */
 static void test_run_each__every_job_gets_its_own_overrides(void **state)
@@ -504,7 +539,7 @@ static void test_cases__committed_models_have_their_stated_sizes(void **state)
     }
     wl_model_release(&m);
   }
-  assert_int_equal(n, 51);
+  assert_int_equal(n, 53);
   assert_int_equal(exact, 24);
   assert_int_equal(h100, 31);
   /* 16B: 15.33e9 tied is within 15 to 17; torchtitan's 8B (four runs): 7.50e9
@@ -521,6 +556,7 @@ int main(void)
       cmocka_unit_test(test_stats__even_count_median_is_mean_of_middle),
       cmocka_unit_test(test_run__failing_and_crashing_cases_are_named),
       cmocka_unit_test(test_load__bad_files_are_named_with_the_key),
+      cmocka_unit_test(test_load__cluster_files_are_relative_to_the_case),
       cmocka_unit_test(test_run_each__every_job_gets_its_own_overrides),
       cmocka_unit_test(test_loo__recovers_true_efficiency_per_group),
       cmocka_unit_test(test_select__keeps_matching_cases_in_order),

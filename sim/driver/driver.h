@@ -501,7 +501,8 @@ typedef struct drv_case {
   char *name;
   char *model_json;    /* the "model" object, as JSON text (wl_model_parse) */
   char *layout;        /* layout spec (wl_layout_parse) */
-  char *cluster;       /* NAME[:NODES], spec or XML (plat_cluster_load) */
+  char *cluster;       /* NAME[:NODES], spec or XML (plat_cluster_load); a relative
+                          file path is joined to the case file's folder */
   int num_gpus;
   double measured;     /* tokens/s per GPU */
   double measured_step_s; /* derived step time, NaN when the file has none */

@@ -24,6 +24,30 @@ static int str_key(const cJSON *root, const char *key, const char *path, char **
   return *out ? ST_OK : st_err_set(err, ST_ENOMEM, "out of memory");
 }
 
+/* A cluster spec or XML file named by a case ("clusters/x.json", with or
+ * without ":NODES") is relative to the case file's folder, so a validation
+ * set runs from any working directory; presets and absolute paths stay. */
+static int case_cluster_path(const char *path, char **cluster, st_err *err)
+{
+  const char *v = *cluster, *colon = strrchr(v, ':');
+  size_t len = strlen(v);
+  if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1))
+    len = (size_t)(colon - v);
+  int file = (len > 5 && !strncmp(v + len - 5, ".json", 5)) ||
+             (len > 4 && !strncmp(v + len - 4, ".xml", 4));
+  const char *slash = strrchr(path, '/');
+  if (!file || v[0] == '/' || !slash)
+    return ST_OK;
+  size_t dir = (size_t)(slash - path) + 1, n = dir + strlen(v) + 1;
+  char *r = malloc(n);
+  if (!r)
+    return st_err_set(err, ST_ENOMEM, "out of memory");
+  snprintf(r, n, "%.*s%s", (int)dir, path, v);
+  free(*cluster);
+  *cluster = r;
+  return ST_OK;
+}
+
 static int parse_case(const char *path, const char *text, drv_case *c, st_err *err)
 {
   cJSON *root = NULL;
@@ -39,7 +63,8 @@ static int parse_case(const char *path, const char *text, drv_case *c, st_err *e
   }
   if ((rc = str_key(root, "name", path, &c->name, err)) ||
       (rc = str_key(root, "layout", path, &c->layout, err)) ||
-      (rc = str_key(root, "cluster", path, &c->cluster, err)))
+      (rc = str_key(root, "cluster", path, &c->cluster, err)) ||
+      (rc = case_cluster_path(path, &c->cluster, err)))
     goto out;
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
   if (!model) {
