@@ -574,14 +574,14 @@ static int res_batch(wl_layout *l, int num_gpus, const wl_model *m, const res_gi
   if (l->sp && (m->seq_len / l->cp) % l->tp)
     ERR("seq_len/cp = %d/%d = %d not divisible by tp (%d) for sequence parallelism",
         m->seq_len, l->cp, m->seq_len / l->cp, l->tp);
-  /* Megatron-LM asserts sequence_parallel under --tp-comm-overlap (and turns
-   * SP off when tp == 1) */
   /* Megatron-LM's sequence parallelism overlaps its backward collectives
    * with wgrad by construction (LinearWithGradAccumulationAndAsync-
    * Communication); the synchronous backward is the code from before it */
   if (!l->tp_async && l->sp)
     ERR("tp_async=0 needs sp=0 (Megatron-LM's sequence parallelism always overlaps its "
         "backward all-gather and reduce-scatter with the weight gradients)");
+  /* Megatron-LM asserts sequence_parallel under --tp-comm-overlap (and turns
+   * SP off when tp == 1) */
   if (l->tp_overlap && !l->sp)
     ERR("tp_overlap=1 needs sp=1 and tp > 1 (Megatron-LM's --tp-comm-overlap overlaps the "
         "sequence-parallel all-gathers and reduce-scatters); sp is %d, tp is %d",
