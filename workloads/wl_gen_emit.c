@@ -311,28 +311,20 @@ void wl__col_bwd(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name,
 {
   double bytes = g->T * g->h * g->ab;
   int tp = g->l->tp > 1;
-  if (!g->l->tp_async) { /* resolution refuses it with sp */
-    for (int i = n - 1; i >= 0; i--)
-      wl__gemm(g, c[i].dgrad, WL__DGRAD, c[i].te, g->T, c[i].K, c[i].N, 1, c[i].scale);
-    for (int i = n - 1; i >= 0; i--)
-      wl__gemm(g, c[i].wgrad, WL__WGRAD, 0, c[i].K, c[i].N, g->T, 1, c[i].scale);
-    if (tp)
-      wl__coll_c(g, red_name, WL_COLL_ALLREDUCE, R_TP, bytes);
-    (void)ag_name;
-    return;
-  }
   long ag = -1;
   if (tp && g->l->sp)
     ag = wl__coll_s(g, S_TP, ag_name, WL_COLL_ALLGATHER, R_TP, bytes, -1);
   for (int i = n - 1; i >= 0; i--)
     wl__gemm(g, c[i].dgrad, WL__DGRAD, c[i].te, g->T, c[i].K, c[i].N, 1, c[i].scale);
   long red = -1;
-  if (tp)
+  if (tp && g->l->tp_async)
     red = wl__coll_s(g, S_TP, red_name, g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP,
                      bytes, -1);
   wl__need(g, ag);
   for (int i = n - 1; i >= 0; i--)
     wl__gemm(g, c[i].wgrad, WL__WGRAD, 0, c[i].K, c[i].N, g->T, 1, c[i].scale);
+  if (tp && !g->l->tp_async) /* blocking, after wgrad (resolution refuses it with sp) */
+    wl__coll_c(g, red_name, WL_COLL_ALLREDUCE, R_TP, bytes);
   wl__need(g, red);
 }
 

@@ -167,6 +167,13 @@ void wl_layout_request_init(wl_layout *l)
   l->attn_impl = l->bwd_prefetch = l->tp_async = -1;
 }
 
+void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
+{
+  snprintf(b, n, "flash=%d%s%s,eager=%d%s", l->flash, l->flash ? ",attn_impl=" : "",
+           l->flash ? wl_attn_impl_name(l->attn_impl) : "", l->eager,
+           l->tp_async ? "" : ",tp_async=0");
+}
+
 /* An integer key's value, checked, into the request. */
 static void set_int_key(wl_layout *l, int k, int v)
 {

@@ -529,6 +529,12 @@ int wl_layout_replica_microbatches(const wl_layout *l, int d);
 int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout *l, st_err *err);
 /* An empty request: every key not given. */
 void wl_layout_request_init(wl_layout *l);
+/* The keys of a resolved layout that say what software ran it rather than
+ * how it is laid out, as "flash=1,attn_impl=fa2,eager=0[,tp_async=0]": the
+ * attention kernel and its library, eager kernels, and whether the TP
+ * backward overlaps.  search --case and the balance probe carry them into
+ * the layouts they make.  Truncated to n bytes. */
+void wl_layout_software_keys(const wl_layout *l, char *b, size_t n);
 /* Apply the defaults to a request and check it against the model and the GPU
  * count: every validity rule of a layout lives here, so that parsing and an
  * enumeration of layouts agree.  Messages start "layout 'WHAT': ".  On error

@@ -41,12 +41,11 @@ static int probe_make(const wl_model *m, const wl_layout *l, int layers, int mb,
 {
   wl_model pm = *m;
   pm.layers = layers;
-  char spec[300];
-  snprintf(spec, sizeof spec,
-           "tp=%d,cp=%d,sp=%d,mbs=%d,gbs=%d,pp=1,dp=1,dtype=%s,flash=%d,recompute=%s,eager=%d%s%s%s",
-           l->tp, l->cp, l->sp, l->mbs, l->mbs * mb, wl_dtype_name(l->dtype), l->flash,
-           wl_recompute_name(l->recompute), l->eager, l->flash ? ",attn_impl=" : "",
-           l->flash ? wl_attn_impl_name(l->attn_impl) : "", l->tp_async ? "" : ",tp_async=0");
+  char spec[300], sw[96];
+  wl_layout_software_keys(l, sw, sizeof sw);
+  snprintf(spec, sizeof spec, "tp=%d,cp=%d,sp=%d,mbs=%d,gbs=%d,pp=1,dp=1,dtype=%s,recompute=%s,%s",
+           l->tp, l->cp, l->sp, l->mbs, l->mbs * mb, wl_dtype_name(l->dtype),
+           wl_recompute_name(l->recompute), sw);
   wl_layout pl;
   int rc = wl_layout_parse(spec, l->tp * l->cp, &pm, &pl, err);
   if (!rc)

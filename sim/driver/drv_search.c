@@ -688,9 +688,9 @@ int drv_search_case_opts(const char *path, drv_search_opts *o, drv_case *c, wl_m
    * library), whether it ran eager (no torch.compile), and whether its TP
    * backward all-reduce could overlap (tp_async=0: Megatron-LM of 2021,
    * before sequence parallelism, so the candidates keep sp=0) */
-  snprintf(fixed, n, "grad_dtype=%s,flash=%d%s%s,eager=%d%s", wl_dtype_name(l.grad_dtype), l.flash,
-           l.flash ? ",attn_impl=" : "", l.flash ? wl_attn_impl_name(l.attn_impl) : "", l.eager,
-           l.tp_async ? "" : ",tp_async=0");
+  char sw[96];
+  wl_layout_software_keys(&l, sw, sizeof sw);
+  snprintf(fixed, n, "grad_dtype=%s,%s", wl_dtype_name(l.grad_dtype), sw);
   o->model = c->name;
   o->model_spec = m;
   o->cluster = c->cluster;
