@@ -310,6 +310,10 @@ typedef struct plat_compute_params {
   double launch_s;         /* per-kernel overhead (launch gap, prologue) */
   double overlap_slowdown; /* compute runs (1 + this) slower while a transfer of the same
                               GPU is running (communication kernels take SMs and HBM) */
+  double unfused_fwd, unfused_bwd; /* an unfused attention core's GEMMs and softmax
+                              (WL_OPF_UNFUSED) take this times their roofline, forward and
+                              backward: the published measurement of Megatron-LM's
+                              implementation against the model; 0 = 1 */
 } plat_compute_params;
 
 /* Published fused-attention rates (platforms/attention.c): FLOP/s of the
@@ -359,6 +363,7 @@ typedef struct plat_compute_detail {
   int bound;         /* plat_bound */
   long tiles, waves; /* GEMM: output tiles (x splits) and waves over the SMs; else 0 */
   int tile_m, tile_n, split_k; /* GEMM: the tile chosen and its K split */
+  double unfused;    /* the unfused-attention factor on max(math, memory); 1 for other ops */
 } plat_compute_detail;
 
 /* Time in seconds of a compute op on the device: its given duration when it
@@ -366,7 +371,8 @@ typedef struct plat_compute_detail {
  *   GEMM        waves x tile time, tile time = 2 tm tn (k + k_overhead) / (SM peak x gemm_eff)
  *   attention   flops / (peak x attn_eff x f(seq) x g(head dim) [x bwd ratio]), causal waste
  *   elementwise, optimizer, comm kernel: bytes / (HBM x mem_eff), flops at the fp32 peak
- *   each with max(math, memory) + launch_s. */
+ *   each with max(math, memory) + launch_s; an unfused attention core's GEMMs
+ *   and softmax (WL_OPF_UNFUSED) with max(math, memory) x unfused_fwd or _bwd. */
 double plat_compute_time(const plat_device *d, const wl_op *op);
 double plat_compute_time_with(const plat_compute_params *p, const plat_device *d,
                               const wl_op *op);

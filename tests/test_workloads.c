@@ -240,7 +240,7 @@ static wl_workload *build_everything(void)
   op.concurrent = 3;
   op.dtype = WL_DTYPE_FP32;
   op.phase = WL_PHASE_FORWARD;
-  op.flags = WL_OPF_RECOMPUTE;
+  op.flags = WL_OPF_RECOMPUTE | WL_OPF_UNFUSED; /* an unfused attention GEMM, forward */
   op.name = wl_program_string(p, "gemm \"quoted\"");
   wl_program_append(p, &op, NULL, 0);
   op = wl_op_compute(1, -1); /* causal attention: the mask travels with the op */
@@ -252,6 +252,7 @@ static wl_workload *build_everything(void)
   wl_program_append(p, &op, NULL, 0);
   op = wl_op_compute(2, -0.0); /* -0 is a given duration of zero, kept bit for bit */
   op.sub = WL_CLASS_ELEMENTWISE;
+  op.flags = WL_OPF_UNFUSED | WL_OPF_BWD; /* an unfused attention softmax, backward */
   wl_program_append(p, &op, NULL, 0);
   op = wl_op_compute(1, -1);
   op.bytes = 5e-324; /* smallest subnormal */
@@ -1818,6 +1819,10 @@ static const bad_doc bad_docs[] = {
      "programs[0].ops[0]: key 'causal' does not apply to a 'coll' op"},
     {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'attention','attn_impl':'xformers'}") RMAP "}",
      "programs[0].ops[0]: 'attn_impl' is 'xformers', expected one of default, cudnn, fa2, fa3, triton, fa1"},
+    {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'gemm','unfused_attn':'both'}") RMAP "}",
+     "programs[0].ops[0]: 'unfused_attn' is 'both', expected one of forward, backward"},
+    {HEAD COMMS PROG("{'op':'send','peer':1,'bytes':1,'unfused_attn':'forward'}") RMAP "}",
+     "programs[0].ops[0]: key 'unfused_attn' does not apply to a 'send' op"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduc','role':'tp'}") RMAP "}",
      "programs[0].ops[0]: 'coll' is 'allreduc', expected one of allreduce, allgather, "
      "reducescatter, broadcast, reduce, alltoall, barrier, shift"},

@@ -178,25 +178,36 @@ static long attn_kernel(wl__gen *g, const char *name, double sq, double sk, doub
  * attention): batched GEMMs over the full s x s score matrix, the fused
  * scale-mask-softmax and the attention dropout as memory-bound passes over
  * it; backward runs the four gradient GEMMs and both passes' backward.
- * Convention FLOPs as for the fused kernel. */
+ * Convention FLOPs as for the fused kernel.  The GEMMs and the softmax carry
+ * WL_OPF_UNFUSED (and WL_OPF_BWD backward): the compute model prices them at
+ * the published measurement of this implementation (platforms/compute.c,
+ * "unfused attention"); the dropout, which that measurement finds at its
+ * roofline, does not. */
 static void attn_unfused(wl__gen *g, int bwd)
 {
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
   double sq = g->sl, sk = g->s, ba = g->b * a, scores = ba * sq * sk;
+  uint16_t plain = g->flags, unf = (uint16_t)(plain | WL_OPF_UNFUSED | (bwd ? WL_OPF_BWD : 0));
+  g->flags = unf;
   if (!bwd) {
     wl__gemm(g, "attn.qk", WL__MM, 0, sq, sk, dqk, ba, 0);
     wl__elem(g, "attn.softmax", scores, 2, 5);
+    g->flags = plain;
     wl__elem(g, "attn.dropout", scores, 2.5, 2);
+    g->flags = unf;
     wl__gemm(g, "attn.av", WL__MM, 0, sq, dv, sk, ba, 0);
   } else {
     wl__gemm(g, "attn.av.dgrad", WL__MM, 0, sq, sk, dv, ba, 0);
     wl__gemm(g, "attn.av.wgrad", WL__MM, 0, sk, dv, sq, ba, 0);
+    g->flags = plain;
     wl__elem(g, "attn.dropout.bwd", scores, 2.5, 1);
+    g->flags = unf;
     wl__elem(g, "attn.softmax.bwd", scores, 3, 4);
     wl__gemm(g, "attn.qk.dgrad", WL__MM, 0, sq, dqk, sk, ba, 0);
     wl__gemm(g, "attn.qk.wgrad", WL__MM, 0, sk, dqk, sq, ba, 0);
   }
+  g->flags = plain;
   double conv = (bwd ? 2 : 1) * 2 * g->b * sq * sk * a * (dqk + dv);
   g->conv_hw += conv;
   if (!(g->flags & WL_OPF_RECOMPUTE))

@@ -208,6 +208,11 @@ static void w_op_compute(wr *w, const wl_op *o)
     w_key(w, "attn_impl");
     w_quoted(w, wl_attn_impl_name(wl_op_attn_impl(o)));
   }
+  if (o->flags & WL_OPF_UNFUSED) {
+    w_sep(w);
+    w_key(w, "unfused_attn");
+    w_quoted(w, wl_unfused_pass_name((o->flags & WL_OPF_BWD) != 0));
+  }
 }
 
 /* The keys of a collective, send or receive after those every op has. */

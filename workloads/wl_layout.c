@@ -151,6 +151,10 @@ static int lookup(const char *const *names, int n, const char *v)
 
 int wl_attn_impl_from_name(const char *s) { return lookup(attn_impl_names, WL_ATTN_COUNT, s); }
 
+static const char *const unfused_pass_names[2] = {"forward", "backward"};
+const char *wl_unfused_pass_name(int bwd) { return unfused_pass_names[bwd != 0]; }
+int wl_unfused_pass_from_name(const char *s) { return lookup(unfused_pass_names, 2, s); }
+
 static int lookup_key(const char *name)
 {
   int k = lookup(key_names, K_COUNT, name);

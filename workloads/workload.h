@@ -159,6 +159,10 @@ enum {
   WL_OPF_ATTN_SHIFT = 4,      /* COMPUTE (attention): bits 4-6 hold the wl_attn_impl that
                                  runs the kernel (0: the device's default library) */
   WL_OPF_ATTN_MASK = 7u << 4,
+  WL_OPF_UNFUSED = 1u << 7,   /* COMPUTE: a kernel of an unfused attention core (its
+                                 batched GEMMs and softmax, not its dropout), priced
+                                 at the compute model's measured factor for its pass */
+  WL_OPF_BWD = 1u << 8,       /* COMPUTE (with WL_OPF_UNFUSED): a backward kernel */
 };
 
 /* Which fused-attention kernel library runs an attention op (layout key
@@ -192,6 +196,10 @@ static inline uint16_t wl_flags_with_attn(uint16_t flags, int impl)
 /* "default", "cudnn", "fa2", "fa3", "triton", "fa1"; from a name, or -1. */
 const char *wl_attn_impl_name(int a);
 int wl_attn_impl_from_name(const char *s);
+/* The pass of an unfused attention kernel (op key "unfused_attn",
+ * WL_OPF_UNFUSED): 0 "forward", 1 "backward"; from a name, or -1. */
+const char *wl_unfused_pass_name(int bwd);
+int wl_unfused_pass_from_name(const char *s);
 
 /* FLOPs an Adam step counts per parameter (the generator's optimizer ops):
  * a host optimizer op's parameters are its flops / this. */
