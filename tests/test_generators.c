@@ -27,6 +27,7 @@
 #include "sim.h"
 #include "sim_fork.h"
 #include "workload.h"
+#include "wl_emit_int.h" /* R_TP */
 #include "wl_gen_int.h" /* wl__schedule, wl__peak_alive */
 
 /* GPT-style test model (gelu, biases, LayerNorm, tied embeddings). */
@@ -327,7 +328,8 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
-       "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async)"},
+       "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
+       "pp_scatter)"},
       {0, "attn_impl=xformers", 1,
        "layout 'attn_impl=xformers': key 'attn_impl' value 'xformers' is unknown (known: "
        "default, cudnn, fa2, fa3, triton, fa1)"},
@@ -363,6 +365,10 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "parallelism always overlaps its backward all-gather and reduce-scatter with the weight "
        "gradients)"},
       {0, "tp_async=2", 1, "layout 'tp_async=2': key 'tp_async' is 2 (must be 0 or 1)"},
+      {0, "tp=2,pp=2,sp=1,pp_scatter=1", 4,
+       "layout 'tp=2,pp=2,sp=1,pp_scatter=1': pp_scatter=1 needs sp=0 (under sequence "
+       "parallelism the pipeline's tensors are already split across the TP group)"},
+      {0, "pp_scatter=2", 1, "layout 'pp_scatter=2': key 'pp_scatter' is 2 (must be 0 or 1)"},
       /* uneven splits (gpt-t: 8 layers) */
       {0, "pp=2,stage_layers=3/4", 2,
        "layout 'pp=2,stage_layers=3/4': stage_layers '3/4' sums to 7 layers, the model has 8"},
@@ -1998,6 +2004,72 @@ static void test_tp_async__backward_allreduce_after_wgrad(void **state)
   wl_workload_destroy(s);
 }
 
+/* pp_scatter: Megatron-LM's scatter/gather of pipeline tensors (2021-02 to
+ * 2023-03, without SP).  Each of a stage's tp ranks sends 1/tp of the
+ * [s, b, h] tensor to its peer of the next (previous) stage, and the
+ * receiver all-gathers the whole tensor over its TP group before the unit
+ * that uses it.  By hand for gpt-t (s 1,024, h 1,024), mbs 2, bf16: a whole
+ * tensor is 1024 x 2 x 1024 x 2 = 4 MiB, a piece 2 MiB at tp = 2; with
+ * tp = 1 nothing changes. */
+static void test_pp_scatter__pieces_sent_then_gathered(void **state)
+{
+  (void)state;
+  wl_model g;
+  model_of(GPT_T, &g);
+  wl_layout la, ls;
+  wl_workload *a = gen(&g, "tp=2,pp=2,mbs=2,gbs=8", 4, &la),
+              *s = gen(&g, "tp=2,pp=2,mbs=2,gbs=8,pp_scatter=1", 4, &ls);
+  assert_int_equal(la.pp_scatter, 0);
+  assert_int_equal(ls.pp_scatter, 1);
+  assert_null(strstr(la.spec, "pp_scatter"));
+  assert_non_null(strstr(ls.spec, ",pp_scatter=1"));
+  const double whole = 1024.0 * 2 * 1024 * 2;
+  int m = 4; /* micro-batches: 8 / (2 x dp 1) */
+  /* stage 0 is ranks 0-1, stage 1 ranks 2-3 (tp fastest) */
+  for (int r = 0; r < 4; r++) {
+    int first = r < 2;
+    const char *send = first ? "pp.send.act" : "pp.send.grad";
+    const char *recv = first ? "pp.recv.grad" : "pp.recv.act";
+    const char *gather = first ? "pp.recv.grad.ag" : "pp.recv.act.ag";
+    assert_int_equal(count_ops(a, r, send), m);
+    assert_int_equal(count_ops(s, r, send), m);
+    check_rel(named_bytes(a, r, send), m * whole, 0, "whole tensors sent");
+    check_rel(named_bytes(s, r, send), m * whole / 2, 0, "pieces sent");
+    check_rel(named_bytes(s, r, recv), m * whole / 2, 0, "pieces received");
+    assert_int_equal(count_ops(a, r, gather), 0);
+    assert_int_equal(count_ops(s, r, gather), m);
+    check_rel(named_bytes(s, r, gather), m * whole, 0, "whole tensors gathered");
+    /* each gather is a TP all-gather on the compute stream, after its receive */
+    const wl_program *p = &s->programs[s->rank_program[r]];
+    for (size_t i = 0; i < p->num_ops; i++) {
+      const wl_op *o = &p->ops[i];
+      if (strcmp(wl_op_name(p, o), gather))
+        continue;
+      assert_int_equal(o->kind, WL_OP_COLL);
+      assert_int_equal(o->sub, WL_COLL_ALLGATHER);
+      assert_int_equal(o->role, R_TP);
+      assert_int_equal(o->stream, 0);
+      int waits_recv = 0;
+      for (uint32_t w = 0; w < o->wait_count; w++) {
+        const wl_op *x = &p->ops[p->waits[o->wait_first + w]];
+        waits_recv |= x->kind == WL_OP_RECV && !strcmp(wl_op_name(p, x), recv);
+      }
+      assert_true(waits_recv);
+    }
+  }
+  check_rel(job_flops(s, WL_CLASS_GEMM), job_flops(a, WL_CLASS_GEMM), 0, "GEMM FLOPs");
+  wl_workload_destroy(a);
+  wl_workload_destroy(s);
+  /* tp = 1: one rank per stage sends the whole tensor either way */
+  a = gen(&g, "tp=1,pp=2,mbs=2,gbs=8", 2, NULL);
+  s = gen(&g, "tp=1,pp=2,mbs=2,gbs=8,pp_scatter=1", 2, NULL);
+  check_rel(named_bytes(s, 0, "pp.send.act"), named_bytes(a, 0, "pp.send.act"), 0, "tp=1");
+  assert_int_equal(count_ops(s, 1, "pp.recv.act.ag"), 0);
+  assert_int_equal(a->programs[a->rank_program[1]].num_ops, s->programs[s->rank_program[1]].num_ops);
+  wl_workload_destroy(a);
+  wl_workload_destroy(s);
+}
+
 /* Sum of the FLOPs of one rank's recomputed compute ops of a class. */
 static double recomputed_flops(const wl_workload *wl, int rank, int cls)
 {
@@ -2143,6 +2215,7 @@ int main(void)
       cmocka_unit_test(test_tp_overlap__same_bytes_and_flops),
       cmocka_unit_test(test_tp_overlap__replays_faster_on_dgx_h100),
       cmocka_unit_test(test_tp_async__backward_allreduce_after_wgrad),
+      cmocka_unit_test(test_pp_scatter__pieces_sent_then_gathered),
       cmocka_unit_test(test_file__prices_every_op_as_generated),
       cmocka_unit_test(test_pipeline__nemo_405b_split_counts_embedding_and_loss),
       cmocka_unit_test(test_pipeline__layout_strings_follow_megatron),

@@ -337,18 +337,30 @@ static int stage_units(wl__gen *g)
     return -1;
   int last_vs = p * v - 1;
   double act = g->Tsp * g->h * g->ab; /* p2p tensor: [s/cp(/tp with SP), b, h] */
+  /* pp_scatter (Megatron-LM 2021-2023, without SP): each TP rank sends its
+   * 1/tp of the tensor, and the receiver all-gathers it over the TP group
+   * before using it (p2p_communication._communicate: split_tensor_into_1d_
+   * equal_chunks, then gather_split_1d_tensor) */
+  int split = l->pp_scatter && l->tp > 1;
+  double sent = split ? act / l->tp : act;
   long prev_send = -1;
   for (int k = 0; k < nu; k++) {
     int c = u[k].chunk, mb = u[k].mb, vs = c * p + s;
     int fwd = u[k].fwd;
     g->phase = fwd ? WL_PHASE_FORWARD : WL_PHASE_BACKWARD;
     /* this unit's input */
-    if (fwd && vs > 0)
+    if (fwd && vs > 0) {
       wl__need(
-          g, wl__p2p(g, S_PPR, WL_OP_RECV, R_PPP, 0, pp_tag(l, mb, vs, 0), act, "pp.recv.act", -1));
-    if (!fwd && vs < last_vs)
-      wl__need(g, wl__p2p(g, S_PPR, WL_OP_RECV, R_PPN, 1, pp_tag(l, mb, vs, 1), act, "pp.recv.grad",
-                          -1));
+          g, wl__p2p(g, S_PPR, WL_OP_RECV, R_PPP, 0, pp_tag(l, mb, vs, 0), sent, "pp.recv.act", -1));
+      if (split)
+        wl__coll_c(g, "pp.recv.act.ag", WL_COLL_ALLGATHER, R_TP, act);
+    }
+    if (!fwd && vs < last_vs) {
+      wl__need(g, wl__p2p(g, S_PPR, WL_OP_RECV, R_PPN, 1, pp_tag(l, mb, vs, 1), sent,
+                          "pp.recv.grad", -1));
+      if (split)
+        wl__coll_c(g, "pp.recv.grad.ag", WL_COLL_ALLGATHER, R_TP, act);
+    }
     /* 1F1B/GPipe: Megatron waits for the send too; interleaved: the sends
      * overlap (combined/overlapped p2p), or the ring of stages would wait on
      * itself */
@@ -364,7 +376,7 @@ static int stage_units(wl__gen *g)
       unit_fwd(g, c);
       g->param_wait = 0;
       prev_send = vs < last_vs ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPN, 1, pp_tag(l, mb, vs + 1, 0),
-                                         act, "pp.send.act", -1)
+                                         sent, "pp.send.act", -1)
                                : -1;
     } else {
       int last_bwd = 1;
@@ -374,7 +386,7 @@ static int stage_units(wl__gen *g)
       g->grad_sync = last_bwd;
       unit_bwd(g, c);
       g->grad_sync = 0;
-      prev_send = vs > 0 ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPP, 0, pp_tag(l, mb, vs - 1, 1), act,
+      prev_send = vs > 0 ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPP, 0, pp_tag(l, mb, vs - 1, 1), sent,
                                    "pp.send.grad", -1)
                          : -1;
     }

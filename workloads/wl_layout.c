@@ -85,7 +85,8 @@ enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
-  K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_COUNT
+  K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
+  K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -93,7 +94,7 @@ static const char *const key_names[K_COUNT] = {
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
-    "attn_impl", "eager", "backward_prefetch", "tp_async"};
+    "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -168,14 +169,14 @@ void wl_layout_request_init(wl_layout *l)
 {
   memset(l, 0, sizeof *l);
   l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = l->offload = -1;
-  l->attn_impl = l->bwd_prefetch = l->tp_async = -1;
+  l->attn_impl = l->bwd_prefetch = l->tp_async = l->pp_scatter = -1;
 }
 
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
 {
-  snprintf(b, n, "flash=%d%s%s,eager=%d%s", l->flash, l->flash ? ",attn_impl=" : "",
+  snprintf(b, n, "flash=%d%s%s,eager=%d%s%s", l->flash, l->flash ? ",attn_impl=" : "",
            l->flash ? wl_attn_impl_name(l->attn_impl) : "", l->eager,
-           l->tp_async ? "" : ",tp_async=0");
+           l->tp_async ? "" : ",tp_async=0", l->pp_scatter ? ",pp_scatter=1" : "");
 }
 
 /* An integer key's value, checked, into the request. */
@@ -203,6 +204,7 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_ACCOUNT_LOSS: l->account_loss = v; break;
   case K_EAGER: l->eager = v; break;
   case K_TP_ASYNC: l->tp_async = v; break;
+  case K_PP_SCATTER: l->pp_scatter = v; break;
   default: break;
   }
 }
@@ -370,7 +372,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       ERR("key '%s' value '%s' is not a non-negative integer", key, val);
     int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH ||
                   k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS || k == K_EAGER ||
-                  k == K_TP_ASYNC;
+                  k == K_TP_ASYNC || k == K_PP_SCATTER;
     if (!boolean && k != K_ZERO && iv < 1) {
       if (k == K_FIRST || k == K_LAST)
         ERR("first_stage_layers/last_stage_layers must be >= 1");
@@ -419,6 +421,8 @@ static int res_sizes(wl_layout *l, int num_gpus, const wl_model *m, const res_gi
     l->flash = 1;
   if (l->tp_async < 0)
     l->tp_async = 1;
+  if (l->pp_scatter < 0)
+    l->pp_scatter = 0;
   if (l->first_stage_layers < 0 || l->last_stage_layers < 0)
     ERR("first_stage_layers/last_stage_layers must be >= 1");
   long tpc = (long)l->tp * l->pp * l->cp;
@@ -591,6 +595,11 @@ static int res_batch(wl_layout *l, int num_gpus, const wl_model *m, const res_gi
   if (!l->tp_async && l->sp)
     ERR("tp_async=0 needs sp=0 (Megatron-LM's sequence parallelism always overlaps its "
         "backward all-gather and reduce-scatter with the weight gradients)");
+  /* Megatron-LM turned its scatter/gather of pipeline tensors off under
+   * sequence parallelism, whose tensors are already split */
+  if (l->pp_scatter && l->sp)
+    ERR("pp_scatter=1 needs sp=0 (under sequence parallelism the pipeline's tensors are "
+        "already split across the TP group)");
   /* Megatron-LM asserts sequence_parallel under --tp-comm-overlap (and turns
    * SP off when tp == 1) */
   if (l->tp_overlap && !l->sp)
@@ -778,6 +787,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",eager=1");
   if (!l->tp_async)
     st_buf_printf(&b, ",tp_async=0");
+  if (l->pp_scatter)
+    st_buf_printf(&b, ",pp_scatter=1");
   if (l->etp != l->tp)
     st_buf_printf(&b, ",etp=%d", l->etp);
   if (l->account_embedding)

@@ -506,6 +506,11 @@ typedef struct wl_layout {
                             (Megatron-LM's async TP all-reduce, from September 2021);
                             0: after it, blocking, as Megatron-LM ran before (-1 in a
                             request: not given) */
+  int pp_scatter;        /* 1: each TP rank sends 1/tp of a pipeline tensor and the
+                            receiver all-gathers it over the TP group (Megatron-LM's
+                            scatter_gather_tensors_in_pipeline, February 2021 to March
+                            2023, not under SP); 0 (default): whole tensors, as
+                            Megatron-core sends them (-1 in a request: not given) */
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
                             overlapped with their GEMMs (needs sp) */
   int bwd_prefetch;      /* wl_bwd_prefetch: FSDP1's backward_prefetch (dp_impl=fsdp) */
@@ -538,9 +543,9 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
 /* An empty request: every key not given. */
 void wl_layout_request_init(wl_layout *l);
 /* The keys of a resolved layout that say what software ran it rather than
- * how it is laid out, as "flash=1,attn_impl=fa2,eager=0[,tp_async=0]": the
- * attention kernel and its library, eager kernels, and whether the TP
- * backward overlaps.  search --case and the balance probe carry them into
+ * how it is laid out, as "flash=1,attn_impl=fa2,eager=0[,tp_async=0][,pp_scatter=1]":
+ * the attention kernel and its library, eager kernels, whether the TP
+ * backward overlaps and whether pipeline tensors travel split.  search --case and the balance probe carry them into
  * the layouts they make.  Truncated to n bytes. */
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n);
 /* Apply the defaults to a request and check it against the model and the GPU

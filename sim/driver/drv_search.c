@@ -687,7 +687,8 @@ int drv_search_case_opts(const char *path, drv_search_opts *o, drv_case *c, wl_m
    * 1.6x FlashAttention-2's speed, and beat the published layout by the
    * library), whether it ran eager (no torch.compile), and whether its TP
    * backward all-reduce could overlap (tp_async=0: Megatron-LM of 2021,
-   * before sequence parallelism, so the candidates keep sp=0) */
+   * before sequence parallelism, so the candidates keep sp=0) and whether
+   * its pipeline tensors travelled split (pp_scatter=1, likewise sp=0) */
   char sw[96];
   wl_layout_software_keys(&l, sw, sizeof sw);
   snprintf(fixed, n, "grad_dtype=%s,%s", wl_dtype_name(l.grad_dtype), sw);

@@ -136,6 +136,8 @@ case_keeps torchtitan-h100-llama3.1-8b eager=1
 # Megatron-LM of 2021 (SC'21): its backward TP all-reduce could not
 # overlap, and every candidate keeps that (and so no sequence parallelism)
 case_keeps sc21-gpt-7.5b tp_async=0
+# and its pipeline tensors travelled split across the TP ranks
+case_keeps sc21-gpt-7.5b pp_scatter=1
 
 [ $fails -eq 0 ] || exit 1
 echo "search: all checks passed"
