@@ -2070,6 +2070,44 @@ static void test_pp_scatter__pieces_sent_then_gathered(void **state)
   wl_workload_destroy(s);
 }
 
+/* The optimizer step's bytes per parameter of the shard (its flops are 12
+ * per parameter).  Megatron's mixed-precision optimizers, by hand from
+ * their step(): fp16 (SC'21): .float() copy of the fp16 gradients 2 + 4,
+ * unscale and check 4 + 4, norm 4, Adam 28, copy back 4 + 2 = 52; bf16
+ * with fp32 gradients (the default): no copy, no unscale: 38, per shard
+ * parameter with the distributed optimizer too.  FSDP2 keeps the plain
+ * step: bf16 gradient 2, master, m and v read and written 24, weight 2 =
+ * 28. */
+static double optimizer_bytes_per_param(const wl_workload *wl)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[0]];
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (p->ops[i].kind == WL_OP_COMPUTE && p->ops[i].sub == WL_CLASS_OPTIMIZER)
+      return p->ops[i].bytes / (p->ops[i].flops / 12);
+  fail();
+  return 0;
+}
+
+static void test_optimizer__megatron_passes_per_parameter(void **state)
+{
+  (void)state;
+  wl_model g;
+  model_of(GPT_T, &g);
+  static const struct {
+    const char *spec;
+    int gpus;
+    double bytes;
+  } cases[] = {{"dtype=fp16,gbs=1", 1, 52},
+               {"dtype=bf16,gbs=1", 1, 38},
+               {"dtype=bf16,dp=2,zero=1,gbs=2", 2, 38},
+               {"dtype=bf16,dp=2,zero=3,dp_impl=fsdp2,gbs=2", 2, 28}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_workload *wl = gen(&g, cases[i].spec, cases[i].gpus, NULL);
+    check_rel(optimizer_bytes_per_param(wl), cases[i].bytes, 1e-12, cases[i].spec);
+    wl_workload_destroy(wl);
+  }
+}
+
 /* Sum of the FLOPs of one rank's recomputed compute ops of a class. */
 static double recomputed_flops(const wl_workload *wl, int rank, int cls)
 {
@@ -2216,6 +2254,7 @@ int main(void)
       cmocka_unit_test(test_tp_overlap__replays_faster_on_dgx_h100),
       cmocka_unit_test(test_tp_async__backward_allreduce_after_wgrad),
       cmocka_unit_test(test_pp_scatter__pieces_sent_then_gathered),
+      cmocka_unit_test(test_optimizer__megatron_passes_per_parameter),
       cmocka_unit_test(test_file__prices_every_op_as_generated),
       cmocka_unit_test(test_pipeline__nemo_405b_split_counts_embedding_and_loss),
       cmocka_unit_test(test_pipeline__layout_strings_follow_megatron),

@@ -442,6 +442,34 @@ static void finalize_grads(wl__gen *g)
                (double)wl__vocab_padded(g->m, l->tp) / l->tp * g->h * g->gb);
 }
 
+/* HBM bytes the optimizer step moves per parameter of the shard.
+ * Megatron's mixed-precision optimizers (Float16OptimizerWithFloat16Params,
+ * DistributedOptimizer: step()) make these passes over the fp32 state:
+ *   copy the model gradients to fp32 main gradients, `.float()`: read gb,
+ *     write 4 (none when the gradients are fp32 already: an alias);
+ *   with fp16's loss scaler, unscale and check for inf/nan
+ *     (_amp_foreach_non_finite_check_and_unscale_): read 4, write 4;
+ *   the gradient norm for clipping (multi_tensor_l2norm; clip_grad 1.0 is
+ *     the default): read 4;
+ *   Adam (FusedAdam): read param, grad, m, v, write param, m, v: 28;
+ *   copy the fp32 params to the model's (multi_tensor_scale): read 4,
+ *     write pb.
+ * 52 bytes for fp16 (SC'21), 38 for bf16 with fp32 gradients.  The PyTorch
+ * frameworks (dp_impl fsdp, fsdp2, deepspeed) keep the plain step: read the
+ * gradient, read and write the fp32 master, m and v, write the weight. */
+static double optimizer_bytes_per_param(const wl__gen *g)
+{
+  const wl_layout *l = g->l;
+  if (l->dp_impl != WL_DP_MEGATRON)
+    return g->gb + 24 + g->pb;
+  double b = 28 + 4 + 4 + g->pb; /* Adam, the norm, the copy back */
+  if (g->gb != 4)
+    b += g->gb + 4; /* the fp32 copy of the gradients */
+  if (l->dtype == WL_DTYPE_FP16)
+    b += 8; /* unscale and check */
+  return b;
+}
+
 /* The optimizer step over this rank's shard, then (distributed optimizer
  * without overlap) the parameter all-gather. */
 static void optimizer_step(wl__gen *g)
@@ -463,8 +491,7 @@ static void optimizer_step(wl__gen *g)
     op.sub = WL_CLASS_OPTIMIZER;
     op.dtype = WL_DTYPE_FP32;
     op.flops = 12 * shard;
-    /* read grad, read+write fp32 master, m, v; write the model-dtype weight */
-    op.bytes = shard * (g->gb + 24 + g->pb);
+    op.bytes = shard * optimizer_bytes_per_param(g);
     op.name = wl__nm(g, "optimizer.adam");
     long step = wl__put_c(g, op);
     if (l->offload & WL_OFFLOAD_PARAMS)
