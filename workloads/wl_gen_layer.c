@@ -188,26 +188,24 @@ static void attn_unfused(wl__gen *g, int bwd)
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
   double sq = g->sl, sk = g->s, ba = g->b * a, scores = ba * sq * sk;
-  uint16_t plain = g->flags, unf = (uint16_t)(plain | WL_OPF_UNFUSED | (bwd ? WL_OPF_BWD : 0));
-  g->flags = unf;
+  long unf[5]; /* the ops priced at the measured factor */
+  int n = 0;
   if (!bwd) {
-    wl__gemm(g, "attn.qk", WL__MM, 0, sq, sk, dqk, ba, 0);
-    wl__elem(g, "attn.softmax", scores, 2, 5);
-    g->flags = plain;
+    unf[n++] = wl__gemm(g, "attn.qk", WL__MM, 0, sq, sk, dqk, ba, 0);
+    unf[n++] = wl__elem(g, "attn.softmax", scores, 2, 5);
     wl__elem(g, "attn.dropout", scores, 2.5, 2);
-    g->flags = unf;
-    wl__gemm(g, "attn.av", WL__MM, 0, sq, dv, sk, ba, 0);
+    unf[n++] = wl__gemm(g, "attn.av", WL__MM, 0, sq, dv, sk, ba, 0);
   } else {
-    wl__gemm(g, "attn.av.dgrad", WL__MM, 0, sq, sk, dv, ba, 0);
-    wl__gemm(g, "attn.av.wgrad", WL__MM, 0, sk, dv, sq, ba, 0);
-    g->flags = plain;
+    unf[n++] = wl__gemm(g, "attn.av.dgrad", WL__MM, 0, sq, sk, dv, ba, 0);
+    unf[n++] = wl__gemm(g, "attn.av.wgrad", WL__MM, 0, sk, dv, sq, ba, 0);
     wl__elem(g, "attn.dropout.bwd", scores, 2.5, 1);
-    g->flags = unf;
-    wl__elem(g, "attn.softmax.bwd", scores, 3, 4);
-    wl__gemm(g, "attn.qk.dgrad", WL__MM, 0, sq, dqk, sk, ba, 0);
-    wl__gemm(g, "attn.qk.wgrad", WL__MM, 0, sk, dqk, sq, ba, 0);
+    unf[n++] = wl__elem(g, "attn.softmax.bwd", scores, 3, 4);
+    unf[n++] = wl__gemm(g, "attn.qk.dgrad", WL__MM, 0, sq, dqk, sk, ba, 0);
+    unf[n++] = wl__gemm(g, "attn.qk.wgrad", WL__MM, 0, sk, dqk, sq, ba, 0);
   }
-  g->flags = plain;
+  for (int i = 0; i < n; i++)
+    if (unf[i] >= 0)
+      g->p->ops[unf[i]].flags |= (uint16_t)(WL_OPF_UNFUSED | (bwd ? WL_OPF_BWD : 0));
   double conv = (bwd ? 2 : 1) * 2 * g->b * sq * sk * a * (dqk + dv);
   g->conv_hw += conv;
   if (!(g->flags & WL_OPF_RECOMPUTE))
