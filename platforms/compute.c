@@ -36,9 +36,9 @@
  *     fp32 peak x VEC_EFF.
  *  4. Every kernel pays launch_s.
  *  5. An unfused attention core (WL_OPF_UNFUSED: the batched GEMMs and the
- *     softmax of attention without a fused kernel) takes unfused_fwd or
- *     unfused_bwd times its roofline: the published measurement of that
- *     implementation against this model (below).
+ *     softmax of attention without a fused kernel) takes PLAT_UNFUSED_FWD
+ *     or PLAT_UNFUSED_BWD times its roofline: the published measurement of
+ *     that implementation against this model (platform.h).
  *
  * The engine stretches compute by plat_compute_overlap_factor() while a
  * transfer of the same GPU runs (sim/engine/compute.c, design note 2).
@@ -91,8 +91,8 @@ static const struct {
  *    and their code ran them (examples/sc21/run_table_1.sh: micro-batch
  *    sizes, DDP and interleaving per run; the backward TP all-reduce not
  *    overlapped, tp_async=0; pipeline tensors split over the TP ranks,
- *    pp_scatter=1; their unfused attention at unfused_fwd and
- *    unfused_bwd), H100/H200 0.668 on the nine Megatron-LM H100
+ *    pp_scatter=1; their unfused attention at PLAT_UNFUSED_FWD and
+ *    PLAT_UNFUSED_BWD), H100/H200 0.668 on the nine Megatron-LM H100
  *    runs (H200: the same SMs and clocks).  An
  *    end-to-end value: it carries what a step loses outside the kernels'
  *    best rates (data loading, optimizer, logging, any clock difference
@@ -121,51 +121,29 @@ static const struct {
  *  overlap_slowdown: GEMMs slow by about 10% while an NCCL kernel runs beside
  *    them (the NCCL channels take 8-16 SMs of 108/132 and HBM bandwidth;
  *    Megatron-LM's tp-comm-overlap notes and Rashidi et al. 2022).
- *  unfused_fwd, unfused_bwd: Megatron-LM's attention without a fused kernel
- *    (baddbmm, FusedScaleMaskSoftmax, dropout, bmm), measured in the
- *    FlashAttention paper (Dao et al. 2022, arXiv:2205.14135, appendix E.6,
- *    tables 15-20, row "Megatron": A100-SXM4-40GB, fp16, batch 16, 8 heads
- *    of 64, averages of 100 calls; platforms/measure/A100-attention-
- *    megatron.json).  Without dropout, at sequence 2,048: forward 4.28 ms,
- *    backward 8.86; at 128, where the GPU work is microseconds, 0.24 and
- *    0.29, the calls' fixed cost, which a training step's queue hides.  Net
- *    of it, 4.04 and 8.57 ms against this model's 3.566 and 6.267 ms for the
- *    same ops on the A100-40GB set: 1.13 and 1.37.  Checked, not fitted,
- *    on the other rows (tests/test_compute_measured.c): sequence 1,024, and
- *    both lengths with the dropout, which the model prices at its roofline
- *    and the tables at the same cost, within 5%.  Measured on A100 only and
- *    taken to hold on the other devices: what the model misses is how the
- *    implementation runs (single-K-step GEMMs whose stores do not overlap
- *    their math, transposed operands backward, a softmax below streaming
- *    bandwidth), not the A100.
  */
 static const plat_compute_params builtin_sets[] = {
     {.device = "A100-SXM4-80GB", .sms = 108, .tile_m = 256, .tile_n = 128, .gemm_eff = 0.741,
      .gemm_k_overhead = 128, .fp8_gemm_eff = 0, .attn_eff = 0.70, .attn_bwd_ratio = 0.80,
-     .mem_eff = 0.85, .launch_s = 2e-6, .overlap_slowdown = 0.10,
-     .unfused_fwd = 1.13, .unfused_bwd = 1.37},
+     .mem_eff = 0.85, .launch_s = 2e-6, .overlap_slowdown = 0.10},
     {.device = "A100-SXM4-40GB", .sms = 108, .tile_m = 256, .tile_n = 128, .gemm_eff = 0.741,
      .gemm_k_overhead = 128, .fp8_gemm_eff = 0, .attn_eff = 0.70, .attn_bwd_ratio = 0.80,
-     .mem_eff = 0.80, .launch_s = 2e-6, .overlap_slowdown = 0.10,
-     .unfused_fwd = 1.13, .unfused_bwd = 1.37},
+     .mem_eff = 0.80, .launch_s = 2e-6, .overlap_slowdown = 0.10},
     {.device = "H100-SXM", .sms = 132, .tile_m = 256, .tile_n = 128, .gemm_eff = 0.668,
      .gemm_k_overhead = 128, .fp8_gemm_eff = 0.561, .attn_eff = 0.55, .attn_bwd_ratio = 0.80,
      .attn_published = 1,
-     .mem_eff = 0.88, .launch_s = 2e-6, .overlap_slowdown = 0.10,
-     .unfused_fwd = 1.13, .unfused_bwd = 1.37},
+     .mem_eff = 0.88, .launch_s = 2e-6, .overlap_slowdown = 0.10},
     {.device = "H200", .sms = 132, .tile_m = 256, .tile_n = 128, .gemm_eff = 0.668,
      .gemm_k_overhead = 128, .fp8_gemm_eff = 0.561, .attn_eff = 0.55, .attn_bwd_ratio = 0.80,
      .attn_published = 1,
-     .mem_eff = 0.88, .launch_s = 2e-6, .overlap_slowdown = 0.10,
-     .unfused_fwd = 1.13, .unfused_bwd = 1.37},
+     .mem_eff = 0.88, .launch_s = 2e-6, .overlap_slowdown = 0.10},
 };
 
 /* Devices without a set: no tile model, middle-of-the-road efficiencies. */
 static const plat_compute_params generic_set = {
     .device = "generic", .sms = 0, .tile_m = 0, .tile_n = 0, .gemm_eff = 0.70,
     .gemm_k_overhead = 128, .fp8_gemm_eff = 0.60, .attn_eff = 0.50, .attn_bwd_ratio = 0.80,
-    .mem_eff = 0.80, .launch_s = 3e-6, .overlap_slowdown = 0.10,
-    .unfused_fwd = 1.13, .unfused_bwd = 1.37};
+    .mem_eff = 0.80, .launch_s = 3e-6, .overlap_slowdown = 0.10};
 
 #define NUM_BUILTIN (sizeof builtin_sets / sizeof builtin_sets[0])
 #define MAX_OVERRIDES 8
@@ -270,7 +248,6 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
                             plat_compute_detail *det)
 {
   memset(det, 0, sizeof *det);
-  det->unfused = 1;
   if (op->duration_s >= 0) {
     det->time_s = op->duration_s;
     det->bound = PLAT_BOUND_GIVEN;
@@ -326,11 +303,10 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
   det->peak_flops = peak;
   det->bound = mem > math ? PLAT_BOUND_MEMORY : PLAT_BOUND_MATH;
   det->eff = math > 0 ? flops / (math * peak) : 0;
-  double unf = (op->flags & WL_OPF_UNFUSED) ? (op->flags & WL_OPF_BWD) ? p->unfused_bwd
-                                                                       : p->unfused_fwd
-                                             : 1;
-  det->unfused = unf > 0 ? unf : 1;
-  det->time_s = p->launch_s + fmax(math, mem) * det->unfused;
+  double unf = !(op->flags & WL_OPF_UNFUSED) ? 1
+               : (op->flags & WL_OPF_BWD)    ? PLAT_UNFUSED_BWD
+                                             : PLAT_UNFUSED_FWD;
+  det->time_s = p->launch_s + fmax(math, mem) * unf;
   return det->time_s;
 }
 

@@ -296,8 +296,8 @@ static double unfused_pass_s(const plat_device *d, int b, int heads, int s, int 
  * paper measured it (platforms/measure/A100-attention-megatron.json).  Rows
  * at 1,024 and 2,048, net of the same table's row at 128 (the calls' fixed
  * cost), within 5% of the model, forward and backward, with and without the
- * dropout.  The two rows at 2,048 without dropout are where unfused_fwd and
- * unfused_bwd come from (platforms/compute.c); the six others check them and
+ * dropout.  The two rows at 2,048 without dropout are where PLAT_UNFUSED_FWD
+ * and PLAT_UNFUSED_BWD come from (platform.h); the six others check them and
  * the dropout's roofline. */
 static void test_measured__unfused_attention_matches_published_megatron(void **state)
 {
