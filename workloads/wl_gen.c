@@ -327,6 +327,18 @@ static void prev_param_gathers(wl__gen *g)
 
 /* The stage's units in schedule order, each between its input receive and
  * its output send.  Returns -1 out of memory. */
+/* A unit's input from the previous or next virtual stage: the receive of
+ * `sent` bytes, which the unit waits for, and where they are this rank's
+ * piece of the tensor (pp_scatter) the all-gather of the `whole` tensor over
+ * the TP group on the compute stream. */
+static void pp_recv(wl__gen *g, int role, int peer, int tag, double sent, double whole,
+                    const char *name, const char *ag_name)
+{
+  wl__need(g, wl__p2p(g, S_PPR, WL_OP_RECV, role, peer, tag, sent, name, -1));
+  if (sent < whole)
+    wl__coll_c(g, ag_name, WL_COLL_ALLGATHER, R_TP, whole);
+}
+
 static int stage_units(wl__gen *g)
 {
   const wl_layout *l = g->l;
@@ -341,26 +353,17 @@ static int stage_units(wl__gen *g)
    * 1/tp of the tensor, and the receiver all-gathers it over the TP group
    * before using it (p2p_communication._communicate: split_tensor_into_1d_
    * equal_chunks, then gather_split_1d_tensor) */
-  int split = l->pp_scatter && l->tp > 1;
-  double sent = split ? act / l->tp : act;
+  double sent = l->pp_scatter && l->tp > 1 ? act / l->tp : act;
   long prev_send = -1;
   for (int k = 0; k < nu; k++) {
     int c = u[k].chunk, mb = u[k].mb, vs = c * p + s;
     int fwd = u[k].fwd;
     g->phase = fwd ? WL_PHASE_FORWARD : WL_PHASE_BACKWARD;
     /* this unit's input */
-    if (fwd && vs > 0) {
-      wl__need(
-          g, wl__p2p(g, S_PPR, WL_OP_RECV, R_PPP, 0, pp_tag(l, mb, vs, 0), sent, "pp.recv.act", -1));
-      if (split)
-        wl__coll_c(g, "pp.recv.act.ag", WL_COLL_ALLGATHER, R_TP, act);
-    }
-    if (!fwd && vs < last_vs) {
-      wl__need(g, wl__p2p(g, S_PPR, WL_OP_RECV, R_PPN, 1, pp_tag(l, mb, vs, 1), sent,
-                          "pp.recv.grad", -1));
-      if (split)
-        wl__coll_c(g, "pp.recv.grad.ag", WL_COLL_ALLGATHER, R_TP, act);
-    }
+    if (fwd && vs > 0)
+      pp_recv(g, R_PPP, 0, pp_tag(l, mb, vs, 0), sent, act, "pp.recv.act", "pp.recv.act.ag");
+    if (!fwd && vs < last_vs)
+      pp_recv(g, R_PPN, 1, pp_tag(l, mb, vs, 1), sent, act, "pp.recv.grad", "pp.recv.grad.ag");
     /* 1F1B/GPipe: Megatron waits for the send too; interleaved: the sends
      * overlap (combined/overlapped p2p), or the ring of stages would wait on
      * itself */
