@@ -144,9 +144,13 @@ static int lib_of(int impl)
   }
 }
 
+/* The table is H100 SXM's, taken for the H200 (the same 132 SMs and
+ * clocks) and for any variant of either (devices.json "tuning"), scaled by
+ * its clock ratio. */
 int plat_attn_has_rates(const plat_device *d)
 {
-  return !strcmp(d->name, "H100-SXM") || !strcmp(d->name, "H200");
+  const char *nm = d->tuning[0] ? d->tuning : d->name;
+  return !strcmp(nm, "H100-SXM") || !strcmp(nm, "H200");
 }
 
 double plat_attn_published_rate(const plat_device *d, int impl, int bwd, int causal,
@@ -165,5 +169,6 @@ double plat_attn_published_rate(const plat_device *d, int impl, int bwd, int cau
       if (w > 0)
         r += w * rate_at(lib, bwd, causal, hi + a, si + b);
     }
-  return r * 1e12 * (impl == WL_ATTN_FA1 ? PLAT_ATTN_FA1_SPEED : 1.0);
+  double clock = d->clock_ratio > 0 ? d->clock_ratio : 1.0;
+  return r * 1e12 * clock * (impl == WL_ATTN_FA1 ? PLAT_ATTN_FA1_SPEED : 1.0);
 }

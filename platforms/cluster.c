@@ -191,7 +191,7 @@ static int parse_device(const st_jrd *j, const st_jpath *at, const cJSON *it, pl
   static const char *const keys[] = {"name",      "arch",  "peak_TFLOPS",
                                      "hbm_GB",    "hbm_GBps", "link_GBps",
                                      "tdp_W",     "price_usd_per_gpu_hour", "host_link_GBps",
-                                     NULL};
+                                     "tuning",    NULL};
   static const char *const dt[] = {"fp32", "tf32", "bf16", "fp16", "fp8", NULL};
   const char *nm = NULL;
   int rc;
@@ -235,8 +235,47 @@ static int parse_device(const st_jrd *j, const st_jpath *at, const cJSON *it, pl
   dv.link_Bps = lk * 1e9;
   dv.tdp_W = isinf(tdp) ? NAN : tdp;
   dv.price_usd_per_gpu_hour = isinf(price) ? NAN : price;
+  dv.clock_ratio = 1;
+  const cJSON *tn = cJSON_GetObjectItemCaseSensitive(it, "tuning");
+  if (tn) {
+    const char *t = NULL;
+    st_jpath tp = {at, "tuning", 0};
+    if (st_jrd_string(j, &tp, tn, &t))
+      return ST_EINPUT;
+    if (strlen(t) >= sizeof dv.tuning)
+      return st_jrd_fail(j, &tp, "longer than %zu characters", sizeof dv.tuning - 1);
+    snprintf(dv.tuning, sizeof dv.tuning, "%s", t);
+  }
   *d = dv;
   return ST_OK;
+}
+
+/* Device i's "tuning": another device of the table, of the same architecture
+ * and with no tuning of its own (one level: a variant of a variant would hide
+ * which published rates it runs at); sets the clock ratio from the two bf16
+ * peaks. */
+static int resolve_tuning(const st_jrd *j, plat_device *v, int n, int i)
+{
+  plat_device *d = &v[i];
+  if (!d->tuning[0])
+    return ST_OK;
+  st_jpath at_list = {NULL, "devices", 0}, at = {&at_list, NULL, i}, tp = {&at, "tuning", 0};
+  for (int k = 0; k < n; k++) {
+    if (k == i || strcmp(v[k].name, d->tuning))
+      continue;
+    if (v[k].tuning[0])
+      return st_jrd_fail(j, &tp, "'%s' is itself a variant (of '%s'): name that one", d->tuning,
+                         v[k].tuning);
+    if (v[k].arch != d->arch)
+      return st_jrd_fail(j, &tp, "'%s' is %s, this device %s: a variant keeps its architecture",
+                         d->tuning, plat_arch_name(v[k].arch), plat_arch_name(d->arch));
+    double p0 = v[k].peak_flops[WL_DTYPE_BF16], p1 = d->peak_flops[WL_DTYPE_BF16];
+    if (!(p0 > 0 && p1 > 0))
+      return st_jrd_fail(j, &tp, "both devices need a bf16 peak to scale the rates by");
+    d->clock_ratio = p1 / p0;
+    return ST_OK;
+  }
+  return st_jrd_fail(j, &tp, "no other device is named '%s'", d->tuning);
 }
 
 int plat__devices_all(plat_device **out, int *count, st_err *err)
@@ -258,6 +297,8 @@ int plat__devices_all(plat_device **out, int *count, st_err *err)
     st_jpath at = {&at_list, NULL, i};
     rc = parse_device(&j, &at, it, &v[i]);
   }
+  for (int k = 0; k < n && !rc; k++)
+    rc = resolve_tuning(&j, v, n, k);
   cJSON_Delete(root);
   if (rc) {
     free(v);

@@ -178,12 +178,19 @@ void plat_compute_params_override(const plat_compute_params *p)
 
 const plat_compute_params *plat_compute_params_for(const plat_device *d)
 {
-  for (int i = 0; i < num_overrides; i++)
-    if (strcmp(overrides[i].device, d->name) == 0)
-      return &overrides[i];
-  for (size_t i = 0; i < NUM_BUILTIN; i++)
-    if (strcmp(builtin_sets[i].device, d->name) == 0)
-      return &builtin_sets[i];
+  /* its own name first (an override made for the variant itself), then the
+   * device it is a variant of (devices.json "tuning") */
+  for (int pass = 0; pass < 2; pass++) {
+    const char *nm = pass ? d->tuning : d->name;
+    if (!nm[0])
+      continue;
+    for (int i = 0; i < num_overrides; i++)
+      if (strcmp(overrides[i].device, nm) == 0)
+        return &overrides[i];
+    for (size_t i = 0; i < NUM_BUILTIN; i++)
+      if (strcmp(builtin_sets[i].device, nm) == 0)
+        return &builtin_sets[i];
+  }
   return &generic_set;
 }
 

@@ -53,6 +53,12 @@ typedef struct plat_device {
   double price_usd_per_gpu_hour;     /* on-demand list price per GPU-hour; NaN: none built in */
   double host_link_Bps;              /* the device's link to host memory per direction (PCIe
                                         generation x16, NVLink-C2C); 0: none built in */
+  /* ---- a variant of another device (devices.json "tuning") ---- */
+  char tuning[48];                   /* the device whose compute parameter set and published
+                                        kernel rates this one takes (the same die and
+                                        libraries at another clock or memory); "": its own */
+  double clock_ratio;                /* bf16 peak over the tuning device's: what its published
+                                        kernel rates are scaled by; 1 with no tuning */
 } plat_device;
 
 typedef enum plat_intra_kind {

@@ -399,6 +399,7 @@ static void test_devices__power_and_price_match_docs(void **state)
   } rows[] = {
       {"V100-SXM2", 300, NAN},         {"A100-SXM4-40GB", 400, 2.745},
       {"A100-SXM4-80GB", 400, 5.121},  {"H100-SXM", 700, 6.88},
+      {"H100-SXM-HBM2e-500W", 500, NAN},
       {"H200", 700, 7.912},            {"B200", 1000, 14.2416},
       {"GB200", NAN, NAN},             {"MI300X", 750, NAN},
       {"TPU-v4", NAN, NAN},            {"TPU-v5p", NAN, NAN},
@@ -419,6 +420,92 @@ static void test_devices__power_and_price_match_docs(void **state)
                all[i].price_usd_per_gpu_hour, rows[i].tdp_W, rows[i].price);
   }
   free(all);
+}
+
+/* A variant (devices.json "tuning"): the H100 that torchtitan's benchmarks
+ * ran takes H100 SXM's parameter set and published attention rates, the
+ * rates scaled by its bf16 peak over H100 SXM's (886.8 / 989.4); a GEMM
+ * bound by math takes that ratio too, an elementwise op its own HBM. */
+static void test_devices__variant_takes_its_tuning_at_its_clock(void **state)
+{
+  (void)state;
+  st_err err = {0};
+  plat_device v, h;
+  assert_int_equal(plat_device_find("H100-SXM-HBM2e-500W", &v, &err), ST_OK);
+  assert_int_equal(plat_device_find("H100-SXM", &h, &err), ST_OK);
+  assert_string_equal(v.tuning, "H100-SXM");
+  assert_string_equal(h.tuning, "");
+  assert_true(fabs(v.clock_ratio - 886.8 / 989.4) < 1e-12);
+  assert_true(h.clock_ratio == 1);
+  assert_ptr_equal(plat_compute_params_for(&v), plat_compute_params_for(&h));
+  double rv = plat_attn_published_rate(&v, WL_ATTN_FA2, 0, 1, 128, 4096);
+  double rh = plat_attn_published_rate(&h, WL_ATTN_FA2, 0, 1, 128, 4096);
+  assert_true(rh == 319e12); /* the FlashAttention-3 paper's FA2 causal cell, hd 128, 4k */
+  assert_true(fabs(rv / rh - 886.8 / 989.4) < 1e-12);
+  wl_op g = {.kind = WL_OP_COMPUTE, .sub = WL_CLASS_GEMM, .dtype = WL_DTYPE_BF16, .m = 8192,
+             .n = 8192, .k = 8192, .batch = 1, .duration_s = -1};
+  g.flops = 2.0 * g.m * g.n * g.k;
+  g.bytes = 2.0 * (g.m * g.k + g.k * g.n + g.m * g.n);
+  double lv = plat_compute_params_for(&v)->launch_s;
+  assert_true(fabs((plat_compute_time(&v, &g) - lv) / (plat_compute_time(&h, &g) - lv) -
+                   989.4 / 886.8) < 1e-9);
+  wl_op e = {.kind = WL_OP_COMPUTE, .sub = WL_CLASS_ELEMENTWISE, .dtype = WL_DTYPE_BF16,
+             .flops = 1e6, .bytes = 1e9, .duration_s = -1};
+  assert_true(fabs((plat_compute_time(&v, &e) - lv) / (plat_compute_time(&h, &e) - lv) -
+                   3350.0 / 2400.0) < 1e-9);
+}
+
+/* A variant's tuning must name another device of the same architecture that
+ * is no variant itself: each error names the entry and what is wrong. */
+static void test_devices__bad_tuning_is_named(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *extra, *msg;
+  } rows[] = {
+      {"{\"name\":\"X\",\"arch\":\"hopper\",\"tuning\":\"Nope\",\"peak_TFLOPS\":{\"bf16\":900},"
+       "\"hbm_GB\":80,\"hbm_GBps\":2000}",
+       "devices[2].tuning: no other device is named 'Nope'"},
+      {"{\"name\":\"X\",\"arch\":\"ampere\",\"tuning\":\"H100-SXM\",\"peak_TFLOPS\":{\"bf16\":900},"
+       "\"hbm_GB\":80,\"hbm_GBps\":2000}",
+       "devices[2].tuning: 'H100-SXM' is hopper, this device ampere: a variant keeps its "
+       "architecture"},
+      {"{\"name\":\"X\",\"arch\":\"hopper\",\"tuning\":\"H100-SXM-HBM2e-500W\",\"peak_TFLOPS\":"
+       "{\"bf16\":900},\"hbm_GB\":80,\"hbm_GBps\":2000}",
+       "devices[2].tuning: 'H100-SXM-HBM2e-500W' is itself a variant (of 'H100-SXM'): name "
+       "that one"},
+      {"{\"name\":\"X\",\"arch\":\"hopper\",\"tuning\":\"H100-SXM\",\"peak_TFLOPS\":{\"fp32\":9},"
+       "\"hbm_GB\":80,\"hbm_GBps\":2000}",
+       "devices[2].tuning: both devices need a bf16 peak to scale the rates by"},
+  };
+  /* a table of its own: the two H100 entries, then the row's */
+  static const char *const head =
+      "{\"devices\":[{\"name\":\"H100-SXM\",\"arch\":\"hopper\",\"peak_TFLOPS\":{\"bf16\":989.4},"
+      "\"hbm_GB\":80,\"hbm_GBps\":3350},{\"name\":\"H100-SXM-HBM2e-500W\",\"arch\":\"hopper\","
+      "\"tuning\":\"H100-SXM\",\"peak_TFLOPS\":{\"bf16\":886.8},\"hbm_GB\":96,"
+      "\"hbm_GBps\":2400},";
+  char dir[] = "/tmp/st_tuning_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[256];
+  snprintf(path, sizeof path, "%s/devices.json", dir);
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s%s]}", head, rows[i].extra);
+    fclose(f);
+    setenv("SIMTRAIN_PLATFORMS_DATA", dir, 1);
+    plat_device *all = NULL;
+    int n = 0;
+    st_err err = {0};
+    int rc = plat_device_list(&all, &n, &err);
+    unsetenv("SIMTRAIN_PLATFORMS_DATA");
+    free(all);
+    assert_int_equal(rc, ST_EINPUT);
+    if (!strstr(err.msg, rows[i].msg))
+      fail_msg("row %zu: '%s' does not contain '%s'", i, err.msg, rows[i].msg);
+  }
+  unlink(path);
+  rmdir(dir);
 }
 
 /* A node's non-GPU power: the preset's (DGX system maximum less its GPUs'
@@ -512,7 +599,8 @@ static void test_spec__bad_input_is_named(void **state)
        "2 nodes but node.nics is missing"},
       {"{\"name\":\"a\",\"device\":\"Z80\",\"node\":{\"gpus\":8},\"fabric\":{\"kind\":\"switch\"}}",
        "key 'device': device 'Z80' is unknown (known: V100-SXM2, A100-SXM4-40GB, A100-SXM4-80GB, "
-       "H100-SXM, H200, B200, GB200, MI300X, TPU-v4, TPU-v5p, Ascend-910B)"},
+       "H100-SXM, H100-SXM-HBM2e-500W, H200, B200, GB200, MI300X, TPU-v4, TPU-v5p, "
+       "Ascend-910B)"},
       {"{\"name\":\"a\",\n\"device\":}", "JSON syntax error near line 2, column 10"},
       {"{\"name\":\"a\"} x", "unexpected text after the JSON document at line 1, column 14"},
       {"{\"name\":\"a\",\"name\":\"b\"}", "key 'name' appears twice"},
@@ -845,6 +933,8 @@ int main(void)
       cmocka_unit_test(test_summary__switch_counts_match_superpod_tables),
       cmocka_unit_test(test_route__selene_groups_whole_scalable_units),
       cmocka_unit_test(test_devices__power_and_price_match_docs),
+      cmocka_unit_test(test_devices__variant_takes_its_tuning_at_its_clock),
+      cmocka_unit_test(test_devices__bad_tuning_is_named),
       cmocka_unit_test(test_presets__host_power_is_system_max_less_gpus),
       cmocka_unit_test(test_spec__bad_input_is_named),
       cmocka_unit_test(test_xml__user_platform_follows_the_naming_rule),

@@ -118,13 +118,17 @@ int drv_validate_fit(const drv_case *cases, int n, int jobs, int timeout_s, int 
       st_err_prefix(err, "case '%s': ", cases[c].name);
       break;
     }
+    /* grouped by parameter set: a variant of a device (devices.json
+     * "tuning") shares its set, and so its fitted value */
+    const plat_compute_params *set = plat_compute_params_for(&cl->device);
+    const char *nm = strcmp(set->device, "generic") ? set->device : cl->device.name;
     int g = 0;
-    while (g < ngroups && strcmp(devices[g], cl->device.name))
+    while (g < ngroups && strcmp(devices[g], nm))
       g++;
     if (g == ngroups) {
-      snprintf(devices[g], sizeof devices[g], "%s", cl->device.name);
-      ov[g] = *plat_compute_params_for(&cl->device);
-      snprintf(ov[g].device, sizeof ov[g].device, "%s", cl->device.name);
+      snprintf(devices[g], sizeof devices[g], "%s", nm);
+      ov[g] = *set;
+      snprintf(ov[g].device, sizeof ov[g].device, "%s", nm);
       ngroups++;
     }
     group[c] = g;
