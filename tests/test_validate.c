@@ -444,6 +444,17 @@ static void test_loo__recovers_true_efficiency_per_group(void **state)
   drv_validate_loo(pred, 3, grid, 4, g0, 1, fit, loo_eff, loo);
   assert_true(fabs(loo_eff[0] - 0.8) < 1e-9);
   assert_true(fabs(loo[0].error - (1 / 1.1 - 1)) < 1e-9);
+  /* a case alone in its group cannot be left out: no value, a failure that
+   * says why, not the grid's first value; the others keep theirs */
+  int g1[3] = {0, 0, 1};
+  drv_validate_loo(pred, 3, grid, 4, g1, 2, fit, loo_eff, loo);
+  assert_true(isnan(loo_eff[2]));
+  assert_int_equal(loo[2].rc, ST_EINPUT);
+  assert_non_null(strstr(loo[2].msg, "cannot be left out"));
+  assert_false(isnan(fit[1])); /* fitted on its one case */
+  assert_int_equal(loo[0].rc, 0);
+  assert_int_equal(loo[1].rc, 0);
+  assert_true(fabs(loo_eff[0] - 0.8) < 1e-9);
   drv_cases_free(cases, nc);
 }
 

@@ -32,7 +32,8 @@ static void usage(FILE *out)
           "  --timeout S give each prediction at most S seconds (default: no limit)\n"
           "  --fit       leave-one-out calibration of the GEMM efficiency per device: each\n"
           "              case predicted with the value fitted on the other cases of its\n"
-          "              device (docs/calibration.md)\n"
+          "              device's parameter set (a variant with the device it names;\n"
+          "              a case alone in its set is not predicted; docs/calibration.md)\n"
           "  --quiet     no progress on stderr (by default one line per case as it ends:\n"
           "              its error and the wall time it took)\n"
           "  -h, --help  this help\n");

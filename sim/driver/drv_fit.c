@@ -46,6 +46,12 @@ out:
 static const double fit_grid[] = {0.60, 0.80, 1.00};
 #define FIT_NGRID ((int)(sizeof fit_grid / sizeof fit_grid[0]))
 
+/* A fitted value at either end of the grid: the fit cannot look past it. */
+static int at_grid_end(double g)
+{
+  return fabs(g - fit_grid[0]) < 5e-4 || fabs(g - fit_grid[FIT_NGRID - 1]) < 5e-4;
+}
+
 /* Every case at every grid point: pred[c * FIT_NGRID + j].  Each (case, grid
  * point) is one job of one queue, the cases with the most GPUs first (the
  * longest, roughly): with passes per grid point every pass waited for its
@@ -137,6 +143,12 @@ int drv_validate_fit(const drv_case *cases, int n, int jobs, int timeout_s, int 
   if (rc || (rc = predict_grid(cases, n, ov, ngroups, jobs, timeout_s, pred, err)))
     goto out;
   drv_validate_loo(pred, n, fit_grid, FIT_NGRID, group, ngroups, fit, loo_eff, loo);
+  for (int c = 0; c < n; c++)
+    if (loo[c].rc && isnan(loo_eff[c]) && !pred[(size_t)c * FIT_NGRID].rc) {
+      char m[sizeof loo[c].msg];
+      snprintf(m, sizeof m, "case '%.64s': %.180s", cases[c].name, loo[c].msg);
+      snprintf(loo[c].msg, sizeof loo[c].msg, "%s", m);
+    }
   double med, mx;
   int k = drv_validate_stats(loo, n, &med, &mx);
   if (json) {
@@ -144,32 +156,49 @@ int drv_validate_fit(const drv_case *cases, int n, int jobs, int timeout_s, int 
     for (int g = 0; g < ngroups; g++) {
       fprintf(out, "%s{\"device\":", g ? "," : "");
       st_json_str(out, devices[g]);
-      fprintf(out, ",\"gemm_eff\":%.3f}", fit[g]);
+      if (isnan(fit[g]))
+        fprintf(out, ",\"gemm_eff\":null}");
+      else
+        fprintf(out, ",\"gemm_eff\":%.3f,\"at_grid_end\":%s}", fit[g],
+                at_grid_end(fit[g]) ? "true" : "false");
     }
     fprintf(out, "],\"cases\":[");
     for (int c = 0; c < n; c++) {
       fprintf(out, "%s{\"name\":", c ? "," : "");
       st_json_str(out, cases[c].name);
-      if (loo[c].rc)
-        fprintf(out, ",\"measured\":%.10g,\"predicted\":null,\"error\":null,\"gemm_eff\":null}",
-               loo[c].measured);
+      if (loo[c].rc) {
+        fprintf(out, ",\"measured\":%.10g,\"predicted\":null,\"error\":null,\"gemm_eff\":null,"
+                     "\"failure\":",
+                loo[c].measured);
+        st_json_str(out, loo[c].msg);
+        fputc('}', out);
+      }
       else
         fprintf(out, ",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g,\"gemm_eff\":%.3f}",
                loo[c].measured, loo[c].predicted, loo[c].error, loo_eff[c]);
     }
-    fprintf(out, "],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", k, med, mx);
+    if (k)
+      fprintf(out, "],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", k, med,
+              mx);
+    else
+      fprintf(out, "],\"count\":0,\"median_abs_error\":null,\"max_abs_error\":null}\n");
   } else {
     fprintf(out, "gemm_eff fitted per device (least squares of log(predicted / measured), grid %.2f "
            "to %.2f):\n",
            fit_grid[0], fit_grid[FIT_NGRID - 1]);
     for (int g = 0; g < ngroups; g++)
-      fprintf(out, "  %-20s %.3f\n", devices[g], fit[g]);
+      if (isnan(fit[g]))
+        fprintf(out, "  %-20s none (no case of it predicted)\n", devices[g]);
+      else
+        fprintf(out, "  %-20s %.3f%s\n", devices[g], fit[g],
+                at_grid_end(fit[g]) ? "  (the grid's end: the best value may lie beyond)" : "");
     fprintf(out, "\nleave-one-out: each case predicted with gemm_eff fitted without it\n\n");
     drv_validate_print(cases, loo, n, out);
     fprintf(out, "\ngemm_eff fitted without each case:\n");
     for (int c = 0; c < n; c++)
       if (!loo[c].rc)
-        fprintf(out, "  %-28s %.3f\n", cases[c].name, loo_eff[c]);
+        fprintf(out, "  %-28s %.3f%s\n", cases[c].name, loo_eff[c],
+                at_grid_end(loo_eff[c]) ? "  (the grid's end)" : "");
   }
   for (int c = 0; c < n && !rc; c++)
     if (loo[c].rc) {

@@ -208,8 +208,11 @@ void drv_validate_print(const drv_case *cases, const drv_case_result *res, int n
   }
   double med, mx;
   int k = drv_validate_stats(res, n, &med, &mx);
-  fprintf(out, "\n%d case%s: median |error| %.2f%%, max |error| %.2f%% (%s)\n", k,
-          k == 1 ? "" : "s", 100 * med, 100 * mx, worst >= 0 ? cases[worst].name : "-");
+  if (k)
+    fprintf(out, "\n%d case%s: median |error| %.2f%%, max |error| %.2f%% (%s)\n", k,
+            k == 1 ? "" : "s", 100 * med, 100 * mx, worst >= 0 ? cases[worst].name : "-");
+  else
+    fprintf(out, "\nno case predicted\n");
   if (failed)
     fprintf(out, "%d case%s not predicted:\n", failed, failed == 1 ? "" : "s");
   for (int i = 0; i < n; i++)
@@ -274,7 +277,8 @@ static int predicted_all(const drv_case_result *pred, int c, int ngrid)
   return 1;
 }
 
-/* gemm_eff minimising the squared log errors of the cases of group g, leaving out `skip`. */
+/* gemm_eff minimising the squared log errors of the cases of group g, leaving
+ * out `skip`; NaN when no case is left to fit on. */
 static double fit_group(const drv_case_result *pred, int ncases, const double *grid, int ngrid,
                         const int *group, int g, int skip)
 {
@@ -292,7 +296,9 @@ static double fit_group(const drv_case_result *pred, int ncases, const double *g
       cost += l * l;
       used++;
     }
-    if (used && cost < best_cost) {
+    if (!used)
+      return NAN;
+    if (cost < best_cost) {
       best_cost = cost;
       best = e;
     }
@@ -318,6 +324,13 @@ void drv_validate_loo(const drv_case_result *pred, int ncases, const double *gri
       continue;
     }
     loo_eff[c] = fit_group(pred, ncases, grid, ngrid, group, group[c], c);
+    if (isnan(loo_eff[c])) { /* the only case of its parameter set */
+      loo[c] = pred[(size_t)c * ngrid];
+      loo[c].rc = ST_EINPUT;
+      snprintf(loo[c].msg, sizeof loo[c].msg,
+               "no other case of its device's parameter set to fit on: it cannot be left out");
+      continue;
+    }
     loo[c] = at_eff(pred, c, grid, ngrid, loo_eff[c]);
   }
 }
