@@ -557,6 +557,20 @@ static void test_cases__committed_models_have_their_stated_sizes(void **state)
    * tied is within 7 to 9; the 18 llm-foundry H100 models are tied already */
   assert_int_equal(h100_tied_off, 8);
   drv_cases_free(cases, n);
+  /* the rows of the same llm-foundry tables kept outside the set
+   * (bench/validation/holdout): each model's count is the row's NumParams */
+  assert_int_equal(drv_cases_load(ST_SOURCE_DIR "/bench/validation/holdout", &cases, &n, &err), 0);
+  assert_int_equal(n, 29);
+  for (int i = 0; i < n; i++) {
+    wl_model m;
+    if (wl_model_parse(cases[i].model_json, cases[i].name, &m, &err))
+      fail_msg("%s", err.msg);
+    double stated = cases[i].params_b * 1e9, have = wl_model_params(&m);
+    if (strncmp(cases[i].name, "llmfoundry-", 11) || fabs(have - stated) >= 0.5)
+      fail_msg("case %s: %.0f parameters, NumParams %.0f", cases[i].name, have, stated);
+    wl_model_release(&m);
+  }
+  drv_cases_free(cases, n);
 }
 
 int main(void)

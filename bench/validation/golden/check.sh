@@ -1,6 +1,7 @@
 #!/bin/bash
 # check.sh — the validation set's predictions (`simtrain validate --json`)
-# against predictions.json, byte for byte: a pin of every published case
+# against predictions.json, and the holdout rows' (../holdout) against
+# holdout.json, byte for byte: a pin of every published case
 # (ctest's validation_pins; about 2.5 CPU-minutes, was 30 before rank
 # classes covered the large cases).  A change that means to move a
 # prediction rewrites the file (--write) and says why in its commit.
@@ -19,14 +20,21 @@ while [ $# -gt 0 ]; do
 done
 got=$(mktemp)
 trap 'rm -f "$got"' EXIT
-"$simtrain" validate "$here/.." --json -j "$jobs" >"$got" || exit 1
-if [ $write -eq 1 ]; then
-  cp "$got" "$here/predictions.json"
-  echo "wrote $here/predictions.json"
-elif cmp -s "$got" "$here/predictions.json"; then
-  echo "validation set: every prediction as pinned"
-else
-  echo "validation set: predictions moved:"
-  diff <(tr '{' '\n' <"$here/predictions.json") <(tr '{' '\n' <"$got")
-  exit 1
-fi
+rc=0
+# the set, and the rows of the same tables kept outside it (../holdout)
+for pair in "..:predictions.json:validation set" "../holdout:holdout.json:holdout rows"; do
+  dir=${pair%%:*} rest=${pair#*:}
+  file=${rest%%:*} what=${rest#*:}
+  "$simtrain" validate "$here/$dir" --json -j "$jobs" >"$got" || exit 1
+  if [ $write -eq 1 ]; then
+    cp "$got" "$here/$file"
+    echo "wrote $here/$file"
+  elif cmp -s "$got" "$here/$file"; then
+    echo "$what: every prediction as pinned"
+  else
+    echo "$what: predictions moved:"
+    diff <(tr '{' '\n' <"$here/$file") <(tr '{' '\n' <"$got")
+    rc=1
+  fi
+done
+exit $rc
