@@ -924,7 +924,13 @@ static void test_memory__states_follow_megatron_bytes_per_param(void **state)
     const char *spec;
     double bytes_per_param; /* with d = 8 */
   } cases[] = {{"dp=8", 18}, {"dp=8,zero=1", 6 + 12.0 / 8}, {"dp=8,zero=2", 2 + 16.0 / 8},
-               {"dp=8,zero=3", 18.0 / 8}, {"dp=8,dtype=fp16", 16}};
+               {"dp=8,zero=3", 18.0 / 8}, {"dp=8,dtype=fp16", 16},
+               /* PyTorch FSDP: the fp32 shard is the weight and the
+                * optimizer's parameter, no master copy: 4 + 4 + 8 */
+               {"dp=8,zero=3,dp_impl=fsdp,grad_dtype=fp32", 16.0 / 8},
+               {"dp=8,zero=3,dp_impl=fsdp2,grad_dtype=fp32", 16.0 / 8},
+               /* DeepSpeed ZeRO-3: bf16 partition, fp32 master and moments */
+               {"dp=8,zero=3,dp_impl=deepspeed", 16.0 / 8}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_layout l;
     wl_memory mem;
@@ -939,6 +945,8 @@ static void test_memory__states_follow_megatron_bytes_per_param(void **state)
     check_rel(st->params, P, 1e-12, "params");
     check_rel(st->weights_bytes + st->grads_bytes + st->optimizer_bytes,
               cases[i].bytes_per_param * P, 1e-9, cases[i].spec);
+    if (l.dp_impl == WL_DP_FSDP || l.dp_impl == WL_DP_FSDP2)
+      check_rel(st->weights_bytes, 4 * P / 8, 1e-9, "the fp32 shard");
   }
 }
 
@@ -2076,8 +2084,9 @@ static void test_pp_scatter__pieces_sent_then_gathered(void **state)
  * unscale and check 4 + 4, norm 4, Adam 28, copy back 4 + 2 = 52; bf16
  * with fp32 gradients (the default): no copy, no unscale: 38, per shard
  * parameter with the distributed optimizer too.  FSDP2 keeps the plain
- * step: bf16 gradient 2, master, m and v read and written 24, weight 2 =
- * 28. */
+ * step on its fp32 shard, which is the weight (cast to bf16 when it is
+ * gathered): bf16 gradient 2, shard, m and v read and written 24 = 26;
+ * DeepSpeed writes its bf16 partition too: 28. */
 static double optimizer_bytes_per_param(const wl_workload *wl)
 {
   const wl_program *p = &wl->programs[wl->rank_program[0]];
@@ -2094,8 +2103,9 @@ static void test_optimizer__megatron_passes_per_parameter(void **state)
   /* the layouts with dp=2 run on two GPUs */
   static const char *const specs[] = {"dtype=fp16,gbs=1", "dtype=bf16,gbs=1",
                                       "dtype=bf16,dp=2,zero=1,gbs=2",
-                                      "dtype=bf16,dp=2,zero=3,dp_impl=fsdp2,gbs=2"};
-  static const double bytes[] = {52, 38, 38, 28};
+                                      "dtype=bf16,dp=2,zero=3,dp_impl=fsdp2,gbs=2",
+                                      "dtype=bf16,dp=2,zero=3,dp_impl=deepspeed,gbs=2"};
+  static const double bytes[] = {52, 38, 38, 26, 28};
   wl_model g;
   model_of(GPT_T, &g);
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {

@@ -960,6 +960,7 @@ static void test_whatif__trace_device_names_match_builtin_devices(void **state)
       {"NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"},
       {"NVIDIA H100 80GB HBM3", "H100-SXM"},
       {"h100-sxm", "H100-SXM"},
+      {"H100-SXM-HBM2e-500W", "H100-SXM-HBM2e-500W"}, /* a variant: by its whole name */
       {"NVIDIA A100-PCIE-40GB", NULL}, /* A100: two devices */
       {"NVIDIA GeForce RTX 4090", NULL},
   };

@@ -176,12 +176,14 @@ int tr_device_match(const char *name, plat_device *out, st_err *err)
       best_len = l;
     }
   }
-  /* then the model (the name up to its first '-') as a word, when unique */
+  /* then the model (the name up to its first '-') as a word, when unique;
+   * a variant (devices.json "tuning": another memory or power limit, which a
+   * trace's device name does not say) only by its whole name */
   int ambiguous = 0;
   if (best < 0) {
     int hits = 0;
     for (int i = 0; i < n; i++)
-      if (ci_word(name, v[i].name, strcspn(v[i].name, "-")) && hits++ == 0)
+      if (!v[i].tuning[0] && ci_word(name, v[i].name, strcspn(v[i].name, "-")) && hits++ == 0)
         best = i;
     ambiguous = hits > 1; /* e.g. A100 with 40 and 80 GB */
   }

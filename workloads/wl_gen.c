@@ -459,10 +459,14 @@ static void finalize_grads(wl__gen *g)
  *     write pb.
  * 52 bytes for fp16 (SC'21), 38 for bf16 with fp32 gradients.  The PyTorch
  * frameworks (dp_impl fsdp, fsdp2, deepspeed) keep the plain step: read the
- * gradient, read and write the fp32 master, m and v, write the weight. */
+ * gradient, read and write the fp32 master, m and v, write the weight;
+ * under FSDP (zero=3) the fp32 shard is the weight (cast to the model dtype
+ * when it is gathered), so nothing more is written. */
 static double optimizer_bytes_per_param(const wl__gen *g)
 {
   const wl_layout *l = g->l;
+  if (l->dp_impl == WL_DP_FSDP || l->dp_impl == WL_DP_FSDP2)
+    return l->zero == 3 ? g->gb + 24 : g->gb + 24 + g->pb; /* the fp32 shard is the weight */
   if (l->dp_impl != WL_DP_MEGATRON)
     return g->gb + 24 + g->pb;
   double b = 28 + 4 + 4 + g->pb; /* Adam, the norm, the copy back */

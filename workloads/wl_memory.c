@@ -145,6 +145,15 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
     st->weights_bytes = (l->zero == 3 ? dshard + xshard : dense + expert) * pb;
     st->grads_bytes = (l->zero >= 2 ? dshard + xshard : dense + expert) * gb;
     st->optimizer_bytes = 12 * (l->zero >= 1 ? dshard + xshard : dense + expert);
+    if (l->zero == 3 && (l->dp_impl == WL_DP_FSDP || l->dp_impl == WL_DP_FSDP2)) {
+      /* PyTorch FSDP's mixed precision keeps the sharded parameters in
+       * full precision and casts them to the model dtype only when it
+       * gathers them: the fp32 shard is the weight and the optimizer's
+       * parameter at once, with no master copy (FSDP1 MixedPrecision,
+       * FSDP2 MixedPrecisionPolicy): 4 + grad + 8 bytes a parameter */
+      st->weights_bytes = (dshard + xshard) * 4;
+      st->optimizer_bytes = 8 * (dshard + xshard);
+    }
     st->act_layer_bytes = act_max;
     /* the schedule's moment with the most layers alive; a chunk's layers
      * are per virtual stage (account_embedding, pp_layout: not all alike) */
