@@ -75,6 +75,10 @@ static void print_node(const plat_cluster *c, const char *in)
          d->peak_flops[WL_DTYPE_TF32] / 1e12, d->peak_flops[WL_DTYPE_BF16] / 1e12,
          d->peak_flops[WL_DTYPE_FP16] / 1e12, d->peak_flops[WL_DTYPE_FP8] / 1e12,
          d->hbm_bytes / 1e9, d->hbm_Bps / 1e9);
+  if (d->tuning[0]) /* devices.json "tuning": whose fitted parameters and kernel rates */
+    printf("%s%-*s%s's compute parameters and published kernel rates, the rates at %.4g of "
+           "its clock\n",
+           in, w, "variant of", d->tuning, d->clock_ratio);
   /* the facts behind run --tokens (docs/cost.md) */
   char tdp[32] = "n/a", host[32] = "n/a", price[48] = "none built in";
   if (d->tdp_W > 0)

@@ -12,6 +12,13 @@ grep -q '^gpus           32 (4 nodes x 8)$' <<<"$out" || fail "summary gpus: $ou
 grep -q '^bisection      800 GB/s per direction$' <<<"$out" || fail "bisection (16 NICs x 50 GB/s / 2): $out"
 grep -q '^power          TDP 700 W per GPU, non-GPU 4600 W per node; list price 6.88 USD per GPU-hour$' <<<"$out" ||
   fail "summary power (DGX H100: 10.2 kW less 8 x 700 W): $out"
+grep -q '^variant of' <<<"$out" && fail "H100-SXM is no variant: $out"
+# a device variant (devices.json "tuning") says whose parameters it takes, at
+# its clock: 886.8 / 989.4 of H100 SXM's bf16 peak
+out=$("$ST" platform "$(dirname "$0")/../../bench/validation/clusters/grand-teton-h100.json" --summary) ||
+  fail "variant summary exit $?"
+grep -q "^variant of     H100-SXM's compute parameters and published kernel rates, the rates at 0.8963 of its clock$" <<<"$out" ||
+  fail "variant line: $out"
 out=$("$ST" platform tpu-v4 --summary) || fail "tpu summary exit $?"
 grep -q '^power          TDP n/a per GPU, non-GPU n/a per node; list price none built in$' <<<"$out" ||
   fail "summary power without a TDP: $out"
