@@ -2115,6 +2115,33 @@ static void test_optimizer__megatron_passes_per_parameter(void **state)
   }
 }
 
+/* The embedding's dense gradient, by hand on llama3-8b (vocabulary 128,256,
+ * already a multiple of 128 t for t = 1, 2): per micro-batch, the zero-filled
+ * V/t x h bf16 gradient (2 B), and under Megatron its addition to the fp32
+ * main gradient (read 2 + 4, write 4): 12 B a value; under FSDP2 the fill
+ * alone.  Two micro-batches: twice. */
+static void test_embedding__dense_gradient_per_micro_batch(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of("llama3-8b", &m);
+  static const struct {
+    const char *spec;
+    int ranks;
+    double t, bytes_per_value;
+  } cases[] = {{"tp=2,mbs=1,gbs=2,grad_dtype=fp32", 2, 2, 12},
+               {"tp=1,mbs=1,gbs=2,grad_dtype=bf16", 1, 1, 8},
+               {"dp=2,zero=3,dp_impl=fsdp2,mbs=1,gbs=4", 2, 1, 2}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_workload *wl = gen(&m, cases[i].spec, cases[i].ranks, NULL);
+    double v = 128256.0 / cases[i].t * 4096; /* 128,256 = 1,002 x 128: no padding */
+    assert_int_equal(count_ops(wl, 0, "emb.grad.dense"), 2);
+    check_rel(named_bytes(wl, 0, "emb.grad.dense"), 2 * v * cases[i].bytes_per_value, 1e-12,
+              cases[i].spec);
+    wl_workload_destroy(wl);
+  }
+}
+
 /* Sum of the FLOPs of one rank's recomputed compute ops of a class. */
 static double recomputed_flops(const wl_workload *wl, int rank, int cls)
 {
@@ -2262,6 +2289,7 @@ int main(void)
       cmocka_unit_test(test_tp_async__backward_allreduce_after_wgrad),
       cmocka_unit_test(test_pp_scatter__pieces_sent_then_gathered),
       cmocka_unit_test(test_optimizer__megatron_passes_per_parameter),
+      cmocka_unit_test(test_embedding__dense_gradient_per_micro_batch),
       cmocka_unit_test(test_file__prices_every_op_as_generated),
       cmocka_unit_test(test_pipeline__nemo_405b_split_counts_embedding_and_loss),
       cmocka_unit_test(test_pipeline__layout_strings_follow_megatron),

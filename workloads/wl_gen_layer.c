@@ -523,10 +523,23 @@ void wl__embed_fwd(wl__gen *g)
              g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP, g->T * g->h * g->ab);
 }
 
+/* The embedding's backward: the token rows' gradients (F.embedding's
+ * backward sorts the indices and sums their rows), written into a dense
+ * gradient of the whole vocabulary shard that PyTorch allocates zero-filled
+ * (embedding_dense_backward: V/t x h values in the model dtype); under
+ * Megatron (dp_impl megatron) DDP's hook then adds it to the fp32 main
+ * gradient, every micro-batch (param.main_grad.add_(param.grad): read the
+ * gradient and the main gradient, write the main gradient).  The PyTorch
+ * frameworks hand the dense gradient to their own reduction, priced there. */
 void wl__embed_bwd(wl__gen *g)
 {
   wl__tp_enter(g, "emb.tp.ag.bwd");
   wl__elem(g, "emb.grad", g->T * g->h, 3, 1);
+  double rows = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
+  double rw = 1; /* the zero fill */
+  if (g->l->dp_impl == WL_DP_MEGATRON)
+    rw += 1 + 2 * g->gb / g->ab;
+  wl__elem(g, "emb.grad.dense", rows * g->h, rw, g->l->dp_impl == WL_DP_MEGATRON ? 1 : 0);
 }
 
 /* The output layer runs in the model dtype under fp8: Megatron-core's is a
