@@ -76,7 +76,8 @@ tp=8,dp=4,gbs=32,balance=compute
 tp=2,pp=3,mbs=1,gbs=12,stage_layers=10+11+11
 tp=1,dp=4,gbs=32,dp_microbatches=2+2+6+6,zero=3,dp_impl=fsdp2
 tp=4,dp=8,mbs=16,gbs=512,recompute=full,flash=0,dtype=fp16,tp_async=0,overlap_grad_reduce=1,bucket=13107200
-tp=8,pp=4,vpp=3,mbs=2,gbs=256,recompute=full,flash=0,dtype=fp16,tp_async=0,pp_scatter=1'
+tp=8,pp=4,vpp=3,mbs=2,gbs=256,recompute=full,flash=0,dtype=fp16,tp_async=0,pp_scatter=1,dropout=0.1
+tp=2,dp=4,mbs=1,gbs=8,sp=1,dropout=0.1'
 
 make_seeds() {
   local name=$1 dir=$work/$1/seeds

@@ -38,7 +38,9 @@
  *  5. An unfused attention core (WL_OPF_UNFUSED: the batched GEMMs and the
  *     softmax of attention without a fused kernel) takes PLAT_UNFUSED_FWD
  *     or PLAT_UNFUSED_BWD times its roofline: the published measurement of
- *     that implementation against this model (platform.h).
+ *     that implementation against this model (platform.h).  A fused one
+ *     with dropout (WL_OPF_DROPOUT) takes PLAT_ATTN_DROPOUT_FWD or _BWD
+ *     times its rate's time, the same paper's measurement.
  *
  * The engine stretches compute by plat_compute_overlap_factor() while a
  * transfer of the same GPU runs (sim/engine/compute.c, design note 2).
@@ -280,8 +282,10 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
     double rate = !p->attn_published || op->dtype == WL_DTYPE_FP8
                       ? 0 /* the tables are bf16/fp16 */
                       : plat_attn_published_rate(d, wl_op_attn_impl(op), bwd, causal, h, s);
+    double drop = !(op->flags & WL_OPF_DROPOUT) ? 1 : bwd ? PLAT_ATTN_DROPOUT_BWD
+                                                           : PLAT_ATTN_DROPOUT_FWD;
     if (rate > 0) { /* the library's published rate, masked blocks included */
-      math = flops / rate;
+      math = flops / rate * drop;
       break;
     }
     double eff = p->attn_eff;
@@ -294,7 +298,7 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
     if (wl_op_attn_impl(op) == WL_ATTN_FA1) /* attn_eff is FlashAttention-2's level */
       eff *= PLAT_ATTN_FA1_SPEED;
     double waste = causal && s > 0 ? 1.0 + ATTN_BLOCK / s : 1.0;
-    math = flops * waste / (peak * eff);
+    math = flops * waste / (peak * eff) * drop;
     break;
   }
   default: /* elementwise, optimizer, communication kernels */

@@ -356,6 +356,19 @@ int plat_attn_has_rates(const plat_device *d);
  * the A100. */
 #define PLAT_UNFUSED_FWD 1.13
 #define PLAT_UNFUSED_BWD 1.37
+/* A fused attention kernel that drops out its probabilities (WL_OPF_DROPOUT:
+ * random numbers drawn in the kernel, the mask never stored) takes these
+ * times its time without.  Source: the same paper's tables 15 and 16 (with
+ * dropout 0.1) against 18 and 19 (without), row "FlashAttention": forward
+ * 167.01 / 134.03, 668.74 / 535.95 and 2678.11 / 2147.05 ms at sequence
+ * 16k, 32k and 64k (1.246-1.248), backward 416.10 / 336.00, 1661.92 /
+ * 1338.56 and 6643.01 / 5343.19 (1.238-1.243); at 2k-8k, where the calls'
+ * fixed cost weighs in, 1.17-1.23.  Measured with FlashAttention-1 on an A100
+ * and taken for every library and device: the work added (a counter-based
+ * random number per score, a compare and a scale) is per score like the
+ * kernel's own, so it keeps its share where the kernel runs faster. */
+#define PLAT_ATTN_DROPOUT_FWD 1.25
+#define PLAT_ATTN_DROPOUT_BWD 1.24
 double plat_attn_published_rate(const plat_device *d, int impl, int bwd, int causal,
                                 double head_dim, double seq);
 

@@ -329,7 +329,11 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
-       "pp_scatter)"},
+       "pp_scatter, dropout)"},
+      {0, "dropout=1", 1, "layout 'dropout=1': key 'dropout' value '1' is not a probability in [0, 1)"},
+      {0, "dropout=0.1x", 1,
+       "layout 'dropout=0.1x': key 'dropout' value '0.1x' is not a probability in [0, 1)"},
+      {0, "dropout=", 1, "layout 'dropout=': key 'dropout' value '' is not a probability in [0, 1)"},
       {0, "attn_impl=xformers", 1,
        "layout 'attn_impl=xformers': key 'attn_impl' value 'xformers' is unknown (known: "
        "default, cudnn, fa2, fa3, triton, fa1)"},
@@ -2142,6 +2146,60 @@ static void test_embedding__dense_gradient_per_micro_batch(void **state)
   }
 }
 
+/* dropout=0.1: every fused attention kernel carries WL_OPF_DROPOUT, each
+ * residual add moves one more byte a value (the hidden dropout's mask,
+ * written forward, read backward), and flash=0 emits the attention's dropout
+ * passes; dropout=0 (the default): none of it.  The spec keeps the key. */
+static void test_dropout__flags_masks_and_passes(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  for (int flash = 0; flash < 2; flash++) {
+    double res[2] = {0, 0};
+    int flagged[2] = {0, 0}, attn[2] = {0, 0}, passes[2] = {0, 0};
+    for (int d = 0; d < 2; d++) {
+      char spec[96];
+      snprintf(spec, sizeof spec, "tp=1,mbs=1,gbs=1,flash=%d%s", flash, d ? ",dropout=0.1" : "");
+      wl_layout l;
+      wl_workload *wl = gen(&m, spec, 1, &l);
+      if (d)
+        assert_non_null(strstr(l.spec, ",dropout=0.1"));
+      else
+        assert_null(strstr(l.spec, "dropout"));
+      const wl_program *p = &wl->programs[0];
+      for (size_t i = 0; i < p->num_ops; i++) {
+        const wl_op *o = &p->ops[i];
+        if (o->kind != WL_OP_COMPUTE)
+          continue;
+        const char *nm = wl_op_name(p, o);
+        if (o->sub == WL_CLASS_ATTENTION) {
+          attn[d]++;
+          flagged[d] += (o->flags & WL_OPF_DROPOUT) != 0;
+        }
+        if (!strncmp(nm, "attn.dropout", 12))
+          passes[d]++;
+      }
+      res[d] = named_bytes(wl, 0, "res1") + named_bytes(wl, 0, "res2.bwd");
+      wl_workload_destroy(wl);
+    }
+    /* GPT_T's layers x tokens x hidden values per residual op, bf16 (2 B) */
+    double v = (double)m.layers * m.seq_len * m.hidden;
+    check_rel(res[0], 2 * 3 * 2 * v, 1e-12, "residuals without dropout");
+    check_rel(res[1], 2 * (3 * 2 + 1) * v, 1e-12, "residuals with the mask");
+    assert_int_equal(flagged[0], 0);
+    assert_int_equal(passes[0], 0);
+    if (flash) {
+      assert_true(attn[1] > 0);
+      assert_int_equal(flagged[1], attn[1]);
+      assert_int_equal(passes[1], 0);
+    } else {
+      assert_int_equal(attn[1], 0);
+      assert_int_equal(passes[1], 2 * m.layers); /* forward and backward */
+    }
+  }
+}
+
 /* Sum of the FLOPs of one rank's recomputed compute ops of a class. */
 static double recomputed_flops(const wl_workload *wl, int rank, int cls)
 {
@@ -2290,6 +2348,7 @@ int main(void)
       cmocka_unit_test(test_pp_scatter__pieces_sent_then_gathered),
       cmocka_unit_test(test_optimizer__megatron_passes_per_parameter),
       cmocka_unit_test(test_embedding__dense_gradient_per_micro_batch),
+      cmocka_unit_test(test_dropout__flags_masks_and_passes),
       cmocka_unit_test(test_file__prices_every_op_as_generated),
       cmocka_unit_test(test_pipeline__nemo_405b_split_counts_embedding_and_loss),
       cmocka_unit_test(test_pipeline__layout_strings_follow_megatron),

@@ -248,7 +248,8 @@ static wl_workload *build_everything(void)
   op.flops = 3e12;
   op.m = op.n = 4096, op.k = 128;
   op.batch = 32;
-  op.flags = wl_flags_with_attn(WL_OPF_CAUSAL, WL_ATTN_FA3); /* and its kernel library */
+  op.flags = wl_flags_with_attn(WL_OPF_CAUSAL | WL_OPF_DROPOUT, WL_ATTN_FA3); /* its library,
+                                                                              its dropout */
   wl_program_append(p, &op, NULL, 0);
   op = wl_op_compute(2, -0.0); /* -0 is a given duration of zero, kept bit for bit */
   op.sub = WL_CLASS_ELEMENTWISE;
@@ -1823,6 +1824,10 @@ static const bad_doc bad_docs[] = {
      "programs[0].ops[0]: 'unfused_attn' is 'both', expected one of forward, backward"},
     {HEAD COMMS PROG("{'op':'send','peer':1,'bytes':1,'unfused_attn':'forward'}") RMAP "}",
      "programs[0].ops[0]: key 'unfused_attn' does not apply to a 'send' op"},
+    {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'attention','dropout':0.1}") RMAP "}",
+     "programs[0].ops[0]: 'dropout' is a number, expected true or false"},
+    {HEAD COMMS PROG("{'op':'coll','coll':'allreduce','role':'tp','dropout':true}") RMAP "}",
+     "programs[0].ops[0]: key 'dropout' does not apply to a 'coll' op"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduc','role':'tp'}") RMAP "}",
      "programs[0].ops[0]: 'coll' is 'allreduc', expected one of allreduce, allgather, "
      "reducescatter, broadcast, reduce, alltoall, barrier, shift"},

@@ -61,6 +61,16 @@ static int attn_proj(const wl__gen *g, wl__col_gemm *c)
   return 1;
 }
 
+/* The residual add after attention and after the MLP (Megatron's fused
+ * bias-dropout-add): read the branch and the residual, write the sum; with
+ * hidden dropout (layout key dropout) forward also writes the branch's mask,
+ * one byte a value, and backward reads it. */
+static void residual(wl__gen *g, const char *name, double elems, int bwd)
+{
+  double rw = 3 + (g->l->dropout > 0 ? 1 / g->ab : 0);
+  wl__elem(g, name, elems, rw, bwd ? 1 : 2);
+}
+
 /* ---- eager PyTorch's elementwise kernels (layout key eager) ---------------------
  * Without torch.compile a Llama-style block runs its elementwise work as the
  * separate kernels of its Python code (torchtitan models/llama: RMSNorm
@@ -155,6 +165,8 @@ static long attn_kernel(wl__gen *g, const char *name, double sq, double sk, doub
   op.sub = WL_CLASS_ATTENTION;
   op.dtype = WL_DTYPE_BF16;
   op.flags = g->flags;
+  if (g->l->dropout > 0) /* dropout inside the kernel (platform.h PLAT_ATTN_DROPOUT_*) */
+    op.flags |= WL_OPF_DROPOUT;
   double exec = 0.5 * full * share; /* causal: half the score matrix */
   op.flops = bwd ? 2.5 * exec : exec;
   /* shape for the compute model (workload.h): queries, keys, head dim, b x heads */
@@ -176,8 +188,9 @@ static long attn_kernel(wl__gen *g, const char *name, double sq, double sk, doub
 
 /* Attention without a fused kernel (flash=0, Megatron-LM before flash
  * attention): batched GEMMs over the full s x s score matrix, the fused
- * scale-mask-softmax and the attention dropout as memory-bound passes over
- * it; backward runs the four gradient GEMMs and both passes' backward.
+ * scale-mask-softmax and (with dropout > 0) the attention dropout as
+ * memory-bound passes over it; backward runs the four gradient GEMMs and
+ * the passes' backward.
  * Convention FLOPs as for the fused kernel.  The GEMMs and the softmax carry
  * WL_OPF_UNFUSED (and WL_OPF_BWD backward): the compute model prices them at
  * the published measurement of this implementation (platforms/compute.c,
@@ -193,12 +206,14 @@ static void attn_unfused(wl__gen *g, int bwd)
   if (!bwd) {
     unf[n++] = wl__gemm(g, "attn.qk", WL__MM, 0, sq, sk, dqk, ba, 0);
     unf[n++] = wl__elem(g, "attn.softmax", scores, 2, 5);
-    wl__elem(g, "attn.dropout", scores, 2.5, 2);
+    if (g->l->dropout > 0)
+      wl__elem(g, "attn.dropout", scores, 2.5, 2);
     unf[n++] = wl__gemm(g, "attn.av", WL__MM, 0, sq, dv, sk, ba, 0);
   } else {
     unf[n++] = wl__gemm(g, "attn.av.dgrad", WL__MM, 0, sq, sk, dv, ba, 0);
     unf[n++] = wl__gemm(g, "attn.av.wgrad", WL__MM, 0, sk, dv, sq, ba, 0);
-    wl__elem(g, "attn.dropout.bwd", scores, 2.5, 1);
+    if (g->l->dropout > 0)
+      wl__elem(g, "attn.dropout.bwd", scores, 2.5, 1);
     unf[n++] = wl__elem(g, "attn.softmax.bwd", scores, 3, 4);
     unf[n++] = wl__gemm(g, "attn.qk.dgrad", WL__MM, 0, sq, dqk, sk, ba, 0);
     unf[n++] = wl__gemm(g, "attn.qk.wgrad", WL__MM, 0, sk, dqk, sq, ba, 0);
@@ -412,7 +427,7 @@ void wl__layer_fwd(wl__gen *g, int layer, int c, int gi_mlp)
   wl__row_fwd(g, "proj", 0, a * dv, g->l->sp ? "attn.tp.rs" : "attn.tp.ar");
   if (m->norms_per_layer > 2)
     norm_fwd(g, "ln1.post", Tsp * h);
-  wl__elem(g, "res1", Tsp * h, 3, 2);
+  residual(g, "res1", Tsp * h, 0);
   norm_fwd(g, "ln2", Tsp * h);
   if (wl__is_moe_layer(m, layer))
     moe_fwd(g);
@@ -420,7 +435,7 @@ void wl__layer_fwd(wl__gen *g, int layer, int c, int gi_mlp)
     mlp_fwd(g, m->ffn_hidden, "mlp", 1);
   if (m->norms_per_layer > 2)
     norm_fwd(g, "ln2.post", Tsp * h);
-  wl__elem(g, "res2", Tsp * h, 3, 2);
+  residual(g, "res2", Tsp * h, 0);
 }
 
 /* recompute=op: torchtitan's per-op selective activation checkpointing
@@ -451,7 +466,7 @@ static void op_sac_recompute(wl__gen *g)
   wl__gemm(g, "proj", WL__FWD, 0, g->T, h, a * dv, 1, 1);
   if (m->norms_per_layer > 2)
     norm_fwd(g, "ln1.post", Tsp * h);
-  wl__elem(g, "res1", Tsp * h, 3, 2);
+  residual(g, "res1", Tsp * h, 0);
   norm_fwd(g, "ln2", Tsp * h);
   double f = m->ffn_hidden;
   wl__tp_enter(g, "mlp.tp.ag"); /* fc1's (and w3's) input, for their weight gradients */
@@ -462,7 +477,7 @@ static void op_sac_recompute(wl__gen *g)
     wl__gemm(g, "mlp.fc2", WL__FWD, TE_LN_FC2, g->T, h, f / g->t, 1, 1);
   if (m->norms_per_layer > 2)
     norm_fwd(g, "ln2.post", Tsp * h);
-  wl__elem(g, "res2", Tsp * h, 3, 2);
+  residual(g, "res2", Tsp * h, 0);
 }
 
 void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
@@ -483,7 +498,7 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
     op_sac_recompute(g);
     g->flags = 0;
   }
-  wl__elem(g, "res2.bwd", Tsp * h, 3, 1);
+  residual(g, "res2.bwd", Tsp * h, 1);
   if (m->norms_per_layer > 2)
     norm_bwd(g, "ln2.post.bwd", Tsp * h);
   if (wl__is_moe_layer(m, layer))
@@ -492,7 +507,7 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
     mlp_bwd(g, m->ffn_hidden, "mlp", 1);
   norm_bwd(g, "ln2.bwd", Tsp * h);
   wl__group_done(g, c, gi_mlp);
-  wl__elem(g, "res1.bwd", Tsp * h, 3, 1);
+  residual(g, "res1.bwd", Tsp * h, 1);
   if (m->norms_per_layer > 2)
     norm_bwd(g, "ln1.post.bwd", Tsp * h);
   double a, kv, dqk, dv;

@@ -203,6 +203,11 @@ static void w_op_compute(wr *w, const wl_op *o)
     w_key(w, "host");
     w_str(w, "true");
   }
+  if (o->flags & WL_OPF_DROPOUT) {
+    w_sep(w);
+    w_key(w, "dropout");
+    w_str(w, "true");
+  }
   if (wl_op_attn_impl(o)) {
     w_sep(w);
     w_key(w, "attn_impl");

@@ -86,7 +86,7 @@ enum {
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
-  K_COUNT
+  K_DROPOUT, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -94,7 +94,7 @@ static const char *const key_names[K_COUNT] = {
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
-    "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter"};
+    "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -170,13 +170,17 @@ void wl_layout_request_init(wl_layout *l)
   memset(l, 0, sizeof *l);
   l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = l->offload = -1;
   l->attn_impl = l->bwd_prefetch = l->tp_async = l->pp_scatter = -1;
+  l->dropout = -1;
 }
 
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
 {
-  snprintf(b, n, "flash=%d%s%s,eager=%d%s%s", l->flash, l->flash ? ",attn_impl=" : "",
+  char dr[32] = "";
+  if (l->dropout > 0)
+    snprintf(dr, sizeof dr, ",dropout=%g", l->dropout);
+  snprintf(b, n, "flash=%d%s%s,eager=%d%s%s%s", l->flash, l->flash ? ",attn_impl=" : "",
            l->flash ? wl_attn_impl_name(l->attn_impl) : "", l->eager,
-           l->tp_async ? "" : ",tp_async=0", l->pp_scatter ? ",pp_scatter=1" : "");
+           l->tp_async ? "" : ",tp_async=0", l->pp_scatter ? ",pp_scatter=1" : "", dr);
 }
 
 /* An integer key's value, checked, into the request. */
@@ -361,6 +365,14 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       snprintf(l.pp_layout, sizeof l.pp_layout, "%s", val);
       continue;
     }
+    if (k == K_DROPOUT) {
+      char *e = NULL;
+      double d = strtod(val, &e);
+      if (!*val || !e || *e || !(d >= 0 && d < 1))
+        ERR("key 'dropout' value '%s' is not a probability in [0, 1)", val);
+      l.dropout = d;
+      continue;
+    }
     if (k == K_BUCKET) {
       double b;
       if (parse_count(val, &b) || b < 1)
@@ -423,6 +435,8 @@ static int res_sizes(wl_layout *l, int num_gpus, const wl_model *m, const res_gi
     l->tp_async = 1;
   if (l->pp_scatter < 0)
     l->pp_scatter = 0;
+  if (l->dropout < 0)
+    l->dropout = 0;
   if (l->first_stage_layers < 0 || l->last_stage_layers < 0)
     ERR("first_stage_layers/last_stage_layers must be >= 1");
   long tpc = (long)l->tp * l->pp * l->cp;
@@ -789,6 +803,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",tp_async=0");
   if (l->pp_scatter)
     st_buf_printf(&b, ",pp_scatter=1");
+  if (l->dropout > 0)
+    st_buf_printf(&b, ",dropout=%g", l->dropout);
   if (l->etp != l->tp)
     st_buf_printf(&b, ",etp=%d", l->etp);
   if (l->account_embedding)

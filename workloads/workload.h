@@ -163,6 +163,9 @@ enum {
                                  batched GEMMs and softmax, not its dropout), priced
                                  at the compute model's measured factor for its pass */
   WL_OPF_BWD = 1u << 8,       /* COMPUTE (with WL_OPF_UNFUSED): a backward kernel */
+  WL_OPF_DROPOUT = 1u << 9,   /* COMPUTE (fused attention): the kernel drops out its
+                                 probabilities (in-kernel random numbers), priced at the
+                                 published measurement (platform.h PLAT_ATTN_DROPOUT_*) */
 };
 
 /* Which fused-attention kernel library runs an attention op (layout key
@@ -511,6 +514,10 @@ typedef struct wl_layout {
                             scatter_gather_tensors_in_pipeline, February 2021 to March
                             2023, not under SP); 0 (default): whole tensors, as
                             Megatron-core sends them (-1 in a request: not given) */
+  double dropout;        /* dropout probability of the attention probabilities and of
+                            the hidden states (Megatron's --attention-dropout and
+                            --hidden-dropout; any value > 0 costs alike: the random
+                            numbers and the masks); 0 (default): none */
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
                             overlapped with their GEMMs (needs sp) */
   int bwd_prefetch;      /* wl_bwd_prefetch: FSDP1's backward_prefetch (dp_impl=fsdp) */

@@ -138,6 +138,8 @@ case_keeps torchtitan-h100-llama3.1-8b eager=1
 case_keeps sc21-gpt-7.5b tp_async=0
 # and its pipeline tensors travelled split across the TP ranks
 case_keeps sc21-gpt-7.5b pp_scatter=1
+# and it ran with dropout (Megatron-LM's default)
+case_keeps sc21-gpt-7.5b dropout=0.1
 
 [ $fails -eq 0 ] || exit 1
 echo "search: all checks passed"
