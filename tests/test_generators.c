@@ -876,12 +876,15 @@ static void test_memory__activations_match_korthikanti(void **state)
   static const struct {
     const char *spec;
     int which;
-  } cases[] = {{"tp=1,flash=0,pp=96", 0},
-               {"tp=8,flash=0,pp=8", 1},
-               {"tp=8,sp=1,flash=0,pp=8", 2},
-               {"tp=8,sp=1,flash=0,pp=8,recompute=selective", 3},
-               {"tp=8,sp=1,flash=0,pp=8,recompute=full", 4},
-               {"tp=8,flash=0,pp=8,recompute=selective", 5}};
+  } cases[] = {{"tp=1,flash=0,pp=96,dropout=0.1", 0},
+               {"tp=8,flash=0,pp=8,dropout=0.1", 1},
+               {"tp=8,sp=1,flash=0,pp=8,dropout=0.1", 2},
+               {"tp=8,sp=1,flash=0,pp=8,recompute=selective,dropout=0.1", 3},
+               {"tp=8,sp=1,flash=0,pp=8,recompute=full,dropout=0.1", 4},
+               {"tp=8,flash=0,pp=8,recompute=selective,dropout=0.1", 5},
+               /* without dropout: no masks (2 sbh), the scores' 2 B only */
+               {"tp=1,flash=0,pp=96", 6},
+               {"tp=8,flash=0,pp=8", 7}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_layout l;
     wl_memory mem;
@@ -897,6 +900,8 @@ static void test_memory__activations_match_korthikanti(void **state)
     case 3: want = sbh / t * 34; break;
     case 4: want = 2 * sbh / t; break;
     case 5: want = sbh * (10 + 24 / t); break;
+    case 6: want = sbh * (32 + 2 * a * s / h); break;
+    case 7: want = sbh * (8 + 24 / t + 2 * a * s / (h * t)); break;
     }
     check_rel(mem.stages[1].act_layer_bytes, want, 0.01, cases[i].spec);
   }
@@ -905,9 +910,9 @@ static void test_memory__activations_match_korthikanti(void **state)
   static const struct {
     const char *spec;
     double factor;
-  } sched[] = {{"tp=8,sp=1,flash=0,pp=8,gbs=64", 1},
-               {"tp=8,sp=1,flash=0,pp=8,vpp=2,gbs=64", 1 + 7.0 / 16},
-               {"tp=8,sp=1,flash=0,pp=8,vpp=3,gbs=64", 1 + 7.0 / 24}};
+  } sched[] = {{"tp=8,sp=1,flash=0,pp=8,gbs=64,dropout=0.1", 1},
+               {"tp=8,sp=1,flash=0,pp=8,vpp=2,gbs=64,dropout=0.1", 1 + 7.0 / 16},
+               {"tp=8,sp=1,flash=0,pp=8,vpp=3,gbs=64,dropout=0.1", 1 + 7.0 / 24}};
   for (size_t i = 0; i < sizeof sched / sizeof sched[0]; i++) {
     wl_layout l;
     wl_memory mem;

@@ -60,6 +60,7 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
     dv = m->mla.v_head_dim;
   }
   double tok = b * sl;
+  double mask = l->dropout > 0 ? 1 : 0; /* dropout's masks, kept only with dropout */
   /* attention block */
   double x = 2 * sbh * rep                 /* input norm's input */
              + 2 * sbh * rep               /* QKV GEMM input */
@@ -67,14 +68,14 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
              + 2 * tok * kv * dqk / t      /* K */
              + 2 * tok * kv * dv / t       /* V */
              + 2 * tok * a * dv / t        /* projection input (attention output) */
-             + sbh * rep;                  /* dropout mask */
-  if (!l->flash && recompute != WL_RECOMPUTE_SELECTIVE)
-    x += 5 * a * b * sl * s / t; /* softmax out 2, its dropout mask 1, dropout out 2 */
+             + mask * sbh * rep;           /* dropout mask */
+  if (!l->flash && recompute != WL_RECOMPUTE_SELECTIVE) /* softmax out 2; with dropout its */
+    x += (2 + 3 * mask) * a * b * sl * s / t;         /* mask 1 and dropout out 2 */
   if (l->flash)
     x += 4 * tok * a / t; /* softmax log-sum-exp, fp32 */
   /* MLP block */
   double gate = m->ffn_act == WL_ACT_SWIGLU ? 2 : 1;
-  x += 2 * sbh * rep + sbh * rep; /* post-attention norm's input, dropout mask */
+  x += 2 * sbh * rep + mask * sbh * rep; /* post-attention norm's input, dropout mask */
   x += (m->norms_per_layer - 2) * 2 * sbh * rep; /* Gemma 2: norms after attention and MLP */
   if (m->qk_norm)
     x += 2 * tok * (a + kv) * dqk / t; /* the query and key norms' inputs */
@@ -162,10 +163,10 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
     double per_chunk = chunks ? (double)alive_layers / chunks : 0;
     st->inflight = (double)chunks / l->vpp;
     st->activations_bytes = act_max * per_chunk * chunks;
-    /* embedding output's dropout mask on the first stage, per micro-batch alive;
-     * final norm, logits input and fp32 logits on the last (one micro-batch
-     * at a time, all of them under GPipe) */
-    if (s == 0)
+    /* embedding output's dropout mask on the first stage, per micro-batch alive
+     * (with dropout); final norm, logits input and fp32 logits on the last (one
+     * micro-batch at a time, all of them under GPipe) */
+    if (s == 0 && l->dropout > 0)
       st->activations_bytes += b * sl * h * rep * chunks / l->vpp;
     if (s == l->pp - 1) {
       double V = (double)wl__vocab_padded(m, l->tp) / t;

@@ -111,7 +111,7 @@ cat >"$tmp/nofit.json" <<JSON
 JSON
 "$simtrain" sweep "$tmp/nofit.json" --json --quiet >"$tmp/nofit.out"; rc=$?
 check "points that do not fit or are refused are recorded, the sweep goes on (exit 66, got $rc)" "[ $rc -eq 66 ]"
-check "the point that does not fit says so" "grep -q '\"point\":0,[^}]*\"status\":\"failed\",\"error\":\"the workload needs 104.29 GiB per GPU' '$tmp/nofit.out'"
+check "the point that does not fit says so" "grep -q '\"point\":0,[^}]*\"status\":\"failed\",\"error\":\"the workload needs 94.04 GiB per GPU' '$tmp/nofit.out'"
 check "the refused layout says why" "grep -q '\"point\":1,[^}]*\"status\":\"failed\",\"error\":\"layout .tp=64.: kv_heads (8) not divisible by tp (64)' '$tmp/nofit.out'"
 
 # ---- pictures ------------------------------------------------------------------------
