@@ -1970,6 +1970,35 @@ static void test_eager__llama_elementwise_bytes_by_hand(void **state)
   wl_workload_destroy(b);
 }
 
+/* The fused MLP activation's bytes per ffn element (bf16, a = 2 B): GELU
+ * reads its input and writes its output, 2a forward; backward reads the
+ * input and the gradient and writes one, 3a.  SwiGLU reads both halves and
+ * writes their product, 3a per ffn element forward; backward reads both
+ * halves and the gradient and writes both halves' gradients, 5a.  Per layer
+ * of one micro-batch of T tokens. */
+static void test_activation__fused_bytes_by_hand(void **state)
+{
+  (void)state;
+  wl_model g, l;
+  model_of(GPT_T, &g);
+  model_of(LLAMA_T, &l);
+  int n;
+  wl_workload *wl = gen(&g, "gbs=1", 1, NULL);
+  double T = 1024, f = 4096;
+  check_rel(prefix_bytes(wl, 0, "mlp.act.bwd", &n), 8 * 3 * 2 * T * f, 1e-12, "GELU backward");
+  assert_int_equal(n, 8);
+  check_rel(prefix_bytes(wl, 0, "mlp.act", &n) - 8 * 3 * 2 * T * f, 8 * 2 * 2 * T * f, 1e-12,
+            "GELU forward");
+  wl_workload_destroy(wl);
+  wl = gen(&l, "mbs=2,gbs=2", 1, NULL);
+  T = 2 * 2048, f = 2816;
+  check_rel(prefix_bytes(wl, 0, "mlp.act.bwd", &n), 2 * 5 * 2 * T * f, 1e-12, "SwiGLU backward");
+  assert_int_equal(n, 2);
+  check_rel(prefix_bytes(wl, 0, "mlp.act", &n) - 2 * 5 * 2 * T * f, 2 * 3 * 2 * T * f, 1e-12,
+            "SwiGLU forward");
+  wl_workload_destroy(wl);
+}
+
 /* First index of an op by name in rank 0's program, -1 when none. */
 static long first_op(const wl_workload *wl, const char *name)
 {
@@ -2365,6 +2394,7 @@ int main(void)
       cmocka_unit_test(test_dp_impl__memory_by_hand),
       cmocka_unit_test(test_dp_impl__backward_prefetch_orders_the_gathers),
       cmocka_unit_test(test_eager__llama_elementwise_bytes_by_hand),
+      cmocka_unit_test(test_activation__fused_bytes_by_hand),
       cmocka_unit_test(test_recompute_op__torchtitan_policy_by_hand),
       cmocka_unit_test(test_fp8__casts_and_output_layer_by_hand),
   };

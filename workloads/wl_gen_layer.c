@@ -285,6 +285,18 @@ static void attn_bwd(wl__gen *g)
 
 /* ---- MLP and MoE --------------------------------------------------------------- */
 static double act_in(const wl_model *m, double f) { return m->ffn_act == WL_ACT_SWIGLU ? 2 * f : f; }
+/* The fused activation's HBM traffic per element of its input (act_in),
+ * in elements: gated, the two halves read and the product written (2f + f
+ * over 2f: 1.5 forward), backward the halves and the gradient read and the
+ * halves' gradients written (5f over 2f: 2.5); GELU one read and one write
+ * (2), backward the input and the gradient read and one written (3), as
+ * Megatron's bias-GELU and PyTorch's gelu/gelu_backward kernels move them */
+static double act_rw(const wl_model *m, int bwd)
+{
+  if (m->ffn_act == WL_ACT_SWIGLU)
+    return bwd ? 2.5 : 1.5;
+  return bwd ? 3 : 2;
+}
 
 /* pre + suffix into buf (32 bytes), as snprintf "%s%s" would, without its
  * cost: these names are built for every layer of every micro-batch. */
@@ -309,7 +321,7 @@ static void act_fwd(wl__gen *g, const char *name, double f)
   if (g->l->eager && g->m->ffn_act == WL_ACT_SWIGLU)
     eager_ops(g, name, g->T * f / g->t, k, 2);
   else
-    wl__elem(g, name, g->T * act_in(g->m, f) / g->t, 1.5, 8);
+    wl__elem(g, name, g->T * act_in(g->m, f) / g->t, act_rw(g->m, 0), 8);
 }
 
 /* The casts Megatron-core's TELayerNormMLP fuses (fp8_casts in
@@ -350,7 +362,7 @@ static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
     static const eager_k k[] = {{".mul.ga", 3, 0}, {".mul.gb", 3, 0}, {".silu", 3, 0}};
     eager_ops(g, d, g->T * f / g->t, k, 3);
   } else
-    wl__elem(g, d, g->T * act_in(g->m, f) / g->t, 2.5, 12);
+    wl__elem(g, d, g->T * act_in(g->m, f) / g->t, act_rw(g->m, 1), 12);
   wl__col_gemm c = {"", f2, f3, act_in(g->m, f) / g->t, g->h, 1, ln_mlp ? TE_LN_FC1 : 0};
   wl__col_bwd(g, &c, 1, e, f1);
 }
@@ -372,7 +384,7 @@ static void moe_fwd(wl__gen *g)
   wl__coll_c(g, "ep.dispatch", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
   wl__coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
   wl__gemm(g, "expert.fc1", WL__FWD, 0, Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
-  wl__elem(g, "expert.act", Te * act_in(g->m, ef) / et, 1.5, 8);
+  wl__elem(g, "expert.act", Te * act_in(g->m, ef) / et, act_rw(g->m, 0), 8);
   wl__gemm(g, "expert.fc2", WL__FWD, 0, Me, g->h, ef / et, E / ep, 1 / g->cf);
   wl__coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
   wl__coll_c(g, "ep.combine", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
@@ -395,7 +407,7 @@ static void moe_bwd(wl__gen *g)
   wl__coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
   wl__gemm(g, "expert.fc2.dgrad", WL__DGRAD, 0, Me, ef / et, g->h, E / ep, 1 / g->cf);
   wl__gemm(g, "expert.fc2.wgrad", WL__WGRAD, 0, ef / et, g->h, Me, E / ep, 1 / g->cf);
-  wl__elem(g, "expert.act.bwd", Te * act_in(g->m, ef) / et, 2.5, 12);
+  wl__elem(g, "expert.act.bwd", Te * act_in(g->m, ef) / et, act_rw(g->m, 1), 12);
   wl__gemm(g, "expert.fc1.dgrad", WL__DGRAD, 0, Me, g->h, act_in(g->m, ef) / et, E / ep, 1 / g->cf);
   wl__gemm(g, "expert.fc1.wgrad", WL__WGRAD, 0, g->h, act_in(g->m, ef) / et, Me, E / ep, 1 / g->cf);
   wl__coll_c(g, "moe.tp.ag.bwd", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
