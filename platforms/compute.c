@@ -279,13 +279,24 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
     peak = peak_for(d, op->dtype);
     double s = op->n > 0 ? op->n : 0, h = op->k;
     int causal = (op->flags & WL_OPF_CAUSAL) != 0, bwd = op->phase == WL_PHASE_BACKWARD;
+    /* A sliding window of s keys: every query block runs the s keys before
+     * it plus a block (the band's two partly masked edge blocks), all blocks
+     * alike, so it runs as a kernel without a mask over s + ATTN_BLOCK keys
+     * at (1 + ATTN_BLOCK / s) times the band's FLOPs (docs/calibration.md,
+     * "Sliding windows"). */
+    int window = (op->flags & WL_OPF_WINDOW) && s > 0;
+    double waste = window ? 1.0 + ATTN_BLOCK / s : causal && s > 0 ? 1.0 + ATTN_BLOCK / s : 1.0;
+    if (window) {
+      s += ATTN_BLOCK;
+      causal = 0;
+    }
     double rate = !p->attn_published || op->dtype == WL_DTYPE_FP8
                       ? 0 /* the tables are bf16/fp16 */
                       : plat_attn_published_rate(d, wl_op_attn_impl(op), bwd, causal, h, s);
     double drop = !(op->flags & WL_OPF_DROPOUT) ? 1 : bwd ? PLAT_ATTN_DROPOUT_BWD
                                                            : PLAT_ATTN_DROPOUT_FWD;
     if (rate > 0) { /* the library's published rate, masked blocks included */
-      math = flops / rate * drop;
+      math = flops * (window ? waste : 1) / rate * drop;
       break;
     }
     double eff = p->attn_eff;
@@ -297,7 +308,6 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
       eff *= p->attn_bwd_ratio;
     if (wl_op_attn_impl(op) == WL_ATTN_FA1) /* attn_eff is FlashAttention-2's level */
       eff *= PLAT_ATTN_FA1_SPEED;
-    double waste = causal && s > 0 ? 1.0 + ATTN_BLOCK / s : 1.0;
     math = flops * waste / (peak * eff) * drop;
     break;
   }

@@ -437,6 +437,42 @@ static void test_attention__published_hopper_rates_by_library(void **state)
             c.flops * (1 + 128.0 / 2048) / (100e12 * eff * 0.5), 1e-12, "no table: fa1");
 }
 
+/* A sliding window of w keys (WL_OPF_WINDOW, n = w): every query block runs
+ * w keys and one more block, all alike, so the band's FLOPs take (1 + 128 /
+ * w) times the unmasked rate at w + 128 keys: on the H100 table cuDNN's
+ * forward at head dim 128 between 1,024 (574) and 2,048 (617), linear in
+ * log2; without a table attn_eff at that length.  Sequence 8,192, w = 1,024:
+ * w s - w (w - 1) / 2 scores a head. */
+static void test_attention__sliding_window_runs_its_band(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  snprintf(d.name, sizeof d.name, "H100-SXM");
+  plat_compute_params p = toy_params();
+  p.attn_published = 1;
+  double s = 8192, w = 1024, band = w * s - w * (w - 1) / 2;
+  wl_op a = attention(8192, 128, 32, 1, WL_PHASE_FORWARD);
+  a.n = (int32_t)w;
+  a.flags |= WL_OPF_WINDOW;
+  a.flops = 4.0 * 128 * 32 * band;
+  a.flags = wl_flags_with_attn(a.flags, WL_ATTN_CUDNN);
+  double rate = (574 + (617 - 574) * log2(1152.0 / 1024)) * 1e12;
+  check_rel(plat_compute_time_with(&p, &d, &a), a.flops * (1 + 128 / w) / rate, 1e-12,
+            "cudnn window 1024");
+  /* a window of one block: twice its band at the shortest published length
+   * (512: 497) */
+  a.n = 128;
+  a.flops = 4.0 * 128 * 32 * (128 * s - 128.0 * 127 / 2);
+  check_rel(plat_compute_time_with(&p, &d, &a), a.flops * 2 / 497e12, 1e-12, "cudnn window 128");
+  /* without a table: attn_eff at 1,152 keys, no causal term */
+  a.n = (int32_t)w;
+  a.flops = 4.0 * 128 * 32 * band;
+  p.attn_published = 0;
+  double eff = 0.5 * 1152.0 / (1152.0 + 192.0);
+  check_rel(plat_compute_time_with(&p, &d, &a), a.flops * (1 + 128 / w) / (100e12 * eff), 1e-12,
+            "attn_eff window");
+}
+
 /* A fused attention kernel with dropout (WL_OPF_DROPOUT) takes 1.25 times its
  * time forward and 1.24 backward, on a published table and without one; the
  * factors are the FlashAttention paper's long-sequence ratios (its tables 15
@@ -566,6 +602,7 @@ int main(void)
       cmocka_unit_test(test_memory_bound__elementwise_and_optimizer_at_hbm_fraction),
       cmocka_unit_test(test_attention__sequence_head_dim_and_mask),
       cmocka_unit_test(test_attention__published_hopper_rates_by_library),
+      cmocka_unit_test(test_attention__sliding_window_runs_its_band),
       cmocka_unit_test(test_attention__dropout_takes_the_measured_factor),
       cmocka_unit_test(test_overlap__factor_is_one_plus_slowdown),
       cmocka_unit_test(test_params__lookup_by_name_generic_and_override),

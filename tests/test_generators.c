@@ -246,6 +246,27 @@ static void test_model__errors_name_the_key(void **state)
        "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
        "\"mla\":[]}",
        "model 'inline': mla: is an array, expected an object"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
+       "\"sliding_window\":64,\"window_pattern\":\"sfx\"}",
+       "model 'inline': window_pattern: 'x' at 2: expected 's' (a sliding layer) or 'f' (full)"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
+       "\"sliding_window\":64,\"window_pattern\":\"ff\"}",
+       "model 'inline': window_pattern: no 's': a pattern names the sliding layers (2 "
+       "characters, at most 64)"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
+       "\"sliding_window\":64,\"window_pattern\":\"\"}",
+       "model 'inline': window_pattern: 0 characters: expected 1 to 64, one per layer, repeated"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
+       "\"window_pattern\":\"sf\"}",
+       "model 'inline': window_pattern: needs 'sliding_window', the sliding layers' window"},
+      {"{\"name\":\"x\",\"layers\":2,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":4096,"
+       "\"ffn_act\":\"gelu\",\"vocab\":100,\"seq_len\":128,\"tie_embeddings\":true,"
+       "\"sliding_window\":0}",
+       "model 'inline': 'sliding_window' is 0, outside 1..2147483647"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_model m;

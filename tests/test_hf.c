@@ -172,7 +172,7 @@ static void test_hf__each_architecture_maps_its_keys(void **state)
       {"llama-3.1-8b.json", 32, 4096, 32, 8, 128, 14336, WL_ACT_SWIGLU, 128256, 0,
        0, 2, 0, 0, 0, 0, 0, 0, 8192, 0, 0, 0, 0, 0},
       {"mistral-7b-v0.1.json", 32, 4096, 32, 8, 128, 14336, WL_ACT_SWIGLU, 32000, 0,
-       0, 2, 0, 0, 0, 0, 0, 4096, 4096, 0, 0, 0, 0, 0},
+       0, 2, 0, 0, 0, 0, 0, 4096, 8192, 0, 0, 0, 0, 0},
       {"mixtral-8x7b-v0.1.json", 32, 4096, 32, 8, 128, 14336, WL_ACT_SWIGLU, 32000, 0,
        0, 2, 0, 0, 0, 0, 0, 0, 8192, 8, 2, 14336, 0, 0},
       {"qwen2.5-7b.json", 28, 3584, 28, 4, 128, 18944, WL_ACT_SWIGLU, 152064, 0,
@@ -194,7 +194,7 @@ static void test_hf__each_architecture_maps_its_keys(void **state)
       {"gemma-7b.json", 28, 3072, 16, 16, 256, 24576, WL_ACT_SWIGLU, 256000, 1,
        0, 2, 0, 0, 0, 0, 0, 0, 8192, 0, 0, 0, 0, 0},
       {"gemma-2-9b.json", 42, 3584, 16, 8, 256, 14336, WL_ACT_SWIGLU, 256000, 1,
-       0, 4, 0, 0, 0, 0, 0, 4096, 4096, 0, 0, 0, 0, 0},
+       0, 4, 0, 0, 0, 0, 0, 4096, 8192, 0, 0, 0, 0, 0},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     wl_model m;
@@ -401,6 +401,71 @@ static void test_hf__details_reach_the_step(void **state)
   wl_workload_destroy(wl);
 }
 
+/* ---- which layers slide ----------------------------------------------------------- */
+static void test_hf__sliding_layers(void **state)
+{
+  (void)state;
+  /* Gemma 2 without layer_types: the even layers (Gemma2DecoderLayer's
+   * is_sliding = not layer_idx % 2); Mistral: every layer */
+  wl_model g, mi, q;
+  load("gemma-2-9b.json", &g);
+  assert_int_equal(g.sliding_window, 4096);
+  assert_string_equal(g.window_pattern, "sf");
+  assert_int_equal(wl_model_layer_window(&g, 0), 4096);
+  assert_int_equal(wl_model_layer_window(&g, 41), 0);
+  load("mistral-7b-v0.1.json", &mi);
+  assert_string_equal(mi.window_pattern, "");
+  assert_int_equal(wl_model_layer_window(&mi, 31), 4096);
+  /* layer_types: the shortest repeating pattern; two sliding, one full over
+   * Qwen3-8B's 36 layers */
+  char lt[1024] = "[";
+  for (int i = 0; i < 36; i++)
+    strcat(lt, i % 3 == 2 ? "\"full_attention\"," : "\"sliding_attention\",");
+  lt[strlen(lt) - 1] = ']';
+  char *c1 = edited("qwen3-8b.json", "layer_types", lt);
+  cJSON *r1 = cJSON_Parse(c1);
+  free(c1);
+  cJSON_DeleteItemFromObjectCaseSensitive(r1, "sliding_window");
+  cJSON_AddItemToObject(r1, "sliding_window", cJSON_CreateNumber(4096));
+  c1 = cJSON_PrintUnformatted(r1);
+  cJSON_Delete(r1);
+  st_err err;
+  st_err_clear(&err);
+  assert_int_equal(wl_model_parse(c1, "c.json", &q, &err), ST_OK);
+  assert_string_equal(q.window_pattern, "ssf");
+  assert_int_equal(q.sliding_window, 4096);
+  free(c1);
+  /* Qwen without layer_types: the layers from max_window_layers on */
+  char *c2 = edited("qwen3-8b.json", "use_sliding_window", "true");
+  cJSON *root = cJSON_Parse(c2);
+  free(c2);
+  cJSON_DeleteItemFromObjectCaseSensitive(root, "sliding_window");
+  cJSON_AddItemToObject(root, "sliding_window", cJSON_CreateNumber(4096));
+  cJSON_DeleteItemFromObjectCaseSensitive(root, "max_window_layers");
+  cJSON_AddItemToObject(root, "max_window_layers", cJSON_CreateNumber(30));
+  c2 = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  assert_int_equal(wl_model_parse(c2, "c.json", &q, &err), ST_OK);
+  assert_int_equal((int)strlen(q.window_pattern), 36);
+  assert_int_equal(wl_model_layer_window(&q, 29), 0);
+  assert_int_equal(wl_model_layer_window(&q, 30), 4096);
+  free(c2);
+  /* a layer_types entry that is neither kind: named */
+  char *c3 = edited("qwen3-8b.json", "layer_types",
+                    "[\"sliding_attention\",\"local\",\"full_attention\",\"full_attention\","
+                    "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","
+                    "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","
+                    "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","
+                    "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","
+                    "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","
+                    "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","
+                    "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\","
+                    "\"full_attention\",\"full_attention\",\"full_attention\",\"full_attention\"]");
+  expect_error(c3, "model 'c.json': layer_types[1]: expected \"full_attention\" or "
+                   "\"sliding_attention\"");
+  free(c3);
+}
+
 /* ---- the sequence ------------------------------------------------------------------ */
 static void test_hf__sequence(void **state)
 {
@@ -428,12 +493,39 @@ static void test_hf__sequence(void **state)
     fail();
   }
   wl_workload_destroy(wl);
-  /* beyond a sliding window, beyond learned positions: refused */
-  mi.seq_len = 8192;
-  assert_int_equal(wl_layout_parse("tp=1", 1, &mi, &l, &err), ST_EINPUT);
-  assert_string_equal(err.msg, "layout 'tp=1': seq_len (8192) exceeds the model's sliding "
-                               "attention window (4096): windowed attention is not modelled, "
-                               "only sequences it covers whole");
+  /* beyond a sliding window: every Mistral layer keeps the band of 4096 keys
+   * up to each query, 4096 x 8192 - 4096 x 4095 / 2 scores of 8192 (the
+   * model FLOPs count twice the band, as they count the square for the
+   * causal triangle); with context parallelism refused.  Beyond learned
+   * positions: refused. */
+  assert_int_equal(mi.seq_len, 8192);
+  assert_string_equal(mi.window_pattern, "");
+  wl = generate(&mi, "tp=1,gbs=1", 1, &l);
+  const wl_program *pm = &wl->programs[0];
+  double band = 4096.0 * 8192 - 4096.0 * 4095 / 2, n_attn = 0;
+  for (size_t i = 0; i < pm->num_ops; i++)
+    if (!strcmp(wl_op_name(pm, &pm->ops[i]), "attn")) {
+      const wl_op *o = &pm->ops[i];
+      assert_true(o->flags & WL_OPF_WINDOW);
+      assert_int_equal(o->m, 8192);
+      assert_int_equal(o->n, 4096);
+      /* QK^T and AV, 2 x 128 FLOPs a score each, 32 heads */
+      assert_true(fabs(o->flops - 32 * band * 4 * 128) <= 1e-12 * o->flops);
+      n_attn++;
+    }
+  assert_true(n_attn == 32);
+  double Wm =
+      32.0 * (4096.0 * (4096 + 2 * 1024) + 4096.0 * 4096 + 3.0 * 4096 * 14336) + 32000.0 * 4096;
+  want = 8192.0 * 6 * Wm + 3 * 2 * 32 * (32 * band * 4 * 128);
+  if (fabs(wl->meta.model_flops_per_step - want) > 1e-12 * want) {
+    print_error("windowed model flops %.17g, want %.17g\n", wl->meta.model_flops_per_step, want);
+    fail();
+  }
+  wl_workload_destroy(wl);
+  assert_int_equal(wl_layout_parse("tp=1,cp=2", 2, &mi, &l, &err), ST_EINPUT);
+  assert_string_equal(err.msg, "layout 'tp=1,cp=2': cp (2) with the model's sliding attention "
+                               "window (4096) shorter than seq_len (8192): context parallelism "
+                               "over windowed layers is not modelled");
   g.seq_len = 2048;
   assert_int_equal(wl_layout_parse("tp=1", 1, &g, &l, &err), ST_EINPUT);
   assert_string_equal(err.msg,
@@ -534,6 +626,7 @@ int main(void)
       cmocka_unit_test(test_hf__every_published_key_is_classified),
       cmocka_unit_test(test_hf__same_model_as_the_builtin_same_workload),
       cmocka_unit_test(test_hf__details_reach_the_step),
+      cmocka_unit_test(test_hf__sliding_layers),
       cmocka_unit_test(test_hf__sequence),
       cmocka_unit_test(test_hf__errors_name_the_key),
   };

@@ -251,6 +251,9 @@ static wl_workload *build_everything(void)
   op.flags = wl_flags_with_attn(WL_OPF_CAUSAL | WL_OPF_DROPOUT, WL_ATTN_FA3); /* its library,
                                                                               its dropout */
   wl_program_append(p, &op, NULL, 0);
+  op.n = 128; /* a sliding window of 128 keys */
+  op.flags = WL_OPF_CAUSAL | WL_OPF_WINDOW;
+  wl_program_append(p, &op, NULL, 0);
   op = wl_op_compute(2, -0.0); /* -0 is a given duration of zero, kept bit for bit */
   op.sub = WL_CLASS_ELEMENTWISE;
   op.flags = WL_OPF_UNFUSED | WL_OPF_BWD; /* an unfused attention softmax, backward */
@@ -1828,6 +1831,12 @@ static const bad_doc bad_docs[] = {
      "programs[0].ops[0]: 'dropout' is a number, expected true or false"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduce','role':'tp','dropout':true}") RMAP "}",
      "programs[0].ops[0]: key 'dropout' does not apply to a 'coll' op"},
+    {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'gemm','m':8,'n':8,'k':8,'window':true}")
+         RMAP "}",
+     "programs[0].ops[0]: 'window' needs class 'attention' and 'n' > 0 (the keys each query "
+     "attends to)"},
+    {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'attention','window':1}") RMAP "}",
+     "programs[0].ops[0]: 'window' is a number, expected true or false"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduc','role':'tp'}") RMAP "}",
      "programs[0].ops[0]: 'coll' is 'allreduc', expected one of allreduce, allgather, "
      "reducescatter, broadcast, reduce, alltoall, barrier, shift"},

@@ -51,6 +51,7 @@ typedef struct wl__gen {
   char bad[ST_ERR_MSG_MAX / 2]; /* the first op whose numbers do not fit, or "" */
   /* shapes */
   double b, s, sl, T, Tsp, h, t; /* micro-batch, seq, local seq (s/cp), tokens, SP tokens */
+  int win; /* the attention window of the layer being emitted (wl_model_layer_window); 0 full */
   double ab, gb, pb;             /* activation, gradient, parameter bytes */
   double cf;                     /* MoE capacity factor (1 when dropless) */
   int gemm_dtype;

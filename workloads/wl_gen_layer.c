@@ -155,12 +155,18 @@ static void repeat_kv(wl__gen *g, int bwd)
 }
 
 /* One attention-core kernel over sq local queries and sk keys, `share` of the
- * causal work (CP ring steps split it). */
+ * causal work (CP ring steps split it).  A sliding window w shorter than the
+ * sequence (the layer's g->win; layout resolution refuses it with CP) keeps
+ * the band of w keys up to each query: w s - w (w - 1) / 2 scores of s, the
+ * op's n the window and WL_OPF_WINDOW set; the convention FLOPs count twice
+ * the band, as they count the whole square for the causal triangle. */
 static long attn_kernel(wl__gen *g, const char *name, double sq, double sk, double share, int bwd)
 {
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
-  double full = 2 * g->b * sq * sk * a * (dqk + dv); /* QK^T + AV, no mask */
+  double w = g->win > 0 && g->win < sk && sq == sk ? g->win : 0;
+  double full = w > 0 ? 2 * (2 * g->b * a * (dqk + dv) * (w * sk - w * (w - 1) / 2))
+                      : 2 * g->b * sq * sk * a * (dqk + dv); /* QK^T + AV, no mask */
   wl_op op = wl_op_compute(S_COMPUTE, -1);
   op.sub = WL_CLASS_ATTENTION;
   op.dtype = WL_DTYPE_BF16;
@@ -171,10 +177,10 @@ static long attn_kernel(wl__gen *g, const char *name, double sq, double sk, doub
   op.flops = bwd ? 2.5 * exec : exec;
   /* shape for the compute model (workload.h): queries, keys, head dim, b x heads */
   op.m = wl__i32(g, "attention", "m", sq);
-  op.n = wl__i32(g, "attention", "n", sk);
+  op.n = wl__i32(g, "attention", "n", w > 0 ? w : sk);
   op.k = wl__i32(g, "attention", "k", dqk);
   op.batch = wl__i32(g, "attention", "batch", g->b * a);
-  op.flags |= WL_OPF_CAUSAL;
+  op.flags |= WL_OPF_CAUSAL | (w > 0 ? WL_OPF_WINDOW : 0);
   op.flags = wl_flags_with_attn(op.flags, g->l->attn_impl > 0 ? g->l->attn_impl : 0);
   double io = g->b * (sq * a * dqk + sk * kv * (dqk + dv) + sq * a * dv) * g->ab;
   op.bytes = bwd ? 2 * io : io;
@@ -422,6 +428,7 @@ void wl__layer_fwd(wl__gen *g, int layer, int c, int gi_mlp)
 {
   const wl_model *m = g->m;
   double h = g->h, Tsp = g->Tsp;
+  g->win = wl_model_layer_window(m, layer);
   wl__marker(g, WL_MARK_LAYER, layer);
   wl__param_wait(g, c, gi_mlp);
   wl__param_wait(g, c, gi_mlp + 1);
@@ -496,6 +503,7 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
 {
   const wl_model *m = g->m;
   double h = g->h, Tsp = g->Tsp;
+  g->win = wl_model_layer_window(m, layer);
   wl__marker(g, WL_MARK_LAYER, layer);
   if (g->l->recompute == WL_RECOMPUTE_FULL) {
     int pw = g->param_wait;

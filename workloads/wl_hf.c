@@ -19,11 +19,11 @@
  * The sequence length is the training run's, not the model's: `--seq` of
  * run and search gives it.  Without it, the context the model was
  * pretrained at (rope_scaling.original_max_position_embeddings, else
- * max_position_embeddings, n_positions for GPT-2) capped at 8192 tokens and
- * at the sliding window, if the model has one.
+ * max_position_embeddings, n_positions for GPT-2) capped at 8192 tokens.
  */
 #include <cjson/cJSON.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -387,9 +387,40 @@ static int rd_leading_layers(const rd *r, const char *key, int *k)
   return ST_OK;
 }
 
+/* The shortest pattern that, repeated from layer 0, gives every layer's
+ * kind ('s' sliding, 'f' full): the model's window_pattern, "" when every
+ * layer slides.  An error names `key` when no pattern of at most
+ * WL_WINDOW_PATTERN_MAX layers repeats. */
+static int set_pattern(const rd *r, const char *key, const char *kinds, int layers, wl_model *m)
+{
+  int p = 1;
+  for (; p <= layers && p <= WL_WINDOW_PATTERN_MAX; p++) {
+    int i = p;
+    while (i < layers && kinds[i] == kinds[i % p])
+      i++;
+    if (i >= layers)
+      break;
+  }
+  if (p > layers || p > WL_WINDOW_PATTERN_MAX) {
+    st_jpath at = {NULL, key, 0};
+    return st_jrd_fail(&r->j, &at,
+                       "the sliding and full layers do not repeat with a period of at most %d "
+                       "layers (a model spec's window_pattern)",
+                       WL_WINDOW_PATTERN_MAX);
+  }
+  if (p == 1 && kinds[0] == 's')
+    m->window_pattern[0] = '\0';
+  else {
+    memcpy(m->window_pattern, kinds, (size_t)p);
+    m->window_pattern[p] = '\0';
+  }
+  return ST_OK;
+}
+
 /* layer_types (newer transformers): "full_attention" or "sliding_attention"
- * per layer; *sliding is 1 when any layer slides.  -1 when absent. */
-static int rd_layer_types(const rd *r, int layers, int *sliding)
+ * per layer, into kinds ('s' or 'f'); *sliding is 1 when any layer slides,
+ * -1 when the key is absent. */
+static int rd_layer_types(const rd *r, int layers, char *kinds, int *sliding)
 {
   const cJSON *v = item(r, "layer_types");
   *sliding = -1;
@@ -402,9 +433,12 @@ static int rd_layer_types(const rd *r, int layers, int *sliding)
   st_jpath at = {NULL, "layer_types", 0};
   int i = 0;
   for (const cJSON *e = v->child; e; e = e->next, i++) {
-    if (cJSON_IsString(e) && !strcmp(e->valuestring, "sliding_attention"))
+    if (cJSON_IsString(e) && !strcmp(e->valuestring, "sliding_attention")) {
       *sliding = 1;
-    else if (!cJSON_IsString(e) || strcmp(e->valuestring, "full_attention")) {
+      kinds[i] = 's';
+    } else if (cJSON_IsString(e) && !strcmp(e->valuestring, "full_attention")) {
+      kinds[i] = 'f';
+    } else {
       st_jpath ei = {&at, NULL, i};
       return st_jrd_fail(&r->j, &ei, "expected \"full_attention\" or \"sliding_attention\"");
     }
@@ -412,39 +446,59 @@ static int rd_layer_types(const rd *r, int layers, int *sliding)
   return ST_OK;
 }
 
-/* The attention window of the sliding layers, 0 when none slides.  Only
- * Mistral, Mixtral, Qwen and Gemma 2 slide (a sliding_window key in another
- * architecture's config is not read by its modeling code). */
-static int rd_window(const rd *r, int fam, int layers, int *window)
+/* The window of the sliding layers and which layers slide (sliding_window,
+ * window_pattern), none when no layer slides.  Only Mistral, Mixtral, Qwen
+ * and Gemma 2 slide (a sliding_window key in another architecture's config
+ * is not read by its modeling code).  Which layers: layer_types where the
+ * config has it; else every layer (Mistral, Mixtral), the even layers
+ * (Gemma 2: Gemma2DecoderLayer's is_sliding = not layer_idx % 2), the
+ * layers from max_window_layers on (Qwen, with use_sliding_window). */
+static int rd_window(const rd *r, int fam, wl_model *m)
 {
-  int rc, sliding, w = 0;
+  int rc, sliding, w = 0, layers = m->layers;
   int qwen = fam == F_QWEN2 || fam == F_QWEN2_MOE || fam == F_QWEN3 || fam == F_QWEN3_MOE;
-  *window = 0;
+  m->sliding_window = 0;
+  m->window_pattern[0] = '\0';
   if (!qwen && fam != F_MISTRAL && fam != F_MIXTRAL && fam != F_GEMMA2)
     return ST_OK;
-  if ((rc = rd_layer_types(r, layers, &sliding)))
-    return rc;
+  char *kinds = malloc((size_t)layers);
+  if (!kinds)
+    return st_jrd_oom(&r->j);
+  const char *key = "layer_types";
+  if ((rc = rd_layer_types(r, layers, kinds, &sliding)))
+    goto out;
   /* the config classes' defaults: 4096, but none for Mixtral; null is none */
   int def = fam == F_MIXTRAL ? 0 : 4096;
   if ((rc = rd_int(r, "sliding_window", cJSON_IsNull(item(r, "sliding_window")) ? 0 : def, 0, &w)))
-    return rc;
-  if (sliding == 0)
-    return ST_OK;
-  if (sliding < 0 && qwen) {
-    /* Qwen: the layers from max_window_layers on slide, if use_sliding_window */
-    int use = 0, from = 0;
-    if ((rc = rd_bool(r, "use_sliding_window", 0, &use)) ||
-        (rc = rd_int(r, "max_window_layers", layers, 0, &from)))
-      return rc;
-    if (!use || from >= layers)
-      return ST_OK;
+    goto out;
+  if (sliding == 0 || w == 0)
+    goto out;
+  if (sliding < 0) {
+    int from = 0;
+    if (qwen) {
+      int use = 0;
+      key = "max_window_layers";
+      if ((rc = rd_bool(r, "use_sliding_window", 0, &use)) ||
+          (rc = rd_int(r, "max_window_layers", layers, 0, &from)))
+        goto out;
+      if (!use || from >= layers)
+        goto out;
+    }
+    for (int i = 0; i < layers; i++)
+      kinds[i] = fam == F_GEMMA2 ? (i % 2 ? 'f' : 's') : i >= from ? 's' : 'f';
+    if (fam == F_GEMMA2)
+      key = "sliding_window";
   }
-  *window = w;
-  return ST_OK;
+  if ((rc = set_pattern(r, key, kinds, layers, m)))
+    goto out;
+  m->sliding_window = w;
+out:
+  free(kinds);
+  return rc;
 }
 
 /* The default sequence: the pretraining context, at most HF_SEQ_CAP. */
-static int rd_seq(const rd *r, const char *key, int window, int *seq)
+static int rd_seq(const rd *r, const char *key, int *seq)
 {
   int rc, n = HF_SEQ_CAP;
   const cJSON *rs = item(r, "rope_scaling");
@@ -462,8 +516,6 @@ static int rd_seq(const rd *r, const char *key, int window, int *seq)
   }
   if (n > HF_SEQ_CAP)
     n = HF_SEQ_CAP;
-  if (window > 0 && n > window)
-    n = window;
   *seq = n;
   return ST_OK;
 }
@@ -645,10 +697,9 @@ static int hf_model(const rd *r, int fam, wl_model *m)
     return rc;
   if (fam == F_GPT2 && (rc = rd_int(r, "n_positions", HF_REQUIRED, 1, &m->positions)))
     return rc;
-  if ((rc = rd_window(r, fam, m->layers, &m->sliding_window)))
+  if ((rc = rd_window(r, fam, m)))
     return rc;
-  return rd_seq(r, gpt2 ? "n_positions" : "max_position_embeddings", m->sliding_window,
-                &m->seq_len);
+  return rd_seq(r, gpt2 ? "n_positions" : "max_position_embeddings", &m->seq_len);
 }
 
 int wl__hf_parse(const cJSON *root, const char *what, wl_model *out, st_err *err)

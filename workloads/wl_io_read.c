@@ -184,13 +184,15 @@ enum {
   K_DIR,                                                        /* copy */
   K_UNFUSED,                                                    /* compute (attention) */
   K_DROPOUT,                                                    /* compute (attention) */
+  K_WINDOW,                                                     /* compute (attention) */
   K_COUNT
 };
 static const char *const op_keys[K_COUNT] = {
     "op",    "stream", "name",  "phase", "waits", "recompute", "class", "duration_s",
     "flops", "m",      "n",     "k",     "batch", "dtype",     "bytes", "coll",
     "role",  "root",   "splits", "peer", "tag",   "mark",      "value", "concurrent",
-    "causal", "host",  "attn_impl", "dir", "unfused_attn", "dropout"};
+    "causal", "host",  "attn_impl", "dir", "unfused_attn", "dropout",
+    "window"};
 
 #define KB(k) (1u << (k))
 #define K_ANY (KB(K_OP) | KB(K_STREAM) | KB(K_NAME) | KB(K_PHASE) | KB(K_WAITS))
@@ -199,7 +201,7 @@ static const uint32_t op_kind_keys[WL_OP_KIND_COUNT] = {
     [WL_OP_COMPUTE] = K_ANY | KB(K_RECOMPUTE) | KB(K_CLASS) | KB(K_DURATION) | KB(K_FLOPS) |
                       KB(K_M) | KB(K_N) | KB(K_K) | KB(K_BATCH) | KB(K_DTYPE) | KB(K_BYTES) |
                       KB(K_CONCURRENT) | KB(K_CAUSAL) | KB(K_HOST) | KB(K_ATTN_IMPL) |
-                      KB(K_UNFUSED) | KB(K_DROPOUT),
+                      KB(K_UNFUSED) | KB(K_DROPOUT) | KB(K_WINDOW),
     [WL_OP_COLL] = K_ANY | KB(K_RECOMPUTE) | KB(K_COLL) | KB(K_ROLE) | KB(K_ROOT) | KB(K_SPLITS) |
                    KB(K_BYTES),
     [WL_OP_SEND] = K_ANY | KB(K_RECOMPUTE) | KB(K_ROLE) | KB(K_PEER) | KB(K_TAG) | KB(K_BYTES),
@@ -330,12 +332,22 @@ static int rd_op_compute(rd *r, const st_jpath *at, const cJSON *const *s, wl_op
     if (yes)
       op->flags |= WL_OPF_DROPOUT;
   }
+  if (s[K_WINDOW]) {
+    if (st_jrd_bool(&r->j, at, s[K_WINDOW], &yes))
+      return ST_EINPUT;
+    if (yes)
+      op->flags |= WL_OPF_WINDOW;
+  }
   if (s[K_HOST]) {
     if (st_jrd_bool(&r->j, at, s[K_HOST], &yes))
       return ST_EINPUT;
     if (yes)
       op->flags |= WL_OPF_HOST;
   }
+  if ((op->flags & WL_OPF_WINDOW) && (op->sub != WL_CLASS_ATTENTION || op->n <= 0))
+    return st_jrd_fail(&r->j, at,
+                       "'window' needs class 'attention' and 'n' > 0 (the keys each query "
+                       "attends to)");
   if ((op->flags & WL_OPF_HOST) && !s[K_DURATION] &&
       !(op->sub == WL_CLASS_OPTIMIZER && op->flops > 0))
     return st_jrd_fail(&r->j, at,

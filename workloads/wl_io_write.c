@@ -208,6 +208,11 @@ static void w_op_compute(wr *w, const wl_op *o)
     w_key(w, "dropout");
     w_str(w, "true");
   }
+  if (o->flags & WL_OPF_WINDOW) {
+    w_sep(w);
+    w_key(w, "window");
+    w_str(w, "true");
+  }
   if (wl_op_attn_impl(o)) {
     w_sep(w);
     w_key(w, "attn_impl");

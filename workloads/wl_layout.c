@@ -591,10 +591,10 @@ static int res_batch(wl_layout *l, int num_gpus, const wl_model *m, const res_gi
   /* sequence */
   if (m->positions > 0 && m->seq_len > m->positions)
     ERR("seq_len (%d) exceeds the model's %d learned positions", m->seq_len, m->positions);
-  if (m->sliding_window && m->seq_len > m->sliding_window)
-    ERR("seq_len (%d) exceeds the model's sliding attention window (%d): windowed attention "
-        "is not modelled, only sequences it covers whole",
-        m->seq_len, m->sliding_window);
+  if (l->cp > 1 && m->sliding_window && m->seq_len > m->sliding_window)
+    ERR("cp (%d) with the model's sliding attention window (%d) shorter than seq_len (%d): "
+        "context parallelism over windowed layers is not modelled",
+        l->cp, m->sliding_window, m->seq_len);
   l->sp = l->tp > 1 ? l->sp : 0; /* Megatron turns SP off when tp == 1 */
   if (l->cp > 1 && m->seq_len % (2 * l->cp))
     ERR("seq_len (%d) not divisible by 2*cp = %d (context parallelism splits it into 2*cp "

@@ -80,6 +80,17 @@ static void style_from_act(wl_model *m)
   m->qk_norm = 0;
   m->positions = gpt ? WL_POSITIONS_SEQ : 0;
   m->sliding_window = 0;
+  m->window_pattern[0] = '\0';
+}
+
+int wl_model_layer_window(const wl_model *m, int layer)
+{
+  if (m->sliding_window <= 0)
+    return 0;
+  size_t n = strlen(m->window_pattern);
+  if (n == 0)
+    return m->sliding_window;
+  return m->window_pattern[(size_t)(layer < 0 ? 0 : layer) % n] == 's' ? m->sliding_window : 0;
 }
 
 static void from_builtin(const builtin *b, wl_model *m)
@@ -142,7 +153,7 @@ static const char *act_name(int a) { return a == WL_ACT_GELU ? "gelu" : "swiglu"
 static const char *const top_keys[] = {"name",     "layers",  "hidden",     "heads",
                                        "kv_heads", "head_dim", "ffn_hidden", "ffn_act",
                                        "vocab",    "seq_len", "tie_embeddings", "moe",
-                                       "mla",      NULL};
+                                       "mla",      "sliding_window", "window_pattern", NULL};
 static const char *const moe_keys[] = {"experts",        "top_k",        "expert_ffn_hidden",
                                        "shared_experts", "dense_layers", "capacity_factor",
                                        NULL};
@@ -252,6 +263,36 @@ int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *er
   }
   TRY(validate(&m, what, err));
   style_from_act(&m);
+  TRY(get_int(&r, NULL, root, "sliding_window", 0, &m.sliding_window, 1));
+  const cJSON *wp = cJSON_GetObjectItemCaseSensitive(root, "window_pattern");
+  if (wp) {
+    st_jpath at_wp = {NULL, "window_pattern", 0};
+    const char *pat = NULL;
+    TRY(st_jrd_string(&r, NULL, wp, &pat));
+    size_t n = strlen(pat), slides = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (pat[i] != 's' && pat[i] != 'f') {
+        rc = st_jrd_fail(&r, &at_wp, "'%c' at %zu: expected 's' (a sliding layer) or 'f' (full)",
+                         pat[i], i);
+        goto done;
+      }
+      slides += pat[i] == 's';
+    }
+    if (n == 0 || n > WL_WINDOW_PATTERN_MAX || slides == 0) {
+      rc = st_jrd_fail(&r, &at_wp,
+                       n == 0 || n > WL_WINDOW_PATTERN_MAX
+                           ? "%zu characters: expected 1 to %d, one per layer, repeated"
+                           : "no 's': a pattern names the sliding layers (%zu characters, at "
+                             "most %d)",
+                       n, WL_WINDOW_PATTERN_MAX);
+      goto done;
+    }
+    if (!m.sliding_window) {
+      rc = st_jrd_fail(&r, &at_wp, "needs 'sliding_window', the sliding layers' window");
+      goto done;
+    }
+    snprintf(m.window_pattern, sizeof m.window_pattern, "%s", pat);
+  }
   *out = m;
 done:
 #undef TRY

@@ -166,6 +166,11 @@ enum {
   WL_OPF_DROPOUT = 1u << 9,   /* COMPUTE (fused attention): the kernel drops out its
                                  probabilities (in-kernel random numbers), priced at the
                                  published measurement (platform.h PLAT_ATTN_DROPOUT_*) */
+  WL_OPF_WINDOW = 1u << 10,   /* COMPUTE (fused attention): a sliding window: each query
+                                 attends to the n keys up to and including its own
+                                 position; flops count that band (n s - n (n - 1) / 2 scores
+                                 of s queries), the compute model adds the band's edge
+                                 blocks (platforms/compute.c) */
 };
 
 /* Which fused-attention kernel library runs an attention op (layout key
@@ -381,6 +386,7 @@ typedef struct wl_mla { /* multi-head latent attention (DeepSeek-V2/V3) */
 } wl_mla;
 
 #define WL_POSITIONS_SEQ (-1)
+#define WL_WINDOW_PATTERN_MAX 64
 
 typedef struct wl_model {
   char name[64];
@@ -406,8 +412,15 @@ typedef struct wl_model {
   int positions;       /* rows of a learned position embedding: 0 none (rotary),
                           WL_POSITIONS_SEQ one per token of seq_len (a spec's
                           GPT-style model), else that many (GPT-2's n_positions) */
-  int sliding_window;  /* the shortest attention window of any layer; 0 = none */
+  int sliding_window;  /* the attention window of the sliding layers (keys each query
+                          attends to, its own included); 0 = none */
+  char window_pattern[WL_WINDOW_PATTERN_MAX + 1]; /* which layers slide: 's' (sliding) or
+                          'f' (full) per layer, repeated from layer 0; "" = every layer */
 } wl_model;
+
+/* The attention window of a layer (0-based, over the whole model): the
+ * model's sliding_window where the layer slides, else 0 (full attention). */
+int wl_model_layer_window(const wl_model *m, int layer);
 
 /* Load a built-in (wl_model_names()) or a JSON file.  Errors name the file and
  * the key: "model 'm.json': key 'heads' (96) does not divide 'hidden' (1000)". */

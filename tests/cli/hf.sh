@@ -36,7 +36,12 @@ printf '{"architectures": ["FalconForCausalLM"], "hidden_size": 4544}\n' >"$tmp/
 err=$("$simtrain" run --model "$tmp/falcon.json" --layout tp=1 --cluster dgx-h100:1 2>&1); rc=$?
 check "unsupported architecture exits 2" "[ $rc -eq 2 ]"
 check "the message names it" "grep -q \"model '$tmp/falcon.json': architecture 'FalconForCausalLM' is not supported (supported: LlamaForCausalLM, \" <<<\"\$err\""
-err=$("$simtrain" run --model "$hf/mistral-7b-v0.1.json" --layout tp=8 --seq 8192 --cluster dgx-h100:1 2>&1); rc=$?
-check "seq beyond the sliding window exits 2" "[ $rc -eq 2 ]"
-check "the message names the window" "grep -q 'sliding attention window (4096)' <<<\"\$err\""
+# beyond Mistral's sliding window: the band is priced; with context
+# parallelism refused, naming the window
+json=$("$simtrain" run --model "$hf/mistral-7b-v0.1.json" --layout tp=8 --seq 8192 --cluster dgx-h100:1 --json); rc=$?
+check "seq beyond the sliding window exits 0" "[ $rc -eq 0 ]"
+check "8192 tokens a sequence" "grep -q '\"tokens_per_step\":8192,' <<<\"\$json\""
+err=$("$simtrain" run --model "$hf/mistral-7b-v0.1.json" --layout tp=4,cp=2 --seq 8192 --cluster dgx-h100:1 2>&1); rc=$?
+check "cp over a sliding window exits 2" "[ $rc -eq 2 ]"
+check "the message names the window" "grep -q 'sliding attention window (4096) shorter than seq_len (8192)' <<<\"\$err\""
 exit $((fails > 0))
