@@ -1,7 +1,8 @@
 #!/bin/bash
 # check.sh — the validation set's predictions (`simtrain validate --json`)
-# against predictions.json, and the holdout rows' (../holdout) against
-# holdout.json, byte for byte: a pin of every published case
+# against predictions.json, the holdout rows' (../holdout) against
+# holdout.json and the MoE runs' (../moe) against moe.json, byte for byte:
+# a pin of every published case
 # (ctest's validation_pins; about 2.5 CPU-minutes, was 30 before rank
 # classes covered the large cases).  A change that means to move a
 # prediction rewrites the file (--write) and says why in its commit.
@@ -21,8 +22,9 @@ done
 got=$(mktemp)
 trap 'rm -f "$got"' EXIT
 rc=0
-# the set, and the rows of the same tables kept outside it (../holdout)
-for pair in "..:predictions.json:validation set" "../holdout:holdout.json:holdout rows"; do
+# the set, the rows of the same tables kept outside it (../holdout), the MoE runs (../moe)
+for pair in "..:predictions.json:validation set" "../holdout:holdout.json:holdout rows" \
+  "../moe:moe.json:MoE runs"; do
   dir=${pair%%:*} rest=${pair#*:}
   file=${rest%%:*} what=${rest#*:}
   "$simtrain" validate "$here/$dir" --json -j "$jobs" >"$got" || exit 1
