@@ -350,7 +350,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
-       "pp_scatter, dropout)"},
+       "pp_scatter, dropout, ce_fusion)"},
       {0, "dropout=1", 1, "layout 'dropout=1': key 'dropout' value '1' is not a probability in [0, 1)"},
       {0, "dropout=0.1x", 1,
        "layout 'dropout=0.1x': key 'dropout' value '0.1x' is not a probability in [0, 1)"},
@@ -2020,6 +2020,63 @@ static void test_activation__fused_bytes_by_hand(void **state)
   wl_workload_destroy(wl);
 }
 
+/* ce_fusion: the vocab-parallel cross entropy's bytes per logit and its TP
+ * collectives, by Megatron-core's implementation, by hand (LLAMA_T, tp 2:
+ * T = 2,048 tokens, 32,000 / 2 logits each): unfused 38 B forward and 14
+ * backward, three all-reduces of T floats; native 22 and 10, the max and
+ * (target, sum) concatenated; Transformer Engine's 6 and 4, one all-gather
+ * of 3 floats per token per rank.  Its saved logits: fp32 (4 B) but under
+ * te, the model-dtype logits holding the gradient (2 B).  Refused outside
+ * Megatron-core. */
+static void test_ce_fusion__loss_bytes_collectives_and_memory_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(LLAMA_T, &m);
+  const double T = 2048, L = T * 32000 / 2;
+  static const struct {
+    const char *spec;
+    double fwd, bwd, ar_max, ar_target, ar_sum, ag;
+  } cases[] = {
+      {"tp=2,sp=1,gbs=1", 38, 14, 4 * T, 4 * T, 4 * T, 0},
+      {"tp=2,sp=1,gbs=1,ce_fusion=none", 38, 14, 4 * T, 4 * T, 4 * T, 0},
+      {"tp=2,sp=1,gbs=1,ce_fusion=native", 22, 10, 4 * T, 0, 8 * T, 0},
+      {"tp=2,sp=1,gbs=1,cross_entropy_fusion_impl=te", 6, 4, 0, 0, 0, 12 * T * 2},
+  };
+  double saved[4];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_layout l;
+    wl_workload *wl = gen(&m, cases[i].spec, 2, &l);
+    check_rel(named_bytes(wl, 0, "out.loss"), cases[i].fwd * L, 1e-12, "loss forward");
+    check_rel(named_bytes(wl, 0, "out.loss.bwd"), cases[i].bwd * L, 1e-12, "loss backward");
+    assert_true(named_bytes(wl, 0, "out.loss.max.ar") == cases[i].ar_max);
+    assert_true(named_bytes(wl, 0, "out.loss.target.ar") == cases[i].ar_target);
+    assert_true(named_bytes(wl, 0, "out.loss.sum.ar") == cases[i].ar_sum);
+    assert_true(named_bytes(wl, 0, "out.loss.stats.ag") == cases[i].ag);
+    assert_int_equal(strstr(l.spec, ",ce_fusion=") != NULL, i >= 2);
+    char sw[256]; /* the software keys search --case keeps in every candidate */
+    wl_layout_software_keys(&l, sw, sizeof sw);
+    assert_int_equal(strstr(sw, ",ce_fusion=") != NULL, i >= 2);
+    wl_memory mem;
+    st_err err;
+    assert_int_equal(wl_memory_estimate(&m, &l, &mem, &err), 0);
+    saved[i] = mem.stages[0].activations_bytes;
+    wl_workload_destroy(wl);
+  }
+  assert_true(saved[1] == saved[0] && saved[2] == saved[0]);
+  check_rel(saved[0] - saved[3], 2 * L, 1e-12, "te keeps 2 B a logit, not 4");
+  wl_layout l;
+  st_err err;
+  assert_int_equal(wl_layout_parse("dp=2,gbs=2,zero=3,dp_impl=fsdp,ce_fusion=te", 2, &m, &l, &err),
+                   ST_EINPUT);
+  assert_string_equal(err.msg, "layout 'dp=2,gbs=2,zero=3,dp_impl=fsdp,ce_fusion=te': ce_fusion "
+                               "is Megatron-core's cross-entropy fusion (dp_impl=megatron); "
+                               "dp_impl is fsdp");
+  assert_int_equal(wl_layout_parse("tp=2,gbs=1,ce_fusion=apex", 2, &m, &l, &err), ST_EINPUT);
+  assert_string_equal(err.msg, "layout 'tp=2,gbs=1,ce_fusion=apex': key 'ce_fusion' value 'apex' "
+                               "is unknown (known: none, native, te)");
+}
+
 /* First index of an op by name in rank 0's program, -1 when none. */
 static long first_op(const wl_workload *wl, const char *name)
 {
@@ -2416,6 +2473,7 @@ int main(void)
       cmocka_unit_test(test_dp_impl__backward_prefetch_orders_the_gathers),
       cmocka_unit_test(test_eager__llama_elementwise_bytes_by_hand),
       cmocka_unit_test(test_activation__fused_bytes_by_hand),
+      cmocka_unit_test(test_ce_fusion__loss_bytes_collectives_and_memory_by_hand),
       cmocka_unit_test(test_recompute_op__torchtitan_policy_by_hand),
       cmocka_unit_test(test_fp8__casts_and_output_layer_by_hand),
   };

@@ -577,6 +577,34 @@ void wl__embed_bwd(wl__gen *g)
   wl__elem(g, "emb.grad.dense", rows * g->h, rw, g->l->dp_impl == WL_DP_MEGATRON ? 1 : 0);
 }
 
+/* HBM bytes per logit of the vocab-parallel cross entropy with bf16 logits
+ * (in model-dtype elements: half these, scaled by the dtype's size),
+ * forward or backward, by Megatron-core's implementation (layout key
+ * ce_fusion):
+ *  - unfused (tensor_parallel/cross_entropy.py): cast to fp32 (read 2, write
+ *    4), max (read 4), subtract the max in place (8), exp in place (8), sum
+ *    (4), divide by the sum in place (8): 38; backward the saved softmax
+ *    times the loss gradient in place (read 4, write 4), the cast's backward
+ *    to bf16 (read 4, write 2): 14;
+ *  - native (fusions/fused_cross_entropy.py, each step a compiled function):
+ *    the fp32 copy with its max (read 2, write 4), subtract and exp with the
+ *    sum, written back in place (8), the division in place (8): 22; backward
+ *    the gradient's update of the saved softmax, written back, and its bf16
+ *    cast in one kernel (read 4, write 4 + 2): 10;
+ *  - te (Transformer Engine's parallel_cross_entropy, its Triton kernels as
+ *    they stood to July 2026): an online-softmax pass (read 2), then the loss
+ *    and the gradient written over the logits (read 2, write 2): 6;
+ *    backward the gradient times the loss gradient in place (read 2, write
+ *    2): 4.  (Transformer Engine from its #3193 keeps the gradient in fp32.) */
+static double loss_bytes(int ce, int bwd)
+{
+  switch (ce) {
+  case WL_CE_NATIVE: return bwd ? 10 : 22;
+  case WL_CE_TE: return bwd ? 4 : 6;
+  default: return bwd ? 14 : 38;
+  }
+}
+
 /* The output layer runs in the model dtype under fp8: Megatron-core's is a
  * tensor_parallel.ColumnParallelLinear, not a Transformer Engine module, so
  * fp8_autocast leaves it alone, as MPT's tied lm head (F.linear) and
@@ -598,27 +626,28 @@ void wl__output_fwd(wl__gen *g)
   wl__col_gemm c = {"out.logits", "", "", V, g->h, 1, 0};
   wl__col_fwd(g, &c, 1);
   g->gemm_dtype = gd;
-  /* vocab-parallel cross entropy as Megatron-Core runs it unfused (the
-   * default; tensor_parallel/cross_entropy.py), per element of the [T, V/t]
-   * logits: cast to fp32 (read 2, write 4 B), max (read 4), subtract the max
-   * in place (8), exp in place (8), sum (4), divide by the sum in place (8):
-   * 38 B, here 9.5 values of 4 B; then three all-reduces of T floats */
-  g->ab *= 2;
-  wl__elem(g, "out.loss", g->T * V, 9.5, 6);
-  g->ab /= 2;
+  /* the vocab-parallel cross entropy, per element of the [T, V/t] logits
+   * (loss_bytes), then its TP collectives of a few floats per token */
+  int ce = g->l->ce_fusion;
+  wl__elem(g, "out.loss", g->T * V, loss_bytes(ce, 0) / 2, ce == WL_CE_TE ? 5 : 6);
+  if (ce == WL_CE_TE) { /* each rank's (max, sum, target logit) per token, gathered */
+    wl__coll_c(g, "out.loss.stats.ag", WL_COLL_ALLGATHER, R_TP, g->T * 12 * g->l->tp);
+    return;
+  }
   wl__coll_c(g, "out.loss.max.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
-  wl__coll_c(g, "out.loss.target.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
-  wl__coll_c(g, "out.loss.sum.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
+  if (ce == WL_CE_NATIVE) /* the target logit and the sum, concatenated */
+    wl__coll_c(g, "out.loss.sum.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 8);
+  else {
+    wl__coll_c(g, "out.loss.target.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
+    wl__coll_c(g, "out.loss.sum.ar", WL_COLL_ALLREDUCE, R_TP, g->T * 4);
+  }
 }
 
 void wl__output_bwd(wl__gen *g)
 {
   double V = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
-  /* backward: the saved softmax times the loss gradient in place (read 4,
-   * write 4 B), then the cast's backward to bf16 (read 4, write 2): 14 B */
-  g->ab *= 2;
-  wl__elem(g, "out.loss.bwd", g->T * V, 3.5, 3);
-  g->ab /= 2;
+  wl__elem(g, "out.loss.bwd", g->T * V, loss_bytes(g->l->ce_fusion, 1) / 2,
+           g->l->ce_fusion == WL_CE_TE ? 1 : 3);
   wl__col_gemm c = {"", "out.logits.dgrad", "out.logits.wgrad", V, g->h, 1, 0};
   int gd = out_dtype_enter(g);
   wl__col_bwd(g, &c, 1, "out.tp.ag.wgrad", g->l->sp ? "out.tp.rs.dgrad" : "out.tp.ar.dgrad");

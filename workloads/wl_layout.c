@@ -50,6 +50,7 @@ static const char *const schedule_names[WL_SCHED_COUNT] = {"1f1b", "gpipe", "int
 static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", "fsdp2",
                                                            "deepspeed"};
 static const char *const bwd_prefetch_names[WL_BWD_PREFETCH_COUNT] = {"pre", "post", "none"};
+static const char *const ce_fusion_names[WL_CE_COUNT] = {"none", "native", "te"};
 static const char *const attn_impl_names[WL_ATTN_COUNT] = {"default", "cudnn", "fa2", "fa3",
                                                            "triton",  "fa1"};
 
@@ -86,7 +87,7 @@ enum {
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
-  K_DROPOUT, K_COUNT
+  K_DROPOUT, K_CE_FUSION, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -94,7 +95,7 @@ static const char *const key_names[K_COUNT] = {
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
-    "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout"};
+    "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -107,6 +108,7 @@ static const struct {
     {"pipeline_model_parallel_layout", K_PP_LAYOUT},
     {"num_layers_in_first_pipeline_stage", K_FIRST},
     {"num_layers_in_last_pipeline_stage", K_LAST},
+    {"cross_entropy_fusion_impl", K_CE_FUSION},
 };
 
 static int parse_int(const char *s, long *v)
@@ -171,16 +173,19 @@ void wl_layout_request_init(wl_layout *l)
   l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = l->offload = -1;
   l->attn_impl = l->bwd_prefetch = l->tp_async = l->pp_scatter = -1;
   l->dropout = -1;
+  l->ce_fusion = -1;
 }
 
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
 {
-  char dr[32] = "";
+  char dr[32] = "", ce[32] = "";
   if (l->dropout > 0)
     snprintf(dr, sizeof dr, ",dropout=%g", l->dropout);
-  snprintf(b, n, "flash=%d%s%s,eager=%d%s%s%s", l->flash, l->flash ? ",attn_impl=" : "",
+  if (l->ce_fusion > 0)
+    snprintf(ce, sizeof ce, ",ce_fusion=%s", ce_fusion_names[l->ce_fusion]);
+  snprintf(b, n, "flash=%d%s%s,eager=%d%s%s%s%s", l->flash, l->flash ? ",attn_impl=" : "",
            l->flash ? wl_attn_impl_name(l->attn_impl) : "", l->eager,
-           l->tp_async ? "" : ",tp_async=0", l->pp_scatter ? ",pp_scatter=1" : "", dr);
+           l->tp_async ? "" : ",tp_async=0", l->pp_scatter ? ",pp_scatter=1" : "", dr, ce);
 }
 
 /* An integer key's value, checked, into the request. */
@@ -240,6 +245,9 @@ static int named_values(wl_layout *l, char sv[][32], const char *spec, st_err *e
       (l->bwd_prefetch = lookup(bwd_prefetch_names, WL_BWD_PREFETCH_COUNT, sv[K_BWD_PREFETCH])) < 0)
     ERR("key 'backward_prefetch' value '%s' is unknown (known: pre, post, none)",
         sv[K_BWD_PREFETCH]);
+  if (sv[K_CE_FUSION][0] &&
+      (l->ce_fusion = lookup(ce_fusion_names, WL_CE_COUNT, sv[K_CE_FUSION])) < 0)
+    ERR("key 'ce_fusion' value '%s' is unknown (known: none, native, te)", sv[K_CE_FUSION]);
   if (sv[K_OFFLOAD][0] && (l->offload = wl__offload_from_name(sv[K_OFFLOAD])) < 0)
     ERR("key 'offload' value '%s' is unknown (known: none, optimizer, params, both)",
         sv[K_OFFLOAD]);
@@ -334,7 +342,8 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     given[k] = 1;
     long iv = 0;
     if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE ||
-        k == K_DP_IMPL || k == K_OFFLOAD || k == K_ATTN_IMPL || k == K_BWD_PREFETCH) {
+        k == K_DP_IMPL || k == K_OFFLOAD || k == K_ATTN_IMPL || k == K_BWD_PREFETCH ||
+        k == K_CE_FUSION) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
       continue;
     }
@@ -728,6 +737,11 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
         dp_impl_names[l->dp_impl]);
   if (l->bwd_prefetch < 0)
     l->bwd_prefetch = WL_BWD_PREFETCH_PRE; /* FullyShardedDataParallel's default */
+  if (l->ce_fusion > 0 && l->dp_impl != WL_DP_MEGATRON)
+    ERR("ce_fusion is Megatron-core's cross-entropy fusion (dp_impl=megatron); dp_impl is %s",
+        dp_impl_names[l->dp_impl]);
+  if (l->ce_fusion < 0)
+    l->ce_fusion = WL_CE_NONE;
   if (l->grad_dtype < 0 && l->dp_impl != WL_DP_MEGATRON)
     l->grad_dtype = l->dtype == WL_DTYPE_FP8 ? WL_DTYPE_BF16 : l->dtype;
   if (l->grad_dtype < 0)
@@ -805,6 +819,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",pp_scatter=1");
   if (l->dropout > 0)
     st_buf_printf(&b, ",dropout=%g", l->dropout);
+  if (l->ce_fusion > 0)
+    st_buf_printf(&b, ",ce_fusion=%s", ce_fusion_names[l->ce_fusion]);
   if (l->etp != l->tp)
     st_buf_printf(&b, ",etp=%d", l->etp);
   if (l->account_embedding)

@@ -164,14 +164,17 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
     st->inflight = (double)chunks / l->vpp;
     st->activations_bytes = act_max * per_chunk * chunks;
     /* embedding output's dropout mask on the first stage, per micro-batch alive
-     * (with dropout); final norm, logits input and fp32 logits on the last (one
-     * micro-batch at a time, all of them under GPipe) */
+     * (with dropout); final norm, logits input and the loss's saved logits on
+     * the last (one micro-batch at a time, all of them under GPipe): the fp32
+     * softmax (unfused and native cross entropy), or the model-dtype logits
+     * Transformer Engine's kernel writes the gradient into (ce_fusion=te) */
     if (s == 0 && l->dropout > 0)
       st->activations_bytes += b * sl * h * rep * chunks / l->vpp;
     if (s == l->pp - 1) {
       double V = (double)wl__vocab_padded(m, l->tp) / t;
       double alive = l->schedule == WL_SCHED_GPIPE ? l->num_microbatches : 1;
-      st->activations_bytes += alive * (2 * b * sl * h * rep + 2 * b * sl * h + 4 * b * sl * V);
+      double saved = l->ce_fusion == WL_CE_TE ? 2 : 4;
+      st->activations_bytes += alive * (2 * b * sl * h * rep + 2 * b * sl * h + saved * b * sl * V);
     }
     st->other_bytes = 0;
     if (l->recompute == WL_RECOMPUTE_FULL) {

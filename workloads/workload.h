@@ -445,6 +445,19 @@ typedef enum wl_bwd_prefetch {
   WL_BWD_PREFETCH_COUNT
 } wl_bwd_prefetch;
 
+/* How Megatron-core computes the vocab-parallel cross entropy (layout key
+ * ce_fusion; Megatron-core's --cross-entropy-loss-fusion and
+ * --cross-entropy-fusion-impl): unfused (tensor_parallel/cross_entropy.py,
+ * the default), its torch.compile-fused functions (native,
+ * fusions/fused_cross_entropy.py) or Transformer Engine's Triton kernels
+ * (te, parallel_cross_entropy). */
+typedef enum wl_ce_fusion {
+  WL_CE_NONE = 0,
+  WL_CE_NATIVE,
+  WL_CE_TE,
+  WL_CE_COUNT
+} wl_ce_fusion;
+
 typedef enum wl_recompute {
   WL_RECOMPUTE_NONE = 0,
   WL_RECOMPUTE_SELECTIVE, /* attention core only (Korthikanti et al. 2022) */
@@ -531,6 +544,7 @@ typedef struct wl_layout {
                             the hidden states (Megatron's --attention-dropout and
                             --hidden-dropout; any value > 0 costs alike: the random
                             numbers and the masks); 0 (default): none */
+  int ce_fusion;         /* wl_ce_fusion: the loss's kernels (-1 in a request: not given) */
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
                             overlapped with their GEMMs (needs sp) */
   int bwd_prefetch;      /* wl_bwd_prefetch: FSDP1's backward_prefetch (dp_impl=fsdp) */

@@ -29,7 +29,7 @@ static const char usage_text[] =
     "                   last_stage_layers=,tp_overlap=,etp=,account_embedding=,\n"
     "                   account_loss=,pp_layout=,dp_impl=,stage_layers=,\n"
     "                   dp_microbatches=,balance=,offload=,attn_impl=,eager=,\n"
-    "                   backward_prefetch=,tp_async=,pp_scatter=,dropout=\n"
+    "                   backward_prefetch=,tp_async=,pp_scatter=,dropout=,ce_fusion=\n"
     "                   (docs/workloads.md)\n"
     "  --seq S          the sequence length (default: the model's)\n"
     "  --gpus N         GPU count (dp defaults to what it leaves)\n"
