@@ -350,7 +350,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
-       "pp_scatter, dropout, ce_fusion)"},
+       "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather)"},
       {0, "dropout=1", 1, "layout 'dropout=1': key 'dropout' value '1' is not a probability in [0, 1)"},
       {0, "dropout=0.1x", 1,
        "layout 'dropout=0.1x': key 'dropout' value '0.1x' is not a probability in [0, 1)"},
@@ -2433,6 +2433,68 @@ static void test_fp8__casts_and_output_layer_by_hand(void **state)
   wl_workload_destroy(wl);
 }
 
+/* fp8_recipe=current (Megatron-core, GPT_T, 8 layers, T = 1024): a cast of
+ * its own reads the tensor for its amax first, 6 bytes an element; a cast
+ * the norm or the activation would fuse is a kernel of its own reading their
+ * bf16 output, 4 bytes an element.  fp8_param_gather=1: the distributed
+ * optimizer gathers the layers' parameters in fp8 (1 B), the embedding in
+ * bf16.  With SP, Transformer Engine's modules all-gather their quantized
+ * inputs and output gradients in fp8 (1 B an element), the output layer in
+ * bf16. */
+static void test_fp8__current_scaling_param_gather_and_sp_gathers_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  const double T = 1024, h = 1024, q = 3072, f = 4096;
+  wl_workload *wl = gen(&m, "dp=2,gbs=2,dtype=fp8,fp8_recipe=current", 2, NULL);
+  check_rel(named_bytes(wl, 0, "proj.fp8"), 8 * 6 * T * h, 1e-12, "proj input: amax + cast");
+  check_rel(named_bytes(wl, 0, "qkv.dgrad.fp8"), 8 * 6 * T * q, 1e-12, "qkv dY");
+  check_rel(named_bytes(wl, 0, "qkv.fp8"), 8 * 4 * T * h, 1e-12, "the norm's output, cast");
+  check_rel(named_bytes(wl, 0, "mlp.fc1.fp8"), 8 * 4 * T * h, 1e-12, "fc1's input, cast");
+  check_rel(named_bytes(wl, 0, "mlp.fc2.fp8"), 8 * 4 * T * f, 1e-12, "the activation's output");
+  check_rel(named_bytes(wl, 0, "mlp.fc1.dgrad.fp8"), 8 * 4 * T * f, 1e-12, "fc1 dY, cast");
+  wl_workload_destroy(wl);
+  /* the parameter gathers: one bucket of everything without overlap */
+  wl_model mm;
+  model_of(GPT_T, &mm);
+  /* not a layer's: the (tied) embedding, the positions, the final LayerNorm */
+  double P = wl_model_params(&mm), E = (double)mm.vocab * h + (double)mm.seq_len * h + 2 * h;
+  wl_layout l;
+  wl = gen(&m, "dp=2,gbs=2,dtype=fp8,zero=1,grad_dtype=bf16", 2, &l);
+  double bf16 = named_bytes(wl, 0, "dp.param.ag");
+  wl_workload_destroy(wl);
+  wl = gen(&m, "dp=2,gbs=2,dtype=fp8,zero=1,grad_dtype=bf16,fp8_param_gather=1", 2, &l);
+  assert_non_null(strstr(l.spec, ",fp8_param_gather=1"));
+  check_rel(bf16, 2 * P, 1e-12, "bf16 gather");
+  check_rel(named_bytes(wl, 0, "dp.param.ag"), 2 * E + (P - E), 1e-12, "layers in fp8");
+  wl_workload_destroy(wl);
+  /* sequence parallelism: QKV's and fc1's inputs, proj's and fc2's output
+   * gradients, and the re-gathers for wgrad travel in fp8; the output layer's
+   * in bf16 */
+  for (int fp8 = 0; fp8 <= 1; fp8++) {
+    wl = gen(&m, fp8 ? "tp=2,sp=1,gbs=1,dtype=fp8" : "tp=2,sp=1,gbs=1", 2, NULL);
+    double b = fp8 ? 1 : 2;
+    check_rel(named_bytes(wl, 0, "attn.tp.ag"), 8 * T * h * b, 1e-12, "QKV input");
+    check_rel(named_bytes(wl, 0, "mlp.tp.ag.wgrad"), 8 * T * h * b, 1e-12, "fc1 input again");
+    check_rel(named_bytes(wl, 0, "attn.tp.ag.bwd"), 8 * T * h * b, 1e-12, "proj dY");
+    check_rel(named_bytes(wl, 0, "out.tp.ag"), T * h * 2, 1e-12, "output layer, bf16");
+    check_rel(named_bytes(wl, 0, "attn.tp.rs"), 8 * T * h * 2, 1e-12, "reduce-scatter, bf16");
+    wl_workload_destroy(wl);
+  }
+  /* refusals */
+  st_err err;
+  assert_int_equal(wl_layout_parse("dp=2,gbs=2,fp8_recipe=current", 2, &m, &l, &err), ST_EINPUT);
+  assert_string_equal(err.msg, "layout 'dp=2,gbs=2,fp8_recipe=current': fp8_recipe is Transformer "
+                               "Engine's fp8 scaling: it needs dtype=fp8 (dtype is bf16)");
+  assert_int_equal(wl_layout_parse("dp=2,gbs=2,dtype=fp8,fp8_param_gather=1", 2, &m, &l, &err),
+                   ST_EINPUT);
+  assert_string_equal(err.msg, "layout 'dp=2,gbs=2,dtype=fp8,fp8_param_gather=1': "
+                               "fp8_param_gather is Megatron's distributed optimizer gathering fp8 "
+                               "weights: it needs dtype=fp8, dp_impl=megatron and zero=1 or 2 "
+                               "(dtype fp8, dp_impl megatron, zero 0)");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -2474,6 +2536,7 @@ int main(void)
       cmocka_unit_test(test_eager__llama_elementwise_bytes_by_hand),
       cmocka_unit_test(test_activation__fused_bytes_by_hand),
       cmocka_unit_test(test_ce_fusion__loss_bytes_collectives_and_memory_by_hand),
+      cmocka_unit_test(test_fp8__current_scaling_param_gather_and_sp_gathers_by_hand),
       cmocka_unit_test(test_recompute_op__torchtitan_policy_by_hand),
       cmocka_unit_test(test_fp8__casts_and_output_layer_by_hand),
   };

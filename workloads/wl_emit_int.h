@@ -29,6 +29,7 @@ enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CP, S_HOST, S_D2H, S_H2D, S_CPU, S
 /* DP gradient groups of one model chunk, in backward order. */
 typedef struct wl__dp_group {
   double dense, expert; /* parameters per rank */
+  int layer;            /* 1: a transformer layer's (fp8 under fp8_param_gather) */
   int close_dense;      /* 1: the dense bucket closes after this group */
   int close_expert;
   double bucket_dense, bucket_expert; /* size of the bucket closing here */

@@ -72,6 +72,7 @@ static int chunk_groups(wl__gen *g, int c, wl__dp_group **out)
   for (int i = first + count - 1; i >= first; i--) {
     wl__params lp;
     wl__layer_params(g->m, l->tp, l->etp, l->ep, i, &lp);
+    gr[k].layer = gr[k + 1].layer = 1;
     gr[k].dense = lp.mlp;
     gr[k++].expert = lp.expert;
     gr[k++].dense = lp.attn;
@@ -290,6 +291,14 @@ static int stage_begin(wl__gen *g, int s, const char *pname)
   return 0;
 }
 
+/* Bytes a group's parameters gather in: the model dtype's, but a layer's
+ * in fp8 under fp8_param_gather (its linear weights, nearly all of it; the
+ * norms' few weights are counted with them) */
+static double gather_pb(const wl__gen *g, const wl__dp_group *gr)
+{
+  return g->l->fp8_param_gather && gr->layer ? 1 : g->pb;
+}
+
 /* Distributed optimizer with overlap_param_gather: the previous step's
  * parameter all-gathers, per bucket in forward order, waited on by the
  * first forward of each bucket's layers. */
@@ -305,8 +314,8 @@ static void prev_param_gathers(wl__gen *g)
       if (gi == 0 || gr[gi - 1].close_dense) {
         double bytes = 0;
         for (int k = gi; k <= end_d; k++)
-          bytes += gr[k].dense;
-        long op = wl__coll_s(g, S_DP, "dp.param.ag", WL_COLL_ALLGATHER, R_DP, bytes * g->pb, -1);
+          bytes += gr[k].dense * gather_pb(g, &gr[k]);
+        long op = wl__coll_s(g, S_DP, "dp.param.ag", WL_COLL_ALLGATHER, R_DP, bytes, -1);
         for (int k = gi; k <= end_d; k++)
           gr[k].ag_dense = op;
         end_d = gi - 1;
@@ -314,9 +323,8 @@ static void prev_param_gathers(wl__gen *g)
       if (gi == 0 || gr[gi - 1].close_expert) {
         double bytes = 0;
         for (int k = gi; k <= end_x; k++)
-          bytes += gr[k].expert;
-        long op =
-            wl__coll_s(g, S_DP, "dp_expert.param.ag", WL_COLL_ALLGATHER, R_DPX, bytes * g->pb, -1);
+          bytes += gr[k].expert * gather_pb(g, &gr[k]);
+        long op = wl__coll_s(g, S_DP, "dp_expert.param.ag", WL_COLL_ALLGATHER, R_DPX, bytes, -1);
         for (int k = gi; k <= end_x; k++)
           gr[k].ag_expert = op;
         end_x = gi - 1;
@@ -508,11 +516,11 @@ static void optimizer_step(wl__gen *g)
     for (int c = 0; c < v; c++) {
       double d = 0, x = 0;
       for (int gi = 0; gi < g->ngroups[c]; gi++) {
-        d += g->groups[c][gi].dense;
-        x += g->groups[c][gi].expert;
+        d += g->groups[c][gi].dense * gather_pb(g, &g->groups[c][gi]);
+        x += g->groups[c][gi].expert * gather_pb(g, &g->groups[c][gi]);
       }
-      wl__coll_c(g, "dp.param.ag", WL_COLL_ALLGATHER, R_DP, d * g->pb);
-      wl__coll_c(g, "dp_expert.param.ag", WL_COLL_ALLGATHER, R_DPX, x * g->pb);
+      wl__coll_c(g, "dp.param.ag", WL_COLL_ALLGATHER, R_DP, d);
+      wl__coll_c(g, "dp_expert.param.ag", WL_COLL_ALLGATHER, R_DPX, x);
     }
   }
 }

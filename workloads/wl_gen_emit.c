@@ -101,7 +101,13 @@ static double bytes_ok(wl__gen *g, const char *op, double bytes)
 
 /* Transformer Engine's fp8 casts around a linear layer's GEMM (delayed
  * scaling: fp8_cast_transpose_fused, bf16 read, fp8 and its transpose
- * written, 2 + 1 + 1 bytes an element).  Forward, the GEMM's input (M x K)
+ * written, 2 + 1 + 1 bytes an element; current scaling, fp8_recipe=current:
+ * a pass for the tensor's amax first, read 2 more, 6 in all, and where a
+ * norm or an activation would cast its own output (below) it writes bf16
+ * with the amax (Float8CurrentScalingQuantizer's FUSED_NORM_AMAX_FP8 and
+ * FUSED_ACTIVATION_AMAX_FP8 in transformer_engine/pytorch/csrc), then the
+ * cast reads it back: 4 bytes an element more than delayed scaling's fused
+ * cast).  Forward, the GEMM's input (M x K)
  * and weight (K x N); dgrad, the output gradient (the dgrad GEMM's M x K);
  * wgrad runs on the transposes, the other matmuls (WL__MM) cast nothing.
  * A standalone te.Linear (module/linear.py, as the PyTorch frameworks use
@@ -117,19 +123,27 @@ static void fp8_casts(wl__gen *g, const char *name, int pass, unsigned te, doubl
 {
   if (g->gemm_dtype != WL_DTYPE_FP8 || pass == WL__MM || pass == WL__WGRAD)
     return;
-  double elems = 0;
+  double elems = 0, fused = 0; /* standalone casts; casts a producer would fuse */
   if (pass == WL__FWD) {
     if (!(g->te_modules && (te & WL__TE_IN)))
       elems += M * K;
+    else
+      fused += M * K;
     if (!g->te_modules && !(te & WL__TE_W))
       elems += K * N;
   } else if (!(g->te_modules && (te & WL__TE_DY)))
     elems += M * K;
-  if (elems <= 0)
+  else
+    fused += M * K;
+  int current = g->l->fp8_recipe == WL_FP8_CURRENT;
+  double bytes = elems * (current ? 6 : 4) + (current ? fused * 4 : 0);
+  if (!current)
+    fused = 0;
+  if (bytes <= 0)
     return;
   char nm[40];
   snprintf(nm, sizeof nm, "%.31s.fp8", name);
-  wl__elem(g, nm, elems * batch, 4 / g->ab, 1);
+  wl__elem(g, nm, (elems + fused) * batch, bytes / ((elems + fused) * g->ab), current ? 2 : 1);
 }
 
 long wl__gemm(wl__gen *g, const char *name, int pass, unsigned te, double M, double N, double K,
@@ -242,10 +256,28 @@ void wl__col_fwd(wl__gen *g, const wl__col_gemm *c, int n)
  * pairs would be n simulated flows.  The GEMMs that consume the gathered
  * tensor run in k = tp chunks of T/tp rows: chunk 0 on the local shard,
  * chunk j after step j - 1.  Returns the first step; step j is that + j. */
+/* Bytes an element of a linear layer's input or output gradient carries in
+ * its sequence-parallel all-gather: fp8 under Megatron-core's Transformer
+ * Engine modules in fp8, which quantize before they gather (distributed.py
+ * _all_gather_fp8, delayed and current scaling alike; the transpose is made
+ * from the gathered tensor), else the model dtype.  The output layer, not a
+ * TE module, gathers in the model dtype (its GEMMs run with gemm_dtype so). */
+static double sp_ag_elem(const wl__gen *g)
+{
+  return g->te_modules && g->gemm_dtype == WL_DTYPE_FP8 ? 1 : g->ab;
+}
+
+/* A TP region's entry whose all-gather feeds a linear layer (sp_ag_elem). */
+static void tp_enter_linear(wl__gen *g, const char *name)
+{
+  if (g->l->sp)
+    wl__coll_c(g, name, WL_COLL_ALLGATHER, R_TP, g->T * g->h * sp_ag_elem(g));
+}
+
 static long ag_ring(wl__gen *g, const char *name)
 {
   int t = g->l->tp;
-  double shard = g->T * g->h * g->ab / t;
+  double shard = g->T * g->h * sp_ag_elem(g) / t;
   long first = -1;
   for (int j = 0; j < t - 1; j++) {
     long i = wl__coll_s(g, S_TP, name, WL_COLL_SHIFT, R_TP, shard, -1);
@@ -286,7 +318,7 @@ static long gemm_chunk(wl__gen *g, const char *name, int pass, unsigned te, doub
 void wl__col_fwd_sp(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name)
 {
   if (!g->l->tp_overlap) {
-    wl__tp_enter(g, ag_name);
+    tp_enter_linear(g, ag_name);
     wl__col_fwd(g, c, n);
     return;
   }
@@ -313,7 +345,7 @@ void wl__col_bwd(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name,
   int tp = g->l->tp > 1;
   long ag = -1;
   if (tp && g->l->sp)
-    ag = wl__coll_s(g, S_TP, ag_name, WL_COLL_ALLGATHER, R_TP, bytes, -1);
+    ag = wl__coll_s(g, S_TP, ag_name, WL_COLL_ALLGATHER, R_TP, g->T * g->h * sp_ag_elem(g), -1);
   for (int i = n - 1; i >= 0; i--)
     wl__gemm(g, c[i].dgrad, WL__DGRAD, c[i].te, g->T, c[i].K, c[i].N, 1, c[i].scale);
   long red = -1;
@@ -355,7 +387,7 @@ void wl__row_bwd(wl__gen *g, const char *dgrad, const char *wgrad, unsigned te, 
                  const char *ag_name)
 {
   if (!g->l->tp_overlap) {
-    wl__tp_enter(g, ag_name);
+    tp_enter_linear(g, ag_name);
     wl__gemm(g, dgrad, WL__DGRAD, te, g->T, Kloc, g->h, 1, 1);
   } else {
     /* tp_overlap: the output gradient's all-gather as a ring exchange

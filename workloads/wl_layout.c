@@ -51,6 +51,7 @@ static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", 
                                                            "deepspeed"};
 static const char *const bwd_prefetch_names[WL_BWD_PREFETCH_COUNT] = {"pre", "post", "none"};
 static const char *const ce_fusion_names[WL_CE_COUNT] = {"none", "native", "te"};
+static const char *const fp8_recipe_names[WL_FP8_RECIPE_COUNT] = {"delayed", "current"};
 static const char *const attn_impl_names[WL_ATTN_COUNT] = {"default", "cudnn", "fa2", "fa3",
                                                            "triton",  "fa1"};
 
@@ -87,7 +88,7 @@ enum {
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
-  K_DROPOUT, K_CE_FUSION, K_COUNT
+  K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -95,7 +96,8 @@ static const char *const key_names[K_COUNT] = {
     "dtype", "grad_dtype", "overlap_grad_reduce", "overlap_param_gather", "bucket", "flash",
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
-    "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion"};
+    "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
+    "fp8_recipe", "fp8_param_gather"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -173,16 +175,18 @@ void wl_layout_request_init(wl_layout *l)
   l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = l->offload = -1;
   l->attn_impl = l->bwd_prefetch = l->tp_async = l->pp_scatter = -1;
   l->dropout = -1;
-  l->ce_fusion = -1;
+  l->ce_fusion = l->fp8_recipe = -1;
 }
 
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
 {
-  char dr[32] = "", ce[32] = "";
+  char dr[32] = "", ce[64] = "";
   if (l->dropout > 0)
     snprintf(dr, sizeof dr, ",dropout=%g", l->dropout);
-  if (l->ce_fusion > 0)
-    snprintf(ce, sizeof ce, ",ce_fusion=%s", ce_fusion_names[l->ce_fusion]);
+  snprintf(ce, sizeof ce, "%s%s%s%s", l->ce_fusion > 0 ? ",ce_fusion=" : "",
+           l->ce_fusion > 0 ? ce_fusion_names[l->ce_fusion] : "",
+           l->fp8_recipe > 0 ? ",fp8_recipe=" : "",
+           l->fp8_recipe > 0 ? fp8_recipe_names[l->fp8_recipe] : "");
   snprintf(b, n, "flash=%d%s%s,eager=%d%s%s%s%s", l->flash, l->flash ? ",attn_impl=" : "",
            l->flash ? wl_attn_impl_name(l->attn_impl) : "", l->eager,
            l->tp_async ? "" : ",tp_async=0", l->pp_scatter ? ",pp_scatter=1" : "", dr, ce);
@@ -214,6 +218,7 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_EAGER: l->eager = v; break;
   case K_TP_ASYNC: l->tp_async = v; break;
   case K_PP_SCATTER: l->pp_scatter = v; break;
+  case K_FP8_PARAM_GATHER: l->fp8_param_gather = v; break;
   default: break;
   }
 }
@@ -245,6 +250,9 @@ static int named_values(wl_layout *l, char sv[][32], const char *spec, st_err *e
       (l->bwd_prefetch = lookup(bwd_prefetch_names, WL_BWD_PREFETCH_COUNT, sv[K_BWD_PREFETCH])) < 0)
     ERR("key 'backward_prefetch' value '%s' is unknown (known: pre, post, none)",
         sv[K_BWD_PREFETCH]);
+  if (sv[K_FP8_RECIPE][0] &&
+      (l->fp8_recipe = lookup(fp8_recipe_names, WL_FP8_RECIPE_COUNT, sv[K_FP8_RECIPE])) < 0)
+    ERR("key 'fp8_recipe' value '%s' is unknown (known: delayed, current)", sv[K_FP8_RECIPE]);
   if (sv[K_CE_FUSION][0] &&
       (l->ce_fusion = lookup(ce_fusion_names, WL_CE_COUNT, sv[K_CE_FUSION])) < 0)
     ERR("key 'ce_fusion' value '%s' is unknown (known: none, native, te)", sv[K_CE_FUSION]);
@@ -343,7 +351,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     long iv = 0;
     if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE ||
         k == K_DP_IMPL || k == K_OFFLOAD || k == K_ATTN_IMPL || k == K_BWD_PREFETCH ||
-        k == K_CE_FUSION) {
+        k == K_CE_FUSION || k == K_FP8_RECIPE) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
       continue;
     }
@@ -393,7 +401,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       ERR("key '%s' value '%s' is not a non-negative integer", key, val);
     int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH ||
                   k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS || k == K_EAGER ||
-                  k == K_TP_ASYNC || k == K_PP_SCATTER;
+                  k == K_TP_ASYNC || k == K_PP_SCATTER || k == K_FP8_PARAM_GATHER;
     if (!boolean && k != K_ZERO && iv < 1) {
       if (k == K_FIRST || k == K_LAST)
         ERR("first_stage_layers/last_stage_layers must be >= 1");
@@ -742,6 +750,16 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
         dp_impl_names[l->dp_impl]);
   if (l->ce_fusion < 0)
     l->ce_fusion = WL_CE_NONE;
+  if (l->fp8_recipe >= 0 && l->dtype != WL_DTYPE_FP8)
+    ERR("fp8_recipe is Transformer Engine's fp8 scaling: it needs dtype=fp8 (dtype is %s)",
+        wl_dtype_name(l->dtype));
+  if (l->fp8_recipe < 0)
+    l->fp8_recipe = WL_FP8_DELAYED;
+  if (l->fp8_param_gather &&
+      (l->dtype != WL_DTYPE_FP8 || l->dp_impl != WL_DP_MEGATRON || (l->zero != 1 && l->zero != 2)))
+    ERR("fp8_param_gather is Megatron's distributed optimizer gathering fp8 weights: it needs "
+        "dtype=fp8, dp_impl=megatron and zero=1 or 2 (dtype %s, dp_impl %s, zero %d)",
+        wl_dtype_name(l->dtype), dp_impl_names[l->dp_impl], l->zero);
   if (l->grad_dtype < 0 && l->dp_impl != WL_DP_MEGATRON)
     l->grad_dtype = l->dtype == WL_DTYPE_FP8 ? WL_DTYPE_BF16 : l->dtype;
   if (l->grad_dtype < 0)
@@ -821,6 +839,10 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",dropout=%g", l->dropout);
   if (l->ce_fusion > 0)
     st_buf_printf(&b, ",ce_fusion=%s", ce_fusion_names[l->ce_fusion]);
+  if (l->fp8_recipe > 0)
+    st_buf_printf(&b, ",fp8_recipe=%s", fp8_recipe_names[l->fp8_recipe]);
+  if (l->fp8_param_gather)
+    st_buf_printf(&b, ",fp8_param_gather=1");
   if (l->etp != l->tp)
     st_buf_printf(&b, ",etp=%d", l->etp);
   if (l->account_embedding)

@@ -451,6 +451,16 @@ typedef enum wl_bwd_prefetch {
  * the default), its torch.compile-fused functions (native,
  * fusions/fused_cross_entropy.py) or Transformer Engine's Triton kernels
  * (te, parallel_cross_entropy). */
+/* Transformer Engine's fp8 scaling (layout key fp8_recipe, dtype=fp8):
+ * delayed (DelayedScaling: each tensor cast with the scale of past steps'
+ * amax history, in one pass) or current (Float8CurrentScaling, Megatron's
+ * --fp8-recipe tensorwise: the tensor's own amax first, then the cast). */
+typedef enum wl_fp8_recipe {
+  WL_FP8_DELAYED = 0,
+  WL_FP8_CURRENT,
+  WL_FP8_RECIPE_COUNT
+} wl_fp8_recipe;
+
 typedef enum wl_ce_fusion {
   WL_CE_NONE = 0,
   WL_CE_NATIVE,
@@ -545,6 +555,9 @@ typedef struct wl_layout {
                             --hidden-dropout; any value > 0 costs alike: the random
                             numbers and the masks); 0 (default): none */
   int ce_fusion;         /* wl_ce_fusion: the loss's kernels (-1 in a request: not given) */
+  int fp8_recipe;        /* wl_fp8_recipe (dtype=fp8; -1 in a request: not given) */
+  int fp8_param_gather;  /* 1: the distributed optimizer all-gathers the transformer layers'
+                            parameters in fp8 (Megatron's --fp8-param-gather: fp8 weights) */
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
                             overlapped with their GEMMs (needs sp) */
   int bwd_prefetch;      /* wl_bwd_prefetch: FSDP1's backward_prefetch (dp_impl=fsdp) */
