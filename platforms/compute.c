@@ -285,7 +285,7 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
      * at (1 + ATTN_BLOCK / s) times the band's FLOPs (docs/calibration.md,
      * "Sliding windows"). */
     int window = (op->flags & WL_OPF_WINDOW) && s > 0;
-    double waste = window ? 1.0 + ATTN_BLOCK / s : causal && s > 0 ? 1.0 + ATTN_BLOCK / s : 1.0;
+    double waste = (window || causal) && s > 0 ? 1.0 + ATTN_BLOCK / s : 1.0;
     if (window) {
       s += ATTN_BLOCK;
       causal = 0;

@@ -136,9 +136,9 @@ static void fp8_casts(wl__gen *g, const char *name, int pass, unsigned te, doubl
   else
     fused += M * K;
   int current = g->l->fp8_recipe == WL_FP8_CURRENT;
-  double bytes = elems * (current ? 6 : 4) + (current ? fused * 4 : 0);
   if (!current)
-    fused = 0;
+    fused = 0; /* delayed scaling: the producer writes fp8 itself */
+  double bytes = elems * (current ? 6 : 4) + fused * 4;
   if (bytes <= 0)
     return;
   char nm[40];
@@ -225,12 +225,29 @@ long wl__coll_c(wl__gen *g, const char *name, int coll, int role, double bytes)
 
 /* ---- tensor-parallel linear layers ------------------------------------------ */
 
-/* Enter a TP region (Megatron's copy_to / gather_from_sequence_parallel_region). */
-void wl__tp_enter(wl__gen *g, const char *name)
+/* The SP all-gather of a [T, h] tensor of `elem` bytes an element. */
+static void tp_gather(wl__gen *g, const char *name, double elem)
 {
   if (g->l->sp)
-    wl__coll_c(g, name, WL_COLL_ALLGATHER, R_TP, g->T * g->h * g->ab);
+    wl__coll_c(g, name, WL_COLL_ALLGATHER, R_TP, g->T * g->h * elem);
 }
+
+/* Enter a TP region (Megatron's copy_to / gather_from_sequence_parallel_region). */
+void wl__tp_enter(wl__gen *g, const char *name) { tp_gather(g, name, g->ab); }
+
+/* Bytes an element of a linear layer's input or output gradient carries in
+ * its sequence-parallel all-gather: fp8 under Megatron-core's Transformer
+ * Engine modules in fp8, which quantize before they gather (distributed.py
+ * _all_gather_fp8, delayed and current scaling alike; the transpose is made
+ * from the gathered tensor), else the model dtype.  The output layer, not a
+ * TE module, gathers in the model dtype (its GEMMs run with gemm_dtype so). */
+static double sp_ag_elem(const wl__gen *g)
+{
+  return g->te_modules && g->gemm_dtype == WL_DTYPE_FP8 ? 1 : g->ab;
+}
+
+/* A TP region's entry whose all-gather feeds a linear layer. */
+static void tp_enter_linear(wl__gen *g, const char *name) { tp_gather(g, name, sp_ag_elem(g)); }
 
 /* Leave it after a row-parallel GEMM (reduce_from / reduce_scatter_to). */
 static void tp_exit(wl__gen *g, const char *name)
@@ -256,24 +273,6 @@ void wl__col_fwd(wl__gen *g, const wl__col_gemm *c, int n)
  * pairs would be n simulated flows.  The GEMMs that consume the gathered
  * tensor run in k = tp chunks of T/tp rows: chunk 0 on the local shard,
  * chunk j after step j - 1.  Returns the first step; step j is that + j. */
-/* Bytes an element of a linear layer's input or output gradient carries in
- * its sequence-parallel all-gather: fp8 under Megatron-core's Transformer
- * Engine modules in fp8, which quantize before they gather (distributed.py
- * _all_gather_fp8, delayed and current scaling alike; the transpose is made
- * from the gathered tensor), else the model dtype.  The output layer, not a
- * TE module, gathers in the model dtype (its GEMMs run with gemm_dtype so). */
-static double sp_ag_elem(const wl__gen *g)
-{
-  return g->te_modules && g->gemm_dtype == WL_DTYPE_FP8 ? 1 : g->ab;
-}
-
-/* A TP region's entry whose all-gather feeds a linear layer (sp_ag_elem). */
-static void tp_enter_linear(wl__gen *g, const char *name)
-{
-  if (g->l->sp)
-    wl__coll_c(g, name, WL_COLL_ALLGATHER, R_TP, g->T * g->h * sp_ag_elem(g));
-}
-
 static long ag_ring(wl__gen *g, const char *name)
 {
   int t = g->l->tp;

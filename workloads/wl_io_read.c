@@ -273,9 +273,22 @@ static int rd_role(rd *r, const st_jpath *at, const cJSON *v, int *out)
 }
 
 /* The keys of a compute op beyond those every op has, into *op. */
+/* A boolean op key (present or not) that sets a WL_OPF_* flag when true. */
+static int rd_flag(rd *r, const st_jpath *at, const cJSON *v, unsigned flag, wl_op *op)
+{
+  int yes = 0;
+  if (!v)
+    return ST_OK;
+  if (st_jrd_bool(&r->j, at, v, &yes))
+    return ST_EINPUT;
+  if (yes)
+    op->flags |= (uint16_t)flag;
+  return ST_OK;
+}
+
 static int rd_op_compute(rd *r, const st_jpath *at, const cJSON *const *s, wl_op *op)
 {
-  int e = 0, yes = 0;
+  int e = 0;
   long v = 0;
   if (s[K_CLASS]) {
     if (st_jrd_enum(&r->j, at, s[K_CLASS], wl_class_from_name, wl_class_name, WL_CLASS_COUNT, &e))
@@ -308,12 +321,8 @@ static int rd_op_compute(rd *r, const st_jpath *at, const cJSON *const *s, wl_op
       return ST_EINPUT;
     op->dtype = (uint8_t)e;
   }
-  if (s[K_CAUSAL]) {
-    if (st_jrd_bool(&r->j, at, s[K_CAUSAL], &yes))
-      return ST_EINPUT;
-    if (yes)
-      op->flags |= WL_OPF_CAUSAL;
-  }
+  if (rd_flag(r, at, s[K_CAUSAL], WL_OPF_CAUSAL, op))
+    return ST_EINPUT;
   if (s[K_ATTN_IMPL]) {
     if (st_jrd_enum(&r->j, at, s[K_ATTN_IMPL], wl_attn_impl_from_name, wl_attn_impl_name,
                     WL_ATTN_COUNT, &e))
@@ -326,24 +335,12 @@ static int rd_op_compute(rd *r, const st_jpath *at, const cJSON *const *s, wl_op
       return ST_EINPUT;
     op->flags |= WL_OPF_UNFUSED | (e ? WL_OPF_BWD : 0);
   }
-  if (s[K_DROPOUT]) {
-    if (st_jrd_bool(&r->j, at, s[K_DROPOUT], &yes))
-      return ST_EINPUT;
-    if (yes)
-      op->flags |= WL_OPF_DROPOUT;
-  }
-  if (s[K_WINDOW]) {
-    if (st_jrd_bool(&r->j, at, s[K_WINDOW], &yes))
-      return ST_EINPUT;
-    if (yes)
-      op->flags |= WL_OPF_WINDOW;
-  }
-  if (s[K_HOST]) {
-    if (st_jrd_bool(&r->j, at, s[K_HOST], &yes))
-      return ST_EINPUT;
-    if (yes)
-      op->flags |= WL_OPF_HOST;
-  }
+  if (rd_flag(r, at, s[K_DROPOUT], WL_OPF_DROPOUT, op))
+    return ST_EINPUT;
+  if (rd_flag(r, at, s[K_WINDOW], WL_OPF_WINDOW, op))
+    return ST_EINPUT;
+  if (rd_flag(r, at, s[K_HOST], WL_OPF_HOST, op))
+    return ST_EINPUT;
   if ((op->flags & WL_OPF_WINDOW) && (op->sub != WL_CLASS_ATTENTION || op->n <= 0))
     return st_jrd_fail(&r->j, at,
                        "'window' needs class 'attention' and 'n' > 0 (the keys each query "

@@ -145,6 +145,16 @@ static int stream_name_unique(const wl_program *p, int s)
 }
 
 /* The keys of a compute op after those every op has. */
+/* A boolean op key, written only when the op has the flag. */
+static void w_flag(wr *w, const wl_op *o, unsigned flag, const char *key)
+{
+  if (!(o->flags & flag))
+    return;
+  w_sep(w);
+  w_key(w, key);
+  w_str(w, "true");
+}
+
 static void w_op_compute(wr *w, const wl_op *o)
 {
   if (o->sub != WL_CLASS_OTHER) {
@@ -193,26 +203,10 @@ static void w_op_compute(wr *w, const wl_op *o)
     w_key(w, "dtype");
     w_quoted(w, wl_dtype_name(o->dtype));
   }
-  if (o->flags & WL_OPF_CAUSAL) {
-    w_sep(w);
-    w_key(w, "causal");
-    w_str(w, "true");
-  }
-  if (o->flags & WL_OPF_HOST) {
-    w_sep(w);
-    w_key(w, "host");
-    w_str(w, "true");
-  }
-  if (o->flags & WL_OPF_DROPOUT) {
-    w_sep(w);
-    w_key(w, "dropout");
-    w_str(w, "true");
-  }
-  if (o->flags & WL_OPF_WINDOW) {
-    w_sep(w);
-    w_key(w, "window");
-    w_str(w, "true");
-  }
+  w_flag(w, o, WL_OPF_CAUSAL, "causal");
+  w_flag(w, o, WL_OPF_HOST, "host");
+  w_flag(w, o, WL_OPF_DROPOUT, "dropout");
+  w_flag(w, o, WL_OPF_WINDOW, "window");
   if (wl_op_attn_impl(o)) {
     w_sep(w);
     w_key(w, "attn_impl");

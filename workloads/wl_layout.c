@@ -180,16 +180,16 @@ void wl_layout_request_init(wl_layout *l)
 
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
 {
-  char dr[32] = "", ce[64] = "";
+  char dr[32] = "", ce[32] = "", fr[32] = "";
   if (l->dropout > 0)
     snprintf(dr, sizeof dr, ",dropout=%g", l->dropout);
-  snprintf(ce, sizeof ce, "%s%s%s%s", l->ce_fusion > 0 ? ",ce_fusion=" : "",
-           l->ce_fusion > 0 ? ce_fusion_names[l->ce_fusion] : "",
-           l->fp8_recipe > 0 ? ",fp8_recipe=" : "",
-           l->fp8_recipe > 0 ? fp8_recipe_names[l->fp8_recipe] : "");
-  snprintf(b, n, "flash=%d%s%s,eager=%d%s%s%s%s", l->flash, l->flash ? ",attn_impl=" : "",
+  if (l->ce_fusion > 0)
+    snprintf(ce, sizeof ce, ",ce_fusion=%s", ce_fusion_names[l->ce_fusion]);
+  if (l->fp8_recipe > 0)
+    snprintf(fr, sizeof fr, ",fp8_recipe=%s", fp8_recipe_names[l->fp8_recipe]);
+  snprintf(b, n, "flash=%d%s%s,eager=%d%s%s%s%s%s", l->flash, l->flash ? ",attn_impl=" : "",
            l->flash ? wl_attn_impl_name(l->attn_impl) : "", l->eager,
-           l->tp_async ? "" : ",tp_async=0", l->pp_scatter ? ",pp_scatter=1" : "", dr, ce);
+           l->tp_async ? "" : ",tp_async=0", l->pp_scatter ? ",pp_scatter=1" : "", dr, ce, fr);
 }
 
 /* An integer key's value, checked, into the request. */

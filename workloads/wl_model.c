@@ -278,12 +278,14 @@ int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *er
       }
       slides += pat[i] == 's';
     }
-    if (n == 0 || n > WL_WINDOW_PATTERN_MAX || slides == 0) {
+    if (n == 0 || n > WL_WINDOW_PATTERN_MAX) {
+      rc = st_jrd_fail(&r, &at_wp, "%zu characters: expected 1 to %d, one per layer, repeated", n,
+                       WL_WINDOW_PATTERN_MAX);
+      goto done;
+    }
+    if (slides == 0) {
       rc = st_jrd_fail(&r, &at_wp,
-                       n == 0 || n > WL_WINDOW_PATTERN_MAX
-                           ? "%zu characters: expected 1 to %d, one per layer, repeated"
-                           : "no 's': a pattern names the sliding layers (%zu characters, at "
-                             "most %d)",
+                       "no 's': a pattern names the sliding layers (%zu characters, at most %d)",
                        n, WL_WINDOW_PATTERN_MAX);
       goto done;
     }
