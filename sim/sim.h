@@ -259,12 +259,14 @@ int sim_coll_proto_from_name(const char *s);
 double sim_busbw_factor(int coll_op, int n);
 
 /* The tuner's closed-form time of one collective (op, bytes in nccl-tests'
- * convention) over the GPUs ranks[0..n-1] of cl, with NCCL's latency and
+ * convention, arg its wl_op_coll_arg: a root, a deduplicating all-to-all's
+ * top-k and experts) over the GPUs ranks[0..n-1] of cl, with NCCL's latency and
  * bandwidth tables on the cluster's links and no other traffic: what NCCL's
  * ncclTopoGetAlgoTime ranks algorithms by, without SimGrid (for analytic
  * estimates; the engine simulates the flows).  NaN when the cluster has no
  * routes of its own (SimGrid XML) or memory runs out. */
-double sim_coll_estimate(const plat_cluster *cl, const int32_t *ranks, int n, int op, double bytes);
+double sim_coll_estimate(const plat_cluster *cl, const int32_t *ranks, int n, int op, double bytes,
+                         int arg);
 
 #ifdef __cplusplus
 }

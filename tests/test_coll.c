@@ -524,6 +524,65 @@ static double alltoall_on(const char *spec, double S)
   return t;
 }
 
+/* The deduplicating all-to-all of an MoE dispatch (DeepEP, HybridEP;
+ * WL_OPF_DEDUP), k = top-k, e experts on each of the n members: a member's
+ * T = S / k tokens go once to each other node holding any of a token's
+ * experts (share 1 - C(E - g e, k) / C(E, k) of them for a node of g
+ * members, E = n e), and over NVLink once to each member of the node holding
+ * any (share p1 = 1 - C(E - e, k) / C(E, k)), for its own tokens and for
+ * those each member of the other nodes sends through it. */
+static double miss(double E, double s, int k)
+{
+  double v = 1;
+  for (int i = 0; i < k; i++)
+    v *= (E - s - i) / (E - i);
+  return v;
+}
+
+static double dedup_time(int n, const char *cluster, int k, int e, double S, int dedup)
+{
+  wl_workload *wl = first_n(n, n, WL_COLL_ALLTOALL, 1, &S);
+  if (dedup) {
+    wl_op *o = &wl->programs[0].ops[0];
+    o->flags |= WL_OPF_DEDUP;
+    o->m = k;
+    o->n = e;
+  }
+  forked_result *f = run(wl, cluster, NULL, NULL);
+  assert_int_equal(f->colls[0].algo, SIM_ALGO_DIRECT);
+  double t = dur(f, 0);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+  return t;
+}
+
+static void test_alltoall__dedup_matches_closed_form(void **state)
+{
+  (void)state;
+  double S = 1 * GiB, nvl = 450e9 * 0.824, nic = 50e9 * 0.94;
+  /* one node, 8 GPUs, top-2 of 32 experts (4 a GPU): 7 peers x T p1 out of
+   * each GPU, against the plain all-to-all's 7 S / 8; the latency terms alike */
+  double p1 = 1 - miss(32, 4, 2);
+  double t0 = dedup_time(8, "node8", 2, 4, S, 0), t1 = dedup_time(8, "node8", 2, 4, S, 1);
+  double lat = t0 - 7.0 / 8 * S / nvl;
+  assert_true(lat > 0 && lat < 50e-6);
+  check_rel(t1 - lat, 7 * (S / 2) * p1 / nvl, 1e-6, "one node: per-GPU dedup over NVLink");
+  /* two nodes of 8, top-8 of 128 experts (Qwen3-30B-A3B on ep 16): the NIC
+   * carries T (1 - C(64, 8) / C(128, 8)) against the plain all-to-all's S/2,
+   * four times less; NVLink 7 x T p1 x 2 (own tokens and the other node's
+   * member's) and is not the bound */
+  double T = S / 8, pn = 1 - miss(128, 64, 8);
+  p1 = 1 - miss(128, 8, 8);
+  t0 = dedup_time(16, "node8:2", 8, 8, S, 0);
+  t1 = dedup_time(16, "node8:2", 8, 8, S, 1);
+  lat = t0 - S / 2 / nic;
+  assert_true(lat > 0 && lat < 50e-6);
+  assert_true(7 * T * p1 * 2 / nvl < T * pn / nic);
+  check_rel(t1 - lat, T * pn / nic, 1e-6, "two nodes: once per node over the NIC");
+  print_message("dedup all-to-all 1 GiB over 2 x 8 GPUs, top-8 of 128: %.1f us, plain %.1f us\n",
+                t1 * 1e6, t0 * 1e6);
+}
+
 static void test_alltoall__oversubscribed_leaf_slows_by_ratio(void **state)
 {
   (void)state;
@@ -1131,6 +1190,7 @@ int main(void)
       cmocka_unit_test(test_rails__shared_fraction_sets_slowdown),
       cmocka_unit_test(test_rails__partial_overlap_slows_by_shared_load),
       cmocka_unit_test(test_alltoall__oversubscribed_leaf_slows_by_ratio),
+      cmocka_unit_test(test_alltoall__dedup_matches_closed_form),
       cmocka_unit_test(test_ring__full_mesh_uses_every_link),
       cmocka_unit_test(test_ring__full_mesh_across_nodes_one_channel_per_link),
       cmocka_unit_test(test_ring__cube_mesh_one_ring_per_lane),

@@ -112,7 +112,7 @@ static void stretch_case(int kind, double *program, double *want, double *stretc
     wl_rank_set_comm(wl, r, 0, c);
   }
   double d = plat_compute_time(plat_gpu_device(cl, 0), &wl->programs[p].ops[1]);
-  double t = sim_coll_estimate(cl, all, 8, WL_COLL_ALLREDUCE, 64.0 * 1048576);
+  double t = sim_coll_estimate(cl, all, 8, WL_COLL_ALLREDUCE, 64.0 * 1048576, 0);
   double q = plat_compute_overlap_factor(plat_gpu_device(cl, 0)) - 1;
   assert_true(t < d && q > 0);
   drv_estimate e;
@@ -179,7 +179,7 @@ static void test_together__send_shares_the_nic_with_a_collective(void **state)
     wl_rank_set_comm(wl, pair[0], 1, cp);
     wl_rank_set_comm(wl, pair[1], 1, cp);
   }
-  double tc = sim_coll_estimate(cl, a, 8, WL_COLL_ALLREDUCE, X);
+  double tc = sim_coll_estimate(cl, a, 8, WL_COLL_ALLREDUCE, X, 0);
   plat_route rt;
   assert_int_equal(plat_route_get(cl, 0, 12, &rt, &err), ST_OK);
   double d = rt.latency_s + Y / rt.bw_Bps;

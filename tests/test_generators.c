@@ -307,6 +307,15 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "layout 'ep=3': etp*ep = 1*3 = 3 does not divide tp*cp*dp = 1*1*4 = 4 (the "
        "expert-parallel group is drawn from the TP x CP x DP ranks of a stage)"},
       {1, "ep=16", 16, "layout 'ep=16': moe.experts (8) not divisible by ep (16)"},
+      {1, "moe_dispatcher=flex", 2,
+       "layout 'moe_dispatcher=flex': moe_dispatcher=flex is Megatron-core's dispatcher over an "
+       "expert-parallel group: it needs ep > 1 and dp_impl=megatron (ep is 1, dp_impl megatron)"},
+      {1, "tp=2,sp=1,ep=2,moe_dispatcher=flex", 4,
+       "layout 'tp=2,sp=1,ep=2,moe_dispatcher=flex': moe_dispatcher=flex with etp (2) > 1: the "
+       "flex dispatcher's TP x EP group is not modelled (etp=1 only)"},
+      {1, "ep=2,moe_dispatcher=allgather", 2,
+       "layout 'ep=2,moe_dispatcher=allgather': key 'moe_dispatcher' value 'allgather' is unknown "
+       "(known: alltoall, flex; Megatron-core's allgather dispatcher is not modelled)"},
       {1, "tp=2,sp=0", 2, "layout 'tp=2,sp=0': a MoE model with tp (2) > 1 needs sp=1 (as Megatron-LM requires)"},
       {0, "pp=2,vpp=2", 2,
        "layout 'pp=2,vpp=2': schedule 'interleaved': micro-batches gbs/(mbs*dp) = 1 not "
@@ -350,7 +359,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
-       "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather)"},
+       "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher)"},
       {0, "dropout=1", 1, "layout 'dropout=1': key 'dropout' value '1' is not a probability in [0, 1)"},
       {0, "dropout=0.1x", 1,
        "layout 'dropout=0.1x': key 'dropout' value '0.1x' is not a probability in [0, 1)"},
@@ -2077,6 +2086,40 @@ static void test_ce_fusion__loss_bytes_collectives_and_memory_by_hand(void **sta
                                "is unknown (known: none, native, te)");
 }
 
+/* moe_dispatcher: the flex dispatcher's four all-to-alls per MoE layer carry
+ * the same bytes as the all-to-all dispatcher's (top-k copies of the rank's
+ * tokens: MOE_T, ep 4, T = 1,024 tokens of 1,024 x 2 B, top-2: 4 MiB), marked
+ * deduplicating with top-k 2 and 8 / 4 = 2 experts a member; the key is kept
+ * in the spec and in the software keys, and its alias is NeMo's name. */
+static void test_moe_dispatcher__flex_marks_the_expert_all_to_alls(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(MOE_T, &m);
+  const char *specs[] = {"ep=4,gbs=4", "ep=4,gbs=4,moe_token_dispatcher_type=flex"};
+  for (int f = 0; f < 2; f++) {
+    wl_layout l;
+    wl_workload *wl = gen(&m, specs[f], 4, &l);
+    const wl_program *p = &wl->programs[wl->rank_program[0]];
+    int n = 0;
+    for (size_t i = 0; i < p->num_ops; i++) {
+      const wl_op *o = &p->ops[i];
+      if (o->kind != WL_OP_COLL || o->sub != WL_COLL_ALLTOALL)
+        continue;
+      n++;
+      assert_true(o->bytes == 1024.0 * 2 * 1024 * 2);
+      assert_int_equal((o->flags & WL_OPF_DEDUP) != 0, f);
+      assert_int_equal(wl_op_dedup_arg(o), f ? 2 << 16 | 2 : 0);
+    }
+    assert_int_equal(n, 4 * 4); /* four a layer, four MoE layers */
+    assert_int_equal(strstr(l.spec, ",moe_dispatcher=flex") != NULL, f);
+    char sw[256];
+    wl_layout_software_keys(&l, sw, sizeof sw);
+    assert_int_equal(strstr(sw, ",moe_dispatcher=flex") != NULL, f);
+    wl_workload_destroy(wl);
+  }
+}
+
 /* First index of an op by name in rank 0's program, -1 when none. */
 static long first_op(const wl_workload *wl, const char *name)
 {
@@ -2536,6 +2579,7 @@ int main(void)
       cmocka_unit_test(test_eager__llama_elementwise_bytes_by_hand),
       cmocka_unit_test(test_activation__fused_bytes_by_hand),
       cmocka_unit_test(test_ce_fusion__loss_bytes_collectives_and_memory_by_hand),
+      cmocka_unit_test(test_moe_dispatcher__flex_marks_the_expert_all_to_alls),
       cmocka_unit_test(test_fp8__current_scaling_param_gather_and_sp_gathers_by_hand),
       cmocka_unit_test(test_recompute_op__torchtitan_policy_by_hand),
       cmocka_unit_test(test_fp8__casts_and_output_layer_by_hand),

@@ -276,6 +276,10 @@ static wl_workload *build_everything(void)
   wl_program_append(p, &op, NULL, 0);
   op = wl_op_coll(1, WL_COLL_ALLTOALL, 1, 8192); /* uniform */
   wl_program_append(p, &op, NULL, 0);
+  op = wl_op_coll(1, WL_COLL_ALLTOALL, 1, 8192); /* an MoE dispatch, deduplicated */
+  op.flags = WL_OPF_DEDUP;
+  op.m = 8, op.n = 16;
+  wl_program_append(p, &op, NULL, 0);
   double splits2[] = {1, 2, 3, 4};
   op = wl_op_coll(1, WL_COLL_ALLTOALL, 1, 10);
   op.flags = WL_OPF_SPLITS;
@@ -1837,6 +1841,14 @@ static const bad_doc bad_docs[] = {
      "attends to)"},
     {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'attention','window':1}") RMAP "}",
      "programs[0].ops[0]: 'window' is a number, expected true or false"},
+    {HEAD COMMS PROG("{'op':'coll','coll':'allgather','role':'tp','topk':2,'experts':4}") RMAP "}",
+     "programs[0].ops[0]: keys 'topk' and 'experts' apply only to alltoall"},
+    {HEAD COMMS PROG("{'op':'coll','coll':'alltoall','role':'tp','topk':2}") RMAP "}",
+     "programs[0].ops[0]: key 'experts' is missing"},
+    {HEAD COMMS PROG("{'op':'coll','coll':'alltoall','role':'tp','topk':0,'experts':4}") RMAP "}",
+     "programs[0].ops[0]: 'topk' is 0, outside 1..1024"},
+    {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'gemm','topk':2}") RMAP "}",
+     "programs[0].ops[0]: key 'topk' does not apply to a 'compute' op"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allreduc','role':'tp'}") RMAP "}",
      "programs[0].ops[0]: 'coll' is 'allreduc', expected one of allreduce, allgather, "
      "reducescatter, broadcast, reduce, alltoall, barrier, shift"},

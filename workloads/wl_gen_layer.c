@@ -373,8 +373,31 @@ static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
   wl__col_bwd(g, &c, 1, e, f1);
 }
 
+/* One of the MoE layer's four all-to-alls over the EP group: Megatron-core's
+ * all-to-all dispatcher sends a token once per routed expert (bytes count
+ * those copies); the flex dispatcher (DeepEP, HybridEP) sends it once to each
+ * member holding any of its experts and once across the network to each node
+ * holding any, forwarded over NVLink there (WL_OPF_DEDUP: the op carries
+ * top-k and the experts per member; the collective layer counts the rest). */
+static void ep_a2a(wl__gen *g, const char *name, double bytes)
+{
+  if (g->l->moe_dispatcher != WL_MOE_FLEX) {
+    wl__coll_c(g, name, WL_COLL_ALLTOALL, R_EP, bytes);
+    return;
+  }
+  if (wl__role_size(g, R_EP) < 2 || bytes <= 0)
+    return;
+  wl_op op = wl_op_coll(S_COMPUTE, WL_COLL_ALLTOALL, R_EP, bytes);
+  op.name = wl__nm(g, name);
+  op.flags |= WL_OPF_DEDUP;
+  op.m = g->m->moe.top_k;
+  op.n = g->m->moe.experts / g->l->ep;
+  wl__put_c(g, op);
+}
+
 /* Megatron-core MoE with the all-to-all token dispatcher
- * (MoEAlltoAllTokenDispatcher): the all-to-all over the EP group, then the
+ * (MoEAlltoAllTokenDispatcher; moe_dispatcher=flex: the flex dispatcher's
+ * deduplicating all-to-all, ep_a2a): the all-to-all over the EP group, then the
  * all-gather of the received tokens over the expert-TP group (etp ranks;
  * the TP group itself when etp = tp), expert GEMMs on ef/etp columns.
  * Tokens routed by this rank: T/tp with SP; balanced routing. */
@@ -387,13 +410,13 @@ static void moe_fwd(wl__gen *g)
   double Me = Te * ep / E;         /* per local expert */
   wl__gemm(g, "router", WL__MM, 0, Tl, E, g->h, 1, 1);
   wl__elem(g, "moe.permute", Tl * k * g->cf * g->h, 2, 0);
-  wl__coll_c(g, "ep.dispatch", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  ep_a2a(g, "ep.dispatch", Tl * k * g->cf * g->h * g->ab);
   wl__coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
   wl__gemm(g, "expert.fc1", WL__FWD, 0, Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
   wl__elem(g, "expert.act", Te * act_in(g->m, ef) / et, act_rw(g->m, 0), 8);
   wl__gemm(g, "expert.fc2", WL__FWD, 0, Me, g->h, ef / et, E / ep, 1 / g->cf);
   wl__coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
-  wl__coll_c(g, "ep.combine", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  ep_a2a(g, "ep.combine", Tl * k * g->cf * g->h * g->ab);
   wl__elem(g, "moe.unpermute", Tl * k * g->cf * g->h, 2, 2);
   if (mo->shared_experts)
     mlp_fwd(g, mo->shared_experts * ef, "shared", 0);
@@ -409,7 +432,7 @@ static void moe_bwd(wl__gen *g)
   if (mo->shared_experts)
     mlp_bwd(g, mo->shared_experts * ef, "shared", 0);
   wl__elem(g, "moe.unpermute.bwd", Tl * k * g->cf * g->h, 2, 2);
-  wl__coll_c(g, "ep.combine.bwd", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  ep_a2a(g, "ep.combine.bwd", Tl * k * g->cf * g->h * g->ab);
   wl__coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
   wl__gemm(g, "expert.fc2.dgrad", WL__DGRAD, 0, Me, ef / et, g->h, E / ep, 1 / g->cf);
   wl__gemm(g, "expert.fc2.wgrad", WL__WGRAD, 0, ef / et, g->h, Me, E / ep, 1 / g->cf);
@@ -417,7 +440,7 @@ static void moe_bwd(wl__gen *g)
   wl__gemm(g, "expert.fc1.dgrad", WL__DGRAD, 0, Me, g->h, act_in(g->m, ef) / et, E / ep, 1 / g->cf);
   wl__gemm(g, "expert.fc1.wgrad", WL__WGRAD, 0, g->h, act_in(g->m, ef) / et, Me, E / ep, 1 / g->cf);
   wl__coll_c(g, "moe.tp.ag.bwd", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
-  wl__coll_c(g, "ep.dispatch.bwd", WL_COLL_ALLTOALL, R_EP, Tl * k * g->cf * g->h * g->ab);
+  ep_a2a(g, "ep.dispatch.bwd", Tl * k * g->cf * g->h * g->ab);
   wl__elem(g, "moe.permute.bwd", Tl * k * g->cf * g->h, 2, 0);
   wl__gemm(g, "router.dgrad", WL__MM, 0, Tl, g->h, E, 1, 1);
   wl__gemm(g, "router.wgrad", WL__MM, 0, g->h, E, Tl, 1, 1);

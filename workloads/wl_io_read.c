@@ -185,6 +185,7 @@ enum {
   K_UNFUSED,                                                    /* compute (attention) */
   K_DROPOUT,                                                    /* compute (attention) */
   K_WINDOW,                                                     /* compute (attention) */
+  K_TOPK, K_EXPERTS,                                            /* coll (alltoall) */
   K_COUNT
 };
 static const char *const op_keys[K_COUNT] = {
@@ -192,18 +193,18 @@ static const char *const op_keys[K_COUNT] = {
     "flops", "m",      "n",     "k",     "batch", "dtype",     "bytes", "coll",
     "role",  "root",   "splits", "peer", "tag",   "mark",      "value", "concurrent",
     "causal", "host",  "attn_impl", "dir", "unfused_attn", "dropout",
-    "window"};
+    "window", "topk", "experts"};
 
-#define KB(k) (1u << (k))
+#define KB(k) ((uint64_t)1 << (k))
 #define K_ANY (KB(K_OP) | KB(K_STREAM) | KB(K_NAME) | KB(K_PHASE) | KB(K_WAITS))
 /* Keys each op kind accepts (root and splits are narrowed further by the collective). */
-static const uint32_t op_kind_keys[WL_OP_KIND_COUNT] = {
+static const uint64_t op_kind_keys[WL_OP_KIND_COUNT] = {
     [WL_OP_COMPUTE] = K_ANY | KB(K_RECOMPUTE) | KB(K_CLASS) | KB(K_DURATION) | KB(K_FLOPS) |
                       KB(K_M) | KB(K_N) | KB(K_K) | KB(K_BATCH) | KB(K_DTYPE) | KB(K_BYTES) |
                       KB(K_CONCURRENT) | KB(K_CAUSAL) | KB(K_HOST) | KB(K_ATTN_IMPL) |
                       KB(K_UNFUSED) | KB(K_DROPOUT) | KB(K_WINDOW),
     [WL_OP_COLL] = K_ANY | KB(K_RECOMPUTE) | KB(K_COLL) | KB(K_ROLE) | KB(K_ROOT) | KB(K_SPLITS) |
-                   KB(K_BYTES),
+                   KB(K_BYTES) | KB(K_TOPK) | KB(K_EXPERTS),
     [WL_OP_SEND] = K_ANY | KB(K_RECOMPUTE) | KB(K_ROLE) | KB(K_PEER) | KB(K_TAG) | KB(K_BYTES),
     [WL_OP_RECV] = K_ANY | KB(K_RECOMPUTE) | KB(K_ROLE) | KB(K_PEER) | KB(K_TAG) | KB(K_BYTES),
     [WL_OP_MARKER] = K_ANY | KB(K_MARK) | KB(K_VALUE),
@@ -414,6 +415,21 @@ static int rd_op_comm(rd *r, const st_jpath *at, const cJSON *const *s, int kind
       return st_jrd_fail(&r->j, at, "key 'root' applies only to broadcast and reduce");
     if (s[K_SPLITS] && e != WL_COLL_ALLTOALL)
       return st_jrd_fail(&r->j, at, "key 'splits' applies only to alltoall");
+    if (s[K_TOPK] || s[K_EXPERTS]) { /* a deduplicating MoE dispatch (WL_OPF_DEDUP) */
+      if (e != WL_COLL_ALLTOALL)
+        return st_jrd_fail(&r->j, at, "keys 'topk' and 'experts' apply only to alltoall");
+      if (s[K_SPLITS])
+        return st_jrd_fail(&r->j, at, "keys 'topk' and 'experts' do not go with 'splits'");
+      if (!s[K_TOPK] || !s[K_EXPERTS])
+        return st_jrd_missing(&r->j, at, s[K_TOPK] ? "experts" : "topk");
+      if (st_jrd_int(&r->j, at, s[K_TOPK], 1, 1024, &v))
+        return ST_EINPUT;
+      op->m = (int32_t)v;
+      if (st_jrd_int(&r->j, at, s[K_EXPERTS], 1, 65535, &v))
+        return ST_EINPUT;
+      op->n = (int32_t)v;
+      op->flags |= WL_OPF_DEDUP;
+    }
     if (e == WL_COLL_BROADCAST || e == WL_COLL_REDUCE) {
       op->peer = 0;
       if (s[K_ROOT]) {
@@ -487,7 +503,7 @@ static int rd_op(rd *r, const st_jpath *at, const cJSON *obj, wl_program *p, siz
   if (kind < 0)
     return st_jrd_fail(&r->j, at,
                        "'op' is '%s', expected one of compute, coll, send, recv, marker, copy", ks);
-  uint32_t allowed = op_kind_keys[kind];
+  uint64_t allowed = op_kind_keys[kind];
   for (int k = 0; k < K_COUNT; k++)
     if (s[k] && !(allowed & KB(k)))
       return st_jrd_fail(&r->j, at, "key '%s' does not apply to a '%s' op", op_keys[k], ks);

@@ -255,6 +255,14 @@ static void w_op_comm(wr *w, const wl_workload *wl, int pi, size_t oi)
     w_key(w, "bytes");
     w_double(w, o->bytes);
   }
+  if (kind == WL_OP_COLL && (o->flags & WL_OPF_DEDUP)) {
+    w_sep(w);
+    w_key(w, "topk");
+    w_long(w, o->m);
+    w_sep(w);
+    w_key(w, "experts");
+    w_long(w, o->n);
+  }
   if (kind == WL_OP_COLL && o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS)) {
     size_t n = split_count(wl, pi, oi);
     w_sep(w);

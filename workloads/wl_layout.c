@@ -52,6 +52,7 @@ static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", 
 static const char *const bwd_prefetch_names[WL_BWD_PREFETCH_COUNT] = {"pre", "post", "none"};
 static const char *const ce_fusion_names[WL_CE_COUNT] = {"none", "native", "te"};
 static const char *const fp8_recipe_names[WL_FP8_RECIPE_COUNT] = {"delayed", "current"};
+static const char *const moe_dispatcher_names[WL_MOE_DISPATCHER_COUNT] = {"alltoall", "flex"};
 static const char *const attn_impl_names[WL_ATTN_COUNT] = {"default", "cudnn", "fa2", "fa3",
                                                            "triton",  "fa1"};
 
@@ -88,7 +89,7 @@ enum {
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
-  K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_COUNT
+  K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -97,7 +98,7 @@ static const char *const key_names[K_COUNT] = {
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
     "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
-    "fp8_recipe", "fp8_param_gather"};
+    "fp8_recipe", "fp8_param_gather", "moe_dispatcher"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -111,6 +112,7 @@ static const struct {
     {"num_layers_in_first_pipeline_stage", K_FIRST},
     {"num_layers_in_last_pipeline_stage", K_LAST},
     {"cross_entropy_fusion_impl", K_CE_FUSION},
+    {"moe_token_dispatcher_type", K_MOE_DISPATCHER},
 };
 
 static int parse_int(const char *s, long *v)
@@ -175,21 +177,24 @@ void wl_layout_request_init(wl_layout *l)
   l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = l->offload = -1;
   l->attn_impl = l->bwd_prefetch = l->tp_async = l->pp_scatter = -1;
   l->dropout = -1;
-  l->ce_fusion = l->fp8_recipe = -1;
+  l->ce_fusion = l->fp8_recipe = l->moe_dispatcher = -1;
 }
 
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
 {
-  char dr[32] = "", ce[32] = "", fr[32] = "";
+  char dr[32] = "", ce[32] = "", fr[32] = "", md[32] = "";
   if (l->dropout > 0)
     snprintf(dr, sizeof dr, ",dropout=%g", l->dropout);
   if (l->ce_fusion > 0)
     snprintf(ce, sizeof ce, ",ce_fusion=%s", ce_fusion_names[l->ce_fusion]);
   if (l->fp8_recipe > 0)
     snprintf(fr, sizeof fr, ",fp8_recipe=%s", fp8_recipe_names[l->fp8_recipe]);
-  snprintf(b, n, "flash=%d%s%s,eager=%d%s%s%s%s%s", l->flash, l->flash ? ",attn_impl=" : "",
+  if (l->moe_dispatcher > 0)
+    snprintf(md, sizeof md, ",moe_dispatcher=%s", moe_dispatcher_names[l->moe_dispatcher]);
+  snprintf(b, n, "flash=%d%s%s,eager=%d%s%s%s%s%s%s", l->flash, l->flash ? ",attn_impl=" : "",
            l->flash ? wl_attn_impl_name(l->attn_impl) : "", l->eager,
-           l->tp_async ? "" : ",tp_async=0", l->pp_scatter ? ",pp_scatter=1" : "", dr, ce, fr);
+           l->tp_async ? "" : ",tp_async=0", l->pp_scatter ? ",pp_scatter=1" : "", dr, ce, fr,
+           md);
 }
 
 /* An integer key's value, checked, into the request. */
@@ -256,6 +261,12 @@ static int named_values(wl_layout *l, char sv[][32], const char *spec, st_err *e
   if (sv[K_CE_FUSION][0] &&
       (l->ce_fusion = lookup(ce_fusion_names, WL_CE_COUNT, sv[K_CE_FUSION])) < 0)
     ERR("key 'ce_fusion' value '%s' is unknown (known: none, native, te)", sv[K_CE_FUSION]);
+  if (sv[K_MOE_DISPATCHER][0] &&
+      (l->moe_dispatcher = lookup(moe_dispatcher_names, WL_MOE_DISPATCHER_COUNT,
+                                  sv[K_MOE_DISPATCHER])) < 0)
+    ERR("key 'moe_dispatcher' value '%s' is unknown (known: alltoall, flex; Megatron-core's "
+        "allgather dispatcher is not modelled)",
+        sv[K_MOE_DISPATCHER]);
   if (sv[K_OFFLOAD][0] && (l->offload = wl__offload_from_name(sv[K_OFFLOAD])) < 0)
     ERR("key 'offload' value '%s' is unknown (known: none, optimizer, params, both)",
         sv[K_OFFLOAD]);
@@ -351,7 +362,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     long iv = 0;
     if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE ||
         k == K_DP_IMPL || k == K_OFFLOAD || k == K_ATTN_IMPL || k == K_BWD_PREFETCH ||
-        k == K_CE_FUSION || k == K_FP8_RECIPE) {
+        k == K_CE_FUSION || k == K_FP8_RECIPE || k == K_MOE_DISPATCHER) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
       continue;
     }
@@ -750,6 +761,19 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
         dp_impl_names[l->dp_impl]);
   if (l->ce_fusion < 0)
     l->ce_fusion = WL_CE_NONE;
+  if (l->moe_dispatcher > 0 && (l->ep < 2 || l->dp_impl != WL_DP_MEGATRON))
+    ERR("moe_dispatcher=%s is Megatron-core's dispatcher over an expert-parallel group: it needs "
+        "ep > 1 and dp_impl=megatron (ep is %d, dp_impl %s)",
+        moe_dispatcher_names[l->moe_dispatcher], l->ep, dp_impl_names[l->dp_impl]);
+  /* the flex dispatcher runs over the TP x EP group, each token to every
+   * expert-TP rank of its experts (token_dispatcher.py's tp_ep_group): not
+   * modelled */
+  if (l->moe_dispatcher == WL_MOE_FLEX && l->etp > 1)
+    ERR("moe_dispatcher=flex with etp (%d) > 1: the flex dispatcher's TP x EP group is not "
+        "modelled (etp=1 only)",
+        l->etp);
+  if (l->moe_dispatcher < 0)
+    l->moe_dispatcher = WL_MOE_ALLTOALL;
   if (l->fp8_recipe >= 0 && l->dtype != WL_DTYPE_FP8)
     ERR("fp8_recipe is Transformer Engine's fp8 scaling: it needs dtype=fp8 (dtype is %s)",
         wl_dtype_name(l->dtype));
@@ -843,6 +867,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",fp8_recipe=%s", fp8_recipe_names[l->fp8_recipe]);
   if (l->fp8_param_gather)
     st_buf_printf(&b, ",fp8_param_gather=1");
+  if (l->moe_dispatcher > 0)
+    st_buf_printf(&b, ",moe_dispatcher=%s", moe_dispatcher_names[l->moe_dispatcher]);
   if (l->etp != l->tp)
     st_buf_printf(&b, ",etp=%d", l->etp);
   if (l->account_embedding)

@@ -446,6 +446,12 @@ static int check_program(const wl_workload *wl, int pi, st_err *err)
           BAD("splits start at %u, outside the program's %zu split sizes", o->split_first,
               p->num_splits);
       }
+      if ((o->flags & WL_OPF_DEDUP) &&
+          (o->sub != WL_COLL_ALLTOALL || (o->flags & WL_OPF_SPLITS) || o->m < 1 || o->m > 1024 ||
+           o->n < 1 || o->n > 65535))
+        BAD("a deduplicating dispatch must be an alltoall without splits, topk 1-1024 and "
+            "experts 1-65535 (it is %s, topk %d, experts %d)",
+            wl_coll_name(o->sub), o->m, o->n);
       /* fall through */
     case WL_OP_SEND:
     case WL_OP_RECV:

@@ -171,7 +171,32 @@ enum {
                                  position; flops count that band (n s - n (n - 1) / 2 scores
                                  of s queries), the compute model adds the band's edge
                                  blocks (platforms/compute.c) */
+  WL_OPF_DEDUP = 1u << 11,    /* ALLTOALL: an MoE token dispatch or combine that sends a
+                                 token once to each member, and once across the network to
+                                 each node, holding at least one of its experts (DeepEP,
+                                 HybridEP: Megatron-core's flex dispatcher); bytes count m
+                                 copies of every token (one per expert, as the plain
+                                 all-to-all sends them), m = top-k, n = experts on each
+                                 member, uniform routing (sim/coll/edges.c) */
 };
+
+/* A deduplicating all-to-all's top-k and experts per member as one integer
+ * (the collective's argument where a broadcast has its root): 0 for any
+ * other op. */
+static inline int wl_op_dedup_arg(const wl_op *o)
+{
+  return (o->flags & WL_OPF_DEDUP) ? (o->m << 16) | o->n : 0;
+}
+
+/* A collective's one integer argument as the collective layer takes it
+ * (coll_ctx.root, sim_coll_estimate): a broadcast's or reduce's root member,
+ * a deduplicating all-to-all's wl_op_dedup_arg, else 0. */
+static inline int wl_op_coll_arg(const wl_op *o)
+{
+  if (o->flags & WL_OPF_DEDUP)
+    return wl_op_dedup_arg(o);
+  return o->peer >= 0 ? o->peer : 0;
+}
 
 /* Which fused-attention kernel library runs an attention op (layout key
  * attn_impl, op key "attn_impl"): the device's default (on Hopper cuDNN, as
@@ -461,6 +486,18 @@ typedef enum wl_fp8_recipe {
   WL_FP8_RECIPE_COUNT
 } wl_fp8_recipe;
 
+/* Megatron-core's MoE token dispatcher (layout key moe_dispatcher,
+ * --moe-token-dispatcher-type): alltoall (MoEAlltoAllTokenDispatcher: one
+ * copy of a token per routed expert through an all-to-all over the EP group)
+ * or flex (MoEFlexTokenDispatcher over DeepEP or HybridEP: one copy per
+ * member holding any of its experts, one per node across the network,
+ * forwarded over NVLink there). */
+typedef enum wl_moe_dispatcher {
+  WL_MOE_ALLTOALL = 0,
+  WL_MOE_FLEX,
+  WL_MOE_DISPATCHER_COUNT
+} wl_moe_dispatcher;
+
 typedef enum wl_ce_fusion {
   WL_CE_NONE = 0,
   WL_CE_NATIVE,
@@ -556,6 +593,7 @@ typedef struct wl_layout {
                             numbers and the masks); 0 (default): none */
   int ce_fusion;         /* wl_ce_fusion: the loss's kernels (-1 in a request: not given) */
   int fp8_recipe;        /* wl_fp8_recipe (dtype=fp8; -1 in a request: not given) */
+  int moe_dispatcher;    /* wl_moe_dispatcher (-1 in a request: not given) */
   int fp8_param_gather;  /* 1: the distributed optimizer all-gathers the transformer layers'
                             parameters in fp8 (Megatron's --fp8-param-gather: fp8 weights) */
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and

@@ -36,6 +36,10 @@ static const char usage_text[] =
     "  --proto P           ll, ll128 or simple (default: chosen per size)\n"
     "  --channels K        rings/tree pairs across nodes (default: GPUs per node)\n"
     "  --ideal             links at line rate, latency = route latency per hop\n"
+    "  --dedup TOPK:E      alltoall as an MoE dispatch of DeepEP or HybridEP: each token\n"
+    "                      of the TOPK copies the bytes count goes once to each GPU and\n"
+    "                      once to each node holding any of its TOPK experts (E on\n"
+    "                      each GPU, uniform routing; docs/collectives.md)\n"
     "  --fidelity F        flow (default: one flow per algorithm edge) or step\n"
     "  --net-model M       ideal (default), cm02 or lv08 (SimGrid's models)\n"
     "  --json              print a JSON list of {bytes, time_s, algbw_GBps, busbw_GBps}\n"
@@ -68,7 +72,8 @@ static int add_sendrecv(wl_program *p, int nsizes, const double *sizes)
 
 /* The sendrecv workload: rank i sends to i+1 on the pair communicator
  * {i, i+1} (role "next") and receives from i-1 on {i-1, i} (role "prev"). */
-static wl_workload *build_workload(int op, int n, int nsizes, const double *sizes, st_err *err)
+static wl_workload *build_workload(int op, int n, int nsizes, const double *sizes, int topk,
+                                   int experts, st_err *err)
 {
   static const char *const roles_coll[] = {"world"};
   static const char *const roles_p2p[] = {"next", "prev"};
@@ -104,6 +109,11 @@ static wl_workload *build_workload(int op, int n, int nsizes, const double *size
   } else {
     for (int k = 0; k < nsizes; k++) {
       wl_op o = wl_op_coll(0, op, 0, sizes[k]);
+      if (topk) { /* a deduplicating MoE dispatch (WL_OPF_DEDUP) */
+        o.flags |= WL_OPF_DEDUP;
+        o.m = topk;
+        o.n = experts;
+      }
       if (wl_program_append(p, &o, NULL, 0) < 0)
         goto oom;
     }
@@ -223,8 +233,8 @@ int cmd_coll(int argc, char **argv)
       {"json", no_argument, NULL, 'j'},            {"help", no_argument, NULL, 'h'},
       {"algo", required_argument, NULL, 'A'},      {"proto", required_argument, NULL, 'P'},
       {"channels", required_argument, NULL, 'C'},  {"ideal", no_argument, NULL, 'I'},
-      {NULL, 0, NULL, 0}};
-  int gpus = 0, json = 0;
+      {"dedup", required_argument, NULL, 'D'},     {NULL, 0, NULL, 0}};
+  int gpus = 0, json = 0, topk = 0, experts = 0;
   const char *cluster = NULL, *bytes_s = NULL, *sweep_s = NULL;
   sim_options opt;
   sim_options_init(&opt);
@@ -276,6 +286,18 @@ int cmd_coll(int argc, char **argv)
       break;
     }
     case 'I': opt.coll_model = SIM_COLL_IDEAL; break;
+    case 'D': {
+      char *end;
+      long k = strtol(optarg, &end, 10), e = 0;
+      if (*end == ':')
+        e = strtol(end + 1, &end, 10);
+      if (*end || k < 1 || k > 1024 || e < 1 || e > 65535)
+        return cli_usage_error("coll", "--dedup '%s' is not TOPK:EXPERTS (top-k 1-1024, experts "
+                                       "per GPU 1-65535)", optarg);
+      topk = (int)k;
+      experts = (int)e;
+      break;
+    }
     case 'h': fputs(usage_text, stdout); return 0;
     default: return cli_bad_option("coll", argv);
     }
@@ -297,6 +319,8 @@ int cmd_coll(int argc, char **argv)
     return cli_usage_error("coll", "give --bytes or --sweep, not both");
   if (gpus < 2)
     return cli_usage_error("coll", "--gpus must be at least 2");
+  if (topk && op != WL_COLL_ALLTOALL)
+    return cli_usage_error("coll", "--dedup applies only to alltoall");
 
   double sizes[64];
   int nsizes = 0, urc = parse_sizes(bytes_s, sweep_s, sizes, &nsizes);
@@ -314,7 +338,7 @@ int cmd_coll(int argc, char **argv)
     plat_cluster_destroy(cl);
     return cli_fail(&err);
   }
-  wl_workload *wl = build_workload(op, gpus, nsizes, sizes, &err);
+  wl_workload *wl = build_workload(op, gpus, nsizes, sizes, topk, experts, &err);
   sim_result *res = NULL;
   if (!wl || sim_run(wl, cl, &opt, &res, &err)) {
     wl_workload_destroy(wl);

@@ -37,6 +37,20 @@ void coll__phase_ctx(const coll_ctx *c, int pp, int op, double bytes, coll__sub 
  * kind; returns how many. */
 int coll__pod_phases(const coll_ctx *c, int *ops, double *bytes, int *in_pod);
 
+/* ---- the deduplicating all-to-all (edges.c) ------------------------------ */
+
+/* Is c a deduplicating all-to-all (an MoE dispatch or combine of DeepEP or
+ * HybridEP: WL_OPF_DEDUP, its top-k and experts per member in c->root)? */
+static inline int coll__dedup(const coll_ctx *c)
+{
+  return c->op == WL_COLL_ALLTOALL && c->root >= (1 << 16);
+}
+/* The share of a member's tokens with at least one of their top-k experts
+ * among s members' experts (uniform routing). */
+double coll__dedup_share(const coll_ctx *c, int s);
+/* Bytes member m sends across the network and over its node's links. */
+void coll__dedup_loads(const coll_ctx *c, int m, double *net, double *intra);
+
 /* ---- the cost model (tuner.c) ------------------------------------------- */
 
 typedef struct coll__model {

@@ -465,6 +465,81 @@ static void edges_torus(const coll_ctx *c, const coll__model *md, int m, edge_li
   }
 }
 
+/* ---- the deduplicating all-to-all ------------------------------------------
+ * Megatron-core's flex dispatcher over DeepEP or HybridEP (WL_OPF_DEDUP).  A
+ * member holds T tokens (c->bytes counts k copies of each, as the plain
+ * all-to-all sends them), each routed to k of the E = n e experts (e on
+ * every member), uniformly and without replacement (balanced routing).  A
+ * token goes once to every other node holding any of its experts, over RDMA
+ * to the member at the sender's position on that node (the rail-aligned
+ * path of both libraries' inter-node kernels), and that member forwards it
+ * over NVLink to each member of its node holding any of its experts; a
+ * token for the sender's own node goes straight to those members.  The
+ * combine runs the same paths back.  One round: the libraries pipeline the
+ * forwarding with the RDMA transfers in chunks, so the slower of the two
+ * paths sets the time. */
+double coll__dedup_share(const coll_ctx *c, int s)
+{
+  int k = c->root >> 16, e = c->root & 0xffff;
+  double E = (double)c->n * e, miss = 1; /* C(E - s e, k) / C(E, k) */
+  for (int i = 0; i < k; i++) {
+    double left = E - (double)s * e - i;
+    if (left <= 0)
+      return 1;
+    miss *= left / (E - i);
+  }
+  return 1 - miss;
+}
+
+/* Does member q (on another node) send its RDMA share for m's node to m? */
+static int dedup_via(const coll_layout *l, int q, int m)
+{
+  return l->node_of[q] != l->node_of[m] && l->pos[q] % l->node_cnt[l->node_of[m]] == l->pos[m];
+}
+
+/* Tokens (in units of a member's T) that member m hands to each member of
+ * its node: its own and those the members of other nodes send through it. */
+static int dedup_relayed(const coll_layout *l, int m)
+{
+  int r = 1;
+  for (int q = 0; q < l->n; q++)
+    r += dedup_via(l, q, m);
+  return r;
+}
+
+void coll__dedup_loads(const coll_ctx *c, int m, double *net, double *intra)
+{
+  const coll_layout *l = c->lay;
+  double tok = c->bytes / (c->root >> 16);
+  int km = l->node_of[m];
+  *net = 0;
+  for (int v = 0; v < l->nnodes; v++)
+    if (v != km)
+      *net += tok * coll__dedup_share(c, l->node_cnt[v]);
+  *intra = (l->node_cnt[km] - 1) * tok * coll__dedup_share(c, 1) * dedup_relayed(l, m);
+}
+
+static void edges_dedup(const coll_ctx *c, const coll__model *md, int m, edge_list *e)
+{
+  const coll_layout *l = c->lay;
+  double tok = c->bytes / (c->root >> 16);
+  int km = l->node_of[m], g = l->node_cnt[km];
+  double local = tok * coll__dedup_share(c, 1) * dedup_relayed(l, m);
+  for (int v = 0; v < l->nnodes; v++)
+    if (v != km) {
+      int t = coll__lay_member(l, v, l->pos[m]);
+      snd(e, t, tok * coll__dedup_share(c, l->node_cnt[v]), eff_between(c, md, m, t));
+    }
+  for (int i = 0; i < g; i++) {
+    int q = coll__lay_member(l, km, i);
+    if (q != m)
+      snd(e, q, local, md->e_intra);
+  }
+  for (int q = 0; q < l->n; q++)
+    if (dedup_via(l, q, m) || (q != m && l->node_of[q] == km))
+      rcv(e, q);
+}
+
 static void edges_for(const coll_ctx *c, const coll__model *md, int m, edge_list *e)
 {
   const coll_layout *l = c->lay;
@@ -474,6 +549,8 @@ static void edges_for(const coll_ctx *c, const coll__model *md, int m, edge_list
   case SIM_ALGO_DIRECT:
     if (c->op == WL_COLL_SHIFT)
       edges_shift(c, m, e);
+    else if (coll__dedup(c))
+      edges_dedup(c, md, m, e);
     else if (c->op == WL_COLL_ALLTOALL)
       edges_direct(c, md, m, e);
     else

@@ -24,7 +24,8 @@ static double member_lat(void *u, int a, int b)
   return route_lat(x->cl, x->ranks[a], x->ranks[b]);
 }
 
-double sim_coll_estimate(const plat_cluster *cl, const int32_t *ranks, int n, int op, double bytes)
+double sim_coll_estimate(const plat_cluster *cl, const int32_t *ranks, int n, int op, double bytes,
+                         int arg)
 {
   if (n < 2 || cl->fabric_kind == PLAT_FABRIC_XML)
     return n < 2 ? 0.0 : NAN;
@@ -39,6 +40,7 @@ double sim_coll_estimate(const plat_cluster *cl, const int32_t *ranks, int n, in
     ctx.op = op;
     ctx.n = n;
     ctx.bytes = bytes;
+    ctx.root = arg;
     ctx.ranks = ranks;
     plat_cluster view; /* node groups: what the members settle on together */
     plat_cluster_view(cl, ranks, n, &view);

@@ -462,6 +462,15 @@ static double estimate(const coll_ctx *c, int algo, int proto, int nch, const in
                                                    : (n - 1) * D / (Bi * md.e_intra);
       break;
     }
+    if (coll__dedup(c)) { /* the busiest member's RDMA and NVLink bytes (edges.c) */
+      for (int x = 0; x < n; x++) {
+        double net, intra;
+        coll__dedup_loads(c, x, &net, &intra);
+        t_n = fmax(t_n, net / (Bn * md.e_nic));
+        t_i = fmax(t_i, intra / (Bi * md.e_intra));
+      }
+      break;
+    }
     t_i = (N == 1 ? (n - 1.0) / n : (m - 1.0) / n) * S / (Bi * md.e_intra);
     if (N > 1)
       t_n = (double)(n - m) / n * S / (Bn * md.e_nic);

@@ -146,12 +146,13 @@ static double copy_time(const est_ctx *x, const wl_op *op)
 
 static double coll_time(est_ctx *x, int comm, const wl_op *op)
 {
-  uint64_t k = key_of(2, (uint64_t)comm, op->sub, dbl_bits(op->bytes));
+  int arg = wl_op_coll_arg(op);
+  uint64_t k = key_of(2, (uint64_t)comm, (uint64_t)(uint32_t)arg << 8 | op->sub, dbl_bits(op->bytes));
   size_t s;
   if (x->memo.cap && memo_find(&x->memo, k, &s))
     return x->memo.vals[s];
   const wl_comm *c = &x->wl->comms[comm];
-  double t = sim_coll_estimate(x->cl, c->ranks, c->size, op->sub, op->bytes);
+  double t = sim_coll_estimate(x->cl, c->ranks, c->size, op->sub, op->bytes, arg);
   memo_put(&x->memo, k, t);
   return t;
 }

@@ -120,10 +120,10 @@ static int tuple_add(tuple_set *ts, int c, const wl_op *o)
 {
   uint64_t bits;
   memcpy(&bits, &o->bytes, sizeof bits);
-  uint64_t key = eng__key4((uint64_t)c, o->sub, bits, (uint64_t)(uint32_t)(o->peer + 1));
+  int root = wl_op_coll_arg(o);
+  uint64_t key = eng__key4((uint64_t)c, o->sub, bits, (uint64_t)(uint32_t)root);
   uintptr_t hi = (uintptr_t)eng__map_get(&ts->seen, key);
   const eng__tuple *had = hi ? &ts->v[hi - 1] : NULL;
-  int root = o->peer >= 0 ? o->peer : 0;
   if (had && had->comm == c && had->op == o->sub && had->bytes == o->bytes && had->root == root)
     return ST_OK; /* (a hash collision with another tuple is planned too) */
   if (ts->n == ts->cap) {
@@ -171,11 +171,12 @@ static const wl_op **distinct_ops(const wl_program *pg, size_t *n)
       memcpy(&bits, &o->bytes, sizeof bits);
     uint64_t key = eng__key4((uint64_t)o->kind << 32 | (uint32_t)o->role,
                              (uint64_t)o->sub << 1 | (uint64_t)splits, bits,
-                             (uint64_t)(uint32_t)(o->peer + 1));
+                             (uint64_t)(uint32_t)(o->peer + 1) << 32 | (uint32_t)wl_op_dedup_arg(o));
     uintptr_t hi = (uintptr_t)eng__map_get(&seen, key);
     if (hi) {
       const wl_op *h = v[hi - 1];
       if (h->kind == o->kind && h->role == o->role && h->sub == o->sub && h->peer == o->peer &&
+          wl_op_dedup_arg(h) == wl_op_dedup_arg(o) &&
           is_alltoallv(h) == splits && (o->kind != WL_OP_COLL || h->bytes == o->bytes))
         continue;
     }
@@ -320,7 +321,7 @@ double eng__fast_duration(int c, eng__comm *cs, const wl_op *op, coll_sched *sch
   coll_ctx ctx;
   eng__route_ctx rctx;
   eng__coll_ctx_fill(c, cs, &ctx, &rctx);
-  ctx.root = op->peer >= 0 ? op->peer : 0;
+  ctx.root = wl_op_coll_arg(op);
   fast_flow *flows = NULL;
   size_t nf = 0, capf = 0, nlinks = 0;
   double T = -1;
@@ -428,7 +429,7 @@ out:
 
 eng__memo *eng__memo_get(int c, eng__comm *cs, const wl_op *op)
 {
-  int root = op->peer >= 0 ? op->peer : 0;
+  int root = wl_op_coll_arg(op);
   uint16_t splits = (op->flags & WL_OPF_SPLITS) != 0;
   /* the instance's bytes as assembled (cs->bytes: an all-to-all-v's first
    * member's), which the tuner's choice depends on */

@@ -325,7 +325,7 @@ static void coll_transfer(int c, eng__comm *cs, int m, const wl_program *p, cons
   coll_ctx ctx;
   eng__route_ctx rctx;
   eng__coll_ctx_fill(c, cs, &ctx, &rctx);
-  ctx.root = op->peer >= 0 ? op->peer : 0;
+  ctx.root = wl_op_coll_arg(op);
   ctx.splits = (op->flags & WL_OPF_SPLITS) ? &p->splits[op->split_first] : NULL;
   if (coll_plan(&ctx, m, sched)) {
     eng__fail(ST_ENOMEM, "out of memory planning a collective");

@@ -496,11 +496,11 @@ static int check_op(walk_ctx *w, eng__map *seen, st_arena *ar, int r, const wl_o
   int splits = o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS);
   uint64_t bits;
   memcpy(&bits, &o->bytes, sizeof bits);
+  int root = wl_op_coll_arg(o);
   int first = seen_first(seen, ar, (uint64_t)c, o->sub | (splits ? 0x100u : 0), bits,
-                         (uint64_t)(uint32_t)(o->peer + 1));
+                         (uint64_t)(uint32_t)root);
   if (first <= 0)
     return first < 0 ? ST_ENOMEM : ST_OK;
-  int root = o->peer >= 0 ? o->peer : 0;
   if (s->comm_collapse[c]) {
     if (splits || !env->closed(env->u, c, o->sub, o->bytes, root)) {
       why(s, "a %s on a '%s' communicator has no closed form", wl_coll_name(o->sub),

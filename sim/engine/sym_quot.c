@@ -360,13 +360,13 @@ static int quot_instances(quot_ctx *w)
       memcpy(&bits, &o->bytes, sizeof bits);
       /* a communicator with several class-0 members: each member's rounds */
       uint64_t who = s->comm_multi[c] ? (uint64_t)(uint32_t)r << 32 : 0;
+      int root = wl_op_coll_arg(o);
       int first = eng__seen_first(&seen, &seen_arena, (uint64_t)c, o->sub | (splits ? 0x100u : 0),
-                                  bits, who | (uint64_t)(uint32_t)(o->peer + 1));
+                                  bits, who | (uint64_t)(uint32_t)root);
       if (first <= 0) {
         rc = first < 0 ? ST_ENOMEM : ST_OK;
         continue;
       }
-      int root = o->peer >= 0 ? o->peer : 0;
       if (!s->comm_collapse[c] && !s->comm_multi[c]) { /* inside class 0: every member's flows */
         if (splits) {
           for (int x = 0; x < cm->size && w->ok; x++)

@@ -54,6 +54,25 @@ check "dgx-h100:1 1 MiB takes ring ll ($row)" "[ \"\$(awk '{print \$6, \$7}' <<<
 row=$("$simtrain" coll allreduce --gpus 8 --cluster dgx-a100:1 --bytes 1G | grep -v '^#')
 check "dgx-a100:1 1 GiB takes ring simple ($row)" "[ \"\$(awk '{print \$6, \$7}' <<<\"\$row\")\" = 'ring simple' ]"
 
+# an MoE dispatch as DeepEP / HybridEP send it (--dedup TOPK:E), --ideal
+# on one node of 8: each GPU sends its S/k tokens once to each peer holding
+# any of a token's k experts (share 1 - C(E - e, k) / C(E, k), E = 8 e), so
+# top-2 of 32 experts (4 a GPU): 7 (lat + S/2 (1 - 28 x 27 / (32 x 31)) / 8 / B)
+# over the direct algorithm's seven steps, against 7 (lat + S / (8 B)) plain
+json=$("$simtrain" coll alltoall --gpus 8 --cluster node8 --bytes 1G --json --ideal --dedup 2:4); rc=$?
+check "alltoall --dedup exits 0" "[ $rc -eq 0 ]"
+t=$(sed -n 's/.*"time_s":\([^,]*\),.*/\1/p' <<<"$json")
+json=$("$simtrain" coll alltoall --gpus 8 --cluster node8 --bytes 1G --json --ideal)
+t0=$(sed -n 's/.*"time_s":\([^,]*\),.*/\1/p' <<<"$json")
+ratio=$(awk -v a="$t" -v b="$t0" 'BEGIN { printf "%.12g", a / b }')
+want=$(awk 'BEGIN { printf "%.12g", 4 * (1 - 28 * 27 / (32 * 31)) }')
+check "dedup / plain bandwidth terms ($ratio vs about $want)" "close '$ratio' '$want' 0.01"
+err=$("$simtrain" coll allreduce --gpus 8 --cluster node8 --bytes 1M --dedup 2:4 2>&1 >/dev/null); rc=$?
+check "--dedup on allreduce exits 1" "[ $rc -eq 1 ]"
+check "--dedup on allreduce message" "[ \"\$err\" = \"simtrain: error: --dedup applies only to alltoall (see 'simtrain coll --help')\" ]"
+err=$("$simtrain" coll alltoall --gpus 8 --cluster node8 --bytes 1M --dedup 2 2>&1 >/dev/null); rc=$?
+check "--dedup without experts exits 1" "[ $rc -eq 1 ]"
+
 err=$("$simtrain" coll allreduce --gpus 16 --cluster node8 --bytes 1M 2>&1 >/dev/null); rc=$?
 check "too many GPUs exits 2" "[ $rc -eq 2 ]"
 check "too many GPUs message" "[ \"\$err\" = \"simtrain: error: --gpus 16: cluster 'node8' has only 8 GPUs\" ]"
