@@ -132,6 +132,7 @@ static void test_hf__params_match_the_published_counts(void **state)
       {"pythia-160m.json", 162322944, 0, 85056000, 0, 0, 0, 0},
       {"gemma-7b.json", 8.54e9, 0.01e9, 7751248896.0, 0, 0, 0, 0},
       {"gemma-2-9b.json", 9.24e9, 0.01e9, 8324201984.0, 0, 0, 0, 0},
+      {"gpt-oss-120b.json", 116.83e9, 0.01e9, 0, 0, 5.13e9, 0.01e9, 1},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     wl_model m;
@@ -195,6 +196,8 @@ static void test_hf__each_architecture_maps_its_keys(void **state)
        0, 2, 0, 0, 0, 0, 0, 0, 8192, 0, 0, 0, 0, 0},
       {"gemma-2-9b.json", 42, 3584, 16, 8, 256, 14336, WL_ACT_SWIGLU, 256000, 1,
        0, 4, 0, 0, 0, 0, 0, 4096, 8192, 0, 0, 0, 0, 0},
+      {"gpt-oss-120b.json", 36, 2880, 64, 8, 64, 2880, WL_ACT_SWIGLU, 201088, 0,
+       0, 2, 1, 1, 1, 0, 0, 128, 4096, 128, 4, 2880, 0, 0},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     wl_model m;
@@ -247,7 +250,7 @@ static void test_hf__every_published_key_is_classified(void **state)
       "qwen2.5-7b.json",    "qwen2-57b-a14b.json",   "qwen3-8b.json",
       "qwen3-30b-a3b.json", "deepseek-v2-lite.json", "deepseek-v3.json",
       "gpt2.json",          "gpt-neox-20b.json",     "pythia-160m.json",
-      "gemma-7b.json",      "gemma-2-9b.json"};
+      "gemma-7b.json",      "gemma-2-9b.json",       "gpt-oss-120b.json"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     char *json = edited(files[i], "-", NULL);
     cJSON *root = cJSON_Parse(json);
@@ -416,6 +419,20 @@ static void test_hf__sliding_layers(void **state)
   load("mistral-7b-v0.1.json", &mi);
   assert_string_equal(mi.window_pattern, "");
   assert_int_equal(wl_model_layer_window(&mi, 31), 4096);
+  /* GPT-OSS: its layer_types (sliding, full, ...), and without the key
+   * GptOssConfig's default, the same (sliding where (i + 1) % 2) */
+  wl_model o;
+  load("gpt-oss-120b.json", &o);
+  assert_string_equal(o.window_pattern, "sf");
+  assert_int_equal(wl_model_layer_window(&o, 34), 128);
+  assert_int_equal(wl_model_layer_window(&o, 35), 0);
+  char *c0 = edited("gpt-oss-120b.json", "layer_types", NULL);
+  st_err e0;
+  st_err_clear(&e0);
+  assert_int_equal(wl_model_parse(c0, "c.json", &o, &e0), ST_OK);
+  assert_string_equal(o.window_pattern, "sf");
+  assert_int_equal(o.sliding_window, 128);
+  free(c0);
   /* layer_types: the shortest repeating pattern; two sliding, one full over
    * Qwen3-8B's 36 layers */
   char lt[1024] = "[";
@@ -551,7 +568,7 @@ static void test_hf__errors_name_the_key(void **state)
        "LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
        "Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, DeepseekV2ForCausalLM, "
        "DeepseekV3ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM, GemmaForCausalLM, "
-       "Gemma2ForCausalLM)"},
+       "Gemma2ForCausalLM, GptOssForCausalLM)"},
       {"llama-3.1-8b.json", "architectures", "\"LlamaForCausalLM\"",
        "model 'c.json': 'architectures' is a string, expected an array of class names"},
       {"llama-3.1-8b.json", "model_type", "\"mistral\"",
@@ -608,7 +625,7 @@ static void test_hf__errors_name_the_key(void **state)
   expect_error("{\"model_type\": \"falcon\", \"hidden_size\": 64}",
                "model 'c.json': model_type 'falcon' is not supported (supported: llama, mistral, "
                "mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, gpt2, "
-               "gpt_neox, gemma, gemma2)");
+               "gpt_neox, gemma, gemma2, gpt_oss)");
   char *json = edited("llama-3.1-8b.json", "architectures", NULL);
   wl_model m;
   st_err err;

@@ -45,7 +45,8 @@ enum family {
   F_GPT2,
   F_GPT_NEOX,
   F_GEMMA,
-  F_GEMMA2
+  F_GEMMA2,
+  F_GPT_OSS
 };
 
 /* ---- the keys, per architecture ------------------------------------------------ */
@@ -193,6 +194,21 @@ static const char *const gemma2_ignored[] = {"hidden_activation",       "attn_lo
                                              "final_logit_softcapping", "query_pre_attn_scalar",
                                              "cache_implementation",    NULL};
 
+/* GptOssConfig: every layer sparse, experts of width intermediate_size; its
+ * __init__ sets attention_bias true whatever the key says (q, k, v and o
+ * are biased, as are the experts' projections); experts_per_token and
+ * initial_context_length are OpenAI's own names that the config carries
+ * beside num_experts_per_tok and rope_scaling's original context, and the
+ * modeling code does not read them; swiglu_limit clamps the activation */
+static const char *const gpt_oss_mapped[] = {"num_key_value_heads", "head_dim",
+                                             "sliding_window",      "layer_types",
+                                             "num_local_experts",   "num_experts_per_tok",
+                                             NULL};
+static const char *const gpt_oss_ignored[] = {"attention_bias", "swiglu_limit",
+                                              "experts_per_token", "initial_context_length",
+                                              "router_aux_loss_coef", "output_router_logits",
+                                              NULL};
+
 typedef struct hf_arch {
   const char *arch, *model_type;
   int fam;
@@ -262,6 +278,11 @@ static const hf_arch archs[] = {
      F_GEMMA2,
      {dense_mapped, gemma2_mapped},
      {common_ignored, rotary_ignored, gemma2_ignored}},
+    {"GptOssForCausalLM",
+     "gpt_oss",
+     F_GPT_OSS,
+     {dense_mapped, gpt_oss_mapped},
+     {common_ignored, rotary_ignored, gpt_oss_ignored}},
 };
 #define NUM_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -447,11 +468,12 @@ static int rd_layer_types(const rd *r, int layers, char *kinds, int *sliding)
 }
 
 /* The window of the sliding layers and which layers slide (sliding_window,
- * window_pattern), none when no layer slides.  Only Mistral, Mixtral, Qwen
- * and Gemma 2 slide (a sliding_window key in another architecture's config
- * is not read by its modeling code).  Which layers: layer_types where the
- * config has it; else every layer (Mistral, Mixtral), the even layers
- * (Gemma 2: Gemma2DecoderLayer's is_sliding = not layer_idx % 2), the
+ * window_pattern), none when no layer slides.  Only Mistral, Mixtral, Qwen,
+ * Gemma 2 and GPT-OSS slide (a sliding_window key in another architecture's
+ * config is not read by its modeling code).  Which layers: layer_types where
+ * the config has it; else every layer (Mistral, Mixtral), the even layers
+ * (Gemma 2: Gemma2DecoderLayer's is_sliding = not layer_idx % 2; GPT-OSS:
+ * GptOssConfig's default layer_types, sliding where (i + 1) % 2), the
  * layers from max_window_layers on (Qwen, with use_sliding_window). */
 static int rd_window(const rd *r, int fam, wl_model *m)
 {
@@ -459,7 +481,8 @@ static int rd_window(const rd *r, int fam, wl_model *m)
   int qwen = fam == F_QWEN2 || fam == F_QWEN2_MOE || fam == F_QWEN3 || fam == F_QWEN3_MOE;
   m->sliding_window = 0;
   m->window_pattern[0] = '\0';
-  if (!qwen && fam != F_MISTRAL && fam != F_MIXTRAL && fam != F_GEMMA2)
+  int even = fam == F_GEMMA2 || fam == F_GPT_OSS;
+  if (!qwen && fam != F_MISTRAL && fam != F_MIXTRAL && !even)
     return ST_OK;
   char *kinds = malloc((size_t)layers);
   if (!kinds)
@@ -467,8 +490,9 @@ static int rd_window(const rd *r, int fam, wl_model *m)
   const char *key = "layer_types";
   if ((rc = rd_layer_types(r, layers, kinds, &sliding)))
     goto out;
-  /* the config classes' defaults: 4096, but none for Mixtral; null is none */
-  int def = fam == F_MIXTRAL ? 0 : 4096;
+  /* the config classes' defaults: 4096, but none for Mixtral and 128 for
+   * GPT-OSS; null is none */
+  int def = fam == F_MIXTRAL ? 0 : fam == F_GPT_OSS ? 128 : 4096;
   if ((rc = rd_int(r, "sliding_window", cJSON_IsNull(item(r, "sliding_window")) ? 0 : def, 0, &w)))
     goto out;
   if (sliding == 0 || w == 0)
@@ -485,8 +509,8 @@ static int rd_window(const rd *r, int fam, wl_model *m)
         goto out;
     }
     for (int i = 0; i < layers; i++)
-      kinds[i] = fam == F_GEMMA2 ? (i % 2 ? 'f' : 's') : i >= from ? 's' : 'f';
-    if (fam == F_GEMMA2)
+      kinds[i] = even ? (i % 2 ? 'f' : 's') : i >= from ? 's' : 'f';
+    if (even)
       key = "sliding_window";
   }
   if ((rc = set_pattern(r, key, kinds, layers, m)))
@@ -523,7 +547,7 @@ static int rd_seq(const rd *r, const char *key, int *seq)
 static int is_moe_family(int fam)
 {
   return fam == F_MIXTRAL || fam == F_QWEN2_MOE || fam == F_QWEN3_MOE || fam == F_DEEPSEEK_V2 ||
-         fam == F_DEEPSEEK_V3;
+         fam == F_DEEPSEEK_V3 || fam == F_GPT_OSS;
 }
 
 /* The MoE keys: experts, top-k, widths, and which layers are sparse. */
@@ -531,7 +555,7 @@ static int rd_moe(const rd *r, int fam, wl_model *m)
 {
   int rc, E = 0, k = 0, ef = 0, shared = 0, dense = 0, step = 1;
   const char *step_key = "decoder_sparse_step";
-  if (fam == F_MIXTRAL) {
+  if (fam == F_MIXTRAL || fam == F_GPT_OSS) {
     if ((rc = rd_int(r, "num_local_experts", HF_REQUIRED, 0, &E)))
       return rc;
     ef = m->ffn_hidden;
@@ -569,7 +593,8 @@ static int rd_moe(const rd *r, int fam, wl_model *m)
                        step_key, step, step);
   if ((rc = rd_int(r, "num_experts_per_tok", HF_REQUIRED, 1, &k)))
     return rc;
-  if (fam != F_MIXTRAL && (rc = rd_int(r, "moe_intermediate_size", HF_REQUIRED, 1, &ef)))
+  if (fam != F_MIXTRAL && fam != F_GPT_OSS &&
+      (rc = rd_int(r, "moe_intermediate_size", HF_REQUIRED, 1, &ef)))
     return rc;
   if (k > E)
     return st_jrd_fail(&r->j, NULL, "key 'num_experts_per_tok' (%d) exceeds the %d experts", k, E);
@@ -644,6 +669,8 @@ static int hf_model(const rd *r, int fam, wl_model *m)
   int dh = m->hidden % m->heads ? 0 : m->hidden / m->heads;
   if (qwen3)
     dh = 128; /* Qwen3Config's default */
+  else if (fam == F_GPT_OSS)
+    dh = 64; /* GptOssConfig's */
   else if (gemma)
     dh = 256; /* GemmaConfig's and Gemma2Config's */
   if (deepseek) {
@@ -678,6 +705,9 @@ static int hf_model(const rd *r, int fam, wl_model *m)
     break;
   case F_QWEN2:
   case F_QWEN2_MOE: /* q, k, v biased, o not */ m->qkv_bias = 1; break;
+  case F_GPT_OSS: /* every projection biased, the experts' too */
+    m->qkv_bias = m->out_bias = m->mlp_bias = 1;
+    break;
   case F_LLAMA:
     if ((rc = rd_bool(r, "mlp_bias", 0, &m->mlp_bias)))
       return rc;

@@ -380,7 +380,8 @@ void wl__layer_params(const wl_model *m, int tp, int etp, int ep, int layer, wl_
     double ef = m->moe.expert_ffn_hidden;
     p->mlp = h * m->moe.experts + norm; /* router (replicated) */
     p->mlp += gate * h * (m->moe.shared_experts * ef) / t;
-    p->expert = (double)m->moe.experts / ep * gate * h * ef / etp;
+    p->expert = (double)m->moe.experts / ep *
+                (gate * h * ef / etp + m->mlp_bias * ((gate - 1) * ef / etp + h));
   } else {
     double f = m->ffn_hidden;
     p->mlp = gate * h * f / t + m->mlp_bias * ((gate - 1) * f / t + h) + norm;
