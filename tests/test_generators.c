@@ -313,6 +313,24 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
       {1, "tp=2,sp=1,ep=2,moe_dispatcher=flex", 4,
        "layout 'tp=2,sp=1,ep=2,moe_dispatcher=flex': moe_dispatcher=flex with etp (2) > 1: the "
        "flex dispatcher's TP x EP group is not modelled (etp=1 only)"},
+      {1, "ep=2,recompute=full,recompute_modules=moe_act", 2,
+       "layout 'ep=2,recompute=full,recompute_modules=moe_act': recompute_modules is "
+       "Megatron-core's selective recomputation: it needs recompute=selective (recompute is "
+       "full)"},
+      {1, "ep=2,recompute_modules=moe_act+attn", 2,
+       "layout 'ep=2,recompute_modules=moe_act+attn': key 'recompute_modules' module 'attn' is "
+       "unknown (known, joined by '+': core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
+       "shared_experts)"},
+      {1, "ep=2,recompute_modules=mla_up_proj", 2,
+       "layout 'ep=2,recompute_modules=mla_up_proj': recompute_modules: mla_up_proj needs a "
+       "model with 'mla' (multi-latent attention)"},
+      {1, "ep=2,dtype=fp8,recompute_modules=layernorm", 2,
+       "layout 'ep=2,dtype=fp8,recompute_modules=layernorm': recompute_modules: moe_act and "
+       "layernorm under fp8 need fp8_recipe=current (Megatron-core refuses them with delayed "
+       "scaling)"},
+      {0, "dp=2,gbs=2,zero=3,dp_impl=fsdp,recompute_modules=mlp", 2,
+       "layout 'dp=2,gbs=2,zero=3,dp_impl=fsdp,recompute_modules=mlp': recompute_modules is "
+       "Megatron-core's (dp_impl=megatron); dp_impl is fsdp"},
       {1, "ep=2,moe_dispatcher=allgather", 2,
        "layout 'ep=2,moe_dispatcher=allgather': key 'moe_dispatcher' value 'allgather' is unknown "
        "(known: alltoall, flex; Megatron-core's allgather dispatcher is not modelled)"},
@@ -359,7 +377,8 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "overlap_param_gather, bucket, flash, first_stage_layers, last_stage_layers, "
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
-       "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher)"},
+       "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher, "
+       "recompute_modules)"},
       {0, "dropout=1", 1, "layout 'dropout=1': key 'dropout' value '1' is not a probability in [0, 1)"},
       {0, "dropout=0.1x", 1,
        "layout 'dropout=0.1x': key 'dropout' value '0.1x' is not a probability in [0, 1)"},
@@ -2120,6 +2139,149 @@ static void test_moe_dispatcher__flex_marks_the_expert_all_to_alls(void **state)
   }
 }
 
+/* FLOPs and HBM bytes of rank 0's ops whose name is `name`, marked
+ * recomputed (rec 1) or not (rec 0). */
+static void named_work(const wl_workload *wl, const char *name, int rec, double *flops,
+                       double *bytes, int *n)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[0]];
+  *flops = *bytes = 0;
+  *n = 0;
+  for (size_t i = 0; i < p->num_ops; i++) {
+    const wl_op *o = &p->ops[i];
+    if (strcmp(wl_op_name(p, o), name) || ((o->flags & WL_OPF_RECOMPUTE) != 0) != rec)
+      continue;
+    *flops += o->flops;
+    *bytes += o->bytes;
+    (*n)++;
+  }
+}
+
+/* recompute_modules (Megatron-core's selective recomputation by module) on
+ * MOE_T (4 MoE layers, one micro-batch of 1,024 tokens, ep 2): each module
+ * re-runs, once a layer, exactly its forward ops (the same FLOPs and bytes,
+ * marked recomputed; the whole MoE layer its all-to-alls too), and nothing
+ * else is re-run; the activations kept
+ * drop by what the modules discard, by hand: the experts' activation
+ * output 2 te f_e (te = 1,024 x 2 routed copies, f_e = 1,024) and the
+ * pre-MLP norm's output 2 s h, 6 MiB a layer, 24 MiB over the four.  The
+ * default of recompute=selective is core_attn alone, kept out of the spec. */
+static void test_recompute_modules__rerun_forward_ops_and_drop_their_activations(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(MOE_T, &m);
+  static const struct {
+    const char *spec;
+    const char *rerun[4]; /* ops re-run once a layer */
+    const char *not_rerun[3];
+  } cases[] = {
+      {"ep=2,recompute=selective", {"attn", NULL}, {"expert.act", "ln2", "expert.fc1"}},
+      {"ep=2,recompute_modules=moe_act+layernorm", {"expert.act", "ln2", NULL},
+       {"attn", "expert.fc1", "router"}},
+      {"ep=2,recompute_modules=moe", {"router", "expert.fc1", "expert.act", "moe.permute"},
+       {"attn", "ln2", NULL}},
+  };
+  double act[3];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_layout l;
+    wl_workload *wl = gen(&m, cases[i].spec, 2, &l);
+    for (int j = 0; j < 4 && cases[i].rerun[j]; j++) {
+      double f0, b0, f1, b1;
+      int n0, n1;
+      named_work(wl, cases[i].rerun[j], 0, &f0, &b0, &n0);
+      named_work(wl, cases[i].rerun[j], 1, &f1, &b1, &n1);
+      assert_int_equal(n0, 4);
+      assert_int_equal(n1, 4);
+      assert_true(f1 == f0 && b1 == b0);
+    }
+    for (int j = 0; j < 3 && cases[i].not_rerun[j]; j++) {
+      double f1, b1;
+      int n1;
+      named_work(wl, cases[i].not_rerun[j], 1, &f1, &b1, &n1);
+      assert_int_equal(n1, 0);
+    }
+    /* the layer's recomputation re-runs its all-to-alls too (collectives
+     * carry no recompute mark) */
+    double f, b;
+    int n0, n1;
+    named_work(wl, "ep.dispatch", 0, &f, &b, &n0);
+    named_work(wl, "ep.dispatch", 1, &f, &b, &n1);
+    assert_int_equal(n0 + n1, i == 2 ? 8 : 4);
+    assert_int_equal(strstr(l.spec, "recompute_modules=") != NULL, i > 0);
+    wl_memory mem;
+    st_err err;
+    assert_int_equal(wl_memory_estimate(&m, &l, &mem, &err), 0);
+    act[i] = mem.stages[0].activations_bytes;
+    wl_workload_destroy(wl);
+  }
+  check_rel(act[0] - act[1], 4 * (2 * 2048.0 * 1024 + 2 * 1024.0 * 1024), 1e-12,
+            "moe_act + layernorm discard 6 MiB a layer");
+  assert_true(act[2] < act[1]);
+  /* MLA (a dense first layer, then MoE): mla_up_proj re-runs q_up and kv_up
+   * once a layer, layernorm the MLA input norm on every layer (a module of
+   * its own there) and the pre-MLP norm on the MoE layers only (a dense
+   * layer's is fused into fc1), mlp the dense layer's MLP */
+  static const char MLA_T[] =
+      "{\"name\":\"mla-t\",\"layers\":3,\"hidden\":1024,\"heads\":16,\"ffn_hidden\":2048,"
+      "\"ffn_act\":\"swiglu\",\"vocab\":32000,\"seq_len\":1024,\"tie_embeddings\":false,"
+      "\"mla\":{\"q_lora_rank\":256,\"kv_lora_rank\":128,\"qk_nope_head_dim\":64,"
+      "\"qk_rope_head_dim\":32,\"v_head_dim\":64},"
+      "\"moe\":{\"experts\":8,\"top_k\":2,\"expert_ffn_hidden\":512,\"dense_layers\":1}}";
+  wl_model ml;
+  model_of(MLA_T, &ml);
+  wl_layout lm;
+  wl_workload *wl = gen(&ml, "ep=2,recompute_modules=mla_up_proj+layernorm+mlp", 2, &lm);
+  static const struct {
+    const char *name;
+    int n;
+  } rerun[] = {{"q_up", 3},     {"kv_up", 3},   {"ln1", 3},     {"ln2", 2},
+               {"mlp.fc1", 1},  {"mlp.fc2", 1}, {"q_down", 0},  {"attn", 0}};
+  for (size_t i = 0; i < sizeof rerun / sizeof rerun[0]; i++) {
+    double f, b;
+    int n;
+    named_work(wl, rerun[i].name, 1, &f, &b, &n);
+    if (n != rerun[i].n) {
+      print_error("%s: re-run %d times, want %d\n", rerun[i].name, n, rerun[i].n);
+      fail();
+    }
+  }
+  wl_workload_destroy(wl);
+  /* kept, by hand, against recompute=selective (core_attn), the memory
+   * model counting each of a stage's layers as its largest (an MoE layer):
+   * Q, K, V (16 heads of 96, 96 and 64: 8 MiB), the input norm's output
+   * (2 MiB) and the pre-MLP norm's output (2 MiB), three times; the
+   * attention core is no longer recomputed, which a flash kernel keeps
+   * nothing for */
+  wl_layout ls;
+  st_err err;
+  wl_memory m0, m1;
+  assert_int_equal(wl_layout_parse("ep=2,recompute=selective", 2, &ml, &ls, &err), 0);
+  assert_int_equal(wl_memory_estimate(&ml, &ls, &m0, &err), 0);
+  assert_int_equal(wl_memory_estimate(&ml, &lm, &m1, &err), 0);
+  check_rel(m0.stages[0].activations_bytes - m1.stages[0].activations_bytes,
+            3 * 12.0 * 1048576, 1e-12, "MLA: what the modules discard");
+  /* a dense model's MLP (GPT_T, 8 layers, GELU of 4,096): re-run once a
+   * layer, its fc1 input (2 MiB), activation input and fc2 input (8 MiB
+   * each) not kept: 144 MiB */
+  wl_model gt;
+  model_of(GPT_T, &gt);
+  wl_layout lg;
+  wl = gen(&gt, "recompute_modules=mlp", 1, &lg);
+  double f, b;
+  int n;
+  named_work(wl, "mlp.fc1", 1, &f, &b, &n);
+  assert_int_equal(n, 8);
+  named_work(wl, "attn", 1, &f, &b, &n);
+  assert_int_equal(n, 0);
+  wl_workload_destroy(wl);
+  assert_int_equal(wl_layout_parse("recompute=selective", 1, &gt, &ls, &err), 0);
+  assert_int_equal(wl_memory_estimate(&gt, &ls, &m0, &err), 0);
+  assert_int_equal(wl_memory_estimate(&gt, &lg, &m1, &err), 0);
+  check_rel(m0.stages[0].activations_bytes - m1.stages[0].activations_bytes, 144.0 * 1048576,
+            1e-12, "dense MLP: what its checkpoint does not keep");
+}
+
 /* First index of an op by name in rank 0's program, -1 when none. */
 static long first_op(const wl_workload *wl, const char *name)
 {
@@ -2580,6 +2742,7 @@ int main(void)
       cmocka_unit_test(test_activation__fused_bytes_by_hand),
       cmocka_unit_test(test_ce_fusion__loss_bytes_collectives_and_memory_by_hand),
       cmocka_unit_test(test_moe_dispatcher__flex_marks_the_expert_all_to_alls),
+      cmocka_unit_test(test_recompute_modules__rerun_forward_ops_and_drop_their_activations),
       cmocka_unit_test(test_fp8__current_scaling_param_gather_and_sp_gathers_by_hand),
       cmocka_unit_test(test_recompute_op__torchtitan_policy_by_hand),
       cmocka_unit_test(test_fp8__casts_and_output_layer_by_hand),

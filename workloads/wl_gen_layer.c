@@ -304,6 +304,13 @@ static double act_rw(const wl_model *m, int bwd)
   return bwd ? 3 : 2;
 }
 
+/* The modules a layout's recompute=selective re-runs in backward
+ * (Megatron-core's recompute_modules, WL_RCM_*), 0 under any other. */
+static int rcm(const wl__gen *g)
+{
+  return g->l->recompute == WL_RECOMPUTE_SELECTIVE ? g->l->recompute_modules : 0;
+}
+
 /* pre + suffix into buf (32 bytes), as snprintf "%s%s" would, without its
  * cost: these names are built for every layer of every micro-batch. */
 static const char *nm2(char *buf, const char *pre, const char *suffix)
@@ -395,6 +402,12 @@ static void ep_a2a(wl__gen *g, const char *name, double bytes)
   wl__put_c(g, op);
 }
 
+/* The experts' fused activation over the te tokens they hold, forward. */
+static void expert_act(wl__gen *g, double te, double ef, double et)
+{
+  wl__elem(g, "expert.act", te * act_in(g->m, ef) / et, act_rw(g->m, 0), 8);
+}
+
 /* Megatron-core MoE with the all-to-all token dispatcher
  * (MoEAlltoAllTokenDispatcher; moe_dispatcher=flex: the flex dispatcher's
  * deduplicating all-to-all, ep_a2a): the all-to-all over the EP group, then the
@@ -413,7 +426,7 @@ static void moe_fwd(wl__gen *g)
   ep_a2a(g, "ep.dispatch", Tl * k * g->cf * g->h * g->ab);
   wl__coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
   wl__gemm(g, "expert.fc1", WL__FWD, 0, Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
-  wl__elem(g, "expert.act", Te * act_in(g->m, ef) / et, act_rw(g->m, 0), 8);
+  expert_act(g, Te, ef, et);
   wl__gemm(g, "expert.fc2", WL__FWD, 0, Me, g->h, ef / et, E / ep, 1 / g->cf);
   wl__coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
   ep_a2a(g, "ep.combine", Tl * k * g->cf * g->h * g->ab);
@@ -429,13 +442,28 @@ static void moe_bwd(wl__gen *g)
   double Tl = g->Tsp, et = g->etp;
   double Te = Tl * et * k * g->cf;
   double Me = Te * ep / E;
-  if (mo->shared_experts)
+  /* recompute_modules: the shared experts' checkpoint and the experts'
+   * discarded activation output, re-run where backward first needs them
+   * (both inside moe, when the whole layer is recomputed) */
+  int r = rcm(g) & WL_RCM_MOE ? 0 : rcm(g);
+  if (mo->shared_experts) {
+    if (r & WL_RCM_SHARED_EXPERTS) {
+      g->flags = WL_OPF_RECOMPUTE;
+      mlp_fwd(g, mo->shared_experts * ef, "shared", 0);
+      g->flags = 0;
+    }
     mlp_bwd(g, mo->shared_experts * ef, "shared", 0);
+  }
   wl__elem(g, "moe.unpermute.bwd", Tl * k * g->cf * g->h, 2, 2);
   ep_a2a(g, "ep.combine.bwd", Tl * k * g->cf * g->h * g->ab);
   wl__coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
   wl__gemm(g, "expert.fc2.dgrad", WL__DGRAD, 0, Me, ef / et, g->h, E / ep, 1 / g->cf);
   wl__gemm(g, "expert.fc2.wgrad", WL__WGRAD, 0, ef / et, g->h, Me, E / ep, 1 / g->cf);
+  if (r & WL_RCM_MOE_ACT) {
+    g->flags = WL_OPF_RECOMPUTE;
+    expert_act(g, Te, ef, et);
+    g->flags = 0;
+  }
   wl__elem(g, "expert.act.bwd", Te * act_in(g->m, ef) / et, act_rw(g->m, 1), 12);
   wl__gemm(g, "expert.fc1.dgrad", WL__DGRAD, 0, Me, g->h, act_in(g->m, ef) / et, E / ep, 1 / g->cf);
   wl__gemm(g, "expert.fc1.wgrad", WL__WGRAD, 0, g->h, act_in(g->m, ef) / et, Me, E / ep, 1 / g->cf);
@@ -541,10 +569,25 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
     op_sac_recompute(g);
     g->flags = 0;
   }
+  /* recompute=selective by module (Megatron-core's recompute_modules): the
+   * MoE layer's own norm (pre_mlp_layernorm, a module of its own there; a
+   * dense layer's is fused into Transformer Engine's fc1) and the MoE layer
+   * or the dense MLP, re-run before their backward */
+  int r = rcm(g), moe = wl__is_moe_layer(m, layer);
   residual(g, "res2.bwd", Tsp * h, 1);
   if (m->norms_per_layer > 2)
     norm_bwd(g, "ln2.post.bwd", Tsp * h);
-  if (wl__is_moe_layer(m, layer))
+  if ((moe && (r & (WL_RCM_LAYERNORM | WL_RCM_MOE))) || (!moe && (r & WL_RCM_MLP))) {
+    g->flags = WL_OPF_RECOMPUTE;
+    if (moe && (r & WL_RCM_LAYERNORM))
+      norm_fwd(g, "ln2", Tsp * h);
+    if (moe && (r & WL_RCM_MOE))
+      moe_fwd(g);
+    if (!moe)
+      mlp_fwd(g, m->ffn_hidden, "mlp", 1);
+    g->flags = 0;
+  }
+  if (moe)
     moe_bwd(g);
   else
     mlp_bwd(g, m->ffn_hidden, "mlp", 1);
@@ -556,9 +599,20 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
   wl__row_bwd(g, "proj.dgrad", "proj.wgrad", 0, a * dv, "attn.tp.ag.bwd");
-  if (g->l->recompute == WL_RECOMPUTE_SELECTIVE) {
+  wl__col_gemm pc[4];
+  int np = attn_proj(g, pc);
+  /* MLA's up projections and rotary (mla_up_proj: their outputs discarded),
+   * then the attention core (core_attn, the default), re-run */
+  if (r & (WL_RCM_MLA_UP_PROJ | WL_RCM_CORE_ATTN)) {
     g->flags = WL_OPF_RECOMPUTE;
-    attn_fwd(g);
+    if (m->has_mla && (r & WL_RCM_MLA_UP_PROJ)) {
+      for (int i = 0; i < np; i++)
+        if (pc[i].te & WL__TE_IN) /* q_up, kv_up: the latent-input projections */
+          wl__gemm(g, pc[i].fwd, WL__FWD, pc[i].te, g->T, pc[i].N, pc[i].K, 1, pc[i].scale);
+      rope(g, 0);
+    }
+    if (r & WL_RCM_CORE_ATTN)
+      attn_fwd(g);
     g->flags = 0;
   }
   attn_bwd(g);
@@ -566,8 +620,12 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
   rope(g, 1);
   if (m->qk_norm)
     norm_bwd(g, "qk_norm.bwd", g->T * (a + kv) * dqk);
-  wl__col_gemm pc[4];
-  int np = attn_proj(g, pc);
+  /* MLA's input norm is a module of its own (layernorm: its output discarded) */
+  if (m->has_mla && (r & WL_RCM_LAYERNORM)) {
+    g->flags = WL_OPF_RECOMPUTE;
+    norm_fwd(g, "ln1", Tsp * h);
+    g->flags = 0;
+  }
   wl__col_bwd(g, pc, np, "attn.tp.ag.wgrad", g->l->sp ? "attn.tp.rs.dgrad" : "attn.tp.ar.dgrad");
   norm_bwd(g, "ln1.bwd", Tsp * h);
   wl__group_done(g, c, gi_mlp + 1);

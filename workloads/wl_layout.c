@@ -53,6 +53,23 @@ static const char *const bwd_prefetch_names[WL_BWD_PREFETCH_COUNT] = {"pre", "po
 static const char *const ce_fusion_names[WL_CE_COUNT] = {"none", "native", "te"};
 static const char *const fp8_recipe_names[WL_FP8_RECIPE_COUNT] = {"delayed", "current"};
 static const char *const moe_dispatcher_names[WL_MOE_DISPATCHER_COUNT] = {"alltoall", "flex"};
+static const char *const rcm_names[WL_RCM_COUNT] = {"core_attn", "moe_act",    "layernorm",
+                                                    "mla_up_proj", "mlp",     "moe",
+                                                    "shared_experts"};
+
+/* The modules of a recompute_modules bit set, '+'-separated, into b (n bytes). */
+static void rcm_print(int mods, char *b, size_t n)
+{
+  size_t at = 0;
+  b[0] = '\0';
+  for (int i = 0; i < WL_RCM_COUNT; i++)
+    if (mods & (1 << i)) {
+      int w = snprintf(b + at, n - at, "%s%s", at ? "+" : "", rcm_names[i]);
+      if (w < 0 || (size_t)w >= n - at)
+        return;
+      at += (size_t)w;
+    }
+}
 static const char *const attn_impl_names[WL_ATTN_COUNT] = {"default", "cudnn", "fa2", "fa3",
                                                            "triton",  "fa1"};
 
@@ -89,7 +106,7 @@ enum {
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
-  K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_COUNT
+  K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -98,7 +115,7 @@ static const char *const key_names[K_COUNT] = {
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
     "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
-    "fp8_recipe", "fp8_param_gather", "moe_dispatcher"};
+    "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -177,7 +194,7 @@ void wl_layout_request_init(wl_layout *l)
   l->recompute = l->schedule = l->dtype = l->grad_dtype = l->flash = l->dp_impl = l->offload = -1;
   l->attn_impl = l->bwd_prefetch = l->tp_async = l->pp_scatter = -1;
   l->dropout = -1;
-  l->ce_fusion = l->fp8_recipe = l->moe_dispatcher = -1;
+  l->ce_fusion = l->fp8_recipe = l->moe_dispatcher = l->recompute_modules = -1;
 }
 
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
@@ -384,6 +401,24 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
         ERR("key 'balance' value '%s' is unknown (known: compute, time, none)", val);
       continue;
     }
+    if (k == K_RCM) { /* module names joined by '+' (',' separates the keys) */
+      l.recompute_modules = 0;
+      const char *q = val;
+      do {
+        size_t len = strcspn(q, "+");
+        int found = -1;
+        for (int i = 0; i < WL_RCM_COUNT && found < 0; i++)
+          if (strlen(rcm_names[i]) == len && !strncmp(q, rcm_names[i], len))
+            found = i;
+        if (found < 0)
+          ERR("key 'recompute_modules' module '%.*s' is unknown (known, joined by '+': "
+              "core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts)",
+              (int)len, q);
+        l.recompute_modules |= 1 << found;
+        q += len;
+      } while (*q++ == '+');
+      continue;
+    }
     if (k == K_PP_LAYOUT) {
       if (strlen(val) >= sizeof l.pp_layout)
         ERR("key '%s' value is too long (at most %d characters)", key,
@@ -437,6 +472,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
 /* What the request gave (before the defaults fill it in). */
 typedef struct res_given {
   int given_dp, given_gbs, given_vpp, given_bucket, given_etp, given_first, given_last;
+  int given_rcm;
 } res_given;
 
 #define ERR(...)                                                                         \
@@ -719,9 +755,18 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
   (void)num_gpus;
   (void)m;
   (void)gv;
-  /* recomputation and precision */
+  /* recomputation and precision; recompute_modules is Megatron-core's
+   * selective recomputation (it implies recompute=selective) */
+  if (l->recompute_modules >= 0 && l->recompute < 0)
+    l->recompute = WL_RECOMPUTE_SELECTIVE;
   if (l->recompute < 0)
     l->recompute = WL_RECOMPUTE_NONE;
+  if (l->recompute_modules >= 0 && l->recompute != WL_RECOMPUTE_SELECTIVE)
+    ERR("recompute_modules is Megatron-core's selective recomputation: it needs "
+        "recompute=selective (recompute is %s)",
+        recompute_names[l->recompute]);
+  if (l->recompute_modules < 0)
+    l->recompute_modules = l->recompute == WL_RECOMPUTE_SELECTIVE ? WL_RCM_CORE_ATTN : 0;
   if (l->dtype < 0)
     l->dtype = WL_DTYPE_BF16;
   /* Megatron accumulates and all-reduces bf16 gradients in fp32; fp16 in fp16.
@@ -784,6 +829,17 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
     ERR("fp8_param_gather is Megatron's distributed optimizer gathering fp8 weights: it needs "
         "dtype=fp8, dp_impl=megatron and zero=1 or 2 (dtype %s, dp_impl %s, zero %d)",
         wl_dtype_name(l->dtype), dp_impl_names[l->dp_impl], l->zero);
+  /* recompute_modules as Megatron-core's TransformerConfig checks it */
+  int rcm = l->recompute_modules;
+  if (gv->given_rcm && l->dp_impl != WL_DP_MEGATRON)
+    ERR("recompute_modules is Megatron-core's (dp_impl=megatron); dp_impl is %s",
+        dp_impl_names[l->dp_impl]);
+  if ((rcm & WL_RCM_MLA_UP_PROJ) && !m->has_mla)
+    ERR("recompute_modules: mla_up_proj needs a model with 'mla' (multi-latent attention)");
+  if ((rcm & (WL_RCM_MOE_ACT | WL_RCM_LAYERNORM)) && l->dtype == WL_DTYPE_FP8 &&
+      l->fp8_recipe == WL_FP8_DELAYED)
+    ERR("recompute_modules: moe_act and layernorm under fp8 need fp8_recipe=current "
+        "(Megatron-core refuses them with delayed scaling)");
   if (l->grad_dtype < 0 && l->dp_impl != WL_DP_MEGATRON)
     l->grad_dtype = l->dtype == WL_DTYPE_FP8 ? WL_DTYPE_BF16 : l->dtype;
   if (l->grad_dtype < 0)
@@ -869,6 +925,11 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",fp8_param_gather=1");
   if (l->moe_dispatcher > 0)
     st_buf_printf(&b, ",moe_dispatcher=%s", moe_dispatcher_names[l->moe_dispatcher]);
+  if (l->recompute == WL_RECOMPUTE_SELECTIVE && l->recompute_modules != WL_RCM_CORE_ATTN) {
+    char mods[128];
+    rcm_print(l->recompute_modules, mods, sizeof mods);
+    st_buf_printf(&b, ",recompute_modules=%s", mods);
+  }
   if (l->etp != l->tp)
     st_buf_printf(&b, ",etp=%d", l->etp);
   if (l->account_embedding)
@@ -906,7 +967,7 @@ int wl_layout_resolve(wl_layout *io, int num_gpus, const wl_model *m, const char
 {
   wl_layout l = *io;
   res_given gv = {l.dp > 0, l.gbs > 0, l.vpp > 0, l.bucket_params > 0, l.etp > 0,
-                  l.first_stage_layers > 0, l.last_stage_layers > 0};
+                  l.first_stage_layers > 0, l.last_stage_layers > 0, l.recompute_modules >= 0};
   int (*const steps[])(wl_layout *, int, const wl_model *, const res_given *, const char *,
                        st_err *) = {res_sizes, res_shape, res_stages, res_batch, res_experts, res_schedule, res_precision_dp, res_spec};
   for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {

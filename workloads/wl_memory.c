@@ -61,15 +61,23 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
   }
   double tok = b * sl;
   double mask = l->dropout > 0 ? 1 : 0; /* dropout's masks, kept only with dropout */
+  /* recompute=selective's modules (Megatron-core's recompute_modules): what
+   * they discard or checkpoint is not kept (wl_gen_layer.c re-runs it) */
+  int rcm = recompute == WL_RECOMPUTE_SELECTIVE ? l->recompute_modules : 0;
+  int moe = wl__is_moe_layer(m, layer);
+  if (moe && (rcm & WL_RCM_MOE))
+    rcm &= ~(WL_RCM_MOE_ACT | WL_RCM_SHARED_EXPERTS); /* inside the layer's checkpoint */
+  double up = m->has_mla && (rcm & WL_RCM_MLA_UP_PROJ) ? 0 : 1; /* Q, K, V kept */
+  double ln1 = m->has_mla && (rcm & WL_RCM_LAYERNORM) ? 0 : 1;  /* MLA's input norm's output */
   /* attention block */
   double x = 2 * sbh * rep                 /* input norm's input */
-             + 2 * sbh * rep               /* QKV GEMM input */
-             + 2 * tok * a * dqk / t       /* Q */
-             + 2 * tok * kv * dqk / t      /* K */
-             + 2 * tok * kv * dv / t       /* V */
+             + ln1 * 2 * sbh * rep         /* QKV GEMM input */
+             + up * 2 * tok * a * dqk / t  /* Q */
+             + up * 2 * tok * kv * dqk / t /* K */
+             + up * 2 * tok * kv * dv / t  /* V */
              + 2 * tok * a * dv / t        /* projection input (attention output) */
              + mask * sbh * rep;           /* dropout mask */
-  if (!l->flash && recompute != WL_RECOMPUTE_SELECTIVE) /* softmax out 2; with dropout its */
+  if (!l->flash && !(rcm & WL_RCM_CORE_ATTN)) /* softmax out 2; with dropout its */
     x += (2 + 3 * mask) * a * b * sl * s / t;         /* mask 1 and dropout out 2 */
   if (l->flash)
     x += 4 * tok * a / t; /* softmax log-sum-exp, fp32 */
@@ -79,28 +87,35 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
   x += (m->norms_per_layer - 2) * 2 * sbh * rep; /* Gemma 2: norms after attention and MLP */
   if (m->qk_norm)
     x += 2 * tok * (a + kv) * dqk / t; /* the query and key norms' inputs */
-  if (wl__is_moe_layer(m, layer)) {
+  if (moe && !(rcm & WL_RCM_MOE)) { /* (recomputed: its input only, the norm's output) */
     const wl_moe *mo = &m->moe;
     double cf = mo->capacity_factor > 0 ? mo->capacity_factor : 1;
     /* tokens through this rank's experts: its own (T/tp with SP) x top_k,
      * gathered over the expert-TP group */
     double te = tok * l->etp / (l->sp ? t : 1) * mo->top_k * cf, ef = mo->expert_ffn_hidden;
-    x += 2 * sbh * rep                      /* router input */
+    double act_out = rcm & WL_RCM_MOE_ACT ? 0 : 1;
+    x += 2 * sbh * rep                      /* router input (the norm's output) */
          + 4 * tok * rep * mo->experts      /* router probabilities, fp32 */
          + 2 * te * h                       /* expert fc1 input (expert-TP-gathered) */
          + 2 * te * gate * ef / l->etp      /* activation input */
-         + 2 * te * ef / l->etp             /* expert fc2 input */
+         + act_out * 2 * te * ef / l->etp   /* expert fc2 input (the activation's output) */
          + 2 * tok * rep * mo->top_k * cf * h; /* combine input */
     if (mo->shared_experts) {
       double f = mo->shared_experts * ef;
-      x += 2 * sbh * rep + 2 * tok * gate * f / t + 2 * tok * f / t;
+      x += 2 * sbh * rep; /* its fc1 input; its checkpoint keeps only that */
+      if (!(rcm & WL_RCM_SHARED_EXPERTS))
+        x += 2 * tok * gate * f / t + 2 * tok * f / t;
     }
-  } else {
+  } else if (moe) {
+    x += 2 * sbh * rep; /* the checkpoint's input, the norm's output */
+  } else if (!(rcm & WL_RCM_MLP)) {
     double f = m->ffn_hidden;
     x += 2 * sbh * rep              /* fc1 input */
          + 2 * tok * gate * f / t   /* activation input */
          + 2 * tok * f / t;         /* fc2 input */
   }
+  if (moe && (rcm & WL_RCM_LAYERNORM))
+    x -= 2 * sbh * rep; /* the norm's output, discarded */
   return x;
 }
 

@@ -505,6 +505,20 @@ typedef enum wl_ce_fusion {
   WL_CE_COUNT
 } wl_ce_fusion;
 
+/* Megatron-core's selective recomputation, module by module (layout key
+ * recompute_modules, --recompute-modules, with recompute=selective): bits of
+ * wl_layout.recompute_modules, in the order of rcm_names (wl_layout.c). */
+enum {
+  WL_RCM_CORE_ATTN = 1 << 0,      /* the attention core (the default) */
+  WL_RCM_MOE_ACT = 1 << 1,        /* the experts' activation (its output discarded) */
+  WL_RCM_LAYERNORM = 1 << 2,      /* the norms that are modules of their own (discarded) */
+  WL_RCM_MLA_UP_PROJ = 1 << 3,    /* MLA's up projections and rotary (discarded) */
+  WL_RCM_MLP = 1 << 4,            /* a dense layer's MLP (checkpointed) */
+  WL_RCM_MOE = 1 << 5,            /* the whole MoE layer (checkpointed) */
+  WL_RCM_SHARED_EXPERTS = 1 << 6, /* the shared experts (checkpointed) */
+  WL_RCM_COUNT = 7
+};
+
 typedef enum wl_recompute {
   WL_RECOMPUTE_NONE = 0,
   WL_RECOMPUTE_SELECTIVE, /* attention core only (Korthikanti et al. 2022) */
@@ -565,6 +579,9 @@ typedef struct wl_layout {
   int zero;              /* 0 DDP, 1/2 distributed optimizer, 3 FSDP */
   int dp_impl;           /* wl_dp_impl: who runs the sharding (zero=3 only, but megatron) */
   int recompute;         /* wl_recompute */
+  int recompute_modules; /* WL_RCM_* bits recompute=selective recomputes (Megatron-core's
+                            --recompute-modules; default core_attn), 0 under any other
+                            recompute (-1 in a request: not given) */
   int schedule;          /* wl_schedule */
   int dtype, grad_dtype; /* wl_dtype of the math and of gradient reduction */
   int overlap_grad_reduce, overlap_param_gather;
