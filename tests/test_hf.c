@@ -65,6 +65,18 @@ static char *edited(const char *file, const char *key, const char *value)
   return s;
 }
 
+/* A config that parses; json is freed. */
+static void parse_ok(char *json, wl_model *m)
+{
+  st_err err;
+  st_err_clear(&err);
+  if (wl_model_parse(json, "c.json", m, &err)) {
+    print_error("%s\n", err.msg);
+    fail();
+  }
+  free(json);
+}
+
 static void expect_error(const char *json, const char *want)
 {
   wl_model m;
@@ -426,13 +438,9 @@ static void test_hf__sliding_layers(void **state)
   assert_string_equal(o.window_pattern, "sf");
   assert_int_equal(wl_model_layer_window(&o, 34), 128);
   assert_int_equal(wl_model_layer_window(&o, 35), 0);
-  char *c0 = edited("gpt-oss-120b.json", "layer_types", NULL);
-  st_err e0;
-  st_err_clear(&e0);
-  assert_int_equal(wl_model_parse(c0, "c.json", &o, &e0), ST_OK);
+  parse_ok(edited("gpt-oss-120b.json", "layer_types", NULL), &o);
   assert_string_equal(o.window_pattern, "sf");
   assert_int_equal(o.sliding_window, 128);
-  free(c0);
   /* layer_types: the shortest repeating pattern; two sliding, one full over
    * Qwen3-8B's 36 layers */
   char lt[1024] = "[";
@@ -446,12 +454,9 @@ static void test_hf__sliding_layers(void **state)
   cJSON_AddItemToObject(r1, "sliding_window", cJSON_CreateNumber(4096));
   c1 = cJSON_PrintUnformatted(r1);
   cJSON_Delete(r1);
-  st_err err;
-  st_err_clear(&err);
-  assert_int_equal(wl_model_parse(c1, "c.json", &q, &err), ST_OK);
+  parse_ok(c1, &q);
   assert_string_equal(q.window_pattern, "ssf");
   assert_int_equal(q.sliding_window, 4096);
-  free(c1);
   /* Qwen without layer_types: the layers from max_window_layers on */
   char *c2 = edited("qwen3-8b.json", "use_sliding_window", "true");
   cJSON *root = cJSON_Parse(c2);
@@ -462,11 +467,10 @@ static void test_hf__sliding_layers(void **state)
   cJSON_AddItemToObject(root, "max_window_layers", cJSON_CreateNumber(30));
   c2 = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
-  assert_int_equal(wl_model_parse(c2, "c.json", &q, &err), ST_OK);
+  parse_ok(c2, &q);
   assert_int_equal((int)strlen(q.window_pattern), 36);
   assert_int_equal(wl_model_layer_window(&q, 29), 0);
   assert_int_equal(wl_model_layer_window(&q, 30), 4096);
-  free(c2);
   /* a layer_types entry that is neither kind: named */
   char *c3 = edited("qwen3-8b.json", "layer_types",
                     "[\"sliding_attention\",\"local\",\"full_attention\",\"full_attention\","

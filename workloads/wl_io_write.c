@@ -87,6 +87,14 @@ static void w_key(wr *w, const char *key)
   w_raw(w, w->pretty ? "\": " : "\":", w->pretty ? 3 : 2);
 }
 
+/* ', "key": v' after an earlier member: an integer member. */
+static void w_long_member(wr *w, const char *key, long v)
+{
+  w_sep(w);
+  w_key(w, key);
+  w_long(w, v);
+}
+
 static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 /* An int32 array: the single value when all entries are equal (and the
@@ -178,26 +186,14 @@ static void w_op_compute(wr *w, const wl_op *o)
     w_double(w, o->bytes);
   }
   if (o->m || o->n || o->k) {
-    w_sep(w);
-    w_key(w, "m");
-    w_long(w, o->m);
-    w_sep(w);
-    w_key(w, "n");
-    w_long(w, o->n);
-    w_sep(w);
-    w_key(w, "k");
-    w_long(w, o->k);
+    w_long_member(w, "m", o->m);
+    w_long_member(w, "n", o->n);
+    w_long_member(w, "k", o->k);
   }
-  if (o->batch != 1) {
-    w_sep(w);
-    w_key(w, "batch");
-    w_long(w, o->batch);
-  }
-  if (o->concurrent > 1) {
-    w_sep(w);
-    w_key(w, "concurrent");
-    w_long(w, o->concurrent);
-  }
+  if (o->batch != 1)
+    w_long_member(w, "batch", o->batch);
+  if (o->concurrent > 1)
+    w_long_member(w, "concurrent", o->concurrent);
   if (o->dtype != WL_DTYPE_BF16) {
     w_sep(w);
     w_key(w, "dtype");
@@ -237,18 +233,11 @@ static void w_op_comm(wr *w, const wl_workload *wl, int pi, size_t oi)
   else
     w_long(w, o->role); /* invalid; wl_workload_write refuses it before */
   if (kind != WL_OP_COLL) {
-    w_sep(w);
-    w_key(w, "peer");
-    w_long(w, o->peer);
-    if (o->tag != 0) {
-      w_sep(w);
-      w_key(w, "tag");
-      w_long(w, o->tag);
-    }
+    w_long_member(w, "peer", o->peer);
+    if (o->tag != 0)
+      w_long_member(w, "tag", o->tag);
   } else if ((o->sub == WL_COLL_BROADCAST || o->sub == WL_COLL_REDUCE) && o->peer != 0) {
-    w_sep(w);
-    w_key(w, "root");
-    w_long(w, o->peer);
+    w_long_member(w, "root", o->peer);
   }
   if (!same_bits(o->bytes, 0)) {
     w_sep(w);
@@ -256,12 +245,8 @@ static void w_op_comm(wr *w, const wl_workload *wl, int pi, size_t oi)
     w_double(w, o->bytes);
   }
   if (kind == WL_OP_COLL && (o->flags & WL_OPF_DEDUP)) {
-    w_sep(w);
-    w_key(w, "topk");
-    w_long(w, o->m);
-    w_sep(w);
-    w_key(w, "experts");
-    w_long(w, o->n);
+    w_long_member(w, "topk", o->m);
+    w_long_member(w, "experts", o->n);
   }
   if (kind == WL_OP_COLL && o->sub == WL_COLL_ALLTOALL && (o->flags & WL_OPF_SPLITS)) {
     size_t n = split_count(wl, pi, oi);
@@ -312,9 +297,7 @@ static void w_op(wr *w, const wl_workload *wl, int pi, size_t oi, const unsigned
     w_sep(w);
     w_key(w, "mark");
     w_quoted(w, wl_marker_name(o->sub));
-    w_sep(w);
-    w_key(w, "value");
-    w_long(w, o->tag);
+    w_long_member(w, "value", o->tag);
     break;
   case WL_OP_COPY:
     w_sep(w);
