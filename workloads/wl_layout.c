@@ -197,6 +197,15 @@ void wl_layout_request_init(wl_layout *l)
   l->ce_fusion = l->fp8_recipe = l->moe_dispatcher = l->recompute_modules = -1;
 }
 
+void wl_layout_recompute_keys(const wl_layout *l, char *b, size_t n)
+{
+  char mods[128] = "";
+  if (l->recompute == WL_RECOMPUTE_SELECTIVE && l->recompute_modules != WL_RCM_CORE_ATTN)
+    rcm_print(l->recompute_modules, mods, sizeof mods);
+  snprintf(b, n, "recompute=%s%s%s", wl_recompute_name(l->recompute),
+           mods[0] ? ",recompute_modules=" : "", mods);
+}
+
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
 {
   char dr[32] = "", ce[32] = "", fr[32] = "", md[32] = "";
@@ -926,9 +935,9 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
   if (l->moe_dispatcher > 0)
     st_buf_printf(&b, ",moe_dispatcher=%s", moe_dispatcher_names[l->moe_dispatcher]);
   if (l->recompute == WL_RECOMPUTE_SELECTIVE && l->recompute_modules != WL_RCM_CORE_ATTN) {
-    char mods[128];
-    rcm_print(l->recompute_modules, mods, sizeof mods);
-    st_buf_printf(&b, ",recompute_modules=%s", mods);
+    char rk[192];
+    wl_layout_recompute_keys(l, rk, sizeof rk);
+    st_buf_printf(&b, ",%s", strchr(rk, ',') + 1);
   }
   if (l->etp != l->tp)
     st_buf_printf(&b, ",etp=%d", l->etp);

@@ -650,6 +650,9 @@ void wl_layout_request_init(wl_layout *l);
  * backward overlaps and whether pipeline tensors travel split.  search --case and the balance probe carry them into
  * the layouts they make.  Truncated to n bytes. */
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n);
+/* A resolved layout's recomputation as keys: "recompute=R", with
+ * ",recompute_modules=M+M" where a selective list is not the default. */
+void wl_layout_recompute_keys(const wl_layout *l, char *b, size_t n);
 /* Apply the defaults to a request and check it against the model and the GPU
  * count: every validity rule of a layout lives here, so that parsing and an
  * enumeration of layouts agree.  Messages start "layout 'WHAT': ".  On error

@@ -131,7 +131,7 @@ int cmd_search(int argc, char **argv)
   memset(&s, 0, sizeof s);
   drv_case c;
   wl_model m;
-  char fixed[128];
+  char fixed[384];
   memset(&c, 0, sizeof c);
   if (case_path && (rc = drv_search_case_opts(case_path, &o, &c, &m, fixed, sizeof fixed, &err)))
     return cli_fail(&err);

@@ -689,7 +689,7 @@ int drv_search_case_opts(const char *path, drv_search_opts *o, drv_case *c, wl_m
    * backward all-reduce could overlap (tp_async=0: Megatron-LM of 2021,
    * before sequence parallelism, so the candidates keep sp=0) and whether
    * its pipeline tensors travelled split (pp_scatter=1, likewise sp=0) */
-  char sw[96];
+  char sw[256];
   wl_layout_software_keys(&l, sw, sizeof sw);
   snprintf(fixed, n, "grad_dtype=%s,%s", wl_dtype_name(l.grad_dtype), sw);
   o->model = c->name;

@@ -87,5 +87,13 @@ check "on a cluster of one kind balance says the even split stands" "grep -q 'th
 "$simtrain" run --model llama3-8b --layout tp=8,dp=2,gbs=24,balance=compute,dp_microbatches=16/8 --cluster "$tmp/two.json" >/dev/null 2>"$tmp/both.err"; rc=$?
 check "balance with a list given is refused (rc $rc)" "[ $rc -ne 0 ] && grep -q 'chooses stage_layers and dp_microbatches itself' '$tmp/both.err'"
 
+# an MoE layout with the flex dispatcher and recompute_modules: the probe (one
+# GPU, no expert parallelism) drops the dispatcher and keeps the modules
+moe='{"name":"moe-t","layers":4,"hidden":1024,"heads":16,"kv_heads":4,"ffn_hidden":4096,"ffn_act":"swiglu","vocab":32768,"seq_len":1024,"tie_embeddings":false,"moe":{"experts":8,"top_k":2,"expert_ffn_hidden":1024}}'
+printf '%s' "$moe" >"$tmp/moe.json"
+"$simtrain" run --model "$tmp/moe.json" --layout tp=1,ep=8,dp=16,mbs=1,gbs=64,zero=1,moe_dispatcher=flex,recompute_modules=moe_act,balance=compute \
+  --cluster "$tmp/two.json" >/dev/null 2>"$tmp/moe.err"; rc=$?
+check "balance probes an MoE flex layout with recompute_modules (rc $rc)" \
+  "[ $rc -eq 0 ] && grep -q 'balance=compute: ' '$tmp/moe.err'"
 if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "balance: all checks passed"
