@@ -140,6 +140,15 @@ case_keeps sc21-gpt-7.5b tp_async=0
 case_keeps sc21-gpt-7.5b pp_scatter=1
 # and it ran with dropout (Megatron-LM's default)
 case_keeps sc21-gpt-7.5b dropout=0.1
+# the MoE dispatcher a recipe ran (Qwen3-30B-A3B: HybridEP, the flex one)
+case_keeps ../validation/moe/megatron-bridge-h100-fp8-qwen3-30b-a3b moe_dispatcher=flex
+# a recipe's selective recomputation by module (GPT-OSS: layernorm and
+# moe_act): every candidate that recomputes selectively recomputes those
+c=$("$simtrain" search --case "$here/../../bench/validation/moe/megatron-bridge-h100-gpt-oss-120b.json" --top 0 --json --quiet)
+n_sel=$(grep -o '"layout":"[^"]*recompute=selective[^"]*"' <<<"$c" | wc -l)
+n_mod=$(grep -o '"layout":"[^"]*recompute=selective[^"]*recompute_modules=moe_act+layernorm[^"]*"' <<<"$c" | wc -l)
+check "--case GPT-OSS: selective candidates recompute its modules ($n_mod of $n_sel)" \
+  "[ $n_sel -gt 100 ] && [ $n_mod -eq $n_sel ]"
 
 [ $fails -eq 0 ] || exit 1
 echo "search: all checks passed"
