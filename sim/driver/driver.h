@@ -283,6 +283,9 @@ typedef struct drv_stage_estimate {
   double stretch_s; /* compute stretched beside the rank's transfers (in compute_s) */
   double dp_stretch_work_s; /* the part of it on forward and backward compute that
                        data-parallel transfers cause: once a step, not per micro-batch */
+  double dp_wait_work_s; /* forward and backward compute held back waiting on data-parallel
+                       collectives (the first micro-batch's overlapped parameter gathers
+                       under ZeRO-1/2: once a step; ZeRO-3's repeat every micro-batch) */
 } drv_stage_estimate;
 
 typedef struct drv_estimate {

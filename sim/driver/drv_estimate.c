@@ -323,6 +323,15 @@ static int prices(est_ctx *x, int p, int r)
 
 /* One stage's program alone on rank r; with stretch, compute beside the
  * rank's transfers is stretched (the header). */
+/* Is op a collective of a data-parallel communicator of rank r? */
+static int is_dp_coll(const wl_workload *wl, int r, const wl_op *op)
+{
+  if (op->kind != WL_OP_COLL)
+    return 0;
+  int c = wl_rank_comm(wl, r, op->role);
+  return c >= 0 && wl->comms[c].kind == WL_COMM_DP;
+}
+
 static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st_err *err)
 {
   const wl_workload *wl = x->wl;
@@ -346,9 +355,16 @@ static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st
   double last = 0;
   for (size_t i = 0; i < p->num_ops; i++) {
     const wl_op *op = &p->ops[i];
-    double start = free_at[op->stream], d = 0;
-    for (uint32_t w = 0; w < op->wait_count; w++)
-      start = fmax(start, end[p->waits[op->wait_first + w]]);
+    double start = free_at[op->stream], d = 0, start_not_dp = start;
+    for (uint32_t w = 0; w < op->wait_count; w++) {
+      uint32_t j = p->waits[op->wait_first + w];
+      start = fmax(start, end[j]);
+      if (!is_dp_coll(wl, r, &p->ops[j]))
+        start_not_dp = fmax(start_not_dp, end[j]);
+    }
+    if (op->kind == WL_OP_COMPUTE &&
+        (op->phase == WL_PHASE_FORWARD || op->phase == WL_PHASE_BACKWARD))
+      out->dp_wait_work_s += start - start_not_dp;
     int comm = op->kind == WL_OP_MARKER || op->kind == WL_OP_COMPUTE ? -1
                                                                       : wl_rank_comm(wl, r, op->role);
     switch (op->kind) {
