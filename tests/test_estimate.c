@@ -142,6 +142,54 @@ static void test_stretch__compute_beside_a_transfer(void **state)
   printf("GEMM beside an all-reduce: program %.9f s, stretch %.9f s\n", program, stretch);
 }
 
+/* A forward GEMM that waits for an all-gather (ZeRO-1/2's overlapped
+ * parameter gather) starts when the gather ends, t: the estimate counts
+ * that wait as data-parallel (dp_wait_work_s = t, which the search takes
+ * once a step, not once a micro-batch) on a data-parallel communicator,
+ * and not on another. */
+static void test_wait__for_a_data_parallel_gather(void **state)
+{
+  (void)state;
+  st_err err;
+  st_err_clear(&err);
+  plat_cluster *cl = NULL;
+  assert_int_equal(plat_cluster_load("dgx-h100:1", &cl, &err), ST_OK);
+  int32_t all[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  double S = 256.0 * 1048576, t = sim_coll_estimate(cl, all, 8, WL_COLL_ALLGATHER, S, 0);
+  assert_true(t > 0);
+  for (int kind = 0; kind < 2; kind++) {
+    static const char *const roles[] = {"g"};
+    static const char *const streams[] = {"compute", "comm"};
+    wl_workload *wl = wl_workload_create(8, 1, roles);
+    int p = wl_program_add(wl, "p", 2, streams);
+    wl_op ag = wl_op_coll(1, WL_COLL_ALLGATHER, 0, S);
+    wl_program_append(&wl->programs[p], &ag, NULL, 0);
+    wl_op g = wl_op_compute(0, -1);
+    g.sub = WL_CLASS_GEMM;
+    g.dtype = WL_DTYPE_BF16;
+    g.phase = WL_PHASE_FORWARD;
+    g.m = g.n = g.k = 4096;
+    g.batch = 1;
+    g.flops = 2.0 * 4096 * 4096 * 4096;
+    g.bytes = 3.0 * 4096 * 4096 * 2;
+    uint32_t w = 0;
+    wl_program_append(&wl->programs[p], &g, &w, 1);
+    int c = wl_comm_add(wl, "g", kind ? WL_COMM_DP : WL_COMM_TP, 8, all);
+    for (int r = 0; r < 8; r++) {
+      wl_rank_set(wl, r, p);
+      wl_rank_set_comm(wl, r, 0, c);
+    }
+    drv_estimate e;
+    assert_int_equal(drv_estimate_workload(wl, cl, 1, 1, &e, &err), ST_OK);
+    double want = kind ? t : 0;
+    if (fabs(e.slowest.dp_wait_work_s - want) > 1e-12 * t)
+      fail_msg("%s: wait %.12g s, want %.12g s", kind ? "DP" : "TP", e.slowest.dp_wait_work_s,
+               want);
+    wl_workload_destroy(wl);
+  }
+  plat_cluster_destroy(cl);
+}
+
 /* A send between nodes beside a collective across nodes shares the NIC:
  * on two DGX H100 nodes, program A (ranks 0-3 and 8-11, half of each node)
  * starts an all-reduce of t_c seconds over its eight ranks (across the
@@ -203,6 +251,7 @@ int main(void)
       cmocka_unit_test(test_together__needs_a_pipeline),
       cmocka_unit_test(test_together__interleaved_not_below_formula),
       cmocka_unit_test(test_stretch__compute_beside_a_transfer),
+      cmocka_unit_test(test_wait__for_a_data_parallel_gather),
       cmocka_unit_test(test_together__send_shares_the_nic_with_a_collective),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
