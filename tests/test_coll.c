@@ -103,6 +103,19 @@ static forked_result *run(const wl_workload *wl, const char *cluster, const stan
   return f;
 }
 
+/* The first collective's time of wl on cluster (options o, or NULL), its
+ * algorithm checked when algo >= 0; wl is destroyed. */
+static double first_time(wl_workload *wl, const char *cluster, const sim_options *o, int algo)
+{
+  forked_result *f = run(wl, cluster, NULL, o);
+  if (algo >= 0)
+    assert_int_equal(f->colls[0].algo, algo);
+  double t = dur(f, 0);
+  forked_result_free(f);
+  wl_workload_destroy(wl);
+  return t;
+}
+
 static sim_options opts(int algo, int proto, int fidelity)
 {
   sim_options o;
@@ -460,13 +473,8 @@ static void two_comms(const int32_t *xa, int nx, double sx, const int32_t *ya, i
 
 static double alone(const int32_t *a, int n, double S)
 {
-  wl_workload *wl = coll_workload(16, n, a, WL_COLL_ALLREDUCE, 1, &S);
   sim_options o = opts(SIM_ALGO_RING, SIM_PROTO_SIMPLE, SIM_FID_FLOW);
-  forked_result *f = run(wl, "node8:2", NULL, &o);
-  double t = dur(f, 0);
-  forked_result_free(f);
-  wl_workload_destroy(wl);
-  return t;
+  return first_time(coll_workload(16, n, a, WL_COLL_ALLREDUCE, 1, &S), "node8:2", &o, -1);
 }
 
 /* Partial overlap: x is a ring over all 16 GPUs (8 channels, one per rail,
@@ -515,13 +523,7 @@ static void test_rails__partial_overlap_slows_by_shared_load(void **state)
  * S/2 each share up links worth two NICs) twice that. */
 static double alltoall_on(const char *spec, double S)
 {
-  wl_workload *wl = first_n(8, 8, WL_COLL_ALLTOALL, 1, &S);
-  forked_result *f = run(wl, spec, NULL, NULL);
-  assert_int_equal(f->colls[0].algo, SIM_ALGO_DIRECT);
-  double t = dur(f, 0);
-  forked_result_free(f);
-  wl_workload_destroy(wl);
-  return t;
+  return first_time(first_n(8, 8, WL_COLL_ALLTOALL, 1, &S), spec, NULL, SIM_ALGO_DIRECT);
 }
 
 /* The deduplicating all-to-all of an MoE dispatch (DeepEP, HybridEP;
@@ -548,12 +550,7 @@ static double dedup_time(int n, const char *cluster, int k, int e, double S, int
     o->m = k;
     o->n = e;
   }
-  forked_result *f = run(wl, cluster, NULL, NULL);
-  assert_int_equal(f->colls[0].algo, SIM_ALGO_DIRECT);
-  double t = dur(f, 0);
-  forked_result_free(f);
-  wl_workload_destroy(wl);
-  return t;
+  return first_time(wl, cluster, NULL, SIM_ALGO_DIRECT);
 }
 
 static void test_alltoall__dedup_matches_closed_form(void **state)

@@ -78,6 +78,36 @@ static void test_together__interleaved_not_below_formula(void **state)
   assert_true(e.step_s >= (e.program_s + e.formula_bubble_s) * (1 - 1e-9));
 }
 
+/* Eight ranks running one program: a collective of S bytes on stream 1 (a
+ * communicator of the given kind), then on stream 0 a bf16 GEMM n x n x n
+ * (batch b) of the given phase, waiting for the collective when wait. */
+static wl_workload *coll_and_gemm(int kind, int coll, double S, int phase, int n, int b, int wait)
+{
+  static const char *const roles[] = {"world"};
+  static const char *const streams[] = {"compute", "comm"};
+  wl_workload *wl = wl_workload_create(8, 1, roles);
+  int p = wl_program_add(wl, "p", 2, streams);
+  wl_op c = wl_op_coll(1, coll, 0, S);
+  wl_program_append(&wl->programs[p], &c, NULL, 0);
+  wl_op g = wl_op_compute(0, -1);
+  g.sub = WL_CLASS_GEMM;
+  g.dtype = WL_DTYPE_BF16;
+  g.phase = (uint8_t)phase;
+  g.m = g.n = g.k = n;
+  g.batch = b;
+  g.flops = 2.0 * n * n * n * b;
+  g.bytes = 3.0 * n * n * 2 * b;
+  uint32_t w = 0;
+  wl_program_append(&wl->programs[p], &g, wait ? &w : NULL, wait ? 1 : 0);
+  int32_t all[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  int cm = wl_comm_add(wl, "world", kind, 8, all);
+  for (int r = 0; r < 8; r++) {
+    wl_rank_set(wl, r, p);
+    wl_rank_set_comm(wl, r, 0, cm);
+  }
+  return wl;
+}
+
 /* Compute beside a transfer is stretched as the engine stretches it: on
  * one DGX H100, a GEMM of d seconds starts with an all-reduce of c < d
  * seconds on another stream; by the closed form the program ends at
@@ -90,28 +120,10 @@ static void stretch_case(int kind, double *program, double *want, double *stretc
   plat_cluster *cl;
   st_err err;
   assert_int_equal(plat_cluster_load("dgx-h100:1", &cl, &err), ST_OK);
-  const char *roles[] = {"world"};
-  const char *streams[] = {"compute", "comm"};
-  wl_workload *wl = wl_workload_create(8, 1, roles);
-  int p = wl_program_add(wl, "p", 2, streams);
-  wl_op ar = wl_op_coll(1, WL_COLL_ALLREDUCE, 0, 64.0 * 1048576);
-  wl_program_append(&wl->programs[p], &ar, NULL, 0);
-  wl_op g = wl_op_compute(0, -1);
-  g.sub = WL_CLASS_GEMM;
-  g.dtype = WL_DTYPE_BF16;
-  g.phase = WL_PHASE_BACKWARD;
-  g.m = g.n = g.k = 8192;
-  g.batch = 4;
-  g.flops = 2.0 * 8192 * 8192 * 8192 * 4;
-  g.bytes = 3.0 * 8192 * 8192 * 2 * 4;
-  wl_program_append(&wl->programs[p], &g, NULL, 0);
   int32_t all[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-  int c = wl_comm_add(wl, "world", kind, 8, all);
-  for (int r = 0; r < 8; r++) {
-    wl_rank_set(wl, r, p);
-    wl_rank_set_comm(wl, r, 0, c);
-  }
-  double d = plat_compute_time(plat_gpu_device(cl, 0), &wl->programs[p].ops[1]);
+  wl_workload *wl =
+      coll_and_gemm(kind, WL_COLL_ALLREDUCE, 64.0 * 1048576, WL_PHASE_BACKWARD, 8192, 4, 0);
+  double d = plat_compute_time(plat_gpu_device(cl, 0), &wl->programs[0].ops[1]);
   double t = sim_coll_estimate(cl, all, 8, WL_COLL_ALLREDUCE, 64.0 * 1048576, 0);
   double q = plat_compute_overlap_factor(plat_gpu_device(cl, 0)) - 1;
   assert_true(t < d && q > 0);
@@ -158,27 +170,8 @@ static void test_wait__for_a_data_parallel_gather(void **state)
   double S = 256.0 * 1048576, t = sim_coll_estimate(cl, all, 8, WL_COLL_ALLGATHER, S, 0);
   assert_true(t > 0);
   for (int kind = 0; kind < 2; kind++) {
-    static const char *const roles[] = {"g"};
-    static const char *const streams[] = {"compute", "comm"};
-    wl_workload *wl = wl_workload_create(8, 1, roles);
-    int p = wl_program_add(wl, "p", 2, streams);
-    wl_op ag = wl_op_coll(1, WL_COLL_ALLGATHER, 0, S);
-    wl_program_append(&wl->programs[p], &ag, NULL, 0);
-    wl_op g = wl_op_compute(0, -1);
-    g.sub = WL_CLASS_GEMM;
-    g.dtype = WL_DTYPE_BF16;
-    g.phase = WL_PHASE_FORWARD;
-    g.m = g.n = g.k = 4096;
-    g.batch = 1;
-    g.flops = 2.0 * 4096 * 4096 * 4096;
-    g.bytes = 3.0 * 4096 * 4096 * 2;
-    uint32_t w = 0;
-    wl_program_append(&wl->programs[p], &g, &w, 1);
-    int c = wl_comm_add(wl, "g", kind ? WL_COMM_DP : WL_COMM_TP, 8, all);
-    for (int r = 0; r < 8; r++) {
-      wl_rank_set(wl, r, p);
-      wl_rank_set_comm(wl, r, 0, c);
-    }
+    wl_workload *wl = coll_and_gemm(kind ? WL_COMM_DP : WL_COMM_TP, WL_COLL_ALLGATHER, S,
+                                    WL_PHASE_FORWARD, 4096, 1, 1);
     drv_estimate e;
     assert_int_equal(drv_estimate_workload(wl, cl, 1, 1, &e, &err), ST_OK);
     double want = kind ? t : 0;
