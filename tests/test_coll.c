@@ -544,12 +544,8 @@ static double miss(double E, double s, int k)
 static double dedup_time(int n, const char *cluster, int k, int e, double S, int dedup)
 {
   wl_workload *wl = first_n(n, n, WL_COLL_ALLTOALL, 1, &S);
-  if (dedup) {
-    wl_op *o = &wl->programs[0].ops[0];
-    o->flags |= WL_OPF_DEDUP;
-    o->m = k;
-    o->n = e;
-  }
+  if (dedup)
+    wl_op_set_dedup(&wl->programs[0].ops[0], k, e);
   return first_time(wl, cluster, NULL, SIM_ALGO_DIRECT);
 }
 

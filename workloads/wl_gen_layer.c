@@ -388,18 +388,9 @@ static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
  * top-k and the experts per member; the collective layer counts the rest). */
 static void ep_a2a(wl__gen *g, const char *name, double bytes)
 {
-  if (g->l->moe_dispatcher != WL_MOE_FLEX) {
-    wl__coll_c(g, name, WL_COLL_ALLTOALL, R_EP, bytes);
-    return;
-  }
-  if (wl__role_size(g, R_EP) < 2 || bytes <= 0)
-    return;
-  wl_op op = wl_op_coll(S_COMPUTE, WL_COLL_ALLTOALL, R_EP, bytes);
-  op.name = wl__nm(g, name);
-  op.flags |= WL_OPF_DEDUP;
-  op.m = g->m->moe.top_k;
-  op.n = g->m->moe.experts / g->l->ep;
-  wl__put_c(g, op);
+  long i = wl__coll_c(g, name, WL_COLL_ALLTOALL, R_EP, bytes);
+  if (i >= 0 && g->l->moe_dispatcher == WL_MOE_FLEX)
+    wl_op_set_dedup(&g->p->ops[i], g->m->moe.top_k, g->m->moe.experts / g->l->ep);
 }
 
 /* The experts' fused activation over the te tokens they hold, forward. */
@@ -445,7 +436,7 @@ static void moe_bwd(wl__gen *g)
   /* recompute_modules: the shared experts' checkpoint and the experts'
    * discarded activation output, re-run where backward first needs them
    * (both inside moe, when the whole layer is recomputed) */
-  int r = rcm(g) & WL_RCM_MOE ? 0 : rcm(g);
+  int r = (rcm(g) & WL_RCM_MOE) ? 0 : rcm(g);
   if (mo->shared_experts) {
     if (r & WL_RCM_SHARED_EXPERTS) {
       g->flags = WL_OPF_RECOMPUTE;

@@ -422,13 +422,11 @@ static int rd_op_comm(rd *r, const st_jpath *at, const cJSON *const *s, int kind
         return st_jrd_fail(&r->j, at, "keys 'topk' and 'experts' do not go with 'splits'");
       if (!s[K_TOPK] || !s[K_EXPERTS])
         return st_jrd_missing(&r->j, at, s[K_TOPK] ? "experts" : "topk");
-      if (st_jrd_int(&r->j, at, s[K_TOPK], 1, 1024, &v))
+      long nx = 0;
+      if (st_jrd_int(&r->j, at, s[K_TOPK], 1, 1024, &v) ||
+          st_jrd_int(&r->j, at, s[K_EXPERTS], 1, 65535, &nx))
         return ST_EINPUT;
-      op->m = (int32_t)v;
-      if (st_jrd_int(&r->j, at, s[K_EXPERTS], 1, 65535, &v))
-        return ST_EINPUT;
-      op->n = (int32_t)v;
-      op->flags |= WL_OPF_DEDUP;
+      wl_op_set_dedup(op, (int)v, (int)nx);
     }
     if (e == WL_COLL_BROADCAST || e == WL_COLL_REDUCE) {
       op->peer = 0;

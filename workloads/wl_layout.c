@@ -57,19 +57,6 @@ static const char *const rcm_names[WL_RCM_COUNT] = {"core_attn", "moe_act",    "
                                                     "mla_up_proj", "mlp",     "moe",
                                                     "shared_experts"};
 
-/* The modules of a recompute_modules bit set, '+'-separated, into b (n bytes). */
-static void rcm_print(int mods, char *b, size_t n)
-{
-  size_t at = 0;
-  b[0] = '\0';
-  for (int i = 0; i < WL_RCM_COUNT; i++)
-    if (mods & (1 << i)) {
-      int w = snprintf(b + at, n - at, "%s%s", at ? "+" : "", rcm_names[i]);
-      if (w < 0 || (size_t)w >= n - at)
-        return;
-      at += (size_t)w;
-    }
-}
 static const char *const attn_impl_names[WL_ATTN_COUNT] = {"default", "cudnn", "fa2", "fa3",
                                                            "triton",  "fa1"};
 
@@ -197,13 +184,19 @@ void wl_layout_request_init(wl_layout *l)
   l->ce_fusion = l->fp8_recipe = l->moe_dispatcher = l->recompute_modules = -1;
 }
 
-void wl_layout_recompute_keys(const wl_layout *l, char *b, size_t n)
+void wl_layout_recompute_modules(const wl_layout *l, char *b, size_t n)
 {
-  char mods[128] = "";
-  if (l->recompute == WL_RECOMPUTE_SELECTIVE && l->recompute_modules != WL_RCM_CORE_ATTN)
-    rcm_print(l->recompute_modules, mods, sizeof mods);
-  snprintf(b, n, "recompute=%s%s%s", wl_recompute_name(l->recompute),
-           mods[0] ? ",recompute_modules=" : "", mods);
+  size_t at = 0;
+  b[0] = '\0';
+  if (l->recompute != WL_RECOMPUTE_SELECTIVE || l->recompute_modules == WL_RCM_CORE_ATTN)
+    return;
+  for (int i = 0; i < WL_RCM_COUNT; i++)
+    if (l->recompute_modules & (1 << i)) {
+      int w = snprintf(b + at, n - at, "%s%s", at ? "+" : "", rcm_names[i]);
+      if (w < 0 || (size_t)w >= n - at)
+        return;
+      at += (size_t)w;
+    }
 }
 
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
@@ -934,11 +927,10 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",fp8_param_gather=1");
   if (l->moe_dispatcher > 0)
     st_buf_printf(&b, ",moe_dispatcher=%s", moe_dispatcher_names[l->moe_dispatcher]);
-  if (l->recompute == WL_RECOMPUTE_SELECTIVE && l->recompute_modules != WL_RCM_CORE_ATTN) {
-    char rk[192];
-    wl_layout_recompute_keys(l, rk, sizeof rk);
-    st_buf_printf(&b, ",%s", strchr(rk, ',') + 1);
-  }
+  char mods[128];
+  wl_layout_recompute_modules(l, mods, sizeof mods);
+  if (mods[0])
+    st_buf_printf(&b, ",recompute_modules=%s", mods);
   if (l->etp != l->tp)
     st_buf_printf(&b, ",etp=%d", l->etp);
   if (l->account_embedding)

@@ -87,14 +87,18 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
   x += (m->norms_per_layer - 2) * 2 * sbh * rep; /* Gemma 2: norms after attention and MLP */
   if (m->qk_norm)
     x += 2 * tok * (a + kv) * dqk / t; /* the query and key norms' inputs */
-  if (moe && !(rcm & WL_RCM_MOE)) { /* (recomputed: its input only, the norm's output) */
+  /* an MoE layer's pre-MLP norm output: the router's and the dispatch's
+   * input, or the recomputed layer's checkpoint input; discarded under
+   * layernorm (a module of its own there) */
+  double ln2_out = moe && !(rcm & WL_RCM_LAYERNORM) ? 2 * sbh * rep : 0;
+  if (moe && !(rcm & WL_RCM_MOE)) {
     const wl_moe *mo = &m->moe;
     double cf = mo->capacity_factor > 0 ? mo->capacity_factor : 1;
     /* tokens through this rank's experts: its own (T/tp with SP) x top_k,
      * gathered over the expert-TP group */
     double te = tok * l->etp / (l->sp ? t : 1) * mo->top_k * cf, ef = mo->expert_ffn_hidden;
     double act_out = rcm & WL_RCM_MOE_ACT ? 0 : 1;
-    x += 2 * sbh * rep                      /* router input (the norm's output) */
+    x += ln2_out                            /* router input (the norm's output) */
          + 4 * tok * rep * mo->experts      /* router probabilities, fp32 */
          + 2 * te * h                       /* expert fc1 input (expert-TP-gathered) */
          + 2 * te * gate * ef / l->etp      /* activation input */
@@ -107,15 +111,13 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
         x += 2 * tok * gate * f / t + 2 * tok * f / t;
     }
   } else if (moe) {
-    x += 2 * sbh * rep; /* the checkpoint's input, the norm's output */
+    x += ln2_out; /* recomputed: its input only */
   } else if (!(rcm & WL_RCM_MLP)) {
     double f = m->ffn_hidden;
     x += 2 * sbh * rep              /* fc1 input */
          + 2 * tok * gate * f / t   /* activation input */
          + 2 * tok * f / t;         /* fc2 input */
   }
-  if (moe && (rcm & WL_RCM_LAYERNORM))
-    x -= 2 * sbh * rep; /* the norm's output, discarded */
   return x;
 }
 

@@ -188,6 +188,15 @@ static inline int wl_op_dedup_arg(const wl_op *o)
   return (o->flags & WL_OPF_DEDUP) ? (o->m << 16) | o->n : 0;
 }
 
+/* Make an all-to-all a deduplicating MoE dispatch of top-k experts out of
+ * `experts` on each member (WL_OPF_DEDUP). */
+static inline void wl_op_set_dedup(wl_op *o, int topk, int experts)
+{
+  o->flags |= WL_OPF_DEDUP;
+  o->m = topk;
+  o->n = experts;
+}
+
 /* A collective's one integer argument as the collective layer takes it
  * (coll_ctx.root, sim_coll_estimate): a broadcast's or reduce's root member,
  * a deduplicating all-to-all's wl_op_dedup_arg, else 0. */
@@ -470,12 +479,6 @@ typedef enum wl_bwd_prefetch {
   WL_BWD_PREFETCH_COUNT
 } wl_bwd_prefetch;
 
-/* How Megatron-core computes the vocab-parallel cross entropy (layout key
- * ce_fusion; Megatron-core's --cross-entropy-loss-fusion and
- * --cross-entropy-fusion-impl): unfused (tensor_parallel/cross_entropy.py,
- * the default), its torch.compile-fused functions (native,
- * fusions/fused_cross_entropy.py) or Transformer Engine's Triton kernels
- * (te, parallel_cross_entropy). */
 /* Transformer Engine's fp8 scaling (layout key fp8_recipe, dtype=fp8):
  * delayed (DelayedScaling: each tensor cast with the scale of past steps'
  * amax history, in one pass) or current (Float8CurrentScaling, Megatron's
@@ -498,6 +501,12 @@ typedef enum wl_moe_dispatcher {
   WL_MOE_DISPATCHER_COUNT
 } wl_moe_dispatcher;
 
+/* How Megatron-core computes the vocab-parallel cross entropy (layout key
+ * ce_fusion; Megatron-core's --cross-entropy-loss-fusion and
+ * --cross-entropy-fusion-impl): unfused (tensor_parallel/cross_entropy.py,
+ * the default), its torch.compile-fused functions (native,
+ * fusions/fused_cross_entropy.py) or Transformer Engine's Triton kernels
+ * (te, parallel_cross_entropy). */
 typedef enum wl_ce_fusion {
   WL_CE_NONE = 0,
   WL_CE_NATIVE,
@@ -650,9 +659,10 @@ void wl_layout_request_init(wl_layout *l);
  * backward overlaps and whether pipeline tensors travel split.  search --case and the balance probe carry them into
  * the layouts they make.  Truncated to n bytes. */
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n);
-/* A resolved layout's recomputation as keys: "recompute=R", with
- * ",recompute_modules=M+M" where a selective list is not the default. */
-void wl_layout_recompute_keys(const wl_layout *l, char *b, size_t n);
+/* A resolved layout's recompute_modules as the key's value ("moe_act+layernorm"),
+ * or "" where it has none to state (no selective recomputation, or the
+ * default list, core_attn).  Truncated to n bytes. */
+void wl_layout_recompute_modules(const wl_layout *l, char *b, size_t n);
 /* Apply the defaults to a request and check it against the model and the GPU
  * count: every validity rule of a layout lives here, so that parsing and an
  * enumeration of layouts agree.  Messages start "layout 'WHAT': ".  On error

@@ -109,11 +109,8 @@ static wl_workload *build_workload(int op, int n, int nsizes, const double *size
   } else {
     for (int k = 0; k < nsizes; k++) {
       wl_op o = wl_op_coll(0, op, 0, sizes[k]);
-      if (topk) { /* a deduplicating MoE dispatch (WL_OPF_DEDUP) */
-        o.flags |= WL_OPF_DEDUP;
-        o.m = topk;
-        o.n = experts;
-      }
+      if (topk) /* a deduplicating MoE dispatch */
+        wl_op_set_dedup(&o, topk, experts);
       if (wl_program_append(p, &o, NULL, 0) < 0)
         goto oom;
     }

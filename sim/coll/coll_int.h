@@ -45,6 +45,9 @@ static inline int coll__dedup(const coll_ctx *c)
 {
   return c->op == WL_COLL_ALLTOALL && c->root >= (1 << 16);
 }
+/* Its top-k and its experts per member (wl_op_dedup_arg's two halves). */
+static inline int coll__dedup_topk(const coll_ctx *c) { return c->root >> 16; }
+static inline int coll__dedup_experts(const coll_ctx *c) { return c->root & 0xffff; }
 /* The share of a member's tokens with at least one of their top-k experts
  * among s members' experts (uniform routing). */
 double coll__dedup_share(const coll_ctx *c, int s);

@@ -480,7 +480,7 @@ static void edges_torus(const coll_ctx *c, const coll__model *md, int m, edge_li
  * paths sets the time. */
 double coll__dedup_share(const coll_ctx *c, int s)
 {
-  int k = c->root >> 16, e = c->root & 0xffff;
+  int k = coll__dedup_topk(c), e = coll__dedup_experts(c);
   double E = (double)c->n * e, miss = 1; /* C(E - s e, k) / C(E, k) */
   for (int i = 0; i < k; i++) {
     double left = E - (double)s * e - i;
@@ -510,7 +510,7 @@ static int dedup_relayed(const coll_layout *l, int m)
 void coll__dedup_loads(const coll_ctx *c, int m, double *net, double *intra)
 {
   const coll_layout *l = c->lay;
-  double tok = c->bytes / (c->root >> 16);
+  double tok = c->bytes / coll__dedup_topk(c);
   int km = l->node_of[m];
   *net = 0;
   for (int v = 0; v < l->nnodes; v++)
@@ -522,7 +522,7 @@ void coll__dedup_loads(const coll_ctx *c, int m, double *net, double *intra)
 static void edges_dedup(const coll_ctx *c, const coll__model *md, int m, edge_list *e)
 {
   const coll_layout *l = c->lay;
-  double tok = c->bytes / (c->root >> 16);
+  double tok = c->bytes / coll__dedup_topk(c);
   int km = l->node_of[m], g = l->node_cnt[km];
   double local = tok * coll__dedup_share(c, 1) * dedup_relayed(l, m);
   for (int v = 0; v < l->nnodes; v++)

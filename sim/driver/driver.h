@@ -323,9 +323,9 @@ typedef struct drv_search_opts {
                         * sets keeps the candidates with that value), or NULL */
   const char *published; /* a layout to place among the candidates (its estimate rank and
                             simulated step), or NULL */
-  const char *selective; /* what the candidates with recompute=selective recompute, as
+  char selective[128];  /* what the candidates with recompute=selective recompute, as
                             recompute_modules (search --case: the case's own list), or
-                            NULL: the attention core */
+                            "": the attention core */
   double train_tokens; /* 0, or the time, cost and energy to train on that many tokens */
   double price_usd_per_gpu_hour; /* NaN: the device's list price */
   double pue;

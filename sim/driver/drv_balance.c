@@ -41,13 +41,15 @@ static int probe_make(const wl_model *m, const wl_layout *l, int layers, int mb,
 {
   wl_model pm = *m;
   pm.layers = layers;
-  char spec[640], sw[256], rk[192];
+  char spec[640], sw[256], mods[128];
   wl_layout sl = *l;
   sl.moe_dispatcher = WL_MOE_ALLTOALL; /* the probe has no expert parallelism (ep 1) */
   wl_layout_software_keys(&sl, sw, sizeof sw);
-  wl_layout_recompute_keys(l, rk, sizeof rk);
-  snprintf(spec, sizeof spec, "tp=%d,cp=%d,sp=%d,mbs=%d,gbs=%d,pp=1,dp=1,dtype=%s,%s,%s", l->tp,
-           l->cp, l->sp, l->mbs, l->mbs * mb, wl_dtype_name(l->dtype), rk, sw);
+  wl_layout_recompute_modules(l, mods, sizeof mods);
+  snprintf(spec, sizeof spec,
+           "tp=%d,cp=%d,sp=%d,mbs=%d,gbs=%d,pp=1,dp=1,dtype=%s,recompute=%s%s%s,%s", l->tp, l->cp,
+           l->sp, l->mbs, l->mbs * mb, wl_dtype_name(l->dtype), wl_recompute_name(l->recompute),
+           mods[0] ? ",recompute_modules=" : "", mods, sw);
   wl_layout pl;
   int rc = wl_layout_parse(spec, l->tp * l->cp, &pm, &pl, err);
   if (!rc)

@@ -321,8 +321,6 @@ static int prices(est_ctx *x, int p, int r)
   return ST_OK;
 }
 
-/* One stage's program alone on rank r; with stretch, compute beside the
- * rank's transfers is stretched (the header). */
 /* Is op a collective of a data-parallel communicator of rank r? */
 static int is_dp_coll(const wl_workload *wl, int r, const wl_op *op)
 {
@@ -332,6 +330,8 @@ static int is_dp_coll(const wl_workload *wl, int r, const wl_op *op)
   return c >= 0 && wl->comms[c].kind == WL_COMM_DP;
 }
 
+/* One stage's program alone on rank r; with stretch, compute beside the
+ * rank's transfers is stretched (the header). */
 static int stage_run(est_ctx *x, int r, int stretch, drv_stage_estimate *out, st_err *err)
 {
   const wl_workload *wl = x->wl;

@@ -183,7 +183,7 @@ static int knobs_spec(const enum_ctx *x, const drv_knobs *k, char *b, size_t n)
                       "schedule=%s,dtype=%s",
                       k->tp, k->pp, k->dp, k->cp, k->mbs, x->o->gbs, k->vpp, k->sp, k->zero,
                       recompute_names[k->recompute], sched_names[k->schedule], x->o->dtype);
-  if (k->recompute == WL_RECOMPUTE_SELECTIVE && x->o->selective)
+  if (k->recompute == WL_RECOMPUTE_SELECTIVE && x->o->selective[0])
     used += snprintf(b + used, n - (size_t)used, ",recompute_modules=%s", x->o->selective);
   if (k->dp * k->cp > 1)
     used += snprintf(b + used, n - (size_t)used, ",overlap_grad_reduce=1%s",
@@ -700,18 +700,10 @@ int drv_search_case_opts(const char *path, drv_search_opts *o, drv_case *c, wl_m
    * its pipeline tensors travelled split (pp_scatter=1, likewise sp=0) */
   char sw[256];
   wl_layout_software_keys(&l, sw, sizeof sw);
-  int used = snprintf(fixed, n, "grad_dtype=%s,%s", wl_dtype_name(l.grad_dtype), sw);
+  snprintf(fixed, n, "grad_dtype=%s,%s", wl_dtype_name(l.grad_dtype), sw);
   /* a selective recomputation by module (Megatron-core's recompute_modules):
-   * the candidates that recompute selectively recompute those modules; the
-   * list is kept after the fixed keys' terminator, in the same buffer */
-  o->selective = NULL;
-  char rk[192];
-  wl_layout_recompute_keys(&l, rk, sizeof rk);
-  const char *mods = strstr(rk, ",recompute_modules=");
-  if (mods && used >= 0 && (size_t)used + 1 + strlen(mods) < n) {
-    o->selective = fixed + used + 1;
-    snprintf(fixed + used + 1, n - (size_t)used - 1, "%s", mods + strlen(",recompute_modules="));
-  }
+   * the candidates that recompute selectively recompute those modules */
+  wl_layout_recompute_modules(&l, o->selective, sizeof o->selective);
   o->model = c->name;
   o->model_spec = m;
   o->cluster = c->cluster;
