@@ -378,7 +378,17 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
        "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher, "
-       "recompute_modules)"},
+       "recompute_modules, moe_a2a_overlap)"},
+      {1, "pp=2,ep=2,gbs=4,moe_a2a_overlap=1", 4,
+       "layout 'pp=2,ep=2,gbs=4,moe_a2a_overlap=1': moe_a2a_overlap with pp (2) > 1 needs the "
+       "interleaved schedule (vpp > 1), as Megatron-core requires"},
+      {1, "ep=2,gbs=2,recompute=full,moe_a2a_overlap=1", 2,
+       "layout 'ep=2,gbs=2,recompute=full,moe_a2a_overlap=1': moe_a2a_overlap with "
+       "recompute=full: Megatron-core refuses full recomputation and the moe module's"},
+      {0, "moe_a2a_overlap=1", 1,
+       "layout 'moe_a2a_overlap=1': moe_a2a_overlap is Megatron-core's overlap of the expert "
+       "all-to-alls: it needs a MoE model, ep > 1 and dp_impl=megatron (ep is 1, dp_impl "
+       "megatron)"},
       {0, "dropout=1", 1, "layout 'dropout=1': key 'dropout' value '1' is not a probability in [0, 1)"},
       {0, "dropout=0.1x", 1,
        "layout 'dropout=0.1x': key 'dropout' value '0.1x' is not a probability in [0, 1)"},
@@ -1094,6 +1104,9 @@ static void test_schedule__layouts_replay_without_deadlock(void **state)
       {0, "pp=2,gbs=4,pp_layout=Et|ttt|ttt|tL", 2},
       {1, "tp=2,sp=1,pp=2,ep=8,etp=1,gbs=8,zero=1,overlap_grad_reduce=1,bucket=1M", 16},
       {1, "tp=4,sp=1,ep=4,etp=2,gbs=2,tp_overlap=1", 8},
+      {1, "tp=2,sp=1,pp=2,vpp=2,ep=4,etp=1,gbs=8,zero=1,overlap_grad_reduce=1,"
+          "overlap_param_gather=1,bucket=1M,tp_overlap=1,moe_a2a_overlap=1", 16},
+      {1, "ep=8,gbs=16,moe_dispatcher=flex,moe_a2a_overlap=1,recompute_modules=moe_act", 8},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_workload *wl = gen(cases[i].moe ? &x : &g, cases[i].spec, cases[i].gpus, NULL);
@@ -2139,6 +2152,180 @@ static void test_moe_dispatcher__flex_marks_the_expert_all_to_alls(void **state)
   }
 }
 
+/* qk_norm in a model spec: Qwen3's RMSNorm of each query and key head, 2 x
+ * head_dim weights a layer (MOE_T: 4 layers of head_dim 64, 512 more
+ * parameters); a value that is not a boolean names the key. */
+static void test_model__qk_norm_key(void **state)
+{
+  (void)state;
+  wl_model a, b;
+  model_of(MOE_T, &a);
+  char js[sizeof MOE_T + 32];
+  snprintf(js, sizeof js, "%.*s,\"qk_norm\":true}", (int)strlen(MOE_T) - 1, MOE_T);
+  model_of(js, &b);
+  assert_int_equal(a.qk_norm, 0);
+  assert_int_equal(b.qk_norm, 1);
+  assert_true(wl_model_params(&b) - wl_model_params(&a) == 4 * 2 * 64);
+  snprintf(js, sizeof js, "%.*s,\"qk_norm\":1}", (int)strlen(MOE_T) - 1, MOE_T);
+  st_err err;
+  st_err_clear(&err);
+  assert_int_equal(wl_model_parse(js, "m.json", &b, &err), ST_EINPUT);
+  assert_non_null(strstr(err.msg, "qk_norm"));
+}
+
+/* ---- moe_a2a_overlap ------------------------------------------------------------------ */
+/* Rank 0's ops of a workload as (name, stream, FLOPs, bytes) sums per name:
+ * the overlap reorders and restreams, it adds or drops nothing. */
+static void ops_by_name(const wl_workload *wl, const char *name, double *flops, double *bytes,
+                        int *n, int *on_ep)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[0]];
+  *flops = *bytes = 0;
+  *n = *on_ep = 0;
+  for (size_t i = 0; i < p->num_ops; i++) {
+    const wl_op *o = &p->ops[i];
+    if (strcmp(wl_op_name(p, o), name))
+      continue;
+    *flops += o->flops;
+    *bytes += o->bytes;
+    (*n)++;
+    *on_ep += o->stream < p->num_streams && !strcmp(p->stream_names[o->stream], "ep");
+  }
+}
+
+/* Position of the k-th op (0-based) named `name` in rank 0's program, or -1. */
+static long nth_op(const wl_workload *wl, const char *name, int k)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[0]];
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (!strcmp(wl_op_name(p, &p->ops[i]), name) && k-- == 0)
+      return (long)i;
+  return -1;
+}
+
+/* moe_a2a_overlap (Megatron-core's overlap_moe_expert_parallel_comm with
+ * delay_wgrad_compute) on MOE_T, ep 4, 4 micro-batches: the same ops with
+ * the same FLOPs and bytes, the four all-to-alls of each layer and
+ * micro-batch (16 x 4) on a stream "ep" of their own, but those of the
+ * forward and the backward that run alone (4 of each kind: they have
+ * nothing to overlap, and run in order on the compute stream); one forward runs
+ * alone first, then each forward with the backward of the micro-batch
+ * before it: micro-batch 1's attention (its layer 0's qkv, the fifth)
+ * comes after micro-batch 0's backward has begun (its last layer's combine
+ * backward, the first) and before its experts' backward (the first fc2
+ * dgrad), and the experts' weight gradients follow the dispatch's
+ * backward.  One micro-batch's activations more are alive: the memory
+ * model's peak has two chunks where it had one.  The key keeps its name in
+ * the spec and takes Megatron-core's as an alias. */
+static void test_moe_a2a_overlap__same_work_reordered(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(MOE_T, &m);
+  wl_layout l0, l1;
+  wl_workload *a = gen(&m, "ep=4,gbs=16", 4, &l0);
+  wl_workload *b = gen(&m, "ep=4,gbs=16,overlap_moe_expert_parallel_comm=1", 4, &l1);
+  assert_non_null(strstr(l1.spec, ",moe_a2a_overlap=1"));
+  assert_null(strstr(l0.spec, "moe_a2a_overlap"));
+  const wl_program *pa = &a->programs[a->rank_program[0]], *pb = &b->programs[b->rank_program[0]];
+  assert_int_equal(pa->num_ops, pb->num_ops);
+  assert_int_equal(pb->num_streams, pa->num_streams + 1);
+  for (size_t i = 0; i < pa->num_ops; i++) {
+    const char *nm = wl_op_name(pa, &pa->ops[i]);
+    double fa, ba, fb, bb;
+    int na, nb, ea, eb;
+    ops_by_name(a, nm, &fa, &ba, &na, &ea);
+    ops_by_name(b, nm, &fb, &bb, &nb, &eb);
+    assert_int_equal(na, nb);
+    assert_true(fa == fb && ba == bb);
+    assert_int_equal(ea, 0);
+    int a2a = !strncmp(nm, "ep.", 3);
+    assert_int_equal(eb, a2a ? nb - 4 : 0);
+    if (a2a)
+      assert_int_equal(nb, 4 * 4);
+  }
+  assert_true(nth_op(b, "qkv", 4) > nth_op(b, "ep.combine.bwd", 0));
+  assert_true(nth_op(b, "qkv", 4) < nth_op(b, "expert.fc2.dgrad", 0));
+  assert_true(nth_op(b, "expert.fc2.wgrad", 0) > nth_op(b, "ep.dispatch.bwd", 0));
+  assert_true(nth_op(a, "qkv", 4) > nth_op(a, "router.wgrad", 3));
+  int c0, y0, c1, y1;
+  wl__peak_alive(&l0, 0, &c0, &y0);
+  wl__peak_alive(&l1, 0, &c1, &y1);
+  assert_int_equal(c0, 1);
+  assert_int_equal(c1, 2);
+  assert_int_equal(y1, 2 * y0);
+  wl_workload_destroy(a);
+  wl_workload_destroy(b);
+}
+
+/* Every op of rank programs timed by hand: compute at its FLOPs x 1e-12 s
+ * (given, so never stretched) or 0 (zero_compute), every collective but the
+ * expert all-to-alls of no bytes (latency only), the all-to-alls as
+ * generated (a2a 1) or of no bytes (a2a 0). */
+static void time_by_hand(wl_workload *wl, int zero_compute, int a2a)
+{
+  for (int pi = 0; pi < wl->num_programs; pi++) {
+    wl_program *p = &wl->programs[pi];
+    for (size_t i = 0; i < p->num_ops; i++) {
+      wl_op *o = &p->ops[i];
+      if (o->kind == WL_OP_COMPUTE)
+        o->duration_s = zero_compute ? 0 : o->flops * 1e-12;
+      else if (o->kind == WL_OP_COLL && (!a2a || strncmp(wl_op_name(p, o), "ep.", 3)))
+        o->bytes = 0;
+    }
+  }
+}
+
+static double step_of(const wl_workload *wl, const char *what)
+{
+  forked_result *f = sim_run_forked(wl, "node8", NULL);
+  assert_non_null(f);
+  if (f->rc) {
+    print_error("%s: %s\n", what, f->msg);
+    fail();
+  }
+  double t = f->step_time_s;
+  forked_result_free(f);
+  return t;
+}
+
+/* The overlap on the engine, by a closed form.  Compute timed by hand
+ * (milliseconds a part), the all-to-alls as the network runs them (tens of
+ * microseconds on one node8 node), everything else latency only.  Without
+ * the overlap every all-to-all is exposed: step = C + 4 L m A, with C the
+ * step with the all-to-alls of no bytes (compute and latencies), L = 4
+ * layers, m = 4 micro-batches, A what an all-to-all's bytes add to it (4 L
+ * m A: the step with no compute less the one of neither).  With it, an
+ * all-to-all shorter than every part it runs beside is hidden, except those
+ * of the forward that runs alone first and of the backward that runs alone
+ * last: step = C' + 4 L A, C' its own step without the bytes, which hides
+ * the all-to-alls' latencies likewise and so is shorter than C. */
+static void test_moe_a2a_overlap__hides_all_but_the_lone_units(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(MOE_T, &m);
+  const char *spec[2] = {"ep=4,gbs=16", "ep=4,gbs=16,moe_a2a_overlap=1"};
+  double t[2][3];
+  for (int ov = 0; ov < 2; ov++)
+    for (int v = 0; v < 3; v++) { /* 0: all, 1: no all-to-all bytes, 2: no compute */
+      wl_workload *wl = gen(&m, spec[ov], 4, NULL);
+      time_by_hand(wl, v == 2, v != 1);
+      t[ov][v] = step_of(wl, spec[ov]);
+      wl_workload_destroy(wl);
+    }
+  /* the step with neither: latencies alone */
+  wl_workload *wl = gen(&m, spec[0], 4, NULL);
+  time_by_hand(wl, 1, 0);
+  double lat = step_of(wl, "latencies");
+  wl_workload_destroy(wl);
+  double L = 4, mb = 4, A = (t[0][2] - lat) / (4 * L * mb);
+  assert_true(A > 1e-6 && A < 1e-4);
+  assert_true(t[1][1] < t[0][1]);
+  check_rel(t[0][0], t[0][1] + 4 * L * mb * A, 1e-3, "without the overlap");
+  check_rel(t[1][0], t[1][1] + 4 * L * A, 1e-2, "with the overlap");
+}
+
 /* FLOPs and HBM bytes of rank 0's ops whose name is `name`, marked
  * recomputed (rec 1) or not (rec 0). */
 static void named_work(const wl_workload *wl, const char *name, int rec, double *flops,
@@ -2742,6 +2929,9 @@ int main(void)
       cmocka_unit_test(test_activation__fused_bytes_by_hand),
       cmocka_unit_test(test_ce_fusion__loss_bytes_collectives_and_memory_by_hand),
       cmocka_unit_test(test_moe_dispatcher__flex_marks_the_expert_all_to_alls),
+      cmocka_unit_test(test_model__qk_norm_key),
+      cmocka_unit_test(test_moe_a2a_overlap__same_work_reordered),
+      cmocka_unit_test(test_moe_a2a_overlap__hides_all_but_the_lone_units),
       cmocka_unit_test(test_recompute_modules__rerun_forward_ops_and_drop_their_activations),
       cmocka_unit_test(test_fp8__current_scaling_param_gather_and_sp_gathers_by_hand),
       cmocka_unit_test(test_recompute_op__torchtitan_policy_by_hand),

@@ -23,6 +23,25 @@ enum { R_TP, R_DP, R_DPX, R_EP, R_CP, R_PPN, R_PPP, R_EMBD, R_ETP, R_COUNT };
 enum { S_COMPUTE, S_TP, S_DP, S_PPS, S_PPR, S_CP, S_HOST, S_D2H, S_H2D, S_CPU, S_OFF_ALL };
 #define S_COUNT S_HOST
 #define S_ALL S_D2H
+/* moe_a2a_overlap's stream of the expert all-to-alls takes the seventh place:
+ * it needs dp_impl=megatron, so its workloads have no host stream */
+#define S_EP S_HOST
+
+/* moe_a2a_overlap: the part of a transformer layer being emitted, as
+ * Megatron-core's fine-grained schedule splits it (the combined 1F1B's
+ * nodes): forward attention to the router and the permutation (WL_PT_PRE),
+ * the dispatch all-to-all, the experts (WL_PT_MLP), the combine all-to-all
+ * and what follows it (WL_PT_POST); backward the same in reverse, the
+ * experts' weight gradients apart (WL_PT_DW, delay_wgrad_compute).  0: the
+ * whole layer. */
+enum {
+  WL_PT_PRE = 1 << 0,
+  WL_PT_DISPATCH = 1 << 1,
+  WL_PT_MLP = 1 << 2,
+  WL_PT_DW = 1 << 3,
+  WL_PT_COMBINE = 1 << 4,
+  WL_PT_POST = 1 << 5
+};
 
 #define MAXPEND 16
 
@@ -81,6 +100,10 @@ typedef struct wl__gen {
   int z3_first;                  /* first layer of the unit being emitted */
   double ds_bucket_d, ds_bucket_x; /* DeepSpeed reduce bucket being filled */
   long off_d2h;                    /* offload: the last copy to host memory, or -1 */
+  /* moe_a2a_overlap: the part of the layer to emit (WL_PT_* bits, 0: all), and
+   * the all-to-all the emitted part ends with, for the part that needs it */
+  int part;
+  long part_a2a;
 } wl__gen;
 
 /* What a GEMM is, for the fp8 casts around it (wl__gemm): a matmul with no
@@ -115,6 +138,10 @@ int wl__role_size(const wl__gen *g, int role);
 long wl__coll_s(wl__gen *g, int stream, const char *name, int coll, int role, double bytes,
                 long extra);
 long wl__coll_c(wl__gen *g, const char *name, int coll, int role, double bytes);
+/* moe_a2a_overlap: an expert all-to-all on the "ep" stream, after the last
+ * compute op and the pending waits (which it takes); its index is kept in
+ * g->part_a2a for the part that consumes it. */
+long wl__coll_ep(wl__gen *g, const char *name, double bytes);
 void wl__tp_enter(wl__gen *g, const char *name);
 void wl__col_fwd(wl__gen *g, const wl__col_gemm *c, int n);
 void wl__col_fwd_sp(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name);

@@ -22,7 +22,9 @@
  *                     compute op that needs them;
  *   stream "cp"       the context-parallel ring's steps (shift collectives of
  *                     the CP group), each waited on by the attention step
- *                     that needs it.
+ *                     that needs it;
+ *   stream "ep"       (moe_a2a_overlap only) the expert all-to-alls of a
+ *                     (forward, backward) pair run together (unit_pair).
  *
  * The order of units (forward/backward of a micro-batch's model chunk) comes
  * from wl__schedule().  Between two units, the previous unit's output send and
@@ -50,6 +52,8 @@ static const char *const role_names[R_COUNT] = {"tp", "dp",      "dp_expert", "e
 static const char *const stream_names[S_OFF_ALL] = {"compute", "tp",  "dp",  "pp_send",
                                                    "pp_recv", "cp",  "host", "d2h",
                                                    "h2d",     "cpu"};
+static const char *const stream_names_ep[S_EP + 1] = {"compute", "tp", "dp", "pp_send",
+                                                      "pp_recv", "cp", "ep"};
 
 /* ---- DP buckets ---------------------------------------------------------------- */
 /* Group order of chunk c, backward order: [output], per layer from the last:
@@ -244,6 +248,147 @@ static void unit_bwd(wl__gen *g, int c)
   }
 }
 
+/* ---- moe_a2a_overlap: a forward and a backward unit together ------------------------- */
+/* Megatron-core's combined 1F1B (overlap_moe_expert_parallel_comm with
+ * delay_wgrad_compute; pipeline_parallel/combined_1f1b.py and
+ * models/common/model_chunk_schedule_plan.py): the forward of one
+ * micro-batch's chunk and the backward of another's run layer by layer
+ * together, forward layer i with backward layer n-1-i, each layer cut in
+ * parts (WL_PT_*) so that one's all-to-alls, on a stream of their own, run
+ * beside the other's compute:
+ *   ep stream:      combine.bwd(b) | dispatch(f), dispatch.bwd(b) | combine(f)
+ *   compute stream: attention(f)   | experts.bwd(b), wgrad(b), experts(f) | attention.bwd(b)
+ * with the unpermute and residual after the combine (which Megatron runs on
+ * the communication stream) on the compute stream.  The layers one unit has
+ * more than the other, the embedding and the output run alone. */
+typedef struct pair_chain {
+  uint32_t pend[MAXPEND]; /* the chain's pending waits while the other chain emits */
+  int npend;
+  long a2a; /* its last all-to-all, for the part that consumes it, or -1 */
+  int flag; /* param_wait (forward) or grad_sync (backward) of its unit */
+} pair_chain;
+
+static void chain_enter(wl__gen *g, pair_chain *ch, int fwd, int part)
+{
+  memcpy(g->pend, ch->pend, sizeof g->pend);
+  g->npend = ch->npend;
+  g->phase = fwd ? WL_PHASE_FORWARD : WL_PHASE_BACKWARD;
+  g->param_wait = fwd ? ch->flag : 0;
+  g->grad_sync = fwd ? 0 : ch->flag;
+  g->part = part;
+  g->part_a2a = -1;
+  /* the parts after an all-to-all wait for it: forward the experts (after
+   * the dispatch) and the rest of the layer (after the combine); backward
+   * the experts (after the combine's backward) and the attention's part
+   * (after the dispatch's) */
+  if (part & (fwd ? WL_PT_MLP | WL_PT_POST : WL_PT_MLP | WL_PT_PRE)) {
+    wl__need(g, ch->a2a);
+    ch->a2a = -1;
+  }
+}
+
+static void chain_leave(wl__gen *g, pair_chain *ch)
+{
+  memcpy(ch->pend, g->pend, sizeof g->pend);
+  ch->npend = g->npend;
+  g->npend = 0;
+  if (g->part_a2a >= 0)
+    ch->a2a = g->part_a2a;
+  g->part = 0;
+  g->param_wait = g->grad_sync = 0;
+}
+
+static void pair_fwd(wl__gen *g, pair_chain *ch, int part, int layer, int c, int gi)
+{
+  chain_enter(g, ch, 1, part);
+  wl__layer_fwd(g, layer, c, gi);
+  chain_leave(g, ch);
+}
+
+static void pair_bwd(wl__gen *g, pair_chain *ch, int part, int layer, int c, int gi)
+{
+  chain_enter(g, ch, 0, part);
+  wl__layer_bwd(g, layer, c, gi);
+  chain_leave(g, ch);
+}
+
+/* The forward unit of chunk cf (param_wait: its first forward under
+ * overlap_param_gather) with the backward unit of chunk cb (grad_sync: its
+ * last backward), on this stage. */
+static void unit_pair(wl__gen *g, int cf, int param_wait, int cb, int grad_sync)
+{
+  const wl_layout *l = g->l;
+  int ff, nf, fb, nb;
+  wl__chunk_layers(l, g->m, g->stage, cf, &ff, &nf);
+  wl__chunk_layers(l, g->m, g->stage, cb, &fb, &nb);
+  int last_vs = l->pp * l->vpp - 1, vf = cf * l->pp + g->stage, vb = cb * l->pp + g->stage;
+  pair_chain F = {.npend = 0, .a2a = -1, .flag = param_wait};
+  pair_chain B = {.npend = 0, .a2a = -1, .flag = grad_sync};
+  memcpy(F.pend, g->pend, sizeof g->pend); /* the receives both wait for */
+  F.npend = g->npend;
+  memcpy(B.pend, g->pend, sizeof g->pend);
+  B.npend = g->npend;
+  g->npend = 0;
+  if (vf == 0) {
+    chain_enter(g, &F, 1, 0);
+    wl__param_wait(g, cf, g->ngroups[cf] - 1);
+    wl__embed_fwd(g);
+    chain_leave(g, &F);
+  }
+  if (vb == last_vs) {
+    chain_enter(g, &B, 0, 0);
+    wl__output_bwd(g);
+    wl__group_done(g, cb, 0);
+    chain_leave(g, &B);
+  }
+  int both = nf < nb ? nf : nb;
+  for (int k = 0; k < both; k++) {
+    int fl = ff + k, bl = fb + nb - 1 - k;
+    int gf = (vf == last_vs) + 2 * (ff + nf - 1 - fl), gb = (vb == last_vs) + 2 * (fb + nb - 1 - bl);
+    pair_bwd(g, &B, WL_PT_POST, bl, cb, gb);
+    pair_bwd(g, &B, WL_PT_COMBINE, bl, cb, gb);
+    pair_fwd(g, &F, WL_PT_PRE, fl, cf, gf);
+    pair_fwd(g, &F, WL_PT_DISPATCH, fl, cf, gf);
+    pair_bwd(g, &B, WL_PT_MLP, bl, cb, gb);
+    pair_bwd(g, &B, WL_PT_DISPATCH, bl, cb, gb);
+    pair_bwd(g, &B, WL_PT_DW, bl, cb, gb);
+    pair_fwd(g, &F, WL_PT_MLP, fl, cf, gf);
+    pair_fwd(g, &F, WL_PT_COMBINE, fl, cf, gf);
+    pair_bwd(g, &B, WL_PT_PRE, bl, cb, gb);
+    pair_fwd(g, &F, WL_PT_POST, fl, cf, gf);
+  }
+  /* the layers left, alone: the backward's first, then the forward's */
+  for (int bl = fb + nb - 1 - both; bl >= fb; bl--) {
+    chain_enter(g, &B, 0, 0);
+    wl__need(g, B.a2a);
+    wl__layer_bwd(g, bl, cb, (vb == last_vs) + 2 * (fb + nb - 1 - bl));
+    chain_leave(g, &B);
+  }
+  for (int fl = ff + both; fl < ff + nf; fl++) {
+    chain_enter(g, &F, 1, 0);
+    wl__need(g, F.a2a);
+    wl__layer_fwd(g, fl, cf, (vf == last_vs) + 2 * (ff + nf - 1 - fl));
+    chain_leave(g, &F);
+  }
+  if (vf == last_vs) {
+    chain_enter(g, &F, 1, 0);
+    wl__param_wait(g, cf, 0);
+    wl__output_fwd(g);
+    chain_leave(g, &F);
+  }
+  if (vb == 0) {
+    chain_enter(g, &B, 0, 0);
+    wl__embed_bwd(g);
+    wl__group_done(g, cb, g->ngroups[cb] - 1);
+    chain_leave(g, &B);
+  }
+  /* what is left pending waits for the sends that follow */
+  for (int i = 0; i < F.npend; i++)
+    wl__need(g, F.pend[i]);
+  for (int i = 0; i < B.npend; i++)
+    wl__need(g, B.pend[i]);
+}
+
 /* ---- one pipeline stage's program ---------------------------------------------------- */
 static int pp_tag(const wl_layout *l, int mb, int vs_recv, int bwd)
 {
@@ -271,7 +416,9 @@ static int stage_begin(wl__gen *g, int s, const char *pname)
 {
   const wl_layout *l = g->l;
   int ns = l->offload ? S_OFF_ALL : l->dp_impl != WL_DP_MEGATRON ? S_ALL : S_COUNT;
-  int pi = wl_program_add(g->wl, pname, ns, stream_names);
+  if (l->moe_a2a_overlap)
+    ns = S_EP + 1;
+  int pi = wl_program_add(g->wl, pname, ns, l->moe_a2a_overlap ? stream_names_ep : stream_names);
   if (pi < 0)
     return -1;
   g->p = &g->wl->programs[pi];
@@ -283,6 +430,8 @@ static int stage_begin(wl__gen *g, int s, const char *pname)
   g->conv_model = g->conv_hw = 0;
   g->ndp_ops = 0;
   g->off_d2h = -1;
+  g->part = 0;
+  g->part_a2a = -1;
   for (int c = 0; c < l->vpp; c++) {
     g->ngroups[c] = chunk_groups(g, c, &g->groups[c]);
     if (g->ngroups[c] < 0)
@@ -347,6 +496,57 @@ static void pp_recv(wl__gen *g, int role, int peer, int tag, double sent, double
     wl__coll_c(g, ag_name, WL_COLL_ALLGATHER, R_TP, whole);
 }
 
+/* The first forward of chunk c in u[0..k-1] (forward) or its last backward
+ * in u[k+1..] (backward). */
+static int first_fwd_of(const wl__unit *u, int k, int c)
+{
+  for (int j = 0; j < k; j++)
+    if (u[j].fwd && u[j].chunk == c)
+      return 0;
+  return 1;
+}
+
+static int last_bwd_of(const wl__unit *u, int nu, int k, int c)
+{
+  for (int j = k + 1; j < nu; j++)
+    if (!u[j].fwd && u[j].chunk == c)
+      return 0;
+  return 1;
+}
+
+/* moe_a2a_overlap: units k (forward) and k + 1 (backward) as one combined
+ * step: both inputs received, the two run together (unit_pair), then the
+ * forward's output and the backward's input gradient sent. */
+static void pair_units(wl__gen *g, const wl__unit *u, int nu, int k, double sent, double act,
+                       long *prev_send)
+{
+  const wl_layout *l = g->l;
+  int p = l->pp, s = g->stage, last_vs = p * l->vpp - 1;
+  int cf = u[k].chunk, mf = u[k].mb, vf = cf * p + s;
+  int cb = u[k + 1].chunk, mbb = u[k + 1].mb, vb = cb * p + s;
+  g->phase = WL_PHASE_FORWARD;
+  if (vf > 0)
+    pp_recv(g, R_PPP, 0, pp_tag(l, mf, vf, 0), sent, act, "pp.recv.act", "pp.recv.act.ag");
+  g->phase = WL_PHASE_BACKWARD;
+  if (vb < last_vs)
+    pp_recv(g, R_PPN, 1, pp_tag(l, mbb, vb, 1), sent, act, "pp.recv.grad", "pp.recv.grad.ag");
+  if (l->schedule != WL_SCHED_INTERLEAVED)
+    wl__need(g, *prev_send);
+  wl__marker(g, WL_MARK_MICROBATCH, mf);
+  wl__marker(g, WL_MARK_MICROBATCH, mbb);
+  int pw = first_fwd_of(u, k, cf) && (l->zero == 1 || l->zero == 2) && l->overlap_param_gather;
+  unit_pair(g, cf, pw, cb, last_bwd_of(u, nu, k + 1, cb));
+  g->phase = WL_PHASE_FORWARD;
+  long sf = vf < last_vs ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPN, 1, pp_tag(l, mf, vf + 1, 0), sent,
+                                   "pp.send.act", -1)
+                         : -1;
+  g->phase = WL_PHASE_BACKWARD;
+  long sb = vb > 0 ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPP, 0, pp_tag(l, mbb, vb - 1, 1), sent,
+                             "pp.send.grad", -1)
+                   : -1;
+  *prev_send = sb >= 0 ? sb : sf;
+}
+
 static int stage_units(wl__gen *g)
 {
   const wl_layout *l = g->l;
@@ -355,6 +555,7 @@ static int stage_units(wl__gen *g)
   wl__unit *u = wl__schedule(l, s, &nu);
   if (!u)
     return -1;
+  int warm = wl__schedule_warm(l, s);
   int last_vs = p * v - 1;
   double act = g->Tsp * g->h * g->ab; /* p2p tensor: [s/cp(/tp with SP), b, h] */
   /* pp_scatter (Megatron-LM 2021-2023, without SP): each TP rank sends its
@@ -366,6 +567,14 @@ static int stage_units(wl__gen *g)
   for (int k = 0; k < nu; k++) {
     int c = u[k].chunk, mb = u[k].mb, vs = c * p + s;
     int fwd = u[k].fwd;
+    /* moe_a2a_overlap: each (forward, backward) pair of the steady state
+     * runs as one step */
+    if (l->moe_a2a_overlap && fwd && k >= warm && (k - warm) % 2 == 0 && k + 1 < nu &&
+        !u[k + 1].fwd) {
+      pair_units(g, u, nu, k, sent, act, &prev_send);
+      k++;
+      continue;
+    }
     g->phase = fwd ? WL_PHASE_FORWARD : WL_PHASE_BACKWARD;
     /* this unit's input */
     if (fwd && vs > 0)
@@ -379,22 +588,15 @@ static int stage_units(wl__gen *g)
       wl__need(g, prev_send);
     wl__marker(g, WL_MARK_MICROBATCH, mb);
     if (fwd) {
-      int first_fwd = 1;
-      for (int j = 0; j < k; j++)
-        if (u[j].fwd && u[j].chunk == c)
-          first_fwd = 0;
-      g->param_wait = first_fwd && (l->zero == 1 || l->zero == 2) && l->overlap_param_gather;
+      g->param_wait =
+          first_fwd_of(u, k, c) && (l->zero == 1 || l->zero == 2) && l->overlap_param_gather;
       unit_fwd(g, c);
       g->param_wait = 0;
       prev_send = vs < last_vs ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPN, 1, pp_tag(l, mb, vs + 1, 0),
                                          sent, "pp.send.act", -1)
                                : -1;
     } else {
-      int last_bwd = 1;
-      for (int j = k + 1; j < nu; j++)
-        if (!u[j].fwd && u[j].chunk == c)
-          last_bwd = 0;
-      g->grad_sync = last_bwd;
+      g->grad_sync = last_bwd_of(u, nu, k, c);
       unit_bwd(g, c);
       g->grad_sync = 0;
       prev_send = vs > 0 ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPP, 0, pp_tag(l, mb, vs - 1, 1), sent,

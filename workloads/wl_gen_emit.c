@@ -223,6 +223,20 @@ long wl__coll_c(wl__gen *g, const char *name, int coll, int role, double bytes)
   return wl__put_c(g, op);
 }
 
+long wl__coll_ep(wl__gen *g, const char *name, double bytes)
+{
+  if (wl__role_size(g, R_EP) < 2 || bytes <= 0)
+    return -1;
+  wl__need(g, g->last_c);
+  wl_op op = wl_op_coll(S_EP, WL_COLL_ALLTOALL, R_EP, bytes);
+  op.name = wl__nm(g, name);
+  op.stream = S_EP;
+  long i = wl__put(g, op, g->pend, g->npend);
+  g->npend = 0;
+  g->part_a2a = i;
+  return i;
+}
+
 /* ---- tensor-parallel linear layers ------------------------------------------ */
 
 /* The SP all-gather of a [T, h] tensor of `elem` bytes an element. */

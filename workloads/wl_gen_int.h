@@ -45,6 +45,10 @@ typedef struct wl__unit {
 
 /* Units of stage s in execution order; *n = 2 * m * vpp.  Caller frees. */
 wl__unit *wl__schedule(const wl_layout *l, int stage, int *n);
+/* How many forward units stage s runs before its first backward: after them
+ * the schedule alternates forward and backward (the steady state) until its
+ * forwards run out. */
+int wl__schedule_warm(const wl_layout *l, int stage);
 /* The moment of stage s's schedule with the most transformer layers alive
  * (chunks forwarded, not yet backwarded; ties: the most chunks): how many
  * chunks and layers are alive then. */

@@ -388,10 +388,14 @@ static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
  * top-k and the experts per member; the collective layer counts the rest). */
 static void ep_a2a(wl__gen *g, const char *name, double bytes)
 {
-  long i = wl__coll_c(g, name, WL_COLL_ALLTOALL, R_EP, bytes);
+  long i = g->part ? wl__coll_ep(g, name, bytes) : wl__coll_c(g, name, WL_COLL_ALLTOALL, R_EP, bytes);
   if (i >= 0 && g->l->moe_dispatcher == WL_MOE_FLEX)
     wl_op_set_dedup(&g->p->ops[i], g->m->moe.top_k, g->m->moe.experts / g->l->ep);
 }
+
+/* Whether the layer's part `bits` is being emitted (moe_a2a_overlap's parts,
+ * WL_PT_*; every part when g->part is 0). */
+static int pt(const wl__gen *g, int bits) { return !g->part || (g->part & bits); }
 
 /* The experts' fused activation over the te tokens they hold, forward. */
 static void expert_act(wl__gen *g, double te, double ef, double et)
@@ -412,18 +416,42 @@ static void moe_fwd(wl__gen *g)
   double Tl = g->Tsp, et = g->etp;
   double Te = Tl * et * k * g->cf; /* tokens through this rank's experts (after the gather) */
   double Me = Te * ep / E;         /* per local expert */
-  wl__gemm(g, "router", WL__MM, 0, Tl, E, g->h, 1, 1);
-  wl__elem(g, "moe.permute", Tl * k * g->cf * g->h, 2, 0);
-  ep_a2a(g, "ep.dispatch", Tl * k * g->cf * g->h * g->ab);
-  wl__coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
-  wl__gemm(g, "expert.fc1", WL__FWD, 0, Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
-  expert_act(g, Te, ef, et);
-  wl__gemm(g, "expert.fc2", WL__FWD, 0, Me, g->h, ef / et, E / ep, 1 / g->cf);
-  wl__coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
-  ep_a2a(g, "ep.combine", Tl * k * g->cf * g->h * g->ab);
-  wl__elem(g, "moe.unpermute", Tl * k * g->cf * g->h, 2, 2);
-  if (mo->shared_experts)
+  /* moe_a2a_overlap: the shared experts run before the router, in the
+   * attention's part (Megatron-core's pre-dispatch node) */
+  if (g->part && pt(g, WL_PT_PRE) && mo->shared_experts)
     mlp_fwd(g, mo->shared_experts * ef, "shared", 0);
+  if (pt(g, WL_PT_PRE)) {
+    wl__gemm(g, "router", WL__MM, 0, Tl, E, g->h, 1, 1);
+    wl__elem(g, "moe.permute", Tl * k * g->cf * g->h, 2, 0);
+  }
+  if (pt(g, WL_PT_DISPATCH))
+    ep_a2a(g, "ep.dispatch", Tl * k * g->cf * g->h * g->ab);
+  if (pt(g, WL_PT_MLP)) {
+    wl__coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
+    wl__gemm(g, "expert.fc1", WL__FWD, 0, Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
+    expert_act(g, Te, ef, et);
+    wl__gemm(g, "expert.fc2", WL__FWD, 0, Me, g->h, ef / et, E / ep, 1 / g->cf);
+    wl__coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
+  }
+  if (pt(g, WL_PT_COMBINE))
+    ep_a2a(g, "ep.combine", Tl * k * g->cf * g->h * g->ab);
+  if (pt(g, WL_PT_POST))
+    wl__elem(g, "moe.unpermute", Tl * k * g->cf * g->h, 2, 2);
+  if (!g->part && mo->shared_experts)
+    mlp_fwd(g, mo->shared_experts * ef, "shared", 0);
+}
+
+/* The shared experts' backward, re-run first under recompute_modules
+ * shared_experts (r: the modules recomputed). */
+static void shared_bwd(wl__gen *g, int r)
+{
+  double f = g->m->moe.shared_experts * g->m->moe.expert_ffn_hidden;
+  if (r & WL_RCM_SHARED_EXPERTS) {
+    g->flags = WL_OPF_RECOMPUTE;
+    mlp_fwd(g, f, "shared", 0);
+    g->flags = 0;
+  }
+  mlp_bwd(g, f, "shared", 0);
 }
 
 static void moe_bwd(wl__gen *g)
@@ -437,32 +465,50 @@ static void moe_bwd(wl__gen *g)
    * discarded activation output, re-run where backward first needs them
    * (both inside moe, when the whole layer is recomputed) */
   int r = (rcm(g) & WL_RCM_MOE) ? 0 : rcm(g);
-  if (mo->shared_experts) {
-    if (r & WL_RCM_SHARED_EXPERTS) {
+  /* moe_a2a_overlap: the shared experts' backward in the attention's part
+   * (below), the experts' weight gradients delayed to a part of their own
+   * (delay_wgrad_compute: after the dispatch's backward is issued) */
+  if (!g->part && mo->shared_experts)
+    shared_bwd(g, r);
+  if (pt(g, WL_PT_POST))
+    wl__elem(g, "moe.unpermute.bwd", Tl * k * g->cf * g->h, 2, 2);
+  if (pt(g, WL_PT_COMBINE))
+    ep_a2a(g, "ep.combine.bwd", Tl * k * g->cf * g->h * g->ab);
+  if (pt(g, WL_PT_MLP)) {
+    wl__coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
+    wl__gemm(g, "expert.fc2.dgrad", WL__DGRAD, 0, Me, ef / et, g->h, E / ep, 1 / g->cf);
+  }
+  if (!g->part)
+    wl__gemm(g, "expert.fc2.wgrad", WL__WGRAD, 0, ef / et, g->h, Me, E / ep, 1 / g->cf);
+  if (pt(g, WL_PT_MLP)) {
+    if (r & WL_RCM_MOE_ACT) {
       g->flags = WL_OPF_RECOMPUTE;
-      mlp_fwd(g, mo->shared_experts * ef, "shared", 0);
+      expert_act(g, Te, ef, et);
       g->flags = 0;
     }
-    mlp_bwd(g, mo->shared_experts * ef, "shared", 0);
+    wl__elem(g, "expert.act.bwd", Te * act_in(g->m, ef) / et, act_rw(g->m, 1), 12);
+    wl__gemm(g, "expert.fc1.dgrad", WL__DGRAD, 0, Me, g->h, act_in(g->m, ef) / et, E / ep,
+             1 / g->cf);
   }
-  wl__elem(g, "moe.unpermute.bwd", Tl * k * g->cf * g->h, 2, 2);
-  ep_a2a(g, "ep.combine.bwd", Tl * k * g->cf * g->h * g->ab);
-  wl__coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
-  wl__gemm(g, "expert.fc2.dgrad", WL__DGRAD, 0, Me, ef / et, g->h, E / ep, 1 / g->cf);
-  wl__gemm(g, "expert.fc2.wgrad", WL__WGRAD, 0, ef / et, g->h, Me, E / ep, 1 / g->cf);
-  if (r & WL_RCM_MOE_ACT) {
-    g->flags = WL_OPF_RECOMPUTE;
-    expert_act(g, Te, ef, et);
-    g->flags = 0;
+  if (!g->part)
+    wl__gemm(g, "expert.fc1.wgrad", WL__WGRAD, 0, g->h, act_in(g->m, ef) / et, Me, E / ep,
+             1 / g->cf);
+  if (pt(g, WL_PT_MLP))
+    wl__coll_c(g, "moe.tp.ag.bwd", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
+  if (g->part & WL_PT_DW) {
+    wl__gemm(g, "expert.fc2.wgrad", WL__WGRAD, 0, ef / et, g->h, Me, E / ep, 1 / g->cf);
+    wl__gemm(g, "expert.fc1.wgrad", WL__WGRAD, 0, g->h, act_in(g->m, ef) / et, Me, E / ep,
+             1 / g->cf);
   }
-  wl__elem(g, "expert.act.bwd", Te * act_in(g->m, ef) / et, act_rw(g->m, 1), 12);
-  wl__gemm(g, "expert.fc1.dgrad", WL__DGRAD, 0, Me, g->h, act_in(g->m, ef) / et, E / ep, 1 / g->cf);
-  wl__gemm(g, "expert.fc1.wgrad", WL__WGRAD, 0, g->h, act_in(g->m, ef) / et, Me, E / ep, 1 / g->cf);
-  wl__coll_c(g, "moe.tp.ag.bwd", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
-  ep_a2a(g, "ep.dispatch.bwd", Tl * k * g->cf * g->h * g->ab);
-  wl__elem(g, "moe.permute.bwd", Tl * k * g->cf * g->h, 2, 0);
-  wl__gemm(g, "router.dgrad", WL__MM, 0, Tl, g->h, E, 1, 1);
-  wl__gemm(g, "router.wgrad", WL__MM, 0, g->h, E, Tl, 1, 1);
+  if (pt(g, WL_PT_DISPATCH))
+    ep_a2a(g, "ep.dispatch.bwd", Tl * k * g->cf * g->h * g->ab);
+  if (pt(g, WL_PT_PRE)) {
+    wl__elem(g, "moe.permute.bwd", Tl * k * g->cf * g->h, 2, 0);
+    wl__gemm(g, "router.dgrad", WL__MM, 0, Tl, g->h, E, 1, 1);
+    wl__gemm(g, "router.wgrad", WL__MM, 0, g->h, E, Tl, 1, 1);
+    if (g->part && mo->shared_experts)
+      shared_bwd(g, r);
+  }
 }
 
 /* ---- one transformer layer ------------------------------------------------------- */
@@ -471,32 +517,36 @@ void wl__layer_fwd(wl__gen *g, int layer, int c, int gi_mlp)
   const wl_model *m = g->m;
   double h = g->h, Tsp = g->Tsp;
   g->win = wl_model_layer_window(m, layer);
-  wl__marker(g, WL_MARK_LAYER, layer);
-  wl__param_wait(g, c, gi_mlp);
-  wl__param_wait(g, c, gi_mlp + 1);
-  norm_fwd(g, "ln1", Tsp * h);
-  wl__col_gemm pc[4];
-  int np = attn_proj(g, pc);
-  wl__col_fwd_sp(g, pc, np, "attn.tp.ag");
-  double a, kv, dqk, dv;
-  attn_dims(g, &a, &kv, &dqk, &dv);
-  if (m->qk_norm)
-    norm_fwd(g, "qk_norm", g->T * (a + kv) * dqk);
-  rope(g, 0);
-  repeat_kv(g, 0);
-  attn_fwd(g);
-  wl__row_fwd(g, "proj", 0, a * dv, g->l->sp ? "attn.tp.rs" : "attn.tp.ar");
-  if (m->norms_per_layer > 2)
-    norm_fwd(g, "ln1.post", Tsp * h);
-  residual(g, "res1", Tsp * h, 0);
-  norm_fwd(g, "ln2", Tsp * h);
+  if (pt(g, WL_PT_PRE)) {
+    wl__marker(g, WL_MARK_LAYER, layer);
+    wl__param_wait(g, c, gi_mlp);
+    wl__param_wait(g, c, gi_mlp + 1);
+    norm_fwd(g, "ln1", Tsp * h);
+    wl__col_gemm pc[4];
+    int np = attn_proj(g, pc);
+    wl__col_fwd_sp(g, pc, np, "attn.tp.ag");
+    double a, kv, dqk, dv;
+    attn_dims(g, &a, &kv, &dqk, &dv);
+    if (m->qk_norm)
+      norm_fwd(g, "qk_norm", g->T * (a + kv) * dqk);
+    rope(g, 0);
+    repeat_kv(g, 0);
+    attn_fwd(g);
+    wl__row_fwd(g, "proj", 0, a * dv, g->l->sp ? "attn.tp.rs" : "attn.tp.ar");
+    if (m->norms_per_layer > 2)
+      norm_fwd(g, "ln1.post", Tsp * h);
+    residual(g, "res1", Tsp * h, 0);
+    norm_fwd(g, "ln2", Tsp * h);
+  }
   if (wl__is_moe_layer(m, layer))
     moe_fwd(g);
-  else
+  else if (pt(g, WL_PT_MLP))
     mlp_fwd(g, m->ffn_hidden, "mlp", 1);
-  if (m->norms_per_layer > 2)
-    norm_fwd(g, "ln2.post", Tsp * h);
-  residual(g, "res2", Tsp * h, 0);
+  if (pt(g, WL_PT_POST)) {
+    if (m->norms_per_layer > 2)
+      norm_fwd(g, "ln2.post", Tsp * h);
+    residual(g, "res2", Tsp * h, 0);
+  }
 }
 
 /* recompute=op: torchtitan's per-op selective activation checkpointing
@@ -546,7 +596,8 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
   const wl_model *m = g->m;
   double h = g->h, Tsp = g->Tsp;
   g->win = wl_model_layer_window(m, layer);
-  wl__marker(g, WL_MARK_LAYER, layer);
+  if (!g->part)
+    wl__marker(g, WL_MARK_LAYER, layer);
   if (g->l->recompute == WL_RECOMPUTE_FULL) {
     int pw = g->param_wait;
     g->param_wait = 0;
@@ -565,23 +616,51 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
    * dense layer's is fused into Transformer Engine's fc1) and the MoE layer
    * or the dense MLP, re-run before their backward */
   int r = rcm(g), moe = wl__is_moe_layer(m, layer);
-  residual(g, "res2.bwd", Tsp * h, 1);
-  if (m->norms_per_layer > 2)
-    norm_bwd(g, "ln2.post.bwd", Tsp * h);
-  if ((moe && (r & (WL_RCM_LAYERNORM | WL_RCM_MOE))) || (!moe && (r & WL_RCM_MLP))) {
-    g->flags = WL_OPF_RECOMPUTE;
-    if (moe && (r & WL_RCM_LAYERNORM))
-      norm_fwd(g, "ln2", Tsp * h);
-    if (moe && (r & WL_RCM_MOE))
-      moe_fwd(g);
-    if (!moe)
-      mlp_fwd(g, m->ffn_hidden, "mlp", 1);
-    g->flags = 0;
+  if (pt(g, WL_PT_POST)) {
+    if (g->part)
+      wl__marker(g, WL_MARK_LAYER, layer);
+    residual(g, "res2.bwd", Tsp * h, 1);
+    if (m->norms_per_layer > 2)
+      norm_bwd(g, "ln2.post.bwd", Tsp * h);
   }
-  if (moe)
-    moe_bwd(g);
-  else
-    mlp_bwd(g, m->ffn_hidden, "mlp", 1);
+  if (g->part) {
+    /* moe_a2a_overlap's parts: the combine's backward, then the re-runs
+     * (the moe module's are refused) where the experts' backward starts */
+    int keep = g->part;
+    if (moe && (g->part = keep & (WL_PT_POST | WL_PT_COMBINE)))
+      moe_bwd(g);
+    g->part = keep;
+    if ((keep & WL_PT_MLP) && ((moe && (r & WL_RCM_LAYERNORM)) || (!moe && (r & WL_RCM_MLP)))) {
+      g->flags = WL_OPF_RECOMPUTE;
+      if (moe)
+        norm_fwd(g, "ln2", Tsp * h);
+      else
+        mlp_fwd(g, m->ffn_hidden, "mlp", 1);
+      g->flags = 0;
+    }
+    if (moe && (g->part = keep & ~(WL_PT_POST | WL_PT_COMBINE)))
+      moe_bwd(g);
+    g->part = keep;
+    if (!moe && (keep & WL_PT_MLP))
+      mlp_bwd(g, m->ffn_hidden, "mlp", 1);
+  } else {
+    if ((moe && (r & (WL_RCM_LAYERNORM | WL_RCM_MOE))) || (!moe && (r & WL_RCM_MLP))) {
+      g->flags = WL_OPF_RECOMPUTE;
+      if (moe && (r & WL_RCM_LAYERNORM))
+        norm_fwd(g, "ln2", Tsp * h);
+      if (moe && (r & WL_RCM_MOE))
+        moe_fwd(g);
+      if (!moe)
+        mlp_fwd(g, m->ffn_hidden, "mlp", 1);
+      g->flags = 0;
+    }
+    if (moe)
+      moe_bwd(g);
+    else
+      mlp_bwd(g, m->ffn_hidden, "mlp", 1);
+  }
+  if (!pt(g, WL_PT_PRE))
+    return;
   norm_bwd(g, "ln2.bwd", Tsp * h);
   wl__group_done(g, c, gi_mlp);
   residual(g, "res1.bwd", Tsp * h, 1);

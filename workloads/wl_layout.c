@@ -93,7 +93,7 @@ enum {
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
-  K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_COUNT
+  K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_MOE_A2A, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -102,7 +102,7 @@ static const char *const key_names[K_COUNT] = {
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
     "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
-    "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules"};
+    "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules", "moe_a2a_overlap"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -117,6 +117,7 @@ static const struct {
     {"num_layers_in_last_pipeline_stage", K_LAST},
     {"cross_entropy_fusion_impl", K_CE_FUSION},
     {"moe_token_dispatcher_type", K_MOE_DISPATCHER},
+    {"overlap_moe_expert_parallel_comm", K_MOE_A2A},
 };
 
 static int parse_int(const char *s, long *v)
@@ -243,6 +244,7 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_TP_ASYNC: l->tp_async = v; break;
   case K_PP_SCATTER: l->pp_scatter = v; break;
   case K_FP8_PARAM_GATHER: l->fp8_param_gather = v; break;
+  case K_MOE_A2A: l->moe_a2a_overlap = v; break;
   default: break;
   }
 }
@@ -449,7 +451,8 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       ERR("key '%s' value '%s' is not a non-negative integer", key, val);
     int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH ||
                   k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS || k == K_EAGER ||
-                  k == K_TP_ASYNC || k == K_PP_SCATTER || k == K_FP8_PARAM_GATHER;
+                  k == K_TP_ASYNC || k == K_PP_SCATTER || k == K_FP8_PARAM_GATHER ||
+                  k == K_MOE_A2A;
     if (!boolean && k != K_ZERO && iv < 1) {
       if (k == K_FIRST || k == K_LAST)
         ERR("first_stage_layers/last_stage_layers must be >= 1");
@@ -821,6 +824,26 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
         l->etp);
   if (l->moe_dispatcher < 0)
     l->moe_dispatcher = WL_MOE_ALLTOALL;
+  /* the expert all-to-alls overlapped across micro-batches, as Megatron-core's
+   * TransformerConfig checks overlap_moe_expert_parallel_comm */
+  if (l->moe_a2a_overlap) {
+    if (!m->has_moe || l->ep < 2 || l->dp_impl != WL_DP_MEGATRON)
+      ERR("moe_a2a_overlap is Megatron-core's overlap of the expert all-to-alls: it needs a MoE "
+          "model, ep > 1 and dp_impl=megatron (ep is %d, dp_impl %s)",
+          l->ep, dp_impl_names[l->dp_impl]);
+    if (l->pp > 1 && l->schedule != WL_SCHED_INTERLEAVED)
+      ERR("moe_a2a_overlap with pp (%d) > 1 needs the interleaved schedule (vpp > 1), as "
+          "Megatron-core requires",
+          l->pp);
+    if (l->recompute == WL_RECOMPUTE_FULL || l->recompute == WL_RECOMPUTE_OP ||
+        (l->recompute_modules & WL_RCM_MOE))
+      ERR("moe_a2a_overlap with recompute=%s%s: Megatron-core refuses full recomputation and "
+          "the moe module's",
+          recompute_names[l->recompute], (l->recompute_modules & WL_RCM_MOE) ? " (moe)" : "");
+    if (l->zero == 3)
+      ERR("moe_a2a_overlap with zero=3: the overlapped schedule under Megatron's FSDP is not "
+          "modelled");
+  }
   if (l->fp8_recipe >= 0 && l->dtype != WL_DTYPE_FP8)
     ERR("fp8_recipe is Transformer Engine's fp8 scaling: it needs dtype=fp8 (dtype is %s)",
         wl_dtype_name(l->dtype));
@@ -927,6 +950,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",fp8_param_gather=1");
   if (l->moe_dispatcher > 0)
     st_buf_printf(&b, ",moe_dispatcher=%s", moe_dispatcher_names[l->moe_dispatcher]);
+  if (l->moe_a2a_overlap)
+    st_buf_printf(&b, ",moe_a2a_overlap=1");
   char mods[128];
   wl_layout_recompute_modules(l, mods, sizeof mods);
   if (mods[0])
@@ -1012,11 +1037,16 @@ static int sched_warm(const wl_layout *l, int s)
   int m = l->num_microbatches, p = l->pp, total = m * l->vpp;
   if (l->schedule == WL_SCHED_GPIPE)
     return m;
+  /* moe_a2a_overlap: one forward more before the first (forward, backward)
+   * pair, so that the two of each pair are independent (Megatron-core's
+   * get_pp_rank_microbatches; with pp = 1 its combined schedule runs the
+   * first forward alone) */
+  int extra = l->moe_a2a_overlap ? 1 : 0;
   if (l->schedule == WL_SCHED_1F1B)
-    return p - s - 1 < m ? p - s - 1 : m;
+    return p - s - 1 + extra < m ? p - s - 1 + extra : m;
   if (m == p)
     return total; /* Megatron: all_warmup_microbatches */
-  int warm = (p - s - 1) * 2 + (l->vpp - 1) * p;
+  int warm = (p - s - 1) * 2 + (l->vpp - 1) * p + extra;
   return warm > total ? total : warm;
 }
 
@@ -1040,6 +1070,8 @@ static wl__unit sched_at(const wl_layout *l, int warm, int idx)
   int chunk = (kk % (p * v)) / p;
   return (wl__unit){fwd, (kk / (p * v)) * p + kk % p, fwd ? chunk : v - 1 - chunk};
 }
+
+int wl__schedule_warm(const wl_layout *l, int s) { return sched_warm(l, s); }
 
 wl__unit *wl__schedule(const wl_layout *l, int s, int *n)
 {

@@ -153,7 +153,8 @@ static const char *act_name(int a) { return a == WL_ACT_GELU ? "gelu" : "swiglu"
 static const char *const top_keys[] = {"name",     "layers",  "hidden",     "heads",
                                        "kv_heads", "head_dim", "ffn_hidden", "ffn_act",
                                        "vocab",    "seq_len", "tie_embeddings", "moe",
-                                       "mla",      "sliding_window", "window_pattern", NULL};
+                                       "mla",      "sliding_window", "window_pattern", "qk_norm",
+                                       NULL};
 static const char *const moe_keys[] = {"experts",        "top_k",        "expert_ffn_hidden",
                                        "shared_experts", "dense_layers", "capacity_factor",
                                        NULL};
@@ -263,6 +264,9 @@ int wl_model_parse(const char *json, const char *what, wl_model *out, st_err *er
   }
   TRY(validate(&m, what, err));
   style_from_act(&m);
+  const cJSON *qkn = cJSON_GetObjectItemCaseSensitive(root, "qk_norm");
+  if (qkn)
+    TRY(st_jrd_bool(&r, NULL, qkn, &m.qk_norm));
   TRY(get_int(&r, NULL, root, "sliding_window", 0, &m.sliding_window, 1));
   const cJSON *wp = cJSON_GetObjectItemCaseSensitive(root, "window_pattern");
   if (wp) {

@@ -620,6 +620,11 @@ typedef struct wl_layout {
   int ce_fusion;         /* wl_ce_fusion: the loss's kernels (-1 in a request: not given) */
   int fp8_recipe;        /* wl_fp8_recipe (dtype=fp8; -1 in a request: not given) */
   int moe_dispatcher;    /* wl_moe_dispatcher (-1 in a request: not given) */
+  int moe_a2a_overlap;   /* 1: Megatron-core's overlap_moe_expert_parallel_comm with
+                            delay_wgrad_compute (Megatron-Bridge's moe_a2a_overlap): one
+                            micro-batch's forward and another's backward run layer by
+                            layer together, each one's expert all-to-alls on a stream of
+                            their own beside the other's compute */
   int fp8_param_gather;  /* 1: the distributed optimizer all-gathers the transformer layers'
                             parameters in fp8 (Megatron's --fp8-param-gather: fp8 weights) */
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
