@@ -19,6 +19,7 @@
  * 4. The best K are simulated, each in its own process, and ranked by the
  *    simulated step.
  * Ties keep enumeration order, so the output is the same bytes every run. */
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,14 +56,15 @@ static int reason_add(drv_search *s, const char *why)
 
 /* "layout 'tp=8,...': key 'tp' (8) does not divide 'heads' (12)" -> the
  * reason without the layout and with numbers as N, so that alike failures
- * count together. */
+ * count together; digits inside a name (moe_a2a_overlap, fp8) stay. */
 static void reason_of(const char *msg, char *out, size_t n)
 {
   const char *p = strstr(msg, "': ");
   p = p ? p + 3 : msg;
   size_t k = 0;
   while (*p && k + 2 < n) {
-    if (*p >= '0' && *p <= '9') {
+    int in_name = k > 0 && (isalpha((unsigned char)out[k - 1]) || out[k - 1] == '_');
+    if (*p >= '0' && *p <= '9' && !in_name) {
       while ((*p >= '0' && *p <= '9') || *p == '.')
         p++;
       out[k++] = 'N';
@@ -385,8 +387,39 @@ static int estimate_at(const enum_ctx *x, const plat_cluster *cl, const drv_cand
  * same time per micro-batch, waits at the stage boundaries included, which
  * the stages alone do not see.  Without one, a stage's program alone is the
  * step, carried to m by its per-micro-batch work. */
+/* moe_a2a_overlap: a step of one micro-batch (a round with vpp) has no
+ * (forward, backward) pair to overlap, so its per-micro-batch work is the
+ * plain schedule's.  The estimate is made on two steps with pairs, 2 m' and
+ * 4 m' micro-batches, and carried to m along the line through them (the
+ * stage alone, and the stages together when they wait on each other); a
+ * step of no more than 4 m' is estimated whole. */
+static int estimate_paired(const enum_ctx *x, const plat_cluster *cl, drv_candidate *c,
+                           st_err *err)
+{
+  int m_full = c->microbatches, m1 = 2 * (c->k.vpp > 1 ? c->k.pp : 1), m2 = 2 * m1;
+  drv_estimate e1, e2;
+  int rc = estimate_at(x, cl, c, m_full <= m2 ? m_full : m1, &e1, err);
+  if (rc)
+    return rc;
+  double step = e1.step_s;
+  if (m_full > m2) {
+    if ((rc = estimate_at(x, cl, c, m2, &e2, err)))
+      return rc;
+    double per_mb = (e2.program_s - e1.program_s) / (m2 - m1);
+    step = e1.program_s + (m_full - m1) * per_mb + e1.bubble_s;
+    if (e1.coupled && e2.coupled)
+      step = e1.step_s + (m_full - m1) * fmax((e2.step_s - e1.step_s) / (m2 - m1), per_mb);
+  }
+  c->estimate_s = step;
+  c->est_bubble_s = e1.bubble_s;
+  c->est_exposed_comm_s = e1.exposed_comm_s;
+  return ST_OK;
+}
+
 static int estimate_one(const enum_ctx *x, const plat_cluster *cl, drv_candidate *c, st_err *err)
 {
+  if (strstr(c->layout, ",moe_a2a_overlap=1"))
+    return estimate_paired(x, cl, c, err);
   int m_full = c->microbatches, m_est = c->k.vpp > 1 ? c->k.pp : 1;
   if (m_est > m_full)
     m_est = m_full;
@@ -822,8 +855,17 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
                       "gbs %d (the search's own keys take the values docs/search.md lists)",
                       o->fixed, o->model, s->num_gpus, o->gbs);
     } else {
-      rc = st_err_set(err, ST_EINPUT, "model '%s' has no valid layout on %d GPUs with gbs %d",
-                      o->model, s->num_gpus, o->gbs);
+      /* the reason most layouts were refused for, so the message says why */
+      const drv_search_reason *top = NULL;
+      for (int i = 0; i < s->num_reasons; i++)
+        if (!top || s->reasons[i].count > top->count)
+          top = &s->reasons[i];
+      char why[256] = "";
+      if (top)
+        snprintf(why, sizeof why, "; most often: %s (%ld of %ld refused for it)", top->why,
+                 top->count, s->enumerated);
+      rc = st_err_set(err, ST_EINPUT, "model '%s' has no valid layout on %d GPUs with gbs %d%s",
+                      o->model, s->num_gpus, o->gbs, why);
     }
     goto out;
   }
