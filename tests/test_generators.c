@@ -2470,14 +2470,7 @@ static void test_recompute_modules__rerun_forward_ops_and_drop_their_activations
 }
 
 /* First index of an op by name in rank 0's program, -1 when none. */
-static long first_op(const wl_workload *wl, const char *name)
-{
-  const wl_program *p = &wl->programs[wl->rank_program[0]];
-  for (size_t i = 0; i < p->num_ops; i++)
-    if (!strcmp(wl_op_name(p, &p->ops[i]), name))
-      return (long)i;
-  return -1;
-}
+static long first_op(const wl_workload *wl, const char *name) { return nth_op(wl, name, 0); }
 
 /* tp_async: Megatron-LM's backward TP all-reduce of a column-parallel
  * block's input gradient (QKV, fc1, the output layer).  Default (since
