@@ -983,6 +983,44 @@ static void test_memory__activations_match_korthikanti(void **state)
   }
 }
 
+/* Under fp8 Transformer Engine keeps a linear layer's input as the fp8 cast
+ * its GEMM ran on, one byte an element (module/linear.py): GPT_T's layer
+ * (s = h = 1,024, 16 heads of 64, ffn 4,096, one sequence) keeps QKV's,
+ * proj's and fc1's inputs (s h each) and fc2's (4 s h) at one byte, 7 s h
+ * less than in bf16; MOE_T's MoE layer (top 2 of 8 experts of width 1,024
+ * on ep 4: te = 2,048 routed tokens a rank) also its experts' fc1 and fc2
+ * inputs (te h and te f_e): QKV and proj (2 s h) plus 2 x 2 s h.  The
+ * PyTorch frameworks through torchao (dp_impl fsdp2) keep two bytes. */
+static void test_memory__fp8_keeps_linear_inputs_in_one_byte(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *model, *bf16, *fp8;
+    int gpus;
+    double less; /* in units of s h */
+  } cases[] = {{GPT_T, "gbs=1", "gbs=1,dtype=fp8", 1, 7},
+               {MOE_T, "ep=4,gbs=4", "ep=4,gbs=4,dtype=fp8", 4, 2 + 4},
+               {GPT_T, "dp=2,zero=3,dp_impl=fsdp2,gbs=2", "dp=2,zero=3,dp_impl=fsdp2,gbs=2,dtype=fp8",
+                2, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_model m;
+    model_of(cases[i].model, &m);
+    double sh = 1024.0 * 1024, got[2];
+    for (int f = 0; f < 2; f++) {
+      wl_layout l;
+      wl_memory mem;
+      st_err err;
+      assert_int_equal(
+          wl_layout_parse(f ? cases[i].fp8 : cases[i].bf16, cases[i].gpus, &m, &l, &err), 0);
+      assert_int_equal(wl_memory_estimate(&m, &l, &mem, &err), 0);
+      got[f] = mem.stages[0].act_layer_bytes;
+    }
+    if (got[0] - got[1] != cases[i].less * sh)
+      fail_msg("%s: %.0f B less under fp8, want %.0f", cases[i].fp8, got[0] - got[1],
+               cases[i].less * sh);
+  }
+}
+
 static void test_memory__states_follow_megatron_bytes_per_param(void **state)
 {
   (void)state;
@@ -2923,6 +2961,7 @@ int main(void)
       cmocka_unit_test(test_ce_fusion__loss_bytes_collectives_and_memory_by_hand),
       cmocka_unit_test(test_moe_dispatcher__flex_marks_the_expert_all_to_alls),
       cmocka_unit_test(test_model__qk_norm_key),
+      cmocka_unit_test(test_memory__fp8_keeps_linear_inputs_in_one_byte),
       cmocka_unit_test(test_moe_a2a_overlap__same_work_reordered),
       cmocka_unit_test(test_moe_a2a_overlap__hides_all_but_the_lone_units),
       cmocka_unit_test(test_recompute_modules__rerun_forward_ops_and_drop_their_activations),

@@ -61,6 +61,15 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
   }
   double tok = b * sl;
   double mask = l->dropout > 0 ? 1 : 0; /* dropout's masks, kept only with dropout */
+  /* bytes an element of a linear layer's saved input: under fp8 Transformer
+   * Engine's modules (Megatron-core's, llm-foundry's te.Linear) keep the fp8
+   * cast their GEMM ran on, one byte (module/linear.py: the quantized input,
+   * its row-wise or column-wise data alone); the router, attention's Q, K, V
+   * and every norm's and activation's input stay in the model dtype */
+  double li = l->dtype == WL_DTYPE_FP8 &&
+                      (l->dp_impl == WL_DP_MEGATRON || l->dp_impl == WL_DP_FSDP)
+                  ? 1
+                  : 2;
   /* recompute=selective's modules (Megatron-core's recompute_modules): what
    * they discard or checkpoint is not kept (wl_gen_layer.c re-runs it) */
   int rcm = recompute == WL_RECOMPUTE_SELECTIVE ? l->recompute_modules : 0;
@@ -71,11 +80,11 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
   double ln1 = m->has_mla && (rcm & WL_RCM_LAYERNORM) ? 0 : 1;  /* MLA's input norm's output */
   /* attention block */
   double x = 2 * sbh * rep                 /* input norm's input */
-             + ln1 * 2 * sbh * rep         /* QKV GEMM input */
+             + ln1 * li * sbh * rep        /* QKV GEMM input */
              + up * 2 * tok * a * dqk / t  /* Q */
              + up * 2 * tok * kv * dqk / t /* K */
              + up * 2 * tok * kv * dv / t  /* V */
-             + 2 * tok * a * dv / t        /* projection input (attention output) */
+             + li * tok * a * dv / t       /* projection input (attention output) */
              + mask * sbh * rep;           /* dropout mask */
   if (!l->flash && !(rcm & WL_RCM_CORE_ATTN)) /* softmax out 2; with dropout its */
     x += (2 + 3 * mask) * a * b * sl * s / t;         /* mask 1 and dropout out 2 */
@@ -100,23 +109,24 @@ static double layer_act(const wl_model *m, const wl_layout *l, int layer, int re
     double act_out = rcm & WL_RCM_MOE_ACT ? 0 : 1;
     x += ln2_out                            /* router input (the norm's output) */
          + 4 * tok * rep * mo->experts      /* router probabilities, fp32 */
-         + 2 * te * h                       /* expert fc1 input (expert-TP-gathered) */
+         + li * te * h                      /* expert fc1 input (expert-TP-gathered) */
          + 2 * te * gate * ef / l->etp      /* activation input */
-         + act_out * 2 * te * ef / l->etp   /* expert fc2 input (the activation's output) */
+         + act_out * li * te * ef / l->etp  /* expert fc2 input (the activation's output) */
          + 2 * tok * rep * mo->top_k * cf * h; /* combine input */
     if (mo->shared_experts) {
       double f = mo->shared_experts * ef;
-      x += 2 * sbh * rep; /* its fc1 input; its checkpoint keeps only that */
-      if (!(rcm & WL_RCM_SHARED_EXPERTS))
-        x += 2 * tok * gate * f / t + 2 * tok * f / t;
+      if (rcm & WL_RCM_SHARED_EXPERTS)
+        x += 2 * sbh * rep; /* its checkpoint keeps only its input */
+      else
+        x += li * sbh * rep + 2 * tok * gate * f / t + li * tok * f / t; /* fc1, act, fc2 */
     }
   } else if (moe) {
     x += ln2_out; /* recomputed: its input only */
   } else if (!(rcm & WL_RCM_MLP)) {
     double f = m->ffn_hidden;
-    x += 2 * sbh * rep              /* fc1 input */
+    x += li * sbh * rep             /* fc1 input */
          + 2 * tok * gate * f / t   /* activation input */
-         + 2 * tok * f / t;         /* fc2 input */
+         + li * tok * f / t;        /* fc2 input */
   }
   return x;
 }
