@@ -104,6 +104,19 @@ typedef struct wl__gen {
    * the all-to-all the emitted part ends with, for the part that needs it */
   int part;
   long part_a2a;
+  int on_ep; /* compute ops go on the "ep" stream (the combine's part, wl__put_c) */
+  /* delay_wgrad_compute: the attention's weight-gradient GEMMs of the
+   * backward layer being emitted, held back (defer_wgrad) until
+   * wl__flush_wgrad emits them, then its DP group's bucket (defer_group) */
+  int defer_wgrad, ndefer;
+  struct wl__wgrad {
+    const char *name; /* a string literal */
+    unsigned te;
+    double M, N, K, batch, scale;
+    int dtype;
+    uint16_t flags;
+  } defer[8];
+  int defer_c, defer_gi; /* the group to close after them, or defer_gi -1 */
 } wl__gen;
 
 /* What a GEMM is, for the fp8 casts around it (wl__gemm): a matmul with no
@@ -142,6 +155,9 @@ long wl__coll_c(wl__gen *g, const char *name, int coll, int role, double bytes);
  * compute op and the pending waits (which it takes); its index is kept in
  * g->part_a2a for the part that consumes it. */
 long wl__coll_ep(wl__gen *g, const char *name, double bytes);
+/* Emit the weight-gradient GEMMs held back under g->defer_wgrad, then close
+ * the DP group they complete (wl__group_done), if one waits. */
+void wl__flush_wgrad(wl__gen *g);
 void wl__tp_enter(wl__gen *g, const char *name);
 void wl__col_fwd(wl__gen *g, const wl__col_gemm *c, int n);
 void wl__col_fwd_sp(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name);

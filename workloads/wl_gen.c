@@ -258,9 +258,12 @@ static void unit_bwd(wl__gen *g, int c)
  * beside the other's compute:
  *   ep stream:      combine.bwd(b) | dispatch(f), dispatch.bwd(b) | combine(f)
  *   compute stream: attention(f)   | experts.bwd(b), wgrad(b), experts(f) | attention.bwd(b)
- * with the unpermute and residual after the combine (which Megatron runs on
- * the communication stream) on the compute stream.  The layers one unit has
- * more than the other, the embedding and the output run alone. */
+ * the unpermute and the residual add after the combine on the ep stream too,
+ * as Megatron runs them (its combine node), their backward before the
+ * combine's backward; the attention's weight gradients of the backward layer
+ * after the next one's combine backward is issued (delay_wgrad_compute).
+ * The layers one unit has more than the other, the embedding and the output
+ * run alone. */
 typedef struct pair_chain {
   uint32_t pend[MAXPEND]; /* the chain's pending waits while the other chain emits */
   int npend;
@@ -277,14 +280,19 @@ static void chain_enter(wl__gen *g, pair_chain *ch, int fwd, int part)
   g->grad_sync = fwd ? 0 : ch->flag;
   g->part = part;
   g->part_a2a = -1;
-  /* the parts after an all-to-all wait for it: forward the experts (after
-   * the dispatch) and the rest of the layer (after the combine); backward
-   * the experts (after the combine's backward) and the attention's part
-   * (after the dispatch's) */
-  if (part & (fwd ? WL_PT_MLP | WL_PT_POST : WL_PT_MLP | WL_PT_PRE)) {
+  /* the parts after the ep stream's wait for it: forward the experts (after
+   * the dispatch) and the next layer's attention (after the combine and what
+   * follows it there); backward the experts (after the combine's backward)
+   * and the attention's part (after the dispatch's) */
+  if (!part || (part & (WL_PT_MLP | WL_PT_PRE))) {
     wl__need(g, ch->a2a);
     ch->a2a = -1;
   }
+  /* the combine's part runs on the ep stream, the backward's after the
+   * layer above's input gradient (the chain's last compute op) */
+  g->on_ep = part == WL_PT_POST;
+  if (g->on_ep && !fwd)
+    wl__need(g, g->last_c);
 }
 
 static void chain_leave(wl__gen *g, pair_chain *ch)
@@ -295,6 +303,7 @@ static void chain_leave(wl__gen *g, pair_chain *ch)
   if (g->part_a2a >= 0)
     ch->a2a = g->part_a2a;
   g->part = 0;
+  g->on_ep = 0;
   g->param_wait = g->grad_sync = 0;
 }
 
@@ -314,8 +323,9 @@ static void pair_bwd(wl__gen *g, pair_chain *ch, int part, int layer, int c, int
 
 /* The forward unit of chunk cf (param_wait: its first forward under
  * overlap_param_gather) with the backward unit of chunk cb (grad_sync: its
- * last backward), on this stage. */
-static void unit_pair(wl__gen *g, int cf, int param_wait, int cb, int grad_sync)
+ * last backward), on this stage.  Returns the forward's last op on the ep
+ * stream, which its output's send waits for, or -1. */
+static long unit_pair(wl__gen *g, int cf, int param_wait, int cb, int grad_sync)
 {
   const wl_layout *l = g->l;
   int ff, nf, fb, nb;
@@ -345,8 +355,10 @@ static void unit_pair(wl__gen *g, int cf, int param_wait, int cb, int grad_sync)
   for (int k = 0; k < both; k++) {
     int fl = ff + k, bl = fb + nb - 1 - k;
     int gf = (vf == last_vs) + 2 * (ff + nf - 1 - fl), gb = (vb == last_vs) + 2 * (fb + nb - 1 - bl);
-    pair_bwd(g, &B, WL_PT_POST, bl, cb, gb);
-    pair_bwd(g, &B, WL_PT_COMBINE, bl, cb, gb);
+    if (k == 0) { /* later pairs' combine backward is issued by the pair before */
+      pair_bwd(g, &B, WL_PT_POST, bl, cb, gb);
+      pair_bwd(g, &B, WL_PT_COMBINE, bl, cb, gb);
+    }
     pair_fwd(g, &F, WL_PT_PRE, fl, cf, gf);
     pair_fwd(g, &F, WL_PT_DISPATCH, fl, cf, gf);
     pair_bwd(g, &B, WL_PT_MLP, bl, cb, gb);
@@ -354,8 +366,20 @@ static void unit_pair(wl__gen *g, int cf, int param_wait, int cb, int grad_sync)
     pair_bwd(g, &B, WL_PT_DW, bl, cb, gb);
     pair_fwd(g, &F, WL_PT_MLP, fl, cf, gf);
     pair_fwd(g, &F, WL_PT_COMBINE, fl, cf, gf);
-    pair_bwd(g, &B, WL_PT_PRE, bl, cb, gb);
+    pair_bwd(g, &B, WL_PT_PRE, bl, cb, gb); /* its attention's weight gradients held back */
     pair_fwd(g, &F, WL_PT_POST, fl, cf, gf);
+    /* delay_wgrad_compute: the next backward layer's combine backward needs
+     * only this one's input gradient, and is issued before its attention's
+     * weight gradients run (Megatron runs the combine's backward on the
+     * communication stream) */
+    if (k + 1 < both) {
+      int bn = bl - 1, gn = (vb == last_vs) + 2 * (fb + nb - 1 - bn);
+      pair_bwd(g, &B, WL_PT_POST, bn, cb, gn);
+      pair_bwd(g, &B, WL_PT_COMBINE, bn, cb, gn);
+    }
+    chain_enter(g, &B, 0, 0);
+    wl__flush_wgrad(g);
+    chain_leave(g, &B);
   }
   /* the layers left, alone: the backward's first, then the forward's */
   for (int bl = fb + nb - 1 - both; bl >= fb; bl--) {
@@ -387,6 +411,7 @@ static void unit_pair(wl__gen *g, int cf, int param_wait, int cb, int grad_sync)
     wl__need(g, F.pend[i]);
   for (int i = 0; i < B.npend; i++)
     wl__need(g, B.pend[i]);
+  return F.a2a;
 }
 
 /* ---- one pipeline stage's program ---------------------------------------------------- */
@@ -432,6 +457,8 @@ static int stage_begin(wl__gen *g, int s, const char *pname)
   g->off_d2h = -1;
   g->part = 0;
   g->part_a2a = -1;
+  g->defer_wgrad = g->ndefer = 0;
+  g->defer_gi = -1;
   for (int c = 0; c < l->vpp; c++) {
     g->ngroups[c] = chunk_groups(g, c, &g->groups[c]);
     if (g->ngroups[c] < 0)
@@ -535,10 +562,10 @@ static void pair_units(wl__gen *g, const wl__unit *u, int nu, int k, double sent
   wl__marker(g, WL_MARK_MICROBATCH, mf);
   wl__marker(g, WL_MARK_MICROBATCH, mbb);
   int pw = first_fwd_of(u, k, cf) && (l->zero == 1 || l->zero == 2) && l->overlap_param_gather;
-  unit_pair(g, cf, pw, cb, last_bwd_of(u, nu, k + 1, cb));
+  long f_end = unit_pair(g, cf, pw, cb, last_bwd_of(u, nu, k + 1, cb));
   g->phase = WL_PHASE_FORWARD;
   long sf = vf < last_vs ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPN, 1, pp_tag(l, mf, vf + 1, 0), sent,
-                                   "pp.send.act", -1)
+                                   "pp.send.act", f_end)
                          : -1;
   g->phase = WL_PHASE_BACKWARD;
   long sb = vb > 0 ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPP, 0, pp_tag(l, mbb, vb - 1, 1), sent,

@@ -31,14 +31,18 @@ void wl__need(wl__gen *g, long op)
     g->pend[g->npend++] = (uint32_t)op;
 }
 
-/* An op on the compute stream: takes the pending waits. */
+/* An op on the compute stream: takes the pending waits.  (moe_a2a_overlap:
+ * the parts after an all-to-all that Megatron runs on the communication
+ * stream go on the "ep" stream instead, g->on_ep.) */
 long wl__put_c(wl__gen *g, wl_op op)
 {
-  op.stream = S_COMPUTE;
+  op.stream = g->on_ep ? S_EP : S_COMPUTE;
   long i = wl__put(g, op, g->pend, g->npend);
   g->npend = 0;
-  if (i >= 0)
+  if (i >= 0 && !g->on_ep)
     g->last_c = i;
+  if (i >= 0 && g->on_ep)
+    g->part_a2a = i;
   return i;
 }
 
@@ -149,6 +153,12 @@ static void fp8_casts(wl__gen *g, const char *name, int pass, unsigned te, doubl
 long wl__gemm(wl__gen *g, const char *name, int pass, unsigned te, double M, double N, double K,
               double batch, double conv_scale)
 {
+  if (pass == WL__WGRAD && g->defer_wgrad &&
+      g->ndefer < (int)(sizeof g->defer / sizeof g->defer[0])) {
+    g->defer[g->ndefer++] = (struct wl__wgrad){name, te, M, N, K, batch, conv_scale,
+                                               g->gemm_dtype, g->flags};
+    return -1;
+  }
   fp8_casts(g, name, pass, te, M, N, K, batch);
   wl_op op = wl_op_compute(S_COMPUTE, -1);
   op.sub = WL_CLASS_GEMM;
@@ -167,6 +177,24 @@ long wl__gemm(wl__gen *g, const char *name, int pass, unsigned te, double M, dou
   if (!(g->flags & WL_OPF_RECOMPUTE))
     g->conv_model += conv;
   return wl__put_c(g, op);
+}
+
+void wl__flush_wgrad(wl__gen *g)
+{
+  int d = g->gemm_dtype;
+  uint16_t f = g->flags;
+  for (int i = 0; i < g->ndefer; i++) {
+    const struct wl__wgrad *w = &g->defer[i];
+    g->gemm_dtype = w->dtype;
+    g->flags = w->flags;
+    wl__gemm(g, w->name, WL__WGRAD, w->te, w->M, w->N, w->K, w->batch, w->scale);
+  }
+  g->gemm_dtype = d;
+  g->flags = f;
+  g->ndefer = 0;
+  if (g->defer_gi >= 0)
+    wl__group_done(g, g->defer_c, g->defer_gi);
+  g->defer_gi = -1;
 }
 
 /* Memory-bound op over `elems` elements, touching rw x elems values. */

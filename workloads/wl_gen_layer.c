@@ -668,6 +668,10 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
     norm_bwd(g, "ln1.post.bwd", Tsp * h);
   double a, kv, dqk, dv;
   attn_dims(g, &a, &kv, &dqk, &dv);
+  /* moe_a2a_overlap's delay_wgrad_compute: the attention's weight gradients
+   * wait for wl__flush_wgrad (unit_pair: after the next layer's combine
+   * backward is issued) */
+  g->defer_wgrad = g->part != 0;
   wl__row_bwd(g, "proj.dgrad", "proj.wgrad", 0, a * dv, "attn.tp.ag.bwd");
   wl__col_gemm pc[4];
   int np = attn_proj(g, pc);
@@ -698,6 +702,12 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
   }
   wl__col_bwd(g, pc, np, "attn.tp.ag.wgrad", g->l->sp ? "attn.tp.rs.dgrad" : "attn.tp.ar.dgrad");
   norm_bwd(g, "ln1.bwd", Tsp * h);
+  if (g->defer_wgrad) { /* the group closes once its weight gradients are emitted */
+    g->defer_wgrad = 0;
+    g->defer_c = c;
+    g->defer_gi = gi_mlp + 1;
+    return;
+  }
   wl__group_done(g, c, gi_mlp + 1);
 }
 
