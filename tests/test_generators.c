@@ -2304,6 +2304,38 @@ static void test_moe_a2a_overlap__same_work_reordered(void **state)
   wl_workload_destroy(b);
 }
 
+/* With a pipeline, a pair's forward output leaves after its last layer's
+ * residual add, which runs on the "ep" stream: every activation send of
+ * a stage that runs pairs waits on an op of that stream (MOE_T on pp 2 x
+ * vpp 2 with eight micro-batches: stage 0 sends its chunk-0 outputs, the
+ * pairs' among them). */
+static void test_moe_a2a_overlap__sends_wait_for_the_residual(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(MOE_T, &m);
+  wl_workload *wl = gen(&m, "pp=2,vpp=2,ep=2,gbs=16,moe_a2a_overlap=1", 4, NULL);
+  const wl_program *p = &wl->programs[wl->rank_program[0]];
+  int sends = 0, after_ep = 0, pairs = 0;
+  for (size_t i = 0; i < p->num_ops; i++) {
+    const wl_op *o = &p->ops[i];
+    if (strcmp(wl_op_name(p, o), "pp.send.act"))
+      continue;
+    sends++;
+    for (uint32_t w = 0; w < o->wait_count; w++) {
+      const wl_op *x = &p->ops[p->waits[o->wait_first + w]];
+      after_ep += !strcmp(p->stream_names[x->stream], "ep");
+    }
+  }
+  for (size_t i = 0; i < p->num_ops; i++)
+    pairs += !strcmp(wl_op_name(p, &p->ops[i]), "ep.combine.bwd") &&
+             !strcmp(p->stream_names[p->ops[i].stream], "ep");
+  assert_int_equal(sends, 16); /* 8 micro-batches x 2 chunks, the last stage's not */
+  assert_true(pairs > 0);
+  assert_true(after_ep > 0 && after_ep < sends); /* the pairs' sends, not the warm-up's */
+  wl_workload_destroy(wl);
+}
+
 /* Every op of rank programs timed by hand: compute at its FLOPs x 1e-12 s
  * (given, so never stretched) or 0 (zero_compute), every collective but the
  * expert all-to-alls of no bytes (latency only), the all-to-alls as
@@ -2971,6 +3003,7 @@ int main(void)
       cmocka_unit_test(test_model__qk_norm_key),
       cmocka_unit_test(test_memory__fp8_keeps_linear_inputs_in_one_byte),
       cmocka_unit_test(test_moe_a2a_overlap__same_work_reordered),
+      cmocka_unit_test(test_moe_a2a_overlap__sends_wait_for_the_residual),
       cmocka_unit_test(test_moe_a2a_overlap__hides_all_but_the_lone_units),
       cmocka_unit_test(test_recompute_modules__rerun_forward_ops_and_drop_their_activations),
       cmocka_unit_test(test_fp8__current_scaling_param_gather_and_sp_gathers_by_hand),
