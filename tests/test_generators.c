@@ -2212,23 +2212,19 @@ static void test_model__qk_norm_key(void **state)
 }
 
 /* ---- moe_a2a_overlap ------------------------------------------------------------------ */
-/* Rank 0's ops of a workload as (name, stream, FLOPs, bytes) sums per name:
- * the overlap reorders and restreams, it adds or drops nothing. */
-static void ops_by_name(const wl_workload *wl, const char *name, double *flops, double *bytes,
-                        int *n, int *on_ep)
+static void named_work(const wl_workload *wl, const char *name, int rec, double *flops,
+                       double *bytes, int *n);
+
+/* How many of rank 0's ops named `name` run on the stream named `stream`. */
+static int ops_on_stream(const wl_workload *wl, const char *name, const char *stream)
 {
   const wl_program *p = &wl->programs[wl->rank_program[0]];
-  *flops = *bytes = 0;
-  *n = *on_ep = 0;
+  int n = 0;
   for (size_t i = 0; i < p->num_ops; i++) {
     const wl_op *o = &p->ops[i];
-    if (strcmp(wl_op_name(p, o), name))
-      continue;
-    *flops += o->flops;
-    *bytes += o->bytes;
-    (*n)++;
-    *on_ep += o->stream < p->num_streams && !strcmp(p->stream_names[o->stream], "ep");
+    n += !strcmp(wl_op_name(p, o), name) && !strcmp(p->stream_names[o->stream], stream);
   }
+  return n;
 }
 
 /* Position of the k-th op (0-based) named `name` in rank 0's program, or -1. */
@@ -2275,9 +2271,9 @@ static void test_moe_a2a_overlap__same_work_reordered(void **state)
   for (size_t i = 0; i < pa->num_ops; i++) {
     const char *nm = wl_op_name(pa, &pa->ops[i]);
     double fa, ba, fb, bb;
-    int na, nb, ea, eb;
-    ops_by_name(a, nm, &fa, &ba, &na, &ea);
-    ops_by_name(b, nm, &fb, &bb, &nb, &eb);
+    int na, nb, ea = ops_on_stream(a, nm, "ep"), eb = ops_on_stream(b, nm, "ep");
+    named_work(a, nm, -1, &fa, &ba, &na);
+    named_work(b, nm, -1, &fb, &bb, &nb);
     assert_int_equal(na, nb);
     assert_true(fa == fb && ba == bb);
     assert_int_equal(ea, 0);
@@ -2405,7 +2401,7 @@ static void test_moe_a2a_overlap__hides_all_but_the_lone_units(void **state)
 }
 
 /* FLOPs and HBM bytes of rank 0's ops whose name is `name`, marked
- * recomputed (rec 1) or not (rec 0). */
+ * recomputed (rec 1) or not (rec 0), or either (rec -1). */
 static void named_work(const wl_workload *wl, const char *name, int rec, double *flops,
                        double *bytes, int *n)
 {
@@ -2414,7 +2410,8 @@ static void named_work(const wl_workload *wl, const char *name, int rec, double 
   *n = 0;
   for (size_t i = 0; i < p->num_ops; i++) {
     const wl_op *o = &p->ops[i];
-    if (strcmp(wl_op_name(p, o), name) || ((o->flags & WL_OPF_RECOMPUTE) != 0) != rec)
+    int r = (o->flags & WL_OPF_RECOMPUTE) != 0;
+    if (strcmp(wl_op_name(p, o), name) || (rec >= 0 && r != rec))
       continue;
     *flops += o->flops;
     *bytes += o->bytes;

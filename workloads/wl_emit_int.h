@@ -104,7 +104,7 @@ typedef struct wl__gen {
    * the all-to-all the emitted part ends with, for the part that needs it */
   int part;
   long part_a2a;
-  int on_ep; /* compute ops go on the "ep" stream (the combine's part, wl__put_c) */
+  int on_ep; /* wl__put_c's ops go on the "ep" stream, the last kept in part_a2a */
   /* delay_wgrad_compute: the attention's weight-gradient GEMMs of the
    * backward layer being emitted, held back (defer_wgrad) until
    * wl__flush_wgrad emits them, then its DP group's bucket (defer_group) */
@@ -151,10 +151,6 @@ int wl__role_size(const wl__gen *g, int role);
 long wl__coll_s(wl__gen *g, int stream, const char *name, int coll, int role, double bytes,
                 long extra);
 long wl__coll_c(wl__gen *g, const char *name, int coll, int role, double bytes);
-/* moe_a2a_overlap: an expert all-to-all on the "ep" stream, after the last
- * compute op and the pending waits (which it takes); its index is kept in
- * g->part_a2a for the part that consumes it. */
-long wl__coll_ep(wl__gen *g, const char *name, double bytes);
 /* Emit the weight-gradient GEMMs held back under g->defer_wgrad, then close
  * the DP group they complete (wl__group_done), if one waits. */
 void wl__flush_wgrad(wl__gen *g);

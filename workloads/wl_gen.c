@@ -158,6 +158,14 @@ void wl__param_wait(wl__gen *g, int c, int gi)
 }
 
 /* ---- units ------------------------------------------------------------------------- */
+/* The DP group of a layer's MLP in its chunk's backward order (the attention's
+ * follows it): the output layer's first on the last virtual stage, then two
+ * a layer from the chunk's last (first, count: the chunk's layers). */
+static int layer_group(int last_vs, int first, int count, int layer)
+{
+  return last_vs + 2 * (first + count - 1 - layer);
+}
+
 static void unit_fwd(wl__gen *g, int c)
 {
   const wl_layout *l = g->l;
@@ -184,7 +192,7 @@ static void unit_fwd(wl__gen *g, int c)
     wl__embed_fwd(g);
   }
   for (int i = first; i < first + count; i++) {
-    int gi = (vs == last_vs) + 2 * (first + count - 1 - i);
+    int gi = layer_group(vs == last_vs, first, count, i);
     if (l->zero == 3)
       wl__need(g, g->z3_ag[i - first]);
     wl__layer_fwd(g, i, c, gi);
@@ -217,7 +225,7 @@ static void unit_bwd(wl__gen *g, int c)
     wl__group_done(g, c, 0);
   }
   for (int i = first + count - 1; i >= first; i--) {
-    int gi = (vs == last_vs) + 2 * (first + count - 1 - i);
+    int gi = layer_group(vs == last_vs, first, count, i);
     if (l->zero == 3)
       wl__need(g, g->z3_ag[i - first]);
     wl__layer_bwd(g, i, c, gi);
@@ -307,17 +315,15 @@ static void chain_leave(wl__gen *g, pair_chain *ch)
   g->param_wait = g->grad_sync = 0;
 }
 
-static void pair_fwd(wl__gen *g, pair_chain *ch, int part, int layer, int c, int gi)
+/* Part `part` of a layer's forward (fwd) or backward for chain ch; part 0:
+ * the whole layer, alone. */
+static void pair_part(wl__gen *g, pair_chain *ch, int fwd, int part, int layer, int c, int gi)
 {
-  chain_enter(g, ch, 1, part);
-  wl__layer_fwd(g, layer, c, gi);
-  chain_leave(g, ch);
-}
-
-static void pair_bwd(wl__gen *g, pair_chain *ch, int part, int layer, int c, int gi)
-{
-  chain_enter(g, ch, 0, part);
-  wl__layer_bwd(g, layer, c, gi);
+  chain_enter(g, ch, fwd, part);
+  if (fwd)
+    wl__layer_fwd(g, layer, c, gi);
+  else
+    wl__layer_bwd(g, layer, c, gi);
   chain_leave(g, ch);
 }
 
@@ -354,46 +360,38 @@ static long unit_pair(wl__gen *g, int cf, int param_wait, int cb, int grad_sync)
   int both = nf < nb ? nf : nb;
   for (int k = 0; k < both; k++) {
     int fl = ff + k, bl = fb + nb - 1 - k;
-    int gf = (vf == last_vs) + 2 * (ff + nf - 1 - fl), gb = (vb == last_vs) + 2 * (fb + nb - 1 - bl);
+    int gf = layer_group(vf == last_vs, ff, nf, fl), gb = layer_group(vb == last_vs, fb, nb, bl);
     if (k == 0) { /* later pairs' combine backward is issued by the pair before */
-      pair_bwd(g, &B, WL_PT_POST, bl, cb, gb);
-      pair_bwd(g, &B, WL_PT_COMBINE, bl, cb, gb);
+      pair_part(g, &B, 0, WL_PT_POST, bl, cb, gb);
+      pair_part(g, &B, 0, WL_PT_COMBINE, bl, cb, gb);
     }
-    pair_fwd(g, &F, WL_PT_PRE, fl, cf, gf);
-    pair_fwd(g, &F, WL_PT_DISPATCH, fl, cf, gf);
-    pair_bwd(g, &B, WL_PT_MLP, bl, cb, gb);
-    pair_bwd(g, &B, WL_PT_DISPATCH, bl, cb, gb);
-    pair_bwd(g, &B, WL_PT_DW, bl, cb, gb);
-    pair_fwd(g, &F, WL_PT_MLP, fl, cf, gf);
-    pair_fwd(g, &F, WL_PT_COMBINE, fl, cf, gf);
-    pair_bwd(g, &B, WL_PT_PRE, bl, cb, gb); /* its attention's weight gradients held back */
-    pair_fwd(g, &F, WL_PT_POST, fl, cf, gf);
+    pair_part(g, &F, 1, WL_PT_PRE, fl, cf, gf);
+    pair_part(g, &F, 1, WL_PT_DISPATCH, fl, cf, gf);
+    pair_part(g, &B, 0, WL_PT_MLP, bl, cb, gb);
+    pair_part(g, &B, 0, WL_PT_DISPATCH, bl, cb, gb);
+    pair_part(g, &B, 0, WL_PT_DW, bl, cb, gb);
+    pair_part(g, &F, 1, WL_PT_MLP, fl, cf, gf);
+    pair_part(g, &F, 1, WL_PT_COMBINE, fl, cf, gf);
+    pair_part(g, &B, 0, WL_PT_PRE, bl, cb, gb); /* its attention's weight gradients held back */
+    pair_part(g, &F, 1, WL_PT_POST, fl, cf, gf);
     /* delay_wgrad_compute: the next backward layer's combine backward needs
      * only this one's input gradient, and is issued before its attention's
      * weight gradients run (Megatron runs the combine's backward on the
      * communication stream) */
     if (k + 1 < both) {
-      int bn = bl - 1, gn = (vb == last_vs) + 2 * (fb + nb - 1 - bn);
-      pair_bwd(g, &B, WL_PT_POST, bn, cb, gn);
-      pair_bwd(g, &B, WL_PT_COMBINE, bn, cb, gn);
+      int gn = layer_group(vb == last_vs, fb, nb, bl - 1);
+      pair_part(g, &B, 0, WL_PT_POST, bl - 1, cb, gn);
+      pair_part(g, &B, 0, WL_PT_COMBINE, bl - 1, cb, gn);
     }
     chain_enter(g, &B, 0, 0);
     wl__flush_wgrad(g);
     chain_leave(g, &B);
   }
   /* the layers left, alone: the backward's first, then the forward's */
-  for (int bl = fb + nb - 1 - both; bl >= fb; bl--) {
-    chain_enter(g, &B, 0, 0);
-    wl__need(g, B.a2a);
-    wl__layer_bwd(g, bl, cb, (vb == last_vs) + 2 * (fb + nb - 1 - bl));
-    chain_leave(g, &B);
-  }
-  for (int fl = ff + both; fl < ff + nf; fl++) {
-    chain_enter(g, &F, 1, 0);
-    wl__need(g, F.a2a);
-    wl__layer_fwd(g, fl, cf, (vf == last_vs) + 2 * (ff + nf - 1 - fl));
-    chain_leave(g, &F);
-  }
+  for (int bl = fb + nb - 1 - both; bl >= fb; bl--)
+    pair_part(g, &B, 0, 0, bl, cb, layer_group(vb == last_vs, fb, nb, bl));
+  for (int fl = ff + both; fl < ff + nf; fl++)
+    pair_part(g, &F, 1, 0, fl, cf, layer_group(vf == last_vs, ff, nf, fl));
   if (vf == last_vs) {
     chain_enter(g, &F, 1, 0);
     wl__param_wait(g, cf, 0);
@@ -523,22 +521,52 @@ static void pp_recv(wl__gen *g, int role, int peer, int tag, double sent, double
     wl__coll_c(g, ag_name, WL_COLL_ALLGATHER, R_TP, whole);
 }
 
-/* The first forward of chunk c in u[0..k-1] (forward) or its last backward
- * in u[k+1..] (backward). */
-static int first_fwd_of(const wl__unit *u, int k, int c)
+/* Whether forward unit k (of chunk c) waits for the overlapped parameter
+ * gathers: the first forward of its chunk under ZeRO-1/2 with
+ * overlap_param_gather. */
+static int waits_params(const wl_layout *l, const wl__unit *u, int k, int c)
 {
+  if (!((l->zero == 1 || l->zero == 2) && l->overlap_param_gather))
+    return 0;
   for (int j = 0; j < k; j++)
     if (u[j].fwd && u[j].chunk == c)
       return 0;
   return 1;
 }
 
+/* Whether backward unit k (of chunk c) is its chunk's last. */
 static int last_bwd_of(const wl__unit *u, int nu, int k, int c)
 {
   for (int j = k + 1; j < nu; j++)
     if (!u[j].fwd && u[j].chunk == c)
       return 0;
   return 1;
+}
+
+/* A unit's input (the activations forward, the gradient backward) from the
+ * neighbouring stage, and its output to the other; sent: the bytes a rank
+ * sends of the act bytes (pp_scatter); extra: an op the send waits for too. */
+static void unit_recv(wl__gen *g, int fwd, int mb, int vs, double sent, double act)
+{
+  const wl_layout *l = g->l;
+  g->phase = fwd ? WL_PHASE_FORWARD : WL_PHASE_BACKWARD;
+  if (fwd && vs > 0)
+    pp_recv(g, R_PPP, 0, pp_tag(l, mb, vs, 0), sent, act, "pp.recv.act", "pp.recv.act.ag");
+  if (!fwd && vs < l->pp * l->vpp - 1)
+    pp_recv(g, R_PPN, 1, pp_tag(l, mb, vs, 1), sent, act, "pp.recv.grad", "pp.recv.grad.ag");
+}
+
+static long unit_send(wl__gen *g, int fwd, int mb, int vs, double sent, long extra)
+{
+  const wl_layout *l = g->l;
+  g->phase = fwd ? WL_PHASE_FORWARD : WL_PHASE_BACKWARD;
+  if (fwd)
+    return vs < l->pp * l->vpp - 1 ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPN, 1,
+                                             pp_tag(l, mb, vs + 1, 0), sent, "pp.send.act", extra)
+                                   : -1;
+  return vs > 0 ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPP, 0, pp_tag(l, mb, vs - 1, 1), sent,
+                          "pp.send.grad", extra)
+                : -1;
 }
 
 /* moe_a2a_overlap: units k (forward) and k + 1 (backward) as one combined
@@ -548,42 +576,30 @@ static void pair_units(wl__gen *g, const wl__unit *u, int nu, int k, double sent
                        long *prev_send)
 {
   const wl_layout *l = g->l;
-  int p = l->pp, s = g->stage, last_vs = p * l->vpp - 1;
+  int p = l->pp, s = g->stage;
   int cf = u[k].chunk, mf = u[k].mb, vf = cf * p + s;
   int cb = u[k + 1].chunk, mbb = u[k + 1].mb, vb = cb * p + s;
-  g->phase = WL_PHASE_FORWARD;
-  if (vf > 0)
-    pp_recv(g, R_PPP, 0, pp_tag(l, mf, vf, 0), sent, act, "pp.recv.act", "pp.recv.act.ag");
-  g->phase = WL_PHASE_BACKWARD;
-  if (vb < last_vs)
-    pp_recv(g, R_PPN, 1, pp_tag(l, mbb, vb, 1), sent, act, "pp.recv.grad", "pp.recv.grad.ag");
+  unit_recv(g, 1, mf, vf, sent, act);
+  unit_recv(g, 0, mbb, vb, sent, act);
   if (l->schedule != WL_SCHED_INTERLEAVED)
     wl__need(g, *prev_send);
   wl__marker(g, WL_MARK_MICROBATCH, mf);
   wl__marker(g, WL_MARK_MICROBATCH, mbb);
-  int pw = first_fwd_of(u, k, cf) && (l->zero == 1 || l->zero == 2) && l->overlap_param_gather;
-  long f_end = unit_pair(g, cf, pw, cb, last_bwd_of(u, nu, k + 1, cb));
-  g->phase = WL_PHASE_FORWARD;
-  long sf = vf < last_vs ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPN, 1, pp_tag(l, mf, vf + 1, 0), sent,
-                                   "pp.send.act", f_end)
-                         : -1;
-  g->phase = WL_PHASE_BACKWARD;
-  long sb = vb > 0 ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPP, 0, pp_tag(l, mbb, vb - 1, 1), sent,
-                             "pp.send.grad", -1)
-                   : -1;
+  long f_end = unit_pair(g, cf, waits_params(l, u, k, cf), cb, last_bwd_of(u, nu, k + 1, cb));
+  long sf = unit_send(g, 1, mf, vf, sent, f_end);
+  long sb = unit_send(g, 0, mbb, vb, sent, -1);
   *prev_send = sb >= 0 ? sb : sf;
 }
 
 static int stage_units(wl__gen *g)
 {
   const wl_layout *l = g->l;
-  int s = g->stage, v = l->vpp, p = l->pp;
+  int s = g->stage, p = l->pp;
   int nu = 0;
   wl__unit *u = wl__schedule(l, s, &nu);
   if (!u)
     return -1;
   int warm = wl__schedule_warm(l, s);
-  int last_vs = p * v - 1;
   double act = g->Tsp * g->h * g->ab; /* p2p tensor: [s/cp(/tp with SP), b, h] */
   /* pp_scatter (Megatron-LM 2021-2023, without SP): each TP rank sends its
    * 1/tp of the tensor, and the receiver all-gathers it over the TP group
@@ -602,12 +618,7 @@ static int stage_units(wl__gen *g)
       k++;
       continue;
     }
-    g->phase = fwd ? WL_PHASE_FORWARD : WL_PHASE_BACKWARD;
-    /* this unit's input */
-    if (fwd && vs > 0)
-      pp_recv(g, R_PPP, 0, pp_tag(l, mb, vs, 0), sent, act, "pp.recv.act", "pp.recv.act.ag");
-    if (!fwd && vs < last_vs)
-      pp_recv(g, R_PPN, 1, pp_tag(l, mb, vs, 1), sent, act, "pp.recv.grad", "pp.recv.grad.ag");
+    unit_recv(g, fwd, mb, vs, sent, act); /* this unit's input */
     /* 1F1B/GPipe: Megatron waits for the send too; interleaved: the sends
      * overlap (combined/overlapped p2p), or the ring of stages would wait on
      * itself */
@@ -615,21 +626,15 @@ static int stage_units(wl__gen *g)
       wl__need(g, prev_send);
     wl__marker(g, WL_MARK_MICROBATCH, mb);
     if (fwd) {
-      g->param_wait =
-          first_fwd_of(u, k, c) && (l->zero == 1 || l->zero == 2) && l->overlap_param_gather;
+      g->param_wait = waits_params(l, u, k, c);
       unit_fwd(g, c);
       g->param_wait = 0;
-      prev_send = vs < last_vs ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPN, 1, pp_tag(l, mb, vs + 1, 0),
-                                         sent, "pp.send.act", -1)
-                               : -1;
     } else {
       g->grad_sync = last_bwd_of(u, nu, k, c);
       unit_bwd(g, c);
       g->grad_sync = 0;
-      prev_send = vs > 0 ? wl__p2p(g, S_PPS, WL_OP_SEND, R_PPP, 0, pp_tag(l, mb, vs - 1, 1), sent,
-                                   "pp.send.grad", -1)
-                         : -1;
     }
+    prev_send = unit_send(g, fwd, mb, vs, sent, -1);
   }
   free(u);
   wl__need(g, prev_send);

@@ -39,10 +39,10 @@ long wl__put_c(wl__gen *g, wl_op op)
   op.stream = g->on_ep ? S_EP : S_COMPUTE;
   long i = wl__put(g, op, g->pend, g->npend);
   g->npend = 0;
-  if (i >= 0 && !g->on_ep)
-    g->last_c = i;
   if (i >= 0 && g->on_ep)
     g->part_a2a = i;
+  else if (i >= 0)
+    g->last_c = i;
   return i;
 }
 
@@ -249,20 +249,6 @@ long wl__coll_c(wl__gen *g, const char *name, int coll, int role, double bytes)
   wl_op op = wl_op_coll(S_COMPUTE, coll, role, bytes);
   op.name = wl__nm(g, name);
   return wl__put_c(g, op);
-}
-
-long wl__coll_ep(wl__gen *g, const char *name, double bytes)
-{
-  if (wl__role_size(g, R_EP) < 2 || bytes <= 0)
-    return -1;
-  wl__need(g, g->last_c);
-  wl_op op = wl_op_coll(S_EP, WL_COLL_ALLTOALL, R_EP, bytes);
-  op.name = wl__nm(g, name);
-  op.stream = S_EP;
-  long i = wl__put(g, op, g->pend, g->npend);
-  g->npend = 0;
-  g->part_a2a = i;
-  return i;
 }
 
 /* ---- tensor-parallel linear layers ------------------------------------------ */

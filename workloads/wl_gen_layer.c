@@ -388,7 +388,15 @@ static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
  * top-k and the experts per member; the collective layer counts the rest). */
 static void ep_a2a(wl__gen *g, const char *name, double bytes)
 {
-  long i = g->part ? wl__coll_ep(g, name, bytes) : wl__coll_c(g, name, WL_COLL_ALLTOALL, R_EP, bytes);
+  /* moe_a2a_overlap: on the "ep" stream after the last compute op, kept in
+   * g->part_a2a for the part that consumes it (wl__put_c) */
+  int on_ep = g->on_ep;
+  if (g->part) {
+    wl__need(g, g->last_c);
+    g->on_ep = 1;
+  }
+  long i = wl__coll_c(g, name, WL_COLL_ALLTOALL, R_EP, bytes);
+  g->on_ep = on_ep;
   if (i >= 0 && g->l->moe_dispatcher == WL_MOE_FLEX)
     wl_op_set_dedup(&g->p->ops[i], g->m->moe.top_k, g->m->moe.experts / g->l->ep);
 }
