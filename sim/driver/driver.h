@@ -338,6 +338,7 @@ void drv_search_opts_init(drv_search_opts *o);
 /* The enumerated knobs of a layout. */
 typedef struct drv_knobs {
   int tp, pp, dp, cp, ep, etp, vpp, sp, tp_overlap, mbs, zero, recompute, schedule;
+  int a2a_overlap; /* MoE with ep > 1: Megatron-core's moe_a2a_overlap, 0 or 1 */
   int uneven;      /* 0 even; 1 embedding and loss counted as layers; 2 lighter edges */
   int edge_layers; /* uneven 2: layers of the first and of the last stage */
 } drv_knobs;

@@ -194,6 +194,10 @@ static int knobs_spec(const enum_ctx *x, const drv_knobs *k, char *b, size_t n)
     used += snprintf(b + used, n - (size_t)used, ",tp_overlap=1");
   if (k->ep > 1 || k->etp)
     used += snprintf(b + used, n - (size_t)used, ",ep=%d,etp=%d", k->ep, k->etp ? k->etp : k->tp);
+  /* stated either way where it is enumerated, so that --fixed
+   * moe_a2a_overlap=0 or =1 keeps one side */
+  if (k->ep > 1)
+    used += snprintf(b + used, n - (size_t)used, ",moe_a2a_overlap=%d", k->a2a_overlap);
   if (k->uneven == 1)
     used += snprintf(b + used, n - (size_t)used, ",account_embedding=1,account_loss=1");
   else if (k->uneven == 2)
@@ -212,6 +216,17 @@ static int edge_layers(int layers, int pp)
     if ((layers - 2 * e) % (pp - 2) == 0 && e <= (layers - 2 * e) / (pp - 2))
       return e;
   return 0;
+}
+
+/* Megatron-core's expert all-to-all overlap is tried where its rules allow
+ * it (docs/workloads.md, "moe_a2a_overlap"): ep > 1, an interleaved
+ * schedule when there is a pipeline, no full recomputation, not ZeRO-3.
+ * Elsewhere it is not enumerated rather than refused, so the refusal counts
+ * stay those of the layouts a user could ask for. */
+static int a2a_overlap_allowed(const drv_knobs *k)
+{
+  return k->ep > 1 && (k->pp == 1 || k->vpp > 1) && k->recompute != WL_RECOMPUTE_FULL &&
+         k->zero != 3;
 }
 
 static int enum_inner(enum_ctx *x, drv_knobs k)
@@ -234,11 +249,13 @@ static int enum_inner(enum_ctx *x, drv_knobs k)
       for (int sc = 0; sc < nsched && !rc; sc++) {
         k.schedule = k.vpp > 1 ? 2 : sc;
         for (k.zero = 0; k.zero <= (k.dp * k.cp > 1 ? 3 : 0) && !rc; k.zero++)
-          for (k.recompute = 0; k.recompute < 3 && !rc; k.recompute++) {
-            char spec[512];
-            if (knobs_spec(x, &k, spec, sizeof spec))
-              rc = try_layout(x, spec, &k);
-          }
+          for (k.recompute = 0; k.recompute < 3 && !rc; k.recompute++)
+            for (k.a2a_overlap = 0; k.a2a_overlap <= a2a_overlap_allowed(&k) && !rc;
+                 k.a2a_overlap++) {
+              char spec[512];
+              if (knobs_spec(x, &k, spec, sizeof spec))
+                rc = try_layout(x, spec, &k);
+            }
       }
     }
   }
@@ -698,9 +715,20 @@ static int place_published(enum_ctx *x, const plat_cluster *cl)
     rc = wl_memory_estimate(x->m, &l, &mem, x->err);
   if (rc)
     return rc;
-  drv_knobs k = {l.tp,      l.pp,  l.dp,         l.cp,  l.ep,   l.etp != l.tp ? l.etp : 0,
-                 l.vpp,     l.sp,  l.tp_overlap, l.mbs, l.zero, l.recompute,
-                 l.schedule, 0,    0};
+  drv_knobs k = {.tp = l.tp,
+                 .pp = l.pp,
+                 .dp = l.dp,
+                 .cp = l.cp,
+                 .ep = l.ep,
+                 .etp = l.etp != l.tp ? l.etp : 0,
+                 .vpp = l.vpp,
+                 .sp = l.sp,
+                 .tp_overlap = l.tp_overlap,
+                 .mbs = l.mbs,
+                 .zero = l.zero,
+                 .recompute = l.recompute,
+                 .schedule = l.schedule,
+                 .a2a_overlap = l.moe_a2a_overlap};
   cand_fill(x, &l, &mem, &k, c);
   if ((rc = estimate_one(x, cl, c, x->err)))
     return rc;

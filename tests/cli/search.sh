@@ -47,6 +47,21 @@ for ov in 0 1; do
 done
 check "overlap: estimate ${est[1]} within 1% of simulated ${sim[1]}" "awk -v e=\"${est[1]}\" -v s=\"${sim[1]}\" 'BEGIN { exit !(s > 0 && (e - s) ^ 2 <= (0.01 * s) ^ 2) }'"
 check "overlap: estimate ${est[1]} 20% below the plain ${est[0]}" "awk -v a=\"${est[1]}\" -v b=\"${est[0]}\" 'BEGIN { exit !(a < 0.8 * b) }'"
+# the overlap is a knob of the search: with tp, cp, pp, zero and recompute
+# fixed, 16 GPUs give dp 16, mbs 1, 2, 4 (64 / 16 = 4) and ep 1, 2, 4, 8, 16
+# (16 experts), the overlap off and on where ep > 1: 3 + 4 x 3 x 2 = 27
+# layouts, 12 with the overlap; --fixed keeps one side
+f=tp=1,cp=1,pp=1,zero=1,recompute=none
+o=$("$simtrain" search --model "$data/tiny-moe.json" --cluster dgx-h100:2 --gbs 64 --fixed "$f" --top 1 --json --quiet)
+check "overlap enumerated: 27 layouts" "grep -q '\"enumerated\":27,' <<<\"\$o\""
+check "overlap enumerated: 12 with it, and the best (listed twice) is one" "[ \$(grep -o '{\"layout\":\"[^\"]*moe_a2a_overlap=1' <<<\"\$o\" | wc -l) -eq 13 ] && grep -q '\"best\":{\"layout\":\"[^\"]*moe_a2a_overlap=1' <<<\"\$o\""
+check "overlap enumerated: none with ep=1" "! grep -q '\"layout\":\"[^\"]*ep=1,[^\"]*moe_a2a_overlap=1' <<<\"\$o\""
+o=$("$simtrain" search --model "$data/tiny-moe.json" --cluster dgx-h100:2 --gbs 64 --fixed "$f,moe_a2a_overlap=0" --top 0 --json --quiet)
+check "--fixed moe_a2a_overlap=0: 15 layouts, none with it" "grep -q '\"enumerated\":15,' <<<\"\$o\" && ! grep -q 'moe_a2a_overlap=1' <<<\"\$o\""
+# where Megatron-core refuses it, it is not tried: no ZeRO-3, no full
+# recomputation, and with a pipeline only the interleaved schedule
+o=$("$simtrain" search --model "$data/tiny-moe.json" --cluster dgx-h100:2 --gbs 64 --fixed "tp=1,cp=1,moe_a2a_overlap=1" --top 0 --json --quiet)
+check "overlap only where allowed" "! grep -Eq '\"layout\":\"[^\"]*(zero=3|recompute=full|pp=2,[^\"]*vpp=1,)' <<<\"\$o\" && grep -q 'moe_a2a_overlap=1' <<<\"\$o\""
 n=$(grep -o '{"layout"' <<<"$a" | wc -l)
 check "91 candidates and the best listed" "[ $n -eq 92 ]"
 b=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 4 --top 2 --json --quiet -j 2)
