@@ -378,13 +378,17 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
        "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher, "
-       "recompute_modules, moe_a2a_overlap)"},
+       "recompute_modules, moe_a2a_overlap, moe_shared_expert_overlap)"},
       {1, "pp=2,ep=2,gbs=4,moe_a2a_overlap=1", 4,
        "layout 'pp=2,ep=2,gbs=4,moe_a2a_overlap=1': moe_a2a_overlap with pp (2) > 1 needs the "
        "interleaved schedule (vpp > 1), as Megatron-core requires"},
       {1, "ep=2,gbs=2,recompute=full,moe_a2a_overlap=1", 2,
        "layout 'ep=2,gbs=2,recompute=full,moe_a2a_overlap=1': moe_a2a_overlap with "
        "recompute=full: Megatron-core refuses full recomputation and the moe module's"},
+      {1, "ep=2,moe_shared_expert_overlap=1", 2,
+       "layout 'ep=2,moe_shared_expert_overlap=1': moe_shared_expert_overlap is Megatron-core's "
+       "overlap of the shared experts with the token dispatcher's all-to-alls: it needs a MoE "
+       "model with shared experts and dp_impl=megatron (0 shared experts, dp_impl megatron)"},
       {0, "moe_a2a_overlap=1", 1,
        "layout 'moe_a2a_overlap=1': moe_a2a_overlap is Megatron-core's overlap of the expert "
        "all-to-alls: it needs a MoE model, ep > 1 and dp_impl=megatron (ep is 1, dp_impl "
@@ -2400,6 +2404,132 @@ static void test_moe_a2a_overlap__hides_all_but_the_lone_units(void **state)
   check_rel(t[1][0], t[1][1] + 4 * L * A, 1e-2, "with the overlap");
 }
 
+/* ---- moe_shared_expert_overlap -------------------------------------------------------- */
+/* MOE_T with one shared expert of the routed experts' width */
+static void moe_shared_model(wl_model *m)
+{
+  char js[sizeof MOE_T + 32];
+  snprintf(js, sizeof js, "%.*s,\"shared_experts\":1}}", (int)strlen(MOE_T) - 2, MOE_T);
+  model_of(js, m);
+  assert_int_equal(m->moe.shared_experts, 1);
+}
+
+/* Whether rank 0's op at position `op` waits for the op at `on`. */
+static int op_waits_for(const wl_workload *wl, long op, long on)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[0]];
+  const wl_op *o = &p->ops[op];
+  for (uint32_t w = 0; w < o->wait_count; w++)
+    if (p->waits[o->wait_first + w] == (uint32_t)on)
+      return 1;
+  return 0;
+}
+
+/* moe_shared_expert_overlap (Megatron-core's token dispatcher with the
+ * shared experts on a stream of their own) on MOE_T with a shared expert,
+ * ep 4, 4 micro-batches: the same ops with the same FLOPs and bytes; the
+ * four all-to-alls of every layer and micro-batch (16 of each) on the "ep"
+ * stream and nothing else there; the shared experts' fc1 and activation
+ * issued after the dispatch and before the routed experts, which wait for
+ * the dispatch; their fc2 after the combine and before the unpermute,
+ * which waits for the combine; backward, fc2's gradients after the
+ * combine's backward and before the routed experts', the activation's and
+ * fc1's after the dispatch's backward and before the permute's backward,
+ * which waits for it.  The key keeps its name in the spec; it is refused
+ * with recompute_modules shared_experts and with moe_a2a_overlap, as
+ * Megatron-core and Megatron-Bridge refuse them. */
+static void test_moe_shared_overlap__same_work_reordered(void **state)
+{
+  (void)state;
+  wl_model m;
+  moe_shared_model(&m);
+  wl_layout l1;
+  wl_workload *a = gen(&m, "ep=4,gbs=16", 4, NULL);
+  wl_workload *b = gen(&m, "ep=4,gbs=16,moe_shared_expert_overlap=1", 4, &l1);
+  assert_non_null(strstr(l1.spec, ",moe_shared_expert_overlap=1"));
+  const wl_program *pa = &a->programs[a->rank_program[0]], *pb = &b->programs[b->rank_program[0]];
+  assert_int_equal(pa->num_ops, pb->num_ops);
+  assert_int_equal(pb->num_streams, pa->num_streams + 1);
+  for (size_t i = 0; i < pa->num_ops; i++) {
+    const char *nm = wl_op_name(pa, &pa->ops[i]);
+    double fa, ba, fb, bb;
+    int na, nb;
+    named_work(a, nm, -1, &fa, &ba, &na);
+    named_work(b, nm, -1, &fb, &bb, &nb);
+    assert_int_equal(na, nb);
+    assert_true(fa == fb && ba == bb);
+    int a2a = !strncmp(nm, "ep.", 3);
+    assert_int_equal(ops_on_stream(b, nm, "ep"), a2a ? nb : 0);
+    if (a2a)
+      assert_int_equal(nb, 4 * 4);
+  }
+  long d = nth_op(b, "ep.dispatch", 0), c = nth_op(b, "ep.combine", 0);
+  assert_true(nth_op(b, "shared.fc1", 0) > d && nth_op(b, "shared.act", 0) > d);
+  assert_true(nth_op(b, "shared.act", 0) < nth_op(b, "expert.fc1", 0));
+  assert_true(op_waits_for(b, nth_op(b, "expert.fc1", 0), d));
+  assert_true(nth_op(b, "shared.fc2", 0) > c && nth_op(b, "shared.fc2", 0) < nth_op(b, "moe.unpermute", 0));
+  assert_true(op_waits_for(b, nth_op(b, "moe.unpermute", 0), c));
+  long cb = nth_op(b, "ep.combine.bwd", 0), db = nth_op(b, "ep.dispatch.bwd", 0);
+  assert_true(nth_op(b, "shared.fc2.dgrad", 0) > cb);
+  assert_true(nth_op(b, "shared.fc2.wgrad", 0) < nth_op(b, "expert.fc2.dgrad", 0));
+  assert_true(op_waits_for(b, nth_op(b, "expert.fc2.dgrad", 0), cb));
+  assert_true(nth_op(b, "shared.act.bwd", 0) > db && nth_op(b, "shared.fc1.dgrad", 0) > db);
+  assert_true(nth_op(b, "shared.fc1.wgrad", 0) < nth_op(b, "moe.permute.bwd", 0));
+  assert_true(op_waits_for(b, nth_op(b, "moe.permute.bwd", 0), db));
+  /* without the key: the shared experts after the unpermute, all on compute */
+  assert_true(nth_op(a, "shared.fc1", 0) > nth_op(a, "moe.unpermute", 0));
+  wl_workload_destroy(a);
+  wl_workload_destroy(b);
+  static const char *const refused[][2] = {
+      {"ep=4,gbs=16,recompute=selective,recompute_modules=shared_experts,"
+       "moe_shared_expert_overlap=1",
+       "with recompute_modules shared_experts: Megatron-core refuses the two together"},
+      {"ep=4,gbs=16,moe_a2a_overlap=1,moe_shared_expert_overlap=1",
+       "with moe_a2a_overlap: the combined schedule places the shared experts itself"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    wl_layout l;
+    st_err err;
+    st_err_clear(&err);
+    assert_int_equal(wl_layout_parse(refused[i][0], 4, &m, &l, &err), ST_EINPUT);
+    if (!strstr(err.msg, refused[i][1]))
+      fail_msg("%s: %s", refused[i][0], err.msg);
+  }
+}
+
+/* The overlap on the engine, by the closed form of the a2a test above:
+ * compute timed by hand (the shared experts' halves take milliseconds, the
+ * all-to-alls tens of microseconds on one node8 node).  Without the
+ * overlap every all-to-all is exposed: step = C + 4 L m A.  With it each
+ * runs beside a shared-expert half longer than itself: the step is its own
+ * step without the all-to-alls' bytes, to within the stretch the overlap
+ * puts on the compute beside them (10% of the time they run, at most). */
+static void test_moe_shared_overlap__hides_the_all_to_alls(void **state)
+{
+  (void)state;
+  wl_model m;
+  moe_shared_model(&m);
+  const char *spec[2] = {"ep=4,gbs=16", "ep=4,gbs=16,moe_shared_expert_overlap=1"};
+  double t[2][3];
+  for (int ov = 0; ov < 2; ov++)
+    for (int v = 0; v < 3; v++) { /* 0: all, 1: no all-to-all bytes, 2: no compute */
+      wl_workload *wl = gen(&m, spec[ov], 4, NULL);
+      time_by_hand(wl, v == 2, v != 1);
+      t[ov][v] = step_of(wl, spec[ov]);
+      wl_workload_destroy(wl);
+    }
+  wl_workload *wl = gen(&m, spec[0], 4, NULL);
+  time_by_hand(wl, 1, 0);
+  double lat = step_of(wl, "latencies");
+  wl_workload_destroy(wl);
+  double L = 4, mb = 4, A = (t[0][2] - lat) / (4 * L * mb);
+  assert_true(A > 1e-6 && A < 1e-4);
+  check_rel(t[0][0], t[0][1] + 4 * L * mb * A, 1e-3, "without the overlap");
+  double exposed = t[1][0] - t[1][1];
+  if (!(exposed >= 0 && exposed <= 0.1 * 4 * L * mb * A))
+    fail_msg("with the overlap: %g s of the all-to-alls' %g s exposed", exposed, 4 * L * mb * A);
+}
+
 /* FLOPs and HBM bytes of rank 0's ops whose name is `name`, marked
  * recomputed (rec 1) or not (rec 0), or either (rec -1). */
 static void named_work(const wl_workload *wl, const char *name, int rec, double *flops,
@@ -3002,6 +3132,8 @@ int main(void)
       cmocka_unit_test(test_moe_a2a_overlap__same_work_reordered),
       cmocka_unit_test(test_moe_a2a_overlap__sends_wait_for_the_residual),
       cmocka_unit_test(test_moe_a2a_overlap__hides_all_but_the_lone_units),
+      cmocka_unit_test(test_moe_shared_overlap__same_work_reordered),
+      cmocka_unit_test(test_moe_shared_overlap__hides_the_all_to_alls),
       cmocka_unit_test(test_recompute_modules__rerun_forward_ops_and_drop_their_activations),
       cmocka_unit_test(test_fp8__current_scaling_param_gather_and_sp_gathers_by_hand),
       cmocka_unit_test(test_recompute_op__torchtitan_policy_by_hand),

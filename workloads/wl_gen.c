@@ -439,9 +439,10 @@ static int stage_begin(wl__gen *g, int s, const char *pname)
 {
   const wl_layout *l = g->l;
   int ns = l->offload ? S_OFF_ALL : l->dp_impl != WL_DP_MEGATRON ? S_ALL : S_COUNT;
-  if (l->moe_a2a_overlap)
+  int ep_stream = l->moe_a2a_overlap || l->moe_shared_overlap;
+  if (ep_stream)
     ns = S_EP + 1;
-  int pi = wl_program_add(g->wl, pname, ns, l->moe_a2a_overlap ? stream_names_ep : stream_names);
+  int pi = wl_program_add(g->wl, pname, ns, ep_stream ? stream_names_ep : stream_names);
   if (pi < 0)
     return -1;
   g->p = &g->wl->programs[pi];

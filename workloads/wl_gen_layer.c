@@ -344,7 +344,11 @@ enum { TE_LN_FC1 = WL__TE_IN | WL__TE_DY, TE_LN_FC2 = WL__TE_IN };
 
 /* ln_mlp: the block is Megatron-core's TELayerNormMLP (the dense MLP; a
  * shared expert runs plain TE linears) */
-static void mlp_fwd(wl__gen *g, double f, const char *pre, int ln_mlp)
+/* An MLP's forward, its halves by `half` (MLP_FC1: fc1 and the activation,
+ * MLP_FC2: fc2, MLP_ALL both; moe_shared_expert_overlap runs them beside
+ * different all-to-alls). */
+enum { MLP_FC1 = 1, MLP_FC2 = 2, MLP_ALL = 3 };
+static void mlp_fwd_half(wl__gen *g, double f, const char *pre, int ln_mlp, int half)
 {
   char n1[32], n2[32], n3[32], n4[32], n5[32];
   nm2(n1, pre, ".tp.ag");
@@ -353,12 +357,22 @@ static void mlp_fwd(wl__gen *g, double f, const char *pre, int ln_mlp)
   nm2(n4, pre, ".fc2");
   nm2(n5, pre, g->l->sp ? ".tp.rs" : ".tp.ar");
   wl__col_gemm c = {n2, "", "", act_in(g->m, f) / g->t, g->h, 1, ln_mlp ? TE_LN_FC1 : 0};
-  wl__col_fwd_sp(g, &c, 1, n1);
-  act_fwd(g, n3, f);
-  wl__row_fwd(g, n4, ln_mlp ? TE_LN_FC2 : 0, f / g->t, n5);
+  if (half & MLP_FC1) {
+    wl__col_fwd_sp(g, &c, 1, n1);
+    act_fwd(g, n3, f);
+  }
+  if (half & MLP_FC2)
+    wl__row_fwd(g, n4, ln_mlp ? TE_LN_FC2 : 0, f / g->t, n5);
 }
 
-static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
+static void mlp_fwd(wl__gen *g, double f, const char *pre, int ln_mlp)
+{
+  mlp_fwd_half(g, f, pre, ln_mlp, MLP_ALL);
+}
+
+/* An MLP's backward, its halves by `half` as mlp_fwd_half's: MLP_FC2 is fc2's
+ * backward, MLP_FC1 the activation's and fc1's. */
+static void mlp_bwd_half(wl__gen *g, double f, const char *pre, int ln_mlp, int half)
 {
   char a[32], b[32], c1[32], d[32], e[32], f1[32], f2[32], f3[32];
   nm2(a, pre, ".tp.ag.bwd");
@@ -369,7 +383,10 @@ static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
   nm2(f1, pre, g->l->sp ? ".tp.rs.dgrad" : ".tp.ar.dgrad");
   nm2(f2, pre, ".fc1.dgrad");
   nm2(f3, pre, ".fc1.wgrad");
-  wl__row_bwd(g, b, c1, 0, f / g->t, a);
+  if (half & MLP_FC2)
+    wl__row_bwd(g, b, c1, 0, f / g->t, a);
+  if (!(half & MLP_FC1))
+    return;
   if (g->l->eager && g->m->ffn_act == WL_ACT_SWIGLU) {
     /* the product's two gradients (3a each), then silu's backward (3a) */
     static const eager_k k[] = {{".mul.ga", 3, 0}, {".mul.gb", 3, 0}, {".silu", 3, 0}};
@@ -380,18 +397,39 @@ static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
   wl__col_bwd(g, &c, 1, e, f1);
 }
 
+static void mlp_bwd(wl__gen *g, double f, const char *pre, int ln_mlp)
+{
+  mlp_bwd_half(g, f, pre, ln_mlp, MLP_ALL);
+}
+
+/* moe_shared_expert_overlap (Megatron-core's token_dispatcher.py and
+ * shared_experts.py): the shared experts run on a stream of their own, fc1
+ * and the activation after the dispatch all-to-all is issued, fc2 after the
+ * combine's; backward, fc2's after the combine's backward, the activation's
+ * and fc1's after the dispatch's.  Modelled the other way round with the
+ * same waits: the all-to-alls on the "ep" stream, the shared experts on the
+ * compute stream, and the routed experts (and the unpermute) waiting for
+ * their all-to-all.  Not under moe_a2a_overlap's parts (the layout refuses
+ * the two together). */
+static int shared_overlap(const wl__gen *g)
+{
+  return g->l->moe_shared_overlap && g->m->moe.shared_experts && !g->part;
+}
+
 /* One of the MoE layer's four all-to-alls over the EP group: Megatron-core's
  * all-to-all dispatcher sends a token once per routed expert (bytes count
  * those copies); the flex dispatcher (DeepEP, HybridEP) sends it once to each
  * member holding any of its experts and once across the network to each node
  * holding any, forwarded over NVLink there (WL_OPF_DEDUP: the op carries
  * top-k and the experts per member; the collective layer counts the rest). */
-static void ep_a2a(wl__gen *g, const char *name, double bytes)
+static long ep_a2a(wl__gen *g, const char *name, double bytes)
 {
   /* moe_a2a_overlap: on the "ep" stream after the last compute op, kept in
-   * g->part_a2a for the part that consumes it (wl__put_c) */
+   * g->part_a2a for the part that consumes it (wl__put_c);
+   * moe_shared_expert_overlap likewise, returned for the routed experts to
+   * wait for while the shared ones run on */
   int on_ep = g->on_ep;
-  if (g->part) {
+  if (g->part || shared_overlap(g)) {
     wl__need(g, g->last_c);
     g->on_ep = 1;
   }
@@ -399,6 +437,7 @@ static void ep_a2a(wl__gen *g, const char *name, double bytes)
   g->on_ep = on_ep;
   if (i >= 0 && g->l->moe_dispatcher == WL_MOE_FLEX)
     wl_op_set_dedup(&g->p->ops[i], g->m->moe.top_k, g->m->moe.experts / g->l->ep);
+  return i;
 }
 
 /* Whether the layer's part `bits` is being emitted (moe_a2a_overlap's parts,
@@ -432,8 +471,15 @@ static void moe_fwd(wl__gen *g)
     wl__gemm(g, "router", WL__MM, 0, Tl, E, g->h, 1, 1);
     wl__elem(g, "moe.permute", Tl * k * g->cf * g->h, 2, 0);
   }
-  if (pt(g, WL_PT_DISPATCH))
-    ep_a2a(g, "ep.dispatch", Tl * k * g->cf * g->h * g->ab);
+  int so = shared_overlap(g);
+  double sf = mo->shared_experts * ef;
+  if (pt(g, WL_PT_DISPATCH)) {
+    long d = ep_a2a(g, "ep.dispatch", Tl * k * g->cf * g->h * g->ab);
+    if (so) {
+      mlp_fwd_half(g, sf, "shared", 0, MLP_FC1);
+      wl__need(g, d);
+    }
+  }
   if (pt(g, WL_PT_MLP)) {
     wl__coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
     wl__gemm(g, "expert.fc1", WL__FWD, 0, Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
@@ -441,12 +487,17 @@ static void moe_fwd(wl__gen *g)
     wl__gemm(g, "expert.fc2", WL__FWD, 0, Me, g->h, ef / et, E / ep, 1 / g->cf);
     wl__coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
   }
-  if (pt(g, WL_PT_COMBINE))
-    ep_a2a(g, "ep.combine", Tl * k * g->cf * g->h * g->ab);
+  if (pt(g, WL_PT_COMBINE)) {
+    long c = ep_a2a(g, "ep.combine", Tl * k * g->cf * g->h * g->ab);
+    if (so) {
+      mlp_fwd_half(g, sf, "shared", 0, MLP_FC2);
+      wl__need(g, c);
+    }
+  }
   if (pt(g, WL_PT_POST))
     wl__elem(g, "moe.unpermute", Tl * k * g->cf * g->h, 2, 2);
-  if (!g->part && mo->shared_experts)
-    mlp_fwd(g, mo->shared_experts * ef, "shared", 0);
+  if (!g->part && !so && mo->shared_experts)
+    mlp_fwd(g, sf, "shared", 0);
 }
 
 /* The shared experts' backward, re-run first under recompute_modules
@@ -476,12 +527,19 @@ static void moe_bwd(wl__gen *g)
   /* moe_a2a_overlap: the shared experts' backward in the attention's part
    * (below), the experts' weight gradients delayed to a part of their own
    * (delay_wgrad_compute: after the dispatch's backward is issued) */
-  if (!g->part && mo->shared_experts)
+  int so = shared_overlap(g);
+  double sf = mo->shared_experts * ef;
+  if (!g->part && !so && mo->shared_experts)
     shared_bwd(g, r);
   if (pt(g, WL_PT_POST))
     wl__elem(g, "moe.unpermute.bwd", Tl * k * g->cf * g->h, 2, 2);
-  if (pt(g, WL_PT_COMBINE))
-    ep_a2a(g, "ep.combine.bwd", Tl * k * g->cf * g->h * g->ab);
+  if (pt(g, WL_PT_COMBINE)) {
+    long c = ep_a2a(g, "ep.combine.bwd", Tl * k * g->cf * g->h * g->ab);
+    if (so) { /* recompute_modules shared_experts is refused with it */
+      mlp_bwd_half(g, sf, "shared", 0, MLP_FC2);
+      wl__need(g, c);
+    }
+  }
   if (pt(g, WL_PT_MLP)) {
     wl__coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
     wl__gemm(g, "expert.fc2.dgrad", WL__DGRAD, 0, Me, ef / et, g->h, E / ep, 1 / g->cf);
@@ -508,8 +566,13 @@ static void moe_bwd(wl__gen *g)
     wl__gemm(g, "expert.fc1.wgrad", WL__WGRAD, 0, g->h, act_in(g->m, ef) / et, Me, E / ep,
              1 / g->cf);
   }
-  if (pt(g, WL_PT_DISPATCH))
-    ep_a2a(g, "ep.dispatch.bwd", Tl * k * g->cf * g->h * g->ab);
+  if (pt(g, WL_PT_DISPATCH)) {
+    long d = ep_a2a(g, "ep.dispatch.bwd", Tl * k * g->cf * g->h * g->ab);
+    if (so) {
+      mlp_bwd_half(g, sf, "shared", 0, MLP_FC1);
+      wl__need(g, d);
+    }
+  }
   if (pt(g, WL_PT_PRE)) {
     wl__elem(g, "moe.permute.bwd", Tl * k * g->cf * g->h, 2, 0);
     wl__gemm(g, "router.dgrad", WL__MM, 0, Tl, g->h, E, 1, 1);

@@ -93,7 +93,8 @@ enum {
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
-  K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_MOE_A2A, K_COUNT
+  K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_MOE_A2A,
+  K_MOE_SHARED, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -102,7 +103,8 @@ static const char *const key_names[K_COUNT] = {
     "first_stage_layers", "last_stage_layers", "tp_overlap", "etp", "account_embedding",
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
     "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
-    "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules", "moe_a2a_overlap"};
+    "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules", "moe_a2a_overlap",
+    "moe_shared_expert_overlap"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -245,6 +247,7 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_PP_SCATTER: l->pp_scatter = v; break;
   case K_FP8_PARAM_GATHER: l->fp8_param_gather = v; break;
   case K_MOE_A2A: l->moe_a2a_overlap = v; break;
+  case K_MOE_SHARED: l->moe_shared_overlap = v; break;
   default: break;
   }
 }
@@ -452,7 +455,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH ||
                   k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS || k == K_EAGER ||
                   k == K_TP_ASYNC || k == K_PP_SCATTER || k == K_FP8_PARAM_GATHER ||
-                  k == K_MOE_A2A;
+                  k == K_MOE_A2A || k == K_MOE_SHARED;
     if (!boolean && k != K_ZERO && iv < 1) {
       if (k == K_FIRST || k == K_LAST)
         ERR("first_stage_layers/last_stage_layers must be >= 1");
@@ -844,6 +847,21 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
       ERR("moe_a2a_overlap with zero=3: the overlapped schedule under Megatron's FSDP is not "
           "modelled");
   }
+  /* the shared experts beside the dispatcher's all-to-alls, as Megatron-core's
+   * TransformerConfig and Megatron-Bridge's overrides allow it */
+  if (l->moe_shared_overlap) {
+    if (!m->has_moe || m->moe.shared_experts < 1 || l->dp_impl != WL_DP_MEGATRON)
+      ERR("moe_shared_expert_overlap is Megatron-core's overlap of the shared experts with the "
+          "token dispatcher's all-to-alls: it needs a MoE model with shared experts and "
+          "dp_impl=megatron (%d shared experts, dp_impl %s)",
+          m->has_moe ? m->moe.shared_experts : 0, dp_impl_names[l->dp_impl]);
+    if (l->recompute_modules & WL_RCM_SHARED_EXPERTS)
+      ERR("moe_shared_expert_overlap with recompute_modules shared_experts: Megatron-core "
+          "refuses the two together");
+    if (l->moe_a2a_overlap)
+      ERR("moe_shared_expert_overlap with moe_a2a_overlap: the combined schedule places the "
+          "shared experts itself (Megatron-Bridge turns the first off under the second)");
+  }
   if (l->fp8_recipe >= 0 && l->dtype != WL_DTYPE_FP8)
     ERR("fp8_recipe is Transformer Engine's fp8 scaling: it needs dtype=fp8 (dtype is %s)",
         wl_dtype_name(l->dtype));
@@ -952,6 +970,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",moe_dispatcher=%s", moe_dispatcher_names[l->moe_dispatcher]);
   if (l->moe_a2a_overlap)
     st_buf_printf(&b, ",moe_a2a_overlap=1");
+  if (l->moe_shared_overlap)
+    st_buf_printf(&b, ",moe_shared_expert_overlap=1");
   char mods[128];
   wl_layout_recompute_modules(l, mods, sizeof mods);
   if (mods[0])

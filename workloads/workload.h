@@ -620,6 +620,9 @@ typedef struct wl_layout {
   int ce_fusion;         /* wl_ce_fusion: the loss's kernels (-1 in a request: not given) */
   int fp8_recipe;        /* wl_fp8_recipe (dtype=fp8; -1 in a request: not given) */
   int moe_dispatcher;    /* wl_moe_dispatcher (-1 in a request: not given) */
+  int moe_shared_overlap; /* 1: Megatron-core's moe_shared_expert_overlap: the shared
+                            experts' fc1 and activation beside the dispatch all-to-all, their
+                            fc2 beside the combine, on a stream of their own */
   int moe_a2a_overlap;   /* 1: Megatron-core's overlap_moe_expert_parallel_comm with
                             delay_wgrad_compute (Megatron-Bridge's moe_a2a_overlap): one
                             micro-batch's forward and another's backward run layer by
