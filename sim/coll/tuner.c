@@ -252,16 +252,46 @@ static double algo_hops(int algo, int op, int n, int nodes, int m, const int *di
   return 1;
 }
 
+/* HybridEP's cost of a dispatch or combine call across nodes beyond its
+ * kernel and one read and write of the tokens a member receives (the copy
+ * out of its buffer, or the permute, which the workload prices as an op of
+ * its own): the library's device syncs and flag updates.  Source: DeepEP's
+ * hybrid-ep branch (94a9f8f6), docs/README_Hybrid-EP.md, H100 table at 8
+ * SMs (its multi-node default, csrc/hybrid_ep/config.cuh), 4,096 tokens of
+ * 7,168, top 8, 8 experts a member, uniform routing: the "Torch API" time
+ * (CUDA events around the call, tests/test_hybrid_ep.py) less the "Kernel
+ * only" time, both from the published bandwidths and the test's bytes
+ * (tokens once to each node holding any of their experts), less that read
+ * and write at the HBM rate of the compute model (3.35 TB/s x 0.88):
+ * dispatch 0.240, 0.377, 1.039 ms and combine 0.071, 0.135, 0.123 ms on
+ * 2, 4 and 8 nodes.  A layer calls each kind twice (a combine's backward
+ * is a dispatch), so every call is charged the mean: 0.156, 0.256, 0.581
+ * ms, linear in the node count between them, 8 nodes' beyond, none on one
+ * node (no H100 figure; NVLink only).  Taken to hold at other hidden sizes
+ * and token counts: what it counts is synchronisation, not bytes. */
+static double hybridep_call_s(int nodes)
+{
+  static const double at[][2] = {{2, 0.1555e-3}, {4, 0.256e-3}, {8, 0.581e-3}};
+  if (nodes < 2)
+    return 0;
+  if (nodes >= 8)
+    return at[2][1];
+  int i = nodes < 4 ? 0 : 1;
+  return at[i][1] + (nodes - at[i][0]) / (at[i + 1][0] - at[i][0]) * (at[i + 1][1] - at[i][1]);
+}
+
 /* Latency terms of (algo, proto) in seconds: NCCL's formulas (tuning.cc
- * ncclTopoTuneModel and ncclTopoGetAlgoTime). */
+ * ncclTopoTuneModel and ncclTopoGetAlgoTime); a deduplicating all-to-all
+ * (HybridEP, DeepEP) adds its library's per-call cost. */
 static double algo_latency(const coll_ctx *c, int algo, int proto, const int *dims)
 {
   const coll_layout *l = c->lay;
   int n = c->n, nodes = l->nnodes, ppn = l->m_max;
   if (c->op == WL_COLL_SHIFT) /* point-to-point copies: each flow pays its own route */
     return 0;
+  double call = c->op == WL_COLL_ALLTOALL && coll__dedup(c) ? hybridep_call_s(nodes) : 0;
   if (c->model == SIM_COLL_IDEAL)
-    return algo_hops(algo, c->op, n, nodes, ppn, dims) * c->ring_lat_max;
+    return call + algo_hops(algo, c->op, n, nodes, ppn, dims) * c->ring_lat_max;
   int a = nccl_algo_of(algo), p = proto;
   int rccl = coll_lib(c->cl) == LIB_RCCL;
   const double(*bl)[SIM_PROTO_COUNT] = rccl ? rccl_base_lat : base_lat;
@@ -301,7 +331,7 @@ static double algo_latency(const coll_ctx *c, int algo, int proto, const int *di
     break;
   case SIM_ALGO_NVLS_TREE: lat = intra + NVLS_FILL_US + 2 * log2i(nodes) * inter; break;
   }
-  return lat * 1e-6;
+  return call + lat * 1e-6;
 }
 
 /* ---- which algorithms may run -------------------------------------------- */

@@ -64,8 +64,8 @@ int eng__fast_walk_flows(int c, const eng__tuple *t, coll_sched *sched,
   coll_ctx ctx;
   eng__route_ctx rctx;
   eng__coll_ctx_fill(c, cs, &ctx, &rctx);
+  ctx.root = t->root; /* before the choice: a deduplicating all-to-all's latency has its call */
   coll_choose(&ctx);
-  ctx.root = t->root;
   int rc = ST_OK;
   for (int m = 0; m < cm->size && !rc; m++) {
     if ((rc = coll_plan(&ctx, m, sched)))
@@ -448,6 +448,7 @@ eng__memo *eng__memo_get(int c, eng__comm *cs, const wl_op *op)
   coll_ctx cx;
   eng__route_ctx rcx;
   eng__coll_ctx_fill(c, cs, &cx, &rcx);
+  cx.root = root; /* as the plan will have it (a deduplicating all-to-all's call) */
   coll_choose(&cx);
   *mm = (eng__memo){c, root, op->sub, splits, bytes, cx.ch, NAN};
   if (!eng__map_get(&eng__E.memo, key) && eng__map_put(&eng__E.memo, key, mm))
