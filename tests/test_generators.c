@@ -2367,6 +2367,29 @@ static double step_of(const wl_workload *wl, const char *what)
   return t;
 }
 
+/* The steps of layouts spec[0] (without an overlap) and spec[1] (with it),
+ * 4 micro-batches, timed by hand: t[ov][0] all, [1] the all-to-alls of no
+ * bytes, [2] no compute.  Returns A, what one all-to-all's bytes add to the
+ * step without the overlap: (its step with no compute less the step of
+ * neither) over the 4 L m = 64 all-to-alls of the 4 layers. */
+static double overlap_steps(const wl_model *m, const char *const spec[2], double t[2][3])
+{
+  for (int ov = 0; ov < 2; ov++)
+    for (int v = 0; v < 3; v++) {
+      wl_workload *wl = gen(m, spec[ov], 4, NULL);
+      time_by_hand(wl, v == 2, v != 1);
+      t[ov][v] = step_of(wl, spec[ov]);
+      wl_workload_destroy(wl);
+    }
+  wl_workload *wl = gen(m, spec[0], 4, NULL); /* the step with neither: latencies alone */
+  time_by_hand(wl, 1, 0);
+  double lat = step_of(wl, "latencies");
+  wl_workload_destroy(wl);
+  double A = (t[0][2] - lat) / (4 * 4 * 4);
+  assert_true(A > 1e-6 && A < 1e-4);
+  return A;
+}
+
 /* The overlap on the engine, by a closed form.  Compute timed by hand
  * (milliseconds a part), the all-to-alls as the network runs them (tens of
  * microseconds on one node8 node), everything else latency only.  Without
@@ -2384,21 +2407,7 @@ static void test_moe_a2a_overlap__hides_all_but_the_lone_units(void **state)
   wl_model m;
   model_of(MOE_T, &m);
   const char *spec[2] = {"ep=4,gbs=16", "ep=4,gbs=16,moe_a2a_overlap=1"};
-  double t[2][3];
-  for (int ov = 0; ov < 2; ov++)
-    for (int v = 0; v < 3; v++) { /* 0: all, 1: no all-to-all bytes, 2: no compute */
-      wl_workload *wl = gen(&m, spec[ov], 4, NULL);
-      time_by_hand(wl, v == 2, v != 1);
-      t[ov][v] = step_of(wl, spec[ov]);
-      wl_workload_destroy(wl);
-    }
-  /* the step with neither: latencies alone */
-  wl_workload *wl = gen(&m, spec[0], 4, NULL);
-  time_by_hand(wl, 1, 0);
-  double lat = step_of(wl, "latencies");
-  wl_workload_destroy(wl);
-  double L = 4, mb = 4, A = (t[0][2] - lat) / (4 * L * mb);
-  assert_true(A > 1e-6 && A < 1e-4);
+  double t[2][3], L = 4, mb = 4, A = overlap_steps(&m, spec, t);
   assert_true(t[1][1] < t[0][1]);
   check_rel(t[0][0], t[0][1] + 4 * L * mb * A, 1e-3, "without the overlap");
   check_rel(t[1][0], t[1][1] + 4 * L * A, 1e-2, "with the overlap");
@@ -2510,20 +2519,7 @@ static void test_moe_shared_overlap__hides_the_all_to_alls(void **state)
   wl_model m;
   moe_shared_model(&m);
   const char *spec[2] = {"ep=4,gbs=16", "ep=4,gbs=16,moe_shared_expert_overlap=1"};
-  double t[2][3];
-  for (int ov = 0; ov < 2; ov++)
-    for (int v = 0; v < 3; v++) { /* 0: all, 1: no all-to-all bytes, 2: no compute */
-      wl_workload *wl = gen(&m, spec[ov], 4, NULL);
-      time_by_hand(wl, v == 2, v != 1);
-      t[ov][v] = step_of(wl, spec[ov]);
-      wl_workload_destroy(wl);
-    }
-  wl_workload *wl = gen(&m, spec[0], 4, NULL);
-  time_by_hand(wl, 1, 0);
-  double lat = step_of(wl, "latencies");
-  wl_workload_destroy(wl);
-  double L = 4, mb = 4, A = (t[0][2] - lat) / (4 * L * mb);
-  assert_true(A > 1e-6 && A < 1e-4);
+  double t[2][3], L = 4, mb = 4, A = overlap_steps(&m, spec, t);
   check_rel(t[0][0], t[0][1] + 4 * L * mb * A, 1e-3, "without the overlap");
   double exposed = t[1][0] - t[1][1];
   if (!(exposed >= 0 && exposed <= 0.1 * 4 * L * mb * A))
