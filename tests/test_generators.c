@@ -2241,6 +2241,22 @@ static long nth_op(const wl_workload *wl, const char *name, int k)
   return -1;
 }
 
+/* Rank 0 of b has the ops of a's (one stream more, the overlap's) and its
+ * ops named `name` the same count, FLOPs and bytes; returns the count. */
+static int same_named_work(const wl_workload *a, const wl_workload *b, const char *name)
+{
+  const wl_program *pa = &a->programs[a->rank_program[0]], *pb = &b->programs[b->rank_program[0]];
+  assert_int_equal(pa->num_ops, pb->num_ops);
+  assert_int_equal(pb->num_streams, pa->num_streams + 1);
+  double fa, ba, fb, bb;
+  int na, nb;
+  named_work(a, name, -1, &fa, &ba, &na);
+  named_work(b, name, -1, &fb, &bb, &nb);
+  assert_int_equal(na, nb);
+  assert_true(fa == fb && ba == bb);
+  return nb;
+}
+
 /* moe_a2a_overlap (Megatron-core's overlap_moe_expert_parallel_comm with
  * delay_wgrad_compute) on MOE_T, ep 4, 4 micro-batches: the same ops with
  * the same FLOPs and bytes, the four all-to-alls of each layer and
@@ -2269,18 +2285,11 @@ static void test_moe_a2a_overlap__same_work_reordered(void **state)
   wl_workload *b = gen(&m, "ep=4,gbs=16,overlap_moe_expert_parallel_comm=1", 4, &l1);
   assert_non_null(strstr(l1.spec, ",moe_a2a_overlap=1"));
   assert_null(strstr(l0.spec, "moe_a2a_overlap"));
-  const wl_program *pa = &a->programs[a->rank_program[0]], *pb = &b->programs[b->rank_program[0]];
-  assert_int_equal(pa->num_ops, pb->num_ops);
-  assert_int_equal(pb->num_streams, pa->num_streams + 1);
+  const wl_program *pa = &a->programs[a->rank_program[0]];
   for (size_t i = 0; i < pa->num_ops; i++) {
     const char *nm = wl_op_name(pa, &pa->ops[i]);
-    double fa, ba, fb, bb;
-    int na, nb, ea = ops_on_stream(a, nm, "ep"), eb = ops_on_stream(b, nm, "ep");
-    named_work(a, nm, -1, &fa, &ba, &na);
-    named_work(b, nm, -1, &fb, &bb, &nb);
-    assert_int_equal(na, nb);
-    assert_true(fa == fb && ba == bb);
-    assert_int_equal(ea, 0);
+    int nb = same_named_work(a, b, nm), eb = ops_on_stream(b, nm, "ep");
+    assert_int_equal(ops_on_stream(a, nm, "ep"), 0);
     int a2a = !strncmp(nm, "ep.", 3);
     int post = !strcmp(nm, "moe.unpermute") || !strcmp(nm, "res2") ||
                !strcmp(nm, "moe.unpermute.bwd") || !strcmp(nm, "res2.bwd");
@@ -2456,17 +2465,10 @@ static void test_moe_shared_overlap__same_work_reordered(void **state)
   wl_workload *a = gen(&m, "ep=4,gbs=16", 4, NULL);
   wl_workload *b = gen(&m, "ep=4,gbs=16,moe_shared_expert_overlap=1", 4, &l1);
   assert_non_null(strstr(l1.spec, ",moe_shared_expert_overlap=1"));
-  const wl_program *pa = &a->programs[a->rank_program[0]], *pb = &b->programs[b->rank_program[0]];
-  assert_int_equal(pa->num_ops, pb->num_ops);
-  assert_int_equal(pb->num_streams, pa->num_streams + 1);
+  const wl_program *pa = &a->programs[a->rank_program[0]];
   for (size_t i = 0; i < pa->num_ops; i++) {
     const char *nm = wl_op_name(pa, &pa->ops[i]);
-    double fa, ba, fb, bb;
-    int na, nb;
-    named_work(a, nm, -1, &fa, &ba, &na);
-    named_work(b, nm, -1, &fb, &bb, &nb);
-    assert_int_equal(na, nb);
-    assert_true(fa == fb && ba == bb);
+    int nb = same_named_work(a, b, nm);
     int a2a = !strncmp(nm, "ep.", 3);
     assert_int_equal(ops_on_stream(b, nm, "ep"), a2a ? nb : 0);
     if (a2a)
