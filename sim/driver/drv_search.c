@@ -198,6 +198,15 @@ static int knobs_spec(const enum_ctx *x, const drv_knobs *k, char *b, size_t n)
    * moe_a2a_overlap=0 or =1 keeps one side */
   if (k->ep > 1)
     used += snprintf(b + used, n - (size_t)used, ",moe_a2a_overlap=%d", k->a2a_overlap);
+  /* the shared experts beside the dispatcher's all-to-alls wherever
+   * Megatron-core allows it (never slower in the model: what runs beside an
+   * all-to-all is at most stretched by the overlap), unless --fixed says */
+  if (x->m->has_moe && x->m->moe.shared_experts > 0 && !k->a2a_overlap &&
+      !(k->recompute == WL_RECOMPUTE_SELECTIVE && strstr(x->o->selective, "shared_experts")) &&
+      !(x->o->fixed && (strstr(x->o->fixed, "moe_shared_expert_overlap=") ||
+                        (strstr(x->o->fixed, "dp_impl=") &&
+                         !strstr(x->o->fixed, "dp_impl=megatron")))))
+    used += snprintf(b + used, n - (size_t)used, ",moe_shared_expert_overlap=1");
   if (k->uneven == 1)
     used += snprintf(b + used, n - (size_t)used, ",account_embedding=1,account_loss=1");
   else if (k->uneven == 2)

@@ -62,6 +62,17 @@ check "--fixed moe_a2a_overlap=0: 15 layouts, none with it" "grep -q '\"enumerat
 # recomputation, and with a pipeline only the interleaved schedule
 o=$("$simtrain" search --model "$data/tiny-moe.json" --cluster dgx-h100:2 --gbs 64 --fixed "tp=1,cp=1,moe_a2a_overlap=1" --top 0 --json --quiet)
 check "overlap only where allowed" "! grep -Eq '\"layout\":\"[^\"]*(zero=3|recompute=full|pp=2,[^\"]*vpp=1,)' <<<\"\$o\" && grep -q 'moe_a2a_overlap=1' <<<\"\$o\""
+# a model with a shared expert: every candidate without moe_a2a_overlap runs
+# the shared expert beside the all-to-alls (never slower), those with it do
+# not (Megatron-Bridge turns it off there); --fixed =0 turns it off
+o=$("$simtrain" search --model "$data/tiny-shared.json" --cluster dgx-h100:2 --gbs 64 --fixed "$f" --top 0 --json --quiet)
+# (27 candidates as above, 12 with moe_a2a_overlap; the best listed twice)
+n_a2a=$(grep -o '{"layout":"[^"]*moe_a2a_overlap=1' <<<"$o" | wc -l)
+n_sh=$(grep -o '{"layout":"[^"]*moe_shared_expert_overlap=1' <<<"$o" | wc -l)
+check "shared expert overlap on every plain candidate ($n_sh, $n_a2a with the a2a overlap)" "grep -q '\"enumerated\":27,' <<<\"\$o\" && [ $n_a2a -eq 12 ] && [ $n_sh -eq 16 ] && grep -q '\"best\":{\"layout\":\"[^\"]*moe_shared_expert_overlap=1' <<<\"\$o\""
+check "shared expert overlap off under the a2a overlap" "! grep -q 'moe_a2a_overlap=1[^\"]*moe_shared_expert_overlap=1' <<<\"\$o\""
+o=$("$simtrain" search --model "$data/tiny-shared.json" --cluster dgx-h100:2 --gbs 64 --fixed "$f,moe_shared_expert_overlap=0" --top 0 --json --quiet)
+check "--fixed moe_shared_expert_overlap=0 keeps it off" "grep -q '\"enumerated\":27,' <<<\"\$o\" && ! grep -q 'moe_shared_expert_overlap=1' <<<\"\$o\""
 n=$(grep -o '{"layout"' <<<"$a" | wc -l)
 check "91 candidates and the best listed" "[ $n -eq 92 ]"
 b=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 4 --top 2 --json --quiet -j 2)
