@@ -440,6 +440,22 @@ static long ep_a2a(wl__gen *g, const char *name, double bytes)
   return i;
 }
 
+/* One of the MoE layer's all-to-alls (ep_a2a); under
+ * moe_shared_expert_overlap the shared experts' half `half` of the forward
+ * (fwd) or the backward runs beside it, and what follows waits for it. */
+static void ep_a2a_shared(wl__gen *g, const char *name, double bytes, int fwd, int half)
+{
+  long i = ep_a2a(g, name, bytes);
+  if (!shared_overlap(g))
+    return;
+  double f = g->m->moe.shared_experts * g->m->moe.expert_ffn_hidden;
+  if (fwd)
+    mlp_fwd_half(g, f, "shared", 0, half);
+  else /* recompute_modules shared_experts is refused with it */
+    mlp_bwd_half(g, f, "shared", 0, half);
+  wl__need(g, i);
+}
+
 /* Whether the layer's part `bits` is being emitted (moe_a2a_overlap's parts,
  * WL_PT_*; every part when g->part is 0). */
 static int pt(const wl__gen *g, int bits) { return !g->part || (g->part & bits); }
@@ -471,15 +487,8 @@ static void moe_fwd(wl__gen *g)
     wl__gemm(g, "router", WL__MM, 0, Tl, E, g->h, 1, 1);
     wl__elem(g, "moe.permute", Tl * k * g->cf * g->h, 2, 0);
   }
-  int so = shared_overlap(g);
-  double sf = mo->shared_experts * ef;
-  if (pt(g, WL_PT_DISPATCH)) {
-    long d = ep_a2a(g, "ep.dispatch", Tl * k * g->cf * g->h * g->ab);
-    if (so) {
-      mlp_fwd_half(g, sf, "shared", 0, MLP_FC1);
-      wl__need(g, d);
-    }
-  }
+  if (pt(g, WL_PT_DISPATCH))
+    ep_a2a_shared(g, "ep.dispatch", Tl * k * g->cf * g->h * g->ab, 1, MLP_FC1);
   if (pt(g, WL_PT_MLP)) {
     wl__coll_c(g, "moe.tp.ag", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
     wl__gemm(g, "expert.fc1", WL__FWD, 0, Me, act_in(g->m, ef) / et, g->h, E / ep, 1 / g->cf);
@@ -487,17 +496,12 @@ static void moe_fwd(wl__gen *g)
     wl__gemm(g, "expert.fc2", WL__FWD, 0, Me, g->h, ef / et, E / ep, 1 / g->cf);
     wl__coll_c(g, "moe.tp.rs", WL_COLL_REDUCESCATTER, g->r_etp, Te * g->h * g->ab);
   }
-  if (pt(g, WL_PT_COMBINE)) {
-    long c = ep_a2a(g, "ep.combine", Tl * k * g->cf * g->h * g->ab);
-    if (so) {
-      mlp_fwd_half(g, sf, "shared", 0, MLP_FC2);
-      wl__need(g, c);
-    }
-  }
+  if (pt(g, WL_PT_COMBINE))
+    ep_a2a_shared(g, "ep.combine", Tl * k * g->cf * g->h * g->ab, 1, MLP_FC2);
   if (pt(g, WL_PT_POST))
     wl__elem(g, "moe.unpermute", Tl * k * g->cf * g->h, 2, 2);
-  if (!g->part && !so && mo->shared_experts)
-    mlp_fwd(g, sf, "shared", 0);
+  if (!g->part && !shared_overlap(g) && mo->shared_experts)
+    mlp_fwd(g, mo->shared_experts * ef, "shared", 0);
 }
 
 /* The shared experts' backward, re-run first under recompute_modules
@@ -527,19 +531,12 @@ static void moe_bwd(wl__gen *g)
   /* moe_a2a_overlap: the shared experts' backward in the attention's part
    * (below), the experts' weight gradients delayed to a part of their own
    * (delay_wgrad_compute: after the dispatch's backward is issued) */
-  int so = shared_overlap(g);
-  double sf = mo->shared_experts * ef;
-  if (!g->part && !so && mo->shared_experts)
+  if (!g->part && !shared_overlap(g) && mo->shared_experts)
     shared_bwd(g, r);
   if (pt(g, WL_PT_POST))
     wl__elem(g, "moe.unpermute.bwd", Tl * k * g->cf * g->h, 2, 2);
-  if (pt(g, WL_PT_COMBINE)) {
-    long c = ep_a2a(g, "ep.combine.bwd", Tl * k * g->cf * g->h * g->ab);
-    if (so) { /* recompute_modules shared_experts is refused with it */
-      mlp_bwd_half(g, sf, "shared", 0, MLP_FC2);
-      wl__need(g, c);
-    }
-  }
+  if (pt(g, WL_PT_COMBINE))
+    ep_a2a_shared(g, "ep.combine.bwd", Tl * k * g->cf * g->h * g->ab, 0, MLP_FC2);
   if (pt(g, WL_PT_MLP)) {
     wl__coll_c(g, "moe.tp.rs.bwd", WL_COLL_ALLGATHER, g->r_etp, Te * g->h * g->ab);
     wl__gemm(g, "expert.fc2.dgrad", WL__DGRAD, 0, Me, ef / et, g->h, E / ep, 1 / g->cf);
@@ -566,13 +563,8 @@ static void moe_bwd(wl__gen *g)
     wl__gemm(g, "expert.fc1.wgrad", WL__WGRAD, 0, g->h, act_in(g->m, ef) / et, Me, E / ep,
              1 / g->cf);
   }
-  if (pt(g, WL_PT_DISPATCH)) {
-    long d = ep_a2a(g, "ep.dispatch.bwd", Tl * k * g->cf * g->h * g->ab);
-    if (so) {
-      mlp_bwd_half(g, sf, "shared", 0, MLP_FC1);
-      wl__need(g, d);
-    }
-  }
+  if (pt(g, WL_PT_DISPATCH))
+    ep_a2a_shared(g, "ep.dispatch.bwd", Tl * k * g->cf * g->h * g->ab, 0, MLP_FC1);
   if (pt(g, WL_PT_PRE)) {
     wl__elem(g, "moe.permute.bwd", Tl * k * g->cf * g->h, 2, 0);
     wl__gemm(g, "router.dgrad", WL__MM, 0, Tl, g->h, E, 1, 1);

@@ -289,7 +289,7 @@ static double algo_latency(const coll_ctx *c, int algo, int proto, const int *di
   int n = c->n, nodes = l->nnodes, ppn = l->m_max;
   if (c->op == WL_COLL_SHIFT) /* point-to-point copies: each flow pays its own route */
     return 0;
-  double call = c->op == WL_COLL_ALLTOALL && coll__dedup(c) ? hybridep_call_s(nodes) : 0;
+  double call = coll__dedup(c) ? hybridep_call_s(nodes) : 0;
   if (c->model == SIM_COLL_IDEAL)
     return call + algo_hops(algo, c->op, n, nodes, ppn, dims) * c->ring_lat_max;
   int a = nccl_algo_of(algo), p = proto;

@@ -84,6 +84,7 @@ typedef struct enum_ctx {
   int n;     /* GPUs */
   double hbm;
   st_err *err;
+  int shared_overlap; /* the candidates get moe_shared_expert_overlap=1 where allowed */
 } enum_ctx;
 
 static int cand_push(drv_search *s, const drv_candidate *c)
@@ -198,14 +199,8 @@ static int knobs_spec(const enum_ctx *x, const drv_knobs *k, char *b, size_t n)
    * moe_a2a_overlap=0 or =1 keeps one side */
   if (k->ep > 1)
     used += snprintf(b + used, n - (size_t)used, ",moe_a2a_overlap=%d", k->a2a_overlap);
-  /* the shared experts beside the dispatcher's all-to-alls wherever
-   * Megatron-core allows it (never slower in the model: what runs beside an
-   * all-to-all is at most stretched by the overlap), unless --fixed says */
-  if (x->m->has_moe && x->m->moe.shared_experts > 0 && !k->a2a_overlap &&
-      !(k->recompute == WL_RECOMPUTE_SELECTIVE && strstr(x->o->selective, "shared_experts")) &&
-      !(x->o->fixed && (strstr(x->o->fixed, "moe_shared_expert_overlap=") ||
-                        (strstr(x->o->fixed, "dp_impl=") &&
-                         !strstr(x->o->fixed, "dp_impl=megatron")))))
+  if (x->shared_overlap && !k->a2a_overlap &&
+      !(k->recompute == WL_RECOMPUTE_SELECTIVE && strstr(x->o->selective, "shared_experts")))
     used += snprintf(b + used, n - (size_t)used, ",moe_shared_expert_overlap=1");
   if (k->uneven == 1)
     used += snprintf(b + used, n - (size_t)used, ",account_embedding=1,account_loss=1");
@@ -868,7 +863,16 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
   for (int k = 0; k < cl->num_groups; k++)
     if (cl->groups[k].device.hbm_bytes == s->hbm_bytes)
       snprintf(s->device, sizeof s->device, "%s", cl->groups[k].device.name);
-  enum_ctx x = {s, &m, o, cl->num_gpus, s->hbm_bytes, err};
+  enum_ctx x = {s, &m, o, cl->num_gpus, s->hbm_bytes, err, 0};
+  /* the shared experts beside the dispatcher's all-to-alls wherever
+   * Megatron-core allows it (never slower in the model: what runs beside an
+   * all-to-all is at most stretched by the overlap), unless --fixed names
+   * the key or another dp_impl; per candidate, not under moe_a2a_overlap nor
+   * with the shared experts recomputed (knobs_spec) */
+  const char *fx = o->fixed ? o->fixed : "";
+  x.shared_overlap = m.has_moe && m.moe.shared_experts > 0 &&
+                     !strstr(fx, "moe_shared_expert_overlap=") &&
+                     !(strstr(fx, "dp_impl=") && !strstr(fx, "dp_impl=megatron"));
   if (o->progress)
     fprintf(o->progress, "search: %s on %s (%d GPUs), gbs %d, seq %d\n", o->model, s->cluster,
             s->num_gpus, o->gbs, s->seq);
