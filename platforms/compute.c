@@ -34,7 +34,9 @@
  *  3. Elementwise, norms, optimizer, communication kernels: memory-bound,
  *     bytes / (HBM x mem_eff); their flops run on the vector units at the
  *     fp32 peak x VEC_EFF.
- *  4. Every kernel pays launch_s.
+ *  4. Every kernel pays launch_s; a memory-bound op (3.) stands for
+ *     `batch` kernels (an optimizer's per-parameter loop) and pays it that
+ *     many times.
  *  5. An unfused attention core (WL_OPF_UNFUSED: the batched GEMMs and the
  *     softmax of attention without a fused kernel) takes PLAT_UNFUSED_FWD
  *     or PLAT_UNFUSED_BWD times its roofline: the published measurement of
@@ -320,14 +322,16 @@ double plat_compute_explain(const plat_compute_params *p, const plat_device *d, 
   double mem = mem_Bps > 0 && op->bytes > 0 ? op->bytes / mem_Bps : 0;
   det->math_s = math;
   det->memory_s = mem;
-  det->launch_s = p->launch_s;
+  /* a memory-bound op of `batch` kernels (3.) pays each one's launch */
+  int mem_class = cls != WL_CLASS_GEMM && cls != WL_CLASS_OTHER && cls != WL_CLASS_ATTENTION;
+  det->launch_s = p->launch_s * (mem_class && op->batch > 1 ? op->batch : 1);
   det->peak_flops = peak;
   det->bound = mem > math ? PLAT_BOUND_MEMORY : PLAT_BOUND_MATH;
   det->eff = math > 0 ? flops / (math * peak) : 0;
   double unf = !(op->flags & WL_OPF_UNFUSED) ? 1
                : (op->flags & WL_OPF_BWD)    ? PLAT_UNFUSED_BWD
                                              : PLAT_UNFUSED_FWD;
-  det->time_s = p->launch_s + fmax(math, mem) * unf;
+  det->time_s = det->launch_s + fmax(math, mem) * unf;
   return det->time_s;
 }
 

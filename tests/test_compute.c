@@ -311,6 +311,16 @@ static void test_memory_bound__elementwise_and_optimizer_at_hbm_fraction(void **
   adam.sub = WL_CLASS_OPTIMIZER;
   adam.bytes = 32e9;
   check_rel(plat_compute_time_with(&p, &d, &adam), 2e-6 + 32e9 / 0.8e12, 1e-12, "adam");
+  /* the same bytes as a per-parameter loop of 800 kernels: 800 launches */
+  adam.batch = 800;
+  check_rel(plat_compute_time_with(&p, &d, &adam), 800 * 2e-6 + 32e9 / 0.8e12, 1e-12,
+            "adam, 800 kernels");
+  /* a GEMM's batch is its batch count, launched once */
+  wl_op bg = gemm(1024, 1024, 1024, 1, WL_DTYPE_BF16), b4 = bg;
+  b4.batch = 4;
+  b4.flops *= 4;
+  plat_compute_explain(&p, &d, &b4, &det);
+  check_rel(det.launch_s, 2e-6, 1e-12, "batched GEMM: one launch");
   /* an elementwise op with much math becomes math-bound on the vector units */
   ln.flops = 1e12;
   check_rel(plat_compute_time_with(&p, &d, &ln), 2e-6 + 1e12 / 7e12, 1e-12, "vector-bound");

@@ -351,6 +351,16 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
       {0, "dp_impl=fsdp2,zero=3,backward_prefetch=post", 2,
        "layout 'dp_impl=fsdp2,zero=3,backward_prefetch=post': backward_prefetch is PyTorch "
        "FSDP1's (dp_impl=fsdp); dp_impl is fsdp2"},
+      {0, "dp=2,optim_impl=foreach", 2,
+       "layout 'dp=2,optim_impl=foreach': optim_impl=foreach is torch.optim.AdamW's "
+       "(dp_impl=fsdp or fsdp2); dp_impl megatron runs a fused Adam"},
+      {0, "dp_impl=deepspeed,zero=3,optim_impl=loop", 2,
+       "layout 'dp_impl=deepspeed,zero=3,optim_impl=loop': optim_impl=loop is torch.optim.AdamW's "
+       "(dp_impl=fsdp or fsdp2); dp_impl deepspeed runs a fused Adam"},
+      {0, "dp_impl=fsdp,zero=3,optim_impl=sgd", 2,
+       "layout 'dp_impl=fsdp,zero=3,optim_impl=sgd': key 'optim_impl' value 'sgd' is unknown "
+       "(known: fused, foreach, loop)"},
+      {0, "grad_clip=2", 2, "layout 'grad_clip=2': key 'grad_clip' is 2 (must be 0 or 1)"},
       {0, "dp_impl=fsdp,zero=3,backward_prefetch=early", 2,
        "layout 'dp_impl=fsdp,zero=3,backward_prefetch=early': key 'backward_prefetch' value "
        "'early' is unknown (known: pre, post, none)"},
@@ -378,7 +388,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
        "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher, "
-       "recompute_modules, moe_a2a_overlap, moe_shared_expert_overlap)"},
+       "recompute_modules, moe_a2a_overlap, moe_shared_expert_overlap, optim_impl, grad_clip)"},
       {1, "pp=2,ep=2,gbs=4,moe_a2a_overlap=1", 4,
        "layout 'pp=2,ep=2,gbs=4,moe_a2a_overlap=1': moe_a2a_overlap with pp (2) > 1 needs the "
        "interleaved schedule (vpp > 1), as Megatron-core requires"},
@@ -2783,38 +2793,95 @@ static void test_pp_scatter__pieces_sent_then_gathered(void **state)
 }
 
 /* The optimizer step's bytes per parameter of the shard (its flops are 12
- * per parameter).  Megatron's mixed-precision optimizers, by hand from
- * their step(): fp16 (SC'21): .float() copy of the fp16 gradients 2 + 4,
- * unscale and check 4 + 4, norm 4, Adam 28, copy back 4 + 2 = 52; bf16
- * with fp32 gradients (the default): no copy, no unscale: 38, per shard
- * parameter with the distributed optimizer too.  FSDP2 keeps the plain
- * step on its fp32 shard, which is the weight (cast to bf16 when it is
- * gathered): bf16 gradient 2, shard, m and v read and written 24 = 26;
- * DeepSpeed writes its bf16 partition too: 28. */
-static double optimizer_bytes_per_param(const wl_workload *wl)
+ * per parameter) and the kernels it stands for.  Megatron's mixed-precision
+ * optimizers, by hand from their step(): fp16 (SC'21): .float() copy of the
+ * fp16 gradients 2 + 4, unscale and check 4 + 4, norm 4, Adam 28, copy back
+ * 4 + 2 = 52; bf16 with fp32 gradients (the default): no copy, no unscale:
+ * 38, per shard parameter with the distributed optimizer too; without
+ * clipping no norm: 34.  The PyTorch frameworks, bf16 gradients (g = 2):
+ * clipping reads the gradient for the norm and scales it in place, 3 g = 6;
+ * fused Adam reads the gradient and reads and writes the fp32 shard, m and
+ * v: g + 24 = 26; torch's multi-tensor and per-parameter paths: decay 8,
+ * m 4 + g + 4, v *= beta2 8, v += g g 4 + g + 4, sqrt 8, / bias correction
+ * 8, + eps 8, addcdiv 16: 72 + 2 g = 76.  Under FSDP the fp32 shard is the
+ * weight; DeepSpeed writes its bf16 partition too (+ 2). */
+static const wl_op *optimizer_op(const wl_workload *wl)
 {
   const wl_program *p = &wl->programs[wl->rank_program[0]];
   for (size_t i = 0; i < p->num_ops; i++)
     if (p->ops[i].kind == WL_OP_COMPUTE && p->ops[i].sub == WL_CLASS_OPTIMIZER)
-      return p->ops[i].bytes / (p->ops[i].flops / 12);
+      return &p->ops[i];
   fail();
-  return 0;
+  return NULL;
 }
 
-static void test_optimizer__megatron_passes_per_parameter(void **state)
+static double optimizer_bytes_per_param(const wl_workload *wl)
+{
+  const wl_op *o = optimizer_op(wl);
+  return o->bytes / (o->flops / 12);
+}
+
+static void test_optimizer__passes_per_parameter(void **state)
 {
   (void)state;
   /* the layouts with dp=2 run on two GPUs */
-  static const char *const specs[] = {"dtype=fp16,gbs=1", "dtype=bf16,gbs=1",
-                                      "dtype=bf16,dp=2,zero=1,gbs=2",
-                                      "dtype=bf16,dp=2,zero=3,dp_impl=fsdp2,gbs=2",
-                                      "dtype=bf16,dp=2,zero=3,dp_impl=deepspeed,gbs=2"};
-  static const double bytes[] = {52, 38, 38, 26, 28};
+  static const struct {
+    const char *spec;
+    double bytes;
+  } cases[] = {
+      {"dtype=fp16,gbs=1", 52},
+      {"dtype=bf16,gbs=1", 38},
+      {"dtype=bf16,gbs=1,grad_clip=0", 34},
+      {"dtype=bf16,dp=2,zero=1,gbs=2", 38},
+      {"dtype=bf16,dp=2,zero=3,dp_impl=fsdp2,gbs=2", 6 + 76},
+      {"dtype=bf16,dp=2,zero=3,dp_impl=fsdp2,gbs=2,optim_impl=fused", 6 + 26},
+      {"dtype=bf16,dp=2,zero=3,dp_impl=fsdp2,gbs=2,optim_impl=fused,grad_clip=0", 26},
+      {"dtype=bf16,dp=2,zero=3,dp_impl=fsdp,gbs=2,optim_impl=loop", 6 + 76},
+      /* fp32 gradients: 12 + 72 + 8 */
+      {"dtype=bf16,dp=2,zero=3,dp_impl=fsdp,gbs=2,optim_impl=loop,grad_dtype=fp32", 92},
+      {"dtype=bf16,dp=2,zero=3,dp_impl=deepspeed,gbs=2", 6 + 26 + 2},
+  };
   wl_model g;
   model_of(GPT_T, &g);
-  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
-    wl_workload *wl = gen(&g, specs[i], strstr(specs[i], "dp=2") ? 2 : 1, NULL);
-    check_rel(optimizer_bytes_per_param(wl), bytes[i], 1e-12, specs[i]);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_workload *wl = gen(&g, cases[i].spec, strstr(cases[i].spec, "dp=2") ? 2 : 1, NULL);
+    check_rel(optimizer_bytes_per_param(wl), cases[i].bytes, 1e-12, cases[i].spec);
+    wl_workload_destroy(wl);
+  }
+}
+
+/* The kernels of the step: one for a fused or multi-tensor Adam; eight per
+ * parameter tensor for a per-parameter loop.  GPT_T by hand: each of its 8
+ * layers holds 16 tensors (q, k, v, o weights and biases, two LayerNorms'
+ * weights and biases, the MLP's two weights and biases), the root 4 (token
+ * and position embeddings, the final LayerNorm's two; the output is tied).
+ * FSDP2 shards every tensor: 8 x 16 + 4 = 132 on each rank, 1,056 kernels;
+ * FSDP1 cuts a unit's flat parameter in dp = 2 pieces, each overlapping
+ * 1 + (T - 1) / 2 of its T tensors: 8 x 8.5 + 2.5 = 70.5, 564 kernels.
+ * Clipping's norm is all-reduced over dp under both FSDPs, not without it. */
+static void test_optimizer__kernels_and_norm(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *spec;
+    int kernels, norms;
+  } cases[] = {
+      {"dp=2,zero=3,dp_impl=fsdp2,gbs=2,optim_impl=loop", 1056, 1},
+      {"dp=2,zero=3,dp_impl=fsdp,gbs=2,optim_impl=loop", 564, 1},
+      {"dp=2,zero=3,dp_impl=fsdp,gbs=2", 1, 1},
+      {"dp=2,zero=3,dp_impl=fsdp2,gbs=2,optim_impl=fused,grad_clip=0", 1, 0},
+      {"dp=2,zero=1,gbs=2", 1, 0},
+  };
+  wl_model g;
+  model_of(GPT_T, &g);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    wl_layout l;
+    wl_workload *wl = gen(&g, cases[i].spec, 2, &l);
+    assert_int_equal(optimizer_op(wl)->batch, cases[i].kernels);
+    assert_int_equal(count_ops(wl, 0, "fsdp.grad_norm.ar"), cases[i].norms);
+    /* the spec names what is not the framework's default */
+    assert_true((strstr(l.spec, "optim_impl=loop") != NULL) == (cases[i].kernels > 1));
+    assert_true((strstr(l.spec, "grad_clip=0") != NULL) == !!strstr(cases[i].spec, "grad_clip=0"));
     wl_workload_destroy(wl);
   }
 }
@@ -3108,7 +3175,8 @@ int main(void)
       cmocka_unit_test(test_tp_overlap__replays_faster_on_dgx_h100),
       cmocka_unit_test(test_tp_async__backward_allreduce_after_wgrad),
       cmocka_unit_test(test_pp_scatter__pieces_sent_then_gathered),
-      cmocka_unit_test(test_optimizer__megatron_passes_per_parameter),
+      cmocka_unit_test(test_optimizer__passes_per_parameter),
+      cmocka_unit_test(test_optimizer__kernels_and_norm),
       cmocka_unit_test(test_embedding__dense_gradient_per_micro_batch),
       cmocka_unit_test(test_dropout__flags_masks_and_passes),
       cmocka_unit_test(test_file__prices_every_op_as_generated),

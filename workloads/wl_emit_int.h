@@ -176,6 +176,8 @@ void wl__output_bwd(wl__gen *g);
 /* ---- wl_gen_zero.c: ZeRO-3 ------------------------------------------------------- */
 double wl__z3_bytes(const wl__gen *g, int layer, int grads, int expert);
 double wl__z3_root(const wl__gen *g);
+/* Parameter tensors the optimizer steps on this rank (the per-parameter loop's count). */
+double wl__optim_tensors(const wl__gen *g);
 long wl__z3_gather(wl__gen *g, int layer, long after, int bwd);
 void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs);
 void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs);

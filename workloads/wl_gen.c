@@ -681,6 +681,10 @@ static void finalize_grads(wl__gen *g)
       wl__coll_c(g, "ds.overflow.ar", WL_COLL_ALLREDUCE, R_DP, 4);
     wl__coll_c(g, "ds.grad_norm.ar", WL_COLL_ALLREDUCE, R_DP, 4);
   }
+  /* FSDP's clip_grad_norm_ (FSDP1) and the norm of DTensor gradients (FSDP2)
+   * all-reduce the squared local norms before the scaling */
+  if ((l->dp_impl == WL_DP_FSDP || l->dp_impl == WL_DP_FSDP2) && l->grad_clip)
+    wl__coll_c(g, "fsdp.grad_norm.ar", WL_COLL_ALLREDUCE, R_DP, 4);
   if (l->sp || (g->m->qk_norm && l->tp > 1))
     wl__coll_c(g, "tp.norm.grad.ar", WL_COLL_ALLREDUCE, R_TP, stage_norm_params(g) * g->gb);
   if (g->m->tie_embeddings && p > 1 && (s == 0 || s == p - 1))
@@ -696,28 +700,58 @@ static void finalize_grads(wl__gen *g)
  *   with fp16's loss scaler, unscale and check for inf/nan
  *     (_amp_foreach_non_finite_check_and_unscale_): read 4, write 4;
  *   the gradient norm for clipping (multi_tensor_l2norm; clip_grad 1.0 is
- *     the default): read 4;
+ *     the default; the scaling only on steps whose norm exceeds it): read 4;
  *   Adam (FusedAdam): read param, grad, m, v, write param, m, v: 28;
  *   copy the fp32 params to the model's (multi_tensor_scale): read 4,
  *     write pb.
  * 52 bytes for fp16 (SC'21), 38 for bf16 with fp32 gradients.  The PyTorch
- * frameworks (dp_impl fsdp, fsdp2, deepspeed) keep the plain step: read the
- * gradient, read and write the fp32 master, m and v, write the weight;
- * under FSDP (zero=3) the fp32 shard is the weight (cast to the model dtype
- * when it is gathered), so nothing more is written. */
+ * frameworks (dp_impl fsdp, fsdp2, deepspeed) make the plain step:
+ *   clipping (FSDP's clip_grad_norm_, torch.nn.utils.clip_grad_norm_,
+ *     DeepSpeed's unscale_and_clip_grads): the norm reads the gradient, the
+ *     scaling by the clamped coefficient, done on every step (it avoids a
+ *     host sync), reads and writes it: 3 gb;
+ *   Adam, fused: read the gradient, read and write the fp32 master, m and v:
+ *     gb + 24; torch's multi-tensor and per-parameter paths
+ *     (_multi_tensor_adamw, _single_tensor_adamw, Composer's
+ *     DecoupledAdamW.adamw) as eight passes: the decoupled weight decay
+ *     (param *= 1 - lr wd: 8), m's update (lerp, or mul and add: 12 with
+ *     the gradient), v *= beta2 (8), v += g g (addcmul: 12 with the
+ *     gradient), sqrt(v) into a new tensor (8), its division by the bias
+ *     correction (8) and + eps (8), param += m / denom (addcdiv: 16):
+ *     2 gb + 72 (torch's loop always decays, its foreach path and
+ *     Composer's loop only with a nonzero weight decay; Composer's loop
+ *     writes m in two passes instead: 80 either way with fp32 gradients);
+ *   the weight written in the model dtype, except under FSDP, where the
+ *     fp32 shard is the weight (cast to the model dtype when it is
+ *     gathered). */
 static double optimizer_bytes_per_param(const wl__gen *g)
 {
   const wl_layout *l = g->l;
-  if (l->dp_impl == WL_DP_FSDP || l->dp_impl == WL_DP_FSDP2)
-    return l->zero == 3 ? g->gb + 24 : g->gb + 24 + g->pb; /* the fp32 shard is the weight */
-  if (l->dp_impl != WL_DP_MEGATRON)
-    return g->gb + 24 + g->pb;
-  double b = 28 + 4 + 4 + g->pb; /* Adam, the norm, the copy back */
+  if (l->dp_impl != WL_DP_MEGATRON) {
+    double b = l->optim_impl == WL_OPTIM_FUSED ? g->gb + 24 : 2 * g->gb + 72;
+    if (l->grad_clip)
+      b += 3 * g->gb;
+    int fsdp = l->dp_impl == WL_DP_FSDP || l->dp_impl == WL_DP_FSDP2;
+    return fsdp && l->zero == 3 ? b : b + g->pb;
+  }
+  double b = 28 + 4 + g->pb; /* Adam, the copy back */
+  if (l->grad_clip)
+    b += 4; /* the norm */
   if (g->gb != 4)
     b += g->gb + 4; /* the fp32 copy of the gradients */
   if (l->dtype == WL_DTYPE_FP16)
     b += 8; /* unscale and check */
   return b;
+}
+
+/* Kernels of the optimizer step (the compute model pays each one's launch):
+ * one for a fused or multi-tensor step, whose launches per list of tensors
+ * are few; the eight passes per parameter tensor for a per-parameter loop. */
+static int optimizer_kernels(const wl__gen *g)
+{
+  if (g->l->optim_impl != WL_OPTIM_LOOP)
+    return 1;
+  return (int)fmin(8 * wl__optim_tensors(g), 1e9);
 }
 
 /* The optimizer step over this rank's shard, then (distributed optimizer
@@ -742,6 +776,7 @@ static void optimizer_step(wl__gen *g)
     op.dtype = WL_DTYPE_FP32;
     op.flops = 12 * shard;
     op.bytes = shard * optimizer_bytes_per_param(g);
+    op.batch = optimizer_kernels(g);
     op.name = wl__nm(g, "optimizer.adam");
     long step = wl__put_c(g, op);
     if (l->offload & WL_OFFLOAD_PARAMS)

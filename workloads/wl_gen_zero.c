@@ -70,6 +70,28 @@ static int z3_tensors(const wl__gen *g, int layer)
   return n;
 }
 
+/* Parameter tensors an optimizer on this rank steps (pp = 1 under every
+ * dp_impl that has a per-parameter optimizer): each layer's and the root's
+ * (the embedding, the learned positions, the final norm, an untied output
+ * layer).  FSDP2 shards every parameter along its first dimension, so each
+ * rank holds a piece of each; FSDP1 with use_orig_params flattens a unit's
+ * T parameters into one tensor cut in dp pieces, and a piece overlaps
+ * 1 + (T - 1) / dp of them on average (those outside it have no gradient
+ * there and are skipped).  Otherwise every tensor whole. */
+double wl__optim_tensors(const wl__gen *g)
+{
+  const wl_model *m = g->m;
+  const wl_layout *l = g->l;
+  int fsdp1 = l->dp_impl == WL_DP_FSDP && l->zero == 3;
+  double n = 0;
+  for (int i = 0; i < m->layers; i++) {
+    int t = z3_tensors(g, i);
+    n += fsdp1 ? 1 + (double)(t - 1) / g->dp_size : t;
+  }
+  int root = 1 + (m->positions != 0) + (m->layer_norm ? 2 : 1) + !m->tie_embeddings;
+  return n + (fsdp1 ? 1 + (double)(root - 1) / g->dp_size : root);
+}
+
 /* A timed host op (a framework hook) on the "host" stream after op `after`. */
 static long z3_host(wl__gen *g, const char *name, double seconds, long after)
 {

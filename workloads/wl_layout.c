@@ -50,6 +50,7 @@ static const char *const schedule_names[WL_SCHED_COUNT] = {"1f1b", "gpipe", "int
 static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", "fsdp2",
                                                            "deepspeed"};
 static const char *const bwd_prefetch_names[WL_BWD_PREFETCH_COUNT] = {"pre", "post", "none"};
+static const char *const optim_impl_names[WL_OPTIM_COUNT] = {"fused", "foreach", "loop"};
 static const char *const ce_fusion_names[WL_CE_COUNT] = {"none", "native", "te"};
 static const char *const fp8_recipe_names[WL_FP8_RECIPE_COUNT] = {"delayed", "current"};
 static const char *const moe_dispatcher_names[WL_MOE_DISPATCHER_COUNT] = {"alltoall", "flex"};
@@ -87,6 +88,18 @@ const char *wl_dp_impl_name(int d)
 {
   return d >= 0 && d < WL_DP_IMPL_COUNT ? dp_impl_names[d] : "?";
 }
+const char *wl_optim_impl_name(int o)
+{
+  return o >= 0 && o < WL_OPTIM_COUNT ? optim_impl_names[o] : "?";
+}
+
+/* The Adam a framework runs when the layout does not say: Megatron-core's
+ * and DeepSpeed's FusedAdam, and for the PyTorch FSDPs torch.optim.AdamW,
+ * whose default on CUDA is its multi-tensor (foreach) path. */
+static int optim_impl_default(int dp_impl)
+{
+  return dp_impl == WL_DP_FSDP || dp_impl == WL_DP_FSDP2 ? WL_OPTIM_FOREACH : WL_OPTIM_FUSED;
+}
 
 enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
@@ -94,7 +107,7 @@ enum {
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
   K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_MOE_A2A,
-  K_MOE_SHARED, K_COUNT
+  K_MOE_SHARED, K_OPTIM_IMPL, K_GRAD_CLIP, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -104,7 +117,7 @@ static const char *const key_names[K_COUNT] = {
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
     "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
     "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules", "moe_a2a_overlap",
-    "moe_shared_expert_overlap"};
+    "moe_shared_expert_overlap", "optim_impl", "grad_clip"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -185,6 +198,7 @@ void wl_layout_request_init(wl_layout *l)
   l->attn_impl = l->bwd_prefetch = l->tp_async = l->pp_scatter = -1;
   l->dropout = -1;
   l->ce_fusion = l->fp8_recipe = l->moe_dispatcher = l->recompute_modules = -1;
+  l->optim_impl = l->grad_clip = -1;
 }
 
 void wl_layout_recompute_modules(const wl_layout *l, char *b, size_t n)
@@ -248,6 +262,7 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_FP8_PARAM_GATHER: l->fp8_param_gather = v; break;
   case K_MOE_A2A: l->moe_a2a_overlap = v; break;
   case K_MOE_SHARED: l->moe_shared_overlap = v; break;
+  case K_GRAD_CLIP: l->grad_clip = v; break;
   default: break;
   }
 }
@@ -279,6 +294,9 @@ static int named_values(wl_layout *l, char sv[][32], const char *spec, st_err *e
       (l->bwd_prefetch = lookup(bwd_prefetch_names, WL_BWD_PREFETCH_COUNT, sv[K_BWD_PREFETCH])) < 0)
     ERR("key 'backward_prefetch' value '%s' is unknown (known: pre, post, none)",
         sv[K_BWD_PREFETCH]);
+  if (sv[K_OPTIM_IMPL][0] &&
+      (l->optim_impl = lookup(optim_impl_names, WL_OPTIM_COUNT, sv[K_OPTIM_IMPL])) < 0)
+    ERR("key 'optim_impl' value '%s' is unknown (known: fused, foreach, loop)", sv[K_OPTIM_IMPL]);
   if (sv[K_FP8_RECIPE][0] &&
       (l->fp8_recipe = lookup(fp8_recipe_names, WL_FP8_RECIPE_COUNT, sv[K_FP8_RECIPE])) < 0)
     ERR("key 'fp8_recipe' value '%s' is unknown (known: delayed, current)", sv[K_FP8_RECIPE]);
@@ -386,7 +404,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     long iv = 0;
     if (k == K_RECOMPUTE || k == K_SCHEDULE || k == K_DTYPE || k == K_GRAD_DTYPE ||
         k == K_DP_IMPL || k == K_OFFLOAD || k == K_ATTN_IMPL || k == K_BWD_PREFETCH ||
-        k == K_CE_FUSION || k == K_FP8_RECIPE || k == K_MOE_DISPATCHER) {
+        k == K_CE_FUSION || k == K_FP8_RECIPE || k == K_MOE_DISPATCHER || k == K_OPTIM_IMPL) {
       snprintf(sv[k], sizeof sv[k], "%s", val);
       continue;
     }
@@ -455,7 +473,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH ||
                   k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS || k == K_EAGER ||
                   k == K_TP_ASYNC || k == K_PP_SCATTER || k == K_FP8_PARAM_GATHER ||
-                  k == K_MOE_A2A || k == K_MOE_SHARED;
+                  k == K_MOE_A2A || k == K_MOE_SHARED || k == K_GRAD_CLIP;
     if (!boolean && k != K_ZERO && iv < 1) {
       if (k == K_FIRST || k == K_LAST)
         ERR("first_stage_layers/last_stage_layers must be >= 1");
@@ -809,6 +827,17 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
         dp_impl_names[l->dp_impl]);
   if (l->bwd_prefetch < 0)
     l->bwd_prefetch = WL_BWD_PREFETCH_PRE; /* FullyShardedDataParallel's default */
+  /* Megatron-core's optimizer is FusedAdam (Transformer Engine's or Apex's,
+   * megatron/core/optimizer/__init__.py), DeepSpeed's its own FusedAdam (a
+   * client torch optimizer under ZeRO-3 is not modelled) */
+  if (l->optim_impl > WL_OPTIM_FUSED && l->dp_impl != WL_DP_FSDP && l->dp_impl != WL_DP_FSDP2)
+    ERR("optim_impl=%s is torch.optim.AdamW's (dp_impl=fsdp or fsdp2); dp_impl %s runs a fused "
+        "Adam",
+        optim_impl_names[l->optim_impl], dp_impl_names[l->dp_impl]);
+  if (l->optim_impl < 0)
+    l->optim_impl = optim_impl_default(l->dp_impl);
+  if (l->grad_clip < 0)
+    l->grad_clip = 1;
   if (l->ce_fusion > 0 && l->dp_impl != WL_DP_MEGATRON)
     ERR("ce_fusion is Megatron-core's cross-entropy fusion (dp_impl=megatron); dp_impl is %s",
         dp_impl_names[l->dp_impl]);
@@ -988,6 +1017,10 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",dp_impl=%s", dp_impl_names[l->dp_impl]);
   if (l->bwd_prefetch != WL_BWD_PREFETCH_PRE)
     st_buf_printf(&b, ",backward_prefetch=%s", bwd_prefetch_names[l->bwd_prefetch]);
+  if (l->optim_impl != optim_impl_default(l->dp_impl))
+    st_buf_printf(&b, ",optim_impl=%s", optim_impl_names[l->optim_impl]);
+  if (!l->grad_clip)
+    st_buf_printf(&b, ",grad_clip=0");
   if (l->attn_impl != attn_impl_default(l->dp_impl))
     st_buf_printf(&b, ",attn_impl=%s", attn_impl_names[l->attn_impl]);
   if (l->stage_layers[0])

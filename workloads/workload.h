@@ -479,6 +479,20 @@ typedef enum wl_bwd_prefetch {
   WL_BWD_PREFETCH_COUNT
 } wl_bwd_prefetch;
 
+/* How the optimizer's Adam step runs (layout key optim_impl; docs/workloads.md,
+ * "The optimizer step"): the passes it makes over the shard's state and the
+ * kernels it launches. */
+typedef enum wl_optim_impl {
+  WL_OPTIM_FUSED = 0, /* one kernel per tensor list: Megatron's and DeepSpeed's FusedAdam,
+                         torch.optim.AdamW(fused=True) */
+  WL_OPTIM_FOREACH,   /* torch.optim.AdamW's multi-tensor path (_multi_tensor_adamw, its
+                         default on CUDA): eight passes, each over every tensor */
+  WL_OPTIM_LOOP,      /* a Python loop over the parameters (torch's foreach=False,
+                         Composer's DecoupledAdamW): the same passes, per tensor */
+  WL_OPTIM_COUNT
+} wl_optim_impl;
+const char *wl_optim_impl_name(int o);
+
 /* Transformer Engine's fp8 scaling (layout key fp8_recipe, dtype=fp8):
  * delayed (DelayedScaling: each tensor cast with the scale of past steps'
  * amax history, in one pass) or current (Float8CurrentScaling, Megatron's
@@ -633,6 +647,9 @@ typedef struct wl_layout {
   int tp_overlap;        /* Megatron's --tp-comm-overlap: SP collectives chunked and
                             overlapped with their GEMMs (needs sp) */
   int bwd_prefetch;      /* wl_bwd_prefetch: FSDP1's backward_prefetch (dp_impl=fsdp) */
+  int optim_impl;        /* wl_optim_impl (-1 in a request: the framework's own) */
+  int grad_clip;         /* 1 (default): the gradients clipped by their global norm, as every
+                            framework's default (-1 in a request: not given) */
   int eager;             /* 1: the model's elementwise ops run as eager PyTorch runs
                             them (no torch.compile): RMSNorm, rotary embedding, GQA's
                             repeat_kv and SwiGLU as their separate kernels */
