@@ -33,7 +33,7 @@ check "--cases without a pattern exits 1" "[ $rc -eq 1 ]"
 
 # every committed case file loads (a bad one would stop validate before predicting)
 n=$(ls "$cases"/*.json | wc -l)
-check "55 committed cases" "[ $n -eq 55 ]"
+check "59 committed cases" "[ $n -eq 59 ]"
 
 mkdir "$tmp/small"
 cp "$cases/sc21-gpt-1.7b.json" "$cases/megatron-h100-gpt-1.7b.json" "$tmp/small/"
