@@ -361,6 +361,9 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "layout 'dp_impl=fsdp,zero=3,optim_impl=sgd': key 'optim_impl' value 'sgd' is unknown "
        "(known: fused, foreach, loop)"},
       {0, "grad_clip=2", 2, "layout 'grad_clip=2': key 'grad_clip' is 2 (must be 0 or 1)"},
+      {0, "recompute=selective,recompute_layers=2", 1,
+       "layout 'recompute=selective,recompute_layers=2': recompute_layers (2) recomputes whole "
+       "layers: it needs recompute=full (recompute is selective)"},
       {0, "dp_impl=fsdp,zero=3,backward_prefetch=early", 2,
        "layout 'dp_impl=fsdp,zero=3,backward_prefetch=early': key 'backward_prefetch' value "
        "'early' is unknown (known: pre, post, none)"},
@@ -388,7 +391,8 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "tp_overlap, etp, account_embedding, account_loss, pp_layout, dp_impl, stage_layers, "
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
        "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher, "
-       "recompute_modules, moe_a2a_overlap, moe_shared_expert_overlap, optim_impl, grad_clip)"},
+       "recompute_modules, moe_a2a_overlap, moe_shared_expert_overlap, optim_impl, grad_clip, "
+       "recompute_layers)"},
       {1, "pp=2,ep=2,gbs=4,moe_a2a_overlap=1", 4,
        "layout 'pp=2,ep=2,gbs=4,moe_a2a_overlap=1': moe_a2a_overlap with pp (2) > 1 needs the "
        "interleaved schedule (vpp > 1), as Megatron-core requires"},
@@ -2980,6 +2984,56 @@ static double recomputed_flops(const wl_workload *wl, int rank, int cls)
   return sum;
 }
 
+/* recompute_layers=N (Megatron-LM's --recompute-method block): the first N
+ * layers of each model chunk re-run their forward, the rest none.  GPT_T's
+ * eight layers are alike, so on one stage N = 3 recomputes 3/8 of the full
+ * recomputation's GEMM FLOPs; with pp 2 and vpp 2 (chunks of two layers)
+ * N = 1 recomputes half of them on every stage, and N = 5 every layer (a
+ * chunk with fewer recomputes them all).  Memory: a recomputed layer keeps
+ * its input, the others everything, so one stage's activations with N = 3
+ * are 3/8 of recompute=full's plus 5/8 of recompute=none's. */
+static void test_recompute_layers__first_of_each_chunk(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  static const struct {
+    const char *base;
+    int ranks, n;
+    double share;
+  } cases[] = {{"mbs=1,gbs=2", 1, 3, 3.0 / 8},
+               {"pp=2,vpp=2,mbs=1,gbs=4", 2, 1, 0.5},
+               {"pp=2,vpp=2,mbs=1,gbs=4", 2, 5, 1.0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char full[96], part[128];
+    snprintf(full, sizeof full, "%s,recompute=full", cases[i].base);
+    snprintf(part, sizeof part, "%s,recompute=full,recompute_layers=%d", cases[i].base,
+             cases[i].n);
+    wl_layout l;
+    wl_workload *a = gen(&m, full, cases[i].ranks, NULL);
+    wl_workload *b = gen(&m, part, cases[i].ranks, &l);
+    assert_non_null(strstr(l.spec, ",recompute_layers="));
+    for (int r = 0; r < cases[i].ranks; r++)
+      check_rel(recomputed_flops(b, r, WL_CLASS_GEMM),
+                cases[i].share * recomputed_flops(a, r, WL_CLASS_GEMM), 1e-12, part);
+    wl_workload_destroy(a);
+    wl_workload_destroy(b);
+  }
+  double act[3];
+  const char *const specs[] = {"mbs=1,gbs=1,recompute=full",
+                               "mbs=1,gbs=1,recompute=none",
+                               "mbs=1,gbs=1,recompute=full,recompute_num_layers=3"};
+  for (int i = 0; i < 3; i++) {
+    wl_layout l;
+    wl_memory mem;
+    st_err err;
+    assert_int_equal(wl_layout_parse(specs[i], 1, &m, &l, &err), 0);
+    assert_int_equal(wl_memory_estimate(&m, &l, &mem, &err), 0);
+    act[i] = mem.stages[0].activations_bytes;
+  }
+  check_rel(act[2], 3.0 / 8 * act[0] + 5.0 / 8 * act[1], 1e-12, "activations");
+}
+
 /* recompute=op, torchtitan's per-op policy: a Llama block recomputes wk, wo
  * and w3 (the 2nd, 4th and 6th of its seven matmuls), a GPT block proj and
  * fc2 (2nd and 4th of four); attention is saved.  Memory: the block input
@@ -3177,6 +3231,7 @@ int main(void)
       cmocka_unit_test(test_pp_scatter__pieces_sent_then_gathered),
       cmocka_unit_test(test_optimizer__passes_per_parameter),
       cmocka_unit_test(test_optimizer__kernels_and_norm),
+      cmocka_unit_test(test_recompute_layers__first_of_each_chunk),
       cmocka_unit_test(test_embedding__dense_gradient_per_micro_batch),
       cmocka_unit_test(test_dropout__flags_masks_and_passes),
       cmocka_unit_test(test_file__prices_every_op_as_generated),

@@ -654,6 +654,21 @@ static void op_sac_recompute(wl__gen *g)
   residual(g, "res2", Tsp * h, 0);
 }
 
+/* Whether layer `layer` of chunk c is recomputed in full before its backward:
+ * every layer under recompute=full, or with recompute_layers the first ones
+ * of the chunk (Megatron-LM's --recompute-method block). */
+static int full_recompute(const wl__gen *g, int layer, int c)
+{
+  const wl_layout *l = g->l;
+  if (l->recompute != WL_RECOMPUTE_FULL)
+    return 0;
+  if (!l->recompute_layers)
+    return 1;
+  int first, count;
+  wl__chunk_layers(l, g->m, g->stage, c, &first, &count);
+  return layer - first < l->recompute_layers;
+}
+
 void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
 {
   const wl_model *m = g->m;
@@ -661,7 +676,7 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
   g->win = wl_model_layer_window(m, layer);
   if (!g->part)
     wl__marker(g, WL_MARK_LAYER, layer);
-  if (g->l->recompute == WL_RECOMPUTE_FULL) {
+  if (full_recompute(g, layer, c)) {
     int pw = g->param_wait;
     g->param_wait = 0;
     g->flags = WL_OPF_RECOMPUTE;

@@ -107,7 +107,7 @@ enum {
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
   K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_MOE_A2A,
-  K_MOE_SHARED, K_OPTIM_IMPL, K_GRAD_CLIP, K_COUNT
+  K_MOE_SHARED, K_OPTIM_IMPL, K_GRAD_CLIP, K_RECOMPUTE_LAYERS, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -117,7 +117,7 @@ static const char *const key_names[K_COUNT] = {
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
     "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
     "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules", "moe_a2a_overlap",
-    "moe_shared_expert_overlap", "optim_impl", "grad_clip"};
+    "moe_shared_expert_overlap", "optim_impl", "grad_clip", "recompute_layers"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -133,6 +133,7 @@ static const struct {
     {"cross_entropy_fusion_impl", K_CE_FUSION},
     {"moe_token_dispatcher_type", K_MOE_DISPATCHER},
     {"overlap_moe_expert_parallel_comm", K_MOE_A2A},
+    {"recompute_num_layers", K_RECOMPUTE_LAYERS},
 };
 
 static int parse_int(const char *s, long *v)
@@ -263,6 +264,7 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_MOE_A2A: l->moe_a2a_overlap = v; break;
   case K_MOE_SHARED: l->moe_shared_overlap = v; break;
   case K_GRAD_CLIP: l->grad_clip = v; break;
+  case K_RECOMPUTE_LAYERS: l->recompute_layers = v; break;
   default: break;
   }
 }
@@ -793,6 +795,13 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
         recompute_names[l->recompute]);
   if (l->recompute_modules < 0)
     l->recompute_modules = l->recompute == WL_RECOMPUTE_SELECTIVE ? WL_RCM_CORE_ATTN : 0;
+  /* Megatron-LM's --recompute-method block: the first recompute_num_layers
+   * layers of each model chunk recomputed in full (a chunk with fewer
+   * recomputes them all, as TransformerBlock._checkpointed_forward) */
+  if (l->recompute_layers > 0 && l->recompute != WL_RECOMPUTE_FULL)
+    ERR("recompute_layers (%d) recomputes whole layers: it needs recompute=full (recompute "
+        "is %s)",
+        l->recompute_layers, recompute_names[l->recompute]);
   if (l->dtype < 0)
     l->dtype = WL_DTYPE_BF16;
   /* Megatron accumulates and all-reduces bf16 gradients in fp32; fp16 in fp16.
@@ -1021,6 +1030,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",optim_impl=%s", optim_impl_names[l->optim_impl]);
   if (!l->grad_clip)
     st_buf_printf(&b, ",grad_clip=0");
+  if (l->recompute_layers)
+    st_buf_printf(&b, ",recompute_layers=%d", l->recompute_layers);
   if (l->attn_impl != attn_impl_default(l->dp_impl))
     st_buf_printf(&b, ",attn_impl=%s", attn_impl_names[l->attn_impl]);
   if (l->stage_layers[0])

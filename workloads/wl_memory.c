@@ -147,21 +147,30 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
     double dense = 0, expert = 0, act_max = 0, z3_layer = 0;
     int nl = wl_layout_stage_layers(l, m, s);
     /* layers of all chunks of this stage */
+    double act_chunk = 0; /* recompute_layers: the most a chunk's layers keep, per layer */
     for (int c = 0; c < l->vpp; c++) {
       int first, count;
+      double chunk_act = 0;
       wl__chunk_layers(l, m, s, c, &first, &count);
       for (int i = first; i < first + count; i++) {
         wl__params lp;
         wl__layer_params(m, l->tp, l->etp, l->ep, i, &lp);
         dense += lp.attn + lp.mlp;
         expert += lp.expert;
-        double a = layer_act(m, l, i, l->recompute);
+        /* recompute_layers: the first ones of the chunk keep their input
+         * only, the rest all their activations */
+        int rc = l->recompute_layers && i - first >= l->recompute_layers ? WL_RECOMPUTE_NONE
+                                                                           : l->recompute;
+        double a = layer_act(m, l, i, rc);
         if (a > act_max)
           act_max = a;
+        chunk_act += a;
         double zl = (lp.attn + lp.mlp + lp.expert) * pb;
         if (zl > z3_layer)
           z3_layer = zl;
       }
+      if (count > 0 && chunk_act / count > act_chunk)
+        act_chunk = chunk_act / count;
     }
     if (s == 0)
       dense += wl__embedding_params(m, l->tp);
@@ -189,7 +198,9 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
     wl__peak_alive(l, s, &chunks, &alive_layers);
     double per_chunk = chunks ? (double)alive_layers / chunks : 0;
     st->inflight = (double)chunks / l->vpp;
-    st->activations_bytes = act_max * per_chunk * chunks;
+    /* with recompute_layers a chunk's layers differ: each alive layer at
+     * the mean of the chunk that keeps the most */
+    st->activations_bytes = (l->recompute_layers ? act_chunk : act_max) * per_chunk * chunks;
     /* embedding output's dropout mask on the first stage, per micro-batch alive
      * (with dropout); final norm, logits input and the loss's saved logits on
      * the last (one micro-batch at a time, all of them under GPipe): the fp32

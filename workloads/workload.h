@@ -602,6 +602,10 @@ typedef struct wl_layout {
   int zero;              /* 0 DDP, 1/2 distributed optimizer, 3 FSDP */
   int dp_impl;           /* wl_dp_impl: who runs the sharding (zero=3 only, but megatron) */
   int recompute;         /* wl_recompute */
+  int recompute_layers;  /* recompute=full: the layers of each model chunk recomputed, the
+                            first ones (Megatron-LM's --recompute-method block with
+                            --recompute-num-layers); the rest keep their activations;
+                            0 (default): every layer */
   int recompute_modules; /* WL_RCM_* bits recompute=selective recomputes (Megatron-core's
                             --recompute-modules; default core_attn), 0 under any other
                             recompute (-1 in a request: not given) */
