@@ -341,6 +341,8 @@ typedef struct drv_knobs {
   int a2a_overlap; /* MoE with ep > 1: Megatron-core's moe_a2a_overlap, 0 or 1 */
   int uneven;      /* 0 even; 1 embedding and loss counted as layers; 2 lighter edges */
   int edge_layers; /* uneven 2: layers of the first and of the last stage */
+  int rc_layers;   /* recompute full: layers of each chunk recomputed (recompute_layers),
+                      the fewest that fit; 0 every layer */
 } drv_knobs;
 
 typedef struct drv_candidate {

@@ -4,7 +4,8 @@
  *    (dividing what tp x cp leaves, at most one stage per layer), dp (the
  *    rest), mbs, vpp (dividing a stage's layers; interleaved schedule),
  *    sp and Transformer Engine's tp_overlap (with tp > 1), ep and expert
- *    tp (MoE), zero 0-3, recompute none/selective/full, 1F1B or GPipe, and
+ *    tp (MoE), zero 0-3, recompute none/selective/full (full with the
+ *    fewest layers of each chunk recomputed that fit), 1F1B or GPipe, and
  *    where the layers do not divide into the stages, Megatron's two ways of
  *    evening them out (the embedding and the loss counted as layers, or
  *    lighter first and last stages).  DP overlap is on wherever there is DP
@@ -117,6 +118,48 @@ static void cand_fill(const enum_ctx *x, const wl_layout *l, const wl_memory *me
   c->time_to_train_s = c->cost_usd = c->energy_MWh = NAN;
 }
 
+/* recompute=full that fits: the fewest layers of each chunk recomputed
+ * (recompute_layers, Megatron's block method) that still fit, since
+ * recomputing fewer only removes work (memory falls as N grows, so a
+ * bisection finds it).  0 (every layer) when only all of them fit, or when
+ * --fixed names the key.  *l and *mem become the chosen layout's. */
+static int fewest_recomputed(enum_ctx *x, const char *spec, wl_layout *l, wl_memory *mem)
+{
+  if (l->recompute != WL_RECOMPUTE_FULL || l->recompute_layers ||
+      (x->o->fixed && strstr(x->o->fixed, "recompute_")))
+    return 0;
+  int hi = 0; /* the most layers of a chunk: recompute_layers = hi recomputes all */
+  for (int v = 0; v < l->pp * l->vpp && v < WL_MAX_VSTAGES; v++)
+    if (l->vs_layers[v] > hi)
+      hi = l->vs_layers[v];
+  int lo = 1, best = 0;
+  wl_layout bl;
+  wl_memory bm;
+  while (lo < hi) { /* the smallest N in [lo, hi) that fits, if any */
+    int mid = lo + (hi - lo) / 2;
+    char sp[600];
+    snprintf(sp, sizeof sp, "%s,recompute_layers=%d", spec, mid);
+    wl_layout t;
+    wl_memory tm;
+    st_err e;
+    st_err_clear(&e);
+    if (!wl_layout_parse(sp, x->n, x->m, &t, &e) && !wl_memory_estimate(x->m, &t, &tm, &e) &&
+        tm.peak_bytes <= x->hbm) {
+      best = mid;
+      bl = t;
+      bm = tm;
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  if (best) {
+    *l = bl;
+    *mem = bm;
+  }
+  return best;
+}
+
 static int try_layout(enum_ctx *x, const char *spec, const drv_knobs *k)
 {
   drv_search *s = x->s;
@@ -134,8 +177,11 @@ static int try_layout(enum_ctx *x, const char *spec, const drv_knobs *k)
   wl_memory mem;
   if (wl_memory_estimate(x->m, &l, &mem, &e))
     return reason_add(s, "no memory estimate");
+  drv_knobs kk = *k;
+  if (mem.peak_bytes <= x->hbm)
+    kk.rc_layers = fewest_recomputed(x, spec, &l, &mem);
   drv_candidate c;
-  cand_fill(x, &l, &mem, k, &c);
+  cand_fill(x, &l, &mem, &kk, &c);
   if (c.fits)
     s->fitting++;
   else if (mem.peak_bytes < s->min_peak_bytes || s->min_peak_bytes == 0)
@@ -334,11 +380,16 @@ static int dominates(const drv_knobs *a, const drv_knobs *b)
   if (x.recompute > y.recompute || (x.schedule == 1 && y.schedule != 1) ||
       (x.zero == 2 && y.zero != 2))
     return 0;
+  /* the attention cores of every layer against a few whole layers: neither
+   * is less work */
+  if (x.recompute == WL_RECOMPUTE_SELECTIVE && y.recompute == WL_RECOMPUTE_FULL && y.rc_layers)
+    return 0;
   int better = x.recompute < y.recompute || (x.schedule == 0 && y.schedule == 1) ||
                (x.zero == 1 && y.zero == 2);
   if (!better)
     return 0;
   x.recompute = y.recompute;
+  x.rc_layers = y.rc_layers;
   if (x.schedule == 0 && y.schedule == 1)
     x.schedule = 1;
   if (x.zero == 1 && y.zero == 2)

@@ -14,9 +14,12 @@ static void knobs_short(const drv_knobs *k, char *b, size_t n)
   int u = snprintf(b, n, "tp%d pp%d v%d dp%d cp%d", k->tp, k->pp, k->vpp, k->dp, k->cp);
   if (k->ep > 1 || k->etp)
     u += snprintf(b + u, n - (size_t)u, " ep%d etp%d", k->ep, k->etp ? k->etp : k->tp);
-  u += snprintf(b + u, n - (size_t)u, " mbs%d z%d%s%s%s rc=%s %s", k->mbs, k->zero,
+  char rl[16] = "";
+  if (k->rc_layers)
+    snprintf(rl, sizeof rl, "/%d", k->rc_layers);
+  u += snprintf(b + u, n - (size_t)u, " mbs%d z%d%s%s%s rc=%s%s %s", k->mbs, k->zero,
                 k->sp ? " sp" : "", k->tp_overlap ? " ovl" : "", k->a2a_overlap ? " a2a" : "",
-                rec_short[k->recompute], sched_short[k->schedule]);
+                rec_short[k->recompute], rl, sched_short[k->schedule]);
   if (k->uneven == 1)
     snprintf(b + u, n - (size_t)u, " +emb/loss");
   else if (k->uneven == 2)

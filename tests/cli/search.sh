@@ -190,5 +190,21 @@ n_mod=$(grep -o '"layout":"[^"]*recompute=selective[^"]*recompute_modules=moe_ac
 check "--case GPT-OSS: selective candidates recompute its modules ($n_mod of $n_sel)" \
   "[ $n_sel -gt 100 ] && [ $n_mod -eq $n_sel ]"
 
+# recompute=full that fits is searched for the fewest layers per chunk
+# recomputed that fit (recompute_layers): llama3-8b at 16,384 tokens on one
+# DGX H100 without TP, CP or a pipeline is best with FSDP and some layers
+# recomputed; `memory` (not the search) says that one layer fewer would not
+# fit and that the chosen number does
+b=$("$simtrain" search --model llama3-8b --cluster dgx-h100:1 --gbs 32 --seq 16384 --top 0 \
+  --fixed tp=1,cp=1,pp=1 --json --quiet | grep -o '"best":{"layout":"[^"]*"')
+n=$(grep -o 'recompute_layers=[0-9]*' <<<"$b" | cut -d= -f2)
+check "fewest recomputed layers: the best has recompute=full,recompute_layers ($b)" \
+  "[ -n \"\$n\" ] && [ \"\$n\" -gt 1 ] && [ \"\$n\" -lt 32 ] && grep -q 'recompute=full' <<<\"\$b\""
+l=$(sed 's/.*"layout":"//; s/"$//; s/,recompute_layers=[0-9]*//' <<<"$b")
+fits() { "$simtrain" memory --model llama3-8b --layout "$l,recompute_layers=$1" --cluster dgx-h100:1 \
+  --seq 16384 | grep -q '^peak .*: fits the'; }
+check "recompute_layers=$n fits" "fits $n"
+check "recompute_layers=$((n - 1)) does not fit" "! fits $((n - 1))"
+
 [ $fails -eq 0 ] || exit 1
 echo "search: all checks passed"
