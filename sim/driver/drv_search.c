@@ -86,6 +86,8 @@ typedef struct enum_ctx {
   double hbm;
   st_err *err;
   int shared_overlap; /* the candidates get moe_shared_expert_overlap=1 where allowed */
+  int megatron_dp;    /* Megatron's data parallelism (no other dp_impl fixed): its
+                         overlapped reduction and gathers on every candidate */
 } enum_ctx;
 
 static int cand_push(drv_search *s, const drv_candidate *c)
@@ -234,7 +236,7 @@ static int knobs_spec(const enum_ctx *x, const drv_knobs *k, char *b, size_t n)
                       recompute_names[k->recompute], sched_names[k->schedule], x->o->dtype);
   if (k->recompute == WL_RECOMPUTE_SELECTIVE && x->o->selective[0])
     used += snprintf(b + used, n - (size_t)used, ",recompute_modules=%s", x->o->selective);
-  if (k->dp * k->cp > 1)
+  if (k->dp * k->cp > 1 && x->megatron_dp)
     used += snprintf(b + used, n - (size_t)used, ",overlap_grad_reduce=1%s",
                      k->zero == 1 || k->zero == 2 ? ",overlap_param_gather=1" : "");
   if (k->tp_overlap)
@@ -914,16 +916,16 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
   for (int k = 0; k < cl->num_groups; k++)
     if (cl->groups[k].device.hbm_bytes == s->hbm_bytes)
       snprintf(s->device, sizeof s->device, "%s", cl->groups[k].device.name);
-  enum_ctx x = {s, &m, o, cl->num_gpus, s->hbm_bytes, err, 0};
+  enum_ctx x = {s, &m, o, cl->num_gpus, s->hbm_bytes, err, 0, 0};
   /* the shared experts beside the dispatcher's all-to-alls wherever
    * Megatron-core allows it (never slower in the model: what runs beside an
    * all-to-all is at most stretched by the overlap), unless --fixed names
    * the key or another dp_impl; per candidate, not under moe_a2a_overlap nor
    * with the shared experts recomputed (knobs_spec) */
   const char *fx = o->fixed ? o->fixed : "";
+  x.megatron_dp = !(strstr(fx, "dp_impl=") && !strstr(fx, "dp_impl=megatron"));
   x.shared_overlap = m.has_moe && m.moe.shared_experts > 0 &&
-                     !strstr(fx, "moe_shared_expert_overlap=") &&
-                     !(strstr(fx, "dp_impl=") && !strstr(fx, "dp_impl=megatron"));
+                     !strstr(fx, "moe_shared_expert_overlap=") && x.megatron_dp;
   if (o->progress)
     fprintf(o->progress, "search: %s on %s (%d GPUs), gbs %d, seq %d\n", o->model, s->cluster,
             s->num_gpus, o->gbs, s->seq);

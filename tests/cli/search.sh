@@ -190,6 +190,20 @@ n_mod=$(grep -o '"layout":"[^"]*recompute=selective[^"]*recompute_modules=moe_ac
 check "--case GPT-OSS: selective candidates recompute its modules ($n_mod of $n_sel)" \
   "[ $n_sel -gt 100 ] && [ $n_mod -eq $n_sel ]"
 
+# --fixed dp_impl=fsdp searches FSDP's layouts: zero=3 and no pipeline, by
+# hand on the tiny model (tp, cp, dp; mbs; sp ways; recompute): (1,1,4) 1x1x3
+# + (1,2,2) 2x1x3 + (1,4,1) 3x1x3 + (2,1,2) 2x3x3 + (2,2,1) 3x3x3 = 63 (tp 4
+# has no data parallelism), none recomputing estimated: 21; Megatron's
+# overlapped reduction is not added to them (it would refuse them all)
+a=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 4 --top 0 --json \
+  --quiet --fixed dp_impl=fsdp,optim_impl=loop); rc=$?
+check "--fixed dp_impl=fsdp exits 0" "[ $rc -eq 0 ]"
+check "--fixed dp_impl=fsdp: 63 fit" "grep -q '\"fitting\":63,' <<<\"\$a\""
+check "--fixed dp_impl=fsdp: 21 estimated" "grep -q '\"estimated\":21,' <<<\"\$a\""
+n_all=$(grep -o '"layout":"[^"]*"' <<<"$a" | wc -l)
+n_fsdp=$(grep -o '"layout":"[^"]*zero=3,[^"]*overlap_grad_reduce=0[^"]*dp_impl=fsdp,optim_impl=loop"' <<<"$a" | wc -l)
+check "--fixed dp_impl=fsdp: every candidate FSDP's ($n_fsdp of $n_all)" "[ $n_fsdp -ge 21 ] && [ $n_fsdp -eq $n_all ]"
+
 # recompute=full that fits is searched for the fewest layers per chunk
 # recomputed that fit (recompute_layers): llama3-8b at 16,384 tokens on one
 # DGX H100 without TP, CP or a pipeline is best with FSDP and some layers
