@@ -88,10 +88,6 @@ const char *wl_dp_impl_name(int d)
 {
   return d >= 0 && d < WL_DP_IMPL_COUNT ? dp_impl_names[d] : "?";
 }
-const char *wl_optim_impl_name(int o)
-{
-  return o >= 0 && o < WL_OPTIM_COUNT ? optim_impl_names[o] : "?";
-}
 
 /* The Adam a framework runs when the layout does not say: Megatron-core's
  * and DeepSpeed's FusedAdam, and for the PyTorch FSDPs torch.optim.AdamW,

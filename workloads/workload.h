@@ -491,7 +491,6 @@ typedef enum wl_optim_impl {
                          Composer's DecoupledAdamW): the same passes, per tensor */
   WL_OPTIM_COUNT
 } wl_optim_impl;
-const char *wl_optim_impl_name(int o);
 
 /* Transformer Engine's fp8 scaling (layout key fp8_recipe, dtype=fp8):
  * delayed (DelayedScaling: each tensor cast with the scale of past steps'

@@ -127,8 +127,7 @@ static void cand_fill(const enum_ctx *x, const wl_layout *l, const wl_memory *me
  * --fixed names the key.  *l and *mem become the chosen layout's. */
 static int fewest_recomputed(enum_ctx *x, const char *spec, wl_layout *l, wl_memory *mem)
 {
-  if (l->recompute != WL_RECOMPUTE_FULL || l->recompute_layers ||
-      (x->o->fixed && strstr(x->o->fixed, "recompute_")))
+  if (l->recompute != WL_RECOMPUTE_FULL || l->recompute_layers) /* --fixed gave it */
     return 0;
   int hi = 0; /* the most layers of a chunk: recompute_layers = hi recomputes all */
   for (int v = 0; v < l->pp * l->vpp && v < WL_MAX_VSTAGES; v++)
