@@ -392,7 +392,17 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
        "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher, "
        "recompute_modules, moe_a2a_overlap, moe_shared_expert_overlap, optim_impl, grad_clip, "
-       "recompute_layers)"},
+       "recompute_layers, recompute_early_stop)"},
+      {0, "dp_impl=fsdp,zero=3,dp=2,recompute=selective,recompute_early_stop=1", 2,
+       "layout 'dp_impl=fsdp,zero=3,dp=2,recompute=selective,recompute_early_stop=1': "
+       "recompute_early_stop=1 stops a whole layer's recomputation early: it needs "
+       "recompute=full (recompute is selective)"},
+      {0, "recompute=full,recompute_early_stop=1", 1,
+       "layout 'recompute=full,recompute_early_stop=1': recompute_early_stop=1 is PyTorch's "
+       "non-reentrant checkpoint; Megatron's (dp_impl=megatron) re-runs the whole layer"},
+      {0, "recompute=full,recompute_early_stop=2", 1,
+       "layout 'recompute=full,recompute_early_stop=2': key 'recompute_early_stop' is 2 (must "
+       "be 0 or 1)"},
       {1, "pp=2,ep=2,gbs=4,moe_a2a_overlap=1", 4,
        "layout 'pp=2,ep=2,gbs=4,moe_a2a_overlap=1': moe_a2a_overlap with pp (2) > 1 needs the "
        "interleaved schedule (vpp > 1), as Megatron-core requires"},
@@ -3034,6 +3044,83 @@ static void test_recompute_layers__first_of_each_chunk(void **state)
   check_rel(act[2], 3.0 / 8 * act[0] + 5.0 / 8 * act[1], 1e-12, "activations");
 }
 
+/* Recomputed GEMM FLOPs of rank r whose op name is `name` (NULL: any). */
+static double recomputed_named(const wl_workload *w, int r, const char *name, int *count)
+{
+  const wl_program *p = &w->programs[w->rank_program[r]];
+  double sum = 0;
+  *count = 0;
+  for (size_t i = 0; i < p->num_ops; i++) {
+    const wl_op *o = &p->ops[i];
+    if (o->kind != WL_OP_COMPUTE || !(o->flags & WL_OPF_RECOMPUTE))
+      continue;
+    if (name && strcmp(wl_op_name(p, o), name))
+      continue;
+    sum += o->flops;
+    (*count)++;
+  }
+  return sum;
+}
+
+/* recompute_early_stop (PyTorch's non-reentrant checkpoint, the PyTorch
+ * FSDPs' default): a layer's re-run ends where the MLP's output projection
+ * saves its input, so fc2 and the residual after it are not re-run.  GPT_T
+ * (h = 1024, f = 4h, MHA) re-runs qkv 3h^2, proj h^2 and fc1 4h^2 of the
+ * forward's 12h^2 GEMM FLOPs per token: 2/3.  Default on for fsdp and
+ * fsdp2 with recompute=full, off for deepspeed (reentrant) and megatron;
+ * the spec names it only where it differs from that. */
+static void test_recompute_early_stop__not_the_output_projection(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  wl_layout l0, l1;
+  wl_workload *full = gen(&m, "dp=2,mbs=1,gbs=4,zero=3,dp_impl=fsdp,recompute=full,"
+                              "recompute_early_stop=0", 2, &l0);
+  wl_workload *early = gen(&m, "dp=2,mbs=1,gbs=4,zero=3,dp_impl=fsdp,recompute=full", 2, &l1);
+  assert_int_equal(l1.recompute_early_stop, 1);
+  assert_null(strstr(l1.spec, "recompute_early_stop"));
+  assert_non_null(strstr(l0.spec, ",recompute_early_stop=0"));
+  for (int r = 0; r < 2; r++) {
+    check_rel(recomputed_flops(early, r, WL_CLASS_GEMM),
+              2.0 / 3 * recomputed_flops(full, r, WL_CLASS_GEMM), 1e-12, "early stop");
+    int n;
+    recomputed_named(early, r, "mlp.fc2", &n);
+    assert_int_equal(n, 0);
+    recomputed_named(early, r, "res2", &n);
+    assert_int_equal(n, 0);
+    recomputed_named(early, r, "mlp.fc1", &n);
+    assert_int_equal(n, 8 * 2); /* 8 layers, 2 micro-batches */
+    recomputed_named(full, r, "mlp.fc2", &n);
+    assert_int_equal(n, 8 * 2);
+    recomputed_named(full, r, "res2", &n);
+    assert_int_equal(n, 8 * 2);
+  }
+  wl_workload_destroy(full);
+  wl_workload_destroy(early);
+  static const struct {
+    const char *spec;
+    int gpus, want;
+  } dflt[] = {{"dp=2,zero=3,dp_impl=fsdp2,recompute=full", 2, 1},
+              {"dp=2,zero=3,dp_impl=deepspeed,recompute=full", 2, 0},
+              {"dp=2,zero=3,dp_impl=fsdp,recompute=selective", 2, 0},
+              {"dp=2,zero=1,recompute=full", 2, 0}};
+  for (size_t i = 0; i < sizeof dflt / sizeof dflt[0]; i++) {
+    wl_layout l;
+    st_err err;
+    assert_int_equal(wl_layout_parse(dflt[i].spec, dflt[i].gpus, &m, &l, &err), 0);
+    assert_int_equal(l.recompute_early_stop, dflt[i].want);
+    assert_null(strstr(l.spec, "recompute_early_stop"));
+  }
+  wl_layout l;
+  st_err err;
+  assert_int_equal(wl_layout_parse("dp=2,zero=3,dp_impl=deepspeed,recompute=full,"
+                                   "recompute_early_stop=1",
+                                   2, &m, &l, &err),
+                   0);
+  assert_non_null(strstr(l.spec, ",recompute_early_stop=1"));
+}
+
 /* recompute=op, torchtitan's per-op policy: a Llama block recomputes wk, wo
  * and w3 (the 2nd, 4th and 6th of its seven matmuls), a GPT block proj and
  * fc2 (2nd and 4th of four); attention is saved.  Memory: the block input
@@ -3232,6 +3319,7 @@ int main(void)
       cmocka_unit_test(test_optimizer__passes_per_parameter),
       cmocka_unit_test(test_optimizer__kernels_and_norm),
       cmocka_unit_test(test_recompute_layers__first_of_each_chunk),
+      cmocka_unit_test(test_recompute_early_stop__not_the_output_projection),
       cmocka_unit_test(test_embedding__dense_gradient_per_micro_batch),
       cmocka_unit_test(test_dropout__flags_masks_and_passes),
       cmocka_unit_test(test_file__prices_every_op_as_generated),

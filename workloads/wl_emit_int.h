@@ -93,6 +93,8 @@ typedef struct wl__gen {
   size_t ndp_ops, cap_dp_ops;
   int grad_sync; /* emitting the last backward of a chunk: buckets fire */
   int param_wait; /* first forward of a chunk under overlap_param_gather */
+  int early_stop; /* a full recompute's re-run of the layer, stopping early
+                    (recompute_early_stop): no MLP output projection, no residual */
   /* FSDP */
   long *z3_ag; /* per layer of the stage: latest all-gather op */
   long z3_root;

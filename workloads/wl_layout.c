@@ -97,13 +97,21 @@ static int optim_impl_default(int dp_impl)
   return dp_impl == WL_DP_FSDP || dp_impl == WL_DP_FSDP2 ? WL_OPTIM_FOREACH : WL_OPTIM_FUSED;
 }
 
+/* Whether a recompute=full layer's re-run stops early when the layout does
+ * not say: under the PyTorch FSDPs' checkpoint_wrapper (non-reentrant). */
+static int rc_early_stop_default(const wl_layout *l)
+{
+  return l->recompute == WL_RECOMPUTE_FULL &&
+         (l->dp_impl == WL_DP_FSDP || l->dp_impl == WL_DP_FSDP2);
+}
+
 enum {
   K_TP, K_PP, K_DP, K_CP, K_EP, K_VPP, K_SP, K_MBS, K_GBS, K_ZERO, K_RECOMPUTE, K_SCHEDULE,
   K_DTYPE, K_GRAD_DTYPE, K_OVERLAP_GRAD, K_OVERLAP_PARAM, K_BUCKET, K_FLASH, K_FIRST, K_LAST,
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
   K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_MOE_A2A,
-  K_MOE_SHARED, K_OPTIM_IMPL, K_GRAD_CLIP, K_RECOMPUTE_LAYERS, K_COUNT
+  K_MOE_SHARED, K_OPTIM_IMPL, K_GRAD_CLIP, K_RECOMPUTE_LAYERS, K_RC_EARLY_STOP, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -113,7 +121,8 @@ static const char *const key_names[K_COUNT] = {
     "account_loss", "pp_layout", "dp_impl", "stage_layers", "dp_microbatches", "balance", "offload",
     "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
     "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules", "moe_a2a_overlap",
-    "moe_shared_expert_overlap", "optim_impl", "grad_clip", "recompute_layers"};
+    "moe_shared_expert_overlap", "optim_impl", "grad_clip", "recompute_layers",
+    "recompute_early_stop"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -195,7 +204,7 @@ void wl_layout_request_init(wl_layout *l)
   l->attn_impl = l->bwd_prefetch = l->tp_async = l->pp_scatter = -1;
   l->dropout = -1;
   l->ce_fusion = l->fp8_recipe = l->moe_dispatcher = l->recompute_modules = -1;
-  l->optim_impl = l->grad_clip = -1;
+  l->optim_impl = l->grad_clip = l->recompute_early_stop = -1;
 }
 
 void wl_layout_recompute_modules(const wl_layout *l, char *b, size_t n)
@@ -261,6 +270,7 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_MOE_SHARED: l->moe_shared_overlap = v; break;
   case K_GRAD_CLIP: l->grad_clip = v; break;
   case K_RECOMPUTE_LAYERS: l->recompute_layers = v; break;
+  case K_RC_EARLY_STOP: l->recompute_early_stop = v; break;
   default: break;
   }
 }
@@ -471,7 +481,8 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
     int boolean = k == K_SP || k == K_OVERLAP_GRAD || k == K_OVERLAP_PARAM || k == K_FLASH ||
                   k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS || k == K_EAGER ||
                   k == K_TP_ASYNC || k == K_PP_SCATTER || k == K_FP8_PARAM_GATHER ||
-                  k == K_MOE_A2A || k == K_MOE_SHARED || k == K_GRAD_CLIP;
+                  k == K_MOE_A2A || k == K_MOE_SHARED || k == K_GRAD_CLIP ||
+                  k == K_RC_EARLY_STOP;
     if (!boolean && k != K_ZERO && iv < 1) {
       if (k == K_FIRST || k == K_LAST)
         ERR("first_stage_layers/last_stage_layers must be >= 1");
@@ -843,6 +854,25 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
     l->optim_impl = optim_impl_default(l->dp_impl);
   if (l->grad_clip < 0)
     l->grad_clip = 1;
+  /* A whole layer's recomputation stops early under PyTorch's non-reentrant
+   * checkpoint (torch.utils.checkpoint with use_reentrant=False, since
+   * PyTorch 2.1: set_checkpoint_early_stop, on by default): the re-run
+   * ends once the last tensor the backward needs is saved again, which is
+   * the input of the MLP's output projection, so that GEMM and the residual
+   * add after it do not run again.  FSDP's checkpoint_wrapper runs it
+   * (CheckpointImpl.NO_REENTRANT, its default since PyTorch 2.2; Composer's
+   * activation_checkpointing_reentrant false, torchtitan, fms-fsdp);
+   * Megatron's tensor_parallel.checkpoint, DeepSpeed's and Hugging Face's
+   * default (use_reentrant=True) re-run the whole layer. */
+  if (l->recompute_early_stop > 0 && l->recompute != WL_RECOMPUTE_FULL)
+    ERR("recompute_early_stop=1 stops a whole layer's recomputation early: it needs "
+        "recompute=full (recompute is %s)",
+        recompute_names[l->recompute]);
+  if (l->recompute_early_stop > 0 && l->dp_impl == WL_DP_MEGATRON)
+    ERR("recompute_early_stop=1 is PyTorch's non-reentrant checkpoint; Megatron's "
+        "(dp_impl=megatron) re-runs the whole layer");
+  if (l->recompute_early_stop < 0)
+    l->recompute_early_stop = rc_early_stop_default(l);
   if (l->ce_fusion > 0 && l->dp_impl != WL_DP_MEGATRON)
     ERR("ce_fusion is Megatron-core's cross-entropy fusion (dp_impl=megatron); dp_impl is %s",
         dp_impl_names[l->dp_impl]);
@@ -1028,6 +1058,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",grad_clip=0");
   if (l->recompute_layers)
     st_buf_printf(&b, ",recompute_layers=%d", l->recompute_layers);
+  if (l->recompute_early_stop != rc_early_stop_default(l))
+    st_buf_printf(&b, ",recompute_early_stop=%d", l->recompute_early_stop);
   if (l->attn_impl != attn_impl_default(l->dp_impl))
     st_buf_printf(&b, ",attn_impl=%s", attn_impl_names[l->attn_impl]);
   if (l->stage_layers[0])

@@ -605,6 +605,11 @@ typedef struct wl_layout {
                             first ones (Megatron-LM's --recompute-method block with
                             --recompute-num-layers); the rest keep their activations;
                             0 (default): every layer */
+  int recompute_early_stop; /* recompute=full: the re-run stops once the backward's last
+                            needed tensor is saved again (PyTorch's non-reentrant
+                            checkpoint): the MLP's output projection and the residual
+                            after it are not re-run; default 1 for dp_impl fsdp and
+                            fsdp2, else 0 */
   int recompute_modules; /* WL_RCM_* bits recompute=selective recomputes (Megatron-core's
                             --recompute-modules; default core_attn), 0 under any other
                             recompute (-1 in a request: not given) */
