@@ -306,6 +306,8 @@ typedef struct plat_compute_params {
   int tile_m, tile_n;      /* largest GEMM output tile of the BLAS library */
   double gemm_eff;         /* fraction of dense peak one SM reaches inside a full tile */
   double gemm_k_overhead;  /* per-tile prologue + epilogue, in equivalent K elements */
+  double gemm_eff_torch;   /* gemm_eff of the bf16/fp16 GEMMs a PyTorch framework's runs
+                              make (WL_OPF_TORCH); 0: gemm_eff */
   double fp8_gemm_eff;     /* as gemm_eff for fp8 GEMMs, fraction of the fp8 peak */
   double attn_eff;         /* fused attention forward, long sequence, head dim 128 */
   double attn_bwd_ratio;   /* backward efficiency / forward efficiency */

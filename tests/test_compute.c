@@ -288,6 +288,31 @@ static void test_fp8__twice_the_peak_at_its_own_efficiency(void **state)
   check_rel(plat_compute_time_with(&p, &d, &f), tb, 1e-12, "no fp8 on the device");
 }
 
+/* A GEMM a PyTorch framework dispatches (WL_OPF_TORCH) runs at the set's
+ * gemm_eff_torch: 1024^3 on the toy device is 16 whole waves, so its time
+ * is the bf16 time x gemm_eff / gemm_eff_torch; with gemm_eff_torch 0 (no
+ * value for the device) it takes gemm_eff, and an fp8 GEMM keeps
+ * fp8_gemm_eff whoever dispatches it. */
+static void test_gemm__pytorch_frameworks_at_their_own_efficiency(void **state)
+{
+  (void)state;
+  plat_device d = toy_device();
+  plat_compute_params p = toy_params();
+  p.gemm_eff_torch = 0.4;
+  wl_op b = gemm(1024, 1024, 1024, 1, WL_DTYPE_BF16), t = b;
+  t.flags |= WL_OPF_TORCH;
+  double tb = plat_compute_time_with(&p, &d, &b);
+  check_rel(tb, 16 * 2.0 * 128 * 128 * 1024 / 12.5e12, 1e-12, "Megatron's");
+  check_rel(plat_compute_time_with(&p, &d, &t), tb * 0.5 / 0.4, 1e-12, "PyTorch's");
+  p.gemm_eff_torch = 0;
+  check_rel(plat_compute_time_with(&p, &d, &t), tb, 1e-12, "no PyTorch value: gemm_eff");
+  p.gemm_eff_torch = 0.4;
+  wl_op f = gemm(1024, 1024, 1024, 1, WL_DTYPE_FP8), ft = f;
+  ft.flags |= WL_OPF_TORCH;
+  check_rel(plat_compute_time_with(&p, &d, &ft), plat_compute_time_with(&p, &d, &f), 1e-12,
+            "fp8 at fp8_gemm_eff");
+}
+
 static void test_memory_bound__elementwise_and_optimizer_at_hbm_fraction(void **state)
 {
   (void)state;
@@ -609,6 +634,7 @@ int main(void)
       cmocka_unit_test(test_launch__empty_kernel_costs_launch),
       cmocka_unit_test(test_given_duration__is_returned_unchanged),
       cmocka_unit_test(test_fp8__twice_the_peak_at_its_own_efficiency),
+      cmocka_unit_test(test_gemm__pytorch_frameworks_at_their_own_efficiency),
       cmocka_unit_test(test_memory_bound__elementwise_and_optimizer_at_hbm_fraction),
       cmocka_unit_test(test_attention__sequence_head_dim_and_mask),
       cmocka_unit_test(test_attention__published_hopper_rates_by_library),

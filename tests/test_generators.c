@@ -3096,6 +3096,25 @@ static void test_recompute_early_stop__not_the_output_projection(void **state)
     recomputed_named(full, r, "res2", &n);
     assert_int_equal(n, 8 * 2);
   }
+  /* the PyTorch frameworks' GEMMs carry WL_OPF_TORCH, Megatron's do not */
+  wl_workload *mg = gen(&m, "dp=2,mbs=1,gbs=4,zero=1,recompute=full", 2, NULL);
+  int tg = 0, mgg = 0;
+  for (int r = 0; r < 2; r++) {
+    const wl_program *pe = &early->programs[early->rank_program[r]];
+    for (size_t i = 0; i < pe->num_ops; i++)
+      if (pe->ops[i].kind == WL_OP_COMPUTE && pe->ops[i].sub == WL_CLASS_GEMM) {
+        assert_true(pe->ops[i].flags & WL_OPF_TORCH);
+        tg++;
+      }
+    const wl_program *pm = &mg->programs[mg->rank_program[r]];
+    for (size_t i = 0; i < pm->num_ops; i++)
+      if (pm->ops[i].kind == WL_OP_COMPUTE && pm->ops[i].sub == WL_CLASS_GEMM) {
+        assert_false(pm->ops[i].flags & WL_OPF_TORCH);
+        mgg++;
+      }
+  }
+  assert_true(tg > 0 && mgg > 0);
+  wl_workload_destroy(mg);
   wl_workload_destroy(full);
   wl_workload_destroy(early);
   static const struct {

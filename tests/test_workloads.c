@@ -243,6 +243,8 @@ static wl_workload *build_everything(void)
   op.flags = WL_OPF_RECOMPUTE | WL_OPF_UNFUSED; /* an unfused attention GEMM, forward */
   op.name = wl_program_string(p, "gemm \"quoted\"");
   wl_program_append(p, &op, NULL, 0);
+  op.flags = WL_OPF_TORCH; /* a GEMM a PyTorch framework dispatches */
+  wl_program_append(p, &op, NULL, 0);
   op = wl_op_compute(1, -1); /* causal attention: the mask travels with the op */
   op.sub = WL_CLASS_ATTENTION;
   op.flops = 3e12;
@@ -1841,6 +1843,8 @@ static const bad_doc bad_docs[] = {
      "attends to)"},
     {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'attention','window':1}") RMAP "}",
      "programs[0].ops[0]: 'window' is a number, expected true or false"},
+    {HEAD COMMS PROG("{'op':'compute','flops':1,'class':'attention','pytorch':true}") RMAP "}",
+     "programs[0].ops[0]: 'pytorch' needs class 'gemm' (it names who dispatches a GEMM)"},
     {HEAD COMMS PROG("{'op':'coll','coll':'allgather','role':'tp','topk':2,'experts':4}") RMAP "}",
      "programs[0].ops[0]: keys 'topk' and 'experts' apply only to alltoall"},
     {HEAD COMMS PROG("{'op':'coll','coll':'alltoall','role':'tp','topk':2}") RMAP "}",

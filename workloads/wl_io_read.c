@@ -185,6 +185,7 @@ enum {
   K_UNFUSED,                                                    /* compute (attention) */
   K_DROPOUT,                                                    /* compute (attention) */
   K_WINDOW,                                                     /* compute (attention) */
+  K_PYTORCH,                                                    /* compute (gemm) */
   K_TOPK, K_EXPERTS,                                            /* coll (alltoall) */
   K_COUNT
 };
@@ -193,7 +194,7 @@ static const char *const op_keys[K_COUNT] = {
     "flops", "m",      "n",     "k",     "batch", "dtype",     "bytes", "coll",
     "role",  "root",   "splits", "peer", "tag",   "mark",      "value", "concurrent",
     "causal", "host",  "attn_impl", "dir", "unfused_attn", "dropout",
-    "window", "topk", "experts"};
+    "window", "pytorch", "topk", "experts"};
 
 #define KB(k) ((uint64_t)1 << (k))
 #define K_ANY (KB(K_OP) | KB(K_STREAM) | KB(K_NAME) | KB(K_PHASE) | KB(K_WAITS))
@@ -202,7 +203,7 @@ static const uint64_t op_kind_keys[WL_OP_KIND_COUNT] = {
     [WL_OP_COMPUTE] = K_ANY | KB(K_RECOMPUTE) | KB(K_CLASS) | KB(K_DURATION) | KB(K_FLOPS) |
                       KB(K_M) | KB(K_N) | KB(K_K) | KB(K_BATCH) | KB(K_DTYPE) | KB(K_BYTES) |
                       KB(K_CONCURRENT) | KB(K_CAUSAL) | KB(K_HOST) | KB(K_ATTN_IMPL) |
-                      KB(K_UNFUSED) | KB(K_DROPOUT) | KB(K_WINDOW),
+                      KB(K_UNFUSED) | KB(K_DROPOUT) | KB(K_WINDOW) | KB(K_PYTORCH),
     [WL_OP_COLL] = K_ANY | KB(K_RECOMPUTE) | KB(K_COLL) | KB(K_ROLE) | KB(K_ROOT) | KB(K_SPLITS) |
                    KB(K_BYTES) | KB(K_TOPK) | KB(K_EXPERTS),
     [WL_OP_SEND] = K_ANY | KB(K_RECOMPUTE) | KB(K_ROLE) | KB(K_PEER) | KB(K_TAG) | KB(K_BYTES),
@@ -340,6 +341,10 @@ static int rd_op_compute(rd *r, const st_jpath *at, const cJSON *const *s, wl_op
     return ST_EINPUT;
   if (rd_flag(r, at, s[K_WINDOW], WL_OPF_WINDOW, op))
     return ST_EINPUT;
+  if (rd_flag(r, at, s[K_PYTORCH], WL_OPF_TORCH, op))
+    return ST_EINPUT;
+  if ((op->flags & WL_OPF_TORCH) && op->sub != WL_CLASS_GEMM)
+    return st_jrd_fail(&r->j, at, "'pytorch' needs class 'gemm' (it names who dispatches a GEMM)");
   if (rd_flag(r, at, s[K_HOST], WL_OPF_HOST, op))
     return ST_EINPUT;
   if ((op->flags & WL_OPF_WINDOW) && (op->sub != WL_CLASS_ATTENTION || op->n <= 0))

@@ -203,6 +203,7 @@ static void w_op_compute(wr *w, const wl_op *o)
   w_flag(w, o, WL_OPF_HOST, "host");
   w_flag(w, o, WL_OPF_DROPOUT, "dropout");
   w_flag(w, o, WL_OPF_WINDOW, "window");
+  w_flag(w, o, WL_OPF_TORCH, "pytorch");
   if (wl_op_attn_impl(o)) {
     w_sep(w);
     w_key(w, "attn_impl");

@@ -178,6 +178,10 @@ enum {
                                  copies of every token (one per expert, as the plain
                                  all-to-all sends them), m = top-k, n = experts on each
                                  member, uniform routing (sim/coll/edges.c) */
+  WL_OPF_TORCH = 1u << 12,    /* COMPUTE (GEMM): dispatched by a PyTorch framework's own
+                                 code (FSDP, FSDP2, DeepSpeed: torch's matmul and linear),
+                                 priced at the device's PyTorch GEMM efficiency
+                                 (plat_compute_params gemm_eff_torch) */
 };
 
 /* A deduplicating all-to-all's top-k and experts per member as one integer

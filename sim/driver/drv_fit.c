@@ -43,7 +43,24 @@ out:
   return rc;
 }
 
-static const double fit_grid[] = {0.60, 0.80, 1.00};
+/* Whether a case runs a PyTorch framework's GEMMs (dp_impl fsdp, fsdp2 or
+ * deepspeed), which the fit calibrates apart (gemm_eff_torch). */
+static int case_is_torch(const drv_case *c, int *torch_fw, st_err *err)
+{
+  wl_model m;
+  wl_layout l;
+  int rc = wl_model_parse(c->model_json, c->name, &m, err);
+  if (rc)
+    return rc;
+  if (!(rc = wl_layout_parse(c->layout, c->num_gpus, &m, &l, err)))
+    *torch_fw = l.dp_impl != WL_DP_MEGATRON;
+  else
+    st_err_prefix(err, "case '%s': ", c->name);
+  wl_model_release(&m);
+  return rc;
+}
+
+static const double fit_grid[] = {0.50, 0.60, 0.80, 1.00};
 #define FIT_NGRID ((int)(sizeof fit_grid / sizeof fit_grid[0]))
 
 /* A fitted value at either end of the grid: the fit cannot look past it. */
@@ -83,9 +100,10 @@ static int predict_grid(const drv_case *cases, int n, const plat_compute_params 
     job[k] = cases[c];
     snprintf(names[k], sizeof names[k], "%s (gemm_eff %.2f)", cases[c].name, fit_grid[j]);
     job[k].name = names[k];
-    for (int g = 0; g < ngroups; g++) {
+    for (int g = 0; g < ngroups; g++) { /* a case's GEMMs are its framework's: set both */
       jov[(size_t)k * ngroups + g] = ov[g];
       jov[(size_t)k * ngroups + g].gemm_eff = fit_grid[j];
+      jov[(size_t)k * ngroups + g].gemm_eff_torch = fit_grid[j];
     }
   }
   int r = drv_validate_run_each(job, nj, drv_predict_generated, jov, ngroups, jobs, timeout_s, jres,
@@ -124,15 +142,24 @@ int drv_validate_fit(const drv_case *cases, int n, int jobs, int timeout_s, int 
       st_err_prefix(err, "case '%s': ", cases[c].name);
       break;
     }
-    /* grouped by parameter set: a variant of a device (devices.json
-     * "tuning") shares its set, and so its fitted value */
+    /* grouped by parameter set and framework: a variant of a device
+     * (devices.json "tuning") shares its set, and so its fitted value; the
+     * PyTorch frameworks' runs (their GEMMs WL_OPF_TORCH) fit gemm_eff_torch
+     * apart from Megatron's gemm_eff */
+    int torch_fw = 0;
+    if ((rc = case_is_torch(&cases[c], &torch_fw, err))) {
+      plat_cluster_destroy(cl);
+      break;
+    }
     const plat_compute_params *set = plat_compute_params_for(&cl->device);
     const char *nm = strcmp(set->device, "generic") ? set->device : cl->device.name;
+    char key[48];
+    snprintf(key, sizeof key, "%.38s%s", nm, torch_fw ? " pytorch" : "");
     int g = 0;
-    while (g < ngroups && strcmp(devices[g], nm))
+    while (g < ngroups && strcmp(devices[g], key))
       g++;
     if (g == ngroups) {
-      snprintf(devices[g], sizeof devices[g], "%s", nm);
+      snprintf(devices[g], sizeof devices[g], "%s", key);
       ov[g] = *set;
       snprintf(ov[g].device, sizeof ov[g].device, "%s", nm);
       ngroups++;
@@ -183,8 +210,8 @@ int drv_validate_fit(const drv_case *cases, int n, int jobs, int timeout_s, int 
     else
       fprintf(out, "],\"count\":0,\"median_abs_error\":null,\"max_abs_error\":null}\n");
   } else {
-    fprintf(out, "gemm_eff fitted per device (least squares of log(predicted / measured), grid %.2f "
-           "to %.2f):\n",
+    fprintf(out, "gemm_eff fitted per device and framework (least squares of log(predicted / "
+           "measured), grid %.2f to %.2f; 'pytorch': gemm_eff_torch):\n",
            fit_grid[0], fit_grid[FIT_NGRID - 1]);
     for (int g = 0; g < ngroups; g++)
       if (isnan(fit[g]))
