@@ -53,5 +53,25 @@ pc=$(grep -o '{"name":"megatron-h100-gpt-1.7b"[^}]*}' <<<"$c")
 check "--cases: that case only" "grep -q '\"count\":1,' <<<\"\$c\""
 check "--cases: the same prediction" "[ -n \"\$pa\" ] && [ \"\$pa\" = \"\$pc\" ]"
 
+# --fit: Megatron's runs and the PyTorch frameworks' are fitted apart on one
+# device (gemm_eff, gemm_eff_torch): two groups, and the Megatron cases'
+# fit and leave-one-out results are those of a fit without the FSDP ones
+mkdir "$tmp/fw" "$tmp/mg"
+cp "$cases/sc21-gpt-1.7b.json" "$cases/sc21-gpt-3.6b.json" "$tmp/mg/"
+cp "$cases/sc21-gpt-1.7b.json" "$cases/sc21-gpt-3.6b.json" \
+  "$cases/llmfoundry-a100-mpt-760m-2k-8gpu.json" "$cases/llmfoundry-a100-mpt-7b-2k-8gpu.json" "$tmp/fw/"
+f=$("$simtrain" validate "$tmp/fw" --fit --json --quiet 2>&1); rc=$?
+m=$("$simtrain" validate "$tmp/mg" --fit --json --quiet 2>&1)
+check "--fit with two frameworks exits 0" "[ $rc -eq 0 ]"
+check "--fit: one group per framework" "grep -q '\"device\":\"A100-SXM4-80GB pytorch\",\"gemm_eff\":[0-9.]*,' <<<\"\$f\" && grep -q '\"device\":\"A100-SXM4-80GB\",\"gemm_eff\":' <<<\"\$f\""
+for c in sc21-gpt-1.7b sc21-gpt-3.6b; do
+  pf=$(grep -o "{\"name\":\"$c\"[^}]*}" <<<"$f")
+  pm=$(grep -o "{\"name\":\"$c\"[^}]*}" <<<"$m")
+  check "--fit: $c as without the FSDP cases" "[ -n \"\$pf\" ] && [ \"\$pf\" = \"\$pm\" ]"
+done
+gf=$(grep -o '"device":"A100-SXM4-80GB","gemm_eff":[0-9.]*' <<<"$f")
+gm=$(grep -o '"device":"A100-SXM4-80GB","gemm_eff":[0-9.]*' <<<"$m")
+check "--fit: Megatron's value as without the FSDP cases" "[ -n \"\$gf\" ] && [ \"\$gf\" = \"\$gm\" ]"
+
 [ $fails -eq 0 ] || exit 1
 echo "validate: all checks passed"
