@@ -75,7 +75,8 @@ typedef struct wl__gen {
   double ab, gb, pb;             /* activation, gradient, parameter bytes */
   double cf;                     /* MoE capacity factor (1 when dropless) */
   int gemm_dtype;
-  int te_modules; /* fp8 under Megatron-core: TE modules that fuse casts and cache fp8 weights */
+  int te_modules; /* Megatron-core's Transformer Engine modules (dp_impl megatron): fp8 casts
+                    fused, fp8 weights cached; else a PyTorch framework's GEMMs (WL_OPF_TORCH) */
   int dp_size, edp_size; /* dp x cp, expert dp */
   int etp, r_etp;        /* expert TP size, and the role its collectives use */
   /* emission state */
@@ -93,8 +94,6 @@ typedef struct wl__gen {
   size_t ndp_ops, cap_dp_ops;
   int grad_sync; /* emitting the last backward of a chunk: buckets fire */
   int param_wait; /* first forward of a chunk under overlap_param_gather */
-  int early_stop; /* a full recompute's re-run of the layer, stopping early
-                    (recompute_early_stop): no MLP output projection, no residual */
   /* FSDP */
   long *z3_ag; /* per layer of the stage: latest all-gather op */
   long z3_root;

@@ -164,7 +164,7 @@ long wl__gemm(wl__gen *g, const char *name, int pass, unsigned te, double M, dou
   op.sub = WL_CLASS_GEMM;
   op.dtype = (uint8_t)g->gemm_dtype;
   op.flags = g->flags;
-  if (g->l->dp_impl != WL_DP_MEGATRON)
+  if (!g->te_modules)
     op.flags |= WL_OPF_TORCH; /* torch's GEMMs, not Transformer Engine's */
   op.m = wl__i32(g, name, "m", M);
   op.n = wl__i32(g, name, "n", N);

@@ -601,12 +601,14 @@ void wl__layer_fwd(wl__gen *g, int layer, int c, int gi_mlp)
     residual(g, "res1", Tsp * h, 0);
     norm_fwd(g, "ln2", Tsp * h);
   }
-  /* a re-run that stops early (recompute_early_stop) ends where the MLP's
-   * output projection saves its input: that GEMM (with its tensor-parallel
+  /* a full recomputation's re-run (the only forward flagged recompute)
+   * that stops early (recompute_early_stop) ends where the MLP's output
+   * projection saves its input: that GEMM (with its tensor-parallel
    * reduction) and the residual add after it do not run again.  An MoE
    * layer's combine and a post-MLP norm save what the projection makes, so
    * those layers re-run whole. */
-  int stop = g->early_stop && !wl__is_moe_layer(m, layer) && m->norms_per_layer <= 2;
+  int stop = (g->flags & WL_OPF_RECOMPUTE) && g->l->recompute_early_stop &&
+             !wl__is_moe_layer(m, layer) && m->norms_per_layer <= 2;
   if (wl__is_moe_layer(m, layer))
     moe_fwd(g);
   else if (pt(g, WL_PT_MLP))
@@ -686,9 +688,7 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
     int pw = g->param_wait;
     g->param_wait = 0;
     g->flags = WL_OPF_RECOMPUTE;
-    g->early_stop = g->l->recompute_early_stop;
     wl__layer_fwd(g, layer, c, gi_mlp);
-    g->early_stop = 0;
     g->flags = 0;
     g->param_wait = pw;
   }

@@ -89,20 +89,25 @@ const char *wl_dp_impl_name(int d)
   return d >= 0 && d < WL_DP_IMPL_COUNT ? dp_impl_names[d] : "?";
 }
 
+/* PyTorch's own FSDP (FSDP1 or FSDP2), whose defaults several keys follow. */
+static int torch_fsdp(int dp_impl)
+{
+  return dp_impl == WL_DP_FSDP || dp_impl == WL_DP_FSDP2;
+}
+
 /* The Adam a framework runs when the layout does not say: Megatron-core's
  * and DeepSpeed's FusedAdam, and for the PyTorch FSDPs torch.optim.AdamW,
  * whose default on CUDA is its multi-tensor (foreach) path. */
 static int optim_impl_default(int dp_impl)
 {
-  return dp_impl == WL_DP_FSDP || dp_impl == WL_DP_FSDP2 ? WL_OPTIM_FOREACH : WL_OPTIM_FUSED;
+  return torch_fsdp(dp_impl) ? WL_OPTIM_FOREACH : WL_OPTIM_FUSED;
 }
 
 /* Whether a recompute=full layer's re-run stops early when the layout does
  * not say: under the PyTorch FSDPs' checkpoint_wrapper (non-reentrant). */
 static int rc_early_stop_default(const wl_layout *l)
 {
-  return l->recompute == WL_RECOMPUTE_FULL &&
-         (l->dp_impl == WL_DP_FSDP || l->dp_impl == WL_DP_FSDP2);
+  return l->recompute == WL_RECOMPUTE_FULL && torch_fsdp(l->dp_impl);
 }
 
 enum {
@@ -846,7 +851,7 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
   /* Megatron-core's optimizer is FusedAdam (Transformer Engine's or Apex's,
    * megatron/core/optimizer/__init__.py), DeepSpeed's its own FusedAdam (a
    * client torch optimizer under ZeRO-3 is not modelled) */
-  if (l->optim_impl > WL_OPTIM_FUSED && l->dp_impl != WL_DP_FSDP && l->dp_impl != WL_DP_FSDP2)
+  if (l->optim_impl > WL_OPTIM_FUSED && !torch_fsdp(l->dp_impl))
     ERR("optim_impl=%s is torch.optim.AdamW's (dp_impl=fsdp or fsdp2); dp_impl %s runs a fused "
         "Adam",
         optim_impl_names[l->optim_impl], dp_impl_names[l->dp_impl]);
