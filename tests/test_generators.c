@@ -1936,26 +1936,31 @@ static void test_dp_impl__memory_by_hand(void **state)
   wl_memory a, b;
   st_err err;
   const double P = 12.0 * 1024 * 1024 + 13 * 1024;
+  /* and the frameworks' cross entropy, F.cross_entropy on fp32 logits, holds
+   * 8 B a logit beyond what it keeps against Megatron-core's 2: 1,024
+   * tokens of 32,768 logits */
+  const double CE = 6.0 * 1024 * 32768;
   assert_int_equal(wl_layout_parse("zero=3,dp=2,gbs=2", 2, &m, &lo, &err), ST_OK);
   assert_int_equal(wl_memory_estimate(&m, &lo, &a, &err), ST_OK);
   /* FSDP1 in bf16, reduce in fp32: + one unit's bf16 gradient and its fp32 copy */
   assert_int_equal(wl_layout_parse("zero=3,dp=2,gbs=2,dp_impl=fsdp,grad_dtype=fp32", 2, &m, &lo,
                                    &err), ST_OK);
   assert_int_equal(wl_memory_estimate(&m, &lo, &b, &err), ST_OK);
-  check_rel(b.stages[0].other_bytes - a.stages[0].other_bytes, P * (2 + 4), 1e-12, "fsdp");
+  check_rel(b.stages[0].other_bytes - a.stages[0].other_bytes, P * (2 + 4) + CE, 1e-12,
+            "fsdp");
   /* FSDP2: + the all-gather output (2P) and the bf16 gradient + fp32 copy-in */
   assert_int_equal(wl_layout_parse("zero=3,dp=2,gbs=2,dp_impl=fsdp2,grad_dtype=fp32", 2, &m, &lo,
                                    &err), ST_OK);
   assert_int_equal(wl_memory_estimate(&m, &lo, &b, &err), ST_OK);
-  check_rel(b.stages[0].other_bytes - a.stages[0].other_bytes, P * 2 + P * (2 + 4), 1e-12,
+  check_rel(b.stages[0].other_bytes - a.stages[0].other_bytes, P * 2 + P * (2 + 4) + CE, 1e-12,
             "fsdp2");
   /* DeepSpeed: all 8 layers kept (+1 prefetched) in bf16, the root, a
    * 5e8-element bf16 reduce bucket (against 2 layers + root) */
   assert_int_equal(wl_layout_parse("zero=3,dp=2,gbs=2,dp_impl=deepspeed", 2, &m, &lo, &err),
                    ST_OK);
   assert_int_equal(wl_memory_estimate(&m, &lo, &b, &err), ST_OK);
-  check_rel(b.stages[0].other_bytes - a.stages[0].other_bytes, 9 * P * 2 + 5e8 * 2 - 2 * P * 2,
-            1e-12, "deepspeed");
+  check_rel(b.stages[0].other_bytes - a.stages[0].other_bytes,
+            9 * P * 2 + 5e8 * 2 - 2 * P * 2 + CE, 1e-12, "deepspeed");
 }
 
 
@@ -2127,61 +2132,102 @@ static void test_activation__fused_bytes_by_hand(void **state)
   wl_workload_destroy(wl);
 }
 
-/* ce_fusion: the vocab-parallel cross entropy's bytes per logit and its TP
- * collectives, by Megatron-core's implementation, by hand (LLAMA_T, tp 2:
- * T = 2,048 tokens, 32,000 / 2 logits each): unfused 38 B forward and 14
- * backward, three all-reduces of T floats; native 22 and 10, the max and
- * (target, sum) concatenated; Transformer Engine's 6 and 4, one all-gather
- * of 3 floats per token per rank.  Its saved logits: fp32 (4 B) but under
- * te, the model-dtype logits holding the gradient (2 B).  Refused outside
- * Megatron-core. */
+/* ce_fusion: the loss's cross entropy by implementation, by hand (LLAMA_T,
+ * T = 2,048 tokens a rank, 32,000 logits each, half a rank with tp 2): its
+ * bytes per logit forward and backward (wl_gen_layer.c, ce_of:
+ * Megatron-core's unfused 38 and 14, native 22 and 10, Transformer Engine's
+ * 6 and 4; PyTorch's F.cross_entropy on the bf16 logits 8 and 10, on an
+ * fp32 copy 22 and 26 (38 and 38 as DTensor's loss_parallel with tp 2),
+ * Hugging Face's loss 30 and 38, flash-attn's 4 and 4); its TP collectives
+ * (three all-reduces of T floats unfused, two native, one all-gather of 3
+ * floats per token per rank under te); and its memory: what it keeps for
+ * the backward among the activations (4 B a logit, 2 under te and flash, 8
+ * under hf) and what it holds beyond that at its peak in `other` (2, 0, 4,
+ * 8, 12, 8 and 2 B).  The default is none under Megatron-core, torch_fp32
+ * elsewhere, and the spec names it only when it is not the default.
+ * Refused: Megatron's with the PyTorch frameworks and theirs with
+ * Megatron-core, torch, hf and flash with tp > 1, an unknown name. */
 static void test_ce_fusion__loss_bytes_collectives_and_memory_by_hand(void **state)
 {
   (void)state;
   wl_model m;
   model_of(LLAMA_T, &m);
-  const double T = 2048, L = T * 32000 / 2;
+  const double T = 2048, V = 32000;
   static const struct {
     const char *spec;
-    double fwd, bwd, ar_max, ar_target, ar_sum, ag;
+    int gpus, tp, in_spec;
+    double fwd, bwd, ar_max, ar_target, ar_sum, ag, kept, work;
   } cases[] = {
-      {"tp=2,sp=1,gbs=1", 38, 14, 4 * T, 4 * T, 4 * T, 0},
-      {"tp=2,sp=1,gbs=1,ce_fusion=none", 38, 14, 4 * T, 4 * T, 4 * T, 0},
-      {"tp=2,sp=1,gbs=1,ce_fusion=native", 22, 10, 4 * T, 0, 8 * T, 0},
-      {"tp=2,sp=1,gbs=1,cross_entropy_fusion_impl=te", 6, 4, 0, 0, 0, 12 * T * 2},
+      {"tp=2,sp=1,gbs=1", 2, 2, 0, 38, 14, 4 * T, 4 * T, 4 * T, 0, 4, 2},
+      {"tp=2,sp=1,gbs=1,ce_fusion=none", 2, 2, 0, 38, 14, 4 * T, 4 * T, 4 * T, 0, 4, 2},
+      {"tp=2,sp=1,gbs=1,ce_fusion=native", 2, 2, 1, 22, 10, 4 * T, 0, 8 * T, 0, 4, 2},
+      {"tp=2,sp=1,gbs=1,cross_entropy_fusion_impl=te", 2, 2, 1, 6, 4, 0, 0, 0, 12 * T * 2, 2, 0},
+      {"dp=2,gbs=2,zero=3,dp_impl=fsdp2", 2, 1, 0, 22, 26, 0, 0, 0, 0, 4, 8},
+      {"dp=2,gbs=2,zero=3,dp_impl=fsdp2,ce_fusion=torch_fp32", 2, 1, 0, 22, 26, 0, 0, 0, 0, 4, 8},
+      {"tp=2,sp=1,dp=2,gbs=2,zero=3,dp_impl=fsdp2", 4, 2, 0, 38, 38, 4 * T, 4 * T, 4 * T, 0, 4, 12},
+      {"dp=2,gbs=2,zero=3,dp_impl=fsdp2,ce_fusion=torch", 2, 1, 1, 8, 10, 0, 0, 0, 0, 4, 4},
+      {"dp=2,gbs=2,zero=3,dp_impl=fsdp2,ce_fusion=hf", 2, 1, 1, 30, 38, 0, 0, 0, 0, 8, 8},
+      {"dp=2,gbs=2,zero=3,dp_impl=fsdp2,ce_fusion=flash", 2, 1, 1, 4, 4, 0, 0, 0, 0, 2, 2},
   };
-  double saved[4];
+  double base_act[2] = {0, 0}, base_other[2] = {0, 0}; /* per dp_impl family: Megatron, FSDP */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     wl_layout l;
-    wl_workload *wl = gen(&m, cases[i].spec, 2, &l);
+    wl_workload *wl = gen(&m, cases[i].spec, cases[i].gpus, &l);
+    double L = T * V / cases[i].tp; /* one rank's logits */
     check_rel(named_bytes(wl, 0, "out.loss"), cases[i].fwd * L, 1e-12, "loss forward");
     check_rel(named_bytes(wl, 0, "out.loss.bwd"), cases[i].bwd * L, 1e-12, "loss backward");
     assert_true(named_bytes(wl, 0, "out.loss.max.ar") == cases[i].ar_max);
     assert_true(named_bytes(wl, 0, "out.loss.target.ar") == cases[i].ar_target);
     assert_true(named_bytes(wl, 0, "out.loss.sum.ar") == cases[i].ar_sum);
     assert_true(named_bytes(wl, 0, "out.loss.stats.ag") == cases[i].ag);
-    assert_int_equal(strstr(l.spec, ",ce_fusion=") != NULL, i >= 2);
-    char sw[256]; /* the software keys search --case keeps in every candidate */
+    assert_int_equal(strstr(l.spec, ",ce_fusion=") != NULL, cases[i].in_spec);
+    char sw[256]; /* the software keys search --case keeps in every candidate:
+                   * Megatron-core's losses only (its candidates are Megatron's) */
     wl_layout_software_keys(&l, sw, sizeof sw);
-    assert_int_equal(strstr(sw, ",ce_fusion=") != NULL, i >= 2);
+    assert_int_equal(strstr(sw, ",ce_fusion=") != NULL,
+                     cases[i].in_spec && l.dp_impl == WL_DP_MEGATRON);
     wl_memory mem;
     st_err err;
     assert_int_equal(wl_memory_estimate(&m, &l, &mem, &err), 0);
-    saved[i] = mem.stages[0].activations_bytes;
+    /* the same layout but the cross entropy differs within each family
+     * (the tp = 2 FSDP2 row has its own): measured from the family's first */
+    int fam = l.dp_impl == WL_DP_MEGATRON ? 0 : 1;
+    double act = mem.stages[0].activations_bytes - cases[i].kept * L;
+    double other = mem.stages[0].other_bytes - cases[i].work * L;
+    if (i == 6) /* DTensor's loss_parallel: no other choice to compare with at tp 2 */
+      assert_true(mem.stages[0].other_bytes > cases[i].work * L &&
+                  mem.stages[0].activations_bytes > cases[i].kept * L);
+    else if (i == 0 || i == 4) {
+      base_act[fam] = act;
+      base_other[fam] = other;
+    } else { /* the Megatron-core rows keep nothing else in `other` */
+      check_rel(act, base_act[fam], 1e-12, "activations but the cross entropy's");
+      assert_true(fabs(other - base_other[fam]) <= 1e-12 * act);
+    }
     wl_workload_destroy(wl);
   }
-  assert_true(saved[1] == saved[0] && saved[2] == saved[0]);
-  check_rel(saved[0] - saved[3], 2 * L, 1e-12, "te keeps 2 B a logit, not 4");
-  wl_layout l;
-  st_err err;
-  assert_int_equal(wl_layout_parse("dp=2,gbs=2,zero=3,dp_impl=fsdp,ce_fusion=te", 2, &m, &l, &err),
-                   ST_EINPUT);
-  assert_string_equal(err.msg, "layout 'dp=2,gbs=2,zero=3,dp_impl=fsdp,ce_fusion=te': ce_fusion "
-                               "is Megatron-core's cross-entropy fusion (dp_impl=megatron); "
-                               "dp_impl is fsdp");
-  assert_int_equal(wl_layout_parse("tp=2,gbs=1,ce_fusion=apex", 2, &m, &l, &err), ST_EINPUT);
-  assert_string_equal(err.msg, "layout 'tp=2,gbs=1,ce_fusion=apex': key 'ce_fusion' value 'apex' "
-                               "is unknown (known: none, native, te)");
+  static const struct {
+    const char *spec, *msg;
+  } bad[] = {
+      {"dp=2,gbs=2,zero=3,dp_impl=fsdp,ce_fusion=te",
+       "ce_fusion=te is Megatron-core's cross entropy (dp_impl=megatron); dp_impl is fsdp"},
+      {"tp=2,gbs=1,ce_fusion=torch_fp32",
+       "ce_fusion=torch_fp32 is a PyTorch framework's cross entropy (dp_impl fsdp, fsdp2 or "
+       "deepspeed); dp_impl is megatron"},
+      {"tp=2,dp=1,gbs=1,zero=3,dp_impl=fsdp2,ce_fusion=flash",
+       "ce_fusion=flash with tp (2) > 1: only torch_fp32 (DTensor's loss_parallel) is modelled "
+       "on vocabulary-parallel logits"},
+      {"tp=2,gbs=1,ce_fusion=apex", "key 'ce_fusion' value 'apex' is unknown (known: none, "
+                                    "native, te, torch, torch_fp32, hf, flash)"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    wl_layout l;
+    st_err err;
+    assert_int_equal(wl_layout_parse(bad[i].spec, 2, &m, &l, &err), ST_EINPUT);
+    char want[512];
+    snprintf(want, sizeof want, "layout '%s': %s", bad[i].spec, bad[i].msg);
+    assert_string_equal(err.msg, want);
+  }
 }
 
 /* moe_dispatcher: the flex dispatcher's four all-to-alls per MoE layer carry

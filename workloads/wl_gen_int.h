@@ -31,6 +31,9 @@ void wl__layer_params(const wl_model *m, int tp, int etp, int ep, int layer, wl_
 double wl__embedding_params(const wl_model *m, int tp);
 /* final norm + output layer (0 for the output weight when tied and pp == 1) */
 double wl__output_params(const wl_model *m, int tp, int pp);
+/* The loss's cross entropy (ce_fusion) per logit: the bytes it keeps from its
+ * forward to its backward and the most it holds at once (wl_gen_layer.c). */
+void wl__loss_memory(const wl_layout *l, double *kept, double *peak);
 
 /* First global layer of pipeline stage s's virtual chunk c, and its layer count. */
 void wl__chunk_layers(const wl_layout *l, const wl_model *m, int stage, int chunk, int *first,

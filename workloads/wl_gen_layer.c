@@ -824,32 +824,87 @@ void wl__embed_bwd(wl__gen *g)
   wl__elem(g, "emb.grad.dense", rows * g->h, rw, g->l->dp_impl == WL_DP_MEGATRON ? 1 : 0);
 }
 
-/* HBM bytes per logit of the vocab-parallel cross entropy with bf16 logits
- * (in model-dtype elements: half these, scaled by the dtype's size),
- * forward or backward, by Megatron-core's implementation (layout key
- * ce_fusion):
- *  - unfused (tensor_parallel/cross_entropy.py): cast to fp32 (read 2, write
- *    4), max (read 4), subtract the max in place (8), exp in place (8), sum
- *    (4), divide by the sum in place (8): 38; backward the saved softmax
- *    times the loss gradient in place (read 4, write 4), the cast's backward
- *    to bf16 (read 4, write 2): 14;
+/* The cross entropy per logit, by implementation (layout key ce_fusion),
+ * with bf16 logits: HBM bytes read and written forward and backward (in
+ * model-dtype elements: half these, scaled by the dtype's size), its kernels,
+ * and its memory: the bytes it keeps from its forward to its backward and
+ * the most it holds at once (both counted in wl_memory.c).
+ *  - none (Megatron-core's tensor_parallel/cross_entropy.py): cast to fp32
+ *    (read 2, write 4), max (read 4), subtract the max in place (8), exp in
+ *    place (8), sum (4), divide by the sum in place (8): 38; backward the
+ *    saved softmax times the loss gradient in place (read 4, write 4), the
+ *    cast's backward to bf16 (read 4, write 2): 14.  Keeps the fp32 softmax
+ *    (4); holds the bf16 logits beside their fp32 copy (6), and backward the
+ *    softmax turned gradient beside its bf16 cast (6);
  *  - native (fusions/fused_cross_entropy.py, each step a compiled function):
  *    the fp32 copy with its max (read 2, write 4), subtract and exp with the
  *    sum, written back in place (8), the division in place (8): 22; backward
  *    the gradient's update of the saved softmax, written back, and its bf16
- *    cast in one kernel (read 4, write 4 + 2): 10;
+ *    cast in one kernel (read 4, write 4 + 2): 10.  Memory as none's;
  *  - te (Transformer Engine's parallel_cross_entropy, its Triton kernels as
  *    they stood to July 2026): an online-softmax pass (read 2), then the loss
  *    and the gradient written over the logits (read 2, write 2): 6;
  *    backward the gradient times the loss gradient in place (read 2, write
- *    2): 4.  (Transformer Engine from its #3193 keeps the gradient in fp32.) */
-static double loss_bytes(int ce, int bwd)
+ *    2): 4.  Keeps the bf16 logits holding the gradient (2), nothing more.
+ *    (Transformer Engine from its #3193 keeps the gradient in fp32.)
+ *  - torch (F.cross_entropy on the bf16 logits, which the training loop
+ *    keeps until backward ends, as fms-fsdp's): log_softmax (read the row
+ *    three times: its max, its sum of exponentials, the output; write 2:
+ *    8), nll_loss's gather; backward nll_loss's zero-filled gradient with
+ *    its scatter (write 2), log_softmax's backward (read the gradient twice
+ *    and the output once, write 2: 8): 8 and 10.  Keeps the log-softmax
+ *    and the logits (4); backward holds those with the two gradients (8);
+ *  - torch_fp32 (F.cross_entropy on an fp32 copy, the bf16 logits freed
+ *    before backward, as torchtitan's): the cast (read 2, write 4) and
+ *    log_softmax in fp32 (16): 22; backward the zero fill (4), log_softmax's
+ *    backward (16) and the cast back (read 4, write 2): 26.  Keeps the fp32
+ *    log-softmax (4); holds forward the bf16 logits, their copy and the
+ *    log-softmax (10), backward the log-softmax and two fp32 gradients (12).
+ *    With tp > 1, DTensor's loss_parallel (torch.distributed.tensor.
+ *    parallel.loss) decomposes it into separate ops: the cast (6), max (4),
+ *    shifted (8), exp (8), sum (4), shifted - log(sum) (8): 38; backward its
+ *    fused nll/log_softmax step, a zero fill (4), exp (8), add (12), times
+ *    the loss gradient (8), and the cast back (6): 38.  It holds forward the
+ *    bf16 logits, the fp32 copy, the shifted logits and their exponentials
+ *    (14), backward the log-softmax, the zero-filled gradient, the
+ *    exponentials and their sum (16);
+ *  - hf (Hugging Face transformers' causal-LM loss): the logits cast to fp32
+ *    (6) and returned with the outputs, a shifted contiguous copy (read 4,
+ *    write 4) and log_softmax (16): 30; backward the zero fill (4),
+ *    log_softmax's backward (16), the copy's backward into a zero-filled
+ *    fp32 gradient (read 4, write 4 + 4) and the cast back (6): 38.  Keeps
+ *    the returned fp32 logits and the log-softmax (8); holds forward the
+ *    logits, the copy and the log-softmax (12), backward the two kept with
+ *    two fp32 gradients (16);
+ *  - flash (flash-attn's flash_attn.losses.cross_entropy, llm-foundry's MPT
+ *    loss; at flash-attn 1.0.9, the release llm-foundry pinned, the CUDA
+ *    kernel of csrc/xentropy): one pass for the row's max and sum and one for
+ *    its sum of exponentials (read 2 twice): 4; backward the gradient written
+ *    to a new tensor (read 2, write 2): 4.  Keeps the logits (2); backward
+ *    holds them with the gradient (4). */
+typedef struct ce_impl {
+  double fwd, bwd;   /* HBM bytes per logit */
+  double kept, peak; /* memory per logit */
+} ce_impl;
+
+static ce_impl ce_of(int ce, int tp)
 {
   switch (ce) {
-  case WL_CE_NATIVE: return bwd ? 10 : 22;
-  case WL_CE_TE: return bwd ? 4 : 6;
-  default: return bwd ? 14 : 38;
+  case WL_CE_NATIVE: return (ce_impl){22, 10, 4, 6};
+  case WL_CE_TE: return (ce_impl){6, 4, 2, 2};
+  case WL_CE_TORCH: return (ce_impl){8, 10, 4, 8};
+  case WL_CE_TORCH_FP32: return tp > 1 ? (ce_impl){38, 38, 4, 16} : (ce_impl){22, 26, 4, 12};
+  case WL_CE_HF: return (ce_impl){30, 38, 8, 16};
+  case WL_CE_FLASH: return (ce_impl){4, 4, 2, 4};
+  default: return (ce_impl){38, 14, 4, 6};
   }
+}
+
+void wl__loss_memory(const wl_layout *l, double *kept, double *peak)
+{
+  ce_impl c = ce_of(l->ce_fusion, l->tp);
+  *kept = c.kept;
+  *peak = c.peak;
 }
 
 /* The output layer runs in the model dtype under fp8: Megatron-core's is a
@@ -874,9 +929,9 @@ void wl__output_fwd(wl__gen *g)
   wl__col_fwd(g, &c, 1);
   g->gemm_dtype = gd;
   /* the vocab-parallel cross entropy, per element of the [T, V/t] logits
-   * (loss_bytes), then its TP collectives of a few floats per token */
+   * (ce_of), then its TP collectives of a few floats per token */
   int ce = g->l->ce_fusion;
-  wl__elem(g, "out.loss", g->T * V, loss_bytes(ce, 0) / 2, ce == WL_CE_TE ? 5 : 6);
+  wl__elem(g, "out.loss", g->T * V, ce_of(ce, g->l->tp).fwd / 2, ce == WL_CE_TE ? 5 : 6);
   if (ce == WL_CE_TE) { /* each rank's (max, sum, target logit) per token, gathered */
     wl__coll_c(g, "out.loss.stats.ag", WL_COLL_ALLGATHER, R_TP, g->T * 12 * g->l->tp);
     return;
@@ -893,7 +948,7 @@ void wl__output_fwd(wl__gen *g)
 void wl__output_bwd(wl__gen *g)
 {
   double V = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
-  wl__elem(g, "out.loss.bwd", g->T * V, loss_bytes(g->l->ce_fusion, 1) / 2,
+  wl__elem(g, "out.loss.bwd", g->T * V, ce_of(g->l->ce_fusion, g->l->tp).bwd / 2,
            g->l->ce_fusion == WL_CE_TE ? 1 : 3);
   wl__col_gemm c = {"", "out.logits.dgrad", "out.logits.wgrad", V, g->h, 1, 0};
   int gd = out_dtype_enter(g);

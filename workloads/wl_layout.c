@@ -51,7 +51,16 @@ static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", 
                                                            "deepspeed"};
 static const char *const bwd_prefetch_names[WL_BWD_PREFETCH_COUNT] = {"pre", "post", "none"};
 static const char *const optim_impl_names[WL_OPTIM_COUNT] = {"fused", "foreach", "loop"};
-static const char *const ce_fusion_names[WL_CE_COUNT] = {"none", "native", "te"};
+static const char *const ce_fusion_names[WL_CE_COUNT] = {"none",  "native", "te",   "torch",
+                                                         "torch_fp32", "hf", "flash"};
+
+/* The cross entropy a framework runs unless told otherwise: Megatron-core's
+ * unfused one; for the PyTorch frameworks F.cross_entropy on fp32 logits,
+ * as torchtitan and Hugging Face models cast them before the loss. */
+static int ce_default(const wl_layout *l)
+{
+  return l->dp_impl == WL_DP_MEGATRON ? WL_CE_NONE : WL_CE_TORCH_FP32;
+}
 static const char *const fp8_recipe_names[WL_FP8_RECIPE_COUNT] = {"delayed", "current"};
 static const char *const moe_dispatcher_names[WL_MOE_DISPATCHER_COUNT] = {"alltoall", "flex"};
 static const char *const rcm_names[WL_RCM_COUNT] = {"core_attn", "moe_act",    "layernorm",
@@ -232,7 +241,9 @@ void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
   char dr[32] = "", ce[32] = "", fr[32] = "", md[32] = "";
   if (l->dropout > 0)
     snprintf(dr, sizeof dr, ",dropout=%g", l->dropout);
-  if (l->ce_fusion > 0)
+  /* the layouts made from these keys are Megatron-core's (search's
+   * candidates, balance's probe): a PyTorch framework's loss does not carry */
+  if (l->ce_fusion != WL_CE_NONE && l->ce_fusion <= WL_CE_TE)
     snprintf(ce, sizeof ce, ",ce_fusion=%s", ce_fusion_names[l->ce_fusion]);
   if (l->fp8_recipe > 0)
     snprintf(fr, sizeof fr, ",fp8_recipe=%s", fp8_recipe_names[l->fp8_recipe]);
@@ -315,7 +326,9 @@ static int named_values(wl_layout *l, char sv[][32], const char *spec, st_err *e
     ERR("key 'fp8_recipe' value '%s' is unknown (known: delayed, current)", sv[K_FP8_RECIPE]);
   if (sv[K_CE_FUSION][0] &&
       (l->ce_fusion = lookup(ce_fusion_names, WL_CE_COUNT, sv[K_CE_FUSION])) < 0)
-    ERR("key 'ce_fusion' value '%s' is unknown (known: none, native, te)", sv[K_CE_FUSION]);
+    ERR("key 'ce_fusion' value '%s' is unknown (known: none, native, te, torch, torch_fp32, hf, "
+        "flash)",
+        sv[K_CE_FUSION]);
   if (sv[K_MOE_DISPATCHER][0] &&
       (l->moe_dispatcher = lookup(moe_dispatcher_names, WL_MOE_DISPATCHER_COUNT,
                                   sv[K_MOE_DISPATCHER])) < 0)
@@ -878,11 +891,22 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
         "(dp_impl=megatron) re-runs the whole layer");
   if (l->recompute_early_stop < 0)
     l->recompute_early_stop = rc_early_stop_default(l);
-  if (l->ce_fusion > 0 && l->dp_impl != WL_DP_MEGATRON)
-    ERR("ce_fusion is Megatron-core's cross-entropy fusion (dp_impl=megatron); dp_impl is %s",
+  if (l->ce_fusion >= 0 && (l->ce_fusion <= WL_CE_TE) != (l->dp_impl == WL_DP_MEGATRON))
+    ERR("ce_fusion=%s is %s; dp_impl is %s", ce_fusion_names[l->ce_fusion],
+        l->ce_fusion <= WL_CE_TE
+            ? "Megatron-core's cross entropy (dp_impl=megatron)"
+            : "a PyTorch framework's cross entropy (dp_impl fsdp, fsdp2 or deepspeed)",
         dp_impl_names[l->dp_impl]);
+  /* with tp > 1 the PyTorch frameworks compute the loss on vocabulary-parallel
+   * logits through DTensor's loss_parallel, on the fp32 logits torchtitan
+   * casts; the others' vocabulary-parallel forms are not modelled */
+  if (l->ce_fusion > WL_CE_TORCH_FP32 || l->ce_fusion == WL_CE_TORCH)
+    if (l->tp > 1)
+      ERR("ce_fusion=%s with tp (%d) > 1: only torch_fp32 (DTensor's loss_parallel) is "
+          "modelled on vocabulary-parallel logits",
+          ce_fusion_names[l->ce_fusion], l->tp);
   if (l->ce_fusion < 0)
-    l->ce_fusion = WL_CE_NONE;
+    l->ce_fusion = ce_default(l);
   if (l->moe_dispatcher > 0 && (l->ep < 2 || l->dp_impl != WL_DP_MEGATRON))
     ERR("moe_dispatcher=%s is Megatron-core's dispatcher over an expert-parallel group: it needs "
         "ep > 1 and dp_impl=megatron (ep is %d, dp_impl %s)",
@@ -1029,7 +1053,7 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",pp_scatter=1");
   if (l->dropout > 0)
     st_buf_printf(&b, ",dropout=%g", l->dropout);
-  if (l->ce_fusion > 0)
+  if (l->ce_fusion != ce_default(l))
     st_buf_printf(&b, ",ce_fusion=%s", ce_fusion_names[l->ce_fusion]);
   if (l->fp8_recipe > 0)
     st_buf_printf(&b, ",fp8_recipe=%s", fp8_recipe_names[l->fp8_recipe]);

@@ -202,21 +202,24 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
      * the mean of the chunk that keeps the most */
     st->activations_bytes = (l->recompute_layers ? act_chunk : act_max) * per_chunk * chunks;
     /* embedding output's dropout mask on the first stage, per micro-batch alive
-     * (with dropout); final norm, logits input and the loss's saved logits on
-     * the last (one micro-batch at a time, all of them under GPipe): the fp32
-     * softmax (unfused and native cross entropy), or the model-dtype logits
-     * Transformer Engine's kernel writes the gradient into (ce_fusion=te) */
+     * (with dropout); final norm, logits input and what the loss's cross
+     * entropy keeps for its backward on the last (one micro-batch at a time,
+     * all of them under GPipe; ce_fusion, wl_gen_layer.c) */
     if (s == 0 && l->dropout > 0)
       st->activations_bytes += b * sl * h * rep * chunks / l->vpp;
+    double loss_work = 0; /* what the cross entropy holds beyond what it keeps */
     if (s == l->pp - 1) {
-      double V = (double)wl__vocab_padded(m, l->tp) / t;
+      double V = (double)wl__vocab_padded(m, l->tp) / t, kept, peak;
       double alive = l->schedule == WL_SCHED_GPIPE ? l->num_microbatches : 1;
-      double saved = l->ce_fusion == WL_CE_TE ? 2 : 4;
-      st->activations_bytes += alive * (2 * b * sl * h * rep + 2 * b * sl * h + saved * b * sl * V);
+      wl__loss_memory(l, &kept, &peak);
+      st->activations_bytes += alive * (2 * b * sl * h * rep + 2 * b * sl * h + kept * b * sl * V);
+      loss_work = (peak - kept) * b * sl * V;
     }
-    st->other_bytes = 0;
+    /* the larger of two moments' working memory beside everything kept: the
+     * cross entropy's (above), or one layer's full activations while it is
+     * recomputed (recompute=full), which comes after the loss's backward */
+    st->other_bytes = loss_work;
     if (l->recompute == WL_RECOMPUTE_FULL) {
-      /* one layer's full activations while it is recomputed */
       double w = 0;
       for (int c = 0; c < l->vpp; c++) {
         int first, count;
@@ -227,7 +230,7 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
             w = a;
         }
       }
-      st->other_bytes += w;
+      st->other_bytes = fmax(loss_work, w);
     }
     double root = (wl__embedding_params(m, l->tp) + wl__output_params(m, l->tp, l->pp)) * pb;
     double zp = z3_layer / pb; /* parameters of the largest layer, one rank */

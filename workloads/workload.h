@@ -518,16 +518,27 @@ typedef enum wl_moe_dispatcher {
   WL_MOE_DISPATCHER_COUNT
 } wl_moe_dispatcher;
 
-/* How Megatron-core computes the vocab-parallel cross entropy (layout key
- * ce_fusion; Megatron-core's --cross-entropy-loss-fusion and
+/* How the loss's cross entropy is computed (layout key ce_fusion).
+ * Megatron-core's (dp_impl=megatron; --cross-entropy-loss-fusion and
  * --cross-entropy-fusion-impl): unfused (tensor_parallel/cross_entropy.py,
  * the default), its torch.compile-fused functions (native,
  * fusions/fused_cross_entropy.py) or Transformer Engine's Triton kernels
- * (te, parallel_cross_entropy). */
+ * (te, parallel_cross_entropy).  The PyTorch frameworks' (dp_impl fsdp,
+ * fsdp2, deepspeed): F.cross_entropy on the model-dtype logits, which the
+ * training loop keeps to the end of backward (torch, fms-fsdp); on an fp32
+ * copy of them, freed before backward (torch_fp32, torchtitan; with tp > 1
+ * DTensor's loss_parallel, the default); Hugging Face transformers'
+ * causal-LM loss, the logits cast to fp32 and returned, and a shifted
+ * contiguous copy (hf); flash-attn's Triton kernel (flash, llm-foundry's
+ * fused_crossentropy). */
 typedef enum wl_ce_fusion {
   WL_CE_NONE = 0,
   WL_CE_NATIVE,
   WL_CE_TE,
+  WL_CE_TORCH,
+  WL_CE_TORCH_FP32,
+  WL_CE_HF,
+  WL_CE_FLASH,
   WL_CE_COUNT
 } wl_ce_fusion;
 
@@ -693,8 +704,11 @@ void wl_layout_request_init(wl_layout *l);
 /* The keys of a resolved layout that say what software ran it rather than
  * how it is laid out, as "flash=1,attn_impl=fa2,eager=0[,tp_async=0][,pp_scatter=1]":
  * the attention kernel and its library, eager kernels, whether the TP
- * backward overlaps and whether pipeline tensors travel split.  search --case and the balance probe carry them into
- * the layouts they make.  Truncated to n bytes. */
+ * backward overlaps and whether pipeline tensors travel split, and
+ * Megatron-core's cross entropy (a PyTorch framework's is not carried: the
+ * layouts made from these keys are Megatron-core's).  search --case and the
+ * balance probe carry them into the layouts they make.  Truncated to n
+ * bytes. */
 void wl_layout_software_keys(const wl_layout *l, char *b, size_t n);
 /* A resolved layout's recompute_modules as the key's value ("moe_act+layernorm"),
  * or "" where it has none to state (no selective recomputation, or the

@@ -516,6 +516,9 @@ typedef struct drv_case {
   double measured;     /* tokens/s per GPU */
   double measured_step_s; /* derived step time, NaN when the file has none */
   double params_b;     /* the source's stated model size in billions, NaN when none */
+  double measured_mem_gib; /* the source's peak memory per GPU in GiB, NaN when none */
+  int mem_reserved;        /* that reading: 1 reserved by PyTorch's caching allocator
+                              (max_memory_reserved), 0 allocated (max_memory_allocated) */
 } drv_case;
 
 /* Every *.json file of dir, in name order.  Errors name the file and key:
@@ -542,6 +545,7 @@ int drv_case_check_size(const drv_case *c, double params, st_err *err);
 typedef struct drv_prediction {
   double step_time_s;
   double tokens_per_s_per_gpu;
+  double peak_memory_bytes; /* the memory model's peak per GPU (wl_memory_estimate) */
 } drv_prediction;
 
 /* Predicts one case.  Runs in a forked child (it may call sim_run, which
@@ -558,6 +562,8 @@ typedef struct drv_case_result {
   double measured, predicted; /* tokens/s per GPU */
   double error;               /* predicted / measured - 1 */
   double measured_step_s, predicted_step_s;
+  double measured_mem_gib, predicted_mem_gib; /* peak memory per GPU; NaN: no reading */
+  double mem_error;                           /* predicted / measured - 1 */
   int rc;                     /* 0, or the ST_E* code of a failed prediction */
   char msg[256];              /* why it failed: "case 'x': ..." */
 } drv_case_result;
@@ -586,7 +592,10 @@ int drv_validate_stats(const drv_case_result *res, int n, double *median_abs, do
 /* Text table (people) or one JSON object {"cases":[{"name","measured",
  * "predicted","error"}...],"count","median_abs_error","max_abs_error"}; a
  * failed case has "predicted" and "error" null and a "failure" message, and
- * count is the number of cases predicted. */
+ * count is the number of cases predicted.  Cases with a published peak
+ * memory add a second table (JSON: a case's "memory":{"measured","reading",
+ * "predicted","error"} and "memory":{"count","median_abs_error",
+ * "max_abs_error"} beside the count). */
 void drv_validate_print(const drv_case *cases, const drv_case_result *res, int n, FILE *out);
 void drv_validate_print_json(const drv_case *cases, const drv_case_result *res, int n, FILE *out);
 

@@ -114,6 +114,26 @@ static int parse_case(const char *path, const char *text, drv_case *c, st_err *e
     }
     c->measured_step_s = st->valuedouble;
   }
+  c->measured_mem_gib = NAN;
+  const cJSON *mem = cJSON_GetObjectItemCaseSensitive(meas, "peak_memory_gib");
+  if (mem) {
+    if (!cJSON_IsNumber(mem) || !(mem->valuedouble > 0) || !isfinite(mem->valuedouble)) {
+      rc = st_err_set(err, ST_EINPUT,
+                      "case '%s': 'measured.peak_memory_gib' is not a positive number", path);
+      goto out;
+    }
+    const cJSON *rd = cJSON_GetObjectItemCaseSensitive(meas, "memory_reading");
+    if (!cJSON_IsString(rd) ||
+        (strcmp(rd->valuestring, "reserved") && strcmp(rd->valuestring, "allocated"))) {
+      rc = st_err_set(err, ST_EINPUT,
+                      "case '%s': 'measured.memory_reading' is %s: with peak_memory_gib it "
+                      "says which reading it is, \"reserved\" or \"allocated\"",
+                      path, rd ? "neither" : "missing");
+      goto out;
+    }
+    c->measured_mem_gib = mem->valuedouble;
+    c->mem_reserved = !strcmp(rd->valuestring, "reserved");
+  }
   c->params_b = NAN;
   const cJSON *pb = cJSON_GetObjectItemCaseSensitive(root, "params_b");
   if (pb) {

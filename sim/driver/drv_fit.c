@@ -35,6 +35,7 @@ int drv_predict_generated(const drv_case *c, const plat_compute_params *override
     goto out;
   out->step_time_s = r->step_time_s;
   out->tokens_per_s_per_gpu = (double)l.gbs * m.seq_len / r->step_time_s / wl->num_ranks;
+  out->peak_memory_bytes = wl->meta.peak_memory_bytes;
 out:
   sim_result_destroy(r);
   wl_workload_destroy(wl);

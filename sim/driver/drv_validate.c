@@ -75,6 +75,10 @@ static int case_result(const drv_case *c, const drv_answer *a, int timeout_s, dr
   r->predicted = p.tokens_per_s_per_gpu;
   r->error = r->predicted / r->measured - 1.0;
   r->predicted_step_s = p.step_time_s;
+  if (!isnan(r->measured_mem_gib)) {
+    r->predicted_mem_gib = p.peak_memory_bytes / 1073741824.0;
+    r->mem_error = r->predicted_mem_gib / r->measured_mem_gib - 1.0;
+  }
   return ST_OK;
 }
 
@@ -86,6 +90,8 @@ static void predict_done(void *u, int i, const drv_answer *a)
   r->measured = x->cases[i].measured;
   r->measured_step_s = x->cases[i].measured_step_s;
   r->predicted = r->error = r->predicted_step_s = NAN;
+  r->measured_mem_gib = x->cases[i].measured_mem_gib;
+  r->predicted_mem_gib = r->mem_error = NAN;
   st_err e;
   st_err_clear(&e);
   int rc = case_result(&x->cases[i], a, x->timeout_s, r, &e);
@@ -151,15 +157,18 @@ static int cmp_double(const void *a, const void *b)
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-int drv_validate_stats(const drv_case_result *res, int n, double *median_abs, double *max_abs)
+/* Median and largest |error| of the predicted cases, of their throughput
+ * (mem 0) or of those with a memory reading, their peak memory (mem 1). */
+static int stats_of(const drv_case_result *res, int n, int mem, double *median_abs,
+                    double *max_abs)
 {
   double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
   double mx = 0;
   int k = 0;
   for (int i = 0; i < n; i++) {
-    if (res[i].rc)
+    if (res[i].rc || (mem && isnan(res[i].mem_error)))
       continue;
-    double a = fabs(res[i].error);
+    double a = fabs(mem ? res[i].mem_error : res[i].error);
     if (v)
       v[k] = a;
     k++;
@@ -175,6 +184,39 @@ int drv_validate_stats(const drv_case_result *res, int n, double *median_abs, do
   *median_abs = med;
   *max_abs = k > 0 ? mx : NAN;
   return k;
+}
+
+int drv_validate_stats(const drv_case_result *res, int n, double *median_abs, double *max_abs)
+{
+  return stats_of(res, n, 0, median_abs, max_abs);
+}
+
+/* The second table: peak memory per GPU where the source publishes it. */
+static void print_memory(const drv_case *cases, const drv_case_result *res, int n, int w,
+                         FILE *out)
+{
+  double med, mx;
+  int k = stats_of(res, n, 1, &med, &mx), worst = -1;
+  if (!k)
+    return;
+  fprintf(out, "\n%-*s  %12s  %9s  %12s  %8s\n", w, "peak memory per GPU", "measured",
+          "reading", "predicted", "error");
+  fprintf(out, "%-*s  %12s  %9s  %12s  %8s\n", w, "", "GiB", "", "GiB", "");
+  for (int i = 0; i < n; i++) {
+    const drv_case_result *r = &res[i];
+    if (r->rc || isnan(r->mem_error))
+      continue;
+    fprintf(out, "%-*s  %12.2f  %9s  %12.2f  %+7.2f%%\n", w, cases[i].name, r->measured_mem_gib,
+            cases[i].mem_reserved ? "reserved" : "allocated", r->predicted_mem_gib,
+            100 * r->mem_error);
+    if (worst < 0 || fabs(r->mem_error) > fabs(res[worst].mem_error))
+      worst = i;
+  }
+  fprintf(out, "\n%d case%s: median |error| %.2f%%, max |error| %.2f%% (%s)\n", k,
+          k == 1 ? "" : "s", 100 * med, 100 * mx, cases[worst].name);
+  fprintf(out, "error = predicted / measured - 1, in peak memory per GPU: the memory model's\n"
+               "live tensors at their peak (simtrain memory), which a 'reserved' reading\n"
+               "exceeds by what PyTorch's caching allocator holds unused\n");
 }
 
 void drv_validate_print(const drv_case *cases, const drv_case_result *res, int n, FILE *out)
@@ -219,6 +261,7 @@ void drv_validate_print(const drv_case *cases, const drv_case_result *res, int n
     if (res[i].rc)
       fprintf(out, "  %s\n", res[i].msg);
   fprintf(out, "error = predicted / measured - 1, in per-GPU throughput\n");
+  print_memory(cases, res, n, w, out);
 }
 
 void drv_validate_print_json(const drv_case *cases, const drv_case_result *res, int n, FILE *out)
@@ -234,16 +277,28 @@ void drv_validate_print_json(const drv_case *cases, const drv_case_result *res, 
       fputc('}', out);
       continue;
     }
-    fprintf(out, ",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g}", res[i].measured,
+    fprintf(out, ",\"measured\":%.10g,\"predicted\":%.10g,\"error\":%.6g", res[i].measured,
             res[i].predicted, res[i].error);
+    if (!isnan(res[i].mem_error))
+      fprintf(out,
+              ",\"memory\":{\"measured\":%.10g,\"reading\":\"%s\",\"predicted\":%.10g,"
+              "\"error\":%.6g}",
+              res[i].measured_mem_gib, cases[i].mem_reserved ? "reserved" : "allocated",
+              res[i].predicted_mem_gib, res[i].mem_error);
+    fputc('}', out);
   }
   double med, mx;
   int k = drv_validate_stats(res, n, &med, &mx);
   if (k)
-    fprintf(out, "],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}\n", k, med,
+    fprintf(out, "],\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g", k, med,
             mx);
   else
-    fprintf(out, "],\"count\":0,\"median_abs_error\":null,\"max_abs_error\":null}\n");
+    fprintf(out, "],\"count\":0,\"median_abs_error\":null,\"max_abs_error\":null");
+  if ((k = stats_of(res, n, 1, &med, &mx)))
+    fprintf(out,
+            ",\"memory\":{\"count\":%d,\"median_abs_error\":%.6g,\"max_abs_error\":%.6g}", k,
+            med, mx);
+  fprintf(out, "}\n");
 }
 
 /* ---- leave-one-out calibration ------------------------------------------ */

@@ -73,5 +73,30 @@ gf=$(grep -o '"device":"A100-SXM4-80GB","gemm_eff":[0-9.]*' <<<"$f")
 gm=$(grep -o '"device":"A100-SXM4-80GB","gemm_eff":[0-9.]*' <<<"$m")
 check "--fit: Megatron's value as without the FSDP cases" "[ -n \"\$gf\" ] && [ \"\$gf\" = \"\$gm\" ]"
 
+# published peak memory: a case that gives one says which reading it is, and
+# validate compares it with the memory model's peak (the same bytes as
+# `simtrain memory` prints for the case's model and layout) in a second table
+mkdir "$tmp/mem" "$tmp/badmem"
+c=torchtitan-h100-llama3.1-8b-128gpu-compile
+cp "$cases/$c.json" "$tmp/mem/"
+cp -r "$cases/clusters" "$tmp/mem/"
+sed 's/"memory_reading": "reserved"/"memory_reading": "peak"/' "$cases/$c.json" >"$tmp/badmem/$c.json"
+err=$("$simtrain" validate "$tmp/badmem" 2>&1 >/dev/null); rc=$?
+check "memory reading not named exits 2" "[ $rc -eq 2 ]"
+check "memory reading not named message" "[ \"\$err\" = \"simtrain: error: case '$tmp/badmem/$c.json': 'measured.memory_reading' is neither: with peak_memory_gib it says which reading it is, \\\"reserved\\\" or \\\"allocated\\\"\" ]"
+j=$("$simtrain" validate "$tmp/mem" --json --quiet 2>&1); rc=$?
+t=$("$simtrain" validate "$tmp/mem" --quiet 2>&1)
+model=$(sed -n '/^  "model": {/,/^  },\{0,1\}$/p' "$tmp/mem/$c.json" | tr -d '\n' | sed 's/^ *"model": //; s/,$//')
+layout=$(grep -o '"layout": "[^"]*"' "$tmp/mem/$c.json" | cut -d'"' -f4)
+printf '%s' "$model" >"$tmp/model.json"
+peak=$("$simtrain" memory --model "$tmp/model.json" --layout "$layout" --cluster "$tmp/mem/clusters/grand-teton-h100.json:16" --json 2>/dev/null | grep -o '"peak_bytes":[0-9.e+]*' | cut -d: -f2)
+want=$(awk -v p="$peak" 'BEGIN { printf "%.10g", p / 1073741824 }')
+check "memory: exits 0" "[ $rc -eq 0 ]"
+check "memory: the case's reading and the memory model's peak" "grep -q '\"memory\":{\"measured\":62,\"reading\":\"reserved\",\"predicted\":$want,\"error\":' <<<\"\$j\""
+check "memory: its statistics" "grep -q ',\"memory\":{\"count\":1,\"median_abs_error\":[0-9.e-]*,\"max_abs_error\":[0-9.e-]*}}$' <<<\"\$j\""
+check "memory: the second table" "grep -q '^peak memory per GPU ' <<<\"\$t\" && grep -q '^$c  *62.00  *reserved ' <<<\"\$t\""
+a=$("$simtrain" validate "$tmp/small" --json 2>/dev/null)
+check "no reading, no memory table" "! grep -q memory <<<\"\$a\""
+
 [ $fails -eq 0 ] || exit 1
 echo "validate: all checks passed"
