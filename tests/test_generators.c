@@ -392,7 +392,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
        "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher, "
        "recompute_modules, moe_a2a_overlap, moe_shared_expert_overlap, optim_impl, grad_clip, "
-       "recompute_layers, recompute_early_stop)"},
+       "recompute_layers, recompute_early_stop, train_metrics)"},
       {0, "dp_impl=fsdp,zero=3,dp=2,recompute=selective,recompute_early_stop=1", 2,
        "layout 'dp_impl=fsdp,zero=3,dp=2,recompute=selective,recompute_early_stop=1': "
        "recompute_early_stop=1 stops a whole layer's recomputation early: it needs "
@@ -2230,6 +2230,52 @@ static void test_ce_fusion__loss_bytes_collectives_and_memory_by_hand(void **sta
   }
 }
 
+/* train_metrics: a trainer's cross-entropy passes over each micro-batch's
+ * logits after its backward (Composer's train metrics), by hand (LLAMA_T,
+ * dp 2 under FSDP2: two micro-batches of 2,048 tokens, 32,000 logits each):
+ * 22 B a logit a pass (the fp32 cast and log_softmax), one op per micro-batch
+ * after its backward; kept in the spec; refused under Megatron-core and
+ * beyond 8 passes. */
+static void test_train_metrics__passes_after_each_backward_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(LLAMA_T, &m);
+  const double L = 2048.0 * 32000;
+  wl_layout l;
+  wl_workload *wl = gen(&m, "dp=2,mbs=1,gbs=4,zero=3,dp_impl=fsdp2,train_metrics=2", 2, &l);
+  assert_int_equal(count_ops(wl, 0, "out.metrics"), 2);
+  check_rel(named_bytes(wl, 0, "out.metrics"), 2 * 2 * 22 * L, 1e-12, "two passes of 22 B");
+  assert_non_null(strstr(l.spec, ",train_metrics=2"));
+  /* each after its micro-batch's backward: the last op of its compute stream
+   * before the next micro-batch's forward begins */
+  const wl_program *p = &wl->programs[wl->rank_program[0]];
+  size_t last_bwd = 0, metrics = 0;
+  for (size_t i = 0; i < p->num_ops; i++) {
+    const char *nm = wl_op_name(p, &p->ops[i]);
+    if (!strcmp(nm, "emb.grad") && !metrics)
+      last_bwd = i;
+    if (!strcmp(nm, "out.metrics") && !metrics)
+      metrics = i;
+  }
+  assert_true(metrics > last_bwd && last_bwd > 0);
+  wl_workload_destroy(wl);
+  wl = gen(&m, "dp=2,mbs=1,gbs=4,zero=3,dp_impl=fsdp2", 2, &l);
+  assert_int_equal(count_ops(wl, 0, "out.metrics"), 0);
+  assert_null(strstr(l.spec, "train_metrics"));
+  wl_workload_destroy(wl);
+  st_err err;
+  assert_int_equal(wl_layout_parse("tp=2,gbs=1,train_metrics=1", 2, &m, &l, &err), ST_EINPUT);
+  assert_string_equal(err.msg, "layout 'tp=2,gbs=1,train_metrics=1': train_metrics=1 is a "
+                               "trainer's cross-entropy passes for its training metrics "
+                               "(Composer's); dp_impl=megatron computes none");
+  assert_int_equal(wl_layout_parse("dp=2,gbs=2,zero=3,dp_impl=fsdp,train_metrics=9", 2, &m, &l,
+                                   &err),
+                   ST_EINPUT);
+  assert_string_equal(err.msg, "layout 'dp=2,gbs=2,zero=3,dp_impl=fsdp,train_metrics=9': key "
+                               "'train_metrics' is 9 (at most 8 cross-entropy passes)");
+}
+
 /* moe_dispatcher: the flex dispatcher's four all-to-alls per MoE layer carry
  * the same bytes as the all-to-all dispatcher's (top-k copies of the rank's
  * tokens: MOE_T, ep 4, T = 1,024 tokens of 1,024 x 2 B, top-2: 4 MiB), marked
@@ -3386,6 +3432,7 @@ int main(void)
       cmocka_unit_test(test_eager__llama_elementwise_bytes_by_hand),
       cmocka_unit_test(test_activation__fused_bytes_by_hand),
       cmocka_unit_test(test_ce_fusion__loss_bytes_collectives_and_memory_by_hand),
+      cmocka_unit_test(test_train_metrics__passes_after_each_backward_by_hand),
       cmocka_unit_test(test_moe_dispatcher__flex_marks_the_expert_all_to_alls),
       cmocka_unit_test(test_model__qk_norm_key),
       cmocka_unit_test(test_memory__fp8_keeps_linear_inputs_in_one_byte),

@@ -173,6 +173,9 @@ void wl__embed_fwd(wl__gen *g);
 void wl__embed_bwd(wl__gen *g);
 void wl__output_fwd(wl__gen *g);
 void wl__output_bwd(wl__gen *g);
+/* The trainer's training-metric passes over the logits (train_metrics), at
+ * the end of a micro-batch's backward on the last stage. */
+void wl__train_metrics(wl__gen *g);
 
 /* ---- wl_gen_zero.c: ZeRO-3 ------------------------------------------------------- */
 double wl__z3_bytes(const wl__gen *g, int layer, int grads, int expert);

@@ -900,6 +900,24 @@ static ce_impl ce_of(int ce, int tp)
   }
 }
 
+/* A trainer's training metrics over the logits (layout key train_metrics):
+ * after each micro-batch's backward Composer updates its train metrics on
+ * the micro-batch's outputs (trainer.py _eval_train_metrics, under no_grad
+ * and the precision's autocast), and llm-foundry's MPT has two,
+ * LanguageCrossEntropy and LanguagePerplexity, each a
+ * torch.nn.CrossEntropyLoss over the bf16 logits (composer/metrics/nlp.py):
+ * autocast runs its log_softmax in fp32, so a pass is the cast (read 2,
+ * write 4) and log_softmax in fp32 (16), 22 B a logit, forward only.  Its
+ * memory (10 B a logit) comes after the backward, when the activations are
+ * gone: not counted (docs/workloads.md). */
+void wl__train_metrics(wl__gen *g)
+{
+  if (g->l->train_metrics <= 0)
+    return;
+  double V = (double)wl__vocab_padded(g->m, g->l->tp) / g->t;
+  wl__elem(g, "out.metrics", g->T * V * g->l->train_metrics, 22.0 / 2, 6);
+}
+
 void wl__loss_memory(const wl_layout *l, double *kept, double *peak)
 {
   ce_impl c = ce_of(l->ce_fusion, l->tp);

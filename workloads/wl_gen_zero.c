@@ -417,4 +417,6 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
     wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
                               wl__z3_root(g) * g->gb, -1));
   }
+  if (vs == last_vs) /* after backward() returns: the trainer's metrics */
+    wl__train_metrics(g);
 }

@@ -125,7 +125,8 @@ enum {
   K_TP_OVERLAP, K_ETP, K_ACCOUNT_EMB, K_ACCOUNT_LOSS, K_PP_LAYOUT, K_DP_IMPL, K_STAGE_LAYERS,
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
   K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_MOE_A2A,
-  K_MOE_SHARED, K_OPTIM_IMPL, K_GRAD_CLIP, K_RECOMPUTE_LAYERS, K_RC_EARLY_STOP, K_COUNT
+  K_MOE_SHARED, K_OPTIM_IMPL, K_GRAD_CLIP, K_RECOMPUTE_LAYERS, K_RC_EARLY_STOP,
+  K_TRAIN_METRICS, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -136,7 +137,7 @@ static const char *const key_names[K_COUNT] = {
     "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
     "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules", "moe_a2a_overlap",
     "moe_shared_expert_overlap", "optim_impl", "grad_clip", "recompute_layers",
-    "recompute_early_stop"};
+    "recompute_early_stop", "train_metrics"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -287,6 +288,7 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_GRAD_CLIP: l->grad_clip = v; break;
   case K_RECOMPUTE_LAYERS: l->recompute_layers = v; break;
   case K_RC_EARLY_STOP: l->recompute_early_stop = v; break;
+  case K_TRAIN_METRICS: l->train_metrics = v; break;
   default: break;
   }
 }
@@ -501,7 +503,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
                   k == K_TP_ASYNC || k == K_PP_SCATTER || k == K_FP8_PARAM_GATHER ||
                   k == K_MOE_A2A || k == K_MOE_SHARED || k == K_GRAD_CLIP ||
                   k == K_RC_EARLY_STOP;
-    if (!boolean && k != K_ZERO && iv < 1) {
+    if (!boolean && k != K_ZERO && k != K_TRAIN_METRICS && iv < 1) {
       if (k == K_FIRST || k == K_LAST)
         ERR("first_stage_layers/last_stage_layers must be >= 1");
       ERR("key '%s' is 0 (must be >= 1)", key);
@@ -510,6 +512,8 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       ERR("key '%s' is %ld (must be 0 or 1)", key, iv);
     if (k == K_ZERO && iv > 3)
       ERR("key 'zero' is %ld (must be 0, 1, 2 or 3)", iv);
+    if (k == K_TRAIN_METRICS && iv > 8)
+      ERR("key 'train_metrics' is %ld (at most 8 cross-entropy passes)", iv);
     int v = (int)iv;
     set_int_key(&l, k, v);
   }
@@ -907,6 +911,12 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
           ce_fusion_names[l->ce_fusion], l->tp);
   if (l->ce_fusion < 0)
     l->ce_fusion = ce_default(l);
+  /* a trainer's training metrics over the logits (Composer's train_metrics,
+   * llm-foundry's two): the PyTorch frameworks' trainers */
+  if (l->train_metrics > 0 && l->dp_impl == WL_DP_MEGATRON)
+    ERR("train_metrics=%d is a trainer's cross-entropy passes for its training metrics "
+        "(Composer's); dp_impl=megatron computes none",
+        l->train_metrics);
   if (l->moe_dispatcher > 0 && (l->ep < 2 || l->dp_impl != WL_DP_MEGATRON))
     ERR("moe_dispatcher=%s is Megatron-core's dispatcher over an expert-parallel group: it needs "
         "ep > 1 and dp_impl=megatron (ep is %d, dp_impl %s)",
@@ -1055,6 +1065,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",dropout=%g", l->dropout);
   if (l->ce_fusion != ce_default(l))
     st_buf_printf(&b, ",ce_fusion=%s", ce_fusion_names[l->ce_fusion]);
+  if (l->train_metrics)
+    st_buf_printf(&b, ",train_metrics=%d", l->train_metrics);
   if (l->fp8_recipe > 0)
     st_buf_printf(&b, ",fp8_recipe=%s", fp8_recipe_names[l->fp8_recipe]);
   if (l->fp8_param_gather)

@@ -655,6 +655,9 @@ typedef struct wl_layout {
                             --hidden-dropout; any value > 0 costs alike: the random
                             numbers and the masks); 0 (default): none */
   int ce_fusion;         /* wl_ce_fusion: the loss's kernels (-1 in a request: not given) */
+  int train_metrics;     /* cross-entropy passes over each micro-batch's logits after its
+                            backward for the trainer's training metrics (Composer's
+                            train_metrics; 0: none, the default) */
   int fp8_recipe;        /* wl_fp8_recipe (dtype=fp8; -1 in a request: not given) */
   int moe_dispatcher;    /* wl_moe_dispatcher (-1 in a request: not given) */
   int moe_shared_overlap; /* 1: Megatron-core's moe_shared_expert_overlap: the shared

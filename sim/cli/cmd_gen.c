@@ -30,7 +30,7 @@ static const char usage_text[] =
     "                   account_loss=,pp_layout=,dp_impl=,stage_layers=,\n"
     "                   dp_microbatches=,balance=,offload=,attn_impl=,eager=,\n"
     "                   backward_prefetch=,tp_async=,pp_scatter=,dropout=,ce_fusion=,\n"
-    "                   fp8_recipe=,fp8_param_gather=\n"
+    "                   fp8_recipe=,fp8_param_gather=,train_metrics=\n"
     "                   (docs/workloads.md)\n"
     "  --seq S          the sequence length (default: the model's)\n"
     "  --gpus N         GPU count (dp defaults to what it leaves)\n"
