@@ -51,8 +51,8 @@ static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", 
                                                            "deepspeed"};
 static const char *const bwd_prefetch_names[WL_BWD_PREFETCH_COUNT] = {"pre", "post", "none"};
 static const char *const optim_impl_names[WL_OPTIM_COUNT] = {"fused", "foreach", "loop"};
-static const char *const ce_fusion_names[WL_CE_COUNT] = {"none",  "native", "te",   "torch",
-                                                         "torch_fp32", "hf", "flash"};
+static const char *const ce_fusion_names[WL_CE_COUNT] = {"none",       "native", "te",   "torch",
+                                                         "torch_fp32", "hf",     "flash"};
 
 /* The cross entropy a framework runs unless told otherwise: Megatron-core's
  * unfused one; for the PyTorch frameworks F.cross_entropy on fp32 logits,
