@@ -219,6 +219,7 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
      * cross entropy's (above), or one layer's full activations while it is
      * recomputed (recompute=full), which comes after the loss's backward */
     st->other_bytes = loss_work;
+    st->loss_work_bytes = loss_work;
     if (l->recompute == WL_RECOMPUTE_FULL) {
       double w = 0;
       for (int c = 0; c < l->vpp; c++) {
@@ -231,6 +232,7 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
         }
       }
       st->other_bytes = fmax(loss_work, w);
+      st->recompute_work_bytes = w;
     }
     double root = (wl__embedding_params(m, l->tp) + wl__output_params(m, l->tp, l->pp)) * pb;
     double zp = z3_layer / pb; /* parameters of the largest layer, one rank */

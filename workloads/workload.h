@@ -747,7 +747,12 @@ typedef struct wl_memory_stage {
   double act_layer_bytes;    /* activations of one layer for one micro-batch */
   double inflight;           /* micro-batches (layer-chunks / chunk size) alive at the peak */
   double activations_bytes;  /* all activations alive at the peak */
-  double other_bytes;        /* gathered FSDP parameters, communication buffers */
+  double other_bytes;        /* gathered FSDP parameters, communication buffers, and the
+                                larger of loss_work_bytes and recompute_work_bytes */
+  double loss_work_bytes;    /* the loss's cross entropy at its peak beyond what it keeps
+                                (last stage; 0 elsewhere) */
+  double recompute_work_bytes; /* one layer's full activations while it is recomputed
+                                  (recompute=full; 0 otherwise) */
   double peak_bytes;         /* sum of the above */
   double host_bytes;         /* host memory one rank holds with offload (0 without) */
 } wl_memory_stage;

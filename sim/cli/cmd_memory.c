@@ -152,10 +152,10 @@ int cmd_memory(int argc, char **argv)
       printf("%s{\"stage\":%d,\"layers\":%d,\"params\":%.17g,\"weights_bytes\":%.17g,"
              "\"grads_bytes\":%.17g,\"optimizer_bytes\":%.17g,\"activations_bytes\":%.17g,"
              "\"act_layer_bytes\":%.17g,\"inflight_microbatches\":%.17g,\"other_bytes\":%.17g,"
-             "\"peak_bytes\":%.17g",
+             "\"loss_work_bytes\":%.17g,\"recompute_work_bytes\":%.17g,\"peak_bytes\":%.17g",
              s ? "," : "", s, st->layers, st->params, st->weights_bytes, st->grads_bytes,
              st->optimizer_bytes, st->activations_bytes, st->act_layer_bytes, st->inflight,
-             st->other_bytes, st->peak_bytes);
+             st->other_bytes, st->loss_work_bytes, st->recompute_work_bytes, st->peak_bytes);
       if (l.offload)
         printf(",\"host_bytes\":%.17g", st->host_bytes);
       if (c->num_groups > 1) { /* node groups: the stage's device */
@@ -183,6 +183,18 @@ int cmd_memory(int argc, char **argv)
              gib(st->optimizer_bytes), gib(st->activations_bytes), st->inflight,
              gib(st->other_bytes), gib(st->peak_bytes));
     }
+    /* what the tightest stage's `other` holds: the larger of two moments'
+     * working memory (the loss's backward, a recomputed layer) and the rest */
+    const wl_memory_stage *ts = &mem.stages[tight];
+    double work = fmax(ts->loss_work_bytes, ts->recompute_work_bytes);
+    if (work > 0)
+      printf("\nother     %.2f GiB on stage %d: %.2f GiB working (%s),\n"
+             "          %.2f GiB gathered layers and buffers\n",
+             gib(ts->other_bytes), tight, gib(work),
+             ts->loss_work_bytes >= ts->recompute_work_bytes
+                 ? "the loss's backward beyond what it keeps"
+                 : "one layer while it is recomputed",
+             gib(ts->other_bytes - work));
     if (c->num_groups > 1)
       for (int s = 0; s < mem.num_stages; s++)
         printf("stage %-3d %.2f GiB: %s the %.1f GiB of a %s\n", s, gib(mem.stages[s].peak_bytes),

@@ -40,6 +40,13 @@ check "memory says whether it fits" "grep -qE '^peak .* (fits|does NOT fit) the 
 json=$("$simtrain" memory --model llama3-405b --layout tp=8,pp=2,gbs=16 --cluster node8:2 --json); rc=$?
 check "memory --json exits 0" "[ $rc -eq 0 ]"
 check "405B on 16 GPUs does not fit" "grep -q '\"fits\":false' <<<\"\$json\""
+# the working memory in `other`, by hand: PyTorch's F.cross_entropy on fp32
+# logits (the FSDP2 default) holds 8 B a logit beyond the 4 it keeps at its
+# backward: 8 x 4,096 tokens x 128,256 logits = 4,202,692,608 B (3.91 GiB)
+out=$("$simtrain" memory --model llama3-8b --seq 4096 --layout dp=8,mbs=1,gbs=8,zero=3,dp_impl=fsdp2 --cluster dgx-h100:1)
+check "memory names the loss's working memory" "grep -qE '^other .* on stage 0: 3.91 GiB working \\(the loss.s backward beyond what it keeps\\),$' <<<\"\$out\""
+json=$("$simtrain" memory --model llama3-8b --seq 4096 --layout dp=8,mbs=1,gbs=8,zero=3,dp_impl=fsdp2 --cluster dgx-h100:1 --json)
+check "memory --json has it" "grep -q '\"loss_work_bytes\":4202692608,\"recompute_work_bytes\":0,' <<<\"\$json\""
 err=$("$simtrain" memory --model llama3-405b --layout tp=8,pp=16 --cluster node8:16 2>&1); rc=$?
 check "memory: layers not divisible exits 2" "[ $rc -eq 2 ]"
 check "memory: the message names the numbers" "grep -q \"layers (126) not divisible by pp\\*vpp = 16\\*1 = 16\" <<<\"\$err\""
