@@ -2138,15 +2138,16 @@ static void test_activation__fused_bytes_by_hand(void **state)
  * Megatron-core's unfused 38 and 14, native 22 and 10, Transformer Engine's
  * 6 and 4; PyTorch's F.cross_entropy on the bf16 logits 8 and 10, on an
  * fp32 copy 22 and 26 (38 and 38 as DTensor's loss_parallel with tp 2),
- * Hugging Face's loss 30 and 38, flash-attn's 4 and 4); its TP collectives
- * (three all-reduces of T floats unfused, two native, one all-gather of 3
- * floats per token per rank under te); and its memory: what it keeps for
- * the backward among the activations (4 B a logit, 2 under te and flash, 8
- * under hf) and what it holds beyond that at its peak in `other` (2, 0, 4,
- * 8, 12, 8 and 2 B).  The default is none under Megatron-core, torch_fp32
- * elsewhere, and the spec names it only when it is not the default.
- * Refused: Megatron's with the PyTorch frameworks and theirs with
- * Megatron-core, torch, hf and flash with tp > 1, an unknown name. */
+ * Hugging Face's loss 30 and 38, flash-attn's and torch.compile's 4 and 4);
+ * its TP collectives (three all-reduces of T floats unfused, two native, one
+ * all-gather of 3 floats per token per rank under te); and its memory: what
+ * it keeps for the backward among the activations (4 B a logit; 2 under te,
+ * flash and torch_compiled; 8 under hf) and what it holds beyond that at its
+ * peak in `other` (2, 0, 4, 8, 12, 8, 2 and 2 B).  The default is none under
+ * Megatron-core, torch_fp32 elsewhere, and the spec names it only when it is
+ * not the default.  Refused: Megatron's with the PyTorch frameworks and
+ * theirs with Megatron-core, torch, hf, flash and torch_compiled with
+ * tp > 1, an unknown name. */
 static void test_ce_fusion__loss_bytes_collectives_and_memory_by_hand(void **state)
 {
   (void)state;
@@ -2168,6 +2169,8 @@ static void test_ce_fusion__loss_bytes_collectives_and_memory_by_hand(void **sta
       {"dp=2,gbs=2,zero=3,dp_impl=fsdp2,ce_fusion=torch", 2, 1, 1, 8, 10, 0, 0, 0, 0, 4, 4},
       {"dp=2,gbs=2,zero=3,dp_impl=fsdp2,ce_fusion=hf", 2, 1, 1, 30, 38, 0, 0, 0, 0, 8, 8},
       {"dp=2,gbs=2,zero=3,dp_impl=fsdp2,ce_fusion=flash", 2, 1, 1, 4, 4, 0, 0, 0, 0, 2, 2},
+      {"dp=2,gbs=2,zero=3,dp_impl=fsdp2,ce_fusion=torch_compiled", 2, 1, 1, 4, 4, 0, 0, 0, 0, 2,
+       2},
   };
   double base_act[2] = {0, 0}, base_other[2] = {0, 0}; /* per dp_impl family: Megatron, FSDP */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -2218,7 +2221,7 @@ static void test_ce_fusion__loss_bytes_collectives_and_memory_by_hand(void **sta
        "ce_fusion=flash with tp (2) > 1: only torch_fp32 (DTensor's loss_parallel) is modelled "
        "on vocabulary-parallel logits"},
       {"tp=2,gbs=1,ce_fusion=apex", "key 'ce_fusion' value 'apex' is unknown (known: none, "
-                                    "native, te, torch, torch_fp32, hf, flash)"},
+                                    "native, te, torch, torch_fp32, hf, flash, torch_compiled)"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     wl_layout l;

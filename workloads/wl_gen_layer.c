@@ -881,7 +881,14 @@ void wl__embed_bwd(wl__gen *g)
  *    kernel of csrc/xentropy): one pass for the row's max and sum and one for
  *    its sum of exponentials (read 2 twice): 4; backward the gradient written
  *    to a new tensor (read 2, write 2): 4.  Keeps the logits (2); backward
- *    holds them with the gradient (4). */
+ *    holds them with the gradient (4);
+ *  - torch_compiled (torch_fp32's function under torch.compile, as torchtitan
+ *    compiles its loss with training.compile from 2025): Inductor fuses the
+ *    cast, log_softmax and nll_loss into reductions over the bf16 logits (the
+ *    row's max, then its sum of exponentials: read 2 twice) and saves the
+ *    logits with two floats a row; backward one fused kernel recomputes the
+ *    softmax and writes the bf16 gradient (read 2, write 2): 4 and 4, keeps
+ *    the logits (2) and holds them with the gradient (4), as flash. */
 typedef struct ce_impl {
   double fwd, bwd;   /* HBM bytes per logit */
   double kept, peak; /* memory per logit */
@@ -895,7 +902,8 @@ static ce_impl ce_of(int ce, int tp)
   case WL_CE_TORCH: return (ce_impl){8, 10, 4, 8};
   case WL_CE_TORCH_FP32: return tp > 1 ? (ce_impl){38, 38, 4, 16} : (ce_impl){22, 26, 4, 12};
   case WL_CE_HF: return (ce_impl){30, 38, 8, 16};
-  case WL_CE_FLASH: return (ce_impl){4, 4, 2, 4};
+  case WL_CE_FLASH:
+  case WL_CE_TORCH_COMPILED: return (ce_impl){4, 4, 2, 4};
   default: return (ce_impl){38, 14, 4, 6};
   }
 }

@@ -51,8 +51,8 @@ static const char *const dp_impl_names[WL_DP_IMPL_COUNT] = {"megatron", "fsdp", 
                                                            "deepspeed"};
 static const char *const bwd_prefetch_names[WL_BWD_PREFETCH_COUNT] = {"pre", "post", "none"};
 static const char *const optim_impl_names[WL_OPTIM_COUNT] = {"fused", "foreach", "loop"};
-static const char *const ce_fusion_names[WL_CE_COUNT] = {"none",       "native", "te",   "torch",
-                                                         "torch_fp32", "hf",     "flash"};
+static const char *const ce_fusion_names[WL_CE_COUNT] = {
+    "none", "native", "te", "torch", "torch_fp32", "hf", "flash", "torch_compiled"};
 
 /* The cross entropy a framework runs unless told otherwise: Megatron-core's
  * unfused one; for the PyTorch frameworks F.cross_entropy on fp32 logits,
@@ -329,7 +329,7 @@ static int named_values(wl_layout *l, char sv[][32], const char *spec, st_err *e
   if (sv[K_CE_FUSION][0] &&
       (l->ce_fusion = lookup(ce_fusion_names, WL_CE_COUNT, sv[K_CE_FUSION])) < 0)
     ERR("key 'ce_fusion' value '%s' is unknown (known: none, native, te, torch, torch_fp32, hf, "
-        "flash)",
+        "flash, torch_compiled)",
         sv[K_CE_FUSION]);
   if (sv[K_MOE_DISPATCHER][0] &&
       (l->moe_dispatcher = lookup(moe_dispatcher_names, WL_MOE_DISPATCHER_COUNT,

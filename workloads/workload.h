@@ -529,8 +529,9 @@ typedef enum wl_moe_dispatcher {
  * copy of them, freed before backward (torch_fp32, torchtitan; with tp > 1
  * DTensor's loss_parallel, the default); Hugging Face transformers'
  * causal-LM loss, the logits cast to fp32 and returned, and a shifted
- * contiguous copy (hf); flash-attn's Triton kernel (flash, llm-foundry's
- * fused_crossentropy). */
+ * contiguous copy (hf); flash-attn's kernel (flash, llm-foundry's
+ * fused_crossentropy); torch_fp32's function under torch.compile (torchtitan
+ * from 2025 with training.compile: torch_compiled). */
 typedef enum wl_ce_fusion {
   WL_CE_NONE = 0,
   WL_CE_NATIVE,
@@ -539,6 +540,7 @@ typedef enum wl_ce_fusion {
   WL_CE_TORCH_FP32,
   WL_CE_HF,
   WL_CE_FLASH,
+  WL_CE_TORCH_COMPILED,
   WL_CE_COUNT
 } wl_ce_fusion;
 
