@@ -826,9 +826,9 @@ void wl__embed_bwd(wl__gen *g)
 
 /* The cross entropy per logit, by implementation (layout key ce_fusion),
  * with bf16 logits: HBM bytes read and written forward and backward (in
- * model-dtype elements: half these, scaled by the dtype's size), its kernels,
- * and its memory: the bytes it keeps from its forward to its backward and
- * the most it holds at once (both counted in wl_memory.c).
+ * model-dtype elements: half these, scaled by the dtype's size) and its
+ * memory: the bytes it keeps from its forward to its backward and the most
+ * it holds at once (both counted in wl_memory.c).
  *  - none (Megatron-core's tensor_parallel/cross_entropy.py): cast to fp32
  *    (read 2, write 4), max (read 4), subtract the max in place (8), exp in
  *    place (8), sum (4), divide by the sum in place (8): 38; backward the

@@ -61,6 +61,9 @@ static int ce_default(const wl_layout *l)
 {
   return l->dp_impl == WL_DP_MEGATRON ? WL_CE_NONE : WL_CE_TORCH_FP32;
 }
+
+/* Whether a cross entropy is one of Megatron-core's (none, native, te). */
+static int ce_megatron(int ce) { return ce >= 0 && ce <= WL_CE_TE; }
 static const char *const fp8_recipe_names[WL_FP8_RECIPE_COUNT] = {"delayed", "current"};
 static const char *const moe_dispatcher_names[WL_MOE_DISPATCHER_COUNT] = {"alltoall", "flex"};
 static const char *const rcm_names[WL_RCM_COUNT] = {"core_attn", "moe_act",    "layernorm",
@@ -244,7 +247,7 @@ void wl_layout_software_keys(const wl_layout *l, char *b, size_t n)
     snprintf(dr, sizeof dr, ",dropout=%g", l->dropout);
   /* the layouts made from these keys are Megatron-core's (search's
    * candidates, balance's probe): a PyTorch framework's loss does not carry */
-  if (l->ce_fusion != WL_CE_NONE && l->ce_fusion <= WL_CE_TE)
+  if (l->ce_fusion != WL_CE_NONE && ce_megatron(l->ce_fusion))
     snprintf(ce, sizeof ce, ",ce_fusion=%s", ce_fusion_names[l->ce_fusion]);
   if (l->fp8_recipe > 0)
     snprintf(fr, sizeof fr, ",fp8_recipe=%s", fp8_recipe_names[l->fp8_recipe]);
@@ -895,20 +898,20 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
         "(dp_impl=megatron) re-runs the whole layer");
   if (l->recompute_early_stop < 0)
     l->recompute_early_stop = rc_early_stop_default(l);
-  if (l->ce_fusion >= 0 && (l->ce_fusion <= WL_CE_TE) != (l->dp_impl == WL_DP_MEGATRON))
+  if (l->ce_fusion >= 0 && ce_megatron(l->ce_fusion) != (l->dp_impl == WL_DP_MEGATRON))
     ERR("ce_fusion=%s is %s; dp_impl is %s", ce_fusion_names[l->ce_fusion],
-        l->ce_fusion <= WL_CE_TE
+        ce_megatron(l->ce_fusion)
             ? "Megatron-core's cross entropy (dp_impl=megatron)"
             : "a PyTorch framework's cross entropy (dp_impl fsdp, fsdp2 or deepspeed)",
         dp_impl_names[l->dp_impl]);
   /* with tp > 1 the PyTorch frameworks compute the loss on vocabulary-parallel
    * logits through DTensor's loss_parallel, on the fp32 logits torchtitan
    * casts; the others' vocabulary-parallel forms are not modelled */
-  if (l->ce_fusion > WL_CE_TORCH_FP32 || l->ce_fusion == WL_CE_TORCH)
-    if (l->tp > 1)
-      ERR("ce_fusion=%s with tp (%d) > 1: only torch_fp32 (DTensor's loss_parallel) is "
-          "modelled on vocabulary-parallel logits",
-          ce_fusion_names[l->ce_fusion], l->tp);
+  if (l->ce_fusion >= 0 && !ce_megatron(l->ce_fusion) && l->ce_fusion != WL_CE_TORCH_FP32 &&
+      l->tp > 1)
+    ERR("ce_fusion=%s with tp (%d) > 1: only torch_fp32 (DTensor's loss_parallel) is "
+        "modelled on vocabulary-parallel logits",
+        ce_fusion_names[l->ce_fusion], l->tp);
   if (l->ce_fusion < 0)
     l->ce_fusion = ce_default(l);
   /* a trainer's training metrics over the logits (Composer's train_metrics,

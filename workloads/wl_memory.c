@@ -207,19 +207,13 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
      * all of them under GPipe; ce_fusion, wl_gen_layer.c) */
     if (s == 0 && l->dropout > 0)
       st->activations_bytes += b * sl * h * rep * chunks / l->vpp;
-    double loss_work = 0; /* what the cross entropy holds beyond what it keeps */
     if (s == l->pp - 1) {
       double V = (double)wl__vocab_padded(m, l->tp) / t, kept, peak;
       double alive = l->schedule == WL_SCHED_GPIPE ? l->num_microbatches : 1;
       wl__loss_memory(l, &kept, &peak);
       st->activations_bytes += alive * (2 * b * sl * h * rep + 2 * b * sl * h + kept * b * sl * V);
-      loss_work = (peak - kept) * b * sl * V;
+      st->loss_work_bytes = (peak - kept) * b * sl * V; /* held beyond what it keeps */
     }
-    /* the larger of two moments' working memory beside everything kept: the
-     * cross entropy's (above), or one layer's full activations while it is
-     * recomputed (recompute=full), which comes after the loss's backward */
-    st->other_bytes = loss_work;
-    st->loss_work_bytes = loss_work;
     if (l->recompute == WL_RECOMPUTE_FULL) {
       double w = 0;
       for (int c = 0; c < l->vpp; c++) {
@@ -231,9 +225,12 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
             w = a;
         }
       }
-      st->other_bytes = fmax(loss_work, w);
-      st->recompute_work_bytes = w;
+      st->recompute_work_bytes = w; /* one layer's full activations while recomputed */
     }
+    /* the larger of two moments' working memory beside everything kept: the
+     * cross entropy's, or a recomputed layer's, which comes after the loss's
+     * backward */
+    st->other_bytes = fmax(st->loss_work_bytes, st->recompute_work_bytes);
     double root = (wl__embedding_params(m, l->tp) + wl__output_params(m, l->tp, l->pp)) * pb;
     double zp = z3_layer / pb; /* parameters of the largest layer, one rank */
     if (l->zero == 3 && l->dp_impl == WL_DP_FSDP)
