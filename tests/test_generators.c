@@ -341,8 +341,9 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
       {0, "pp=2,schedule=interleaved", 2,
        "layout 'pp=2,schedule=interleaved': schedule 'interleaved' needs vpp > 1 (vpp is 1)"},
       {0, "zero=3,pp=2", 2,
-       "layout 'zero=3,pp=2': zero=3 (FSDP) with pp (2) > 1 is not supported (DeepSpeed and "
-       "PyTorch FSDP do not combine it with pipeline schedules)"},
+       "layout 'zero=3,pp=2': zero=3 with pp (2) > 1 runs only under dp_impl=fsdp2 "
+       "(torch.distributed.pipelining with fully_shard, as torchtitan runs it); dp_impl is "
+       "megatron (Megatron's FSDP does not run under a pipeline schedule)"},
       {0, "cp=3", 3, "layout 'cp=3': seq_len (1024) not divisible by 2*cp = 6 (context parallelism splits it into 2*cp chunks)"},
       {0, "zero=4", 1, "layout 'zero=4': key 'zero' is 4 (must be 0, 1, 2 or 3)"},
       {0, "tp=x", 1, "layout 'tp=x': key 'tp' value 'x' is not a non-negative integer"},
@@ -379,7 +380,8 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "flash=0 runs attention unfused"},
       {0, "tp=2,sp=1,tp_overlap=1,recompute=op", 2,
        "layout 'tp=2,sp=1,tp_overlap=1,recompute=op': recompute=op (torchtitan's) with "
-       "tp_overlap=1 (Megatron-LM's) is not a combination either framework runs"},
+       "tp_overlap=1 under dp_impl=megatron is not a combination either framework runs "
+       "(torchtitan's AsyncTP is tp_overlap=1 under dp_impl=fsdp2)"},
       {0, "pp=3,first_stage_layers=3", 3,
        "layout 'pp=3,first_stage_layers=3': layers (8) minus first_stage_layers (3) and "
        "last_stage_layers (0) = 5 not divisible into the 2 other stages"},
@@ -436,8 +438,13 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "and bucket are Megatron-LM's keys (fsdp2 overlaps and buckets its own way, "
        "docs/workloads.md)"},
       {0, "dp_impl=fsdp,zero=3,pp=2", 2,
-       "layout 'dp_impl=fsdp,zero=3,pp=2': zero=3 (FSDP) with pp (2) > 1 is not supported "
-       "(DeepSpeed and PyTorch FSDP do not combine it with pipeline schedules)"},
+       "layout 'dp_impl=fsdp,zero=3,pp=2': zero=3 with pp (2) > 1 runs only under "
+       "dp_impl=fsdp2 (torch.distributed.pipelining with fully_shard, as torchtitan runs it); "
+       "dp_impl is fsdp (FSDP1 does not run under a pipeline schedule)"},
+      {0, "dp_impl=deepspeed,zero=3,pp=2", 2,
+       "layout 'dp_impl=deepspeed,zero=3,pp=2': zero=3 with pp (2) > 1 runs only under "
+       "dp_impl=fsdp2 (torch.distributed.pipelining with fully_shard, as torchtitan runs it); "
+       "dp_impl is deepspeed (DeepSpeed's pipeline engine refuses ZeRO stage 3)"},
       {0, "dp_impl=zero3", 1,
        "layout 'dp_impl=zero3': key 'dp_impl' value 'zero3' is unknown (known: megatron, "
        "fsdp, fsdp2, deepspeed)"},
@@ -1924,6 +1931,60 @@ static void test_dp_impl__op_structure_by_hand(void **state)
   wl = gen(&m, "zero=3,dp=2,gbs=2,dp_impl=deepspeed,dtype=fp16", 2, &lo);
   assert_int_equal(count_ops(wl, 0, "ds.overflow.ar"), 1);
   wl_workload_destroy(wl);
+}
+
+/* FSDP2 under a pipeline (torch.distributed.pipelining with fully_shard and
+ * torchtitan's reshard_after_forward=False): the stage's layers gathered in
+ * its first forward only, none in backward, the gradients accumulated
+ * unsharded every backward and reduce-scattered once after the last; the
+ * memory holds the stage's gathered parameters and its fp32 accumulator. */
+static void test_dp_impl__fsdp2_pipeline_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  wl_layout lo;
+  st_err err;
+  const double P = 12.0 * 1024 * 1024 + 13 * 1024; /* one layer */
+  const double E = 33792.0 * 1024;                 /* the embedding and positions */
+  /* 2 stages of 4 layers, dp 2, 4 micro-batches of one sequence */
+  wl_workload *wl = gen(&m, "pp=2,dp=2,mbs=1,gbs=8,zero=3,dp_impl=fsdp2,grad_dtype=fp32", 4, &lo);
+  assert_int_equal(count_ops(wl, 0, "fsdp.ag"), 4);
+  check_rel(named_bytes(wl, 0, "fsdp.ag"), 4 * P * 2, 1e-12, "pp gathers");
+  assert_int_equal(count_ops(wl, 0, "fsdp.ag.bwd"), 0);
+  assert_int_equal(count_ops(wl, 0, "fsdp.ag.root"), 1);
+  check_rel(named_bytes(wl, 0, "fsdp.ag.root"), E * 2, 1e-12, "root gather");
+  assert_int_equal(count_ops(wl, 0, "fsdp2.ag.copy_out"), 4);
+  /* every backward: 4 layers and the root; the first casts bf16 to fp32
+   * (2 + 4 B), the other three add into the accumulator (2 + 4 + 4 B) */
+  assert_int_equal(count_ops(wl, 0, "fsdp2.grad.acc"), 4 * 5);
+  check_rel(named_bytes(wl, 0, "fsdp2.grad.acc"), (4 * P + E) * (6 + 3 * 10), 1e-12,
+            "accumulation");
+  assert_int_equal(count_ops(wl, 0, "fsdp.rs"), 4);
+  check_rel(named_bytes(wl, 0, "fsdp.rs"), 4 * P * 4, 1e-12, "pp reduce-scatters");
+  assert_int_equal(count_ops(wl, 0, "fsdp.rs.root"), 1);
+  check_rel(named_bytes(wl, 0, "fsdp.rs.root"), E * 4, 1e-12, "root reduce-scatter");
+  assert_int_equal(count_ops(wl, 0, "fsdp2.rs.copy_in"), 5);
+  check_rel(named_bytes(wl, 0, "fsdp2.rs.copy_in"), (4 * P + E) * 8, 1e-12, "copy-in");
+  /* the last stage: no embedding; its root is the final norm and the output
+   * layer (tied, so a copy of the embedding's vocabulary rows) */
+  int last = 2; /* rank of stage 1 (rank = dp + 2 pp) */
+  const double O = 32768.0 * 1024 + 2 * 1024;
+  assert_int_equal(count_ops(wl, last, "fsdp.ag"), 4);
+  check_rel(named_bytes(wl, last, "fsdp.ag.root"), O * 2, 1e-12, "last root gather");
+  check_rel(named_bytes(wl, last, "fsdp.rs.root"), O * 4, 1e-12, "last root reduce-scatter");
+  wl_workload_destroy(wl);
+  /* memory of stage 0 (S parameters): the fp32 shard and the gathered bf16
+   * layers, 4 S / 2 + 2 S; the sharded fp32 gradient and the fp32
+   * accumulator, 4 S / 2 + 4 S; Adam's moments of the shard, 8 S / 2 */
+  wl_memory mem;
+  assert_int_equal(wl_layout_parse("pp=2,dp=2,mbs=1,gbs=8,zero=3,dp_impl=fsdp2,grad_dtype=fp32",
+                                   4, &m, &lo, &err), ST_OK);
+  assert_int_equal(wl_memory_estimate(&m, &lo, &mem, &err), ST_OK);
+  double S = 4 * P + E;
+  check_rel(mem.stages[0].weights_bytes, 4 * S, 1e-12, "pp weights");
+  check_rel(mem.stages[0].grads_bytes, 6 * S, 1e-12, "pp grads");
+  check_rel(mem.stages[0].optimizer_bytes, 4 * S, 1e-12, "pp optimizer");
 }
 
 /* Memory: the live parameters each implementation holds, by hand. */
@@ -3431,6 +3492,7 @@ int main(void)
       cmocka_unit_test(test_experts__gradients_and_memory_follow_the_expert_groups),
       cmocka_unit_test(test_dp_impl__op_structure_by_hand),
       cmocka_unit_test(test_dp_impl__memory_by_hand),
+      cmocka_unit_test(test_dp_impl__fsdp2_pipeline_by_hand),
       cmocka_unit_test(test_dp_impl__backward_prefetch_orders_the_gathers),
       cmocka_unit_test(test_eager__llama_elementwise_bytes_by_hand),
       cmocka_unit_test(test_activation__fused_bytes_by_hand),

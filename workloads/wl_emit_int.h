@@ -94,6 +94,7 @@ typedef struct wl__gen {
   size_t ndp_ops, cap_dp_ops;
   int grad_sync; /* emitting the last backward of a chunk: buckets fire */
   int param_wait; /* first forward of a chunk under overlap_param_gather */
+  int chunk_first; /* emitting the chunk's first forward (first backward) of the step */
   /* FSDP */
   long *z3_ag; /* per layer of the stage: latest all-gather op */
   long z3_root;
@@ -180,6 +181,7 @@ void wl__train_metrics(wl__gen *g);
 /* ---- wl_gen_zero.c: ZeRO-3 ------------------------------------------------------- */
 double wl__z3_bytes(const wl__gen *g, int layer, int grads, int expert);
 double wl__z3_root(const wl__gen *g);
+double wl__z3_root_of(const wl__gen *g, int vs);
 /* Parameter tensors the optimizer steps on this rank (the per-parameter loop's count). */
 double wl__optim_tensors(const wl__gen *g);
 long wl__z3_gather(wl__gen *g, int layer, long after, int bwd);

@@ -535,6 +535,16 @@ static int waits_params(const wl_layout *l, const wl__unit *u, int k, int c)
   return 1;
 }
 
+/* Whether unit k (of chunk c) is its chunk's first forward (fwd) or first
+ * backward of the step. */
+static int first_of(const wl__unit *u, int k, int c, int fwd)
+{
+  for (int j = 0; j < k; j++)
+    if (u[j].fwd == fwd && u[j].chunk == c)
+      return 0;
+  return 1;
+}
+
 /* Whether backward unit k (of chunk c) is its chunk's last. */
 static int last_bwd_of(const wl__unit *u, int nu, int k, int c)
 {
@@ -626,6 +636,7 @@ static int stage_units(wl__gen *g)
     if (l->schedule != WL_SCHED_INTERLEAVED)
       wl__need(g, prev_send);
     wl__marker(g, WL_MARK_MICROBATCH, mb);
+    g->chunk_first = first_of(u, k, c, fwd);
     if (fwd) {
       g->param_wait = waits_params(l, u, k, c);
       unit_fwd(g, c);

@@ -23,6 +23,16 @@ double wl__z3_root(const wl__gen *g)
   return wl__embedding_params(g->m, g->l->tp) + wl__output_params(g->m, g->l->tp, g->l->pp);
 }
 
+/* The root unit of virtual stage vs (each pipeline stage's module is its own
+ * FSDP root): the embedding on the first, the final norm and the output
+ * layer on the last; nothing between. */
+double wl__z3_root_of(const wl__gen *g, int vs)
+{
+  int last = g->l->pp * g->l->vpp - 1;
+  return (vs == 0 ? wl__embedding_params(g->m, g->l->tp) : 0) +
+         (vs == last ? wl__output_params(g->m, g->l->tp, g->l->pp) : 0);
+}
+
 /* All-gather layer i's parameters on the "dp" stream, after op `after`. */
 long wl__z3_gather(wl__gen *g, int layer, long after, int bwd)
 {
@@ -70,10 +80,10 @@ static int z3_tensors(const wl__gen *g, int layer)
   return n;
 }
 
-/* Parameter tensors an optimizer on this rank steps (pp = 1 under every
- * dp_impl that has a per-parameter optimizer): each layer's and the root's
- * (the embedding, the learned positions, the final norm, an untied output
- * layer).  FSDP2 shards every parameter along its first dimension, so each
+/* Parameter tensors an optimizer on this rank steps: each layer's of its
+ * stage and the stage's root's (the embedding, the learned positions, the
+ * final norm, an untied output layer; all on one stage but under FSDP2 with
+ * a pipeline).  FSDP2 shards every parameter along its first dimension, so each
  * rank holds a piece of each; FSDP1 with use_orig_params flattens a unit's
  * T parameters into one tensor cut in dp pieces, and a piece overlaps
  * 1 + (T - 1) / dp of them on average (those outside it have no gradient
@@ -84,11 +94,19 @@ double wl__optim_tensors(const wl__gen *g)
   const wl_layout *l = g->l;
   int fsdp1 = l->dp_impl == WL_DP_FSDP && l->zero == 3;
   double n = 0;
-  for (int i = 0; i < m->layers; i++) {
-    int t = z3_tensors(g, i);
-    n += fsdp1 ? 1 + (double)(t - 1) / g->dp_size : t;
+  for (int c = 0; c < l->vpp; c++) { /* the stage's layers (FSDP2 under a pipeline) */
+    int first, count;
+    wl__chunk_layers(l, m, g->stage, c, &first, &count);
+    for (int i = first; i < first + count; i++) {
+      int t = z3_tensors(g, i);
+      n += fsdp1 ? 1 + (double)(t - 1) / g->dp_size : t;
+    }
   }
-  int root = 1 + (m->positions != 0) + (m->layer_norm ? 2 : 1) + !m->tie_embeddings;
+  /* the embedding (and learned positions) on the first stage; the final
+   * norm and the output layer (untied, or the last stage's copy) on the last */
+  int root = (g->stage == 0 ? 1 + (m->positions != 0) : 0) +
+             (g->stage == l->pp - 1 ? (m->layer_norm ? 2 : 1) + (!m->tie_embeddings || l->pp > 1)
+                                    : 0);
   return n + (fsdp1 ? 1 + (double)(root - 1) / g->dp_size : root);
 }
 
@@ -279,21 +297,78 @@ static void fsdp2_copy_out(wl__gen *g, int layer)
   z3_copy(g, "fsdp2.ag.copy_out", p, g->pb, g->pb);
 }
 
+/* FSDP2 under a pipeline schedule (torch.distributed.pipelining's
+ * PipelineStage.backward_maybe_with_nosync, PyTorch 2.5-2.6, with
+ * torchtitan's reshard_after_forward=False for pp > 1): a stage's
+ * parameters are gathered in its first forward of the step and stay
+ * unsharded; every backward runs with requires_gradient_sync and
+ * reshard_after_backward off, so the gradients accumulate unsharded; after
+ * the stage's last backward its post_backward runs for every group: the
+ * reduce-scatters, then the resharding. */
+static int fsdp2_kept(const wl__gen *g)
+{
+  return g->l->dp_impl == WL_DP_FSDP2 && g->l->pp > 1;
+}
+
+/* A backward's gradients of `params` parameters into the unsharded
+ * accumulator (FSDPParam.to_accumulated_grad_if_needed on the first
+ * backward: the param-dtype gradient cast to reduce_dtype; then
+ * accumulate_unsharded_grad_if_needed: accumulator += gradient; with
+ * reduce_dtype = param_dtype autograd's AccumulateGrad adds in place from
+ * the second). */
+static void fsdp2_accumulate(wl__gen *g, double params)
+{
+  if (g->chunk_first) {
+    if (g->gb != g->pb)
+      z3_copy(g, "fsdp2.grad.acc", params, g->pb, g->gb);
+  } else {
+    z3_copy(g, "fsdp2.grad.acc", params, g->pb + g->gb, g->gb);
+  }
+}
+
+/* The stage's post_backward after its last backward: for the root, then each
+ * layer in forward order (the order FSDP registered their states), the
+ * accumulated gradients copied into the reduce-scatter input
+ * (foreach_reduce_scatter_copy_in, in reduce_dtype) and reduce-scattered. */
+static void fsdp2_kept_reduce(wl__gen *g, int first, int count, int vs)
+{
+  double root = wl__z3_root_of(g, vs);
+  if (root > 0) {
+    z3_copy(g, "fsdp2.rs.copy_in", root, g->gb, g->gb);
+    wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
+                              root * g->gb, -1));
+  }
+  for (int i = first; i < first + count; i++) {
+    double d = wl__z3_bytes(g, i, 0, 0) / g->pb, x = wl__z3_bytes(g, i, 0, 1) / g->pb;
+    z3_copy(g, "fsdp2.rs.copy_in", d + x, g->gb, g->gb);
+    wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP, d * g->gb, -1));
+    wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
+                              x * g->gb, -1));
+  }
+}
+
 /* The forward of one unit under the frameworks' ZeRO-3 (dp_impl != megatron). */
 void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs)
 {
   const wl_layout *l = g->l;
   int impl = l->dp_impl, ngr = g->ngroups[c];
+  /* FSDP2 under a pipeline: gathered in the stage's first forward only */
+  int gather = !fsdp2_kept(g) || g->chunk_first;
   g->z3_first = first;
+  for (int k = 0; k < count; k++)
+    g->z3_ag[k] = -1;
   /* root unit (embedding, final norm, output): gathered once per micro-batch
    * and kept to the end of backward (FSDP1 _post_forward_reshard skips the
    * root; FSDP2 sets the root's reshard_after_forward to False; DeepSpeed
    * re-uses the output layer at once, within max_reuse_distance) */
-  g->z3_root =
-      wl__coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP, wl__z3_root(g) * g->pb,
-                 wl__offload_fetch(g, wl__z3_root(g), 0, -1, 1));
+  double root = wl__z3_root_of(g, vs);
+  g->z3_root = gather ? wl__coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP,
+                                   root * g->pb, wl__offload_fetch(g, root, 0, -1, 1))
+                      : -1;
   wl__need(g, g->z3_root);
-  if (impl == WL_DP_FSDP)
+  if (!gather)
+    ; /* the stage's parameters are still unsharded */
+  else if (impl == WL_DP_FSDP)
     for (int i = 0; i < 2 && i < count; i++)
       g->z3_ag[i] = fsdp_gather(g, first + i, -1, 0);
   else if (impl == WL_DP_FSDP2 && count > 0)
@@ -315,11 +390,13 @@ void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
       if (k + 2 < count)
         g->z3_ag[k + 2] = fsdp_gather(g, i + 2, g->last_c, 0);
     } else if (impl == WL_DP_FSDP2) {
-      fsdp2_copy_out(g, i);
       /* implicit prefetch: the next layer's all-gather is issued as the CPU
        * runs ahead, once this layer's copy-out has freed the buffer */
-      if (k + 1 < count)
-        g->z3_ag[k + 1] = wl__z3_gather(g, i + 1, g->last_c, 0);
+      if (gather) {
+        fsdp2_copy_out(g, i);
+        if (k + 1 < count)
+          g->z3_ag[k + 1] = wl__z3_gather(g, i + 1, g->last_c, 0);
+      }
       wl__layer_fwd(g, i, c, gi);
     } else {
       /* DeepSpeed: the layer's hooks wait for the fetch two back (at most
@@ -340,10 +417,14 @@ void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
 void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs)
 {
   const wl_layout *l = g->l;
-  int impl = l->dp_impl, ngr = g->ngroups[c];
+  int impl = l->dp_impl, ngr = g->ngroups[c], kept = fsdp2_kept(g);
   g->z3_first = first;
   int top = first + count - 1, pf = l->bwd_prefetch;
-  if (impl == WL_DP_FSDP) /* BACKWARD_PRE: the top unit's hook prefetches the next too */
+  for (int k = 0; k < count; k++)
+    g->z3_ag[k] = -1;
+  if (kept)
+    ; /* unsharded since the stage's first forward */
+  else if (impl == WL_DP_FSDP) /* BACKWARD_PRE: the top unit's hook prefetches the next too */
     for (int i = 0; i < (pf == WL_BWD_PREFETCH_PRE ? 2 : 1) && i < count; i++)
       g->z3_ag[count - 1 - i] = fsdp_gather(g, top - i, -1, 1);
   else if (impl == WL_DP_FSDP2 && count > 0)
@@ -356,6 +437,11 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
   }
   for (int i = top; i >= first; i--) {
     int k = i - first, gi = (vs == last_vs) + 2 * (first + count - 1 - i);
+    if (kept) {
+      wl__layer_bwd(g, i, c, gi);
+      fsdp2_accumulate(g, (wl__z3_bytes(g, i, 0, 0) + wl__z3_bytes(g, i, 0, 1)) / g->pb);
+      continue;
+    }
     if (impl == WL_DP_FSDP && pf == WL_BWD_PREFETCH_NONE && i < top)
       /* no prefetch: the unit's own pre-backward hook gathers it, after the
        * unit above has finished (its reduce-scatter ahead on the stream) */
@@ -410,7 +496,13 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
     wl__embed_bwd(g);
     wl__group_done(g, c, ngr - 1);
   }
-  if (impl == WL_DP_DEEPSPEED) {
+  if (kept) {
+    /* the root's gradients accumulate when its backward ends (its
+     * post-backward hook fires once all its parameters have gradients) */
+    fsdp2_accumulate(g, wl__z3_root_of(g, vs));
+    if (g->grad_sync)
+      fsdp2_kept_reduce(g, first, count, vs);
+  } else if (impl == WL_DP_DEEPSPEED) {
     ds_grad(g, wl__z3_root(g), 0);
     ds_grad_flush(g);
   } else {

@@ -750,9 +750,13 @@ static int res_batch(wl_layout *l, int num_gpus, const wl_model *m, const res_gi
     ERR("recompute=op (torchtitan's per-op selective checkpointing) is modelled for dense "
         "blocks; model '%s' has %s layers",
         m->name, m->has_moe ? "MoE" : "MLA");
-  if (l->recompute == WL_RECOMPUTE_OP && l->tp_overlap)
-    ERR("recompute=op (torchtitan's) with tp_overlap=1 (Megatron-LM's) is not a combination "
-        "either framework runs");
+  /* torchtitan runs its per-op policy with AsyncTP (tp_overlap=1 under the
+   * PyTorch frameworks); Megatron-LM has no per-op policy */
+  if (l->recompute == WL_RECOMPUTE_OP && l->tp_overlap &&
+      (l->dp_impl < 0 || l->dp_impl == WL_DP_MEGATRON))
+    ERR("recompute=op (torchtitan's) with tp_overlap=1 under dp_impl=megatron is not a "
+        "combination either framework runs (torchtitan's AsyncTP is tp_overlap=1 under "
+        "dp_impl=fsdp2)");
   return ST_OK;
 }
 
@@ -994,10 +998,16 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
   if (l->grad_dtype < 0)
     l->grad_dtype = l->dtype == WL_DTYPE_FP16 ? WL_DTYPE_FP16 : WL_DTYPE_FP32;
   /* data parallelism */
-  if (l->zero == 3 && l->pp > 1)
-    ERR("zero=3 (FSDP) with pp (%d) > 1 is not supported (DeepSpeed and PyTorch FSDP do not "
-        "combine it with pipeline schedules)",
-        l->pp);
+  /* torch.distributed.pipelining composes with FSDP2 (fully_shard) only;
+   * DeepSpeed's pipeline engine refuses ZeRO stages 2-3, and neither FSDP1
+   * nor Megatron's FSDP runs under a pipeline schedule */
+  if (l->zero == 3 && l->pp > 1 && l->dp_impl != WL_DP_FSDP2)
+    ERR("zero=3 with pp (%d) > 1 runs only under dp_impl=fsdp2 (torch.distributed.pipelining "
+        "with fully_shard, as torchtitan runs it); dp_impl is %s (%s)",
+        l->pp, dp_impl_names[l->dp_impl],
+        l->dp_impl == WL_DP_DEEPSPEED ? "DeepSpeed's pipeline engine refuses ZeRO stage 3"
+        : l->dp_impl == WL_DP_FSDP    ? "FSDP1 does not run under a pipeline schedule"
+                                      : "Megatron's FSDP does not run under a pipeline schedule");
   /* PyTorch FSDP1 FULL_SHARD, fully_shard and DeepSpeed stage 3 shard the
    * parameters; their other strategies (SHARD_GRAD_OP, NO_SHARD,
    * reshard_after_forward=False, DeepSpeed stages 1-2) are not modelled, and

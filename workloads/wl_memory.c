@@ -191,6 +191,14 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
       st->weights_bytes = (dshard + xshard) * 4;
       st->optimizer_bytes = 8 * (dshard + xshard);
     }
+    /* FSDP2 under a pipeline (wl_gen_zero.c, fsdp2_kept): the stage's
+     * parameters stay gathered from its first forward to its last backward,
+     * and its gradients accumulate unsharded in reduce_dtype */
+    int pp_kept = l->zero == 3 && l->dp_impl == WL_DP_FSDP2 && l->pp > 1;
+    if (pp_kept) {
+      st->weights_bytes += (dense + expert) * pb;
+      st->grads_bytes += (dense + expert) * gb;
+    }
     st->act_layer_bytes = act_max;
     /* the schedule's moment with the most layers alive; a chunk's layers
      * are per virtual stage (account_embedding, pp_layout: not all alike) */
@@ -237,6 +245,10 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
       /* limit_all_gathers: two unsharded flat parameters; the root unit; the
        * unsharded gradient of one unit and its reduce_dtype copy */
       st->other_bytes += 2 * z3_layer + root + zp * (pb + (gb != pb ? gb : 0));
+    else if (pp_kept)
+      /* a layer's gradient in the parameter dtype before it is accumulated,
+       * and a layer's reduce-scatter input after the last backward */
+      st->other_bytes += zp * (pb + gb);
     else if (l->zero == 3 && l->dp_impl == WL_DP_FSDP2)
       /* the layer computing and the one prefetched, the all-gather output
        * being copied out, the root; the unsharded gradient and the

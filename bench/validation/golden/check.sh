@@ -1,8 +1,9 @@
 #!/bin/bash
 # check.sh — the validation set's predictions (`simtrain validate --json`)
 # against predictions.json, the holdout rows' (../holdout) against
-# holdout.json, the MoE runs' (../moe) against moe.json and the runs kept for
-# their published peak memory (../memory) against memory.json, byte for byte:
+# holdout.json, the MoE runs' (../moe) against moe.json, the runs kept for
+# their published peak memory (../memory) against memory.json and the
+# AsyncTP pairs (../asynctp) against asynctp.json, byte for byte:
 # a pin of every published case
 # (ctest's validation_pins; about 2.5 CPU-minutes, was 30 before rank
 # classes covered the large cases).  A change that means to move a
@@ -24,9 +25,11 @@ got=$(mktemp)
 trap 'rm -f "$got"' EXIT
 rc=0
 # the set, the rows of the same tables kept outside it (../holdout), the MoE runs
-# (../moe), the runs kept for their memory readings (../memory)
+# (../moe), the runs kept for their memory readings (../memory), the AsyncTP
+# pairs (../asynctp)
 for pair in "..:predictions.json:validation set" "../holdout:holdout.json:holdout rows" \
-  "../moe:moe.json:MoE runs" "../memory:memory.json:memory runs"; do
+  "../moe:moe.json:MoE runs" "../memory:memory.json:memory runs" \
+  "../asynctp:asynctp.json:AsyncTP pairs"; do
   dir=${pair%%:*} rest=${pair#*:}
   file=${rest%%:*} what=${rest#*:}
   "$simtrain" validate "$here/$dir" --json -j "$jobs" >"$got" || exit 1
