@@ -1987,6 +1987,38 @@ static void test_dp_impl__fsdp2_pipeline_by_hand(void **state)
   check_rel(mem.stages[0].optimizer_bytes, 4 * S, 1e-12, "pp optimizer");
 }
 
+/* The PyTorch frameworks' sequence parallelism shards [b, s, h] on dim 1:
+ * torch's functional collectives copy the whole [T, h] tensor after each
+ * all-gather and before each reduce-scatter (chunk + cat); Megatron's
+ * [s, b, h] needs none, nor AsyncTP's fused ops (tp_overlap).  Per layer:
+ * forward 2 gathers (attention and MLP inputs) and 2 reduce-scatters
+ * (their outputs), backward the same two pairs reversed; the embedding's
+ * reduce-scatter and its backward's gather, the output layer's gather and
+ * its backward's reduce-scatter: 8 x 4 + 2 of each, T h values read and
+ * written each. */
+static void test_dp_impl__sp_relayout_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  wl_layout lo;
+  const double TH = 1024.0 * 1024; /* T = 1,024 tokens, h = 1,024 */
+  wl_workload *wl = gen(&m, "tp=2,sp=1,dp=2,gbs=2,zero=3,dp_impl=fsdp2", 4, &lo);
+  assert_int_equal(count_ops(wl, 0, "tp.ag.cat"), 34);
+  assert_int_equal(count_ops(wl, 0, "tp.rs.cat"), 34);
+  check_rel(named_bytes(wl, 0, "tp.ag.cat"), 34 * TH * 2 * 2, 1e-12, "gather re-layout");
+  check_rel(named_bytes(wl, 0, "tp.rs.cat"), 34 * TH * 2 * 2, 1e-12, "scatter re-layout");
+  wl_workload_destroy(wl);
+  const char *none[] = {"tp=2,sp=1,dp=2,gbs=2",
+                        "tp=2,sp=1,dp=2,gbs=2,zero=3,dp_impl=fsdp2,tp_overlap=1",
+                        "tp=2,sp=0,dp=2,gbs=2,zero=3,dp_impl=fsdp2"};
+  for (int i = 0; i < 3; i++) {
+    wl = gen(&m, none[i], 4, &lo);
+    assert_int_equal(count_ops(wl, 0, "tp.ag.cat") + count_ops(wl, 0, "tp.rs.cat"), 0);
+    wl_workload_destroy(wl);
+  }
+}
+
 /* Memory: the live parameters each implementation holds, by hand. */
 static void test_dp_impl__memory_by_hand(void **state)
 {
@@ -3493,6 +3525,7 @@ int main(void)
       cmocka_unit_test(test_dp_impl__op_structure_by_hand),
       cmocka_unit_test(test_dp_impl__memory_by_hand),
       cmocka_unit_test(test_dp_impl__fsdp2_pipeline_by_hand),
+      cmocka_unit_test(test_dp_impl__sp_relayout_by_hand),
       cmocka_unit_test(test_dp_impl__backward_prefetch_orders_the_gathers),
       cmocka_unit_test(test_eager__llama_elementwise_bytes_by_hand),
       cmocka_unit_test(test_activation__fused_bytes_by_hand),

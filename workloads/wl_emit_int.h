@@ -157,6 +157,9 @@ long wl__coll_c(wl__gen *g, const char *name, int coll, int role, double bytes);
  * the DP group they complete (wl__group_done), if one waits. */
 void wl__flush_wgrad(wl__gen *g);
 void wl__tp_enter(wl__gen *g, const char *name);
+/* the PyTorch frameworks' re-layout of a [T, h] tensor around a sequence-parallel
+ * collective on dim 1 (nothing elsewhere) */
+void wl__sp_cat(wl__gen *g, const char *name);
 void wl__col_fwd(wl__gen *g, const wl__col_gemm *c, int n);
 void wl__col_fwd_sp(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name);
 void wl__col_bwd(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name,

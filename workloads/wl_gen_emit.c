@@ -255,11 +255,35 @@ long wl__coll_c(wl__gen *g, const char *name, int coll, int role, double bytes)
 
 /* ---- tensor-parallel linear layers ------------------------------------------ */
 
+/* The PyTorch frameworks' sequence parallelism (DTensor, torchtitan's plan)
+ * shards [b, s, h] activations on dim 1, the sequence, where Megatron's
+ * [s, b, h] shards dim 0.  NCCL gathers and scatters along dim 0, so
+ * torch's functional collectives re-lay the tensor around each one
+ * (_functional_collectives.py: all_gather_tensor with gather_dim != 0 ends
+ * in torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim);
+ * reduce_scatter_tensor with scatter_dim != 0 starts with
+ * torch.cat(torch.chunk(self, group_size, dim=scatter_dim))): a copy of the
+ * whole [T, h] tensor, read and written.  AsyncTP's fused ops (tp_overlap
+ * under these frameworks) read the shards in place instead. */
+static int sp_dim1(const wl__gen *g)
+{
+  const wl_layout *l = g->l;
+  return l->sp && l->tp > 1 && l->dp_impl != WL_DP_MEGATRON && !l->tp_overlap;
+}
+
+void wl__sp_cat(wl__gen *g, const char *name)
+{
+  if (sp_dim1(g))
+    wl__elem(g, name, g->T * g->h, 2, 0);
+}
+
 /* The SP all-gather of a [T, h] tensor of `elem` bytes an element. */
 static void tp_gather(wl__gen *g, const char *name, double elem)
 {
-  if (g->l->sp)
+  if (g->l->sp) {
     wl__coll_c(g, name, WL_COLL_ALLGATHER, R_TP, g->T * g->h * elem);
+    wl__sp_cat(g, "tp.ag.cat");
+  }
 }
 
 /* Enter a TP region (Megatron's copy_to / gather_from_sequence_parallel_region). */
@@ -282,6 +306,7 @@ static void tp_enter_linear(wl__gen *g, const char *name) { tp_gather(g, name, s
 /* Leave it after a row-parallel GEMM (reduce_from / reduce_scatter_to). */
 static void tp_exit(wl__gen *g, const char *name)
 {
+  wl__sp_cat(g, "tp.rs.cat");
   wl__coll_c(g, name, g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP,
              g->T * g->h * g->ab);
 }
@@ -378,6 +403,8 @@ void wl__col_bwd(wl__gen *g, const wl__col_gemm *c, int n, const char *ag_name,
   for (int i = n - 1; i >= 0; i--)
     wl__gemm(g, c[i].dgrad, WL__DGRAD, c[i].te, g->T, c[i].K, c[i].N, 1, c[i].scale);
   long red = -1;
+  if (tp && g->l->sp)
+    wl__sp_cat(g, "tp.rs.cat"); /* the input gradient re-laid for its reduce-scatter */
   if (tp && g->l->tp_async)
     red = wl__coll_s(g, S_TP, red_name, g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP,
                      bytes, -1);

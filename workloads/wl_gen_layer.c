@@ -801,6 +801,7 @@ void wl__layer_bwd(wl__gen *g, int layer, int c, int gi_mlp)
 void wl__embed_fwd(wl__gen *g)
 {
   wl__elem(g, "emb.lookup", g->T * g->h, 2, 1);
+  wl__sp_cat(g, "tp.rs.cat");
   wl__coll_c(g, g->l->sp ? "emb.tp.rs" : "emb.tp.ar",
              g->l->sp ? WL_COLL_REDUCESCATTER : WL_COLL_ALLREDUCE, R_TP, g->T * g->h * g->ab);
 }

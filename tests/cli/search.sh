@@ -31,7 +31,7 @@ check "453 enumerated" "grep -q '\"enumerated\":453,' <<<\"\$a\""
 check "423 fit" "grep -q '\"fitting\":423,' <<<\"\$a\""
 check "91 estimated" "grep -q '\"estimated\":91,' <<<\"\$a\""
 check "2 simulated" "grep -q '\"simulated\":2,' <<<\"\$a\""
-check "30 refused: FSDP with pp" "grep -q 'with pp (N) > N is not supported[^\"]*\":30' <<<\"\$a\""
+check "30 refused: FSDP with pp" "grep -q 'with pp (N) > N runs only under dp_impl=fsdp2[^\"]*\":30' <<<\"\$a\""
 check "332 dominated" "grep -q '\"dominated[^\"]*\":332' <<<\"\$a\""
 # a key that refuses every layout: the error says which rule, its name whole
 err=$("$simtrain" search --model "$data/tiny.json" --cluster "$data/quad.json" --gbs 4 --top 0 --quiet --fixed moe_a2a_overlap=1 2>&1 >/dev/null); rc=$?
