@@ -2019,6 +2019,48 @@ static void test_dp_impl__sp_relayout_by_hand(void **state)
   }
 }
 
+/* The largest `concurrent` of the ops named `name` on a rank. */
+static int max_concurrent(const wl_workload *wl, int rank, const char *name)
+{
+  const wl_program *p = &wl->programs[wl->rank_program[rank]];
+  int c = 0;
+  for (size_t i = 0; i < p->num_ops; i++)
+    if (!strcmp(wl_op_name(p, &p->ops[i]), name) && p->ops[i].concurrent > c)
+      c = p->ops[i].concurrent;
+  return c;
+}
+
+/* tp_overlap under the PyTorch frameworks is torchtitan's AsyncTP: the
+ * shard matmuls alternate on two streams (two chunks share the waves, where
+ * Transformer Engine's three streams let all tp share them), and the
+ * matmul + reduce-scatter runs tp chunks (TE's pipeline method 4) and ends
+ * in the sum of the tp partials: per layer 2 (attention output, fc2), each
+ * reading [T, h] and writing [T/tp, h]. */
+static void test_dp_impl__async_tp_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  wl_layout lo;
+  const double TH = 1024.0 * 1024;
+  wl_workload *wl = gen(&m, "tp=4,sp=1,dp=2,gbs=2,zero=3,dp_impl=fsdp2,tp_overlap=1", 8, &lo);
+  assert_int_equal(max_concurrent(wl, 0, "qkv"), 2);
+  assert_int_equal(count_ops(wl, 0, "tp.rs.sum"), 16);
+  check_rel(named_bytes(wl, 0, "tp.rs.sum"), 16 * TH * (1 + 0.25) * 2, 1e-12, "partials' sum");
+  wl_workload_destroy(wl);
+  wl = gen(&m, "tp=4,sp=1,dp=2,gbs=2,tp_overlap=1", 8, &lo); /* Megatron's, TE's overlap */
+  assert_int_equal(max_concurrent(wl, 0, "qkv"), 4);
+  assert_int_equal(count_ops(wl, 0, "tp.rs.sum"), 0);
+  wl_workload_destroy(wl);
+  /* the row-parallel GEMM's chunks: tp = 2 of them under AsyncTP, TE's 4 */
+  wl = gen(&m, "tp=2,sp=1,dp=2,gbs=2,zero=3,dp_impl=fsdp2,tp_overlap=1", 4, &lo);
+  assert_int_equal(count_ops(wl, 0, "proj"), 8 * 2);
+  wl_workload_destroy(wl);
+  wl = gen(&m, "tp=2,sp=1,dp=2,gbs=2,tp_overlap=1", 4, &lo);
+  assert_int_equal(count_ops(wl, 0, "proj"), 8 * 4);
+  wl_workload_destroy(wl);
+}
+
 /* Memory: the live parameters each implementation holds, by hand. */
 static void test_dp_impl__memory_by_hand(void **state)
 {
@@ -3526,6 +3568,7 @@ int main(void)
       cmocka_unit_test(test_dp_impl__memory_by_hand),
       cmocka_unit_test(test_dp_impl__fsdp2_pipeline_by_hand),
       cmocka_unit_test(test_dp_impl__sp_relayout_by_hand),
+      cmocka_unit_test(test_dp_impl__async_tp_by_hand),
       cmocka_unit_test(test_dp_impl__backward_prefetch_orders_the_gathers),
       cmocka_unit_test(test_eager__llama_elementwise_bytes_by_hand),
       cmocka_unit_test(test_activation__fused_bytes_by_hand),

@@ -358,13 +358,27 @@ static void ag_ring_chunk_wait(wl__gen *g, long r, int i)
  * tiles over the k chunks and the waves quantise over all of them, not per
  * chunk (the chunks still wait for their shards; only the cost is shared). */
 
+/* torchtitan's AsyncTP (tp_overlap under the PyTorch frameworks):
+ * SymmetricMemory's fused ops (torch/distributed/_symmetric_memory:
+ * _pipelined_all_gather_and_consume, _pipelined_produce_and_all2all) run
+ * the per-shard matmuls alternately on the current stream and one backend
+ * stream, so at most two chunks share the SMs' waves; the matmul +
+ * reduce-scatter makes one chunk per rank (tp steps) and ends in a sum of
+ * the tp partial chunks received (reduce_fn over stacked_partials). */
+static int async_tp(const wl__gen *g)
+{
+  return g->l->tp_overlap && g->l->dp_impl != WL_DP_MEGATRON;
+}
+#define ASYNC_TP_STREAMS 2
+
 /* Emit GEMM chunk of a k-way comm-overlap split. */
 static long gemm_chunk(wl__gen *g, const char *name, int pass, unsigned te, double M, double N,
                        double K, double scale, int k)
 {
   long i = wl__gemm(g, name, pass, te, M, N, K, 1, scale);
+  int c = async_tp(g) && k > ASYNC_TP_STREAMS ? ASYNC_TP_STREAMS : k;
   if (i >= 0)
-    g->p->ops[i].concurrent = (uint8_t)(k < 255 ? k : 255);
+    g->p->ops[i].concurrent = (uint8_t)(c < 255 ? c : 255);
   return i;
 }
 
@@ -430,13 +444,16 @@ void wl__row_fwd(wl__gen *g, const char *name, unsigned te, double Kloc, const c
    * compute op waits for the last one, so only its transfer is exposed.
    * k = 4: Transformer Engine's "pipeline" method splits in 4 by default
    * (initialize_ub: num_splits = 4 for pipeline, tp for ring_exchange). */
-  int k = TE_PIPELINE_SPLITS;
+  int k = async_tp(g) ? g->l->tp : TE_PIPELINE_SPLITS;
   long rs = -1;
   for (int i = 0; i < k; i++) {
     gemm_chunk(g, name, WL__FWD, te | (i ? WL__TE_W : 0), g->T / k, g->h, Kloc, 1, k);
     rs = wl__coll_s(g, S_TP, red_name, WL_COLL_REDUCESCATTER, R_TP, g->T * g->h * g->ab / k, -1);
   }
   wl__need(g, rs);
+  /* AsyncTP: the sum of the tp partial chunks, [T, h] read and [T/tp, h] written */
+  if (async_tp(g))
+    wl__elem(g, "tp.rs.sum", g->T * g->h, 1 + 1.0 / g->l->tp, 1.0 / g->l->tp);
 }
 
 void wl__row_bwd(wl__gen *g, const char *dgrad, const char *wgrad, unsigned te, double Kloc,
