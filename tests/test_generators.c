@@ -394,7 +394,7 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
        "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher, "
        "recompute_modules, moe_a2a_overlap, moe_shared_expert_overlap, optim_impl, grad_clip, "
-       "recompute_layers, recompute_early_stop, train_metrics)"},
+       "recompute_layers, recompute_early_stop, train_metrics, reshard_after_forward)"},
       {0, "dp_impl=fsdp,zero=3,dp=2,recompute=selective,recompute_early_stop=1", 2,
        "layout 'dp_impl=fsdp,zero=3,dp=2,recompute=selective,recompute_early_stop=1': "
        "recompute_early_stop=1 stops a whole layer's recomputation early: it needs "
@@ -441,6 +441,13 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "layout 'dp_impl=fsdp,zero=3,pp=2': zero=3 with pp (2) > 1 runs only under "
        "dp_impl=fsdp2 (torch.distributed.pipelining with fully_shard, as torchtitan runs it); "
        "dp_impl is fsdp (FSDP1 does not run under a pipeline schedule)"},
+      {0, "dp_impl=fsdp,zero=3,dp=2,reshard_after_forward=0", 2,
+       "layout 'dp_impl=fsdp,zero=3,dp=2,reshard_after_forward=0': reshard_after_forward is "
+       "FSDP2's (dp_impl=fsdp2); dp_impl is fsdp"},
+      {0, "dp_impl=fsdp2,zero=3,pp=2,reshard_after_forward=1", 2,
+       "layout 'dp_impl=fsdp2,zero=3,pp=2,reshard_after_forward=1': reshard_after_forward=1 with "
+       "pp (2) > 1 is not modelled (torchtitan keeps a stage's parameters gathered under a "
+       "pipeline: reshard_after_forward=0)"},
       {0, "dp_impl=deepspeed,zero=3,pp=2", 2,
        "layout 'dp_impl=deepspeed,zero=3,pp=2': zero=3 with pp (2) > 1 runs only under "
        "dp_impl=fsdp2 (torch.distributed.pipelining with fully_shard, as torchtitan runs it); "
@@ -1985,6 +1992,40 @@ static void test_dp_impl__fsdp2_pipeline_by_hand(void **state)
   check_rel(mem.stages[0].weights_bytes, 4 * S, 1e-12, "pp weights");
   check_rel(mem.stages[0].grads_bytes, 6 * S, 1e-12, "pp grads");
   check_rel(mem.stages[0].optimizer_bytes, 4 * S, 1e-12, "pp optimizer");
+}
+
+/* FSDP2 with reshard_after_forward=0 (torchtitan's fsdp_reshard_after_forward
+ * "never", ZeRO-2's communication): each layer gathered in forward only, kept
+ * to its backward (no backward gathers or copy-outs), its gradient
+ * reduce-scattered as with 1; memory holds every layer gathered when the
+ * backward starts, 8 layers against the default's 3 (2 B a parameter). */
+static void test_dp_impl__fsdp2_no_reshard_by_hand(void **state)
+{
+  (void)state;
+  wl_model m;
+  model_of(GPT_T, &m);
+  wl_layout lo;
+  st_err err;
+  const double P = 12.0 * 1024 * 1024 + 13 * 1024;
+  wl_workload *wl = gen(&m, "zero=3,dp=2,gbs=2,dp_impl=fsdp2,reshard_after_forward=0", 2, &lo);
+  assert_string_equal(lo.spec + strlen(lo.spec) - strlen(",reshard_after_forward=0"),
+                      ",reshard_after_forward=0");
+  assert_int_equal(count_ops(wl, 0, "fsdp.ag"), 8);
+  assert_int_equal(count_ops(wl, 0, "fsdp.ag.bwd"), 0);
+  assert_int_equal(count_ops(wl, 0, "fsdp2.ag.copy_out"), 8);
+  assert_int_equal(count_ops(wl, 0, "fsdp.rs"), 8);
+  wl_workload_destroy(wl);
+  wl = gen(&m, "zero=3,dp=2,gbs=2,dp_impl=fsdp2", 2, &lo);
+  assert_int_equal(count_ops(wl, 0, "fsdp.ag.bwd"), 8);
+  wl_workload_destroy(wl);
+  wl_memory a, b;
+  assert_int_equal(wl_layout_parse("zero=3,dp=2,gbs=2,dp_impl=fsdp2", 2, &m, &lo, &err), ST_OK);
+  assert_int_equal(wl_memory_estimate(&m, &lo, &a, &err), ST_OK);
+  assert_int_equal(wl_layout_parse("zero=3,dp=2,gbs=2,dp_impl=fsdp2,reshard_after_forward=0", 2,
+                                   &m, &lo, &err), ST_OK);
+  assert_int_equal(wl_memory_estimate(&m, &lo, &b, &err), ST_OK);
+  check_rel(b.stages[0].other_bytes - a.stages[0].other_bytes, (8 - 3) * P * 2, 1e-12,
+            "gathered layers");
 }
 
 /* The PyTorch frameworks' sequence parallelism shards [b, s, h] on dim 1:
@@ -3567,6 +3608,7 @@ int main(void)
       cmocka_unit_test(test_dp_impl__op_structure_by_hand),
       cmocka_unit_test(test_dp_impl__memory_by_hand),
       cmocka_unit_test(test_dp_impl__fsdp2_pipeline_by_hand),
+      cmocka_unit_test(test_dp_impl__fsdp2_no_reshard_by_hand),
       cmocka_unit_test(test_dp_impl__sp_relayout_by_hand),
       cmocka_unit_test(test_dp_impl__async_tp_by_hand),
       cmocka_unit_test(test_dp_impl__backward_prefetch_orders_the_gathers),

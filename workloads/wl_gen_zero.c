@@ -427,7 +427,7 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
   else if (impl == WL_DP_FSDP) /* BACKWARD_PRE: the top unit's hook prefetches the next too */
     for (int i = 0; i < (pf == WL_BWD_PREFETCH_PRE ? 2 : 1) && i < count; i++)
       g->z3_ag[count - 1 - i] = fsdp_gather(g, top - i, -1, 1);
-  else if (impl == WL_DP_FSDP2 && count > 0)
+  else if (impl == WL_DP_FSDP2 && count > 0 && l->reshard_after_forward)
     g->z3_ag[count - 1] = wl__z3_gather(g, top, -1, 1);
   else if (impl == WL_DP_DEEPSPEED && count > 0)
     g->z3_ag[count - 1] = ds_kept(g, first, count, top) ? -1 : ds_gather(g, top, -1, 1);
@@ -467,10 +467,13 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
       if (pf == WL_BWD_PREFETCH_PRE && k - 2 >= 0)
         g->z3_ag[k - 2] = fsdp_gather(g, i - 2, g->last_c, 1);
     } else if (impl == WL_DP_FSDP2) {
-      fsdp2_copy_out(g, i);
-      /* explicit backward prefetch of one layer (the pre-backward hook) */
-      if (k >= 1)
-        g->z3_ag[k - 1] = wl__z3_gather(g, i - 1, g->last_c, 1);
+      /* explicit backward prefetch of one layer (the pre-backward hook);
+       * with reshard_after_forward=0 the forward's gathers are still there */
+      if (l->reshard_after_forward) {
+        fsdp2_copy_out(g, i);
+        if (k >= 1)
+          g->z3_ag[k - 1] = wl__z3_gather(g, i - 1, g->last_c, 1);
+      }
       wl__layer_bwd(g, i, c, gi);
       /* foreach_reduce: the gradients copied into the reduce-scatter input
        * in reduce_dtype (chunk_cat), then the reduce-scatter */

@@ -129,7 +129,7 @@ enum {
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
   K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_MOE_A2A,
   K_MOE_SHARED, K_OPTIM_IMPL, K_GRAD_CLIP, K_RECOMPUTE_LAYERS, K_RC_EARLY_STOP,
-  K_TRAIN_METRICS, K_COUNT
+  K_TRAIN_METRICS, K_RESHARD, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -140,7 +140,7 @@ static const char *const key_names[K_COUNT] = {
     "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
     "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules", "moe_a2a_overlap",
     "moe_shared_expert_overlap", "optim_impl", "grad_clip", "recompute_layers",
-    "recompute_early_stop", "train_metrics"};
+    "recompute_early_stop", "train_metrics", "reshard_after_forward"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -222,7 +222,7 @@ void wl_layout_request_init(wl_layout *l)
   l->attn_impl = l->bwd_prefetch = l->tp_async = l->pp_scatter = -1;
   l->dropout = -1;
   l->ce_fusion = l->fp8_recipe = l->moe_dispatcher = l->recompute_modules = -1;
-  l->optim_impl = l->grad_clip = l->recompute_early_stop = -1;
+  l->optim_impl = l->grad_clip = l->recompute_early_stop = l->reshard_after_forward = -1;
 }
 
 void wl_layout_recompute_modules(const wl_layout *l, char *b, size_t n)
@@ -292,6 +292,7 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_RECOMPUTE_LAYERS: l->recompute_layers = v; break;
   case K_RC_EARLY_STOP: l->recompute_early_stop = v; break;
   case K_TRAIN_METRICS: l->train_metrics = v; break;
+  case K_RESHARD: l->reshard_after_forward = v; break;
   default: break;
   }
 }
@@ -422,7 +423,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
       item[--n] = '\0';
     const char *key = item, *val = eq + 1;
     if (k < 0) {
-      char known[600] = "";
+      char known[800] = "";
       for (int i = 0; i < K_COUNT; i++) {
         strcat(known, i ? ", " : "");
         strcat(known, key_names[i]);
@@ -505,7 +506,7 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
                   k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS || k == K_EAGER ||
                   k == K_TP_ASYNC || k == K_PP_SCATTER || k == K_FP8_PARAM_GATHER ||
                   k == K_MOE_A2A || k == K_MOE_SHARED || k == K_GRAD_CLIP ||
-                  k == K_RC_EARLY_STOP;
+                  k == K_RC_EARLY_STOP || k == K_RESHARD;
     if (!boolean && k != K_ZERO && k != K_TRAIN_METRICS && iv < 1) {
       if (k == K_FIRST || k == K_LAST)
         ERR("first_stage_layers/last_stage_layers must be >= 1");
@@ -1008,9 +1009,21 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
         l->dp_impl == WL_DP_DEEPSPEED ? "DeepSpeed's pipeline engine refuses ZeRO stage 3"
         : l->dp_impl == WL_DP_FSDP    ? "FSDP1 does not run under a pipeline schedule"
                                       : "Megatron's FSDP does not run under a pipeline schedule");
+  /* FSDP2's reshard_after_forward (torchtitan's fsdp_reshard_after_forward):
+   * its default resharding after each layer's forward without a pipeline,
+   * none under one (apply_fsdp: "For PP, do not reshard after forward") */
+  if (l->reshard_after_forward >= 0 && l->dp_impl != WL_DP_FSDP2)
+    ERR("reshard_after_forward is FSDP2's (dp_impl=fsdp2); dp_impl is %s",
+        dp_impl_names[l->dp_impl]);
+  if (l->reshard_after_forward < 0)
+    l->reshard_after_forward = l->pp == 1;
+  if (l->dp_impl == WL_DP_FSDP2 && l->pp > 1 && l->reshard_after_forward)
+    ERR("reshard_after_forward=1 with pp (%d) > 1 is not modelled (torchtitan keeps a stage's "
+        "parameters gathered under a pipeline: reshard_after_forward=0)",
+        l->pp);
   /* PyTorch FSDP1 FULL_SHARD, fully_shard and DeepSpeed stage 3 shard the
    * parameters; their other strategies (SHARD_GRAD_OP, NO_SHARD,
-   * reshard_after_forward=False, DeepSpeed stages 1-2) are not modelled, and
+   * DeepSpeed stages 1-2) are not modelled, and
    * Megatron's overlap and bucket keys are not theirs */
   if (l->dp_impl != WL_DP_MEGATRON && l->zero != 3)
     ERR("dp_impl=%s needs zero=3 (%s); zero is %d (its other sharding strategies are not "
@@ -1114,6 +1127,8 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",recompute_layers=%d", l->recompute_layers);
   if (l->recompute_early_stop != rc_early_stop_default(l))
     st_buf_printf(&b, ",recompute_early_stop=%d", l->recompute_early_stop);
+  if (l->dp_impl == WL_DP_FSDP2 && l->reshard_after_forward != (l->pp == 1))
+    st_buf_printf(&b, ",reshard_after_forward=%d", l->reshard_after_forward);
   if (l->attn_impl != attn_impl_default(l->dp_impl))
     st_buf_printf(&b, ",attn_impl=%s", attn_impl_names[l->attn_impl]);
   if (l->stage_layers[0])

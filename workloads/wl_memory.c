@@ -249,6 +249,10 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
       /* a layer's gradient in the parameter dtype before it is accumulated,
        * and a layer's reduce-scatter input after the last backward */
       st->other_bytes += zp * (pb + gb);
+    else if (l->zero == 3 && l->dp_impl == WL_DP_FSDP2 && !l->reshard_after_forward)
+      /* every layer of the stage still gathered when its backward starts,
+       * and the root; a layer's gradient and reduce-scatter input */
+      st->other_bytes += (dense + expert) * pb + zp * (pb + gb);
     else if (l->zero == 3 && l->dp_impl == WL_DP_FSDP2)
       /* the layer computing and the one prefetched, the all-gather output
        * being copied out, the root; the unsharded gradient and the

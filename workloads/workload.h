@@ -622,6 +622,9 @@ typedef struct wl_layout {
                             first ones (Megatron-LM's --recompute-method block with
                             --recompute-num-layers); the rest keep their activations;
                             0 (default): every layer */
+  int reshard_after_forward; /* dp_impl=fsdp2: 1 frees a layer's gathered parameters after its
+                                forward (gathered again for its backward); 0 keeps them to the
+                                end of its backward (default 1, 0 under a pipeline) */
   int recompute_early_stop; /* recompute=full: the re-run stops once the backward's last
                             needed tensor is saved again (PyTorch's non-reentrant
                             checkpoint): the MLP's output projection and the residual
