@@ -183,8 +183,8 @@ void wl__train_metrics(wl__gen *g);
 
 /* ---- wl_gen_zero.c: ZeRO-3 ------------------------------------------------------- */
 double wl__z3_bytes(const wl__gen *g, int layer, int grads, int expert);
-double wl__z3_root(const wl__gen *g);
-double wl__z3_root_of(const wl__gen *g, int vs);
+/* the root unit's parameters (embedding, final norm, output) on virtual stage vs */
+double wl__z3_root(const wl__gen *g, int vs);
 /* Parameter tensors the optimizer steps on this rank (the per-parameter loop's count). */
 double wl__optim_tensors(const wl__gen *g);
 long wl__z3_gather(wl__gen *g, int layer, long after, int bwd);

@@ -181,8 +181,8 @@ static void unit_fwd(wl__gen *g, int c)
     /* root unit (embedding, final norm, output) gathered once per micro-batch;
      * transformer layers gathered with at most two in flight (limit_all_gathers) */
     g->z3_root =
-        wl__coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP, wl__z3_root(g) * g->pb,
-               wl__offload_fetch(g, wl__z3_root(g), 0, -1, 1));
+        wl__coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP,
+                   wl__z3_root(g, vs) * g->pb, wl__offload_fetch(g, wl__z3_root(g, vs), 0, -1, 1));
     for (int i = 0; i < 2 && i < count; i++)
       g->z3_ag[i] = wl__z3_gather(g, first + i, -1, 0);
     wl__need(g, g->z3_root);
@@ -250,9 +250,9 @@ static void unit_bwd(wl__gen *g, int c)
   }
   if (l->zero == 3) {
     long rs = wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
-                         wl__z3_root(g) * g->gb, -1);
+                         wl__z3_root(g, vs) * g->gb, -1);
     wl__dp_push(g, rs);
-    wl__offload_grad(g, rs, wl__z3_root(g), 0);
+    wl__offload_grad(g, rs, wl__z3_root(g, vs), 0);
   }
 }
 

@@ -31,6 +31,10 @@ void wl__layer_params(const wl_model *m, int tp, int etp, int ep, int layer, wl_
 double wl__embedding_params(const wl_model *m, int tp);
 /* final norm + output layer (0 for the output weight when tied and pp == 1) */
 double wl__output_params(const wl_model *m, int tp, int pp);
+/* Whether a stage's parameters stay gathered from its first forward to its
+ * last backward with the gradients accumulated unsharded: FSDP2 under a
+ * pipeline schedule (wl_gen_zero.c, the generator; wl_memory.c, its memory). */
+int wl__fsdp2_kept(const wl_layout *l);
 /* The loss's cross entropy (ce_fusion) per logit: the bytes it keeps from its
  * forward to its backward and the most it holds at once (wl_gen_layer.c). */
 void wl__loss_memory(const wl_layout *l, double *kept, double *peak);

@@ -18,15 +18,10 @@ double wl__z3_bytes(const wl__gen *g, int layer, int grads, int expert)
   return p * (grads ? g->gb : g->pb);
 }
 
-double wl__z3_root(const wl__gen *g)
-{
-  return wl__embedding_params(g->m, g->l->tp) + wl__output_params(g->m, g->l->tp, g->l->pp);
-}
-
 /* The root unit of virtual stage vs (each pipeline stage's module is its own
  * FSDP root): the embedding on the first, the final norm and the output
- * layer on the last; nothing between. */
-double wl__z3_root_of(const wl__gen *g, int vs)
+ * layer on the last; nothing between (without a pipeline: all of them). */
+double wl__z3_root(const wl__gen *g, int vs)
 {
   int last = g->l->pp * g->l->vpp - 1;
   return (vs == 0 ? wl__embedding_params(g->m, g->l->tp) : 0) +
@@ -305,9 +300,9 @@ static void fsdp2_copy_out(wl__gen *g, int layer)
  * reshard_after_backward off, so the gradients accumulate unsharded; after
  * the stage's last backward its post_backward runs for every group: the
  * reduce-scatters, then the resharding. */
-static int fsdp2_kept(const wl__gen *g)
+int wl__fsdp2_kept(const wl_layout *l)
 {
-  return g->l->dp_impl == WL_DP_FSDP2 && g->l->pp > 1;
+  return l->zero == 3 && l->dp_impl == WL_DP_FSDP2 && l->pp > 1;
 }
 
 /* A backward's gradients of `params` parameters into the unsharded
@@ -332,7 +327,7 @@ static void fsdp2_accumulate(wl__gen *g, double params)
  * (foreach_reduce_scatter_copy_in, in reduce_dtype) and reduce-scattered. */
 static void fsdp2_kept_reduce(wl__gen *g, int first, int count, int vs)
 {
-  double root = wl__z3_root_of(g, vs);
+  double root = wl__z3_root(g, vs);
   if (root > 0) {
     z3_copy(g, "fsdp2.rs.copy_in", root, g->gb, g->gb);
     wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
@@ -353,7 +348,7 @@ void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
   const wl_layout *l = g->l;
   int impl = l->dp_impl, ngr = g->ngroups[c];
   /* FSDP2 under a pipeline: gathered in the stage's first forward only */
-  int gather = !fsdp2_kept(g) || g->chunk_first;
+  int gather = !wl__fsdp2_kept(g->l) || g->chunk_first;
   g->z3_first = first;
   for (int k = 0; k < count; k++)
     g->z3_ag[k] = -1;
@@ -361,20 +356,20 @@ void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
    * and kept to the end of backward (FSDP1 _post_forward_reshard skips the
    * root; FSDP2 sets the root's reshard_after_forward to False; DeepSpeed
    * re-uses the output layer at once, within max_reuse_distance) */
-  double root = wl__z3_root_of(g, vs);
+  double root = wl__z3_root(g, vs);
   g->z3_root = gather ? wl__coll_s(g, S_DP, "fsdp.ag.root", WL_COLL_ALLGATHER, R_DP,
                                    root * g->pb, wl__offload_fetch(g, root, 0, -1, 1))
                       : -1;
   wl__need(g, g->z3_root);
-  if (!gather)
-    ; /* the stage's parameters are still unsharded */
-  else if (impl == WL_DP_FSDP)
-    for (int i = 0; i < 2 && i < count; i++)
-      g->z3_ag[i] = fsdp_gather(g, first + i, -1, 0);
-  else if (impl == WL_DP_FSDP2 && count > 0)
-    g->z3_ag[0] = wl__z3_gather(g, first, -1, 0);
-  else if (impl == WL_DP_DEEPSPEED && count > 0)
-    g->z3_ag[0] = ds_gather(g, first, -1, 0);
+  if (gather) { /* (else the stage's parameters are still unsharded) */
+    if (impl == WL_DP_FSDP)
+      for (int i = 0; i < 2 && i < count; i++)
+        g->z3_ag[i] = fsdp_gather(g, first + i, -1, 0);
+    else if (impl == WL_DP_FSDP2 && count > 0)
+      g->z3_ag[0] = wl__z3_gather(g, first, -1, 0);
+    else if (impl == WL_DP_DEEPSPEED && count > 0)
+      g->z3_ag[0] = ds_gather(g, first, -1, 0);
+  }
   if (vs == 0) {
     wl__param_wait(g, c, ngr - 1);
     wl__embed_fwd(g);
@@ -417,16 +412,16 @@ void wl__unit_fwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
 void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_vs)
 {
   const wl_layout *l = g->l;
-  int impl = l->dp_impl, ngr = g->ngroups[c], kept = fsdp2_kept(g);
+  int impl = l->dp_impl, ngr = g->ngroups[c], kept = wl__fsdp2_kept(g->l);
   g->z3_first = first;
   int top = first + count - 1, pf = l->bwd_prefetch;
   for (int k = 0; k < count; k++)
     g->z3_ag[k] = -1;
-  if (kept)
-    ; /* unsharded since the stage's first forward */
-  else if (impl == WL_DP_FSDP) /* BACKWARD_PRE: the top unit's hook prefetches the next too */
+  if (impl == WL_DP_FSDP) /* BACKWARD_PRE: the top unit's hook prefetches the next too */
     for (int i = 0; i < (pf == WL_BWD_PREFETCH_PRE ? 2 : 1) && i < count; i++)
       g->z3_ag[count - 1 - i] = fsdp_gather(g, top - i, -1, 1);
+  /* with reshard_after_forward=0 (always under a pipeline) the forward's
+   * gathers are still there */
   else if (impl == WL_DP_FSDP2 && count > 0 && l->reshard_after_forward)
     g->z3_ag[count - 1] = wl__z3_gather(g, top, -1, 1);
   else if (impl == WL_DP_DEEPSPEED && count > 0)
@@ -502,15 +497,15 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
   if (kept) {
     /* the root's gradients accumulate when its backward ends (its
      * post-backward hook fires once all its parameters have gradients) */
-    fsdp2_accumulate(g, wl__z3_root_of(g, vs));
+    fsdp2_accumulate(g, wl__z3_root(g, vs));
     if (g->grad_sync)
       fsdp2_kept_reduce(g, first, count, vs);
   } else if (impl == WL_DP_DEEPSPEED) {
-    ds_grad(g, wl__z3_root(g), 0);
+    ds_grad(g, wl__z3_root(g, vs), 0);
     ds_grad_flush(g);
   } else {
     wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
-                              wl__z3_root(g) * g->gb, -1));
+                              wl__z3_root(g, vs) * g->gb, -1));
   }
   if (vs == last_vs) /* after backward() returns: the trainer's metrics */
     wl__train_metrics(g);

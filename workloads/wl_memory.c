@@ -194,7 +194,7 @@ int wl_memory_estimate(const wl_model *m, const wl_layout *l, wl_memory *out, st
     /* FSDP2 under a pipeline (wl_gen_zero.c, fsdp2_kept): the stage's
      * parameters stay gathered from its first forward to its last backward,
      * and its gradients accumulate unsharded in reduce_dtype */
-    int pp_kept = l->zero == 3 && l->dp_impl == WL_DP_FSDP2 && l->pp > 1;
+    int pp_kept = wl__fsdp2_kept(l);
     if (pp_kept) {
       st->weights_bytes += (dense + expert) * pb;
       st->grads_bytes += (dense + expert) * gb;
