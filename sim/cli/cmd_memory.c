@@ -197,15 +197,15 @@ int cmd_memory(int argc, char **argv)
              gib(ts->other_bytes - work));
     if (c->num_groups > 1)
       for (int s = 0; s < mem.num_stages; s++)
-        printf("stage %-3d %.2f GiB: %s the %.1f GiB of a %s\n", s, gib(mem.stages[s].peak_bytes),
+        printf("stage %-3d %.2f GiB: %s the %.1f GiB of one %s\n", s, gib(mem.stages[s].peak_bytes),
                mem.stages[s].peak_bytes <= dev[s]->hbm_bytes ? "fits" : "does NOT fit",
                gib(dev[s]->hbm_bytes), dev[s]->name);
     if (c->num_groups > 1) /* the stage nearest its device's memory, and whether all fit */
-      printf("\ntightest  %.2f GiB on stage %d, the %.1f GiB of a %s: %s\n",
+      printf("\ntightest  %.2f GiB on stage %d, the %.1f GiB of one %s: %s\n",
              gib(mem.stages[tight].peak_bytes), tight, gib(cap), dev[tight]->name,
              fits ? "every stage fits" : "some stage does NOT fit");
     else
-      printf("\npeak      %.2f GiB on stage %d: %s the %.1f GiB of a %s\n",
+      printf("\npeak      %.2f GiB on stage %d: %s the %.1f GiB of one %s\n",
              gib(mem.stages[tight].peak_bytes), tight, fits ? "fits" : "does NOT fit", gib(cap),
              dev[tight]->name);
     if (l.offload && host_known)

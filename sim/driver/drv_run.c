@@ -230,11 +230,11 @@ static int check_memory_groups(const drv_job *j, const drv_run *r, st_err *err)
     st_format_bytes(d->hbm_bytes, b, sizeof b);
     if (j->strict)
       return st_err_set(err, ST_EINPUT,
-                        "stage %d needs %s per GPU at its peak but a %s of group '%s' has %s "
+                        "stage %d needs %s per GPU at its peak but one %s of group '%s' has %s "
                         "(--strict)",
                         s, a, d->name, cl->groups[k].name, b);
     say(j, "warning",
-        "stage %d needs %s per GPU at its peak but a %s of group '%s' has %s: it would not fit",
+        "stage %d needs %s per GPU at its peak but one %s of group '%s' has %s: it would not fit",
         s, a, d->name, cl->groups[k].name, b);
   }
   return ST_OK;
@@ -253,9 +253,9 @@ static int check_memory(const drv_job *j, const drv_run *r, st_err *err)
   st_format_bytes(have, b, sizeof b);
   if (j->strict)
     return st_err_set(err, ST_EINPUT,
-                      "the workload needs %s per GPU at its peak but a %s has %s (--strict)", a,
+                      "the workload needs %s per GPU at its peak but one %s has %s (--strict)", a,
                       r->cl->device.name, b);
-  say(j, "warning", "the workload needs %s per GPU at its peak but a %s has %s: it would not fit",
+  say(j, "warning", "the workload needs %s per GPU at its peak but one %s has %s: it would not fit",
       a, r->cl->device.name, b);
   return ST_OK;
 }

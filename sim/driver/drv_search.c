@@ -938,7 +938,7 @@ int drv_search_run(const drv_search_opts *o, drv_search *s, st_err *err)
       int more = gpus_needed(&x);
       rc = st_err_set(err, ST_EINPUT,
                       "model '%s' fits no layout on %d GPUs of '%s': the smallest peak any "
-                      "layout needs is %s per GPU, a %s has %s%s%d GPUs",
+                      "layout needs is %s per GPU, one %s has %s%s%d GPUs",
                       o->model, s->num_gpus, s->cluster, need, s->device, have,
                       more ? "; some layout fits on " : "; no layout fits on up to ",
                       more ? more : (1 << 22));

@@ -36,7 +36,7 @@ check "model list" "\"$simtrain\" gen --model list | grep -qx megatron-1t"
 out=$("$simtrain" memory --model llama3-70b --layout tp=8,pp=4,gbs=64,sp=1 --cluster node8:4); rc=$?
 check "memory exits 0" "[ $rc -eq 0 ]"
 check "memory has 4 stages" "[ \$(grep -cE '^ +[0-3] +20 ' <<<\"\$out\") -eq 4 ]"
-check "memory says whether it fits" "grep -qE '^peak .* (fits|does NOT fit) the 74.5 GiB of a H100-SXM$' <<<\"\$out\""
+check "memory says whether it fits" "grep -qE '^peak .* (fits|does NOT fit) the 74.5 GiB of one H100-SXM$' <<<\"\$out\""
 json=$("$simtrain" memory --model llama3-405b --layout tp=8,pp=2,gbs=16 --cluster node8:2 --json); rc=$?
 check "memory --json exits 0" "[ $rc -eq 0 ]"
 check "405B on 16 GPUs does not fit" "grep -q '\"fits\":false' <<<\"\$json\""

@@ -38,16 +38,16 @@ check "each group's device and NICs" "grep -q '^  device       A100-SXM4-80GB' '
 # memory per group: llama3-70b tp=8 pp=2 puts stage 0 on the H100 nodes and
 # stage 1 on the A100 nodes; each is checked against its own device
 "$simtrain" run --model llama3-70b --layout tp=8,pp=2,dp=2,mbs=1,gbs=8 --cluster "$mixed" >/dev/null 2>"$tmp/mem"
-check "stage 0 is checked against the H100 group" "grep -q \"stage 0 needs .* a H100-SXM of group 'h100'\" '$tmp/mem'"
-check "stage 1 against the A100 group" "grep -q \"stage 1 needs .* a A100-SXM4-80GB of group 'a100'\" '$tmp/mem'"
+check "stage 0 is checked against the H100 group" "grep -q \"stage 0 needs .* one H100-SXM of group 'h100'\" '$tmp/mem'"
+check "stage 1 against the A100 group" "grep -q \"stage 1 needs .* one A100-SXM4-80GB of group 'a100'\" '$tmp/mem'"
 
 # simtrain memory: each stage against the devices its ranks are on (an A100
 # 40 GB group: llama3-8b tp=8 pp=2 stage 1, 15.67 GiB, against its 37.3 GiB)
 printf '{"name":"m40","groups":[{"name":"h100","nodes":2,"preset":"dgx-h100"},{"name":"a100-40","nodes":2,"preset":"dgx-a100","device":"A100-SXM4-40GB"}],"fabric":{"kind":"rail-fat-tree","radix":64}}' >"$tmp/m40.json"
 "$simtrain" memory --model llama3-8b --layout tp=8,pp=2,dp=2,gbs=16 --cluster "$tmp/m40.json" >"$tmp/m40"
-check "memory: stage 0 against the H100's 74.5 GiB" "grep -q '^stage 0 .*fits the 74.5 GiB of a H100-SXM' '$tmp/m40'"
-check "memory: stage 1 against the A100 40 GB's 37.3 GiB" "grep -q '^stage 1 .*fits the 37.3 GiB of a A100-SXM4-40GB' '$tmp/m40'"
-check "memory: the tightest stage is the A100 one" "grep -q '^tightest .* on stage 1, the 37.3 GiB of a A100-SXM4-40GB: every stage fits' '$tmp/m40'"
+check "memory: stage 0 against the H100's 74.5 GiB" "grep -q '^stage 0 .*fits the 74.5 GiB of one H100-SXM' '$tmp/m40'"
+check "memory: stage 1 against the A100 40 GB's 37.3 GiB" "grep -q '^stage 1 .*fits the 37.3 GiB of one A100-SXM4-40GB' '$tmp/m40'"
+check "memory: the tightest stage is the A100 one" "grep -q '^tightest .* on stage 1, the 37.3 GiB of one A100-SXM4-40GB: every stage fits' '$tmp/m40'"
 "$simtrain" memory --model llama3-8b --layout tp=8,pp=2,dp=2,gbs=16 --cluster "$tmp/m40.json" --json >"$tmp/m40.j"
 check "memory --json: each stage names its device" "grep -q '\"stage\":1,.*\"device\":\"A100-SXM4-40GB\",\"device_bytes\":40000000000' '$tmp/m40.j'"
 

@@ -34,11 +34,11 @@ near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d
 
 # ---- memory: does not fit, fits -----------------------------------------------
 out=$("$ST" memory --model llama3-70b --layout $L --cluster dgx-h100:1 --seq 4096) || fail "memory exit $?"
-grep -q 'on stage 0: does NOT fit the 74.5 GiB of a H100-SXM$' <<<"$out" || fail "no offload should not fit: $out"
+grep -q 'on stage 0: does NOT fit the 74.5 GiB of one H100-SXM$' <<<"$out" || fail "no offload should not fit: $out"
 grep -q '^host' <<<"$out" && fail "no host line without offload: $out"
 out=$("$ST" memory --model llama3-70b --layout $L,offload=optimizer --cluster dgx-h100:1 --seq 4096) ||
   fail "memory offload exit $?"
-grep -q 'on stage 0: fits the 74.5 GiB of a H100-SXM$' <<<"$out" || fail "offload should fit: $out"
+grep -q 'on stage 0: fits the 74.5 GiB of one H100-SXM$' <<<"$out" || fail "offload should fit: $out"
 grep -q '^host      1051.33 GiB per node (offload=optimizer): fits the 1907.3 GiB of host memory of a node$' \
   <<<"$out" || fail "host line: $out"
 json=$("$ST" memory --model llama3-70b --layout $L,offload=optimizer --cluster dgx-h100:1 --seq 4096 --json) ||

@@ -120,7 +120,7 @@ done
 sed 's/"device_memory_GB": [0-9.]*/"device_memory_GB": 0.001/' "$tmp/above.json" >"$tmp/tiny_mem.json"
 err=$("$simtrain" search --model "$data/tiny.json" --cluster "$tmp/tiny_mem.json" --gbs 4 --quiet 2>&1 >/dev/null); rc=$?
 check "fits nowhere exits 2" "[ $rc -eq 2 ]"
-check "fits nowhere message ($err)" "grep -q \"fits no layout on 4 GPUs of .*: the smallest peak any layout needs is .* per GPU, a H100-SXM has 976.56 KiB; \" <<<\"\$err\""
+check "fits nowhere message ($err)" "grep -q \"fits no layout on 4 GPUs of .*: the smallest peak any layout needs is .* per GPU, one H100-SXM has 976.56 KiB; \" <<<\"\$err\""
 
 # every micro-batch dividing a replica's share of the batch, not only powers
 # of two: gbs 6 leaves out dp = 4; dp = 2 has mbs 1, 3 and dp = 1 mbs 1, 2,
