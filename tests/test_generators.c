@@ -796,6 +796,25 @@ static void test_bytes__per_rank_match_closed_forms(void **state)
   wl = gen(&g, "dp=4,gbs=4,overlap_grad_reduce=1,bucket=1M", 4, &l);
   assert_true(count_ops(wl, 0, "dp.grad.ar") >= 8); /* 12.6M parameters in >= 1M buckets */
   wl_workload_destroy(wl);
+  /* Megatron-core buckets only the first stage's first model chunk
+   * (DistributedDataParallel: bucket_size None for pipeline rank > 0 and for
+   * chunks after the first).  Two layers per virtual stage, each layer's
+   * attention (4.2M) and MLP (8.4M) past the 1M bucket, the embedding too:
+   * stage 0's chunk 0 closes 5 buckets (2 x 2 groups + the embedding), its
+   * chunk 1 one; stage 1 one per chunk.  The parameter gathers follow the
+   * same buckets; the bytes are those of the whole stage either way (fp32
+   * gradients of every parameter, the last stage's copy of the tied
+   * embedding, V h, among them). */
+  wl = gen(&g, "pp=2,vpp=2,dp=2,gbs=8,zero=1,overlap_grad_reduce=1,overlap_param_gather=1,bucket=1M",
+           4, &l);
+  assert_int_equal(count_ops(wl, 0, "dp.grad.rs"), 6);
+  assert_int_equal(count_ops(wl, 0, "dp.param.ag"), 6);
+  assert_int_equal(count_ops(wl, 2, "dp.grad.rs"), 2);
+  assert_int_equal(count_ops(wl, 2, "dp.param.ag"), 2);
+  check_rel(rank_bytes(wl, 0, WL_COMM_DP, WL_OP_COLL, WL_COLL_REDUCESCATTER) +
+                rank_bytes(wl, 2, WL_COMM_DP, WL_OP_COLL, WL_COLL_REDUCESCATTER),
+            4 * (P + V * h), 1e-12, "pp vpp rs");
+  wl_workload_destroy(wl);
   /* ZeRO-3 / FSDP: per micro-batch, each layer gathered for forward and for
    * backward and its gradients reduce-scattered; the root unit once each */
   wl = gen(&g, "dp=4,zero=3,gbs=8", 4, &l);

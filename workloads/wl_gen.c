@@ -84,9 +84,16 @@ static int chunk_groups(wl__gen *g, int c, wl__dp_group **out)
   if (vs == 0)
     gr[k++].dense = wl__embedding_params(g->m, l->tp);
   /* buckets: Megatron closes one when it reaches bucket_size parameters;
-   * without overlap the whole buffer is one bucket */
+   * without overlap the whole buffer is one bucket.  Megatron-core buckets
+   * only the first pipeline stage's first model chunk: a later stage's
+   * reduction is off the critical path, a later chunk's overlaps the
+   * chunks still in backward (DistributedDataParallel: bucket_size = None
+   * where the pipeline rank is > 0 or disable_bucketing, which get_model
+   * sets for model chunks after the first; core_r0.8.0 to 2026), so each
+   * of those reduces and gathers its chunk in one bucket. */
   double bd = 0, bx = 0;
-  double lim = l->overlap_grad_reduce ? l->bucket_params : INFINITY;
+  int bucketed = l->overlap_grad_reduce && (g->stage == 0 && c == 0);
+  double lim = bucketed ? l->bucket_params : INFINITY;
   for (int i = 0; i < n; i++) {
     bd += gr[i].dense;
     bx += gr[i].expert;
