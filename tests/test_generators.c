@@ -386,6 +386,12 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "layout 'pp=3,first_stage_layers=3': layers (8) minus first_stage_layers (3) and "
        "last_stage_layers (0) = 5 not divisible into the 2 other stages"},
       {0, "bucket=10M", 1, "layout 'bucket=10M': bucket has no effect without overlap_grad_reduce=1 and zero < 3 (the whole gradient buffer is reduced at once)"},
+      {0, "dp_impl=fsdp,zero=3,dp=2,grad_nan_check=0", 2,
+       "layout 'dp_impl=fsdp,zero=3,dp=2,grad_nan_check=0': grad_nan_check is Megatron's "
+       "DDP's (dp_impl=megatron, zero < 3); dp_impl is fsdp, zero 3"},
+      {0, "zero=3,dp=2,grad_scale_pass=1", 2,
+       "layout 'zero=3,dp=2,grad_scale_pass=1': grad_scale_pass is Megatron's DDP's "
+       "(dp_impl=megatron, zero < 3); dp_impl is megatron, zero 3"},
       {0, "foo=1", 1,
        "layout 'foo=1': key 'foo' is unknown (known: tp, pp, dp, cp, ep, vpp, sp, mbs, gbs, "
        "zero, recompute, schedule, dtype, grad_dtype, overlap_grad_reduce, "
@@ -394,7 +400,8 @@ static void test_layout__inconsistencies_name_the_numbers(void **state)
        "dp_microbatches, balance, offload, attn_impl, eager, backward_prefetch, tp_async, "
        "pp_scatter, dropout, ce_fusion, fp8_recipe, fp8_param_gather, moe_dispatcher, "
        "recompute_modules, moe_a2a_overlap, moe_shared_expert_overlap, optim_impl, grad_clip, "
-       "recompute_layers, recompute_early_stop, train_metrics, reshard_after_forward)"},
+       "recompute_layers, recompute_early_stop, train_metrics, reshard_after_forward, "
+       "grad_nan_check, grad_scale_pass)"},
       {0, "dp_impl=fsdp,zero=3,dp=2,recompute=selective,recompute_early_stop=1", 2,
        "layout 'dp_impl=fsdp,zero=3,dp=2,recompute=selective,recompute_early_stop=1': "
        "recompute_early_stop=1 stops a whole layer's recomputation early: it needs "
@@ -796,6 +803,33 @@ static void test_bytes__per_rank_match_closed_forms(void **state)
   wl = gen(&g, "dp=4,gbs=4,overlap_grad_reduce=1,bucket=1M", 4, &l);
   assert_true(count_ops(wl, 0, "dp.grad.ar") >= 8); /* 12.6M parameters in >= 1M buckets */
   wl_workload_destroy(wl);
+  /* Megatron's passes over the gradient buffer (core_r0.8.0 to 2026): zeroed
+   * at the start of the step (zero_grad_buffer: P fp32 written), and before
+   * each bucket's reduction its norm (check_for_nan_in_grad: P read) and its
+   * scaling by 1/dp (grad_data *= 1/dp: P read and written); the scaling
+   * only where dp > 1, and neither pass where the keys turn them off. */
+  {
+    static const struct {
+      const char *spec;
+      int gpus;
+      double zero, nan, scale;
+    } pass[] = {{"dp=2,gbs=2,zero=1,overlap_grad_reduce=1", 2, 4, 4, 8},
+                {"dp=2,gbs=2", 2, 4, 4, 8},
+                {"dp=1,gbs=2", 1, 4, 4, 0},
+                {"dp=2,gbs=2,zero=1,grad_nan_check=0", 2, 4, 0, 8},
+                {"dp=2,gbs=2,grad_scale_pass=0,grad_dtype=bf16", 2, 2, 2, 0},
+                {"dp=2,gbs=2,zero=3", 2, 0, 0, 0}};
+    for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++) {
+      wl = gen(&g, pass[i].spec, pass[i].gpus, &l);
+      check_rel(named_bytes(wl, 0, "dp.grad.zero") + 1, pass[i].zero * P + 1, 1e-12,
+                pass[i].spec);
+      check_rel(named_bytes(wl, 0, "dp.grad.nan_check") + 1, pass[i].nan * P + 1, 1e-12,
+                pass[i].spec);
+      check_rel(named_bytes(wl, 0, "dp.grad.scale") + 1, pass[i].scale * P + 1, 1e-12,
+                pass[i].spec);
+      wl_workload_destroy(wl);
+    }
+  }
   /* Megatron-core buckets only the first stage's first model chunk
    * (DistributedDataParallel: bucket_size None for pipeline rank > 0 and for
    * chunks after the first).  Two layers per virtual stage, each layer's

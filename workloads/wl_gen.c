@@ -146,14 +146,33 @@ static void grad_reduce(wl__gen *g, int stream, double dense, double expert)
   wl__offload_grad(g, b >= 0 ? b : a, dense, expert);
 }
 
+/* Megatron's passes over a bucket's gradients before its reduction, on the
+ * compute stream (_ParamAndGradBucketGroup.start_grad_sync, core_r0.8.0 to
+ * 2026): with check_for_nan_in_grad the bucket's norm (one read), then,
+ * unless the factor is 1 (average_in_collective, calculate_per_token_loss,
+ * or no data parallelism), grad_data *= 1/dp (a read and a write). */
+static void grad_passes(wl__gen *g, double dense, double expert)
+{
+  const wl_layout *l = g->l;
+  double n = dense + expert, rw = g->gb / g->ab;
+  if (n <= 0)
+    return;
+  if (l->grad_nan_check)
+    wl__elem(g, "dp.grad.nan_check", n, rw, 2);
+  double scaled = (g->dp_size > 1 ? dense : 0) + (g->edp_size > 1 ? expert : 0);
+  if (l->grad_scale_pass && scaled > 0)
+    wl__elem(g, "dp.grad.scale", scaled, 2 * rw, 1);
+}
+
 /* A group's gradients are complete (its last wgrad was just emitted). */
 void wl__group_done(wl__gen *g, int c, int gi)
 {
   if (!g->grad_sync || !g->l->overlap_grad_reduce || g->l->zero == 3)
     return;
   wl__dp_group *gr = &g->groups[c][gi];
-  grad_reduce(g, S_DP, gr->close_dense ? gr->bucket_dense : 0,
-              gr->close_expert ? gr->bucket_expert : 0);
+  double d = gr->close_dense ? gr->bucket_dense : 0, x = gr->close_expert ? gr->bucket_expert : 0;
+  grad_passes(g, d, x);
+  grad_reduce(g, S_DP, d, x);
 }
 
 void wl__param_wait(wl__gen *g, int c, int gi)
@@ -689,6 +708,7 @@ static void finalize_grads(wl__gen *g)
         d += g->groups[c][gi].dense;
         x += g->groups[c][gi].expert;
       }
+      grad_passes(g, d, x);
       grad_reduce(g, S_COMPUTE, d, x);
     }
   }
@@ -813,6 +833,21 @@ static void optimizer_step(wl__gen *g)
   }
 }
 
+/* Megatron's contiguous gradient buffers are zeroed at the start of every
+ * step (train_step: model_chunk.zero_grad_buffer(), grad_data.zero_()), one
+ * write of the stage's gradients in the gradient dtype. */
+static void grad_zero(wl__gen *g)
+{
+  if (g->l->dp_impl != WL_DP_MEGATRON || g->l->zero == 3)
+    return;
+  double n = 0;
+  for (int c = 0; c < g->l->vpp; c++)
+    for (int gi = 0; gi < g->ngroups[c]; gi++)
+      n += g->groups[c][gi].dense + g->groups[c][gi].expert;
+  if (n > 0)
+    wl__elem(g, "dp.grad.zero", n, g->gb / g->ab, 0);
+}
+
 /* Stage s's program: the previous step's parameter gathers, the units, the
  * gradient reductions, the optimizer step. */
 static int emit_stage(wl__gen *g, int s, const char *suffix, st_err *err)
@@ -824,6 +859,7 @@ static int emit_stage(wl__gen *g, int s, const char *suffix, st_err *err)
     return st_err_set(err, ST_ENOMEM, "out of memory generating program '%s'", pname);
   g->phase = WL_PHASE_FORWARD;
   wl__marker(g, WL_MARK_ITERATION, 0);
+  grad_zero(g);
   if ((l->zero == 1 || l->zero == 2) && l->overlap_param_gather)
     prev_param_gathers(g);
   if (stage_units(g) < 0)

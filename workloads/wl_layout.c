@@ -129,7 +129,7 @@ enum {
   K_DP_MB, K_BALANCE, K_OFFLOAD, K_ATTN_IMPL, K_EAGER, K_BWD_PREFETCH, K_TP_ASYNC, K_PP_SCATTER,
   K_DROPOUT, K_CE_FUSION, K_FP8_RECIPE, K_FP8_PARAM_GATHER, K_MOE_DISPATCHER, K_RCM, K_MOE_A2A,
   K_MOE_SHARED, K_OPTIM_IMPL, K_GRAD_CLIP, K_RECOMPUTE_LAYERS, K_RC_EARLY_STOP,
-  K_TRAIN_METRICS, K_RESHARD, K_COUNT
+  K_TRAIN_METRICS, K_RESHARD, K_GRAD_NAN_CHECK, K_GRAD_SCALE_PASS, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
     "tp",    "pp",        "dp",       "cp",    "ep",         "vpp",
@@ -140,7 +140,8 @@ static const char *const key_names[K_COUNT] = {
     "attn_impl", "eager", "backward_prefetch", "tp_async", "pp_scatter", "dropout", "ce_fusion",
     "fp8_recipe", "fp8_param_gather", "moe_dispatcher", "recompute_modules", "moe_a2a_overlap",
     "moe_shared_expert_overlap", "optim_impl", "grad_clip", "recompute_layers",
-    "recompute_early_stop", "train_metrics", "reshard_after_forward"};
+    "recompute_early_stop", "train_metrics", "reshard_after_forward", "grad_nan_check",
+    "grad_scale_pass"};
 /* NeMo's (Megatron-core TransformerConfig's) names for the keys whose short
  * names differ; a key and its alias are one key ("given twice" if both). */
 static const struct {
@@ -223,6 +224,7 @@ void wl_layout_request_init(wl_layout *l)
   l->dropout = -1;
   l->ce_fusion = l->fp8_recipe = l->moe_dispatcher = l->recompute_modules = -1;
   l->optim_impl = l->grad_clip = l->recompute_early_stop = l->reshard_after_forward = -1;
+  l->grad_nan_check = l->grad_scale_pass = -1;
 }
 
 void wl_layout_recompute_modules(const wl_layout *l, char *b, size_t n)
@@ -293,6 +295,8 @@ static void set_int_key(wl_layout *l, int k, int v)
   case K_RC_EARLY_STOP: l->recompute_early_stop = v; break;
   case K_TRAIN_METRICS: l->train_metrics = v; break;
   case K_RESHARD: l->reshard_after_forward = v; break;
+  case K_GRAD_NAN_CHECK: l->grad_nan_check = v; break;
+  case K_GRAD_SCALE_PASS: l->grad_scale_pass = v; break;
   default: break;
   }
 }
@@ -506,7 +510,8 @@ int wl_layout_parse(const char *spec, int num_gpus, const wl_model *m, wl_layout
                   k == K_TP_OVERLAP || k == K_ACCOUNT_EMB || k == K_ACCOUNT_LOSS || k == K_EAGER ||
                   k == K_TP_ASYNC || k == K_PP_SCATTER || k == K_FP8_PARAM_GATHER ||
                   k == K_MOE_A2A || k == K_MOE_SHARED || k == K_GRAD_CLIP ||
-                  k == K_RC_EARLY_STOP || k == K_RESHARD;
+                  k == K_RC_EARLY_STOP || k == K_RESHARD || k == K_GRAD_NAN_CHECK ||
+                  k == K_GRAD_SCALE_PASS;
     if (!boolean && k != K_ZERO && k != K_TRAIN_METRICS && iv < 1) {
       if (k == K_FIRST || k == K_LAST)
         ERR("first_stage_layers/last_stage_layers must be >= 1");
@@ -1021,6 +1026,22 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
     ERR("reshard_after_forward=1 with pp (%d) > 1 is not modelled (torchtitan keeps a stage's "
         "parameters gathered under a pipeline: reshard_after_forward=0)",
         l->pp);
+  /* Megatron's passes over each gradient bucket before its reduction
+   * (_ParamAndGradBucketGroup.start_grad_sync): the norm of
+   * check_for_nan_in_grad (Megatron-LM's --check-for-nan-in-loss-and-grad,
+   * on by default) and the in-place scaling by 1/dp (unless
+   * average_in_collective or calculate_per_token_loss makes the factor 1) */
+  if (l->grad_nan_check >= 0 && (l->dp_impl != WL_DP_MEGATRON || l->zero == 3))
+    ERR("grad_nan_check is Megatron's DDP's (dp_impl=megatron, zero < 3); dp_impl is %s, zero %d",
+        dp_impl_names[l->dp_impl], l->zero);
+  if (l->grad_scale_pass >= 0 && (l->dp_impl != WL_DP_MEGATRON || l->zero == 3))
+    ERR("grad_scale_pass is Megatron's DDP's (dp_impl=megatron, zero < 3); dp_impl is %s, zero %d",
+        dp_impl_names[l->dp_impl], l->zero);
+  int mddp = l->dp_impl == WL_DP_MEGATRON && l->zero < 3;
+  if (l->grad_nan_check < 0)
+    l->grad_nan_check = mddp;
+  if (l->grad_scale_pass < 0)
+    l->grad_scale_pass = mddp;
   /* PyTorch FSDP1 FULL_SHARD, fully_shard and DeepSpeed stage 3 shard the
    * parameters; their other strategies (SHARD_GRAD_OP, NO_SHARD,
    * DeepSpeed stages 1-2) are not modelled, and
@@ -1129,6 +1150,10 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",recompute_early_stop=%d", l->recompute_early_stop);
   if (l->dp_impl == WL_DP_FSDP2 && l->reshard_after_forward != (l->pp == 1))
     st_buf_printf(&b, ",reshard_after_forward=%d", l->reshard_after_forward);
+  if (l->dp_impl == WL_DP_MEGATRON && l->zero < 3 && !l->grad_nan_check)
+    st_buf_printf(&b, ",grad_nan_check=0");
+  if (l->dp_impl == WL_DP_MEGATRON && l->zero < 3 && !l->grad_scale_pass)
+    st_buf_printf(&b, ",grad_scale_pass=0");
   if (l->attn_impl != attn_impl_default(l->dp_impl))
     st_buf_printf(&b, ",attn_impl=%s", attn_impl_names[l->attn_impl]);
   if (l->stage_layers[0])

@@ -625,6 +625,11 @@ typedef struct wl_layout {
   int reshard_after_forward; /* dp_impl=fsdp2: 1 frees a layer's gathered parameters after its
                                 forward (gathered again for its backward); 0 keeps them to the
                                 end of its backward (default 1, 0 under a pipeline) */
+  int grad_nan_check;    /* dp_impl=megatron, zero < 3: the norm of each gradient bucket
+                            before its reduction (check_for_nan_in_grad; default 1) */
+  int grad_scale_pass;   /* dp_impl=megatron, zero < 3: each bucket scaled by 1/dp in place
+                            before its reduction (Megatron without average_in_collective
+                            or calculate_per_token_loss; default 1) */
   int recompute_early_stop; /* recompute=full: the re-run stops once the backward's last
                             needed tensor is saved again (PyTorch's non-reentrant
                             checkpoint): the MLP's output projection and the residual
