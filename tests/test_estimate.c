@@ -36,7 +36,11 @@ static void estimate(const char *model, const char *spec, const char *cluster, d
  * (m - 1) t_max + sum_s t_s, which is the program of the slowest stage plus
  * (sum_s t_s - t_max).  Run together, the stages add only the activations'
  * transfers on the critical path (2 (p - 1) of them, microseconds): within
- * 1% above the closed form. */
+ * 1% above the closed form.  The one work that runs together but not in the
+ * closed form's sum is each stage's start of step, Megatron zeroing its
+ * gradient buffers (9 GB on the last stage here, 3 ms): a stage that waits
+ * for the fill does it while it waits, so the run together may come out
+ * below the closed form by that, under 0.5%. */
 static void test_together__1f1b_is_the_closed_form(void **state)
 {
   (void)state;
@@ -49,7 +53,7 @@ static void test_together__1f1b_is_the_closed_form(void **state)
   drv_estimate f = e;
   (void)f;
   double closed = e.program_s + e.formula_bubble_s;
-  if (!(e.step_s >= closed * (1 - 1e-9) && e.step_s <= closed * 1.01))
+  if (!(e.step_s >= closed * (1 - 5e-3) && e.step_s <= closed * 1.01))
     fail_msg("together %.6f s, closed form %.6f s", e.step_s, closed);
 }
 

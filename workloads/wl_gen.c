@@ -150,7 +150,9 @@ static void grad_reduce(wl__gen *g, int stream, double dense, double expert)
  * compute stream (_ParamAndGradBucketGroup.start_grad_sync, core_r0.8.0 to
  * 2026): with check_for_nan_in_grad the bucket's norm (one read), then,
  * unless the factor is 1 (average_in_collective, calculate_per_token_loss,
- * or no data parallelism), grad_data *= 1/dp (a read and a write). */
+ * or one rank), grad_data *= 1/(dp cp) (a read and a write; core_r0.8.0
+ * divided by dp alone); the expert buffers' factor is the same, not one over
+ * the expert data-parallel size (DistributedDataParallel). */
 static void grad_passes(wl__gen *g, double dense, double expert)
 {
   const wl_layout *l = g->l;
@@ -159,9 +161,8 @@ static void grad_passes(wl__gen *g, double dense, double expert)
     return;
   if (l->grad_nan_check)
     wl__elem(g, "dp.grad.nan_check", n, rw, 2);
-  double scaled = (g->dp_size > 1 ? dense : 0) + (g->edp_size > 1 ? expert : 0);
-  if (l->grad_scale_pass && scaled > 0)
-    wl__elem(g, "dp.grad.scale", scaled, 2 * rw, 1);
+  if (l->grad_scale_pass && g->dp_size > 1)
+    wl__elem(g, "dp.grad.scale", n, 2 * rw, 1);
 }
 
 /* A group's gradients are complete (its last wgrad was just emitted). */
