@@ -1955,10 +1955,28 @@ static void test_dp_impl__op_structure_by_hand(void **state)
       assert_string_equal(p->stream_names[p->ops[i].stream], "host");
     }
   wl_workload_destroy(wl);
+  /* _reduce_grad's default path over 2 ranks: predivide factor 2, so the
+   * unsharded gradient of every unit (the 8 layers and the root: the tied
+   * embedding, the positions, the final norm) is read and written once; no
+   * postdivide (2 / 2 = 1), no accumulation in one micro-batch */
+  const double Proot = 32768.0 * 1024 + 1024.0 * 1024 + 2 * 1024;
+  wl = gen(&m, "zero=3,dp=2,gbs=2,dp_impl=fsdp", 2, &lo);
+  check_rel(named_bytes(wl, 0, "fsdp.rs.divide"), (8 * P + Proot) * 2 * 2, 1e-12,
+            "fsdp predivide bytes");
+  wl_workload_destroy(wl);
   wl = gen(&m, "zero=3,dp=2,gbs=2,dp_impl=fsdp,grad_dtype=fp32", 2, &lo);
-  assert_int_equal(count_ops(wl, 0, "fsdp.rs.cast"), 8);
-  check_rel(named_bytes(wl, 0, "fsdp.rs.cast"), 8 * P * (2 + 4), 1e-12, "fsdp cast bytes");
+  assert_int_equal(count_ops(wl, 0, "fsdp.rs.cast"), 9); /* the layers and the root */
+  check_rel(named_bytes(wl, 0, "fsdp.rs.cast"), (8 * P + Proot) * (2 + 4), 1e-12,
+            "fsdp cast bytes");
   check_rel(named_bytes(wl, 0, "fsdp.rs"), 8 * P * 4, 1e-12, "fsdp rs fp32 bytes");
+  wl_workload_destroy(wl);
+  /* over 8 ranks, two micro-batches, fp32: predivide 4 (8 % 4 = 0, 8 / 4 = 2
+   * not > 4), the shard divided by 2: per unit and micro-batch 2 x 4 P
+   * + 2 x 4 P / 8 bytes, and the second micro-batch's shard added to the
+   * first's, 3 x 4 P / 8: 19.5 bytes a parameter in all */
+  wl = gen(&m, "zero=3,dp=8,gbs=16,dp_impl=fsdp,grad_dtype=fp32", 8, &lo);
+  check_rel(named_bytes(wl, 0, "fsdp.rs.divide"), (8 * P + Proot) * 19.5, 1e-12,
+            "fsdp divide bytes, 8 ranks");
   wl_workload_destroy(wl);
   /* FSDP2: copy-out of every gather (read + write), the next layer's gather
    * after this layer's copy-out; the reduce-scatter input copied in */

@@ -141,6 +141,32 @@ static long z3_copy(wl__gen *g, const char *name, double elems, double rd, doubl
   return wl__elem(g, name, elems, (rd + wr) / g->ab, 0);
 }
 
+/* FSDP1's reduction of a unit's gradient after its cast (_reduce_grad, torch
+ * 2.1 to 2.6, the default path without a comm hook): the padded unsharded
+ * gradient divided in place by the predivide factor f (doubled from 1 while
+ * world % f == 0 and world / f > f: 2, 2, 4, 4 and 8 for 2, 4, 8, 16 and 64
+ * ranks), the reduce-scatter, the shard divided by world / f, from the unit's second
+ * backward of the step on, the shard added to the saved one
+ * (_accumulate_sharded_grad; Composer reduces every micro-batch).  The
+ * passes after the reduce-scatter run on FSDP's post-backward stream; they
+ * are priced with the predivide, before it, at their bytes (1/world of the
+ * gradient). */
+static void fsdp1_divide(wl__gen *g, double params)
+{
+  long world = g->dp_size, pre = 1; /* _get_gradient_predivide_factor */
+  while (world % pre == 0 && world > pre * pre)
+    pre *= 2;
+  double post = (double)world / pre, gb = g->gb, shard = params / world, bytes = 0;
+  if (pre > 1)
+    bytes += 2 * gb * params;
+  if (post > 1)
+    bytes += 2 * gb * shard;
+  if (!g->chunk_first)
+    bytes += 3 * gb * shard;
+  if (bytes > 0)
+    wl__elem(g, "fsdp.rs.divide", params, bytes / (params * g->ab), 1);
+}
+
 /* DeepSpeed sub-modules of layer i in forward order: the linear layers as
  * the generator builds them (QKV, attention output, MLP in, MLP out; a MoE
  * layer's router + shared experts and its routed experts) with their
@@ -452,9 +478,10 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
       /* post-backward: the gradient cast to reduce_dtype when it differs
        * from param_dtype (_reduce_grad), the reduce-scatter, then (BACKWARD_PRE
        * with the rate limiter) the hook of the layer two below */
+      double up = (wl__z3_bytes(g, i, 0, 0) + wl__z3_bytes(g, i, 0, 1)) / g->pb;
       if (g->gb != g->pb)
-        z3_copy(g, "fsdp.rs.cast", (wl__z3_bytes(g, i, 0, 0) + wl__z3_bytes(g, i, 0, 1)) / g->pb,
-                g->pb, g->gb);
+        z3_copy(g, "fsdp.rs.cast", up, g->pb, g->gb);
+      fsdp1_divide(g, up);
       wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP,
                                 wl__z3_bytes(g, i, 1, 0), -1));
       wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
@@ -504,6 +531,11 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
     ds_grad(g, wl__z3_root(g, vs), 0);
     ds_grad_flush(g);
   } else {
+    if (impl == WL_DP_FSDP) { /* the root unit's post-backward, as a layer's */
+      if (g->gb != g->pb)
+        z3_copy(g, "fsdp.rs.cast", wl__z3_root(g, vs), g->pb, g->gb);
+      fsdp1_divide(g, wl__z3_root(g, vs));
+    }
     wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
                               wl__z3_root(g, vs) * g->gb, -1));
   }
