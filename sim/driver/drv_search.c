@@ -299,7 +299,10 @@ static int enum_inner(enum_ctx *x, drv_knobs k)
       int nsched = k.vpp > 1 ? 1 : (k.pp > 1 ? 2 : 1);
       for (int sc = 0; sc < nsched && !rc; sc++) {
         k.schedule = k.vpp > 1 ? 2 : sc;
-        for (k.zero = 0; k.zero <= (k.dp * k.cp > 1 ? 3 : 0) && !rc; k.zero++)
+        /* the PyTorch frameworks' sharding is ZeRO-3 and needs data
+         * parallelism (wl_layout_parse refuses the rest): only that */
+        for (k.zero = x->megatron_dp ? 0 : 3; k.zero <= (k.dp * k.cp > 1 ? 3 : 0) && !rc;
+             k.zero++)
           for (k.recompute = 0; k.recompute < 3 && !rc; k.recompute++)
             for (k.a2a_overlap = 0; k.a2a_overlap <= a2a_overlap_allowed(&k) && !rc;
                  k.a2a_overlap++) {
