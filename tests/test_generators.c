@@ -839,7 +839,9 @@ static void test_bytes__per_rank_match_closed_forms(void **state)
    * same buckets; the bytes are those of the whole stage either way (fp32
    * gradients of every parameter, the last stage's copy of the tied
    * embedding, V h, among them). */
-  wl = gen(&g, "pp=2,vpp=2,dp=2,gbs=8,zero=1,overlap_grad_reduce=1,overlap_param_gather=1,bucket=1M",
+  wl = gen(&g,
+           "pp=2,vpp=2,dp=2,gbs=8,zero=1,overlap_grad_reduce=1,overlap_param_gather=1,"
+           "bucket=1M",
            4, &l);
   assert_int_equal(count_ops(wl, 0, "dp.grad.rs"), 6);
   assert_int_equal(count_ops(wl, 0, "dp.param.ag"), 6);

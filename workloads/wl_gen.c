@@ -146,6 +146,18 @@ static void grad_reduce(wl__gen *g, int stream, double dense, double expert)
   wl__offload_grad(g, b >= 0 ? b : a, dense, expert);
 }
 
+/* Parameters of the stage's gradient groups (all its model chunks), dense
+ * and expert. */
+static void stage_params(const wl__gen *g, double *dense, double *expert)
+{
+  *dense = *expert = 0;
+  for (int c = 0; c < g->l->vpp; c++)
+    for (int gi = 0; gi < g->ngroups[c]; gi++) {
+      *dense += g->groups[c][gi].dense;
+      *expert += g->groups[c][gi].expert;
+    }
+}
+
 /* Megatron's passes over a bucket's gradients before its reduction, on the
  * compute stream (_ParamAndGradBucketGroup.start_grad_sync, core_r0.8.0 to
  * 2026): with check_for_nan_in_grad the bucket's norm (one read), then,
@@ -800,12 +812,8 @@ static void optimizer_step(wl__gen *g)
   const wl_layout *l = g->l;
   int v = l->vpp;
   g->phase = WL_PHASE_OPTIMIZER;
-  double dense = 0, expert = 0;
-  for (int c = 0; c < v; c++)
-    for (int gi = 0; gi < g->ngroups[c]; gi++) {
-      dense += g->groups[c][gi].dense;
-      expert += g->groups[c][gi].expert;
-    }
+  double dense, expert;
+  stage_params(g, &dense, &expert);
   double shard = l->zero >= 1 ? dense / g->dp_size + expert / g->edp_size : dense + expert;
   if (l->offload & WL_OFFLOAD_OPTIMIZER) {
     wl__offload_end(g, wl__offload_step(g, dense, expert));
@@ -841,12 +849,10 @@ static void grad_zero(wl__gen *g)
 {
   if (g->l->dp_impl != WL_DP_MEGATRON || g->l->zero == 3)
     return;
-  double n = 0;
-  for (int c = 0; c < g->l->vpp; c++)
-    for (int gi = 0; gi < g->ngroups[c]; gi++)
-      n += g->groups[c][gi].dense + g->groups[c][gi].expert;
-  if (n > 0)
-    wl__elem(g, "dp.grad.zero", n, g->gb / g->ab, 0);
+  double dense, expert;
+  stage_params(g, &dense, &expert);
+  if (dense + expert > 0)
+    wl__elem(g, "dp.grad.zero", dense + expert, g->gb / g->ab, 0);
 }
 
 /* Stage s's program: the previous step's parameter gathers, the units, the

@@ -167,6 +167,16 @@ static void fsdp1_divide(wl__gen *g, double params)
     wl__elem(g, "fsdp.rs.divide", params, bytes / (params * g->ab), 1);
 }
 
+/* FSDP1's post-backward of a unit of `params` parameters before its
+ * reduce-scatter: the gradient cast to reduce_dtype where it differs from
+ * param_dtype (_post_backward_hook), then _reduce_grad's divisions. */
+static void fsdp1_post_backward(wl__gen *g, double params)
+{
+  if (g->gb != g->pb)
+    z3_copy(g, "fsdp.rs.cast", params, g->pb, g->gb);
+  fsdp1_divide(g, params);
+}
+
 /* DeepSpeed sub-modules of layer i in forward order: the linear layers as
  * the generator builds them (QKV, attention output, MLP in, MLP out; a MoE
  * layer's router + shared experts and its routed experts) with their
@@ -478,10 +488,7 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
       /* post-backward: the gradient cast to reduce_dtype when it differs
        * from param_dtype (_reduce_grad), the reduce-scatter, then (BACKWARD_PRE
        * with the rate limiter) the hook of the layer two below */
-      double up = (wl__z3_bytes(g, i, 0, 0) + wl__z3_bytes(g, i, 0, 1)) / g->pb;
-      if (g->gb != g->pb)
-        z3_copy(g, "fsdp.rs.cast", up, g->pb, g->gb);
-      fsdp1_divide(g, up);
+      fsdp1_post_backward(g, (wl__z3_bytes(g, i, 0, 0) + wl__z3_bytes(g, i, 0, 1)) / g->pb);
       wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP,
                                 wl__z3_bytes(g, i, 1, 0), -1));
       wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.expert", WL_COLL_REDUCESCATTER, R_DPX,
@@ -531,11 +538,8 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
     ds_grad(g, wl__z3_root(g, vs), 0);
     ds_grad_flush(g);
   } else {
-    if (impl == WL_DP_FSDP) { /* the root unit's post-backward, as a layer's */
-      if (g->gb != g->pb)
-        z3_copy(g, "fsdp.rs.cast", wl__z3_root(g, vs), g->pb, g->gb);
-      fsdp1_divide(g, wl__z3_root(g, vs));
-    }
+    if (impl == WL_DP_FSDP) /* the root unit's post-backward, as a layer's */
+      fsdp1_post_backward(g, wl__z3_root(g, vs));
     wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
                               wl__z3_root(g, vs) * g->gb, -1));
   }

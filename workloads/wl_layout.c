@@ -1029,15 +1029,15 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
   /* Megatron's passes over each gradient bucket before its reduction
    * (_ParamAndGradBucketGroup.start_grad_sync): the norm of
    * check_for_nan_in_grad (Megatron-LM's --check-for-nan-in-loss-and-grad,
-   * on by default) and the in-place scaling by 1/dp (unless
+   * on by default) and the in-place scaling by 1/(dp cp) (unless
    * average_in_collective or calculate_per_token_loss makes the factor 1) */
-  if (l->grad_nan_check >= 0 && (l->dp_impl != WL_DP_MEGATRON || l->zero == 3))
-    ERR("grad_nan_check is Megatron's DDP's (dp_impl=megatron, zero < 3); dp_impl is %s, zero %d",
-        dp_impl_names[l->dp_impl], l->zero);
-  if (l->grad_scale_pass >= 0 && (l->dp_impl != WL_DP_MEGATRON || l->zero == 3))
-    ERR("grad_scale_pass is Megatron's DDP's (dp_impl=megatron, zero < 3); dp_impl is %s, zero %d",
-        dp_impl_names[l->dp_impl], l->zero);
   int mddp = l->dp_impl == WL_DP_MEGATRON && l->zero < 3;
+  const char *ddp_key = l->grad_nan_check >= 0    ? "grad_nan_check"
+                        : l->grad_scale_pass >= 0 ? "grad_scale_pass"
+                                                  : NULL;
+  if (!mddp && ddp_key)
+    ERR("%s is Megatron's DDP's (dp_impl=megatron, zero < 3); dp_impl is %s, zero %d", ddp_key,
+        dp_impl_names[l->dp_impl], l->zero);
   if (l->grad_nan_check < 0)
     l->grad_nan_check = mddp;
   if (l->grad_scale_pass < 0)
@@ -1150,9 +1150,11 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
     st_buf_printf(&b, ",recompute_early_stop=%d", l->recompute_early_stop);
   if (l->dp_impl == WL_DP_FSDP2 && l->reshard_after_forward != (l->pp == 1))
     st_buf_printf(&b, ",reshard_after_forward=%d", l->reshard_after_forward);
-  if (l->dp_impl == WL_DP_MEGATRON && l->zero < 3 && !l->grad_nan_check)
+  /* both are 1 under Megatron's DDP unless given 0, and 0 elsewhere */
+  int mddp = l->dp_impl == WL_DP_MEGATRON && l->zero < 3;
+  if (mddp && !l->grad_nan_check)
     st_buf_printf(&b, ",grad_nan_check=0");
-  if (l->dp_impl == WL_DP_MEGATRON && l->zero < 3 && !l->grad_scale_pass)
+  if (mddp && !l->grad_scale_pass)
     st_buf_printf(&b, ",grad_scale_pass=0");
   if (l->attn_impl != attn_impl_default(l->dp_impl))
     st_buf_printf(&b, ",attn_impl=%s", attn_impl_names[l->attn_impl]);

@@ -627,7 +627,7 @@ typedef struct wl_layout {
                                 end of its backward (default 1, 0 under a pipeline) */
   int grad_nan_check;    /* dp_impl=megatron, zero < 3: the norm of each gradient bucket
                             before its reduction (check_for_nan_in_grad; default 1) */
-  int grad_scale_pass;   /* dp_impl=megatron, zero < 3: each bucket scaled by 1/dp in place
+  int grad_scale_pass;   /* dp_impl=megatron, zero < 3: each bucket scaled by 1/(dp cp) in place
                             before its reduction (Megatron without average_in_collective
                             or calculate_per_token_loss; default 1) */
   int recompute_early_stop; /* recompute=full: the re-run stops once the backward's last
