@@ -540,6 +540,8 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
   } else {
     if (impl == WL_DP_FSDP) /* the root unit's post-backward, as a layer's */
       fsdp1_post_backward(g, wl__z3_root(g, vs));
+    else if (impl == WL_DP_FSDP2) /* foreach_reduce's copy-in, as a layer's */
+      z3_copy(g, "fsdp2.rs.copy_in", wl__z3_root(g, vs), g->pb, g->gb);
     wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
                               wl__z3_root(g, vs) * g->gb, -1));
   }
