@@ -485,9 +485,9 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
        * soon as this one's gradient is computed, before _reduce_grad */
       if (pf == WL_BWD_PREFETCH_POST && k >= 1)
         g->z3_ag[k - 1] = fsdp_gather(g, i - 1, g->last_c, 1);
-      /* post-backward: the gradient cast to reduce_dtype when it differs
-       * from param_dtype (_reduce_grad), the reduce-scatter, then (BACKWARD_PRE
-       * with the rate limiter) the hook of the layer two below */
+      /* post-backward: the gradient's cast and divisions
+       * (fsdp1_post_backward), the reduce-scatter, then (BACKWARD_PRE with
+       * the rate limiter) the hook of the layer two below */
       fsdp1_post_backward(g, (wl__z3_bytes(g, i, 0, 0) + wl__z3_bytes(g, i, 0, 1)) / g->pb);
       wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs", WL_COLL_REDUCESCATTER, R_DP,
                                 wl__z3_bytes(g, i, 1, 0), -1));
@@ -538,12 +538,13 @@ void wl__unit_bwd_z3(wl__gen *g, int c, int first, int count, int vs, int last_v
     ds_grad(g, wl__z3_root(g, vs), 0);
     ds_grad_flush(g);
   } else {
+    double root = wl__z3_root(g, vs);
     if (impl == WL_DP_FSDP) /* the root unit's post-backward, as a layer's */
-      fsdp1_post_backward(g, wl__z3_root(g, vs));
+      fsdp1_post_backward(g, root);
     else if (impl == WL_DP_FSDP2) /* foreach_reduce's copy-in, as a layer's */
-      z3_copy(g, "fsdp2.rs.copy_in", wl__z3_root(g, vs), g->pb, g->gb);
+      z3_copy(g, "fsdp2.rs.copy_in", root, g->pb, g->gb);
     wl__dp_push(g, wl__coll_s(g, S_DP, "fsdp.rs.root", WL_COLL_REDUCESCATTER, R_DP,
-                              wl__z3_root(g, vs) * g->gb, -1));
+                              root * g->gb, -1));
   }
   if (vs == last_vs) /* after backward() returns: the trainer's metrics */
     wl__train_metrics(g);

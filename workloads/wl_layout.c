@@ -818,6 +818,13 @@ static int res_schedule(wl_layout *l, int num_gpus, const wl_model *m, const res
   return ST_OK;
 }
 
+/* Megatron's own DDP: its gradient buffers, buckets and passes
+ * (grad_nan_check, grad_scale_pass). */
+static int megatron_ddp(const wl_layout *l)
+{
+  return l->dp_impl == WL_DP_MEGATRON && l->zero < 3;
+}
+
 /* wl_layout_resolve: recomputation, precision, data parallelism and offload. */
 static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const res_given *gv,
               const char *what, st_err *err)
@@ -1031,7 +1038,7 @@ static int res_precision_dp(wl_layout *l, int num_gpus, const wl_model *m, const
    * check_for_nan_in_grad (Megatron-LM's --check-for-nan-in-loss-and-grad,
    * on by default) and the in-place scaling by 1/(dp cp) (unless
    * average_in_collective or calculate_per_token_loss makes the factor 1) */
-  int mddp = l->dp_impl == WL_DP_MEGATRON && l->zero < 3;
+  int mddp = megatron_ddp(l);
   const char *ddp_key = l->grad_nan_check >= 0    ? "grad_nan_check"
                         : l->grad_scale_pass >= 0 ? "grad_scale_pass"
                                                   : NULL;
@@ -1151,7 +1158,7 @@ static int res_spec(wl_layout *l, int num_gpus, const wl_model *m, const res_giv
   if (l->dp_impl == WL_DP_FSDP2 && l->reshard_after_forward != (l->pp == 1))
     st_buf_printf(&b, ",reshard_after_forward=%d", l->reshard_after_forward);
   /* both are 1 under Megatron's DDP unless given 0, and 0 elsewhere */
-  int mddp = l->dp_impl == WL_DP_MEGATRON && l->zero < 3;
+  int mddp = megatron_ddp(l);
   if (mddp && !l->grad_nan_check)
     st_buf_printf(&b, ",grad_nan_check=0");
   if (mddp && !l->grad_scale_pass)
